@@ -1,0 +1,178 @@
+/**
+ * The NATS users of LurkBot, one per actor, and the subjects each may publish and subscribe.
+ * nats.conf is rendered from this table (shared/contract/nats-conf.ts) and a test fails when the
+ * committed nats.conf drifts from it. Everything not listed here is refused by the server.
+ */
+import { inboxPrefix, STREAMS, subjects, token } from "./subjects.js";
+
+export interface DurableConsumerGrant {
+  stream: string;
+  consumer: string;
+}
+
+export interface ActorGrant {
+  /** NATS user name == actor (service) name */
+  user: string;
+  description: string;
+  publish: string[];
+  subscribe: string[];
+  /** may answer requests (services framework, request/reply) */
+  responder: boolean;
+  /** durable JetStream pull consumers this actor reads */
+  consumers: DurableConsumerGrant[];
+  /** JetStream KV buckets it reads and writes (leases) */
+  kvBuckets: string[];
+}
+
+export const CHANNELS = ["cli", "web", "telegram", "discord", "slack", "webhook", "openai-http"] as const;
+export type ChannelName = (typeof CHANNELS)[number];
+
+/** The lease bucket stateful actors use to keep one active instance. */
+export const LEASE_BUCKET = "lurk_leases";
+
+/** JetStream consumer names of the contract. */
+export const CONSUMERS = {
+  router: "router",
+  agentRunner: "agent-runner",
+  channel: (name: string) => `channel-${token(name, "channel")}`,
+} as const;
+
+export function actorGrants(prefix?: string): ActorGrant[] {
+  const s = subjects(prefix);
+  const p = s.prefix;
+  const ops = (actor: string) => `${p}.${actor}.>`;
+  const grant = (g: Omit<ActorGrant, "consumers" | "kvBuckets"> & Partial<Pick<ActorGrant, "consumers" | "kvBuckets">>): ActorGrant => ({
+    consumers: [],
+    kvBuckets: [],
+    ...g,
+  });
+  const channel = (name: ChannelName, extraPublish: string[] = [], extraSubscribe: string[] = []) =>
+    grant({
+      user: `channel-${name}`,
+      description: `the ${name} channel: platform <-> bus`,
+      publish: [s.inbound(name), ops("approvals"), ops("sessions"), ops("router"), ...extraPublish],
+      subscribe: [s.runEventAll, s.toolProgressAll, ...extraSubscribe],
+      responder: true,
+      consumers: [{ stream: STREAMS.outbound, consumer: CONSUMERS.channel(name) }],
+    });
+
+  return [
+    grant({
+      user: "router",
+      description: "bindings, session keys, lanes (one run per session), queue modes, commands",
+      publish: [s.runRequestAll, s.runControlAll, s.outboundAll, ops("sessions"), ops("approvals")],
+      subscribe: [s.runEventAll],
+      responder: true,
+      consumers: [{ stream: STREAMS.inbound, consumer: CONSUMERS.router }],
+    }),
+    grant({
+      user: "sessions",
+      description: "session entries and transcripts (LMDB)",
+      publish: [],
+      subscribe: [],
+      responder: true,
+    }),
+    grant({
+      user: "agent-runner",
+      description: "the agent loop: prompt, LLM, tools over the bus, checkpoints",
+      publish: [s.runEventAll, s.outboundAll, ops("sessions"), ops("tools")],
+      subscribe: [s.runControlAll, s.toolProgressAll],
+      responder: true,
+      consumers: [{ stream: STREAMS.runs, consumer: CONSUMERS.agentRunner }],
+    }),
+    grant({
+      user: "tools",
+      description: "tool catalog and execution (piscina workers, bubblewrap)",
+      publish: [s.toolProgressAll, ops("approvals"), ops("sessions"), ops("subagents"), ops("cron"), s.outboundAll, s.injectAll],
+      subscribe: [],
+      responder: true,
+    }),
+    grant({
+      user: "approvals",
+      description: "human approvals and signed decision tokens (LMDB)",
+      publish: [s.outboundAll, ops("sessions")],
+      subscribe: [],
+      responder: true,
+    }),
+    grant({
+      user: "subagents",
+      description: "child runs, waiting, announcing results (LMDB)",
+      publish: [s.runRequestAll, s.runControlAll, s.injectAll, ops("sessions")],
+      subscribe: [s.runEventAll],
+      responder: true,
+      kvBuckets: [LEASE_BUCKET],
+    }),
+    grant({
+      user: "heartbeat",
+      description: "periodic HEARTBEAT.md checks per agent (LMDB)",
+      publish: [s.injectAll, s.outboundAll, ops("sessions"), ops("router")],
+      subscribe: [s.runEventAll],
+      responder: true,
+      kvBuckets: [LEASE_BUCKET],
+    }),
+    grant({
+      user: "cron",
+      description: "scheduled jobs (LMDB), one active instance through a lease",
+      publish: [s.injectAll, s.runRequestAll, ops("sessions")],
+      subscribe: [s.runEventAll],
+      responder: true,
+      kvBuckets: [LEASE_BUCKET],
+    }),
+    // the terminal channel is also the operator's console: status, tail and admin commands
+    grant({
+      user: "cli",
+      description: "the terminal channel and the operator console (status, tail, admin commands)",
+      publish: [s.inbound("cli"), "$SRV.>", ...["router", "sessions", "tools", "approvals", "subagents", "heartbeat", "cron"].map(ops)],
+      subscribe: [s.outboundChannel("cli"), s.runEventAll, s.toolProgressAll, s.eventAll],
+      responder: false,
+    }),
+    channel("web"),
+    channel("telegram"),
+    channel("discord"),
+    channel("slack"),
+    channel("webhook"),
+    channel("openai-http"),
+  ];
+}
+
+/** The full publish/subscribe allow lists of a grant, JetStream and services plumbing included. */
+export function expandGrant(grant: ActorGrant, prefix?: string): { publish: string[]; subscribe: string[] } {
+  const s = subjects(prefix);
+  const publish = new Set<string>(grant.publish);
+  const subscribe = new Set<string>(grant.subscribe);
+  subscribe.add(`${inboxPrefix(grant.user)}.>`);
+  publish.add(s.eventsOf(grant.user));
+  if (grant.responder) subscribe.add("$SRV.>");
+  // an actor with operations (`lurk.<actor>.<op>`) serves them
+  if (grant.responder && !grant.user.startsWith("channel-")) subscribe.add(`${s.prefix}.${grant.user}.>`);
+  const usesJetStream = grant.consumers.length > 0 || grant.kvBuckets.length > 0 || grant.publish.some((x) => isStreamSubject(x, s.prefix));
+  if (usesJetStream) publish.add("$JS.API.INFO");
+  for (const { stream, consumer } of grant.consumers) {
+    publish.add(`$JS.API.STREAM.INFO.${stream}`);
+    publish.add(`$JS.API.CONSUMER.INFO.${stream}.${consumer}`);
+    publish.add(`$JS.API.CONSUMER.CREATE.${stream}.${consumer}`);
+    publish.add(`$JS.API.CONSUMER.CREATE.${stream}.${consumer}.>`);
+    publish.add(`$JS.API.CONSUMER.DURABLE.CREATE.${stream}.${consumer}`);
+    publish.add(`$JS.API.CONSUMER.MSG.NEXT.${stream}.${consumer}`);
+    publish.add(`$JS.ACK.${stream}.${consumer}.>`);
+    publish.add(s.deadLetter(stream, consumer));
+  }
+  for (const bucket of grant.kvBuckets) {
+    publish.add(`$JS.API.STREAM.INFO.KV_${bucket}`);
+    publish.add(`$JS.API.DIRECT.GET.KV_${bucket}.>`);
+    publish.add(`$JS.API.STREAM.MSG.GET.KV_${bucket}`);
+    publish.add(`$KV.${bucket}.>`);
+  }
+  return { publish: [...publish].sort(), subscribe: [...subscribe].sort() };
+}
+
+function isStreamSubject(subject: string, prefix: string): boolean {
+  return ["in", "inject", "run.req", "out"].some((part) => subject.startsWith(`${prefix}.${part}.`) || subject === `${prefix}.${part}`);
+}
+
+/** Environment variable that carries an actor's NATS password to nats-server and the actor. */
+export function passwordEnvName(user: string): string {
+  return `LURKBOT_NATS_PASS_${user.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`;
+}
+
+export const ADMIN_USER = "admin";

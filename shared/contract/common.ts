@@ -1,0 +1,140 @@
+/** Schemas shared by several actors: identifiers, peers, usage, and the one LLM message model. */
+import { z } from "zod";
+import { idSchema, timestampSchema } from "./envelope.js";
+
+/** Agent ids are subject tokens: lower-case letters, digits, `-` and `_`. */
+export const agentIdSchema = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, "agent id: lower-case letters, digits, '-' or '_'");
+export const channelNameSchema = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/, "channel name: lower-case letters, digits, '-' or '_'");
+/** A conversation token: where a channel delivers replies (a subject token). */
+export const conversationSchema = z.string().min(1).max(128).regex(/^[^.*>\s]+$/, "conversation must be a subject token");
+
+export const sessionTypeSchema = z.enum(["main", "dm", "group", "topic", "thread", "subagent", "cron"]);
+export type SessionType = z.infer<typeof sessionTypeSchema>;
+/** Session keys in the seeds' format, e.g. `agent:main:main`, `agent:main:telegram:group:-100123`. */
+export const sessionKeySchema = z.string().min(1).max(512).regex(/^(global|agent:[a-z0-9][a-z0-9_-]*:\S+)$/, "session key: agent:<agentId>:<rest> or global");
+
+export const peerSchema = z.object({
+  kind: z.enum(["dm", "group", "channel", "thread", "topic"]),
+  id: z.string().min(1).max(200),
+  threadId: z.string().max(200).optional(),
+  topicId: z.string().max(200).optional(),
+  guildId: z.string().max(200).optional(),
+  teamId: z.string().max(200).optional(),
+});
+export type Peer = z.infer<typeof peerSchema>;
+
+export const senderSchema = z.object({
+  id: z.string().min(1).max(200),
+  name: z.string().max(200).optional(),
+  isBot: z.boolean().optional(),
+});
+
+export const attachmentSchema = z.object({
+  kind: z.enum(["image", "audio", "video", "file"]),
+  mime: z.string().max(200),
+  name: z.string().max(500).optional(),
+  url: z.string().max(4096).optional(),
+  dataBase64: z.string().optional(),
+  size: z.number().int().nonnegative().optional(),
+});
+
+/** Where a run came from, so its reply can go back there. */
+export const originSchema = z.object({
+  channel: channelNameSchema,
+  conversation: conversationSchema,
+  accountId: z.string().max(200).optional(),
+  peer: peerSchema.optional(),
+  sender: senderSchema.optional(),
+  messageIds: z.array(idSchema).max(1000).default([]),
+});
+export type Origin = z.infer<typeof originSchema>;
+
+export const usageSchema = z.object({
+  input: z.number().int().nonnegative().default(0),
+  output: z.number().int().nonnegative().default(0),
+  cacheRead: z.number().int().nonnegative().default(0),
+  cacheWrite: z.number().int().nonnegative().default(0),
+  total: z.number().int().nonnegative().default(0),
+  costUsd: z.number().nonnegative().optional(),
+});
+export type Usage = z.infer<typeof usageSchema>;
+
+export const thinkLevelSchema = z.enum(["off", "low", "medium", "high"]);
+export const verboseLevelSchema = z.enum(["off", "low", "high"]);
+export const reasoningLevelSchema = z.enum(["off", "on", "stream"]);
+export const queueModeSchema = z.enum(["steer", "followup", "collect", "steer-backlog", "interrupt", "queue"]);
+export const queueDropPolicySchema = z.enum(["old", "new", "summarize"]);
+export const promptModeSchema = z.enum(["full", "minimal", "none"]);
+
+// --- the LLM message model (provider-neutral) ----------------------------------------------
+
+export const textBlockSchema = z.object({ type: z.literal("text"), text: z.string() });
+export const thinkingBlockSchema = z.object({
+  type: z.literal("thinking"),
+  text: z.string(),
+  /** provider signature or encrypted payload, sent back verbatim on later turns */
+  signature: z.string().optional(),
+  redacted: z.boolean().optional(),
+});
+export const imageBlockSchema = z.object({
+  type: z.literal("image"),
+  mime: z.string(),
+  dataBase64: z.string().optional(),
+  url: z.string().optional(),
+});
+export const toolCallBlockSchema = z.object({
+  type: z.literal("tool_call"),
+  id: z.string().min(1).max(200),
+  name: z.string().min(1).max(200),
+  args: z.record(z.string(), z.unknown()),
+  /** set when the provider's argument JSON could not be parsed even after repair */
+  argsError: z.string().optional(),
+});
+export const contentBlockSchema = z.discriminatedUnion("type", [textBlockSchema, thinkingBlockSchema, imageBlockSchema, toolCallBlockSchema]);
+export type ContentBlock = z.infer<typeof contentBlockSchema>;
+
+export const stopReasonSchema = z.enum(["end_turn", "tool_use", "max_tokens", "stop_sequence", "aborted", "error"]);
+
+export const userMessageSchema = z.object({
+  role: z.literal("user"),
+  content: z.array(z.discriminatedUnion("type", [textBlockSchema, imageBlockSchema])),
+});
+export const assistantMessageSchema = z.object({
+  role: z.literal("assistant"),
+  content: z.array(contentBlockSchema),
+  provider: z.string(),
+  model: z.string(),
+  stopReason: stopReasonSchema,
+  usage: usageSchema.optional(),
+});
+export const toolResultMessageSchema = z.object({
+  role: z.literal("tool_result"),
+  toolCallId: z.string(),
+  toolName: z.string(),
+  content: z.array(z.discriminatedUnion("type", [textBlockSchema, imageBlockSchema])),
+  isError: z.boolean(),
+});
+export const llmMessageSchema = z.discriminatedUnion("role", [userMessageSchema, assistantMessageSchema, toolResultMessageSchema]);
+export type LlmMessage = z.infer<typeof llmMessageSchema>;
+export type AssistantMessage = z.infer<typeof assistantMessageSchema>;
+export type ToolResultMessage = z.infer<typeof toolResultMessageSchema>;
+export type UserMessage = z.infer<typeof userMessageSchema>;
+
+export const toolDefinitionSchema = z.object({
+  name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/),
+  description: z.string().max(4000),
+  /** JSON Schema of the arguments (generated from the tool's zod schema) */
+  parameters: z.record(z.string(), z.unknown()),
+  /** the actor (service name) that executes it */
+  actor: z.string(),
+  /** whether a call changes something outside the transcript (never repeated on resume) */
+  sideEffects: z.boolean(),
+  /** whether it may run in parallel with other calls of the same turn */
+  parallelSafe: z.boolean(),
+  groups: z.array(z.string()).default([]),
+  needsApproval: z.boolean().default(false),
+});
+export type ToolDefinition = z.infer<typeof toolDefinitionSchema>;
+
+export const listLimitSchema = z.number().int().min(1).max(10_000);
+export const msSchema = timestampSchema;

@@ -1,0 +1,30 @@
+/**
+ * The envelope every bus message carries, in its JSON body:
+ * `type` (versioned, e.g. `lurk.inbound.message.v1`), `id` (unique), `ts` (ms since epoch) and
+ * correlation: `runId`, `sessionKey`, `causationId` (the id of the message that caused this one).
+ */
+import { randomUUID } from "node:crypto";
+import { z } from "zod";
+
+export const idSchema = z.string().min(1).max(200);
+export const timestampSchema = z.number().int().nonnegative();
+
+export const envelopeShape = {
+  id: idSchema,
+  ts: timestampSchema,
+  runId: idSchema.optional(),
+  sessionKey: z.string().min(1).max(512).optional(),
+  causationId: idSchema.optional(),
+};
+
+/** A message schema: the envelope plus the payload fields, tagged with its versioned type. */
+export function defineMessage<T extends string, S extends z.ZodRawShape>(type: T, shape: S) {
+  return z.object({ type: z.literal(type), ...envelopeShape, ...shape });
+}
+
+export type Envelope = { type: string; id: string; ts: number; runId?: string; sessionKey?: string; causationId?: string };
+
+/** Builds a message: fills `type`, a fresh `id` (unless given) and `ts`. */
+export function envelope<T extends string, P extends object>(type: T, payload: P & Partial<Envelope>): P & Envelope & { type: T } {
+  return { id: randomUUID(), ts: Date.now(), ...payload, type };
+}

@@ -1,0 +1,59 @@
+/** Channel <-> router/agent-runner messages: what comes in from a platform, what goes out. */
+import { z } from "zod";
+import { attachmentSchema, channelNameSchema, conversationSchema, peerSchema, senderSchema } from "../common.js";
+import { defineMessage, idSchema } from "../envelope.js";
+
+/**
+ * `lurk.in.<channel>`, stream INBOUND, published with `Nats-Msg-Id: <channel>:<messageId>`.
+ * `id` is the platform message id (stable across redeliveries), so duplicates collapse.
+ */
+export const inboundMessageSchema = defineMessage("lurk.inbound.message.v1", {
+  channel: channelNameSchema,
+  accountId: z.string().max(200).optional(),
+  /** where replies go: `lurk.out.<channel>.<conversation>` */
+  conversation: conversationSchema,
+  peer: peerSchema,
+  sender: senderSchema,
+  text: z.string().max(100_000),
+  attachments: z.array(attachmentSchema).max(32).default([]),
+  replyToMessageId: idSchema.optional(),
+  /** the bot was mentioned (group gating) */
+  mentioned: z.boolean().default(false),
+  /** explicit agent binding chosen by the channel (e.g. a CLI flag); the router may refuse it */
+  agentId: z.string().max(64).optional(),
+  /** session name chosen by the user (the terminal channel's --session) */
+  sessionName: z.string().max(128).optional(),
+});
+export type InboundMessage = z.infer<typeof inboundMessageSchema>;
+
+/**
+ * `lurk.out.<channel>.<conversation>`, stream OUTBOUND, `Nats-Msg-Id` = `id` (the delivery id,
+ * derived from the run id), so a redelivered run never produces a second delivery.
+ */
+export const outboundMessageSchema = defineMessage("lurk.outbound.message.v1", {
+  channel: channelNameSchema,
+  conversation: conversationSchema,
+  accountId: z.string().max(200).optional(),
+  peer: peerSchema.optional(),
+  kind: z.enum(["reply", "notice", "error", "approval", "typing"]),
+  /** the inbound message ids this answers */
+  replyTo: z.array(idSchema).max(1000).default([]),
+  text: z.string().max(1_000_000),
+  attachments: z.array(attachmentSchema).max(32).default([]),
+  chunk: z.object({ index: z.number().int().nonnegative(), count: z.number().int().positive() }).optional(),
+  /** for kind "approval": what to show with approve/deny */
+  approval: z.object({ approvalId: idSchema, tool: z.string(), command: z.string().optional(), expiresAt: z.number().int() }).optional(),
+  /** for kind "error": the contract error code */
+  errorCode: z.string().optional(),
+});
+export type OutboundMessage = z.infer<typeof outboundMessageSchema>;
+
+/** `lurk.evt.<channel actor>.delivered` / `.delivery_failed`: what happened to a delivery. */
+export const deliveryReceiptSchema = defineMessage("lurk.outbound.receipt.v1", {
+  channel: channelNameSchema,
+  deliveryId: idSchema,
+  status: z.enum(["delivered", "failed", "duplicate"]),
+  platformMessageId: z.string().optional(),
+  attempts: z.number().int().nonnegative(),
+  error: z.string().optional(),
+});

@@ -1,0 +1,106 @@
+/** `lurk.sessions.<op>`: session entries and append-only transcripts (the sessions actor, LMDB). */
+import { z } from "zod";
+import {
+  agentIdSchema, channelNameSchema, listLimitSchema, llmMessageSchema, originSchema, sessionKeySchema,
+  sessionTypeSchema, thinkLevelSchema, usageSchema,
+} from "../common.js";
+import { defineMessage, idSchema, timestampSchema } from "../envelope.js";
+
+export const sessionEntrySchema = z.object({
+  sessionKey: sessionKeySchema,
+  sessionId: idSchema,
+  agentId: agentIdSchema,
+  sessionType: sessionTypeSchema,
+  createdAt: timestampSchema,
+  updatedAt: timestampSchema,
+  channel: channelNameSchema.optional(),
+  /** the last place a user wrote from: heartbeat and cron deliver here with target "last" */
+  lastOrigin: originSchema.optional(),
+  model: z.string().optional(),
+  provider: z.string().optional(),
+  thinking: thinkLevelSchema.optional(),
+  usage: usageSchema,
+  parentSessionKey: sessionKeySchema.optional(),
+  label: z.string().max(200).optional(),
+  records: z.number().int().nonnegative(),
+  /** the run currently holding the session, if any */
+  activeRunId: idSchema.optional(),
+});
+export type SessionEntry = z.infer<typeof sessionEntrySchema>;
+
+/**
+ * One transcript line. `id` is chosen by the writer and is stable (e.g. `<runId>:a:<turn>`), so
+ * appending the same record twice stores it once: that makes a redelivered run's checkpoints
+ * idempotent. `kind` app-only records (context_note, system_event, compaction_summary, run_marker)
+ * stay in the transcript; the agent-runner decides which reach the model.
+ */
+export const transcriptRecordSchema = z.object({
+  id: idSchema,
+  seq: z.number().int().nonnegative().optional(),
+  ts: timestampSchema,
+  runId: idSchema.optional(),
+  kind: z.enum(["message", "system_event", "context_note", "compaction_summary", "run_marker"]),
+  message: llmMessageSchema.optional(),
+  text: z.string().optional(),
+  runStatus: z.enum(["started", "done", "error", "aborted"]).optional(),
+  meta: z.record(z.string(), z.unknown()).optional(),
+});
+export type TranscriptRecord = z.infer<typeof transcriptRecordSchema>;
+
+const key = { sessionKey: sessionKeySchema };
+
+export const sessionsEnsureRequest = defineMessage("lurk.sessions.ensure.v1", {
+  ...key,
+  agentId: agentIdSchema,
+  sessionType: sessionTypeSchema,
+  channel: channelNameSchema.optional(),
+  origin: originSchema.optional(),
+  parentSessionKey: sessionKeySchema.optional(),
+  label: z.string().max(200).optional(),
+});
+export const sessionsGetRequest = defineMessage("lurk.sessions.get.v1", key);
+export const sessionsListRequest = defineMessage("lurk.sessions.list.v1", {
+  agentId: agentIdSchema.optional(),
+  sessionType: sessionTypeSchema.optional(),
+  limit: listLimitSchema.default(100),
+});
+export const sessionsHistoryRequest = defineMessage("lurk.sessions.history.v1", {
+  ...key,
+  /** the newest `limit` records, oldest first */
+  limit: listLimitSchema.default(200),
+});
+export const sessionsAppendRequest = defineMessage("lurk.sessions.append.v1", {
+  ...key,
+  records: z.array(transcriptRecordSchema).min(1).max(500),
+});
+export const sessionsRunRequest = defineMessage("lurk.sessions.run.v1", { ...key, runId: idSchema });
+export const sessionsUsageRequest = defineMessage("lurk.sessions.usage.v1", {
+  ...key,
+  usage: usageSchema,
+  model: z.string(),
+  provider: z.string(),
+});
+export const sessionsPatchRequest = defineMessage("lurk.sessions.patch.v1", {
+  ...key,
+  patch: z.object({
+    model: z.string().max(200).nullable().optional(),
+    thinking: thinkLevelSchema.nullable().optional(),
+    label: z.string().max(200).nullable().optional(),
+    lastOrigin: originSchema.optional(),
+    activeRunId: idSchema.nullable().optional(),
+  }),
+});
+export const sessionsResetRequest = defineMessage("lurk.sessions.reset.v1", { ...key, reason: z.string().max(200).default("manual") });
+export const sessionsDeleteRequest = defineMessage("lurk.sessions.delete.v1", key);
+
+export const sessionReply = z.object({ session: sessionEntrySchema });
+export const sessionOrNullReply = z.object({ session: sessionEntrySchema.nullable() });
+export const sessionListReply = z.object({ sessions: z.array(sessionEntrySchema) });
+export const historyReply = z.object({ session: sessionEntrySchema.nullable(), records: z.array(transcriptRecordSchema) });
+export const appendReply = z.object({ appended: z.number().int(), duplicates: z.number().int(), lastSeq: z.number().int() });
+export const runRecordsReply = z.object({
+  records: z.array(transcriptRecordSchema),
+  status: z.enum(["unknown", "started", "done", "error", "aborted"]),
+});
+export const resetReply = z.object({ session: sessionEntrySchema, previousSessionId: idSchema });
+export const deleteReply = z.object({ deleted: z.boolean() });

@@ -1,0 +1,46 @@
+/** `lurk.tools.list`, `lurk.tools.call.<tool>`: the tool catalog and execution. */
+import { z } from "zod";
+import { agentIdSchema, imageBlockSchema, sessionKeySchema, sessionTypeSchema, textBlockSchema, toolDefinitionSchema } from "../common.js";
+import { defineMessage, idSchema } from "../envelope.js";
+import { errorCodeSchema } from "../errors.js";
+
+/** Scatter-gather: every tools actor kind answers with its own tools; the caller merges. */
+export const toolsListRequest = defineMessage("lurk.tools.list.v1", {
+  agentId: agentIdSchema.optional(),
+  sessionKey: sessionKeySchema.optional(),
+});
+export const toolsListReply = z.object({ actor: z.string(), tools: z.array(toolDefinitionSchema) });
+
+export const toolCallRequest = defineMessage("lurk.tools.call.v1", {
+  toolCallId: idSchema,
+  runId: idSchema,
+  sessionKey: sessionKeySchema,
+  agentId: agentIdSchema,
+  sessionType: sessionTypeSchema.default("main"),
+  tool: z.string().min(1).max(64),
+  args: z.record(z.string(), z.unknown()),
+  /** ms the tool may run once it starts (not counting queue time) */
+  timeoutMs: z.number().int().positive().max(3600_000).optional(),
+  /** signed by the approvals actor for this exact call (tool call id + args hash) */
+  approvalToken: z.string().max(4096).optional(),
+});
+export type ToolCallRequest = z.infer<typeof toolCallRequest>;
+
+export const toolCallReply = z.object({
+  toolCallId: idSchema,
+  content: z.array(z.discriminatedUnion("type", [textBlockSchema, imageBlockSchema])),
+  isError: z.boolean(),
+  errorCode: errorCodeSchema.optional(),
+  /** the output was cut; the full text is kept at this workspace path for `read` to page */
+  truncated: z.object({ fullOutputPath: z.string(), totalBytes: z.number().int() }).optional(),
+  durationMs: z.number().nonnegative(),
+});
+export type ToolCallReply = z.infer<typeof toolCallReply>;
+
+/** `lurk.tools.progress.<runId>`: long tools report progress (core publish). */
+export const toolProgressSchema = defineMessage("lurk.tools.progress.v1", {
+  runId: idSchema,
+  toolCallId: idSchema,
+  message: z.string().max(2000),
+  fraction: z.number().min(0).max(1).optional(),
+});

@@ -1,0 +1,129 @@
+/**
+ * Subject builders: the only place subject strings are assembled.
+ *
+ * Contract: every dynamic token passes `token()`, which rejects `.`, `*`, `>`, whitespace and
+ * empty strings, so no caller can widen a subscription or publish outside its lane. Ids that
+ * come from platforms (chat ids, user names) go through `encodeToken()` first.
+ */
+import { LurkError } from "./errors.js";
+
+export const DEFAULT_PREFIX = "lurk";
+
+const BAD_TOKEN = /[.*>\s\u0000-\u001f\u007f]/u;
+const MAX_TOKEN_LENGTH = 128;
+
+/** Validates one subject token; throws BAD_SUBJECT_TOKEN otherwise. */
+export function token(value: string, what = "token"): string {
+  if (typeof value !== "string" || value.length === 0) {
+    throw new LurkError("BAD_SUBJECT_TOKEN", `${what} must be a non-empty string`);
+  }
+  if (value.length > MAX_TOKEN_LENGTH) {
+    throw new LurkError("BAD_SUBJECT_TOKEN", `${what} is longer than ${MAX_TOKEN_LENGTH} characters`);
+  }
+  if (BAD_TOKEN.test(value)) {
+    throw new LurkError("BAD_SUBJECT_TOKEN", `${what} "${value}" contains '.', '*', '>', whitespace or a control character`);
+  }
+  return value;
+}
+
+export function isValidToken(value: string): boolean {
+  return typeof value === "string" && value.length > 0 && value.length <= MAX_TOKEN_LENGTH && !BAD_TOKEN.test(value);
+}
+
+/**
+ * Maps any string to a valid token, reversibly: unreserved characters stay, everything else
+ * becomes `~XX` (UTF-8 bytes in hex). `encodeToken("a.b c")` is `a~2Eb~20c`.
+ */
+export function encodeToken(raw: string): string {
+  let out = "";
+  for (const byte of Buffer.from(raw, "utf8")) {
+    const ch = String.fromCharCode(byte);
+    out += /[A-Za-z0-9_\-+=@:,]/.test(ch) ? ch : `~${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+  }
+  return token(out, "encoded token");
+}
+
+export function decodeToken(encoded: string): string {
+  const bytes: number[] = [];
+  for (let i = 0; i < encoded.length; i++) {
+    if (encoded[i] === "~") {
+      bytes.push(parseInt(encoded.slice(i + 1, i + 3), 16));
+      i += 2;
+    } else {
+      bytes.push(encoded.charCodeAt(i));
+    }
+  }
+  return Buffer.from(bytes).toString("utf8");
+}
+
+/** Request/reply operations, one per endpoint. Actor name -> its operations. */
+export const OPERATIONS = {
+  router: ["status", "lanes"],
+  sessions: ["ensure", "get", "list", "history", "append", "run", "usage", "patch", "reset", "delete"],
+  tools: ["list"],
+  approvals: ["request", "wait", "decide", "get", "list"],
+  subagents: ["spawn", "list", "stop"],
+  heartbeat: ["status", "last", "run", "enable", "disable"],
+  cron: ["add", "list", "get", "edit", "rm", "run", "runs", "status"],
+} as const;
+
+export type OperationActor = keyof typeof OPERATIONS;
+export type Operation<A extends OperationActor> = (typeof OPERATIONS)[A][number];
+
+/** The stream names, fixed (prefix-independent names keep operations simple). */
+export const STREAMS = {
+  inbound: "LURK_INBOUND",
+  runs: "LURK_RUNS",
+  outbound: "LURK_OUTBOUND",
+  deadLetter: "LURK_DEADLETTER",
+} as const;
+
+/** All subjects of one bus, under one prefix (default `lurk`). */
+export function subjects(prefix: string = DEFAULT_PREFIX) {
+  const p = token(prefix, "subject prefix");
+  return {
+    prefix: p,
+    /** channel -> router, durable (INBOUND). */
+    inbound: (channel: string) => `${p}.in.${token(channel, "channel")}`,
+    inboundAll: `${p}.in.>`,
+    /** heartbeat, cron, subagents -> router: system events injected into a session (INBOUND). */
+    inject: (agentId: string) => `${p}.inject.${token(agentId, "agentId")}`,
+    injectAll: `${p}.inject.>`,
+    /** router, cron, subagents -> agent-runner, durable work queue (RUNS). */
+    runRequest: (agentId: string) => `${p}.run.req.${token(agentId, "agentId")}`,
+    runRequestAll: `${p}.run.req.>`,
+    /** agent-runner -> anyone: ephemeral run events (deltas, tools, terminal done/error). */
+    runEvent: (runId: string) => `${p}.run.evt.${token(runId, "runId")}`,
+    runEventAll: `${p}.run.evt.>`,
+    /** router -> agent-runner: steer, follow-up or abort an active run. */
+    runControl: (runId: string) => `${p}.run.ctl.${token(runId, "runId")}`,
+    runControlAll: `${p}.run.ctl.>`,
+    /** router, agent-runner -> channel: deliveries, durable (OUTBOUND). */
+    outbound: (channel: string, conversation: string) =>
+      `${p}.out.${token(channel, "channel")}.${token(conversation, "conversation")}`,
+    outboundChannel: (channel: string) => `${p}.out.${token(channel, "channel")}.>`,
+    outboundAll: `${p}.out.>`,
+    /** request/reply endpoints: `lurk.<actor>.<op>`. */
+    op: <A extends OperationActor>(actor: A, operation: Operation<A>) => `${p}.${actor}.${operation}`,
+    opAll: (actor: OperationActor) => `${p}.${actor}.>`,
+    /** tool execution, one subject per tool so another actor can serve a tool of its own. */
+    toolCall: (tool: string) => `${p}.tools.call.${token(tool, "tool name")}`,
+    toolCallAll: `${p}.tools.call.>`,
+    toolProgress: (runId: string) => `${p}.tools.progress.${token(runId, "runId")}`,
+    toolProgressAll: `${p}.tools.progress.>`,
+    /** monitoring events: `lurk.evt.<actor>.<event>`. */
+    event: (actor: string, event: string) => `${p}.evt.${token(actor, "actor")}.${token(event, "event")}`,
+    eventsOf: (actor: string) => `${p}.evt.${token(actor, "actor")}.>`,
+    eventAll: `${p}.evt.>`,
+    /** dead letters: `lurk.dlq.<stream>.<consumer>` (DEADLETTER). */
+    deadLetter: (stream: string, consumer: string) => `${p}.dlq.${token(stream, "stream")}.${token(consumer, "consumer")}`,
+    deadLetterAll: `${p}.dlq.>`,
+  };
+}
+
+export type Subjects = ReturnType<typeof subjects>;
+
+/** Inbox prefix of an actor's NATS user: replies to its requests land only there. */
+export function inboxPrefix(user: string): string {
+  return `_INBOX_${token(user, "user")}`;
+}

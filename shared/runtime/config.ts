@@ -1,0 +1,163 @@
+/**
+ * Configuration: one zod schema with defaults; sources, later winning:
+ *   defaults < $LURKBOT_HOME/config.json < environment variables.
+ * `loadConfig()` is called in an actor's main (or the CLI) only; everything else receives the
+ * parsed object. Errors are LurkErrors (CONFIG_INVALID) that name the bad field and the fix.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { isAbsolute, join, resolve } from "node:path";
+import { z } from "zod";
+import { agentIdSchema, LurkError, promptModeSchema, safeParseJson, thinkLevelSchema } from "../contract/index.js";
+
+const msSchema = z.number().int().positive();
+
+export const agentConfigSchema = z.object({
+  id: agentIdSchema,
+  name: z.string().max(100).optional(),
+  default: z.boolean().default(false),
+  /** defaults to the global workspace for the default agent, `<home>/workspace-<id>` otherwise */
+  workspace: z.string().optional(),
+  model: z.string().optional(),
+  fallbacks: z.array(z.string()).default([]),
+  toolProfile: z.enum(["minimal", "coding", "messaging", "full"]).default("coding"),
+  thinking: thinkLevelSchema.optional(),
+  promptMode: promptModeSchema.default("full"),
+});
+export type AgentConfig = z.infer<typeof agentConfigSchema>;
+
+export const configSchema = z.object({
+  home: z.string(),
+  workspace: z.string(),
+  dataDir: z.string(),
+  nats: z.object({
+    url: z.string().default("nats://127.0.0.1:4222"),
+    prefix: z.string().regex(/^[A-Za-z0-9_-]+$/).default("lurk"),
+    /** credentials file written by `lurkbot setup` ({ users: { <user>: <password> } }) */
+    credentialsFile: z.string(),
+    /** path of the nats.conf the launcher starts nats-server with */
+    serverConfig: z.string().optional(),
+  }),
+  /** `provider/model`, e.g. `openai/gpt-4o-mini`; unset means: reply how to configure one */
+  model: z.string().regex(/^[a-z0-9-]+\/.+$/, "model: provider/model, e.g. openai/gpt-4o-mini").optional(),
+  providers: z.object({
+    openai: z.object({ baseUrl: z.string().optional(), apiKey: z.string().optional() }).default({}),
+    anthropic: z.object({ baseUrl: z.string().optional(), apiKey: z.string().optional() }).default({}),
+    ollama: z.object({ host: z.string().optional() }).default({}),
+  }).default({ openai: {}, anthropic: {}, ollama: {} }),
+  agents: z.array(agentConfigSchema).min(1).default([{ id: "main", default: true, fallbacks: [], toolProfile: "coding", promptMode: "full" }]),
+  bus: z.object({
+    maxPayloadBytes: z.number().int().positive().max(1024 * 1024).default(1024 * 1024),
+    maxDepth: z.number().int().positive().max(512).default(64),
+    requestTimeoutMs: msSchema.default(10_000),
+    /** JetStream ack wait: a message unacked this long is redelivered */
+    ackWaitMs: msSchema.default(30_000),
+    /** deliveries before a message goes to the dead-letter stream */
+    maxDeliver: z.number().int().min(1).max(100).default(5),
+    /** nak delays for failed handlers, by delivery number (the last one repeats) */
+    backoffMs: z.array(msSchema).min(1).default([1_000, 5_000, 15_000, 60_000]),
+  }).default({ maxPayloadBytes: 1024 * 1024, maxDepth: 64, requestTimeoutMs: 10_000, ackWaitMs: 30_000, maxDeliver: 5, backoffMs: [1_000, 5_000, 15_000, 60_000] }),
+  runs: z.object({
+    maxIterations: z.number().int().min(1).max(100).default(10),
+    /** concurrent runs per agent-runner instance */
+    concurrency: z.number().int().min(1).max(1000).default(64),
+    historyLimit: z.number().int().min(1).max(10_000).default(200),
+    llmTimeoutMs: msSchema.default(120_000),
+  }).default({ maxIterations: 10, concurrency: 64, historyLimit: 200, llmTimeoutMs: 120_000 }),
+  tools: z.object({
+    minThreads: z.number().int().min(1).max(64).default(1),
+    maxThreads: z.number().int().min(1).max(64).default(2),
+    /** old-generation heap cap of each worker, MB */
+    workerMemoryMb: z.number().int().min(16).max(8192).default(128),
+    timeoutMs: msSchema.default(60_000),
+    outputCapBytes: z.number().int().min(1024).max(10 * 1024 * 1024).default(64 * 1024),
+  }).default({ minThreads: 1, maxThreads: 2, workerMemoryMb: 128, timeoutMs: 60_000, outputCapBytes: 64 * 1024 }),
+  log: z.object({ level: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info") }).default({ level: "info" }),
+  security: z.object({
+    /** allow a non-loopback nats:// URL without TLS (only on a trusted private network) */
+    allowPlaintextRemoteNats: z.boolean().default(false),
+  }).default({ allowPlaintextRemoteNats: false }),
+});
+export type LurkConfig = z.infer<typeof configSchema>;
+
+export type Env = Record<string, string | undefined>;
+
+export function defaultHome(env: Env = process.env): string {
+  return resolve(env.LURKBOT_HOME ?? join(homedir(), ".lurkbot"));
+}
+
+export function configFilePath(home: string): string {
+  return join(home, "config.json");
+}
+
+/** Reads the config file (if any), applies env overrides, validates. */
+export function loadConfig(env: Env = process.env): LurkConfig {
+  const home = defaultHome(env);
+  const file = configFilePath(home);
+  let fromFile: Record<string, unknown> = {};
+  if (existsSync(file)) {
+    try {
+      const parsed = safeParseJson(readFileSync(file), { maxBytes: 4 * 1024 * 1024 });
+      if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("the top level must be a JSON object");
+      fromFile = parsed as Record<string, unknown>;
+    } catch (err) {
+      throw new LurkError("CONFIG_INVALID", `cannot read ${file}: ${(err as Error).message}. Fix the file or move it away.`);
+    }
+  }
+  return parseConfig(fromFile, env, home, file);
+}
+
+/** Builds the config from a parsed file object and the environment (exported for tests). */
+export function parseConfig(fromFile: Record<string, unknown>, env: Env, home = defaultHome(env), source = "config"): LurkConfig {
+  const raw = structuredClone(fromFile) as Record<string, any>;
+  const resolveIn = (path: string) => (isAbsolute(path) ? path : resolve(home, path));
+  raw.home = home;
+  raw.workspace = resolveIn(env.LURKBOT_WORKSPACE ?? raw.workspace ?? "workspace");
+  raw.dataDir = resolveIn(raw.dataDir ?? "data");
+  raw.nats = { ...(raw.nats ?? {}) };
+  if (env.LURKBOT_NATS_URL) raw.nats.url = env.LURKBOT_NATS_URL;
+  if (env.LURKBOT_NATS_PREFIX) raw.nats.prefix = env.LURKBOT_NATS_PREFIX;
+  raw.nats.credentialsFile = resolveIn(env.LURKBOT_NATS_CREDENTIALS ?? raw.nats.credentialsFile ?? "credentials/nats.json");
+  if (env.LURKBOT_MODEL !== undefined) raw.model = env.LURKBOT_MODEL === "" ? undefined : env.LURKBOT_MODEL;
+  raw.providers = { ...(raw.providers ?? {}) };
+  const provider = (name: string) => (raw.providers[name] = { ...(raw.providers[name] ?? {}) });
+  if (env.OPENAI_BASE_URL) provider("openai").baseUrl = env.OPENAI_BASE_URL;
+  if (env.OPENAI_API_KEY) provider("openai").apiKey = env.OPENAI_API_KEY;
+  if (env.ANTHROPIC_BASE_URL) provider("anthropic").baseUrl = env.ANTHROPIC_BASE_URL;
+  if (env.ANTHROPIC_API_KEY) provider("anthropic").apiKey = env.ANTHROPIC_API_KEY;
+  if (env.OLLAMA_HOST) provider("ollama").host = env.OLLAMA_HOST;
+  if (env.LURKBOT_LOG_LEVEL) raw.log = { ...(raw.log ?? {}), level: env.LURKBOT_LOG_LEVEL };
+  if (env.LURKBOT_ACK_WAIT_MS) raw.bus = { ...(raw.bus ?? {}), ackWaitMs: Number(env.LURKBOT_ACK_WAIT_MS) };
+
+  const result = configSchema.safeParse(raw);
+  if (!result.success) {
+    const issues = result.error.issues.map((i) => `${i.path.join(".") || "(top)"}: ${i.message}`).join("; ");
+    throw new LurkError("CONFIG_INVALID", `invalid configuration (${source}): ${issues}`);
+  }
+  const config = result.data;
+  const defaults = config.agents.filter((a) => a.default);
+  if (defaults.length > 1) {
+    throw new LurkError("CONFIG_INVALID", `agents: ${defaults.map((a) => a.id).join(", ")} are all marked default; mark exactly one`);
+  }
+  const ids = new Set<string>();
+  for (const agent of config.agents) {
+    if (ids.has(agent.id)) throw new LurkError("CONFIG_INVALID", `agents: the id "${agent.id}" is used twice`);
+    ids.add(agent.id);
+  }
+  if (defaults.length === 0) config.agents[0]!.default = true;
+  return config;
+}
+
+export function defaultAgent(config: LurkConfig): AgentConfig {
+  return config.agents.find((a) => a.default) ?? config.agents[0]!;
+}
+
+export function agentWorkspace(config: LurkConfig, agent: AgentConfig): string {
+  if (agent.workspace) return isAbsolute(agent.workspace) ? agent.workspace : resolve(config.home, agent.workspace);
+  return agent.default ? config.workspace : join(config.home, `workspace-${agent.id}`);
+}
+
+/** The secret values of a config, for log and event redaction. */
+export function configSecrets(config: LurkConfig): string[] {
+  return [config.providers.openai.apiKey, config.providers.anthropic.apiKey].filter((s): s is string => typeof s === "string" && s.length >= 8);
+}

@@ -1,0 +1,41 @@
+/**
+ * The JetStream streams of the contract and their idempotent creation (by the admin user:
+ * `lurkbot setup`, the launcher, the test harness). Actors only bind durable consumers.
+ */
+import { jetstreamManager, RetentionPolicy, StorageType, DiscardPolicy, type StreamConfig } from "@nats-io/jetstream";
+import { nanos, type NatsConnection } from "@nats-io/transport-node";
+import { STREAMS, subjects } from "../contract/index.js";
+
+const DAY_MS = 24 * 3600_000;
+const DUPLICATE_WINDOW_MS = 2 * 60_000;
+
+export function streamConfigs(prefix?: string): Array<Partial<StreamConfig> & { name: string; subjects: string[] }> {
+  const s = subjects(prefix);
+  const base = { storage: StorageType.File, num_replicas: 1, duplicate_window: nanos(DUPLICATE_WINDOW_MS), discard: DiscardPolicy.Old, max_msg_size: 1024 * 1024 };
+  return [
+    { ...base, name: STREAMS.inbound, subjects: [s.inboundAll, s.injectAll], retention: RetentionPolicy.Limits, max_age: nanos(7 * DAY_MS), description: "channel and system messages for the router" },
+    { ...base, name: STREAMS.runs, subjects: [s.runRequestAll], retention: RetentionPolicy.Workqueue, max_age: nanos(7 * DAY_MS), description: "run requests for agent-runners (work queue)" },
+    { ...base, name: STREAMS.outbound, subjects: [s.outboundAll], retention: RetentionPolicy.Limits, max_age: nanos(7 * DAY_MS), description: "deliveries for channels" },
+    { ...base, name: STREAMS.deadLetter, subjects: [s.deadLetterAll], retention: RetentionPolicy.Limits, max_age: nanos(30 * DAY_MS), description: "messages that gave up after their retries" },
+  ];
+}
+
+/** Creates or updates every stream; safe to run on every start. `replicas` > 1 in a cluster. */
+export async function ensureStreams(nc: NatsConnection, prefix?: string, replicas = 1): Promise<void> {
+  const jsm = await jetstreamManager(nc);
+  for (const config of streamConfigs(prefix)) {
+    const wanted = { ...config, num_replicas: replicas };
+    try {
+      await jsm.streams.info(config.name);
+      await jsm.streams.update(config.name, wanted);
+    } catch (err) {
+      if (!isStreamNotFound(err)) throw err;
+      await jsm.streams.add(wanted);
+    }
+  }
+}
+
+function isStreamNotFound(err: unknown): boolean {
+  const e = err as { name?: string; message?: string; code?: number; api_error?: { err_code?: number } };
+  return e?.name === "StreamNotFoundError" || e?.api_error?.err_code === 10059 || /stream not found/i.test(e?.message ?? "");
+}
