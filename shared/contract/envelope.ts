@@ -19,7 +19,7 @@ export const envelopeShape = {
 
 /** A message schema: the envelope plus the payload fields, tagged with its versioned type. */
 export function defineMessage<T extends string, S extends z.ZodRawShape>(type: T, shape: S) {
-  return z.object({ type: z.literal(type), ...envelopeShape, ...shape });
+  return z.object(envelopeShape).extend(shape).extend({ type: z.literal(type) });
 }
 
 export type Envelope = { type: string; id: string; ts: number; runId?: string; sessionKey?: string; causationId?: string };

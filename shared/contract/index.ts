@@ -17,3 +17,5 @@ export * from "./messages/runs.js";
 export * from "./messages/sessions.js";
 export * from "./messages/subagents.js";
 export * from "./messages/tools.js";
+export * from "./ids.js";
+export * from "./session-keys.js";

@@ -24,6 +24,9 @@ export function safeParseJson(data: Uint8Array | string, limits: SafeParseLimits
   }
   const text = typeof data === "string" ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString("utf8");
   if (text.trim().length === 0) throw new LurkError("BAD_JSON", "payload is empty; a JSON document was expected");
+  // measured on the text first: a reviver on a deeply nested document would overflow the stack
+  const depth = nestingDepth(text);
+  if (depth > maxDepth) throw new LurkError("UNSAFE_PAYLOAD", `payload nests deeper than ${maxDepth} levels`);
   let parsed: unknown;
   try {
     parsed = JSON.parse(text, (key, value) => {
@@ -34,19 +37,23 @@ export function safeParseJson(data: Uint8Array | string, limits: SafeParseLimits
     if (LurkError.is(err)) throw err;
     throw new LurkError("BAD_JSON", `payload is not valid JSON: ${(err as Error).message}`);
   }
-  checkDepth(parsed, maxDepth);
   return parsed;
 }
 
-function checkDepth(root: unknown, maxDepth: number): void {
-  // iterative walk: a deeply nested payload must not overflow our own stack
-  const stack: Array<[unknown, number]> = [[root, 1]];
-  while (stack.length > 0) {
-    const [value, depth] = stack.pop()!;
-    if (value === null || typeof value !== "object") continue;
-    if (depth > maxDepth) throw new LurkError("UNSAFE_PAYLOAD", `payload nests deeper than ${maxDepth} levels`);
-    for (const child of Array.isArray(value) ? value : Object.values(value)) {
-      if (child !== null && typeof child === "object") stack.push([child, depth + 1]);
-    }
+/** The deepest `{`/`[` nesting of a JSON text, ignoring brackets inside strings. */
+function nestingDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92 /* \ */) i++;
+      else if (c === 34 /* " */) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 123 /* { */ || c === 91 /* [ */) {
+      if (++depth > max) max = depth;
+    } else if (c === 125 /* } */ || c === 93 /* ] */) depth--;
   }
+  return max;
 }

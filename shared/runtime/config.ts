@@ -47,7 +47,8 @@ export const configSchema = z.object({
   }).default({ openai: {}, anthropic: {}, ollama: {} }),
   agents: z.array(agentConfigSchema).min(1).default([{ id: "main", default: true, fallbacks: [], toolProfile: "coding", promptMode: "full" }]),
   bus: z.object({
-    maxPayloadBytes: z.number().int().positive().max(1024 * 1024).default(1024 * 1024),
+    /** requests and durable messages above this are refused (nats-server's own cap is 1 MiB) */
+    maxPayloadBytes: z.number().int().positive().max(1024 * 1024).default(512 * 1024),
     maxDepth: z.number().int().positive().max(512).default(64),
     requestTimeoutMs: msSchema.default(10_000),
     /** JetStream ack wait: a message unacked this long is redelivered */
@@ -56,7 +57,7 @@ export const configSchema = z.object({
     maxDeliver: z.number().int().min(1).max(100).default(5),
     /** nak delays for failed handlers, by delivery number (the last one repeats) */
     backoffMs: z.array(msSchema).min(1).default([1_000, 5_000, 15_000, 60_000]),
-  }).default({ maxPayloadBytes: 1024 * 1024, maxDepth: 64, requestTimeoutMs: 10_000, ackWaitMs: 30_000, maxDeliver: 5, backoffMs: [1_000, 5_000, 15_000, 60_000] }),
+  }).default({ maxPayloadBytes: 512 * 1024, maxDepth: 64, requestTimeoutMs: 10_000, ackWaitMs: 30_000, maxDeliver: 5, backoffMs: [1_000, 5_000, 15_000, 60_000] }),
   runs: z.object({
     maxIterations: z.number().int().min(1).max(100).default(10),
     /** concurrent runs per agent-runner instance */

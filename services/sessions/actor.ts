@@ -1,0 +1,29 @@
+/** The sessions actor: serves `lurk.sessions.<op>` from its LMDB store. One active instance. */
+import { join } from "node:path";
+import type { ActorDefinition } from "../../shared/runtime/actor.js";
+import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
+import { SessionStore } from "./store.js";
+
+export const definition: ActorDefinition = {
+  name: "sessions",
+  version: LURKBOT_VERSION,
+  description: "session entries and append-only transcripts (LMDB)",
+  async start(rt) {
+    const store = new SessionStore(join(rt.config.dataDir, "sessions"));
+    rt.serve("sessions", "ensure", async (req) => ({ session: await store.ensure(req) }));
+    rt.serve("sessions", "get", (req) => ({ session: store.get(req.sessionKey) }));
+    rt.serve("sessions", "list", (req) => ({ sessions: store.list(req) }));
+    rt.serve("sessions", "history", (req) => ({ session: store.get(req.sessionKey), records: store.history(req.sessionKey, req.limit) }));
+    rt.serve("sessions", "append", (req) => store.append(req.sessionKey, req.records));
+    rt.serve("sessions", "run", (req) => store.run(req.runId));
+    rt.serve("sessions", "usage", async (req) => ({ session: await store.addUsage(req.sessionKey, req.usage, req.model, req.provider) }));
+    rt.serve("sessions", "patch", async (req) => ({ session: await store.patch(req.sessionKey, req.patch) }));
+    rt.serve("sessions", "reset", async (req) => {
+      const result = await store.reset(req.sessionKey);
+      rt.emit("reset", { sessionKey: req.sessionKey, reason: req.reason });
+      return result;
+    });
+    rt.serve("sessions", "delete", async (req) => ({ deleted: await store.delete(req.sessionKey) }));
+    return { stop: () => store.close() };
+  },
+};

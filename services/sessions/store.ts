@@ -1,0 +1,203 @@
+/**
+ * The sessions actor's LMDB store. Layout (one LMDB environment, owned by this actor only):
+ *   entries   sessionKey              -> SessionEntry
+ *   records   [sessionId, seq]        -> TranscriptRecord (append-only)
+ *   recordIds [sessionId, recordId]   -> seq   (makes appends idempotent)
+ *   runs      runId                   -> { sessionKey, sessionId, firstSeq, status }
+ * Every write is one LMDB transaction and is awaited (durable) before the caller answers.
+ */
+import { randomUUID } from "node:crypto";
+import { mkdirSync } from "node:fs";
+import { open, type Database, type RootDatabase } from "lmdb";
+import { LurkError, type SessionEntry, type TranscriptRecord, type Usage } from "../../shared/contract/index.js";
+
+type RunStatus = "started" | "done" | "error" | "aborted";
+interface RunRow { sessionKey: string; sessionId: string; firstSeq: number; status: RunStatus }
+
+export type EnsureInput = Pick<SessionEntry, "sessionKey" | "agentId" | "sessionType"> & Partial<Pick<SessionEntry, "channel" | "parentSessionKey" | "label" | "lastOrigin">>;
+
+export class SessionStore {
+  private readonly root: RootDatabase;
+  private readonly entries: Database<SessionEntry, string>;
+  private readonly records: Database<TranscriptRecord, [string, number]>;
+  private readonly recordIds: Database<number, [string, string]>;
+  private readonly runs: Database<RunRow, string>;
+
+  constructor(path: string, private readonly now: () => number = Date.now) {
+    mkdirSync(path, { recursive: true });
+    this.root = open({ path, compression: true });
+    this.entries = this.root.openDB({ name: "entries" });
+    this.records = this.root.openDB({ name: "records" });
+    this.recordIds = this.root.openDB({ name: "recordIds" });
+    this.runs = this.root.openDB({ name: "runs" });
+  }
+
+  get(sessionKey: string): SessionEntry | null {
+    return this.entries.get(sessionKey) ?? null;
+  }
+
+  require(sessionKey: string): SessionEntry {
+    const entry = this.get(sessionKey);
+    if (!entry) throw new LurkError("NOT_FOUND", `no session ${sessionKey}`);
+    return entry;
+  }
+
+  async ensure(input: EnsureInput): Promise<SessionEntry> {
+    let result!: SessionEntry;
+    await this.root.transaction(() => {
+      const existing = this.entries.get(input.sessionKey);
+      if (existing) {
+        result = input.lastOrigin ? { ...existing, lastOrigin: input.lastOrigin, channel: input.channel ?? existing.channel, updatedAt: this.now() } : existing;
+        if (result !== existing) void this.entries.put(input.sessionKey, result);
+        return;
+      }
+      const now = this.now();
+      result = {
+        sessionKey: input.sessionKey,
+        sessionId: `ses_${randomUUID().replace(/-/g, "").slice(0, 16)}`,
+        agentId: input.agentId,
+        sessionType: input.sessionType,
+        createdAt: now,
+        updatedAt: now,
+        usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+        records: 0,
+        ...(input.channel ? { channel: input.channel } : {}),
+        ...(input.lastOrigin ? { lastOrigin: input.lastOrigin } : {}),
+        ...(input.parentSessionKey ? { parentSessionKey: input.parentSessionKey } : {}),
+        ...(input.label ? { label: input.label } : {}),
+      };
+      void this.entries.put(input.sessionKey, result);
+    });
+    return result;
+  }
+
+  list(filter: { agentId?: string; sessionType?: string; limit: number }): SessionEntry[] {
+    const out: SessionEntry[] = [];
+    for (const { value } of this.entries.getRange()) {
+      if (filter.agentId && value.agentId !== filter.agentId) continue;
+      if (filter.sessionType && value.sessionType !== filter.sessionType) continue;
+      out.push(value);
+    }
+    return out.sort((a, b) => b.updatedAt - a.updatedAt).slice(0, filter.limit);
+  }
+
+  /** Appends records; a record whose id is already stored is skipped (idempotent). */
+  async append(sessionKey: string, records: TranscriptRecord[]): Promise<{ appended: number; duplicates: number; lastSeq: number }> {
+    let appended = 0;
+    let duplicates = 0;
+    let lastSeq = -1;
+    await this.root.transaction(() => {
+      const entry = this.entries.get(sessionKey);
+      if (!entry) throw new LurkError("NOT_FOUND", `no session ${sessionKey}; call sessions.ensure first`);
+      let next = entry.records;
+      for (const record of records) {
+        const known = this.recordIds.get([entry.sessionId, record.id]);
+        if (known !== undefined) {
+          duplicates++;
+          lastSeq = Math.max(lastSeq, known);
+          continue;
+        }
+        const seq = next++;
+        void this.records.put([entry.sessionId, seq], { ...record, seq });
+        void this.recordIds.put([entry.sessionId, record.id], seq);
+        if (record.runId) this.trackRun(record, entry, seq);
+        appended++;
+        lastSeq = seq;
+      }
+      if (appended > 0) void this.entries.put(sessionKey, { ...entry, records: next, updatedAt: this.now() });
+    });
+    return { appended, duplicates, lastSeq };
+  }
+
+  private trackRun(record: TranscriptRecord, entry: SessionEntry, seq: number): void {
+    const runId = record.runId!;
+    const row = this.runs.get(runId) ?? { sessionKey: entry.sessionKey, sessionId: entry.sessionId, firstSeq: seq, status: "started" as RunStatus };
+    if (record.kind === "run_marker" && record.runStatus) row.status = record.runStatus;
+    void this.runs.put(runId, row);
+  }
+
+  /** The newest `limit` records of the session's current transcript, oldest first. */
+  history(sessionKey: string, limit: number): TranscriptRecord[] {
+    const entry = this.get(sessionKey);
+    if (!entry) return [];
+    const newestFirst = [...this.records.getRange({ start: [entry.sessionId, Number.MAX_SAFE_INTEGER], end: [entry.sessionId, -1], reverse: true, limit })];
+    return newestFirst.reverse().map((r) => r.value);
+  }
+
+  run(runId: string): { records: TranscriptRecord[]; status: RunStatus | "unknown" } {
+    const row = this.runs.get(runId);
+    if (!row) return { records: [], status: "unknown" };
+    const records: TranscriptRecord[] = [];
+    for (const { value } of this.records.getRange({ start: [row.sessionId, row.firstSeq], end: [row.sessionId, Number.MAX_SAFE_INTEGER] })) {
+      if (value.runId === runId) records.push(value);
+    }
+    return { records, status: row.status };
+  }
+
+  async addUsage(sessionKey: string, usage: Usage, model: string, provider: string): Promise<SessionEntry> {
+    return this.update(sessionKey, (e) => ({
+      ...e,
+      model,
+      provider,
+      usage: {
+        input: e.usage.input + usage.input,
+        output: e.usage.output + usage.output,
+        cacheRead: e.usage.cacheRead + usage.cacheRead,
+        cacheWrite: e.usage.cacheWrite + usage.cacheWrite,
+        total: e.usage.total + usage.total,
+        ...(usage.costUsd !== undefined || e.usage.costUsd !== undefined ? { costUsd: (e.usage.costUsd ?? 0) + (usage.costUsd ?? 0) } : {}),
+      },
+    }));
+  }
+
+  async patch(sessionKey: string, patch: Record<string, unknown>): Promise<SessionEntry> {
+    return this.update(sessionKey, (e) => {
+      const next: Record<string, unknown> = { ...e };
+      for (const [key, value] of Object.entries(patch)) {
+        if (value === undefined) continue;
+        if (value === null) delete next[key];
+        else next[key] = value;
+      }
+      return next as SessionEntry;
+    });
+  }
+
+  /** Starts a fresh transcript; the old one stays on disk under its session id. */
+  async reset(sessionKey: string): Promise<{ session: SessionEntry; previousSessionId: string }> {
+    let previousSessionId = "";
+    const session = await this.update(sessionKey, (e) => {
+      previousSessionId = e.sessionId;
+      const { activeRunId: _dropped, ...rest } = e;
+      return { ...rest, sessionId: `ses_${randomUUID().replace(/-/g, "").slice(0, 16)}`, records: 0, usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
+    });
+    return { session, previousSessionId };
+  }
+
+  async delete(sessionKey: string): Promise<boolean> {
+    let deleted = false;
+    await this.root.transaction(() => {
+      const entry = this.entries.get(sessionKey);
+      if (!entry) return;
+      for (const { key } of this.records.getRange({ start: [entry.sessionId, -1], end: [entry.sessionId, Number.MAX_SAFE_INTEGER] })) void this.records.remove(key);
+      for (const { key } of this.recordIds.getRange({ start: [entry.sessionId], end: [entry.sessionId, "\uffff"] })) void this.recordIds.remove(key);
+      void this.entries.remove(sessionKey);
+      deleted = true;
+    });
+    return deleted;
+  }
+
+  private async update(sessionKey: string, change: (e: SessionEntry) => SessionEntry): Promise<SessionEntry> {
+    let result!: SessionEntry;
+    await this.root.transaction(() => {
+      const entry = this.entries.get(sessionKey);
+      if (!entry) throw new LurkError("NOT_FOUND", `no session ${sessionKey}`);
+      result = { ...change(entry), updatedAt: this.now() };
+      void this.entries.put(sessionKey, result);
+    });
+    return result;
+  }
+
+  async close(): Promise<void> {
+    await this.root.close();
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * Starts actors as real child processes (`node dist/services/<actor>/main.js`), the way the
+ * launcher does, and waits for their "ready" IPC message.
+ */
+import { fork, type ChildProcess } from "node:child_process";
+import { actorMainPath } from "../../shared/scripts/paths.js";
+import type { TestNats } from "./nats.js";
+
+export interface ActorProcess {
+  name: string;
+  child: ChildProcess;
+  /** stderr so far (logs) */
+  output(): string;
+  /** SIGTERM and wait (SIGKILL after 10 s) */
+  stop(): Promise<number | null>;
+  /** SIGKILL and wait */
+  kill(): Promise<void>;
+}
+
+export async function startActorProcess(name: string, nats: TestNats, env: Record<string, string | undefined> = {}, timeoutMs = 20_000): Promise<ActorProcess> {
+  const child = fork(actorMainPath(name), [], {
+    env: nats.env({ ...nats.passwordEnv(name), ...env }),
+    stdio: ["ignore", "pipe", "pipe", "ipc"],
+  });
+  let output = "";
+  child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
+  child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} did not become ready in ${timeoutMs} ms:\n${output}`)), timeoutMs);
+    child.on("message", (m: { type?: string }) => {
+      if (m?.type === "ready") {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`${name} exited with ${code} before ready:\n${output}`));
+    });
+  });
+  return {
+    name,
+    child,
+    output: () => output,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      const force = setTimeout(() => child.kill("SIGKILL"), 10_000);
+      child.kill("SIGTERM");
+      const code = await exited;
+      clearTimeout(force);
+      return code;
+    },
+    async kill() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill("SIGKILL");
+      await exited;
+    },
+  };
+}
+
+/** Polls `check` until it returns a truthy value or the time runs out. */
+export async function waitFor<T>(check: () => Promise<T> | T, timeoutMs = 15_000, what = "condition"): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await check();
+      if (value) return value as NonNullable<T>;
+    } catch (err) {
+      lastError = err;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ""}`);
+}
