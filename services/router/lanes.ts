@@ -1,0 +1,110 @@
+/**
+ * Per-session lanes: at most one active run per session key; work for a busy session waits in
+ * FIFO order. `acquire` resolves when it is the caller's turn; `release(runId)` frees the lane
+ * when the run ends (its terminal event, or reconciliation). A run that already holds the lane
+ * (a redelivered message) is let through at once.
+ */
+export interface LaneSnapshot {
+  sessionKey: string;
+  activeRunId?: string;
+  activeSince?: number;
+  lastActivity?: number;
+  queued: number;
+}
+
+interface Lane {
+  active?: { runId: string; since: number; lastActivity: number };
+  waiting: Array<{ runId: string; grant: () => void }>;
+}
+
+export class Lanes {
+  private readonly lanes = new Map<string, Lane>();
+  private readonly byRun = new Map<string, string>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  acquire(sessionKey: string, runId: string): Promise<void> {
+    const lane = this.lane(sessionKey);
+    if (lane.active?.runId === runId) return Promise.resolve();
+    if (!lane.active && lane.waiting.length === 0) {
+      this.activate(sessionKey, lane, runId);
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => lane.waiting.push({ runId, grant: resolve }));
+  }
+
+  /** Marks the run as alive (any event of it), for reconciliation. */
+  touch(runId: string): void {
+    const key = this.byRun.get(runId);
+    const active = key ? this.lanes.get(key)?.active : undefined;
+    if (active?.runId === runId) active.lastActivity = this.now();
+  }
+
+  /** Frees the lane the run holds and grants it to the next waiter. Unknown runs are ignored. */
+  release(runId: string): boolean {
+    const key = this.byRun.get(runId);
+    if (!key) return false;
+    this.byRun.delete(runId);
+    const lane = this.lanes.get(key);
+    if (!lane || lane.active?.runId !== runId) return false;
+    lane.active = undefined;
+    const next = lane.waiting.shift();
+    if (next) {
+      this.activate(key, lane, next.runId);
+      next.grant();
+    } else {
+      this.lanes.delete(key);
+    }
+    return true;
+  }
+
+  isActive(runId: string): boolean {
+    return this.byRun.has(runId);
+  }
+
+  /** Active runs with no activity for `idleMs`: candidates for a status check. */
+  idleRuns(idleMs: number): string[] {
+    const cutoff = this.now() - idleMs;
+    const out: string[] = [];
+    for (const lane of this.lanes.values()) if (lane.active && lane.active.lastActivity < cutoff) out.push(lane.active.runId);
+    return out;
+  }
+
+  snapshot(sessionKey?: string): LaneSnapshot[] {
+    const out: LaneSnapshot[] = [];
+    for (const [key, lane] of this.lanes) {
+      if (sessionKey && key !== sessionKey) continue;
+      out.push({
+        sessionKey: key,
+        queued: lane.waiting.length,
+        ...(lane.active ? { activeRunId: lane.active.runId, activeSince: lane.active.since, lastActivity: lane.active.lastActivity } : {}),
+      });
+    }
+    return out;
+  }
+
+  counts(): { active: number; queued: number } {
+    let active = 0;
+    let queued = 0;
+    for (const lane of this.lanes.values()) {
+      if (lane.active) active++;
+      queued += lane.waiting.length;
+    }
+    return { active, queued };
+  }
+
+  private lane(key: string): Lane {
+    let lane = this.lanes.get(key);
+    if (!lane) {
+      lane = { waiting: [] };
+      this.lanes.set(key, lane);
+    }
+    return lane;
+  }
+
+  private activate(key: string, lane: Lane, runId: string): void {
+    const now = this.now();
+    lane.active = { runId, since: now, lastActivity: now };
+    this.byRun.set(runId, key);
+  }
+}

@@ -1,0 +1,140 @@
+/**
+ * nats.conf permissions, against a real nats-server running the contract's config: no anonymous
+ * access, an actor cannot publish or subscribe outside its contract, and no actor can read
+ * another actor's replies (per-actor inbox prefixes).
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { TestNats } from "./harness/nats.js";
+
+/** Subscribes; resolves with the server's permission error, or null if the subscription stays open. */
+async function trySubscribe(nc: NatsConnection, subject: string): Promise<Error | null> {
+  const sub = nc.subscribe(subject);
+  const failed = (async () => {
+    try {
+      for await (const _ of sub) { /* a permitted subscription just waits */ }
+      return null;
+    } catch (err) {
+      return err as Error;
+    }
+  })();
+  await nc.flush();
+  const result = await Promise.race([failed, new Promise<"open">((r) => setTimeout(() => r("open"), 300))]);
+  if (result === "open") {
+    sub.unsubscribe();
+    return null;
+  }
+  return result;
+}
+
+/** Publishes as `from` and reports whether the admin watcher received it. */
+async function delivered(nats: TestNats, from: NatsConnection, subject: string): Promise<boolean> {
+  const admin = await nats.connect("admin");
+  const sub = admin.subscribe(subject, { max: 1 });
+  await admin.flush();
+  from.publish(subject, "probe");
+  await from.flush().catch(() => undefined);
+  const got = await Promise.race([(async () => { for await (const _ of sub) return true; return false; })(), new Promise<boolean>((r) => setTimeout(() => r(false), 300))]);
+  await admin.close();
+  return got;
+}
+
+describe("nats.conf permissions", () => {
+  let nats: TestNats;
+  before(async () => {
+    nats = await TestNats.start({ streams: false });
+  });
+  after(async () => nats?.stop());
+
+  it("refuses anonymous connections and wrong passwords", async () => {
+    await assert.rejects(connect({ servers: nats.url, reconnect: false }));
+    await assert.rejects(connect({ servers: nats.url, user: "router", pass: "wrong", reconnect: false }));
+  });
+
+  const forbiddenPublish: Array<[string, string]> = [
+    ["tools", "lurk.in.cli"], // tools cannot impersonate a channel
+    ["channel-telegram", "lurk.in.discord"], // a channel publishes only its own inbound
+    ["channel-telegram", "lurk.run.req.main"], // channels cannot start runs directly
+    ["sessions", "lurk.out.cli.x"], // sessions delivers nothing
+    ["agent-runner", "lurk.inject.main"],
+    ["router", "lurk.evt.sessions.reset"], // events only under one's own name
+    ["cli", "lurk.run.req.main"],
+  ];
+  for (const [user, subject] of forbiddenPublish) {
+    it(`${user} cannot publish ${subject}`, async () => {
+      const nc = await nats.connect(user, { reconnect: false });
+      assert.equal(await delivered(nats, nc, subject), false);
+      await nc.close();
+    });
+  }
+
+  const allowedPublish: Array<[string, string]> = [
+    ["router", "lurk.run.req.main"],
+    ["channel-telegram", "lurk.in.telegram"],
+    ["agent-runner", "lurk.run.evt.r1"],
+    ["sessions", "lurk.evt.sessions.reset"],
+  ];
+  for (const [user, subject] of allowedPublish) {
+    it(`${user} can publish ${subject}`, async () => {
+      const nc = await nats.connect(user, { reconnect: false });
+      assert.equal(await delivered(nats, nc, subject), true);
+      await nc.close();
+    });
+  }
+
+  const forbiddenSubscribe: Array<[string, string]> = [
+    ["agent-runner", "_INBOX_router.>"], // another actor's replies
+    ["tools", "_INBOX_agent-runner.>"],
+    ["channel-web", "_INBOX_cli.>"],
+    ["tools", "lurk.in.>"], // inbound user messages
+    ["channel-telegram", "lurk.out.discord.>"],
+    ["sessions", "lurk.run.evt.>"],
+    ["router", ">"],
+  ];
+  for (const [user, subject] of forbiddenSubscribe) {
+    it(`${user} cannot subscribe ${subject}`, async () => {
+      const nc = await nats.connect(user, { reconnect: false });
+      const err = await trySubscribe(nc, subject);
+      assert.ok(err, "the server refused the subscription");
+      assert.match(err.message, /permission/i);
+      await nc.close();
+    });
+  }
+
+  for (const [user, subject] of [["router", "lurk.run.evt.>"], ["channel-telegram", "lurk.run.evt.>"], ["cli", "lurk.out.cli.>"], ["tools", "_INBOX_tools.>"]] as const) {
+    it(`${user} can subscribe ${subject}`, async () => {
+      const nc = await nats.connect(user, { reconnect: false });
+      assert.equal(await trySubscribe(nc, subject), null);
+      await nc.close();
+    });
+  }
+
+  it("a reply to one actor's request never reaches another actor listening on its inbox", async () => {
+    const sessions = await nats.connect("sessions");
+    sessions.subscribe("lurk.sessions.get", { callback: (_e, m) => void m.respond("secret-reply") });
+    await sessions.flush();
+    const router = await nats.connect("router");
+    const spy = await nats.connect("agent-runner", { reconnect: false });
+    assert.ok(await trySubscribe(spy, "_INBOX_router.>"), "the spy cannot subscribe to the router's inbox");
+    const reply = await router.request("lurk.sessions.get", "{}", { timeout: 2000 });
+    assert.equal(reply.string(), "secret-reply");
+    await Promise.all([sessions.close(), router.close(), spy.close()]);
+  });
+
+  it("a responder may answer a request it received (allow_responses) but not publish on that inbox later", async () => {
+    const sessions = await nats.connect("sessions");
+    let replyTo = "";
+    sessions.subscribe("lurk.sessions.list", { callback: (_e, m) => { replyTo = m.reply ?? ""; m.respond("first"); } });
+    await sessions.flush();
+    const router = await nats.connect("router");
+    assert.equal((await router.request("lurk.sessions.list", "{}", { timeout: 2000 })).string(), "first");
+    const watch = router.subscribe(replyTo, { max: 1 });
+    await router.flush();
+    sessions.publish(replyTo, "late");
+    await sessions.flush();
+    const late = await Promise.race([(async () => { for await (const m of watch) return m.string(); return null; })(), new Promise<null>((r) => setTimeout(() => r(null), 300))]);
+    assert.equal(late, null);
+    await Promise.all([sessions.close(), router.close()]);
+  });
+});
