@@ -7,7 +7,7 @@
  * RUNS deduplicates by it; a run that already finished is not started again.
  */
 import {
-  CONSUMERS, envelope, inboundMessageSchema, LurkError, runIdFor, runRequestSchema, STREAMS, systemInjectSchema,
+  CONSUMERS, envelope, inboundMessageSchema, LurkError, parseSessionKey, runIdFor, runRequestSchema, STREAMS, systemInjectSchema,
   type InboundMessage, type RunRequest, type SystemInject,
 } from "../../shared/contract/index.js";
 import type { ActorDefinition, ActorRuntime } from "../../shared/runtime/actor.js";
@@ -123,21 +123,24 @@ function fromInbound(msg: InboundMessage, rt: ActorRuntime): RunRequest {
 
 /** A system event: `wake: now` starts a run; otherwise it is recorded for the next run. */
 async function fromInject(msg: SystemInject, rt: ActorRuntime): Promise<RunRequest | null> {
-  const entry = (await rt.client.call("sessions", "get", { sessionKey: msg.sessionKey })).session;
+  const parsedKey = parseSessionKey(msg.sessionKey);
+  if (!parsedKey || parsedKey.agentId !== msg.agentId) {
+    throw new LurkError("VALIDATION_FAILED", `session key ${msg.sessionKey} does not belong to agent ${msg.agentId}`);
+  }
+  const entry = (await rt.client.call("sessions", "ensure", { sessionKey: msg.sessionKey, agentId: msg.agentId, sessionType: parsedKey.type })).session;
   if (msg.wake !== "now") {
-    if (!entry) throw new LurkError("NOT_FOUND", `session ${msg.sessionKey} does not exist yet`);
     await rt.client.call("sessions", "append", {
       sessionKey: msg.sessionKey,
       records: [{ id: `inject:${msg.id}`, ts: msg.ts, kind: "system_event", text: msg.text, meta: { source: msg.source } }],
     });
     return null;
   }
-  const origin = msg.deliverTo === "last" ? entry?.lastOrigin : msg.deliverTo === "none" ? undefined : msg.deliverTo;
+  const origin = msg.deliverTo === "last" ? entry.lastOrigin : msg.deliverTo === "none" ? undefined : msg.deliverTo;
   return envelope("lurk.run.request.v1", {
     runId: runIdFor("inject", msg.id),
     sessionKey: msg.sessionKey,
     agentId: msg.agentId,
-    sessionType: entry?.sessionType ?? "main",
+    sessionType: entry.sessionType,
     trigger: msg.trigger,
     causationId: msg.id,
     inputs: [{ kind: "system_event" as const, text: msg.text, attachments: [], sourceId: msg.id }],
