@@ -11,6 +11,7 @@ import {
   type InboundMessage, type RunRequest, type SystemInject,
 } from "../../shared/contract/index.js";
 import type { ActorDefinition, ActorRuntime } from "../../shared/runtime/actor.js";
+import type { DeliveryInfo } from "../../shared/runtime/consumer.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { Lanes } from "./lanes.js";
 import { routeInbound } from "./resolve.js";
@@ -40,17 +41,29 @@ export const definition: ActorDefinition = {
       },
     });
 
-    const dispatch = async (request: RunRequest) => {
-      if (lanes.isActive(request.runId)) return; // a redelivery of a message whose run is under way
+    /**
+     * Holds the session's lane for the run, then stores the run request in RUNS. A failure keeps
+     * the lane (the message is redelivered and retried first, so order holds) unless the message
+     * is giving up, in which case the lane goes to the next message.
+     */
+    const dispatch = async (request: RunRequest, delivery: DeliveryInfo) => {
+      if (lanes.isDispatched(request.runId)) return; // a redelivery of a message whose run is under way
       await lanes.acquire(request.sessionKey, request.runId);
-      const status = await rt.client.call("sessions", "run", { sessionKey: request.sessionKey, runId: request.runId });
-      if (status.status === "done" || status.status === "error" || status.status === "aborted") {
-        lanes.release(request.runId); // finished before (a redelivery): nothing to start
-        return;
+      try {
+        const status = await rt.client.call("sessions", "run", { sessionKey: request.sessionKey, runId: request.runId });
+        if (status.status === "done" || status.status === "error" || status.status === "aborted") {
+          lanes.release(request.runId); // finished before (a redelivery): nothing to start
+          return;
+        }
+        const parsed = runRequestSchema.parse(request);
+        await rt.js.publish(rt.subjects.runRequest(parsed.agentId), JSON.stringify(parsed), { msgID: parsed.runId });
+        lanes.markDispatched(parsed.runId);
+        rt.emit("dispatched", { runId: parsed.runId, sessionKey: parsed.sessionKey, trigger: parsed.trigger }, "debug");
+      } catch (err) {
+        const error = LurkError.from(err);
+        if (delivery.deliveryCount >= rt.config.bus.maxDeliver || !error.retryable) lanes.release(request.runId);
+        throw error;
       }
-      const parsed = runRequestSchema.parse(request);
-      await rt.js.publish(rt.subjects.runRequest(parsed.agentId), JSON.stringify(parsed), { msgID: parsed.runId });
-      rt.emit("dispatched", { runId: parsed.runId, sessionKey: parsed.sessionKey, trigger: parsed.trigger }, "debug");
     };
 
     rt.consume({
@@ -58,9 +71,9 @@ export const definition: ActorDefinition = {
       consumer: CONSUMERS.router,
       schema: inboundOrInject,
       concurrency: 1000,
-      handler: async (message) => {
+      handler: async (message, delivery) => {
         const request = message.type === "lurk.inbound.message.v1" ? fromInbound(message, rt) : await fromInject(message, rt);
-        if (request) await dispatch(request);
+        if (request) await dispatch(request, delivery);
         processed++;
       },
     });

@@ -13,7 +13,7 @@ export interface LaneSnapshot {
 }
 
 interface Lane {
-  active?: { runId: string; since: number; lastActivity: number };
+  active?: { runId: string; since: number; lastActivity: number; dispatched: boolean };
   waiting: Array<{ runId: string; grant: () => void }>;
 }
 
@@ -62,6 +62,18 @@ export class Lanes {
     return this.byRun.has(runId);
   }
 
+  /** The run holds its lane and its request is stored in RUNS. */
+  isDispatched(runId: string): boolean {
+    const key = this.byRun.get(runId);
+    return key !== undefined && this.lanes.get(key)?.active?.dispatched === true;
+  }
+
+  markDispatched(runId: string): void {
+    const key = this.byRun.get(runId);
+    const active = key ? this.lanes.get(key)?.active : undefined;
+    if (active?.runId === runId) active.dispatched = true;
+  }
+
   /** Active runs with no activity for `idleMs`: candidates for a status check. */
   idleRuns(idleMs: number): string[] {
     const cutoff = this.now() - idleMs;
@@ -104,7 +116,7 @@ export class Lanes {
 
   private activate(key: string, lane: Lane, runId: string): void {
     const now = this.now();
-    lane.active = { runId, since: now, lastActivity: now };
+    lane.active = { runId, since: now, lastActivity: now, dispatched: false };
     this.byRun.set(runId, key);
   }
 }
