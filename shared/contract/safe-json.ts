@@ -9,6 +9,7 @@ export const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
 export const DEFAULT_MAX_DEPTH = 64;
 
 const FORBIDDEN_KEYS = new Set(["__proto__", "constructor", "prototype"]);
+const MAYBE_FORBIDDEN = /__proto__|constructor|prototype|\\u/;
 
 export interface SafeParseLimits {
   maxBytes?: number;
@@ -27,6 +28,14 @@ export function safeParseJson(data: Uint8Array | string, limits: SafeParseLimits
   // measured on the text first: a reviver on a deeply nested document would overflow the stack
   const depth = nestingDepth(text);
   if (depth > maxDepth) throw new LurkError("UNSAFE_PAYLOAD", `payload nests deeper than ${maxDepth} levels`);
+  // fast path: without these words (or a \u escape that could spell them) no key can be one
+  if (!MAYBE_FORBIDDEN.test(text)) {
+    try {
+      return JSON.parse(text);
+    } catch (err) {
+      throw new LurkError("BAD_JSON", `payload is not valid JSON: ${(err as Error).message}`);
+    }
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(text, (key, value) => {
@@ -42,18 +51,20 @@ export function safeParseJson(data: Uint8Array | string, limits: SafeParseLimits
 
 /** The deepest `{`/`[` nesting of a JSON text, ignoring brackets inside strings. */
 function nestingDepth(text: string): number {
+  const interesting = /[{}[\]"\\]/g;
   let depth = 0;
   let max = 0;
   let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
+  let match: RegExpExecArray | null;
+  while ((match = interesting.exec(text)) !== null) {
+    const c = match[0];
     if (inString) {
-      if (c === 92 /* \ */) i++;
-      else if (c === 34 /* " */) inString = false;
-    } else if (c === 34) inString = true;
-    else if (c === 123 /* { */ || c === 91 /* [ */) {
+      if (c === "\\") interesting.lastIndex++; // skip the escaped character
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === "{" || c === "[") {
       if (++depth > max) max = depth;
-    } else if (c === 125 /* } */ || c === 93 /* ] */) depth--;
+    } else if (c === "}" || c === "]") depth--;
   }
   return max;
 }
