@@ -50,10 +50,13 @@ export const definition: ActorDefinition = {
       if (lanes.isDispatched(request.runId)) return; // a redelivery of a message whose run is under way
       await lanes.acquire(request.sessionKey, request.runId);
       try {
-        const status = await rt.client.call("sessions", "run", { sessionKey: request.sessionKey, runId: request.runId });
-        if (status.status === "done" || status.status === "error" || status.status === "aborted") {
-          lanes.release(request.runId); // finished before (a redelivery): nothing to start
-          return;
+        if (delivery.redelivered) {
+          // the first attempt may have got as far as a finished run: then there is nothing to start
+          const status = await rt.client.call("sessions", "run", { sessionKey: request.sessionKey, runId: request.runId });
+          if (status.status === "done" || status.status === "error" || status.status === "aborted") {
+            lanes.release(request.runId);
+            return;
+          }
         }
         const parsed = runRequestSchema.parse(request);
         await rt.js.publish(rt.subjects.runRequest(parsed.agentId), JSON.stringify(parsed), { msgID: parsed.runId });
