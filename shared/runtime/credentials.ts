@@ -17,13 +17,27 @@ export function allUsers(prefix?: string): string[] {
   return [ADMIN_USER, ...actorGrants(prefix).map((g) => g.user)];
 }
 
-/** Creates the credentials file, or adds passwords for users it lacks. Returns the file's content. */
+/**
+ * nats-server parses the value of an unquoted `$VARIABLE` like any config value: one that starts
+ * with a digit or '-' becomes a number or a date (or fails to parse). Passwords start with a letter.
+ */
+const SERVER_SAFE_PASSWORD = /^[A-Za-z][A-Za-z0-9_-]*$/;
+
+function newPassword(): string {
+  return `p${randomBytes(24).toString("base64url")}`;
+}
+
+/**
+ * Creates the credentials file, or adds passwords for users it lacks (and replaces any that
+ * nats-server could not read as a string). Returns the file's content.
+ */
 export function ensureCredentials(file: string, prefix?: string): Credentials {
   const existing = existsSync(file) ? readCredentials(file) : { users: {} };
   let changed = !existsSync(file);
   for (const user of allUsers(prefix)) {
-    if (!existing.users[user]) {
-      existing.users[user] = randomBytes(24).toString("base64url");
+    const current = existing.users[user];
+    if (!current || !SERVER_SAFE_PASSWORD.test(current)) {
+      existing.users[user] = newPassword();
       changed = true;
     }
   }

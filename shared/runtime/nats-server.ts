@@ -19,6 +19,8 @@ export interface NatsServerSpec {
   credentials: Credentials;
   prefix?: string;
   logFile?: string;
+  /** own process group, so a terminal's Ctrl-C reaches only the launcher, which stops it last */
+  detached?: boolean;
 }
 
 export function natsServerEnv(spec: NatsServerSpec): Record<string, string> {
@@ -40,6 +42,7 @@ export async function spawnNatsServer(spec: NatsServerSpec, timeoutMs = 10_000):
   const child = spawn(natsServerBinary(), args, {
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...natsServerEnv(spec) },
     stdio: ["ignore", "pipe", "pipe"],
+    detached: spec.detached === true,
   });
   let output = "";
   return new Promise((resolve, reject) => {

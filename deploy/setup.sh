@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Prepares a Debian/Ubuntu machine for LurkBot and runs `lurkbot setup`:
+#   - installs nats-server and bubblewrap with apt-get when they are missing
+#     (apt-get update only when something has to be installed; sudo when not root)
+#   - installs the npm dependencies (npm ci with the lockfile, npm install without), which builds dist/
+#   - creates LURKBOT_HOME (default ~/.lurkbot): workspace, NATS credentials, nats.conf
+# Arguments go to `lurkbot setup`, e.g. `deploy/setup.sh --systemd ./units`.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+say() { printf '==> %s\n' "$*"; }
+fail() { printf 'deploy/setup.sh: %s\n' "$*" >&2; exit 1; }
+# Debian installs nats-server to /usr/sbin, which is not on every user's PATH
+have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]; }
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
+fi
+
+packages=()
+have nats-server || packages+=(nats-server)
+have bwrap || packages+=(bubblewrap)
+have node || packages+=(nodejs npm)
+if [ "${#packages[@]}" -gt 0 ]; then
+  command -v apt-get >/dev/null 2>&1 || fail "missing ${packages[*]} and apt-get is not available: install them with your package manager, then run this again."
+  if [ "$(id -u)" -ne 0 ] && [ -z "$SUDO" ]; then fail "missing ${packages[*]}: run this as root or install sudo."; fi
+  say "installing ${packages[*]}"
+  $SUDO apt-get update
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${packages[@]}"
+else
+  say "nats-server, bubblewrap and node are installed"
+fi
+
+major="$(node -p 'process.versions.node.split(".")[0]')"
+[ "$major" -ge 20 ] || fail "Node.js $(node --version) is too old: LurkBot needs Node.js 20 or newer (https://nodejs.org, or NodeSource's Debian packages)."
+
+if [ -f package-lock.json ]; then
+  say "npm ci"
+  if ! npm ci; then
+    say "npm ci refused package-lock.json (out of sync with package.json?); using npm install instead"
+    npm install --no-audit --no-fund
+  fi
+else
+  say "npm install (no package-lock.json)"
+  npm install
+fi
+
+say "npx lurkbot setup $*"
+npx --no-install lurkbot setup "$@"

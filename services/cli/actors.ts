@@ -1,0 +1,68 @@
+/**
+ * The actors the launcher runs, in start order, and the environment each one gets: its own
+ * NATS password and only the secrets it needs. Every actor lives in `services/<name>/` with a
+ * `main.ts` (its process) and an `actor.ts` exporting `definition: ActorDefinition`.
+ */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { passwordEnvName } from "../../shared/contract/index.js";
+import type { Credentials } from "../../shared/runtime/credentials.js";
+import { actorMainPath, REPO_ROOT } from "../../shared/scripts/paths.js";
+import { UsageError } from "./errors.js";
+
+export const LAUNCHER_ACTORS = ["sessions", "tools", "router", "agent-runner"] as const;
+export type LauncherActor = (typeof LAUNCHER_ACTORS)[number];
+
+/** Actors of the contract the launcher does not run (yet); `status` mentions them when absent. */
+export const OPTIONAL_ACTORS = ["approvals", "subagents", "heartbeat", "cron"] as const;
+
+/** Secrets an actor gets from the launcher's environment, beyond its own NATS password. */
+export const ACTOR_SECRETS: Record<string, readonly string[]> = {
+  "agent-runner": ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"],
+};
+
+/** Names that hold secrets: never passed to an actor unless ACTOR_SECRETS grants them. */
+export function isSecretEnvName(name: string): boolean {
+  return name.startsWith("LURKBOT_NATS_PASS_") || /(API_KEY|_TOKEN|_SECRET|_PASSWORD|_PASSWD)$/i.test(name);
+}
+
+/**
+ * The environment of one actor: the launcher's environment without any secret, plus the
+ * actor's own NATS password and the secrets it is granted; LURKBOT_HOME pinned to the
+ * launcher's home so every actor reads the same configuration.
+ */
+export function actorEnv(actor: string, base: Record<string, string | undefined>, credentials: Credentials, home: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(base)) {
+    if (value !== undefined && !isSecretEnvName(name)) env[name] = value;
+  }
+  for (const name of ACTOR_SECRETS[actor] ?? []) {
+    const value = base[name];
+    if (value) env[name] = value;
+  }
+  const password = credentials.users[actor];
+  if (!password) throw new Error(`the credentials have no password for "${actor}"; run \`npx lurkbot setup\` to add it.`);
+  env[passwordEnvName(actor)] = password;
+  env.LURKBOT_HOME = home;
+  return env;
+}
+
+export const actorModulePath = (actor: string) => join(REPO_ROOT, "dist", "services", actor, "actor.js");
+
+/** The actors whose compiled main is missing. */
+export function unbuiltActors(actors: readonly string[]): string[] {
+  return actors.filter((a) => !existsSync(actorMainPath(a)));
+}
+
+/** Parses `--only a,b`: known actor names only, launcher order kept. */
+export function selectActors(only: string | undefined): string[] {
+  if (only === undefined) return [...LAUNCHER_ACTORS];
+  const wanted = only.split(",").map((s) => s.trim()).filter(Boolean);
+  const known = new Set<string>([...LAUNCHER_ACTORS, ...OPTIONAL_ACTORS]);
+  const unknown = wanted.filter((a) => !known.has(a));
+  if (unknown.length || wanted.length === 0) {
+    throw new UsageError(`--only: ${unknown.length ? `unknown actor ${unknown.map((a) => `"${a}"`).join(", ")}` : "no actor named"}; choose from ${[...known].join(", ")}.`, "start");
+  }
+  const order = [...LAUNCHER_ACTORS, ...OPTIONAL_ACTORS] as string[];
+  return [...new Set(wanted)].sort((a, b) => order.indexOf(a) - order.indexOf(b));
+}

@@ -1,0 +1,222 @@
+/**
+ * A small command-line parser: `lurkbot <command> [options] [args]`, options as `--name`,
+ * `--name value` or `--name=value`, `--` ends the options. Each command declares its options
+ * and how many positional arguments it takes; anything else is a UsageError that names the
+ * problem and points at the command's help.
+ */
+import { UsageError } from "./errors.js";
+
+export interface OptionSpec {
+  type: "boolean" | "string" | "number";
+  /** placeholder in the usage text, e.g. NAME */
+  value?: string;
+  help: string;
+}
+
+export interface CommandSpec {
+  name: string;
+  /** e.g. `"text"` or `[filter]` */
+  args: string;
+  summary: string;
+  /** extra lines under the command's usage */
+  details?: string[];
+  minArgs: number;
+  maxArgs: number;
+  options: Record<string, OptionSpec>;
+}
+
+export interface ParsedCommand {
+  command: CommandSpec;
+  args: string[];
+  options: Record<string, string | number | boolean | undefined>;
+  help: boolean;
+}
+
+export const COMMANDS: CommandSpec[] = [
+  {
+    name: "setup",
+    args: "",
+    summary: "create LURKBOT_HOME, the workspace, NATS credentials and nats.conf (idempotent)",
+    details: ["With --systemd DIR it also writes systemd units and one env file per actor into DIR."],
+    minArgs: 0,
+    maxArgs: 0,
+    options: {
+      systemd: { type: "string", value: "DIR", help: "also write systemd units and per-actor env files into DIR" },
+    },
+  },
+  {
+    name: "start",
+    args: "",
+    summary: "start nats-server (if none answers) and every actor; Ctrl-C stops them all",
+    minArgs: 0,
+    maxArgs: 0,
+    options: {
+      "single-process": { type: "boolean", help: "host all actors in this process (each keeps its own NATS user)" },
+      only: { type: "string", value: "A,B", help: "start only these actors (e.g. agent-runner on a second host)" },
+    },
+  },
+  {
+    name: "status",
+    args: "",
+    summary: "list every running actor instance on the bus ($SRV INFO/STATS)",
+    minArgs: 0,
+    maxArgs: 0,
+    options: { json: { type: "boolean", help: "print the instances as JSON" } },
+  },
+  {
+    name: "tail",
+    args: "[filter]",
+    summary: "print actor and run events as they happen (Ctrl-C stops)",
+    details: [
+      "filter: a subject pattern (has '.', '*' or '>', e.g. lurk.evt.router.>) or a substring of subject and body.",
+    ],
+    minArgs: 0,
+    maxArgs: 1,
+    options: {},
+  },
+  {
+    name: "send",
+    args: "\"text\"",
+    summary: "send one message through the terminal channel and print the reply",
+    details: ["Exit code 1 when the reply is an error or none arrives in time."],
+    minArgs: 1,
+    maxArgs: 1,
+    options: {
+      session: { type: "string", value: "NAME", help: "session name (default: main)" },
+      json: { type: "boolean", help: "print {reply, kind, runId, sessionKey, usage} as JSON" },
+      timeout: { type: "number", value: "SEC", help: "seconds to wait for the reply (default 120)" },
+    },
+  },
+  {
+    name: "chat",
+    args: "",
+    summary: "talk to LurkBot in the terminal (/exit or Ctrl-D quits)",
+    minArgs: 0,
+    maxArgs: 0,
+    options: {
+      session: { type: "string", value: "NAME", help: "session name (default: main)" },
+      timeout: { type: "number", value: "SEC", help: "seconds to wait for each reply (default 120)" },
+    },
+  },
+  {
+    name: "streams",
+    args: "",
+    summary: "create or update the JetStream streams as the admin user (start does this itself)",
+    details: ["For deployments where the launcher does not run (systemd, several hosts)."],
+    minArgs: 0,
+    maxArgs: 0,
+    options: {
+      replicas: { type: "number", value: "N", help: "stream replicas in a NATS cluster (default: keep the current count, 1 for new streams)" },
+      wait: { type: "number", value: "SEC", help: "wait this long for the server to answer (default 10)" },
+    },
+  },
+  {
+    name: "help",
+    args: "[command]",
+    summary: "show this help, or a command's",
+    minArgs: 0,
+    maxArgs: 1,
+    options: {},
+  },
+];
+
+export function findCommand(name: string): CommandSpec | undefined {
+  return COMMANDS.find((c) => c.name === name);
+}
+
+export function usage(): string {
+  const width = Math.max(...COMMANDS.map((c) => `${c.name} ${c.args}`.length));
+  const lines = [
+    "usage: lurkbot <command> [options]",
+    "",
+    "commands:",
+    ...COMMANDS.map((c) => `  ${`${c.name} ${c.args}`.padEnd(width)}  ${c.summary}`),
+    "",
+    "Run `lurkbot <command> --help` for a command's options.",
+    "Environment: LURKBOT_HOME (default ~/.lurkbot), LURKBOT_NATS_URL, LURKBOT_MODEL, OPENAI_API_KEY, ANTHROPIC_API_KEY ...",
+  ];
+  return lines.join("\n") + "\n";
+}
+
+export function commandUsage(cmd: CommandSpec): string {
+  const lines = [`usage: lurkbot ${cmd.name}${cmd.args ? ` ${cmd.args}` : ""}${Object.keys(cmd.options).length ? " [options]" : ""}`, "", cmd.summary];
+  for (const d of cmd.details ?? []) lines.push(d);
+  const opts = Object.entries(cmd.options);
+  if (opts.length) {
+    lines.push("", "options:");
+    const label = (name: string, o: OptionSpec) => `--${name}${o.type === "boolean" ? "" : ` ${o.value ?? "VALUE"}`}`;
+    const width = Math.max(...opts.map(([n, o]) => label(n, o).length));
+    for (const [name, o] of opts) lines.push(`  ${label(name, o).padEnd(width)}  ${o.help}`);
+  }
+  return lines.join("\n") + "\n";
+}
+
+export function parseArgs(argv: string[]): ParsedCommand | { global: "help" | "version" } {
+  const [first, ...rest] = argv;
+  if (first === undefined || first === "--help" || first === "-h") return { global: "help" };
+  if (first === "--version" || first === "-v") return { global: "version" };
+  if (first.startsWith("-")) throw new UsageError(`"${first}" is not a command; put the command first, e.g. \`lurkbot status --json\`.`);
+  const command = findCommand(first);
+  if (!command) {
+    const close = COMMANDS.filter((c) => c.name.startsWith(first.slice(0, 2))).map((c) => c.name);
+    throw new UsageError(`unknown command "${first}"${close.length ? ` (did you mean ${close.join(" or ")}?)` : ""}.`);
+  }
+  const args: string[] = [];
+  const options: ParsedCommand["options"] = {};
+  let help = false;
+  for (let i = 0; i < rest.length; i++) {
+    const arg = rest[i]!;
+    if (arg === "--") {
+      args.push(...rest.slice(i + 1));
+      break;
+    }
+    if (arg === "--help" || arg === "-h") {
+      help = true;
+      continue;
+    }
+    if (!arg.startsWith("--") || arg === "-") {
+      if (arg.startsWith("-") && arg !== "-" && !/^-\d/.test(arg)) {
+        throw new UsageError(`unknown option "${arg}" for \`lurkbot ${command.name}\`; options are spelled --name.`, command.name);
+      }
+      args.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf("=");
+    const name = arg.slice(2, eq === -1 ? undefined : eq);
+    const spec = command.options[name];
+    if (!spec) {
+      const known = Object.keys(command.options).map((n) => `--${n}`);
+      throw new UsageError(`unknown option "--${name}" for \`lurkbot ${command.name}\`${known.length ? ` (it takes ${known.join(", ")})` : " (it takes no options)"}.`, command.name);
+    }
+    if (spec.type === "boolean") {
+      if (eq !== -1) throw new UsageError(`--${name} is a switch and takes no value; write just --${name}.`, command.name);
+      options[name] = true;
+      continue;
+    }
+    let value: string | undefined;
+    if (eq !== -1) value = arg.slice(eq + 1);
+    else {
+      value = rest[i + 1];
+      if (value === undefined || value.startsWith("--")) throw new UsageError(`--${name} needs a value: --${name} ${spec.value ?? "VALUE"}.`, command.name);
+      i++;
+    }
+    if (spec.type === "number") {
+      const n = Number(value);
+      if (value.trim() === "" || !Number.isFinite(n) || n <= 0) throw new UsageError(`--${name} must be a positive number, not "${value}".`, command.name);
+      options[name] = n;
+    } else {
+      if (value === "") throw new UsageError(`--${name} must not be empty.`, command.name);
+      options[name] = value;
+    }
+  }
+  if (!help) {
+    if (args.length < command.minArgs) {
+      throw new UsageError(`\`lurkbot ${command.name}\` needs ${command.args}${command.name === "send" ? ", e.g. lurkbot send \"hello\"" : ""}.`, command.name);
+    }
+    if (args.length > command.maxArgs) {
+      const extra = args.slice(command.maxArgs).map((a) => `"${a}"`).join(" ");
+      throw new UsageError(`\`lurkbot ${command.name}\` takes ${command.maxArgs === 0 ? "no arguments" : `at most ${command.maxArgs} argument`}; unexpected ${extra}${command.name === "send" ? " (quote the text: lurkbot send \"two words\")" : ""}.`, command.name);
+    }
+  }
+  return { command, args, options, help };
+}

@@ -1,0 +1,74 @@
+/**
+ * The CLI's own NATS connection: the `cli` user (or `admin` for `streams`), its own inbox
+ * prefix, a short first-connect timeout so a stopped bus is reported at once (exit code 2)
+ * instead of retried forever.
+ */
+import { hostname } from "node:os";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { inboxPrefix, STREAMS } from "../../shared/contract/index.js";
+import type { Env, LurkConfig } from "../../shared/runtime/config.js";
+import { checkTransportSecurity, passwordFor } from "../../shared/runtime/credentials.js";
+import { CliError, EXIT } from "./errors.js";
+
+export interface CliConnectOptions {
+  user?: string;
+  /** keep reconnecting after the first connect (tail, chat); default: no reconnect */
+  reconnect?: boolean;
+  /** first-connect timeout, ms */
+  timeoutMs?: number;
+}
+
+export function busDownMessage(url: string): string {
+  return `cannot reach NATS at ${url} — is LurkBot running? Start it with \`npx lurkbot start\`.`;
+}
+
+export async function connectCli(config: LurkConfig, env: Env, opts: CliConnectOptions = {}): Promise<NatsConnection> {
+  const user = opts.user ?? "cli";
+  checkTransportSecurity(config);
+  const password = passwordFor(user, config, env);
+  const servers = config.nats.url.split(",").map((s) => s.trim()).filter(Boolean);
+  try {
+    return await connect({
+      servers,
+      user,
+      pass: password,
+      name: `lurkbot-${user}@${hostname()}:${process.pid}`,
+      inboxPrefix: inboxPrefix(user),
+      timeout: opts.timeoutMs ?? 2_000,
+      waitOnFirstConnect: false,
+      reconnect: opts.reconnect === true,
+      maxReconnectAttempts: opts.reconnect ? -1 : 0,
+      reconnectTimeWait: 500,
+    });
+  } catch (err) {
+    throw connectError(err, config.nats.url, user);
+  }
+}
+
+export function connectError(err: unknown, url: string, user: string): CliError {
+  const e = err as { name?: string; message?: string; code?: string };
+  const text = `${e?.name ?? ""} ${e?.message ?? ""} ${e?.code ?? ""}`;
+  if (/authori[sz]ation|auth(entication)? (violation|failed)|permission/i.test(text)) {
+    return new CliError(
+      `NATS at ${url} refused the "${user}" user's password: that server was started with other credentials. ` +
+        "Use the LURKBOT_HOME that started it (its credentials/nats.json), or stop it and run `npx lurkbot start`.",
+      EXIT.config,
+    );
+  }
+  return new CliError(busDownMessage(url), EXIT.busDown);
+}
+
+/**
+ * The replica count the streams have now (1 when they do not exist yet), so re-running
+ * ensureStreams on start keeps a cluster's `lurkbot streams --replicas 3`.
+ */
+export async function currentStreamReplicas(nc: NatsConnection): Promise<number> {
+  try {
+    const jsm = await jetstreamManager(nc);
+    const info = await jsm.streams.info(STREAMS.inbound);
+    return info.config.num_replicas || 1;
+  } catch {
+    return 1;
+  }
+}

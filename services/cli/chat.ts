@@ -1,0 +1,140 @@
+/**
+ * `lurkbot chat`: an interactive terminal conversation. Streams the reply's text as it is
+ * generated, shows tool calls dimmed, prints the final reply when nothing was streamed.
+ * `/exit` or Ctrl-D quits (after pending replies when the input is not a terminal); Ctrl-C
+ * quits at once; other slash commands go to the router as messages.
+ */
+import { createInterface } from "node:readline";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { OutboundMessage, RunEvent } from "../../shared/contract/index.js";
+import { TerminalChannel, type ReplyResult } from "./channel.js";
+import { toCliError } from "./errors.js";
+
+export interface ChatOptions {
+  prefix: string;
+  session?: string;
+  timeoutMs: number;
+  input?: NodeJS.ReadableStream;
+  output?: NodeJS.WritableStream & { isTTY?: boolean };
+}
+
+const useColor = (out: { isTTY?: boolean }) => !!out.isTTY && !process.env.NO_COLOR;
+
+export async function chat(nc: NatsConnection, opts: ChatOptions): Promise<number> {
+  const input = opts.input ?? process.stdin;
+  const output = opts.output ?? process.stdout;
+  const color = useColor(output);
+  const dim = (s: string) => (color ? `\x1b[2m${s}\x1b[0m` : s);
+  const red = (s: string) => (color ? `\x1b[31m${s}\x1b[0m` : s);
+  const bold = (s: string) => (color ? `\x1b[1m${s}\x1b[0m` : s);
+  const write = (s: string) => output.write(s);
+
+  let midLine = false;
+  const line = (s: string) => {
+    if (midLine) write("\n");
+    midLine = false;
+    write(s + "\n");
+  };
+
+  const rl = createInterface({ input, output, prompt: "you> ", terminal: !!(input as { isTTY?: boolean }).isTTY && !!output.isTTY });
+  const interactive = !!(input as { isTTY?: boolean }).isTTY;
+  // lines wait in the stream until the handlers are attached (prompt() resumes it)
+  rl.pause();
+  let closed = false;
+  let interrupted = false;
+  const prompt = () => {
+    if (closed) return;
+    if (interactive) rl.prompt(true);
+    else rl.resume();
+  };
+  const channel = new TerminalChannel(nc, opts.prefix, opts.session, (msg: OutboundMessage) => {
+    line(`${msg.kind === "error" ? red("lurkbot (error)>") : bold("lurkbot>")} ${msg.text}`);
+    prompt();
+  });
+  await channel.open();
+
+  if (interactive) line(dim(`LurkBot chat — session ${opts.session ?? "main"} (conversation ${channel.conversation}). /exit or Ctrl-D quits.`));
+
+  // one message at a time: lines typed while a reply streams wait their turn
+  let queue: Promise<void> = Promise.resolve();
+  let failures = 0;
+
+  const ask = async (text: string) => {
+    if (interrupted) return;
+    let streamed = false;
+    const onRunEvent = (ev: RunEvent) => {
+      const e = ev.event;
+      if (e.kind === "message_delta") {
+        if (!streamed) {
+          if (midLine) write("\n");
+          write(`${bold("lurkbot>")} `);
+          streamed = true;
+        }
+        write(e.text);
+        midLine = !e.text.endsWith("\n");
+      } else if (e.kind === "tool_start") {
+        line(dim(`  ⚙ ${e.name} ${JSON.stringify(e.args).slice(0, 120)}`));
+        streamed = false;
+      } else if (e.kind === "tool_end") {
+        line(dim(`  ${e.isError ? "✗" : "✓"} ${e.name} (${Math.round(e.durationMs)} ms)${e.preview ? ` ${e.preview.replace(/\s+/g, " ").slice(0, 100)}` : ""}`));
+      } else if (e.kind === "approval_pending") {
+        line(dim(`  … ${e.name} waits for an approval (${e.approvalId})`));
+      }
+    };
+    const onIntermediate = (msg: OutboundMessage) => line(`${bold("lurkbot (approval)>")} ${msg.text}`);
+    let result: ReplyResult;
+    try {
+      result = await channel.send(text, opts.timeoutMs, { onRunEvent, onIntermediate });
+    } catch (err) {
+      if (interrupted) return;
+      failures++;
+      line(red(`error: ${toCliError(err).message}`));
+      prompt();
+      return;
+    }
+    if (result.kind === "error") {
+      failures++;
+      line(`${red("lurkbot (error)>")} ${result.reply}`);
+    } else if (!streamed && result.reply) {
+      line(`${bold("lurkbot>")} ${result.reply}`);
+    } else if (midLine) {
+      line("");
+    }
+    prompt();
+  };
+
+  return new Promise<number>((resolve) => {
+    let closing = false;
+    const finish = async (waitForReplies: boolean) => {
+      if (closing) return;
+      closing = true;
+      if (waitForReplies) await queue;
+      channel.close();
+      if (midLine || interactive) write("\n");
+      resolve(failures > 0 && !interactive ? 1 : 0);
+    };
+    rl.on("line", (raw) => {
+      const text = raw.trim();
+      if (!text) {
+        prompt();
+        return;
+      }
+      if (text === "/exit" || text === "/quit") {
+        rl.close();
+        return;
+      }
+      queue = queue.then(() => ask(text));
+    });
+    // Ctrl-C: quit now
+    rl.on("SIGINT", () => {
+      interrupted = true;
+      rl.close();
+    });
+    // Ctrl-D, /exit, or the end of piped input: wait for the replies still coming
+    rl.on("close", () => {
+      closed = true;
+      void finish(!interrupted);
+    });
+    prompt();
+  });
+}

@@ -1,0 +1,223 @@
+/**
+ * `lurkbot`: the operator's command. `setup`, `start` (the launcher), `status`, `tail`, `send`,
+ * `chat` and `streams`. Exit codes: 0 ok, 1 failed, 2 bus unreachable, 64 usage, 78 config.
+ */
+import { loadConfig, type Env, type LurkConfig } from "../../shared/runtime/config.js";
+import { ensureStreams } from "../../shared/runtime/streams.js";
+import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
+import { commandUsage, findCommand, parseArgs, usage, type ParsedCommand } from "./args.js";
+import { selectActors } from "./actors.js";
+import { connectCli, currentStreamReplicas } from "./bus.js";
+import { TerminalChannel } from "./channel.js";
+import { chat } from "./chat.js";
+import { EXIT, toCliError, UsageError } from "./errors.js";
+import { Launcher } from "./launcher.js";
+import { runSetup, writeSystemdFiles } from "./setup.js";
+import { formatStatus, gatherStatus } from "./status.js";
+import { tail } from "./tail.js";
+
+const out = (line: string) => process.stdout.write(line + "\n");
+const err = (line: string) => process.stderr.write(line + "\n");
+
+const DEFAULT_REPLY_TIMEOUT_SEC = 120;
+
+function config(env: Env): LurkConfig {
+  return loadConfig(env);
+}
+
+async function cmdSetup(p: ParsedCommand, env: Env): Promise<number> {
+  const cfg = config(env);
+  const result = runSetup(cfg, out);
+  if (typeof p.options.systemd === "string") writeSystemdFiles(p.options.systemd, cfg, result, out, env);
+  out(`LurkBot home: ${cfg.home} — next: \`npx lurkbot start\`${cfg.model ? "" : " (and set a model: LURKBOT_MODEL=openai/gpt-4o-mini with OPENAI_API_KEY, or \"model\" in config.json)"}`);
+  return EXIT.ok;
+}
+
+async function cmdStart(p: ParsedCommand, env: Env): Promise<number> {
+  const actors = selectActors(p.options.only as string | undefined);
+  const launcher = new Launcher({
+    config: config(env),
+    env,
+    actors,
+    singleProcess: p.options["single-process"] === true,
+    report: { say: out, warn: err },
+  });
+  return launcher.run();
+}
+
+async function cmdStatus(p: ParsedCommand, env: Env): Promise<number> {
+  const cfg = config(env);
+  const nc = await connectCli(cfg, env);
+  try {
+    const report = await gatherStatus(nc, cfg.nats.url);
+    if (p.options.json) out(JSON.stringify(report, null, 2));
+    else process.stdout.write(formatStatus(report));
+    return EXIT.ok;
+  } finally {
+    await nc.close().catch(() => undefined);
+  }
+}
+
+async function cmdTail(p: ParsedCommand, env: Env): Promise<number> {
+  const cfg = config(env);
+  const nc = await connectCli(cfg, env, { reconnect: true });
+  const abort = new AbortController();
+  const stop = () => abort.abort();
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === "disconnect") err(`(disconnected from NATS; reconnecting to ${cfg.nats.url}…)`);
+      else if (s.type === "reconnect") err("(reconnected)");
+    }
+  })().catch(() => undefined);
+  const filter = p.args[0];
+  const prefix = cfg.nats.prefix;
+  await tail(nc, prefix, filter, (line) => process.stdout.write(line), abort.signal, () => {
+    err(`listening on ${prefix}.evt.> and ${prefix}.run.evt.>${filter ? ` matching "${filter}"` : ""} at ${cfg.nats.url} (Ctrl-C stops)`);
+  });
+  await nc.close().catch(() => undefined);
+  return EXIT.ok;
+}
+
+function timeoutMs(p: ParsedCommand): number {
+  return Math.round(((p.options.timeout as number | undefined) ?? DEFAULT_REPLY_TIMEOUT_SEC) * 1000);
+}
+
+async function cmdSend(p: ParsedCommand, env: Env): Promise<number> {
+  const cfg = config(env);
+  const text = p.args[0]!;
+  if (!text.trim()) throw new UsageError("the message is empty; write the text to send, e.g. lurkbot send \"hello\".", "send");
+  const session = p.options.session as string | undefined;
+  const nc = await connectCli(cfg, env, { reconnect: true });
+  try {
+    const channel = new TerminalChannel(nc, cfg.nats.prefix, session);
+    await channel.open();
+    const result = await channel.send(text, timeoutMs(p), {
+      onIntermediate: (msg) => err(`(${msg.kind}) ${msg.text}`),
+    });
+    channel.close();
+    if (p.options.json) {
+      out(JSON.stringify({
+        reply: result.reply,
+        kind: result.kind,
+        runId: result.runId,
+        ...(result.sessionKey ? { sessionKey: result.sessionKey } : {}),
+        ...(result.usage ? { usage: result.usage } : {}),
+        ...(result.errorCode ? { errorCode: result.errorCode } : {}),
+      }));
+    } else if (result.reply) {
+      out(result.reply);
+    }
+    return result.kind === "error" ? EXIT.failed : EXIT.ok;
+  } finally {
+    await nc.close().catch(() => undefined);
+  }
+}
+
+async function cmdChat(p: ParsedCommand, env: Env): Promise<number> {
+  const cfg = config(env);
+  const nc = await connectCli(cfg, env, { reconnect: true });
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === "disconnect") err(`(disconnected from NATS at ${cfg.nats.url}; reconnecting…)`);
+      else if (s.type === "reconnect") err("(reconnected)");
+    }
+  })().catch(() => undefined);
+  try {
+    const session = p.options.session as string | undefined;
+    return await chat(nc, { prefix: cfg.nats.prefix, timeoutMs: timeoutMs(p), ...(session ? { session } : {}) });
+  } finally {
+    await nc.close().catch(() => undefined);
+  }
+}
+
+async function cmdStreams(p: ParsedCommand, env: Env): Promise<number> {
+  const cfg = config(env);
+  const waitMs = ((p.options.wait as number | undefined) ?? 10) * 1000;
+  const deadline = Date.now() + waitMs;
+  // systemd runs this right after nats-server starts: give the server time to listen
+  for (;;) {
+    try {
+      const nc = await connectCli(cfg, env, { user: "admin" });
+      try {
+        const replicas = p.options.replicas === undefined ? await currentStreamReplicas(nc) : Math.round(p.options.replicas as number);
+        await ensureStreams(nc, cfg.nats.prefix, replicas);
+        out(`JetStream streams ready on ${cfg.nats.url} (replicas ${replicas})`);
+        return EXIT.ok;
+      } finally {
+        await nc.close().catch(() => undefined);
+      }
+    } catch (e) {
+      const ce = toCliError(e);
+      if (ce.exitCode !== EXIT.busDown || Date.now() > deadline) throw ce;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
+
+const HANDLERS: Record<string, (p: ParsedCommand, env: Env) => Promise<number>> = {
+  setup: cmdSetup,
+  start: cmdStart,
+  status: cmdStatus,
+  tail: cmdTail,
+  send: cmdSend,
+  chat: cmdChat,
+  streams: cmdStreams,
+};
+
+export async function main(argv: string[], env: Env = process.env): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs(argv);
+  } catch (e) {
+    const ce = toCliError(e);
+    err(`lurkbot: ${ce.message}`);
+    if (e instanceof UsageError) {
+      const cmd = e.command ? findCommand(e.command) : undefined;
+      process.stderr.write("\n" + (cmd ? commandUsage(cmd) : usage()));
+    }
+    return ce.exitCode;
+  }
+  if ("global" in parsed) {
+    if (parsed.global === "version") out(`lurkbot ${LURKBOT_VERSION}`);
+    else process.stdout.write(usage());
+    return EXIT.ok;
+  }
+  if (parsed.help) {
+    process.stdout.write(commandUsage(parsed.command));
+    return EXIT.ok;
+  }
+  if (parsed.command.name === "help") {
+    const name = parsed.args[0];
+    if (name === undefined) {
+      process.stdout.write(usage());
+      return EXIT.ok;
+    }
+    const cmd = findCommand(name);
+    if (!cmd) {
+      err(`lurkbot: unknown command "${name}".`);
+      process.stderr.write("\n" + usage());
+      return EXIT.usage;
+    }
+    process.stdout.write(commandUsage(cmd));
+    return EXIT.ok;
+  }
+  try {
+    return await HANDLERS[parsed.command.name]!(parsed, env);
+  } catch (e) {
+    const ce = toCliError(e);
+    err(`lurkbot ${parsed.command.name}: ${ce.message}`);
+    if (e instanceof UsageError) process.stderr.write("\n" + commandUsage(parsed.command));
+    return ce.exitCode;
+  }
+}
+
+// run when executed (node dist/services/cli/main.js, or bin.mjs importing it)
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (e) => {
+    err(`lurkbot: unexpected failure: ${e instanceof Error ? e.stack ?? e.message : String(e)}`);
+    process.exit(EXIT.failed);
+  },
+);

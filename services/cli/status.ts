@@ -1,0 +1,104 @@
+/**
+ * `lurkbot status`: every actor instance on the bus, from the services framework's
+ * `$SRV.PING/INFO/STATS` (all hosts of a cluster answer), one row per instance.
+ */
+import { Svcm, type ServiceIdentity, type ServiceInfo, type ServiceStats } from "@nats-io/services";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { LAUNCHER_ACTORS } from "./actors.js";
+
+export interface InstanceStatus {
+  name: string;
+  id: string;
+  version: string;
+  host: string | null;
+  pid: number | null;
+  node: string | null;
+  /** ISO time the instance started */
+  started: string | null;
+  uptimeSec: number | null;
+  description: string | null;
+  endpoints: number;
+  requests: number;
+  errors: number;
+  lastError: string | null;
+}
+
+export interface StatusReport {
+  url: string;
+  instances: InstanceStatus[];
+  /** launcher actors with no instance on the bus */
+  missing: string[];
+}
+
+async function collect<T>(iter: Promise<AsyncIterable<T>>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of await iter) out.push(item);
+  return out;
+}
+
+export async function gatherStatus(nc: NatsConnection, url: string, now = Date.now()): Promise<StatusReport> {
+  const client = new Svcm(nc).client({ strategy: "stall", maxWait: 2_000, stall: 300 });
+  const [pings, infos, stats] = await Promise.all([
+    collect<ServiceIdentity>(client.ping()),
+    collect<ServiceInfo>(client.info()),
+    collect<ServiceStats>(client.stats()),
+  ]);
+  const ids = new Map<string, ServiceIdentity>();
+  for (const x of [...pings, ...infos, ...stats]) if (!ids.has(x.id)) ids.set(x.id, x);
+  const instances: InstanceStatus[] = [];
+  for (const [id, identity] of ids) {
+    const info = infos.find((i) => i.id === id);
+    const stat = stats.find((s) => s.id === id);
+    const meta = info?.metadata ?? identity.metadata ?? {};
+    const started = meta.started ?? stat?.started ?? null;
+    const startedMs = started ? Date.parse(started) : NaN;
+    const endpoints = stat?.endpoints ?? [];
+    const lastError = endpoints.map((e) => e.last_error).filter((e): e is string => !!e).pop() ?? null;
+    instances.push({
+      name: identity.name,
+      id,
+      version: identity.version,
+      host: meta.host ?? null,
+      pid: meta.pid && /^\d+$/.test(meta.pid) ? Number(meta.pid) : null,
+      node: meta.node ?? null,
+      started,
+      uptimeSec: Number.isFinite(startedMs) ? Math.max(0, Math.round((now - startedMs) / 1000)) : null,
+      description: info?.description ?? null,
+      endpoints: info?.endpoints.length ?? endpoints.length,
+      requests: endpoints.reduce((n, e) => n + e.num_requests, 0),
+      errors: endpoints.reduce((n, e) => n + e.num_errors, 0),
+      lastError,
+    });
+  }
+  const order = (name: string) => {
+    const i = (LAUNCHER_ACTORS as readonly string[]).indexOf(name);
+    return i === -1 ? 100 : i;
+  };
+  instances.sort((a, b) => order(a.name) - order(b.name) || a.name.localeCompare(b.name) || (a.host ?? "").localeCompare(b.host ?? "") || (a.pid ?? 0) - (b.pid ?? 0));
+  const running = new Set(instances.map((i) => i.name));
+  return { url, instances, missing: LAUNCHER_ACTORS.filter((a) => !running.has(a)) };
+}
+
+export function formatUptime(sec: number | null): string {
+  if (sec === null) return "-";
+  if (sec < 60) return `${sec}s`;
+  if (sec < 3600) return `${Math.floor(sec / 60)}m${String(sec % 60).padStart(2, "0")}s`;
+  if (sec < 86400) return `${Math.floor(sec / 3600)}h${String(Math.floor((sec % 3600) / 60)).padStart(2, "0")}m`;
+  return `${Math.floor(sec / 86400)}d${String(Math.floor((sec % 86400) / 3600)).padStart(2, "0")}h`;
+}
+
+export function formatStatus(report: StatusReport): string {
+  const header = ["NAME", "HOST", "PID", "VERSION", "UPTIME", "ENDPOINTS", "REQUESTS", "ERRORS"];
+  const rows = report.instances.map((i) => [i.name, i.host ?? "-", i.pid === null ? "-" : String(i.pid), i.version, formatUptime(i.uptimeSec), String(i.endpoints), String(i.requests), String(i.errors)]);
+  for (const name of report.missing) rows.push([name, "-", "-", "-", "not running", "-", "-", "-"]);
+  const widths = header.map((h, c) => Math.max(h.length, ...rows.map((r) => r[c]!.length)));
+  const line = (cells: string[]) => cells.map((cell, c) => (c >= 5 ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join("  ").trimEnd();
+  const lines = [`NATS ${report.url}: ${report.instances.length} instance${report.instances.length === 1 ? "" : "s"}`, "", line(header), ...rows.map(line)];
+  const errors = report.instances.filter((i) => i.lastError);
+  if (errors.length) {
+    lines.push("", "last errors:");
+    for (const i of errors) lines.push(`  ${i.name}@${i.host ?? "?"}:${i.pid ?? "?"}: ${i.lastError}`);
+  }
+  if (report.missing.length) lines.push("", `not running: ${report.missing.join(", ")} — start them with \`npx lurkbot start\`.`);
+  return lines.join("\n") + "\n";
+}
