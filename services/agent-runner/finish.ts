@@ -1,0 +1,119 @@
+/**
+ * The end of a run: the run_marker record, the usage, the reply delivery (JetStream,
+ * `Nats-Msg-Id` = replyDeliveryId(runId), so a repeated delivery collapses) and the terminal
+ * event. The transcript is complete before the reply goes out, so whoever reads the reply and
+ * writes again finds the whole run in the history. A run found finished (marker present) is
+ * only re-delivered: it re-publishes its reply (the stream drops the duplicate), never a second
+ * terminal event.
+ */
+import {
+  LurkError, recordIds, replyDeliveryId, type ErrorCode, type OutboundMessage, type RunRequest, type TranscriptRecord, type Usage,
+} from "../../shared/contract/index.js";
+import type { ActorRuntime } from "../../shared/runtime/actor.js";
+import type { Logger } from "../../shared/runtime/logger.js";
+import type { RunEvents } from "./events.js";
+import { SILENT_TOKEN } from "./prompt.js";
+import { NO_MODEL_TEXT } from "./providers/registry.js";
+
+const MAX_REPLY_CHARS = 200_000;
+/** usage is bookkeeping: never hold a finished run (or a shutdown) for long */
+const USAGE_TIMEOUT_MS = 3_000;
+
+export interface Outcome {
+  status: "done" | "error" | "aborted";
+  /** the reply (done) or the user-facing error text */
+  text: string;
+  error?: LurkError;
+  turns: number;
+  usage: Usage;
+  model?: string;
+  provider?: string;
+}
+
+export function isSilent(text: string): boolean {
+  const t = text.trim();
+  return t === "" || t === SILENT_TOKEN;
+}
+
+/** What the user is told when a run fails. */
+export function errorText(err: LurkError): string {
+  if (err.code === "NO_MODEL") return NO_MODEL_TEXT;
+  const hint: Partial<Record<ErrorCode, string>> = {
+    PROVIDER_AUTH: "Check the provider's API key (e.g. OPENAI_API_KEY) and restart with `npx lurkbot start`.",
+    PROVIDER_BILLING: "Check the provider account's billing or quota.",
+    PROVIDER_RATE_LIMIT: "The provider is rate-limiting requests; try again in a minute.",
+    PROVIDER_OVERLOADED: "The provider is overloaded; try again in a minute.",
+    PROVIDER_CONTEXT_OVERFLOW: "The conversation is too long for the model; start a new session with /new.",
+    PROVIDER_TIMEOUT: "The model did not answer in time; try again.",
+    TIMEOUT: "The run took longer than its time limit.",
+  };
+  return `Sorry, I could not answer (${err.code}): ${err.message}${hint[err.code] ? `\n${hint[err.code]}` : ""}`;
+}
+
+function deliverable(req: RunRequest, status: Outcome["status"], text: string): boolean {
+  return req.deliver && !!req.origin && status !== "aborted" && !(status === "done" && isSilent(text));
+}
+
+export async function publishReply(rt: ActorRuntime, req: RunRequest, kind: "reply" | "error", text: string, errorCode?: string): Promise<void> {
+  const origin = req.origin!;
+  const body = text.length > MAX_REPLY_CHARS ? `${text.slice(0, MAX_REPLY_CHARS)}\n[reply truncated]` : text;
+  const id = replyDeliveryId(req.runId);
+  const message: OutboundMessage = {
+    type: "lurk.outbound.message.v1", id, ts: Date.now(), runId: req.runId, sessionKey: req.sessionKey, causationId: req.id,
+    channel: origin.channel, conversation: origin.conversation, kind, replyTo: origin.messageIds, text: body, attachments: [],
+    ...(origin.accountId ? { accountId: origin.accountId } : {}),
+    ...(origin.peer ? { peer: origin.peer } : {}),
+    ...(errorCode ? { errorCode } : {}),
+  };
+  await rt.js.publish(rt.subjects.outbound(origin.channel, origin.conversation), JSON.stringify(message), { msgID: id });
+}
+
+export interface FinishDeps {
+  rt: ActorRuntime;
+  req: RunRequest;
+  events: RunEvents;
+  log: Logger;
+  append(records: TranscriptRecord[]): Promise<void>;
+  /** the last delivery of the request: deliver even when the marker cannot be written */
+  bestEffort: boolean;
+}
+
+/** Throws when the marker or the reply could not be written (the run is then redelivered). */
+export async function finishRun(deps: FinishDeps, outcome: Outcome): Promise<void> {
+  const { rt, req, events } = deps;
+  const kind = outcome.status === "done" ? "reply" : "error";
+  const silent = outcome.status === "done" && isSilent(outcome.text);
+  await deps.append([{
+    id: recordIds.marker(req.runId, outcome.status), ts: Date.now(), runId: req.runId, kind: "run_marker", runStatus: outcome.status, text: outcome.text,
+    meta: { replyKind: kind, silent, turns: outcome.turns, ...(outcome.error ? { errorCode: outcome.error.code } : {}) },
+  }]).catch((err) => {
+    // a retryable failure is retried by redelivery; a permanent one (or the last try) must not cost the reply
+    if (!deps.bestEffort && !(LurkError.is(err) && !err.retryable)) throw err;
+    deps.log.error({ err }, "could not write the run's end marker; delivering anyway");
+  });
+  if (outcome.model && outcome.provider && outcome.usage.total + outcome.usage.input + outcome.usage.output > 0) {
+    await rt.client.call("sessions", "usage", { sessionKey: req.sessionKey, usage: outcome.usage, model: outcome.model, provider: outcome.provider }, { runId: req.runId, timeoutMs: USAGE_TIMEOUT_MS })
+      .catch((err) => deps.log.warn({ err }, "could not add usage to the session"));
+  }
+  let deliveryError: unknown;
+  if (deliverable(req, outcome.status, outcome.text)) {
+    await publishReply(rt, req, kind, outcome.text, outcome.error?.code).catch((err) => (deliveryError = err));
+  }
+  events.emit({ kind: "run_end", turns: outcome.turns });
+  if (outcome.status === "done") events.emit({ kind: "done", text: outcome.text, turns: outcome.turns, usage: outcome.usage, silent });
+  else events.emit({ kind: "error", code: outcome.error?.code ?? "INTERNAL", message: outcome.error?.message ?? outcome.text, retryable: outcome.error?.retryable ?? false });
+  // the marker is written: a redelivery only re-publishes the reply
+  if (deliveryError !== undefined) throw deliveryError;
+}
+
+/** A finished run delivered again: re-publish its reply (the stream drops the duplicate). */
+export async function replayFinished(rt: ActorRuntime, req: RunRequest, records: TranscriptRecord[], log: Logger): Promise<void> {
+  const marker = records.find((r) => r.kind === "run_marker" && r.runStatus && r.runStatus !== "started");
+  if (!marker) return;
+  const status = marker.runStatus as Outcome["status"];
+  const text = marker.text ?? "";
+  log.info({ status }, "run already finished; re-publishing its reply only");
+  if (!deliverable(req, status, text)) return;
+  const errorCode = typeof marker.meta?.errorCode === "string" ? marker.meta.errorCode : undefined;
+  await publishReply(rt, req, status === "done" ? "reply" : "error", text, errorCode);
+}

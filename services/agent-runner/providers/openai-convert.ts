@@ -1,0 +1,49 @@
+/**
+ * The provider-neutral message model -> OpenAI chat-completions messages and tools.
+ * Assistant tool calls become `tool_calls` (arguments re-serialized), tool results become
+ * `role: "tool"` messages; thinking blocks are not sent (chat completions has no field for them).
+ */
+import type OpenAI from "openai";
+import type { LlmMessage, ToolDefinition } from "../../../shared/contract/index.js";
+
+type Param = OpenAI.Chat.Completions.ChatCompletionMessageParam;
+type UserPart = OpenAI.Chat.Completions.ChatCompletionContentPart;
+
+export function toOpenAIMessages(system: string, messages: LlmMessage[]): Param[] {
+  const out: Param[] = [];
+  if (system) out.push({ role: "system", content: system });
+  for (const m of messages) {
+    if (m.role === "user") {
+      const parts: UserPart[] = [];
+      for (const block of m.content) {
+        if (block.type === "text") parts.push({ type: "text", text: block.text });
+        else {
+          const url = block.url ?? (block.dataBase64 ? `data:${block.mime};base64,${block.dataBase64}` : undefined);
+          if (url) parts.push({ type: "image_url", image_url: { url } });
+        }
+      }
+      const onlyText = parts.every((p) => p.type === "text");
+      out.push({ role: "user", content: onlyText ? parts.map((p) => (p as { text: string }).text).join("\n") : parts });
+    } else if (m.role === "assistant") {
+      const text = m.content.filter((b) => b.type === "text").map((b) => b.text).join("");
+      const calls = m.content.filter((b) => b.type === "tool_call");
+      const param: OpenAI.Chat.Completions.ChatCompletionAssistantMessageParam = { role: "assistant", content: text };
+      if (calls.length > 0) {
+        param.tool_calls = calls.map((c) => ({ id: c.id, type: "function" as const, function: { name: c.name, arguments: JSON.stringify(c.args) } }));
+        if (text === "") param.content = null;
+      }
+      out.push(param);
+    } else {
+      const text = m.content.map((b) => (b.type === "text" ? b.text : `[image ${b.mime}]`)).join("\n");
+      out.push({ role: "tool", tool_call_id: m.toolCallId, content: text === "" ? "(no output)" : text });
+    }
+  }
+  return out;
+}
+
+export function toOpenAITools(tools: ToolDefinition[]): OpenAI.Chat.Completions.ChatCompletionTool[] {
+  return tools.map((t) => ({
+    type: "function" as const,
+    function: { name: t.name, description: t.description, parameters: t.parameters },
+  }));
+}

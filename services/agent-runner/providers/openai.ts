@@ -1,0 +1,125 @@
+/**
+ * OpenAI (and OpenAI-compatible servers) through the official SDK: streaming chat completions
+ * with usage in the last chunk, tool-call fragments assembled by index, argument JSON repaired
+ * when safe. The SDK's own retries are off: the loop retries classified errors itself.
+ */
+import OpenAI from "openai";
+import type { AssistantMessage, ContentBlock, Usage } from "../../../shared/contract/index.js";
+import { classifyProviderError } from "./errors.js";
+import { parseToolArgs } from "./json-repair.js";
+import { toOpenAIMessages, toOpenAITools } from "./openai-convert.js";
+import { emptyUsage, type Provider, type ProviderRequest, type ProviderStreamEvent, type ToolCallBlock } from "./types.js";
+
+export interface OpenAIProviderOptions {
+  apiKey?: string;
+  baseUrl?: string;
+  timeoutMs: number;
+}
+
+type Chunk = OpenAI.Chat.Completions.ChatCompletionChunk;
+interface PartialCall { id: string; name: string; args: string }
+
+const STOP: Record<string, AssistantMessage["stopReason"]> = {
+  stop: "end_turn", tool_calls: "tool_use", function_call: "tool_use", length: "max_tokens", content_filter: "end_turn",
+};
+
+export class OpenAIProvider implements Provider {
+  readonly name = "openai";
+  private readonly client: OpenAI;
+  private readonly official: boolean;
+
+  constructor(opts: OpenAIProviderOptions) {
+    // a local OpenAI-compatible server usually needs no key; the SDK insists on one
+    this.client = new OpenAI({
+      apiKey: opts.apiKey ?? "no-key",
+      ...(opts.baseUrl ? { baseURL: opts.baseUrl } : {}),
+      maxRetries: 0,
+      timeout: opts.timeoutMs,
+    });
+    this.official = !opts.baseUrl || /api\.openai\.com/.test(opts.baseUrl);
+  }
+
+  async *stream(req: ProviderRequest): AsyncIterable<ProviderStreamEvent> {
+    const calls = new Map<number, PartialCall>();
+    let text = "";
+    let thinking = "";
+    let finish: string | null = null;
+    let usage: Usage | undefined;
+    try {
+      const params: OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming = {
+        model: req.model,
+        messages: toOpenAIMessages(req.system, req.messages),
+        stream: true,
+        stream_options: { include_usage: true },
+      };
+      if (req.tools.length > 0) params.tools = toOpenAITools(req.tools);
+      if (req.maxTokens) {
+        if (this.official) params.max_completion_tokens = req.maxTokens;
+        else params.max_tokens = req.maxTokens;
+      }
+      const stream = await this.client.chat.completions.create(params, { signal: req.signal });
+      for await (const chunk of stream as AsyncIterable<Chunk>) {
+        if (chunk.usage) {
+          usage = toUsage(chunk.usage);
+          yield { type: "usage", usage };
+        }
+        const choice = chunk.choices?.[0];
+        if (!choice) continue;
+        const delta = choice.delta as (Chunk["choices"][number]["delta"] & { reasoning_content?: string; reasoning?: string }) | undefined;
+        const reasoning = delta?.reasoning_content ?? delta?.reasoning;
+        if (typeof reasoning === "string" && reasoning) {
+          thinking += reasoning;
+          yield { type: "thinking_delta", text: reasoning };
+        }
+        if (typeof delta?.content === "string" && delta.content) {
+          text += delta.content;
+          yield { type: "text_delta", text: delta.content };
+        }
+        for (const tc of delta?.tool_calls ?? []) {
+          const index = tc.index ?? 0;
+          const call = calls.get(index) ?? { id: "", name: "", args: "" };
+          if (tc.id) call.id = tc.id;
+          if (tc.function?.name) call.name += tc.function.name;
+          if (tc.function?.arguments) call.args += tc.function.arguments;
+          calls.set(index, call);
+        }
+        if (choice.finish_reason) finish = choice.finish_reason;
+      }
+    } catch (err) {
+      yield { type: "error", error: classifyProviderError(err, this.name, req.signal.aborted) };
+      return;
+    }
+    if (req.signal.aborted) {
+      yield { type: "error", error: classifyProviderError(undefined, this.name, true) };
+      return;
+    }
+    const content: ContentBlock[] = [];
+    if (thinking) content.push({ type: "thinking", text: thinking });
+    if (text) content.push({ type: "text", text });
+    const ordered = [...calls.entries()].sort((a, b) => a[0] - b[0]);
+    for (const [index, partial] of ordered) {
+      const call = assemble(partial, index);
+      content.push(call);
+      yield { type: "tool_call", call };
+    }
+    const stopReason = ordered.length > 0 ? "tool_use" : (STOP[finish ?? "stop"] ?? "end_turn");
+    const message: AssistantMessage = { role: "assistant", content, provider: this.name, model: req.model, stopReason, usage: usage ?? emptyUsage() };
+    yield { type: "done", message };
+  }
+}
+
+function assemble(partial: PartialCall, index: number): ToolCallBlock {
+  const id = partial.id || `call_${Date.now().toString(36)}_${index}`;
+  if (!partial.name) return { type: "tool_call", id, name: "missing_tool_name", args: {}, argsError: "the tool call has no function name" };
+  const parsed = parseToolArgs(partial.args);
+  return parsed.error !== undefined
+    ? { type: "tool_call", id, name: partial.name, args: {}, argsError: parsed.error }
+    : { type: "tool_call", id, name: partial.name, args: parsed.args };
+}
+
+function toUsage(u: OpenAI.Completions.CompletionUsage): Usage {
+  const cached = u.prompt_tokens_details?.cached_tokens ?? 0;
+  const input = Math.max(0, (u.prompt_tokens ?? 0) - cached);
+  const output = u.completion_tokens ?? 0;
+  return { input, output, cacheRead: cached, cacheWrite: 0, total: u.total_tokens ?? input + cached + output };
+}

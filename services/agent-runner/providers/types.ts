@@ -1,0 +1,57 @@
+/**
+ * The provider interface of the agent-runner: one streaming call per LLM turn, in the
+ * provider-neutral message model of the contract (shared/contract/common.ts).
+ *
+ * Contract of `stream()`: it never throws. It yields deltas while the answer arrives, every tool
+ * call once it is complete (arguments assembled and parsed; `argsError` set when the JSON could
+ * not be parsed even after a safe repair), a `usage` event when the provider reports it, and
+ * then exactly one final event: `done` with the whole AssistantMessage, or `error` with a
+ * classified LurkError (PROVIDER_* codes, ABORTED when the signal fired).
+ */
+import type { AssistantMessage, LlmMessage, LurkError, ToolDefinition, Usage } from "../../../shared/contract/index.js";
+
+export interface ToolCallBlock {
+  type: "tool_call";
+  id: string;
+  name: string;
+  args: Record<string, unknown>;
+  argsError?: string;
+}
+
+export interface ProviderRequest {
+  /** the model name without the provider prefix, e.g. `gpt-4o-mini` */
+  model: string;
+  system: string;
+  messages: LlmMessage[];
+  tools: ToolDefinition[];
+  signal: AbortSignal;
+  maxTokens?: number;
+}
+
+export type ProviderStreamEvent =
+  | { type: "text_delta"; text: string }
+  | { type: "thinking_delta"; text: string }
+  | { type: "tool_call"; call: ToolCallBlock }
+  | { type: "usage"; usage: Usage }
+  | { type: "done"; message: AssistantMessage }
+  | { type: "error"; error: LurkError };
+
+export interface Provider {
+  /** provider name as written in `provider/model`, e.g. `openai` */
+  readonly name: string;
+  stream(request: ProviderRequest): AsyncIterable<ProviderStreamEvent>;
+}
+
+export const emptyUsage = (): Usage => ({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 });
+
+export function addUsage(a: Usage, b: Usage): Usage {
+  const out: Usage = {
+    input: a.input + b.input,
+    output: a.output + b.output,
+    cacheRead: a.cacheRead + b.cacheRead,
+    cacheWrite: a.cacheWrite + b.cacheWrite,
+    total: a.total + b.total,
+  };
+  if (a.costUsd !== undefined || b.costUsd !== undefined) out.costUsd = (a.costUsd ?? 0) + (b.costUsd ?? 0);
+  return out;
+}

@@ -1,0 +1,139 @@
+/**
+ * One RunRequest from the RUNS work queue, idempotent and resumable:
+ * `sessions.run` first (a finished run only re-publishes its reply), then ensure the session,
+ * append the inputs and a "started" marker (stable record ids: appends are idempotent), load
+ * the history, run the loop from the checkpoints, and finish (marker, usage, reply, terminal
+ * event). Bus failures with deliveries left are thrown, so JetStream redelivers and the run
+ * resumes; everything else ends the run with a terminal error and an error reply.
+ */
+import {
+  LurkError, recordIds, type AssistantMessage, type RunRequest, type ToolResultMessage, type TranscriptRecord,
+} from "../../shared/contract/index.js";
+import type { ActorRuntime } from "../../shared/runtime/actor.js";
+import { agentWorkspace, defaultAgent } from "../../shared/runtime/config.js";
+import type { DeliveryInfo } from "../../shared/runtime/consumer.js";
+import { runLogger, type Logger } from "../../shared/runtime/logger.js";
+import { SHUTDOWN, type RunControls } from "./control.js";
+import { RunEvents } from "./events.js";
+import { errorText, finishRun, replayFinished, type Outcome } from "./finish.js";
+import { runLoop } from "./loop.js";
+import { buildSystemPrompt } from "./prompt.js";
+import { emptyUsage } from "./providers/types.js";
+import type { ProviderRegistry } from "./providers/registry.js";
+import type { ToolsClient } from "./tools-client.js";
+import { inputRecords, resumeState } from "./transcript.js";
+
+export interface RunnerDeps {
+  rt: ActorRuntime;
+  registry: ProviderRegistry;
+  tools: ToolsClient;
+  controls: RunControls;
+}
+
+/** A retryable bus failure: the run is left unfinished and the message redelivered. */
+class BusFailure extends Error {
+  constructor(readonly error: LurkError) {
+    super(error.message);
+  }
+}
+
+async function bus<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    const e = LurkError.from(err);
+    throw e.retryable ? new BusFailure(e) : e;
+  }
+}
+
+export function runHandler(deps: RunnerDeps) {
+  return (req: RunRequest, delivery: DeliveryInfo) => deps.controls.exclusive(req.runId, () => handleRun(deps, req, delivery));
+}
+
+async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryInfo): Promise<void> {
+  const { rt } = deps;
+  const log = runLogger(rt.log, req.runId, req.sessionKey);
+  const key = { sessionKey: req.sessionKey };
+  const opts = { runId: req.runId, causationId: req.id };
+  const lastDelivery = delivery.deliveryCount >= rt.config.bus.maxDeliver;
+  const append = (records: TranscriptRecord[]) => bus(() => rt.client.call("sessions", "append", { ...key, records }, opts)).then(() => undefined);
+
+  // without the sessions actor nothing can be done: the failure is redelivered (or dead-lettered)
+  const prior = await rt.client.call("sessions", "run", { ...key, runId: req.runId }, opts);
+  if (prior.status === "done" || prior.status === "error" || prior.status === "aborted") {
+    await replayFinished(rt, req, prior.records, log);
+    return;
+  }
+  log.info({ trigger: req.trigger, resumed: prior.status === "started", delivery: delivery.deliveryCount }, "run started");
+  const events = new RunEvents(rt.nc, rt.subjects, req.runId, req.sessionKey, req.id, log);
+  const controller = deps.controls.register(req.runId);
+  const timer = req.options.timeoutMs
+    ? setTimeout(() => controller.abort(new LurkError("TIMEOUT", `the run exceeded its time limit of ${req.options.timeoutMs} ms`)), req.options.timeoutMs)
+    : undefined;
+  const outcome: Outcome = { status: "done", text: "", turns: 0, usage: emptyUsage() };
+  const agent = rt.config.agents.find((a) => a.id === req.agentId) ?? defaultAgent(rt.config);
+  const ref = deps.registry.pick(req.options.model, agent.model);
+  events.emit({ kind: "run_start", agentId: req.agentId, trigger: req.trigger, ...(ref ? { model: ref, provider: ref.split("/")[0] } : {}) });
+  try {
+    await bus(() => rt.client.call("sessions", "ensure", {
+      ...key, agentId: req.agentId, sessionType: req.sessionType,
+      ...(req.origin ? { channel: req.origin.channel, origin: req.origin } : {}),
+      ...(req.subagent ? { parentSessionKey: req.subagent.parentSessionKey, ...(req.subagent.label ? { label: req.subagent.label } : {}) } : {}),
+    }, opts));
+    const started: TranscriptRecord = { id: recordIds.started(req.runId), ts: Date.now(), runId: req.runId, kind: "run_marker", runStatus: "started", meta: { trigger: req.trigger } };
+    const fresh = [started, ...inputRecords(req)];
+    await append(fresh);
+    const mine = prior.status === "unknown" ? fresh : prior.records;
+    const history = await bus(() => rt.client.call("sessions", "history", { ...key, limit: rt.config.runs.historyLimit }, opts));
+    const resume = resumeState(req.runId, history.records.filter((r) => r.runId !== req.runId), mine);
+
+    const resolved = deps.registry.resolve(ref);
+    outcome.model = resolved.ref;
+    outcome.provider = resolved.providerName;
+    const tools = await deps.tools.list(req.agentId);
+    const system = buildSystemPrompt({
+      agentId: req.agentId, ...(agent.name ? { agentName: agent.name } : {}), workspace: agentWorkspace(rt.config, agent),
+      sessionType: req.sessionType, ...(req.origin ? { channel: req.origin.channel } : {}), tools,
+    });
+    const ctx = { runId: req.runId, sessionKey: req.sessionKey, agentId: req.agentId, sessionType: req.sessionType };
+    const result = await runLoop({
+      provider: resolved.provider, providerName: resolved.providerName, model: resolved.model, system, tools, events, log,
+      signal: controller.signal, llmTimeoutMs: rt.config.runs.llmTimeoutMs,
+      maxIterations: req.options.maxIterations ?? rt.config.runs.maxIterations,
+      execute: (call) => deps.tools.call(ctx, call.id, call.name, call.args),
+      checkpointAssistant: (turn: number, message: AssistantMessage) =>
+        append([{ id: recordIds.assistant(req.runId, turn), ts: Date.now(), runId: req.runId, kind: "message", message, meta: { turn } }]),
+      checkpoint: (turn: number, result: ToolResultMessage, durationMs: number) =>
+        append([{ id: recordIds.toolResult(req.runId, result.toolCallId), ts: Date.now(), runId: req.runId, kind: "message", message: result, meta: { turn, durationMs } }]),
+    }, resume);
+    Object.assign(outcome, { text: result.text, turns: result.turns, usage: result.usage });
+    if (result.stoppedAtLimit) log.warn({ turns: result.turns }, "run stopped at the iteration limit");
+  } catch (err) {
+    if (controller.signal.reason === SHUTDOWN) throw SHUTDOWN;
+    if (err instanceof BusFailure && !lastDelivery) {
+      log.warn({ err: err.error, delivery: delivery.deliveryCount }, "bus failure; the run will be redelivered and resumed");
+      throw err.error;
+    }
+    const e = LurkError.from(err instanceof BusFailure ? err.error : err);
+    Object.assign(outcome, { status: e.code === "ABORTED" ? "aborted" : "error", text: errorText(e), error: e });
+    (e.code === "ABORTED" || e.code === "NO_MODEL" ? log.info.bind(log) : log.warn.bind(log))({ code: e.code, err: e }, "run ended with an error");
+  } finally {
+    if (timer) clearTimeout(timer);
+    deps.controls.unregister(req.runId, controller);
+  }
+  await finish(rt, req, events, log, append, outcome, lastDelivery);
+}
+
+async function finish(rt: ActorRuntime, req: RunRequest, events: RunEvents, log: Logger, append: (r: TranscriptRecord[]) => Promise<void>, outcome: Outcome, lastDelivery: boolean): Promise<void> {
+  try {
+    await finishRun({ rt, req, events, log, append, bestEffort: lastDelivery }, outcome);
+    log.info({ status: outcome.status, turns: outcome.turns, usage: outcome.usage }, "run finished");
+  } catch (err) {
+    const e = LurkError.from(err instanceof BusFailure ? err.error : err);
+    if (!lastDelivery && (err instanceof BusFailure || e.retryable)) {
+      log.warn({ err: e }, "could not finish the run; it will be redelivered");
+      throw e;
+    }
+    log.error({ err: e }, "could not finish the run; giving up");
+  }
+}

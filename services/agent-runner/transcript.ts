@@ -1,0 +1,126 @@
+/**
+ * Transcript records <-> LLM messages, and what a redelivered run already did.
+ *  - `message` records are sent as they are; `system_event` becomes a user note prefixed
+ *    "[system event]"; `compaction_summary` a user note; `context_note` and `run_marker` are
+ *    app-only and never sent.
+ *  - every assistant tool call must be followed by its result: results are put in call order,
+ *    orphan results are dropped, and calls of an interrupted run get an error result
+ *    (except in the trailing group, which the loop is about to finish).
+ */
+import {
+  recordIds, type Usage, type AssistantMessage, type LlmMessage, type RunRequest, type ToolResultMessage, type TranscriptRecord, type UserMessage,
+} from "../../shared/contract/index.js";
+import { addUsage, emptyUsage } from "./providers/types.js";
+
+export function inputRecords(req: RunRequest, now = Date.now()): TranscriptRecord[] {
+  return req.inputs.map((input, index): TranscriptRecord => {
+    const id = recordIds.input(req.runId, index);
+    const meta = input.sourceId ? { sourceId: input.sourceId } : undefined;
+    if (input.kind === "system_event") return { id, ts: now, runId: req.runId, kind: "system_event", text: input.text, ...(meta ? { meta } : {}) };
+    const content: UserMessage["content"] = [];
+    if (input.text) content.push({ type: "text", text: input.text });
+    for (const a of input.attachments) {
+      if (a.kind === "image" && (a.dataBase64 || a.url)) content.push({ type: "image", mime: a.mime, ...(a.dataBase64 ? { dataBase64: a.dataBase64 } : {}), ...(a.url ? { url: a.url } : {}) });
+      else content.push({ type: "text", text: `[attachment: ${a.name ?? a.kind} (${a.mime}${a.size ? `, ${a.size} bytes` : ""})${a.url ? ` ${a.url}` : ""}]` });
+    }
+    if (content.length === 0) content.push({ type: "text", text: "" });
+    return { id, ts: now, runId: req.runId, kind: "message", message: { role: "user", content }, ...(meta ? { meta } : {}) };
+  });
+}
+
+export function recordsToMessages(records: TranscriptRecord[]): LlmMessage[] {
+  const out: LlmMessage[] = [];
+  for (const r of records) {
+    if (r.kind === "message" && r.message) out.push(r.message);
+    else if (r.kind === "system_event" && r.text) out.push(note(`[system event] ${r.text}`));
+    else if (r.kind === "compaction_summary" && r.text) out.push(note(`[summary of the earlier conversation] ${r.text}`));
+  }
+  return out;
+}
+
+const note = (text: string): UserMessage => ({ role: "user", content: [{ type: "text", text }] });
+
+/** Repairs tool call/result pairing (see the file comment). */
+export function sanitizeMessages(messages: LlmMessage[]): LlmMessage[] {
+  const out: LlmMessage[] = [];
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i]!;
+    if (m.role === "tool_result") continue; // only kept right after its assistant message (below)
+    if (m.role === "assistant") {
+      const calls = m.content.filter((b) => b.type === "tool_call");
+      const hasText = m.content.some((b) => b.type === "text" && b.text !== "");
+      if (calls.length === 0 && !hasText) continue;
+      out.push(m);
+      if (calls.length === 0) continue;
+      const results = new Map<string, ToolResultMessage>();
+      let j = i + 1;
+      for (; j < messages.length && messages[j]!.role === "tool_result"; j++) {
+        const r = messages[j] as ToolResultMessage;
+        if (!results.has(r.toolCallId)) results.set(r.toolCallId, r);
+      }
+      const trailing = j >= messages.length;
+      for (const call of calls) {
+        const r = results.get(call.id);
+        if (r) out.push(r);
+        else if (!trailing) out.push({ role: "tool_result", toolCallId: call.id, toolName: call.name, isError: true, content: [{ type: "text", text: "Error: no result; the run was interrupted before this tool finished." }] });
+      }
+      i = j - 1;
+      continue;
+    }
+    out.push(m);
+  }
+  return out;
+}
+
+export interface ResumeState {
+  /** assistant turns already checkpointed for this run */
+  turn: number;
+  /** the last checkpointed assistant message still has tool calls to finish */
+  pending?: { message: AssistantMessage; results: Map<string, ToolResultMessage> };
+  /** the last checkpointed assistant message has no tool calls: the run's answer */
+  finished?: AssistantMessage;
+  /** LLM context: everything before `pending` (or before `finished`) */
+  context: LlmMessage[];
+  /** usage of the assistant messages already checkpointed for this run */
+  usage: Usage;
+}
+
+const turnOf = (r: TranscriptRecord, runId: string): number | undefined => {
+  const fromMeta = r.meta?.turn;
+  if (typeof fromMeta === "number") return fromMeta;
+  const prefix = `${runId}:a:`;
+  return r.id.startsWith(prefix) ? Number(r.id.slice(prefix.length)) || undefined : undefined;
+};
+
+/** Splits the transcript (older records + this run's records, in order) into context and progress. */
+export function resumeState(runId: string, older: TranscriptRecord[], mine: TranscriptRecord[]): ResumeState {
+  let lastIndex = -1;
+  let turn = 0;
+  let usage = emptyUsage();
+  mine.forEach((r, i) => {
+    const t = r.kind === "message" && r.message?.role === "assistant" ? turnOf(r, runId) : undefined;
+    if (t === undefined) return;
+    usage = addUsage(usage, (r.message as AssistantMessage).usage ?? emptyUsage());
+    if (t >= turn) {
+      turn = t;
+      lastIndex = i;
+    }
+  });
+  if (lastIndex < 0) return { turn: 0, usage, context: sanitizeMessages(recordsToMessages([...older, ...mine])) };
+  const last = mine[lastIndex]!.message as AssistantMessage;
+  const callIds = new Set(last.content.flatMap((b) => (b.type === "tool_call" ? [b.id] : [])));
+  const results = new Map<string, ToolResultMessage>();
+  const before: TranscriptRecord[] = [];
+  mine.forEach((r, i) => {
+    if (i === lastIndex) return;
+    const m = r.message;
+    if (i > lastIndex && m?.role === "tool_result" && callIds.has(m.toolCallId)) results.set(m.toolCallId, m);
+    else before.push(r);
+  });
+  const context = sanitizeMessages(recordsToMessages([...older, ...before]));
+  return callIds.size === 0 ? { turn, usage, finished: last, context } : { turn, usage, pending: { message: last, results }, context };
+}
+
+export function assistantText(message: AssistantMessage): string {
+  return message.content.filter((b) => b.type === "text").map((b) => (b as { text: string }).text).join("");
+}

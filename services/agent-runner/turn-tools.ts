@@ -1,0 +1,77 @@
+/**
+ * Runs the tool calls of one turn. Calls whose result is already checkpointed (a redelivered
+ * run) are not executed again; unknown tools and unparseable arguments get an error result
+ * without calling anything. When every tool of the turn is parallelSafe the calls run
+ * concurrently; results are returned (and later sent) in call order. Each new result is
+ * checkpointed as soon as it exists.
+ */
+import type { ToolDefinition, ToolResultMessage } from "../../shared/contract/index.js";
+import type { RunEvents } from "./events.js";
+import { abortError } from "./llm-call.js";
+import type { ToolCallBlock } from "./providers/types.js";
+
+export interface TurnToolDeps {
+  tools: ToolDefinition[];
+  events: RunEvents;
+  signal: AbortSignal;
+  execute(call: ToolCallBlock): Promise<ToolResultMessage>;
+  checkpoint(turn: number, result: ToolResultMessage, durationMs: number): Promise<void>;
+}
+
+const MAX_ARGS_EVENT_CHARS = 4_000;
+
+export async function runTurnTools(deps: TurnToolDeps, turn: number, calls: ToolCallBlock[], existing: Map<string, ToolResultMessage>): Promise<ToolResultMessage[]> {
+  const byName = new Map(deps.tools.map((t) => [t.name, t]));
+  const parallel = calls.every((c) => existing.has(c.id) || c.argsError !== undefined || !byName.has(c.name) || byName.get(c.name)!.parallelSafe);
+
+  const one = async (call: ToolCallBlock): Promise<ToolResultMessage> => {
+    deps.events.emit({ kind: "tool_start", turn, toolCallId: call.id, name: call.name, args: eventArgs(call.args) });
+    const prior = existing.get(call.id);
+    if (prior) {
+      deps.events.emit({ kind: "tool_end", turn, toolCallId: call.id, name: call.name, isError: prior.isError, preview: preview(prior), durationMs: 0, resumed: true });
+      return prior;
+    }
+    const started = Date.now();
+    const result = await abortable(produce(deps, byName, call), deps.signal);
+    const durationMs = Date.now() - started;
+    await deps.checkpoint(turn, result, durationMs);
+    deps.events.emit({ kind: "tool_end", turn, toolCallId: call.id, name: call.name, isError: result.isError, preview: preview(result), durationMs, resumed: false });
+    return result;
+  };
+
+  if (parallel) return Promise.all(calls.map(one));
+  const results: ToolResultMessage[] = [];
+  for (const call of calls) results.push(await one(call));
+  return results;
+}
+
+async function produce(deps: TurnToolDeps, byName: Map<string, ToolDefinition>, call: ToolCallBlock): Promise<ToolResultMessage> {
+  const error = (text: string): ToolResultMessage => ({ role: "tool_result", toolCallId: call.id, toolName: call.name, isError: true, content: [{ type: "text", text }] });
+  if (call.argsError !== undefined) {
+    return error(`Error: the tool was not called because its arguments could not be parsed: ${call.argsError}. Call ${call.name} again with the arguments as one valid JSON object.`);
+  }
+  if (!byName.has(call.name)) {
+    const names = [...byName.keys()];
+    return error(`Error: there is no tool named "${call.name}". ${names.length > 0 ? `Available tools: ${names.join(", ")}.` : "No tools are available right now."}`);
+  }
+  return deps.execute(call);
+}
+
+function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(abortError(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(abortError(signal));
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+export function preview(result: ToolResultMessage, max = 2_000): string {
+  const text = result.content.map((b) => (b.type === "text" ? b.text : `[image ${b.mime}]`)).join("\n");
+  return text.length > max ? `${text.slice(0, max - 3)}...` : text;
+}
+
+function eventArgs(args: Record<string, unknown>): Record<string, unknown> {
+  const json = JSON.stringify(args);
+  return json.length <= MAX_ARGS_EVENT_CHARS ? args : { _truncated: true, _preview: json.slice(0, MAX_ARGS_EVENT_CHARS) };
+}

@@ -1,0 +1,254 @@
+/**
+ * A fake OpenAI chat-completions server (node:http) speaking the real wire format:
+ * `POST /v1/chat/completions` with `stream: true` (SSE `data: {chunk}\n\n` ... `data: [DONE]\n\n`,
+ * tool-call arguments split over several deltas, a final usage chunk when
+ * `stream_options.include_usage`) or plain JSON; `GET /v1/models`.
+ *
+ * Replies come from a scriptable queue (text, tool calls, HTTP errors with OpenAI's error body,
+ * "hang" = stream a little and then never finish); when the queue is empty the "auto" mode
+ * answers: a last user message containing `read <path>` -> a tool call `read {path}`; a last
+ * tool result -> `tool said: <first 100 chars>`; otherwise `echo: <user text>`.
+ * Every request is recorded (parsed body) so tests can assert the history and tools sent.
+ * Latency is zero unless `latencyMs` / `chunkDelayMs` are given. Reused by the benchmark.
+ */
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface FakeToolCall {
+  id?: string;
+  name: string;
+  /** a raw string is sent as is (use it for malformed JSON); an object is JSON-encoded */
+  arguments: string | Record<string, unknown>;
+  /** how many deltas the arguments are split into (default 3) */
+  fragments?: number;
+}
+
+export type FakeReply =
+  | { kind: "text"; text: string; chunks?: number; finishReason?: string }
+  | { kind: "tool_calls"; calls: FakeToolCall[]; text?: string }
+  | { kind: "error"; status: number; code?: string | null; type?: string; message?: string; headers?: Record<string, string> }
+  | { kind: "hang"; text?: string };
+
+export interface ChatMessage {
+  role: string;
+  content?: string | null | Array<{ type: string; text?: string }>;
+  tool_calls?: Array<{ id: string; type: string; function: { name: string; arguments: string } }>;
+  tool_call_id?: string;
+}
+
+export interface ChatRequestBody {
+  model: string;
+  messages: ChatMessage[];
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean };
+  tools?: Array<{ type: string; function: { name: string; description?: string; parameters?: unknown } }>;
+  [key: string]: unknown;
+}
+
+export interface ReceivedRequest {
+  at: number;
+  headers: IncomingHttpHeaders;
+  body: ChatRequestBody;
+  reply: FakeReply;
+}
+
+export interface FakeOpenAIOptions {
+  port?: number;
+  /** delay before the response starts */
+  latencyMs?: number;
+  /** delay between streamed chunks (0: all chunks in one write) */
+  chunkDelayMs?: number;
+  /** when set, requests must carry `Authorization: Bearer <apiKey>` (else 401 invalid_api_key) */
+  apiKey?: string;
+}
+
+export function messageText(m: ChatMessage | undefined): string {
+  if (!m?.content) return "";
+  return typeof m.content === "string" ? m.content : m.content.map((p) => p.text ?? "").join("");
+}
+
+/** The "auto" mode's answer to a request. */
+export function autoReply(body: ChatRequestBody): FakeReply {
+  const last = body.messages[body.messages.length - 1];
+  if (last?.role === "tool") return { kind: "text", text: `tool said: ${messageText(last).slice(0, 100)}` };
+  const text = messageText(last);
+  const read = last?.role === "user" ? /\bread\s+(\S+)/.exec(text) : null;
+  if (read) return { kind: "tool_calls", calls: [{ name: "read", arguments: { path: read[1]! } }] };
+  return { kind: "text", text: `echo: ${text}` };
+}
+
+const DEFAULT_ERRORS: Record<number, { type: string; code: string | null; message: string }> = {
+  400: { type: "invalid_request_error", code: null, message: "Invalid request." },
+  401: { type: "invalid_request_error", code: "invalid_api_key", message: "Incorrect API key provided." },
+  429: { type: "requests", code: "rate_limit_exceeded", message: "Rate limit reached for requests. Please try again in 20ms." },
+  500: { type: "server_error", code: null, message: "The server had an error while processing your request." },
+  503: { type: "server_error", code: null, message: "The engine is currently overloaded, please try again later." },
+};
+
+export class FakeOpenAIServer {
+  readonly requests: ReceivedRequest[] = [];
+  private readonly queue: FakeReply[] = [];
+  private readonly open = new Set<ServerResponse>();
+  private counter = 0;
+
+  private constructor(private readonly server: Server, readonly url: string, private readonly opts: FakeOpenAIOptions) {}
+
+  static async start(opts: FakeOpenAIOptions = {}): Promise<FakeOpenAIServer> {
+    let fake!: FakeOpenAIServer;
+    const server = createServer((req, res) => void fake.handle(req, res));
+    await new Promise<void>((resolve) => server.listen(opts.port ?? 0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    fake = new FakeOpenAIServer(server, `http://127.0.0.1:${port}`, opts);
+    return fake;
+  }
+
+  /** The base URL to give the SDK (OPENAI_BASE_URL). */
+  get baseUrl(): string {
+    return `${this.url}/v1`;
+  }
+
+  enqueue(...replies: FakeReply[]): void {
+    this.queue.push(...replies);
+  }
+
+  /** Drops queued replies and recorded requests. */
+  reset(): void {
+    this.queue.length = 0;
+    this.requests.length = 0;
+  }
+
+  get queued(): number {
+    return this.queue.length;
+  }
+
+  async close(): Promise<void> {
+    for (const res of this.open) res.destroy();
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? "").split("?")[0];
+    if (req.method === "GET" && path === "/v1/models") {
+      return json(res, 200, { object: "list", data: [{ id: "test-model", object: "model", created: 0, owned_by: "fake" }] });
+    }
+    if (req.method !== "POST" || path !== "/v1/chat/completions") {
+      return json(res, 404, { error: { message: `Unknown request URL: ${req.method} ${path}`, type: "invalid_request_error", param: null, code: "unknown_url" } });
+    }
+    let body: ChatRequestBody;
+    try {
+      body = JSON.parse(await readBody(req)) as ChatRequestBody;
+    } catch {
+      return json(res, 400, { error: { message: "We could not parse the JSON body of your request.", type: "invalid_request_error", param: null, code: null } });
+    }
+    if (this.opts.apiKey && req.headers.authorization !== `Bearer ${this.opts.apiKey}`) {
+      return this.error(res, { kind: "error", status: 401 });
+    }
+    const reply = this.queue.shift() ?? autoReply(body);
+    this.requests.push({ at: Date.now(), headers: req.headers, body, reply });
+    if (this.opts.latencyMs) await sleep(this.opts.latencyMs);
+    if (reply.kind === "error") return this.error(res, reply);
+    const id = `chatcmpl-fake${++this.counter}`;
+    if (body.stream) return this.stream(res, body, reply, id);
+    return this.complete(res, body, reply, id);
+  }
+
+  private error(res: ServerResponse, reply: Extract<FakeReply, { kind: "error" }>): void {
+    const d = DEFAULT_ERRORS[reply.status] ?? DEFAULT_ERRORS[500]!;
+    for (const [k, v] of Object.entries(reply.headers ?? {})) res.setHeader(k, v);
+    json(res, reply.status, { error: { message: reply.message ?? d.message, type: reply.type ?? d.type, param: null, code: reply.code === undefined ? d.code : reply.code } });
+  }
+
+  private complete(res: ServerResponse, body: ChatRequestBody, reply: FakeReply, id: string): void {
+    const text = reply.kind === "hang" ? reply.text ?? "" : reply.kind === "text" ? reply.text : reply.kind === "tool_calls" ? reply.text ?? "" : "";
+    const calls = reply.kind === "tool_calls" ? reply.calls.map((c, i) => ({ id: c.id ?? `call_${id}_${i}`, type: "function", function: { name: c.name, arguments: argsString(c) } })) : undefined;
+    json(res, 200, {
+      id, object: "chat.completion", created: Math.floor(Date.now() / 1000), model: body.model, system_fingerprint: null,
+      choices: [{ index: 0, message: { role: "assistant", content: calls && !text ? null : text, refusal: null, ...(calls ? { tool_calls: calls } : {}) }, logprobs: null, finish_reason: calls ? "tool_calls" : reply.kind === "text" ? reply.finishReason ?? "stop" : "stop" }],
+      usage: usage(body, text + (calls ? JSON.stringify(calls) : "")),
+    });
+  }
+
+  private async stream(res: ServerResponse, body: ChatRequestBody, reply: FakeReply, id: string): Promise<void> {
+    const includeUsage = body.stream_options?.include_usage === true;
+    res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" });
+    this.open.add(res);
+    res.on("close", () => this.open.delete(res));
+    const created = Math.floor(Date.now() / 1000);
+    const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+      ({ id, object: "chat.completion.chunk", created, model: body.model, system_fingerprint: null, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...(includeUsage ? { usage: null } : {}) });
+    const chunks: unknown[] = [chunk({ role: "assistant", content: "", refusal: null })];
+    let produced = "";
+    const text = reply.kind === "text" || reply.kind === "hang" ? reply.text ?? "" : reply.kind === "tool_calls" ? reply.text ?? "" : "";
+    for (const piece of split(text, reply.kind === "text" ? reply.chunks ?? Math.min(4, Math.max(1, text.length)) : 2)) {
+      chunks.push(chunk({ content: piece }));
+      produced += piece;
+    }
+    if (reply.kind === "tool_calls") {
+      reply.calls.forEach((c, index) => {
+        const args = argsString(c);
+        chunks.push(chunk({ tool_calls: [{ index, id: c.id ?? `call_${id}_${index}`, type: "function", function: { name: c.name, arguments: "" } }] }));
+        for (const piece of split(args, c.fragments ?? 3)) chunks.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
+        produced += c.name + args;
+      });
+    }
+    if (reply.kind === "hang") {
+      await this.write(res, chunks);
+      return; // never finishes; the client aborts or the server closes
+    }
+    const finish = reply.kind === "tool_calls" ? "tool_calls" : reply.kind === "text" ? reply.finishReason ?? "stop" : "stop";
+    chunks.push(chunk({}, finish));
+    if (includeUsage) chunks.push({ id, object: "chat.completion.chunk", created, model: body.model, system_fingerprint: null, choices: [], usage: usage(body, produced) });
+    await this.write(res, chunks);
+    if (!res.destroyed) res.end("data: [DONE]\n\n");
+  }
+
+  private async write(res: ServerResponse, chunks: unknown[]): Promise<void> {
+    const delay = this.opts.chunkDelayMs ?? 0;
+    if (delay === 0) {
+      res.write(chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join(""));
+      return;
+    }
+    for (const c of chunks) {
+      if (res.destroyed) return;
+      res.write(`data: ${JSON.stringify(c)}\n\n`);
+      await sleep(delay);
+    }
+  }
+}
+
+function argsString(c: FakeToolCall): string {
+  return typeof c.arguments === "string" ? c.arguments : JSON.stringify(c.arguments);
+}
+
+/** Splits text into n pieces of about equal length (at least one piece when text is non-empty). */
+function split(text: string, n: number): string[] {
+  if (!text) return [];
+  const size = Math.max(1, Math.ceil(text.length / Math.max(1, n)));
+  const out: string[] = [];
+  for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
+  return out;
+}
+
+function usage(body: ChatRequestBody, completion: string) {
+  const prompt = Math.ceil(JSON.stringify(body.messages).length / 4) + Math.ceil(JSON.stringify(body.tools ?? []).length / 4);
+  const completionTokens = Math.max(1, Math.ceil(completion.length / 4));
+  return { prompt_tokens: prompt, completion_tokens: completionTokens, total_tokens: prompt + completionTokens, prompt_tokens_details: { cached_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0 } };
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  const data = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(data), "x-request-id": `req_fake_${Date.now()}` });
+  res.end(data);
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    req.on("data", (d: Buffer) => parts.push(d));
+    req.on("end", () => resolve(Buffer.concat(parts).toString("utf8")));
+    req.on("error", reject);
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
