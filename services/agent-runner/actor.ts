@@ -11,6 +11,7 @@ import { RunControls } from "./control.js";
 import { ProviderRegistry } from "./providers/registry.js";
 import { runHandler } from "./run.js";
 import { ToolsClient } from "./tools-client.js";
+import { TranscriptCache } from "./transcript-cache.js";
 
 /** margin over the tools' own timeout before a call counts as unanswered */
 const TOOL_CALL_MARGIN_MS = 5_000;
@@ -32,7 +33,7 @@ export const definition: ActorDefinition = {
       consumer: CONSUMERS.agentRunner,
       schema: runRequestSchema,
       concurrency: rt.config.runs.concurrency,
-      handler: runHandler({ rt, registry, tools, controls }),
+      handler: runHandler({ rt, registry, tools, controls, transcripts: new TranscriptCache(rt.config.runs.historyLimit) }),
     });
     rt.log.info({ model: rt.config.model ?? null, concurrency: rt.config.runs.concurrency }, rt.config.model ? "agent-runner ready" : "agent-runner ready without a model: runs will reply how to configure one");
   },

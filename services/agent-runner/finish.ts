@@ -1,5 +1,5 @@
 /**
- * The end of a run: the run_marker record, the usage, the reply delivery (JetStream,
+ * The end of a run: the run_marker record with the usage (one append), the reply delivery (JetStream,
  * `Nats-Msg-Id` = replyDeliveryId(runId), so a repeated delivery collapses) and the terminal
  * event. The transcript is complete before the reply goes out, so whoever reads the reply and
  * writes again finds the whole run in the history. A run found finished (marker present) is
@@ -7,7 +7,7 @@
  * terminal event.
  */
 import {
-  LurkError, recordIds, replyDeliveryId, type ErrorCode, type OutboundMessage, type RunRequest, type TranscriptRecord, type Usage,
+  LurkError, recordIds, replyDeliveryId, type ErrorCode, type UsageUpdate, type OutboundMessage, type RunRequest, type TranscriptRecord, type Usage,
 } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import type { Logger } from "../../shared/runtime/logger.js";
@@ -16,8 +16,6 @@ import { SILENT_TOKEN } from "./prompt.js";
 import { NO_MODEL_TEXT } from "./providers/registry.js";
 
 const MAX_REPLY_CHARS = 200_000;
-/** usage is bookkeeping: never hold a finished run (or a shutdown) for long */
-const USAGE_TIMEOUT_MS = 3_000;
 
 export interface Outcome {
   status: "done" | "error" | "aborted";
@@ -73,7 +71,7 @@ export interface FinishDeps {
   req: RunRequest;
   events: RunEvents;
   log: Logger;
-  append(records: TranscriptRecord[]): Promise<void>;
+  append(records: TranscriptRecord[], usage?: UsageUpdate): Promise<void>;
   /** the last delivery of the request: deliver even when the marker cannot be written */
   bestEffort: boolean;
 }
@@ -83,18 +81,16 @@ export async function finishRun(deps: FinishDeps, outcome: Outcome): Promise<voi
   const { rt, req, events } = deps;
   const kind = outcome.status === "done" ? "reply" : "error";
   const silent = outcome.status === "done" && isSilent(outcome.text);
+  const usage = outcome.model && outcome.provider && outcome.usage.total + outcome.usage.input + outcome.usage.output > 0
+    ? { usage: outcome.usage, model: outcome.model, provider: outcome.provider } : undefined;
   await deps.append([{
     id: recordIds.marker(req.runId, outcome.status), ts: Date.now(), runId: req.runId, kind: "run_marker", runStatus: outcome.status, text: outcome.text,
     meta: { replyKind: kind, silent, turns: outcome.turns, ...(outcome.error ? { errorCode: outcome.error.code } : {}) },
-  }]).catch((err) => {
+  }], usage).catch((err) => {
     // a retryable failure is retried by redelivery; a permanent one (or the last try) must not cost the reply
     if (!deps.bestEffort && !(LurkError.is(err) && !err.retryable)) throw err;
     deps.log.error({ err }, "could not write the run's end marker; delivering anyway");
   });
-  if (outcome.model && outcome.provider && outcome.usage.total + outcome.usage.input + outcome.usage.output > 0) {
-    await rt.client.call("sessions", "usage", { sessionKey: req.sessionKey, usage: outcome.usage, model: outcome.model, provider: outcome.provider }, { runId: req.runId, timeoutMs: USAGE_TIMEOUT_MS })
-      .catch((err) => deps.log.warn({ err }, "could not add usage to the session"));
-  }
   let deliveryError: unknown;
   if (deliverable(req, outcome.status, outcome.text)) {
     await publishReply(rt, req, kind, outcome.text, outcome.error?.code).catch((err) => (deliveryError = err));

@@ -1,13 +1,13 @@
 /**
- * One RunRequest from the RUNS work queue, idempotent and resumable:
- * `sessions.run` first (a finished run only re-publishes its reply), then ensure the session,
- * append the inputs and a "started" marker (stable record ids: appends are idempotent), load
- * the history, run the loop from the checkpoints, and finish (marker, usage, reply, terminal
- * event). Bus failures with deliveries left are thrown, so JetStream redelivers and the run
+ * One RunRequest from the RUNS work queue, idempotent and resumable: one `sessions.begin`
+ * ensures the session, reports the run's prior status (a finished run only re-publishes its
+ * reply), appends the inputs and a "started" marker (stable record ids: appends are idempotent)
+ * and returns the transcript records the runner's cache lacks; then the loop runs from the
+ * checkpoints, and the run finishes (marker and usage in one append, reply, terminal event). Bus failures with deliveries left are thrown, so JetStream redelivers and the run
  * resumes; everything else ends the run with a terminal error and an error reply.
  */
 import {
-  LurkError, recordIds, type AssistantMessage, type RunRequest, type ToolResultMessage, type TranscriptRecord,
+  LurkError, recordIds, type AssistantMessage, type RunRequest, type ToolResultMessage, type TranscriptRecord, type UsageUpdate,
 } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import { agentWorkspace, defaultAgent } from "../../shared/runtime/config.js";
@@ -15,12 +15,13 @@ import type { DeliveryInfo } from "../../shared/runtime/consumer.js";
 import { runLogger, type Logger } from "../../shared/runtime/logger.js";
 import { SHUTDOWN, type RunControls } from "./control.js";
 import { RunEvents } from "./events.js";
-import { errorText, finishRun, replayFinished, type Outcome } from "./finish.js";
+import { errorText, finishRun, replayFinished, type FinishDeps, type Outcome } from "./finish.js";
 import { runLoop } from "./loop.js";
 import { buildSystemPrompt } from "./prompt.js";
 import { emptyUsage } from "./providers/types.js";
 import type { ProviderRegistry } from "./providers/registry.js";
 import type { ToolsClient } from "./tools-client.js";
+import type { TranscriptCache } from "./transcript-cache.js";
 import { inputRecords, resumeState } from "./transcript.js";
 
 export interface RunnerDeps {
@@ -28,6 +29,7 @@ export interface RunnerDeps {
   registry: ProviderRegistry;
   tools: ToolsClient;
   controls: RunControls;
+  transcripts: TranscriptCache;
 }
 
 /** A retryable bus failure: the run is left unfinished and the message redelivered. */
@@ -56,15 +58,25 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   const key = { sessionKey: req.sessionKey };
   const opts = { runId: req.runId, causationId: req.id };
   const lastDelivery = delivery.deliveryCount >= rt.config.bus.maxDeliver;
-  const append = (records: TranscriptRecord[]) => bus(() => rt.client.call("sessions", "append", { ...key, records }, opts)).then(() => undefined);
+  const append = (records: TranscriptRecord[], usage?: UsageUpdate) =>
+    bus(() => rt.client.call("sessions", "append", { ...key, records, ...(usage ? { usage } : {}) }, opts)).then(() => undefined);
 
   // without the sessions actor nothing can be done: the failure is redelivered (or dead-lettered)
-  const prior = await rt.client.call("sessions", "run", { ...key, runId: req.runId }, opts);
-  if (prior.status === "done" || prior.status === "error" || prior.status === "aborted") {
-    await replayFinished(rt, req, prior.records, log);
+  const started: TranscriptRecord = { id: recordIds.started(req.runId), ts: Date.now(), runId: req.runId, kind: "run_marker", runStatus: "started", meta: { trigger: req.trigger } };
+  const known = deps.transcripts.known(req.sessionKey);
+  const begun = await rt.client.call("sessions", "begin", {
+    ...key, runId: req.runId, agentId: req.agentId, sessionType: req.sessionType,
+    records: [started, ...inputRecords(req)], historyLimit: rt.config.runs.historyLimit,
+    ...(known ? { known } : {}),
+    ...(req.origin ? { channel: req.origin.channel, origin: req.origin } : {}),
+    ...(req.subagent ? { parentSessionKey: req.subagent.parentSessionKey, ...(req.subagent.label ? { label: req.subagent.label } : {}) } : {}),
+  }, opts);
+  const history = deps.transcripts.merge(req.sessionKey, begun.session.sessionId, begun.records, begun.incremental);
+  if (begun.prior === "done" || begun.prior === "error" || begun.prior === "aborted") {
+    await replayFinished(rt, req, begun.runRecords, log);
     return;
   }
-  log.info({ trigger: req.trigger, resumed: prior.status === "started", delivery: delivery.deliveryCount }, "run started");
+  log.info({ trigger: req.trigger, resumed: begun.prior === "started", delivery: delivery.deliveryCount }, "run started");
   const events = new RunEvents(rt.nc, rt.subjects, req.runId, req.sessionKey, req.id, log);
   const controller = deps.controls.register(req.runId);
   const timer = req.options.timeoutMs
@@ -75,17 +87,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   const ref = deps.registry.pick(req.options.model, agent.model);
   events.emit({ kind: "run_start", agentId: req.agentId, trigger: req.trigger, ...(ref ? { model: ref, provider: ref.split("/")[0] } : {}) });
   try {
-    await bus(() => rt.client.call("sessions", "ensure", {
-      ...key, agentId: req.agentId, sessionType: req.sessionType,
-      ...(req.origin ? { channel: req.origin.channel, origin: req.origin } : {}),
-      ...(req.subagent ? { parentSessionKey: req.subagent.parentSessionKey, ...(req.subagent.label ? { label: req.subagent.label } : {}) } : {}),
-    }, opts));
-    const started: TranscriptRecord = { id: recordIds.started(req.runId), ts: Date.now(), runId: req.runId, kind: "run_marker", runStatus: "started", meta: { trigger: req.trigger } };
-    const fresh = [started, ...inputRecords(req)];
-    await append(fresh);
-    const mine = prior.status === "unknown" ? fresh : prior.records;
-    const history = await bus(() => rt.client.call("sessions", "history", { ...key, limit: rt.config.runs.historyLimit }, opts));
-    const resume = resumeState(req.runId, history.records.filter((r) => r.runId !== req.runId), mine);
+    const resume = resumeState(req.runId, history.filter((r) => r.runId !== req.runId), begun.runRecords);
 
     const resolved = deps.registry.resolve(ref);
     outcome.model = resolved.ref;
@@ -124,7 +126,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   await finish(rt, req, events, log, append, outcome, lastDelivery);
 }
 
-async function finish(rt: ActorRuntime, req: RunRequest, events: RunEvents, log: Logger, append: (r: TranscriptRecord[]) => Promise<void>, outcome: Outcome, lastDelivery: boolean): Promise<void> {
+async function finish(rt: ActorRuntime, req: RunRequest, events: RunEvents, log: Logger, append: FinishDeps["append"], outcome: Outcome, lastDelivery: boolean): Promise<void> {
   try {
     await finishRun({ rt, req, events, log, append, bestEffort: lastDelivery }, outcome);
     log.info({ status: outcome.status, turns: outcome.turns, usage: outcome.usage }, "run finished");

@@ -10,11 +10,12 @@ export const definition: ActorDefinition = {
   description: "session entries and append-only transcripts (LMDB)",
   async start(rt) {
     const store = new SessionStore(join(rt.config.dataDir, "sessions"));
-    rt.serve("sessions", "ensure", async (req) => ({ session: await store.ensure(req) }));
+    rt.serve("sessions", "begin", (req) => store.begin({ ...req, ...(req.origin ? { lastOrigin: req.origin } : {}) }));
+    rt.serve("sessions", "ensure", async (req) => ({ session: await store.ensure({ ...req, ...(req.origin ? { lastOrigin: req.origin } : {}) }) }));
     rt.serve("sessions", "get", (req) => ({ session: store.get(req.sessionKey) }));
     rt.serve("sessions", "list", (req) => ({ sessions: store.list(req) }));
     rt.serve("sessions", "history", (req) => ({ session: store.get(req.sessionKey), records: store.history(req.sessionKey, req.limit) }));
-    rt.serve("sessions", "append", (req) => store.append(req.sessionKey, req.records));
+    rt.serve("sessions", "append", (req) => store.append(req.sessionKey, req.records, req.usage));
     rt.serve("sessions", "run", (req) => store.run(req.runId));
     rt.serve("sessions", "usage", async (req) => ({ session: await store.addUsage(req.sessionKey, req.usage, req.model, req.provider) }));
     rt.serve("sessions", "patch", async (req) => ({ session: await store.patch(req.sessionKey, req.patch) }));

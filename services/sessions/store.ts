@@ -14,6 +14,25 @@ import { LurkError, type SessionEntry, type TranscriptRecord, type Usage } from 
 type RunStatus = "started" | "done" | "error" | "aborted";
 interface RunRow { sessionKey: string; sessionId: string; firstSeq: number; status: RunStatus }
 
+export interface UsageUpdate { usage: Usage; model: string; provider: string }
+
+/** The entry with a run's usage added to its counters, and the model that ran last. */
+function withUsage(e: SessionEntry, { usage, model, provider }: UsageUpdate): SessionEntry {
+  return {
+    ...e,
+    model,
+    provider,
+    usage: {
+      input: e.usage.input + usage.input,
+      output: e.usage.output + usage.output,
+      cacheRead: e.usage.cacheRead + usage.cacheRead,
+      cacheWrite: e.usage.cacheWrite + usage.cacheWrite,
+      total: e.usage.total + usage.total,
+      ...(usage.costUsd !== undefined || e.usage.costUsd !== undefined ? { costUsd: (e.usage.costUsd ?? 0) + (usage.costUsd ?? 0) } : {}),
+    },
+  };
+}
+
 export type EnsureInput = Pick<SessionEntry, "sessionKey" | "agentId" | "sessionType"> & Partial<Pick<SessionEntry, "channel" | "parentSessionKey" | "label" | "lastOrigin">>;
 
 export class SessionStore {
@@ -45,30 +64,36 @@ export class SessionStore {
   async ensure(input: EnsureInput): Promise<SessionEntry> {
     let result!: SessionEntry;
     await this.root.transaction(() => {
-      const existing = this.entries.get(input.sessionKey);
-      if (existing) {
-        result = input.lastOrigin ? { ...existing, lastOrigin: input.lastOrigin, channel: input.channel ?? existing.channel, updatedAt: this.now() } : existing;
-        if (result !== existing) void this.entries.put(input.sessionKey, result);
-        return;
-      }
-      const now = this.now();
-      result = {
-        sessionKey: input.sessionKey,
-        sessionId: `ses_${randomUUID().replace(/-/g, "").slice(0, 16)}`,
-        agentId: input.agentId,
-        sessionType: input.sessionType,
-        createdAt: now,
-        updatedAt: now,
-        usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-        records: 0,
-        ...(input.channel ? { channel: input.channel } : {}),
-        ...(input.lastOrigin ? { lastOrigin: input.lastOrigin } : {}),
-        ...(input.parentSessionKey ? { parentSessionKey: input.parentSessionKey } : {}),
-        ...(input.label ? { label: input.label } : {}),
-      };
-      void this.entries.put(input.sessionKey, result);
+      result = this.ensureInTxn(input);
     });
     return result;
+  }
+
+  private ensureInTxn(input: EnsureInput): SessionEntry {
+    const existing = this.entries.get(input.sessionKey);
+    if (existing) {
+      if (!input.lastOrigin) return existing;
+      const updated = { ...existing, lastOrigin: input.lastOrigin, channel: input.channel ?? existing.channel, updatedAt: this.now() };
+      void this.entries.put(input.sessionKey, updated);
+      return updated;
+    }
+    const now = this.now();
+    const created: SessionEntry = {
+      sessionKey: input.sessionKey,
+      sessionId: `ses_${randomUUID().replace(/-/g, "").slice(0, 16)}`,
+      agentId: input.agentId,
+      sessionType: input.sessionType,
+      createdAt: now,
+      updatedAt: now,
+      usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+      records: 0,
+      ...(input.channel ? { channel: input.channel } : {}),
+      ...(input.lastOrigin ? { lastOrigin: input.lastOrigin } : {}),
+      ...(input.parentSessionKey ? { parentSessionKey: input.parentSessionKey } : {}),
+      ...(input.label ? { label: input.label } : {}),
+    };
+    void this.entries.put(input.sessionKey, created);
+    return created;
   }
 
   list(filter: { agentId?: string; sessionType?: string; limit: number }): SessionEntry[] {
@@ -81,32 +106,71 @@ export class SessionStore {
     return out.sort((a, b) => b.updatedAt - a.updatedAt).slice(0, filter.limit);
   }
 
-  /** Appends records; a record whose id is already stored is skipped (idempotent). */
-  async append(sessionKey: string, records: TranscriptRecord[]): Promise<{ appended: number; duplicates: number; lastSeq: number }> {
-    let appended = 0;
-    let duplicates = 0;
-    let lastSeq = -1;
+  /** Appends records (a record whose id is already stored is skipped), and usage if given. */
+  async append(sessionKey: string, records: TranscriptRecord[], usage?: UsageUpdate): Promise<{ appended: number; duplicates: number; lastSeq: number }> {
+    let result!: { appended: number; duplicates: number; lastSeq: number };
     await this.root.transaction(() => {
       const entry = this.entries.get(sessionKey);
       if (!entry) throw new LurkError("NOT_FOUND", `no session ${sessionKey}; call sessions.ensure first`);
-      let next = entry.records;
-      for (const record of records) {
-        const known = this.recordIds.get([entry.sessionId, record.id]);
-        if (known !== undefined) {
-          duplicates++;
-          lastSeq = Math.max(lastSeq, known);
-          continue;
-        }
-        const seq = next++;
-        void this.records.put([entry.sessionId, seq], { ...record, seq });
-        void this.recordIds.put([entry.sessionId, record.id], seq);
-        if (record.runId) this.trackRun(record, entry, seq);
-        appended++;
-        lastSeq = seq;
-      }
-      if (appended > 0) void this.entries.put(sessionKey, { ...entry, records: next, updatedAt: this.now() });
+      const appended = this.appendInTxn(entry, records);
+      result = appended.result;
+      const next = usage ? withUsage(appended.entry, usage) : appended.entry;
+      if (next !== entry) void this.entries.put(sessionKey, { ...next, updatedAt: this.now() });
     });
-    return { appended, duplicates, lastSeq };
+    return result;
+  }
+
+  /**
+   * A run's start in one transaction: ensure the session, read the run's prior status, append
+   * its first records unless it already finished, and collect its records and the transcript
+   * (only records after `known.lastSeq` when the caller has the same session id cached).
+   */
+  async begin(input: EnsureInput & { runId: string; records: TranscriptRecord[]; historyLimit: number; known?: { sessionId: string; lastSeq: number } }) {
+    let out!: { prior: RunStatus | "unknown"; session: SessionEntry; runRecords: TranscriptRecord[]; records: TranscriptRecord[]; incremental: boolean };
+    await this.root.transaction(() => {
+      let entry = this.ensureInTxn(input);
+      const prior = this.runs.get(input.runId)?.status ?? "unknown";
+      const finished = prior === "done" || prior === "error" || prior === "aborted";
+      if (!finished && input.records.length > 0) {
+        const appended = this.appendInTxn(entry, input.records);
+        if (appended.entry !== entry) {
+          entry = { ...appended.entry, updatedAt: this.now() };
+          void this.entries.put(entry.sessionKey, entry);
+        }
+      }
+      const incremental = input.known?.sessionId === entry.sessionId && entry.records - 1 - input.known.lastSeq <= input.historyLimit;
+      const from = incremental ? input.known!.lastSeq + 1 : Math.max(0, entry.records - input.historyLimit);
+      const records = this.range(entry.sessionId, from, entry.records);
+      out = { prior, session: entry, runRecords: this.runRecordsInTxn(input.runId), records, incremental };
+    });
+    return out;
+  }
+
+  private range(sessionId: string, fromSeq: number, toSeqExclusive: number): TranscriptRecord[] {
+    if (toSeqExclusive <= fromSeq) return [];
+    return [...this.records.getRange({ start: [sessionId, fromSeq], end: [sessionId, toSeqExclusive] })].map((r) => r.value);
+  }
+
+  private appendInTxn(entry: SessionEntry, records: TranscriptRecord[]): { entry: SessionEntry; result: { appended: number; duplicates: number; lastSeq: number } } {
+    let appended = 0;
+    let duplicates = 0;
+    let lastSeq = -1;
+    let next = entry.records;
+    for (const record of records) {
+      const known = this.recordIds.get([entry.sessionId, record.id]);
+      if (known !== undefined) {
+        duplicates++;
+        lastSeq = Math.max(lastSeq, known);
+        continue;
+      }
+      const seq = next++;
+      void this.records.put([entry.sessionId, seq], { ...record, seq });
+      void this.recordIds.put([entry.sessionId, record.id], seq);
+      if (record.runId) this.trackRun(record, entry, seq);
+      appended++;
+      lastSeq = seq;
+    }
+    return { entry: appended > 0 ? { ...entry, records: next } : entry, result: { appended, duplicates, lastSeq } };
   }
 
   private trackRun(record: TranscriptRecord, entry: SessionEntry, seq: number): void {
@@ -125,29 +189,21 @@ export class SessionStore {
   }
 
   run(runId: string): { records: TranscriptRecord[]; status: RunStatus | "unknown" } {
+    return { records: this.runRecordsInTxn(runId), status: this.runs.get(runId)?.status ?? "unknown" };
+  }
+
+  private runRecordsInTxn(runId: string): TranscriptRecord[] {
     const row = this.runs.get(runId);
-    if (!row) return { records: [], status: "unknown" };
+    if (!row) return [];
     const records: TranscriptRecord[] = [];
     for (const { value } of this.records.getRange({ start: [row.sessionId, row.firstSeq], end: [row.sessionId, Number.MAX_SAFE_INTEGER] })) {
       if (value.runId === runId) records.push(value);
     }
-    return { records, status: row.status };
+    return records;
   }
 
   async addUsage(sessionKey: string, usage: Usage, model: string, provider: string): Promise<SessionEntry> {
-    return this.update(sessionKey, (e) => ({
-      ...e,
-      model,
-      provider,
-      usage: {
-        input: e.usage.input + usage.input,
-        output: e.usage.output + usage.output,
-        cacheRead: e.usage.cacheRead + usage.cacheRead,
-        cacheWrite: e.usage.cacheWrite + usage.cacheWrite,
-        total: e.usage.total + usage.total,
-        ...(usage.costUsd !== undefined || e.usage.costUsd !== undefined ? { costUsd: (e.usage.costUsd ?? 0) + (usage.costUsd ?? 0) } : {}),
-      },
-    }));
+    return this.update(sessionKey, (e) => withUsage(e, { usage, model, provider }));
   }
 
   async patch(sessionKey: string, patch: Record<string, unknown>): Promise<SessionEntry> {

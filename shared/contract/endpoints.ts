@@ -21,6 +21,7 @@ export const ENDPOINTS = {
     lanes: { request: R.routerLanesRequest, reply: R.routerLanesReply, description: "per-session lanes: active run and queue" },
   },
   sessions: {
+    begin: { request: S.sessionsBeginRequest, reply: S.beginReply, description: "start a run: ensure, status, first records and transcript in one call" },
     ensure: { request: S.sessionsEnsureRequest, reply: S.sessionReply, description: "get or create a session entry" },
     get: { request: S.sessionsGetRequest, reply: S.sessionOrNullReply, description: "one session entry" },
     list: { request: S.sessionsListRequest, reply: S.sessionListReply, description: "session entries, newest first" },

@@ -59,7 +59,7 @@ export function decodeToken(encoded: string): string {
 /** Request/reply operations, one per endpoint. Actor name -> its operations. */
 export const OPERATIONS = {
   router: ["status", "lanes"],
-  sessions: ["ensure", "get", "list", "history", "append", "run", "usage", "patch", "reset", "delete"],
+  sessions: ["begin", "ensure", "get", "list", "history", "append", "run", "usage", "patch", "reset", "delete"],
   tools: ["list"],
   approvals: ["request", "wait", "decide", "get", "list"],
   subagents: ["spawn", "list", "stop"],

@@ -69,9 +69,34 @@ export const sessionsHistoryRequest = defineMessage("lurk.sessions.history.v1", 
   /** the newest `limit` records, oldest first */
   limit: listLimitSchema.default(200),
 });
+/** Token usage of a run, added to the session's counters. */
+export const usageUpdateSchema = z.object({ usage: usageSchema, model: z.string(), provider: z.string() });
+
 export const sessionsAppendRequest = defineMessage("lurk.sessions.append.v1", {
   ...key,
   records: z.array(transcriptRecordSchema).min(1).max(500),
+  /** added in the same transaction as the records (a run's end: marker and usage at once) */
+  usage: usageUpdateSchema.optional(),
+});
+
+/**
+ * The start of a run in one round trip: ensure the session, report the run's status before this
+ * call, append the run's first records unless the run already finished, and return the run's
+ * records and the transcript. With `known` (the caller's cached session id and last seq), only
+ * newer records come back (`incremental: true`).
+ */
+export const sessionsBeginRequest = defineMessage("lurk.sessions.begin.v1", {
+  ...key,
+  runId: idSchema,
+  agentId: agentIdSchema,
+  sessionType: sessionTypeSchema,
+  channel: channelNameSchema.optional(),
+  origin: originSchema.optional(),
+  parentSessionKey: sessionKeySchema.optional(),
+  label: z.string().max(200).optional(),
+  records: z.array(transcriptRecordSchema).max(500),
+  historyLimit: listLimitSchema.default(200),
+  known: z.object({ sessionId: idSchema, lastSeq: z.number().int().min(-1) }).optional(),
 });
 export const sessionsRunRequest = defineMessage("lurk.sessions.run.v1", { ...key, runId: idSchema });
 export const sessionsUsageRequest = defineMessage("lurk.sessions.usage.v1", {
@@ -102,5 +127,13 @@ export const runRecordsReply = z.object({
   records: z.array(transcriptRecordSchema),
   status: z.enum(["unknown", "started", "done", "error", "aborted"]),
 });
+export const beginReply = z.object({
+  prior: z.enum(["unknown", "started", "done", "error", "aborted"]),
+  session: sessionEntrySchema,
+  runRecords: z.array(transcriptRecordSchema),
+  records: z.array(transcriptRecordSchema),
+  incremental: z.boolean(),
+});
 export const resetReply = z.object({ session: sessionEntrySchema, previousSessionId: idSchema });
 export const deleteReply = z.object({ deleted: z.boolean() });
+export type UsageUpdate = z.infer<typeof usageUpdateSchema>;
