@@ -1,0 +1,33 @@
+/**
+ * The tools actor: the catalog (`lurk.tools.list`) and execution (`lurk.tools.call.<tool>`) of
+ * the built-in tools, in a piscina worker pool confined to the calling agent's workspace.
+ * Stateless, so any number of instances may run: both subjects use the queue group "tools",
+ * so each request is answered once per actor kind (another actor serving tools of its own
+ * answers `lurk.tools.list` in its own group, and the caller merges).
+ */
+import { toolCallRequest, toolCallReply } from "../../shared/contract/index.js";
+import type { ActorDefinition } from "../../shared/runtime/actor.js";
+import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
+import { handleToolCall } from "./call.js";
+import { ToolPool } from "./pool.js";
+import { BUILTIN_TOOLS } from "./registry.js";
+import { toolDefinition } from "./tool.js";
+
+export const TOOLS_QUEUE = "tools";
+
+export const definition: ActorDefinition = {
+  name: "tools",
+  version: LURKBOT_VERSION,
+  description: "tool catalog and execution (piscina workers, workspace-confined)",
+  async start(rt) {
+    const pool = ToolPool.fromConfig(rt.config, rt.log);
+    const catalog = BUILTIN_TOOLS.map((tool) => toolDefinition(tool, rt.name));
+
+    rt.serve("tools", "list", () => ({ actor: rt.name, tools: catalog }), { queue: TOOLS_QUEUE });
+    for (const tool of BUILTIN_TOOLS) {
+      rt.serveSubject(`call-${tool.name}`, rt.subjects.toolCall(tool.name), toolCallRequest, toolCallReply,
+        (req) => handleToolCall(rt, pool, tool, req), { queue: TOOLS_QUEUE });
+    }
+    return { stop: () => pool.close() };
+  },
+};

@@ -1,0 +1,91 @@
+/**
+ * One run of one task on a piscina instance, with the deadline rules of the pool:
+ *  - the task gets its own MessageChannel; the worker posts "started" when it begins, and only
+ *    then is the deadline armed (queue time does not count);
+ *  - at the deadline or on cancellation the worker is told "abort" (the tool's AbortSignal);
+ *    if it is still running `graceMs` later, piscina's abort terminates its worker;
+ *  - a task that is still queued when stopped is dropped from the queue;
+ *  - a task that waits longer than `queueWaitMs` for a worker is given up (UNAVAILABLE).
+ * The outcome says whether the task ever started, so the pool can resubmit a task whose queue
+ * was lost when it replaced a broken piscina instance.
+ */
+import { MessageChannel } from "node:worker_threads";
+import type { Piscina } from "piscina";
+import { LurkError } from "../../shared/contract/index.js";
+import type { PoolToWorker, ToolTask, WorkerToPool } from "./task.js";
+import type { ToolResult } from "./tool.js";
+
+export interface AttemptOptions {
+  task: Omit<ToolTask, "port">;
+  timeoutMs: number;
+  graceMs: number;
+  /** give up on a task that has not started by this time (ms since epoch) */
+  queueDeadline: number;
+  signal?: AbortSignal;
+  onProgress?: (message: string, fraction?: number) => void;
+}
+
+export type AttemptOutcome =
+  | { ok: true; result: ToolResult }
+  /** `stopped`: we stopped it (deadline, cancel, queue wait); otherwise piscina failed it */
+  | { ok: false; error: unknown; started: boolean; stopped: boolean };
+
+export async function runAttempt(piscina: Piscina<ToolTask, ToolResult>, opts: AttemptOptions): Promise<AttemptOutcome> {
+  const { port1, port2 } = new MessageChannel();
+  const hardStop = new AbortController();
+  const tool = opts.task.tool;
+  let started = false;
+  let failure: LurkError | undefined;
+  let deadline: NodeJS.Timeout | undefined;
+  let grace: NodeJS.Timeout | undefined;
+  let markDone: () => void = () => undefined;
+  const done = new Promise<void>((resolve) => (markDone = resolve));
+
+  const stop = (err: LurkError) => {
+    if (failure) return;
+    failure = err;
+    if (!started) return hardStop.abort(err); // still queued: drop it
+    port1.postMessage({ type: "abort", code: err.code, message: err.message } satisfies PoolToWorker);
+    grace = setTimeout(() => hardStop.abort(err), opts.graceMs);
+  };
+  const queueWait = setTimeout(() => stop(new LurkError("UNAVAILABLE", `no tool worker became free for the ${tool} tool in time; try again`, { retryable: true })),
+    Math.max(0, opts.queueDeadline - Date.now()));
+  port1.on("message", (message: WorkerToPool) => {
+    if (message?.type === "started" && !started) {
+      started = true;
+      clearTimeout(queueWait);
+      if (failure) return hardStop.abort(failure);
+      deadline = setTimeout(() => stop(new LurkError("TIMEOUT", `the ${tool} tool ran longer than ${opts.timeoutMs} ms and was stopped`)), opts.timeoutMs);
+    } else if (message?.type === "done") {
+      markDone();
+    } else if (message?.type === "progress" && !failure) {
+      try {
+        opts.onProgress?.(message.message, message.fraction);
+      } catch {
+        // a progress listener must not break the call
+      }
+    }
+  });
+  const onCancel = () => stop(new LurkError("ABORTED", "the tool call was cancelled"));
+  if (opts.signal?.aborted) onCancel();
+  opts.signal?.addEventListener("abort", onCancel, { once: true });
+
+  try {
+    const result = await piscina.run({ ...opts.task, port: port2 }, { transferList: [port2], signal: hardStop.signal });
+    // it finished within the grace period after a stop: the stop is the answer
+    if (failure) return { ok: false, error: failure, started, stopped: true };
+    // progress travels on the task's port, the result on piscina's: let the notes land first
+    let wait: NodeJS.Timeout | undefined;
+    await Promise.race([done, new Promise((resolve) => (wait = setTimeout(resolve, 1_000)))]);
+    clearTimeout(wait);
+    return { ok: true, result };
+  } catch (err) {
+    return failure ? { ok: false, error: failure, started, stopped: true } : { ok: false, error: err, started, stopped: false };
+  } finally {
+    clearTimeout(queueWait);
+    clearTimeout(deadline);
+    clearTimeout(grace);
+    opts.signal?.removeEventListener("abort", onCancel);
+    port1.close();
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * One `lurk.tools.call.<tool>` request, start to reply: find the agent's workspace, validate
+ * the arguments with the tool's schema, run it in the pool with the effective deadline, and
+ * build the toolCallReply. Anything that goes wrong with the *tool* (bad arguments, path
+ * escapes, deadline, out of memory) is a result with `isError` and an errorCode, so it goes
+ * back to the model. Only a malformed request (the runtime) or a request for an agent this
+ * install does not have is an error reply.
+ *
+ * Policy, approvals and sandboxed exec (a later issue) slot in here, between validation and
+ * `pool.run`.
+ */
+import { LurkError, toolProgressSchema, type ToolCallReply, type ToolCallRequest } from "../../shared/contract/index.js";
+import type { ActorRuntime } from "../../shared/runtime/actor.js";
+import { agentWorkspace } from "../../shared/runtime/config.js";
+import { errorResult, resultFromError } from "./content.js";
+import type { ToolPool } from "./pool.js";
+import { describeIssues, type Tool, type ToolLimits, type ToolResult } from "./tool.js";
+
+/** bytes kept free in a reply for the envelope and JSON escaping */
+const REPLY_OVERHEAD = 8 * 1024;
+const PROGRESS_MIN_INTERVAL_MS = 250;
+
+/** Byte caps for tools, from config: text from config.tools, images from the bus payload cap. */
+export function toolLimits(rt: ActorRuntime): ToolLimits {
+  const maxPayload = rt.config.bus.maxPayloadBytes;
+  return {
+    outputCapBytes: Math.min(rt.config.tools.outputCapBytes, maxPayload - REPLY_OVERHEAD),
+    // base64 is 4/3 the size
+    imageCapBytes: Math.floor(((maxPayload - REPLY_OVERHEAD) * 3) / 4),
+  };
+}
+
+export async function handleToolCall(rt: ActorRuntime, pool: ToolPool, tool: Tool, req: ToolCallRequest): Promise<ToolCallReply> {
+  if (req.tool !== tool.name) {
+    throw new LurkError("VALIDATION_FAILED", `the request names the tool "${req.tool}" but was sent to ${rt.subjects.toolCall(tool.name)}`);
+  }
+  const agent = rt.config.agents.find((a) => a.id === req.agentId);
+  if (!agent) throw new LurkError("NOT_FOUND", `no agent "${req.agentId}" is configured`);
+
+  const started = Date.now();
+  let result: ToolResult;
+  const parsed = tool.parameters.safeParse(req.args);
+  if (!parsed.success) {
+    result = errorResult("TOOL_INVALID_ARGS", `invalid arguments for ${tool.name}: ${describeIssues(parsed.error)}. Fix them and call ${tool.name} again.`);
+  } else {
+    const configured = rt.config.tools.timeoutMs;
+    try {
+      result = await pool.run(tool.name, {
+        args: parsed.data as Record<string, unknown>,
+        workspace: agentWorkspace(rt.config, agent),
+        timeoutMs: Math.min(req.timeoutMs ?? configured, configured),
+        limits: toolLimits(rt),
+        call: { toolCallId: req.toolCallId, runId: req.runId, agentId: req.agentId, sessionKey: req.sessionKey, sessionType: req.sessionType },
+        signal: rt.signal,
+        onProgress: progressPublisher(rt, req),
+      });
+    } catch (err) {
+      result = resultFromError(err);
+    }
+  }
+  return fitReply(rt, {
+    toolCallId: req.toolCallId,
+    content: result.content,
+    isError: result.isError ?? false,
+    ...(result.errorCode ? { errorCode: result.errorCode } : {}),
+    ...(result.truncated ? { truncated: result.truncated } : {}),
+    durationMs: Date.now() - started,
+  });
+}
+
+/** A reply over the bus payload cap would not be delivered at all: say so instead. */
+function fitReply(rt: ActorRuntime, reply: ToolCallReply): ToolCallReply {
+  const size = Buffer.byteLength(JSON.stringify(reply), "utf8");
+  if (size <= rt.config.bus.maxPayloadBytes - 1024) return reply;
+  return {
+    toolCallId: reply.toolCallId,
+    content: [{ type: "text", text: `the result (${size} bytes) is larger than the bus allows (${rt.config.bus.maxPayloadBytes} bytes); ask for less (e.g. read with offset and limit)` }],
+    isError: true,
+    errorCode: "LIMIT_EXCEEDED",
+    durationMs: reply.durationMs,
+  };
+}
+
+/** Publishes `lurk.tools.progress.<runId>`, at most one note per 250 ms. */
+function progressPublisher(rt: ActorRuntime, req: ToolCallRequest): (message: string, fraction?: number) => void {
+  let last = 0;
+  return (message, fraction) => {
+    const now = Date.now();
+    if (now - last < PROGRESS_MIN_INTERVAL_MS) return;
+    last = now;
+    const parsed = toolProgressSchema.safeParse({
+      type: "lurk.tools.progress.v1",
+      id: `${req.toolCallId}-${now}`,
+      ts: now,
+      runId: req.runId,
+      sessionKey: req.sessionKey,
+      causationId: req.id,
+      toolCallId: req.toolCallId,
+      message,
+      ...(fraction === undefined ? {} : { fraction }),
+    });
+    if (!parsed.success) return;
+    try {
+      rt.nc.publish(rt.subjects.toolProgress(req.runId), JSON.stringify(parsed.data));
+    } catch (err) {
+      rt.log.warn({ err }, "could not publish tool progress");
+    }
+  };
+}

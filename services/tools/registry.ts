@@ -1,0 +1,15 @@
+/**
+ * The built-in tools of this actor, by name. Both sides load it: the actor (catalog, argument
+ * validation, one subject per tool) and the worker (execution). A new tool is one module under
+ * tools/ and one line here.
+ */
+import type { Tool } from "./tool.js";
+import { readTool } from "./tools/read.js";
+
+export const BUILTIN_TOOLS: readonly Tool[] = [readTool];
+
+const byName = new Map(BUILTIN_TOOLS.map((tool) => [tool.name, tool]));
+
+export function builtinTool(name: string): Tool | undefined {
+  return byName.get(name);
+}

@@ -1,0 +1,108 @@
+/**
+ * Tools are data: a name, a description, a zod schema of the arguments, a few flags the agent
+ * loop and the (later) policy layer read, and `execute(args, ctx)`.
+ *
+ * `execute` runs inside a piscina worker thread (see worker.ts). It never touches the raw
+ * filesystem: `ctx.fs` is a ConfinedFs rooted at the agent's workspace. It gets an AbortSignal
+ * (deadline or cancellation; a tool that ignores it is terminated with its worker after a short
+ * grace period) and a progress reporter (published on `lurk.tools.progress.<runId>`).
+ *
+ * A tool reports a failure the model should see by throwing a LurkError (its code becomes the
+ * reply's errorCode) or by returning `isError: true`. Either way it goes back to the model as a
+ * tool result, not as a bus error.
+ */
+import { z } from "zod";
+import type { ErrorCode, imageBlockSchema, SessionType, textBlockSchema, ToolDefinition } from "../../shared/contract/index.js";
+import type { ConfinedFs } from "./fs-confined.js";
+
+export type TextBlock = z.infer<typeof textBlockSchema>;
+export type ImageBlock = z.infer<typeof imageBlockSchema>;
+export type ToolContent = TextBlock | ImageBlock;
+
+export interface ToolResult {
+  content: ToolContent[];
+  isError?: boolean;
+  errorCode?: ErrorCode;
+  /** the output was cut; `fullOutputPath` (workspace-relative) holds the whole of it for `read` */
+  truncated?: { fullOutputPath: string; totalBytes: number };
+}
+
+/** Byte caps a tool must respect (from config.tools and config.bus). */
+export interface ToolLimits {
+  /** the text of a result, UTF-8 bytes */
+  outputCapBytes: number;
+  /** the raw bytes of one image returned as a base64 block */
+  imageCapBytes: number;
+}
+
+/** Who is calling: for tools that act on the session, and for the policy layer later. */
+export interface ToolCallInfo {
+  toolCallId: string;
+  runId: string;
+  agentId: string;
+  sessionKey: string;
+  sessionType: SessionType;
+}
+
+export interface ToolContext {
+  /** aborted at the deadline or when the caller cancels */
+  signal: AbortSignal;
+  /** the agent's workspace; the only filesystem a tool sees */
+  fs: ConfinedFs;
+  limits: ToolLimits;
+  call?: ToolCallInfo;
+  /** a short progress note (rate-limited by the caller side) */
+  progress(message: string, fraction?: number): void;
+}
+
+export interface Tool<S extends z.ZodType = z.ZodType> {
+  name: string;
+  description: string;
+  parameters: S;
+  /** changes something outside the transcript (never repeated on resume) */
+  sideEffects: boolean;
+  /** may run in parallel with other calls of the same turn */
+  parallelSafe: boolean;
+  groups: string[];
+  needsApproval?: boolean;
+  execute(args: z.output<S>, ctx: ToolContext): Promise<ToolResult>;
+}
+
+/** Identity helper that keeps the args type of `execute` tied to `parameters`. */
+export function defineTool<S extends z.ZodType>(tool: Tool<S>): Tool<S> {
+  return tool;
+}
+
+/** A tool's JSON Schema for the catalog (input side: fields with defaults are optional). */
+export function parametersJsonSchema(tool: Tool): Record<string, unknown> {
+  const schema = z.toJSONSchema(tool.parameters, { io: "input", unrepresentable: "any" }) as Record<string, unknown>;
+  // providers embed this object in their own schema; the meta-schema URI only gets in the way
+  delete schema.$schema;
+  return schema;
+}
+
+/** The catalog entry of a tool served by `actor`. */
+export function toolDefinition(tool: Tool, actor: string): ToolDefinition {
+  return {
+    name: tool.name,
+    description: tool.description,
+    parameters: parametersJsonSchema(tool),
+    actor,
+    sideEffects: tool.sideEffects,
+    parallelSafe: tool.parallelSafe,
+    groups: [...tool.groups],
+    needsApproval: tool.needsApproval ?? false,
+  };
+}
+
+/** True for a value that looks like a Tool (a module loaded by path in the worker). */
+export function isTool(value: unknown): value is Tool {
+  const t = value as Partial<Tool> | null;
+  return typeof t === "object" && t !== null && typeof t.name === "string" && typeof t.execute === "function"
+    && typeof (t.parameters as { safeParse?: unknown } | undefined)?.safeParse === "function";
+}
+
+/** zod issues as one line the model can act on. */
+export function describeIssues(error: z.ZodError): string {
+  return error.issues.slice(0, 8).map((i) => `${i.path.join(".") || "(arguments)"}: ${i.message}`).join("; ");
+}

@@ -1,0 +1,149 @@
+/**
+ * `read`: a text file from the workspace, as numbered lines (`cat -n` style: the line number
+ * right-aligned in 6 columns, a tab, the line), so the model can page with `offset` and cite
+ * lines. Lines are cut at 2000 characters; `\r` before `\n` is dropped. The output never exceeds
+ * config.tools.outputCapBytes; when the file continues, a last line says which `offset` reads
+ * on and the reply's `truncated` names the file. The file is streamed, so a huge file costs
+ * only what is shown. PNG, JPEG, GIF and WebP files (by magic bytes) come back as an image
+ * block (base64) if they fit the image cap; other binary files are refused.
+ */
+import { z } from "zod";
+import { LurkError } from "../../../shared/contract/index.js";
+import { cutUtf8, looksBinary, sniffImage } from "../content.js";
+import { readAt, type ConfinedFile } from "../fs-confined.js";
+import { defineTool, type ToolContext, type ToolResult } from "../tool.js";
+
+export const DEFAULT_LIMIT = 2000;
+export const MAX_LINE_CHARS = 2000;
+const CHUNK_BYTES = 64 * 1024;
+/** room kept under the cap for the closing note */
+const NOTE_RESERVE = 300;
+
+const parameters = z.object({
+  path: z.string().min(1).max(4096).describe("The file to read, relative to the workspace root"),
+  offset: z.number().int().min(1).optional().describe("The 1-based line number to start at (default 1)"),
+  limit: z.number().int().min(1).max(100_000).optional().describe(`How many lines to return at most (default ${DEFAULT_LIMIT})`),
+});
+
+export const readTool = defineTool({
+  name: "read",
+  description: "Read a file from the workspace. Text comes back as numbered lines (number, tab, line); "
+    + `at most ${DEFAULT_LIMIT} lines per call by default and the output is size-capped, so for a long file read on with offset (a 1-based line number) `
+    + "as the last line of the output tells you. Lines longer than 2000 characters are cut. PNG, JPEG, GIF and WebP images come back as images.",
+  parameters,
+  sideEffects: false,
+  parallelSafe: true,
+  groups: ["fs", "read-only"],
+  async execute(args, ctx) {
+    const file = await ctx.fs.openRead(args.path);
+    try {
+      const head = await readAt(file.handle, 0, 16);
+      const mime = sniffImage(head);
+      if (mime) return await readImage(file, mime, ctx);
+      if (looksBinary(await readAt(file.handle, 0, 8192))) {
+        throw new LurkError("TOOL_FAILED", `"${file.path}" is a binary file (${file.stat.size} bytes); read shows text files and PNG, JPEG, GIF or WebP images only`);
+      }
+      return await readLines(file, args.offset ?? 1, args.limit ?? DEFAULT_LIMIT, ctx);
+    } finally {
+      await file.close();
+    }
+  },
+});
+
+async function readImage(file: ConfinedFile, mime: string, ctx: ToolContext): Promise<ToolResult> {
+  const cap = ctx.limits.imageCapBytes;
+  if (file.stat.size > cap) {
+    throw new LurkError("LIMIT_EXCEEDED", `"${file.path}" is a ${mime} image of ${file.stat.size} bytes, over the ${cap}-byte cap for images; it cannot be shown`);
+  }
+  const data = await readAt(file.handle, 0, cap + 1);
+  if (data.length > cap) throw new LurkError("LIMIT_EXCEEDED", `"${file.path}" grew over the ${cap}-byte image cap while it was read`);
+  return {
+    content: [
+      { type: "text", text: `${file.path}: ${mime} image, ${data.length} bytes` },
+      { type: "image", mime, dataBase64: data.toString("base64") },
+    ],
+  };
+}
+
+async function readLines(file: ConfinedFile, offset: number, limit: number, ctx: ToolContext): Promise<ToolResult> {
+  const budget = Math.max(256, ctx.limits.outputCapBytes - NOTE_RESERVE);
+  const out: string[] = [];
+  let used = 0;
+  let lineNo = 0;
+  let stop: "eof" | "limit" | "cap" = "eof";
+
+  /** one whole line; returns false to stop reading */
+  const onLine = (line: string, long: boolean): boolean => {
+    lineNo++;
+    if (lineNo < offset) return true;
+    if (out.length === limit) {
+      stop = "limit";
+      return false;
+    }
+    const text = long ? `${line.slice(0, MAX_LINE_CHARS)} [... line cut at ${MAX_LINE_CHARS} characters]` : line.replace(/\r$/, "");
+    let formatted = `${String(lineNo).padStart(6)}\t${text}\n`;
+    const size = Buffer.byteLength(formatted, "utf8");
+    if (used + size > budget) {
+      if (out.length > 0) {
+        stop = "cap";
+        return false;
+      }
+      // a single line over the cap: show what fits so paging always moves on
+      formatted = `${cutUtf8(formatted, budget - 40)} [... line cut to fit the output cap]\n`;
+    }
+    out.push(formatted);
+    used += Buffer.byteLength(formatted, "utf8");
+    return true;
+  };
+
+  const decoder = new TextDecoder("utf-8");
+  let current = "";
+  let long = false;
+  let position = 0;
+  let done = false;
+  while (!done) {
+    if (ctx.signal.aborted) throw new LurkError("ABORTED", "the read was stopped");
+    const chunk = await readAt(file.handle, position, CHUNK_BYTES);
+    position += chunk.length;
+    const text = chunk.length > 0 ? decoder.decode(chunk, { stream: true }) : decoder.decode();
+    let start = 0;
+    for (;;) {
+      const nl = text.indexOf("\n", start);
+      const piece = text.slice(start, nl === -1 ? text.length : nl);
+      if (!long) {
+        current += piece;
+        if (current.length > MAX_LINE_CHARS) {
+          current = current.slice(0, MAX_LINE_CHARS);
+          long = true;
+        }
+      }
+      if (nl === -1) break;
+      if (!onLine(current, long)) {
+        done = true;
+        break;
+      }
+      current = "";
+      long = false;
+      start = nl + 1;
+    }
+    if (!done && chunk.length === 0) {
+      if (current.length > 0 || long) onLine(current, long);
+      done = true;
+    }
+  }
+
+  const shown = out.length;
+  if (shown === 0) {
+    if (lineNo === 0) return { content: [{ type: "text", text: `(${file.path} is empty)` }] };
+    throw new LurkError("TOOL_INVALID_ARGS", `offset ${offset} is past the end of "${file.path}", which has ${lineNo} line${lineNo === 1 ? "" : "s"}`);
+  }
+  const first = offset;
+  const last = offset + shown - 1;
+  if (stop === "eof") return { content: [{ type: "text", text: out.join("") }] };
+  const why = stop === "cap" ? `output capped at ${ctx.limits.outputCapBytes} bytes` : `limit of ${limit} lines reached`;
+  const note = `[${why}: showed lines ${first}-${last} of "${file.path}" (${file.stat.size} bytes); the file continues: read again with offset=${last + 1}]`;
+  return {
+    content: [{ type: "text", text: out.join("") + note }],
+    truncated: { fullOutputPath: file.path, totalBytes: file.stat.size },
+  };
+}
