@@ -274,7 +274,7 @@ describe("lurkbot status, tail, send and chat on a real bus", () => {
             { kind: "done", text, turns: 1, usage: { input: 10, output: 5, cacheRead: 0, cacheWrite: 0, total: 15 }, silent: false },
           ]
           : [{ kind: "error", code: "NO_MODEL", message: text, retryable: false }];
-        events.forEach((event, seq) => runner.publish(s.runEvent(runId), JSON.stringify({ type: "lurk.run.event.v1", id: `${runId}:${seq}`, ts: Date.now(), runId, sessionKey, seq, event })));
+        events.forEach((event, seq) => runner.publish(s.runEvent(runId, event.kind), JSON.stringify({ type: "lurk.run.event.v1", id: `${runId}:${seq}`, ts: Date.now(), runId, sessionKey, seq, event })));
         runner.publish(s.outbound("cli", message.conversation), JSON.stringify({
           type: "lurk.outbound.message.v1", id: `${runId}:reply:0`, ts: Date.now(), runId, sessionKey,
           channel: "cli", conversation: message.conversation, kind, replyTo: [message.id], text, attachments: [],

@@ -14,7 +14,8 @@ describe("subject builders", () => {
     it(`rejects token ${JSON.stringify(value).slice(0, 20)}`, () => {
       assert.throws(() => token(value), (err: unknown) => LurkError.is(err) && err.code === "BAD_SUBJECT_TOKEN");
       assert.throws(() => subjects().inbound(value));
-      assert.throws(() => subjects().runEvent(value));
+      assert.throws(() => subjects().runEvent(value, "done"));
+      assert.throws(() => subjects().runEvent("r1", value));
     });
   }
   it("builds the contract's subjects", () => {

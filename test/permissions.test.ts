@@ -91,6 +91,8 @@ describe("nats.conf permissions", () => {
     ["channel-telegram", "lurk.out.discord.>"],
     ["sessions", "lurk.run.evt.>"],
     ["router", ">"],
+    ["router", "lurk.run.evt.>"], // the router sees only terminal run events
+    ["router", "lurk.run.evt.r1.message_delta"],
   ];
   for (const [user, subject] of forbiddenSubscribe) {
     it(`${user} cannot subscribe ${subject}`, async () => {
@@ -102,7 +104,7 @@ describe("nats.conf permissions", () => {
     });
   }
 
-  for (const [user, subject] of [["router", "lurk.run.evt.>"], ["channel-telegram", "lurk.run.evt.>"], ["cli", "lurk.out.cli.>"], ["tools", "_INBOX_tools.>"]] as const) {
+  for (const [user, subject] of [["router", "lurk.run.evt.*.done"], ["channel-telegram", "lurk.run.evt.>"], ["cli", "lurk.out.cli.>"], ["tools", "_INBOX_tools.>"]] as const) {
     it(`${user} can subscribe ${subject}`, async () => {
       const nc = await nats.connect(user, { reconnect: false });
       assert.equal(await trySubscribe(nc, subject), null);

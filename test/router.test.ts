@@ -79,7 +79,7 @@ describe("router", () => {
     return out;
   };
   const finish = (runId: string, sessionKey: string) => {
-    runner.publish(s.runEvent(runId), JSON.stringify(envelope("lurk.run.event.v1", {
+    runner.publish(s.runEvent(runId, "done"), JSON.stringify(envelope("lurk.run.event.v1", {
       runId, sessionKey, seq: 1, event: { kind: "done", text: "ok", turns: 1, usage: {}, silent: false },
     })));
   };

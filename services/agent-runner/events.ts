@@ -1,7 +1,10 @@
 /**
- * Per-run publisher of RunEvents on `lurk.run.evt.<runId>` (core publish: fire and forget).
- * Fills the envelope, numbers events with an increasing `seq`, and lets exactly one terminal
- * event (`done` or `error`) out; later events of the run are dropped.
+ * Per-run publisher of RunEvents on `lurk.run.evt.<runId>.<kind>` (core publish: fire and
+ * forget). Fills the envelope, numbers events with an increasing `seq`, and lets exactly one
+ * terminal event (`done` or `error`) out; later events of the run are dropped.
+ * Text deltas are coalesced: consecutive message (or thinking) deltas of a turn go out as one
+ * event after DELTA_WINDOW_MS, at DELTA_MAX_CHARS, or before any other event, so a fast stream
+ * costs a few bus messages, not one per token. Order and the concatenated text are unchanged.
  */
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { z } from "zod";
@@ -10,9 +13,16 @@ import type { Logger } from "../../shared/runtime/logger.js";
 
 export type RunEventInput = z.input<typeof runEventBodySchema>;
 
+const DELTA_WINDOW_MS = 30;
+const DELTA_MAX_CHARS = 2_000;
+
+type DeltaKind = "message_delta" | "thinking_delta";
+
 export class RunEvents {
   private seq = 0;
   private terminal = false;
+  private pending: { kind: DeltaKind; turn: number; text: string } | undefined;
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -29,6 +39,28 @@ export class RunEvents {
 
   emit(event: RunEventInput): void {
     if (this.terminal) return;
+    if (event.kind === "message_delta" || event.kind === "thinking_delta") {
+      if (this.pending && (this.pending.kind !== event.kind || this.pending.turn !== event.turn)) this.flush();
+      if (this.pending) this.pending.text += event.text;
+      else this.pending = { kind: event.kind, turn: event.turn, text: event.text };
+      if (this.pending.text.length >= DELTA_MAX_CHARS) this.flush();
+      else this.timer ??= setTimeout(() => this.flush(), DELTA_WINDOW_MS);
+      return;
+    }
+    this.flush();
+    this.publish(event);
+  }
+
+  /** Sends the coalesced delta, if any. */
+  flush(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    const pending = this.pending;
+    this.pending = undefined;
+    if (pending && !this.terminal) this.publish(pending);
+  }
+
+  private publish(event: RunEventInput): void {
     if ((TERMINAL_RUN_EVENTS as readonly string[]).includes(event.kind)) this.terminal = true;
     const seq = this.seq++;
     const message = {
@@ -42,7 +74,7 @@ export class RunEvents {
       event,
     };
     try {
-      this.nc.publish(this.subjects.runEvent(this.runId), JSON.stringify(message));
+      this.nc.publish(this.subjects.runEvent(this.runId, event.kind), JSON.stringify(message));
     } catch (err) {
       this.log.warn({ err, kind: event.kind }, "could not publish run event");
     }

@@ -5,7 +5,7 @@
  * checkpoints: a checkpointed assistant message is not requested again and a checkpointed tool
  * result is not executed again. Throws a LurkError when the provider fails or the run is aborted.
  */
-import type { AssistantMessage, LlmMessage, ToolResultMessage, Usage } from "../../shared/contract/index.js";
+import type { AssistantMessage, LlmMessage, ToolDefinition, ToolResultMessage, Usage } from "../../shared/contract/index.js";
 import { callModel, type LlmCallDeps } from "./llm-call.js";
 import { addUsage, type ToolCallBlock } from "./providers/types.js";
 import { assistantText, type ResumeState } from "./transcript.js";
@@ -44,6 +44,12 @@ export function uniqueToolCallIds(message: AssistantMessage, history: LlmMessage
     return id === b.id ? b : { ...b, id };
   });
   return changed ? { ...message, content } : message;
+}
+
+/** True when the message has tool calls and every one names a known tool without side effects. */
+function callsWithoutSideEffects(message: AssistantMessage, tools: ToolDefinition[]): boolean {
+  const calls = message.content.filter((b) => b.type === "tool_call");
+  return calls.length > 0 && calls.every((c) => tools.find((t) => t.name === c.name)?.sideEffects === false);
 }
 
 export async function runLoop(deps: LoopDeps, resume: ResumeState): Promise<LoopResult> {
@@ -85,9 +91,16 @@ export async function runLoop(deps: LoopDeps, resume: ResumeState): Promise<Loop
       usage = addUsage(usage, message.usage);
       deps.events.emit({ kind: "usage", turn, usage: message.usage, model: message.model, provider: deps.providerName });
     }
-    await deps.checkpointAssistant(turn, message);
+    // The checkpoint must be stored before a side-effecting tool runs (a redelivered run must
+    // find the call, not ask the model again and repeat it). Calls without side effects may run
+    // while it is being stored; the turn still waits for it before going on.
+    const checkpoint = deps.checkpointAssistant(turn, message);
+    const overlap = callsWithoutSideEffects(message, deps.tools);
+    if (overlap) checkpoint.catch(() => undefined);
+    else await checkpoint;
     if (text) lastText = text;
     const more = await finishTurn(turn, message, new Map());
+    if (overlap) await checkpoint;
     if (!more) return { text, turns: turn, usage, stoppedAtLimit: false };
   }
 }

@@ -16,9 +16,12 @@ export interface PromptInput {
   now?: Date;
 }
 
+/** resolved once: building an Intl formatter per run costs more than the rest of the prompt */
+const TIME_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone;
+
 export function buildSystemPrompt(input: PromptInput): string {
   const now = input.now ?? new Date();
-  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  const zone = TIME_ZONE;
   const tools = input.tools.length === 0
     ? "- (no tools are available right now)"
     : input.tools.map((t) => `- ${t.name}: ${firstLine(t.description)}`).join("\n");

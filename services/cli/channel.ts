@@ -121,7 +121,7 @@ export class TerminalChannel {
       ...(this.session !== undefined ? { sessionName: this.session } : {}),
     });
     const result = new Promise<ReplyResult>((resolve, reject) => {
-      const sub = this.nc.subscribe(this.s.runEvent(runId), { callback: (err, msg) => { if (!err) this.onRunEvent(id, msg); } });
+      const sub = this.nc.subscribe(this.s.runEvents(runId), { callback: (err, msg) => { if (!err) this.onRunEvent(id, msg); } });
       const timer = setTimeout(() => {
         this.finish(id);
         reject(new CliError(`no reply within ${Math.round(timeoutMs / 1000)} s. Check that the router and agent-runner run (\`npx lurkbot status\`) and read their logs under $LURKBOT_HOME/logs; raise the wait with --timeout SEC.`));

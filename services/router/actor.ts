@@ -18,7 +18,6 @@ import { routeInbound } from "./resolve.js";
 import { z } from "zod";
 
 const inboundOrInject = z.discriminatedUnion("type", [inboundMessageSchema, systemInjectSchema]);
-const TERMINAL = [/"kind":"done"/, /"kind":"error"/];
 const RECONCILE_EVERY_MS = 5_000;
 const IDLE_BEFORE_CHECK_MS = 15_000;
 
@@ -31,15 +30,14 @@ export const definition: ActorDefinition = {
     let processed = 0;
 
     // run lifecycle: any event keeps the lane alive, a terminal one frees it
-    const events = rt.nc.subscribe(rt.subjects.runEventAll, {
+    // a run's terminal event (`lurk.run.evt.<runId>.done|error`) frees its lane
+    const runIdToken = rt.subjects.prefix.split(".").length + 2;
+    const events = rt.subjects.runTerminalAll.map((subject) => rt.nc.subscribe(subject, {
       callback: (_err, msg) => {
-        const runId = msg.subject.slice(rt.subjects.runEventAll.length - 1);
-        if (!lanes.isActive(runId)) return;
-        const text = msg.string();
-        if (TERMINAL.some((re) => re.test(text))) lanes.release(runId);
-        else lanes.touch(runId);
+        const runId = msg.subject.split(".")[runIdToken];
+        if (runId) lanes.release(runId);
       },
-    });
+    }));
 
     /**
      * Holds the session's lane for the run, then stores the run request in RUNS. A failure keeps
@@ -108,7 +106,7 @@ export const definition: ActorDefinition = {
     return {
       async stop() {
         clearInterval(reconcile);
-        events.unsubscribe();
+        for (const sub of events) sub.unsubscribe();
       },
     };
   },

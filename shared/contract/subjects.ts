@@ -92,8 +92,15 @@ export function subjects(prefix: string = DEFAULT_PREFIX) {
     /** router, cron, subagents -> agent-runner, durable work queue (RUNS). */
     runRequest: (agentId: string) => `${p}.run.req.${token(agentId, "agentId")}`,
     runRequestAll: `${p}.run.req.>`,
-    /** agent-runner -> anyone: ephemeral run events (deltas, tools, terminal done/error). */
-    runEvent: (runId: string) => `${p}.run.evt.${token(runId, "runId")}`,
+    /**
+     * agent-runner -> anyone: ephemeral run events, `lurk.run.evt.<runId>.<kind>` (deltas, tools,
+     * terminal done/error). The kind token lets lifecycle watchers take only the terminal events.
+     */
+    runEvent: (runId: string, kind: string) => `${p}.run.evt.${token(runId, "runId")}.${token(kind, "event kind")}`,
+    /** every event of one run */
+    runEvents: (runId: string) => `${p}.run.evt.${token(runId, "runId")}.>`,
+    /** the terminal events (done, error) of every run */
+    runTerminalAll: [`${p}.run.evt.*.done`, `${p}.run.evt.*.error`] as const,
     runEventAll: `${p}.run.evt.>`,
     /** router -> agent-runner: steer, follow-up or abort an active run. */
     runControl: (runId: string) => `${p}.run.ctl.${token(runId, "runId")}`,

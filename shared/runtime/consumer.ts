@@ -2,7 +2,8 @@
  * Durable JetStream pull consumer with the contract's delivery rules:
  * - the payload is capped, safely parsed and validated; a malformed message cannot succeed on
  *   retry, so it goes straight to the dead-letter subject;
- * - ack only after the handler resolved (a double ack, confirmed by the server);
+ * - ack only after the handler resolved (a plain ack: if it is lost, the message comes again,
+ *   which idempotent handlers absorb; a confirmed double ack would cost a round trip each);
  * - in-progress acks every ackWait/3 while the handler runs, so long work is not redelivered;
  * - a handler failure naks with a growing delay; after maxDeliver deliveries the message is
  *   published to `lurk.dlq.<stream>.<consumer>`, terminated, and `lurk.evt.<actor>.dead_letter`
@@ -114,7 +115,7 @@ export function startConsumer<S extends z.ZodType>(nc: NatsConnection, opts: Con
         headers: hdrs,
       });
       clearInterval(keepAlive);
-      await msg.ackAck().catch((err) => opts.log.warn({ err, seq: msg.seq }, "ack not confirmed; the message may be delivered again"));
+      msg.ack();
     } catch (err) {
       clearInterval(keepAlive);
       const lurkError = LurkError.from(err);

@@ -21,6 +21,8 @@ export async function startActorProcess(name: string, nats: TestNats, env: Recor
   const child = fork(actorMainPath(name), [], {
     env: nats.env({ ...nats.passwordEnv(name), ...env }),
     stdio: ["ignore", "pipe", "pipe", "ipc"],
+    // e.g. LURKBOT_ACTOR_EXEC_ARGV="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile actors
+    execArgv: (process.env.LURKBOT_ACTOR_EXEC_ARGV ?? "").split(" ").filter(Boolean),
   });
   let output = "";
   child.stdout?.on("data", (d: Buffer) => (output += d.toString()));

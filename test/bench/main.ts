@@ -1,0 +1,87 @@
+/**
+ * `npm run bench`: LurkBot's own path (terminal channel -> router -> agent-runner -> tools ->
+ * back) against baselines measured in the same run, with a zero-latency fake LLM. Writes
+ * test/bench/results/latest.json and prints ratios. Long steps print progress to stderr.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { REPO_ROOT } from "../../shared/scripts/paths.js";
+import { CliClient, TestSystem } from "../harness/system.js";
+import { rawNatsRequestReply, rawPiscinaTask, rawProviderCall } from "./baselines.js";
+import { coldStart, singleProcess } from "./startup.js";
+import { latencyStats, progress, rssMb, timeEach } from "./stats.js";
+
+const TURNS = Number(process.env.LURKBOT_BENCH_TURNS ?? 300);
+const CONCURRENT_SESSIONS = 50;
+
+async function throughput(client: CliClient, sessions: number, turnsPerSession: number): Promise<number> {
+  const start = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: sessions }, async (_, s) => {
+    for (let i = 0; i < turnsPerSession; i++) await client.send(`turn ${i}`, { sessionName: `bench-${sessions}-${s}`, timeoutMs: 60_000 });
+  }));
+  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+  return Math.round((sessions * turnsPerSession) / seconds);
+}
+
+async function main(): Promise<void> {
+  const results: Record<string, unknown> = { date: new Date().toISOString(), node: process.version, cpus: (await import("node:os")).cpus().length };
+
+  progress("starting nats-server, fake LLM and the actors");
+  const system = await TestSystem.start({ files: { "notes.txt": "benchmark file\n" }, env: { LURKBOT_LOG_LEVEL: "warn" } });
+  try {
+    progress("baselines: raw NATS request/reply, raw piscina task, raw SDK call");
+    const nats = await rawNatsRequestReply(system.nats, 2000);
+    const piscina = await rawPiscinaTask(2000);
+    const provider = await rawProviderCall(system.fake, 300);
+    results.baselines = { natsRequestReply: nats, piscinaTask: piscina, providerCall: provider };
+
+    const client = await CliClient.connect(system.nats, "bench");
+    progress("warming up");
+    await timeEach(30, (i) => client.send(i % 2 ? "read notes.txt" : "hello"));
+    progress(`turns without a tool call (${TURNS})`);
+    const plain = latencyStats(await timeEach(TURNS, () => client.send("hello")));
+    progress(`turns with one tool call (${TURNS})`);
+    const withTool = latencyStats(await timeEach(TURNS, () => client.send("read notes.txt")));
+    // a plain turn is one LLM call; a tool turn is two LLM calls and one tool call
+    const overheadPlain = plain.p50Ms - provider.p50Ms;
+    const overheadTool = withTool.p50Ms - 2 * provider.p50Ms;
+    results.turns = {
+      plain, withTool,
+      overheadOverFakeLlmP50Ms: { plain: round(overheadPlain), withTool: round(overheadTool) },
+      ratioToNatsRequestReplyP50: { plain: round(plain.p50Ms / nats.p50Ms), withTool: round(withTool.p50Ms / nats.p50Ms) },
+      ratioToProviderCallP50: { plain: round(plain.p50Ms / provider.p50Ms), withTool: round(withTool.p50Ms / provider.p50Ms) },
+    };
+    progress("throughput: 1 session");
+    const one = await throughput(client, 1, 200);
+    progress(`throughput: ${CONCURRENT_SESSIONS} sessions`);
+    const many = await throughput(client, CONCURRENT_SESSIONS, 20);
+    results.throughputTurnsPerSecond = { sessions1: one, [`sessions${CONCURRENT_SESSIONS}`]: many };
+    await client.close();
+
+    progress("idle memory");
+    await new Promise((r) => setTimeout(r, 3000));
+    const rss: Record<string, number> = {};
+    for (const [name, actor] of system.actors) rss[name] = rssMb(actor.child.pid!);
+    results.idleRssMb = { perActor: rss, actorsTotal: round(Object.values(rss).reduce((a, b) => a + b, 0)) };
+  } finally {
+    await system.stop();
+  }
+
+  progress("cold start of every actor until each answers $SRV.PING");
+  results.coldStart = await coldStart();
+  progress("single-process mode");
+  results.singleProcess = await singleProcess();
+
+  const dir = join(REPO_ROOT, "test", "bench", "results");
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "latest.json"), JSON.stringify(results, null, 2) + "\n");
+  process.stdout.write(JSON.stringify(results, null, 2) + "\n");
+  process.stdout.write(`wrote ${join(dir, "latest.json")}\n`);
+}
+
+const round = (x: number) => Math.round(x * 1000) / 1000;
+
+main().catch((err) => {
+  process.stderr.write(`benchmark failed: ${(err as Error).stack}\n`);
+  process.exit(1);
+});

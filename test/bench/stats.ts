@@ -1,0 +1,40 @@
+/** Latency statistics for the benchmark. */
+import { readFileSync } from "node:fs";
+export interface LatencyStats {
+  n: number;
+  p50Ms: number;
+  p99Ms: number;
+  meanMs: number;
+}
+
+export function latencyStats(samplesMs: number[]): LatencyStats {
+  const sorted = [...samplesMs].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+  const round = (x: number) => Math.round(x * 1000) / 1000;
+  return { n: sorted.length, p50Ms: round(at(0.5)), p99Ms: round(at(0.99)), meanMs: round(sorted.reduce((a, b) => a + b, 0) / Math.max(1, sorted.length)) };
+}
+
+/** Runs `fn` n times sequentially and returns the per-call milliseconds. */
+export async function timeEach(n: number, fn: (i: number) => Promise<unknown>): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const start = process.hrtime.bigint();
+    await fn(i);
+    out.push(Number(process.hrtime.bigint() - start) / 1e6);
+  }
+  return out;
+}
+
+export function rssMb(pid: number): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+    return Math.round((kb / 1024) * 10) / 10;
+  } catch {
+    return 0;
+  }
+}
+
+export function progress(text: string): void {
+  process.stderr.write(`[bench] ${text}\n`);
+}
