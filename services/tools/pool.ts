@@ -130,7 +130,8 @@ export class ToolPool {
       maxQueue: this.opts.maxQueue ?? 256,
       concurrentTasksPerWorker: 1,
       idleTimeout: 60_000,
-      resourceLimits: { maxOldGenerationSizeMb: this.opts.workerMemoryMb },
+      // a small young generation keeps an idle worker small; the old generation is the memory cap
+      resourceLimits: { maxOldGenerationSizeMb: this.opts.workerMemoryMb, maxYoungGenerationSizeMb: 4 },
     });
     // a worker that dies with no task emits 'error'; unhandled, it would take the actor down
     piscina.on("error", (err: unknown) => {

@@ -21,6 +21,7 @@ import { connectActor } from "./connect.js";
 import { startConsumer, type ConsumeOptions, type RunningConsumer } from "./consumer.js";
 import { checkTransportSecurity, passwordFor } from "./credentials.js";
 import { createLogger, redactSecrets, registerSecret, type Logger } from "./logger.js";
+import { startIdleGc } from "./memory.js";
 import { addEndpoint, registerService, type EndpointHandlerContext } from "./service.js";
 
 export interface Stoppable {
@@ -41,6 +42,8 @@ export class ActorRuntime {
   readonly js: JetStreamClient;
   private readonly stoppables: Stoppable[] = [];
   private readonly abort = new AbortController();
+  /** changes whenever a request or a durable message is handled (see memory.ts) */
+  readonly activity = { count: 0 };
 
   constructor(
     readonly name: string,
@@ -74,13 +77,20 @@ export class ActorRuntime {
       limits: this.limits,
       log: this.log,
       ...(opts.queue ? { queue: opts.queue } : {}),
-      handler: handler as never,
+      handler: ((req: never, ctx: EndpointHandlerContext) => {
+        this.activity.count++;
+        return handler(req, ctx);
+      }) as never,
     });
   }
 
   /** Serves any subject with given schemas (e.g. `lurk.tools.call.<tool>`). */
   serveSubject<Req extends z.ZodType, Res extends z.ZodType>(name: string, subject: string, request: Req, reply: Res, handler: (req: z.output<Req>, ctx: EndpointHandlerContext) => Promise<z.input<Res>> | z.input<Res>, opts: { queue?: string } = {}): void {
-    addEndpoint(this.service, { name, subject, request, reply, limits: this.limits, log: this.log, handler, ...(opts.queue ? { queue: opts.queue } : {}) });
+    const counted = (req: z.output<Req>, ctx: EndpointHandlerContext) => {
+      this.activity.count++;
+      return handler(req, ctx);
+    };
+    addEndpoint(this.service, { name, subject, request, reply, limits: this.limits, log: this.log, handler: counted, ...(opts.queue ? { queue: opts.queue } : {}) });
   }
 
   /** Reads a durable consumer with the contract's delivery rules; stopped with the actor. */
@@ -96,6 +106,10 @@ export class ActorRuntime {
       log: this.log.child({ stream: opts.stream, consumer: opts.consumer }),
       onDeadLetter: (info) => this.emit("dead_letter", { ...info }, "error"),
       ...opts,
+      handler: (message, delivery) => {
+        this.activity.count++;
+        return opts.handler(message, delivery);
+      },
     });
     this.stoppables.push(running);
     return running;
@@ -158,6 +172,8 @@ export async function startActor(def: ActorDefinition, opts: StartActorOptions =
     await rt.stop();
     throw err;
   }
+  const idleGc = startIdleGc(rt.activity, log);
+  rt.onStop({ stop: async () => idleGc.stop() });
   log.info({ version: def.version, serviceId: service.info().id }, "actor started");
   rt.emit("started", { version: def.version });
   return rt;

@@ -8,6 +8,7 @@ import { Svcm } from "@nats-io/services";
 import { connect } from "@nats-io/transport-node";
 import { inboxPrefix } from "../../shared/contract/index.js";
 import { readCredentials } from "../../shared/runtime/credentials.js";
+import { ACTOR_NODE_FLAGS } from "../../shared/runtime/memory.js";
 import { actorMainPath, REPO_ROOT } from "../../shared/scripts/paths.js";
 import { freePort, TestNats } from "../harness/nats.js";
 import { ACTOR_ORDER } from "../harness/system.js";
@@ -42,7 +43,7 @@ export async function coldStart(): Promise<Record<string, number>> {
   try {
     for (let i = 0; i < 3; i++) {
       const started = Date.now();
-      const children: ChildProcess[] = ACTOR_ORDER.map((name) => fork(actorMainPath(name), [], { env: nats.env({ ...nats.passwordEnv(name), LURKBOT_LOG_LEVEL: "warn" }), stdio: ["ignore", "ignore", "ignore", "ipc"] }));
+      const children: ChildProcess[] = ACTOR_ORDER.map((name) => fork(actorMainPath(name), [], { env: nats.env({ ...nats.passwordEnv(name), LURKBOT_LOG_LEVEL: "warn" }), stdio: ["ignore", "ignore", "ignore", "ipc"], execArgv: ACTOR_NODE_FLAGS }));
       await untilAllPing(nats.url, "admin", nats.password("admin"));
       runs.push(Date.now() - started);
       await Promise.all(children.map((c) => new Promise((r) => { c.once("exit", r); c.kill("SIGTERM"); })));

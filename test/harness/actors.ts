@@ -3,6 +3,7 @@
  * launcher does, and waits for their "ready" IPC message.
  */
 import { fork, type ChildProcess } from "node:child_process";
+import { ACTOR_NODE_FLAGS } from "../../shared/runtime/memory.js";
 import { actorMainPath } from "../../shared/scripts/paths.js";
 import type { TestNats } from "./nats.js";
 
@@ -22,7 +23,7 @@ export async function startActorProcess(name: string, nats: TestNats, env: Recor
     env: nats.env({ ...nats.passwordEnv(name), ...env }),
     stdio: ["ignore", "pipe", "pipe", "ipc"],
     // e.g. LURKBOT_ACTOR_EXEC_ARGV="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile actors
-    execArgv: (process.env.LURKBOT_ACTOR_EXEC_ARGV ?? "").split(" ").filter(Boolean),
+    execArgv: [...ACTOR_NODE_FLAGS, ...(process.env.LURKBOT_ACTOR_EXEC_ARGV ?? "").split(" ").filter(Boolean)],
   });
   let output = "";
   child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
