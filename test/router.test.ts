@@ -131,10 +131,17 @@ describe("router", () => {
     await cron.close();
   });
 
-  it("a malformed inbound message is dead-lettered and the router keeps serving", async () => {
+  it("a malformed inbound message is dead-lettered, reported as an event, and the router keeps serving", async () => {
+    const monitor = await nats.connect("cli");
+    const reports: string[] = [];
+    monitor.subscribe("lurk.evt.router.dead_letter", { callback: (_e, m) => void reports.push(m.string()) });
+    await monitor.flush();
     await js.publish(s.inbound("telegram"), "not json at all", { msgID: randomUUID() });
     const jsm = await jetstreamManager(admin);
     await waitFor(async () => (await jsm.streams.info(STREAMS.deadLetter)).state.messages > 0, 10_000, "dead letter");
+    await waitFor(() => reports.length > 0, 5_000, "dead_letter event");
+    assert.match(reports[0]!, /LURK_INBOUND/);
+    await monitor.close();
     const { runId } = await send("still alive?", { kind: "group", id: "-100123" });
     await waitFor(async () => (await runRequests()).some((r) => r.runId === runId), 10_000, "run after a bad message");
   });

@@ -60,6 +60,9 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   const lastDelivery = delivery.deliveryCount >= rt.config.bus.maxDeliver;
   const append = (records: TranscriptRecord[], usage?: UsageUpdate) =>
     bus(() => rt.client.call("sessions", "append", { ...key, records, ...(usage ? { usage } : {}) }, opts)).then(() => undefined);
+  /** checkpoints that go out with the end marker: one write for a final answer and the run's end */
+  const finalRecords: TranscriptRecord[] = [];
+  const appendWithFinal = (records: TranscriptRecord[], usage?: UsageUpdate) => append([...finalRecords.splice(0), ...records], usage);
 
   // without the sessions actor nothing can be done: the failure is redelivered (or dead-lettered)
   const started: TranscriptRecord = { id: recordIds.started(req.runId), ts: Date.now(), runId: req.runId, kind: "run_marker", runStatus: "started", meta: { trigger: req.trigger } };
@@ -103,8 +106,15 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
       signal: controller.signal, llmTimeoutMs: rt.config.runs.llmTimeoutMs,
       maxIterations: req.options.maxIterations ?? rt.config.runs.maxIterations,
       execute: (call) => deps.tools.call(ctx, call.id, call.name, call.args),
-      checkpointAssistant: (turn: number, message: AssistantMessage) =>
-        append([{ id: recordIds.assistant(req.runId, turn), ts: Date.now(), runId: req.runId, kind: "message", message, meta: { turn } }]),
+      checkpointAssistant: (turn: number, message: AssistantMessage) => {
+        const record: TranscriptRecord = { id: recordIds.assistant(req.runId, turn), ts: Date.now(), runId: req.runId, kind: "message", message, meta: { turn } };
+        // a final answer (no tool calls) is stored with the end marker, in the same write
+        if (!message.content.some((b) => b.type === "tool_call")) {
+          finalRecords.push(record);
+          return Promise.resolve();
+        }
+        return append([record]);
+      },
       checkpoint: (turn: number, result: ToolResultMessage, durationMs: number) =>
         append([{ id: recordIds.toolResult(req.runId, result.toolCallId), ts: Date.now(), runId: req.runId, kind: "message", message: result, meta: { turn, durationMs } }]),
     }, resume);
@@ -123,7 +133,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
     if (timer) clearTimeout(timer);
     deps.controls.unregister(req.runId, controller);
   }
-  await finish(rt, req, events, log, append, outcome, lastDelivery);
+  await finish(rt, req, events, log, appendWithFinal, outcome, lastDelivery);
 }
 
 async function finish(rt: ActorRuntime, req: RunRequest, events: RunEvents, log: Logger, append: FinishDeps["append"], outcome: Outcome, lastDelivery: boolean): Promise<void> {
