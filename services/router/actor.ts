@@ -39,6 +39,11 @@ export const definition: ActorDefinition = {
       },
     }));
 
+    const finishedBefore = async (request: RunRequest) => {
+      const { status } = await rt.client.call("sessions", "run", { sessionKey: request.sessionKey, runId: request.runId });
+      return status === "done" || status === "error" || status === "aborted";
+    };
+
     /**
      * Holds the session's lane for the run, then stores the run request in RUNS. A failure keeps
      * the lane (the message is redelivered and retried first, so order holds) unless the message
@@ -48,16 +53,18 @@ export const definition: ActorDefinition = {
       if (lanes.isDispatched(request.runId)) return; // a redelivery of a message whose run is under way
       await lanes.acquire(request.sessionKey, request.runId);
       try {
-        if (delivery.redelivered) {
-          // the first attempt may have got as far as a finished run: then there is nothing to start
-          const status = await rt.client.call("sessions", "run", { sessionKey: request.sessionKey, runId: request.runId });
-          if (status.status === "done" || status.status === "error" || status.status === "aborted") {
-            lanes.release(request.runId);
-            return;
-          }
+        if (delivery.redelivered && (await finishedBefore(request))) {
+          lanes.release(request.runId); // an earlier delivery got as far as a finished run
+          return;
         }
         const parsed = runRequestSchema.parse(request);
-        await rt.js.publish(rt.subjects.runRequest(parsed.agentId), JSON.stringify(parsed), { msgID: parsed.runId });
+        const ack = await rt.js.publish(rt.subjects.runRequest(parsed.agentId), JSON.stringify(parsed), { msgID: parsed.runId });
+        if (ack.duplicate && (await finishedBefore(request))) {
+          // RUNS already had this run (an earlier delivery of the message got it there) and it
+          // ended while this delivery waited: no terminal event will come for it any more
+          lanes.release(request.runId);
+          return;
+        }
         lanes.markDispatched(parsed.runId);
         rt.emit("dispatched", { runId: parsed.runId, sessionKey: parsed.sessionKey, trigger: parsed.trigger }, "debug");
       } catch (err) {
