@@ -28,7 +28,14 @@ async function main(): Promise<void> {
 
   progress("starting nats-server, fake LLM and the actors");
   const system = await TestSystem.start({ files: { "notes.txt": "benchmark file\n" }, env: { LURKBOT_LOG_LEVEL: "warn" } });
+  const rssOfActors = () => {
+    const rss: Record<string, number> = {};
+    for (const [name, actor] of system.actors) rss[name] = rssMb(actor.child.pid!);
+    return { perActor: rss, actorsTotal: round(Object.values(rss).reduce((a, b) => a + b, 0)) };
+  };
   try {
+    await new Promise((r) => setTimeout(r, 3000));
+    const fresh = rssOfActors();
     progress("baselines: raw NATS request/reply, raw piscina task, raw SDK call");
     const nats = await rawNatsRequestReply(system.nats, 2000);
     const piscina = await rawPiscinaTask(2000);
@@ -58,11 +65,9 @@ async function main(): Promise<void> {
     results.throughputTurnsPerSecond = { sessions1: one, [`sessions${CONCURRENT_SESSIONS}`]: many };
     await client.close();
 
-    progress("idle memory");
-    await new Promise((r) => setTimeout(r, 3000));
-    const rss: Record<string, number> = {};
-    for (const [name, actor] of system.actors) rss[name] = rssMb(actor.child.pid!);
-    results.idleRssMb = { perActor: rss, actorsTotal: round(Object.values(rss).reduce((a, b) => a + b, 0)) };
+    progress("idle memory after the load (actors collect garbage once idle)");
+    await new Promise((r) => setTimeout(r, 25_000));
+    results.idleRssMb = { afterStart: fresh, afterLoad: rssOfActors() };
   } finally {
     await system.stop();
   }
