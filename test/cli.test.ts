@@ -23,35 +23,11 @@ import { actorEnv, isSecretEnvName, LAUNCHER_ACTORS } from "../services/cli/acto
 import { parseArgs } from "../services/cli/args.js";
 import { Backoff } from "../services/cli/backoff.js";
 import { subjectMatches } from "../services/cli/tail.js";
+import { CLI_MAIN, runCli } from "./harness/cli.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
 import { freePort, TestNats } from "./harness/nats.js";
 
-const CLI_MAIN = join(REPO_ROOT, "dist", "services", "cli", "main.js");
 const s = subjects();
-
-interface CliRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs `node dist/services/cli/main.js ...args` to completion (SIGKILL after timeoutMs). */
-function runCli(args: string[], env: Record<string, string>, opts: { timeoutMs?: number; input?: string } = {}): Promise<CliRun> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI_MAIN, ...args], { env, stdio: ["pipe", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs ?? 30_000);
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-    if (opts.input !== undefined) child.stdin.end(opts.input);
-    else child.stdin.end();
-  });
-}
 
 /** A long-running CLI process (tail) whose output is read while it runs. */
 function startCli(args: string[], env: Record<string, string>): { child: ChildProcess; stdout: () => string; stderr: () => string; exited: Promise<number | null> } {

@@ -14,27 +14,12 @@ import { after, before, describe, it } from "node:test";
 import { passwordEnvName } from "../shared/contract/index.js";
 import { actorMainPath } from "../shared/scripts/paths.js";
 import { actorModulePath, LAUNCHER_ACTORS } from "../services/cli/actors.js";
+import { CLI_MAIN, runCli } from "./harness/cli.js";
 import { waitFor } from "./harness/actors.js";
 import { freePort } from "./harness/nats.js";
 import { REPO_ROOT } from "../shared/scripts/paths.js";
 
-const CLI_MAIN = join(REPO_ROOT, "dist", "services", "cli", "main.js");
 
-/** Runs `node dist/services/cli/main.js ...args` to completion (SIGKILL after timeoutMs). */
-function runCli(args: string[], env: Record<string, string>, opts: { timeoutMs?: number } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI_MAIN, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs ?? 30_000);
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
 
 const unbuilt = LAUNCHER_ACTORS.filter((a) => !existsSync(actorMainPath(a)) || !existsSync(actorModulePath(a)));
 const built = LAUNCHER_ACTORS.filter((a) => !unbuilt.includes(a));

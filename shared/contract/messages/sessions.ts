@@ -49,7 +49,8 @@ export type TranscriptRecord = z.infer<typeof transcriptRecordSchema>;
 
 const key = { sessionKey: sessionKeySchema };
 
-export const sessionsEnsureRequest = defineMessage("lurk.sessions.ensure.v1", {
+/** What creates a session entry (or updates its last origin). */
+const ensureFields = {
   ...key,
   agentId: agentIdSchema,
   sessionType: sessionTypeSchema,
@@ -57,7 +58,9 @@ export const sessionsEnsureRequest = defineMessage("lurk.sessions.ensure.v1", {
   origin: originSchema.optional(),
   parentSessionKey: sessionKeySchema.optional(),
   label: z.string().max(200).optional(),
-});
+};
+
+export const sessionsEnsureRequest = defineMessage("lurk.sessions.ensure.v1", ensureFields);
 export const sessionsGetRequest = defineMessage("lurk.sessions.get.v1", key);
 export const sessionsListRequest = defineMessage("lurk.sessions.list.v1", {
   agentId: agentIdSchema.optional(),
@@ -86,14 +89,8 @@ export const sessionsAppendRequest = defineMessage("lurk.sessions.append.v1", {
  * newer records come back (`incremental: true`).
  */
 export const sessionsBeginRequest = defineMessage("lurk.sessions.begin.v1", {
-  ...key,
+  ...ensureFields,
   runId: idSchema,
-  agentId: agentIdSchema,
-  sessionType: sessionTypeSchema,
-  channel: channelNameSchema.optional(),
-  origin: originSchema.optional(),
-  parentSessionKey: sessionKeySchema.optional(),
-  label: z.string().max(200).optional(),
   records: z.array(transcriptRecordSchema).max(500),
   historyLimit: listLimitSchema.default(200),
   known: z.object({ sessionId: idSchema, lastSeq: z.number().int().min(-1) }).optional(),
