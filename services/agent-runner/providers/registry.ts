@@ -5,13 +5,15 @@
  */
 import { LurkError } from "../../../shared/contract/index.js";
 import type { LurkConfig } from "../../../shared/runtime/config.js";
+import { AnthropicProvider } from "./anthropic.js";
+import { OllamaProvider } from "./ollama.js";
 import { OpenAIProvider } from "./openai.js";
 import type { Provider } from "./types.js";
 
 export const NO_MODEL_TEXT =
   "No model is configured. Set LURKBOT_MODEL=openai/gpt-4o-mini and OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible server), then restart with `npx lurkbot start`.";
 
-export const KNOWN_PROVIDERS = ["openai"] as const;
+export const KNOWN_PROVIDERS = ["openai", "anthropic", "ollama"] as const;
 
 export interface ResolvedModel {
   provider: Provider;
@@ -60,6 +62,17 @@ export class ProviderRegistry {
         provider = new OpenAIProvider({ ...(apiKey ? { apiKey } : {}), ...(baseUrl ? { baseUrl } : {}), timeoutMs: this.config.runs.llmTimeoutMs });
         break;
       }
+      case "anthropic": {
+        const { apiKey, baseUrl } = this.config.providers.anthropic;
+        if (!apiKey && !baseUrl) {
+          throw new LurkError("PROVIDER_AUTH", `model ${ref} needs Anthropic credentials: set ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for an Anthropic-compatible endpoint such as MiniMax), then restart with \`npx lurkbot start\`.`);
+        }
+        provider = new AnthropicProvider({ ...(apiKey ? { apiKey } : {}), ...(baseUrl ? { baseUrl } : {}), timeoutMs: this.config.runs.llmTimeoutMs });
+        break;
+      }
+      case "ollama":
+        provider = new OllamaProvider({ host: this.config.providers.ollama.host, timeoutMs: this.config.runs.llmTimeoutMs });
+        break;
       default:
         throw new LurkError("CONFIG_INVALID", `unknown model provider "${name}" in "${ref}"; supported: ${KNOWN_PROVIDERS.join(", ")} (e.g. LURKBOT_MODEL=openai/gpt-4o-mini)`);
     }
