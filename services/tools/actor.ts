@@ -9,6 +9,7 @@ import { toolCallRequest, toolCallReply } from "../../shared/contract/index.js";
 import type { ActorDefinition } from "../../shared/runtime/actor.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { handleToolCall } from "./call.js";
+import { execHostFor, execMetadata } from "./exec/sandbox.js";
 import { ToolPool } from "./pool.js";
 import { BUILTIN_TOOLS } from "./registry.js";
 import { toolDefinition } from "./tool.js";
@@ -18,15 +19,22 @@ export const TOOLS_QUEUE = "tools";
 export const definition: ActorDefinition = {
   name: "tools",
   version: LURKBOT_VERSION,
-  description: "tool catalog and execution (piscina workers, workspace-confined)",
+  description: "tool catalog and execution (piscina workers, workspace-confined; exec in a bubblewrap sandbox)",
+  /** the exec sandbox in force, for `lurkbot status` (probed once; start reuses it) */
+  async metadata(config, log) {
+    return execMetadata(await execHostFor(config, log));
+  },
   async start(rt) {
+    const exec = await execHostFor(rt.config, rt.log);
     const pool = ToolPool.fromConfig(rt.config, rt.log);
     const catalog = BUILTIN_TOOLS.map((tool) => toolDefinition(tool, rt.name));
 
     rt.serve("tools", "list", () => ({ actor: rt.name, tools: catalog }), { queue: TOOLS_QUEUE });
     for (const tool of BUILTIN_TOOLS) {
-      rt.serveSubject(`call-${tool.name}`, rt.subjects.toolCall(tool.name), toolCallRequest, toolCallReply,
-        (req) => handleToolCall(rt, pool, tool, req), { queue: TOOLS_QUEUE });
+      for (const name of [tool.name, ...(tool.aliases ?? [])]) {
+        rt.serveSubject(`call-${name}`, rt.subjects.toolCall(name), toolCallRequest, toolCallReply,
+          (req) => handleToolCall(rt, pool, tool, req, exec), { queue: TOOLS_QUEUE });
+      }
     }
     return { stop: () => pool.close() };
   },

@@ -6,14 +6,16 @@
  * back to the model. Only a malformed request (the runtime) or a request for an agent this
  * install does not have is an error reply.
  *
- * Policy, approvals and sandboxed exec (a later issue) slot in here, between validation and
- * `pool.run`.
+ * Policy and approvals (a later issue) slot in here, between validation and `pool.run`. Tools
+ * with `runsIn: "process"` (exec) run in this thread instead of the pool (process-tools.ts).
  */
 import { LurkError, toolProgressSchema, type ToolCallReply, type ToolCallRequest } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import { agentWorkspace } from "../../shared/runtime/config.js";
 import { errorResult, resultFromError } from "./content.js";
-import type { ToolPool } from "./pool.js";
+import type { ExecHost } from "./exec/sandbox.js";
+import type { RunToolOptions, ToolPool } from "./pool.js";
+import { runProcessTool } from "./process-tools.js";
 import { describeIssues, type Tool, type ToolLimits, type ToolResult } from "./tool.js";
 
 /** bytes kept free in a reply for the envelope and JSON escaping */
@@ -30,8 +32,8 @@ export function toolLimits(rt: ActorRuntime): ToolLimits {
   };
 }
 
-export async function handleToolCall(rt: ActorRuntime, pool: ToolPool, tool: Tool, req: ToolCallRequest): Promise<ToolCallReply> {
-  if (req.tool !== tool.name) {
+export async function handleToolCall(rt: ActorRuntime, pool: ToolPool, tool: Tool, req: ToolCallRequest, exec?: ExecHost): Promise<ToolCallReply> {
+  if (req.tool !== tool.name && !(tool.aliases ?? []).includes(req.tool)) {
     throw new LurkError("VALIDATION_FAILED", `the request names the tool "${req.tool}" but was sent to ${rt.subjects.toolCall(tool.name)}`);
   }
   const agent = rt.config.agents.find((a) => a.id === req.agentId);
@@ -45,7 +47,7 @@ export async function handleToolCall(rt: ActorRuntime, pool: ToolPool, tool: Too
   } else {
     const configured = rt.config.tools.timeoutMs;
     try {
-      result = await pool.run(tool.name, {
+      const opts: RunToolOptions = {
         args: parsed.data as Record<string, unknown>,
         workspace: agentWorkspace(rt.config, agent),
         timeoutMs: Math.min(req.timeoutMs ?? configured, configured),
@@ -53,7 +55,8 @@ export async function handleToolCall(rt: ActorRuntime, pool: ToolPool, tool: Too
         call: { toolCallId: req.toolCallId, runId: req.runId, agentId: req.agentId, sessionKey: req.sessionKey, sessionType: req.sessionType },
         signal: rt.signal,
         onProgress: progressPublisher(rt, req),
-      });
+      };
+      result = tool.runsIn === "process" ? await runProcessTool(tool, opts, exec) : await pool.run(tool.name, opts);
     } catch (err) {
       result = resultFromError(err);
     }

@@ -4,9 +4,10 @@
  * tools/ and one line here.
  */
 import type { Tool } from "./tool.js";
+import { execTool } from "./tools/exec.js";
 import { readTool } from "./tools/read.js";
 
-export const BUILTIN_TOOLS: readonly Tool[] = [readTool];
+export const BUILTIN_TOOLS: readonly Tool[] = [readTool, execTool];
 
 const byName = new Map(BUILTIN_TOOLS.map((tool) => [tool.name, tool]));
 

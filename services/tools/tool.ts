@@ -13,6 +13,7 @@
  */
 import { z } from "zod";
 import type { ErrorCode, imageBlockSchema, SessionType, textBlockSchema, ToolDefinition } from "../../shared/contract/index.js";
+import type { ExecHost } from "./exec/sandbox.js";
 import type { ConfinedFs } from "./fs-confined.js";
 
 export type TextBlock = z.infer<typeof textBlockSchema>;
@@ -53,6 +54,18 @@ export interface ToolContext {
   call?: ToolCallInfo;
   /** a short progress note (rate-limited by the caller side) */
   progress(message: string, fraction?: number): void;
+  /** only for tools with `runsIn: "process"`: what the actor process gives them */
+  host?: ProcessToolHost;
+}
+
+/** What a process tool gets besides the common context (see process-tools.ts). */
+export interface ProcessToolHost {
+  /** absolute path of the agent's workspace */
+  workspace: string;
+  /** ms the call may take (the signal fires then with a TIMEOUT reason) */
+  timeoutMs: number;
+  /** the exec sandbox this actor detected at start */
+  exec: ExecHost;
 }
 
 export interface Tool<S extends z.ZodType = z.ZodType> {
@@ -65,6 +78,13 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
   parallelSafe: boolean;
   groups: string[];
   needsApproval?: boolean;
+  /** other names it is served under (`lurk.tools.call.<alias>`); the catalog lists `name` only */
+  aliases?: string[];
+  /**
+   * "worker" (default): a piscina worker thread. "process": the actor's main thread, for tools
+   * that spawn child processes (exec); they get `ctx.host` and must honour `ctx.signal`.
+   */
+  runsIn?: "worker" | "process";
   execute(args: z.output<S>, ctx: ToolContext): Promise<ToolResult>;
 }
 

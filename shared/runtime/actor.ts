@@ -34,6 +34,8 @@ export interface ActorDefinition {
   version: string;
   description: string;
   start(rt: ActorRuntime): Promise<Stoppable | void>;
+  /** extra service metadata (`$SRV.INFO`, shown by `lurkbot status`), computed before the service registers */
+  metadata?(config: LurkConfig, log: Logger): Promise<Record<string, string>> | Record<string, string>;
 }
 
 export class ActorRuntime {
@@ -163,7 +165,14 @@ export async function startActor(def: ActorDefinition, opts: StartActorOptions =
   registerSecret(password);
   const log = opts.log ?? createLogger(def.name, config.log.level);
   const nc = await connectActor({ url: config.nats.url, user: def.name, password, log, ...(opts.firstConnectTimeoutMs ? { firstConnectTimeoutMs: opts.firstConnectTimeoutMs } : {}) });
-  const service = await registerService(nc, { name: def.name, version: def.version, description: def.description });
+  let metadata: Record<string, string> | undefined;
+  try {
+    metadata = await def.metadata?.(config, log);
+  } catch (err) {
+    await nc.close().catch(() => undefined);
+    throw err;
+  }
+  const service = await registerService(nc, { name: def.name, version: def.version, description: def.description, ...(metadata ? { metadata } : {}) });
   const rt = new ActorRuntime(def.name, config, nc, service, log);
   try {
     const started = await def.start(rt);

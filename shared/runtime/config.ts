@@ -26,6 +26,37 @@ export const agentConfigSchema = z.object({
 });
 export type AgentConfig = z.infer<typeof agentConfigSchema>;
 
+/** The `exec` tool (services/tools/exec/): its sandbox and the resource limits of a command. */
+export const EXEC_DEFAULTS = {
+  bwrapPath: "/usr/bin/bwrap",
+  allowUnsandboxed: false,
+  maxProcesses: 256,
+  maxFileSizeMb: 1024,
+  cpuSeconds: 300,
+  memoryMb: 4096,
+  maxOpenFiles: 1024,
+  maxOutputFileMb: 32,
+};
+export const execConfigSchema = z.object({
+  /** the bubblewrap binary; a missing one makes exec SANDBOX_UNAVAILABLE (unless allowUnsandboxed) */
+  bwrapPath: z.string().min(1).default(EXEC_DEFAULTS.bwrapPath),
+  /** without a working bubblewrap, run commands as plain children (env scrubbed, limits, group kill) */
+  allowUnsandboxed: z.boolean().default(EXEC_DEFAULTS.allowUnsandboxed),
+  /** processes/threads a command may have at once (pids cgroup when available, else RLIMIT_NPROC) */
+  maxProcesses: z.number().int().min(8).max(100_000).default(EXEC_DEFAULTS.maxProcesses),
+  /** largest file a command may write (RLIMIT_FSIZE), MB */
+  maxFileSizeMb: z.number().int().min(1).max(1024 * 1024).default(EXEC_DEFAULTS.maxFileSizeMb),
+  /** CPU seconds per process (RLIMIT_CPU); the wall-clock deadline is tools.timeoutMs */
+  cpuSeconds: z.number().int().min(1).max(86_400).default(EXEC_DEFAULTS.cpuSeconds),
+  /** address space per process (RLIMIT_AS), MB; 0 = no limit */
+  memoryMb: z.number().int().min(0).max(1024 * 1024).default(EXEC_DEFAULTS.memoryMb),
+  /** open files per process (RLIMIT_NOFILE) */
+  maxOpenFiles: z.number().int().min(16).max(1_048_576).default(EXEC_DEFAULTS.maxOpenFiles),
+  /** output beyond outputCapBytes is saved to .lurkbot/outputs/ up to this size, MB */
+  maxOutputFileMb: z.number().int().min(1).max(4096).default(EXEC_DEFAULTS.maxOutputFileMb),
+});
+export type ExecConfig = z.infer<typeof execConfigSchema>;
+
 export const configSchema = z.object({
   home: z.string(),
   workspace: z.string(),
@@ -72,7 +103,8 @@ export const configSchema = z.object({
     workerMemoryMb: z.number().int().min(16).max(8192).default(128),
     timeoutMs: msSchema.default(60_000),
     outputCapBytes: z.number().int().min(1024).max(10 * 1024 * 1024).default(64 * 1024),
-  }).default({ minThreads: 1, maxThreads: 2, workerMemoryMb: 128, timeoutMs: 60_000, outputCapBytes: 64 * 1024 }),
+    exec: execConfigSchema.default(EXEC_DEFAULTS),
+  }).default({ minThreads: 1, maxThreads: 2, workerMemoryMb: 128, timeoutMs: 60_000, outputCapBytes: 64 * 1024, exec: EXEC_DEFAULTS }),
   log: z.object({ level: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info") }).default({ level: "info" }),
   security: z.object({
     /** allow a non-loopback nats:// URL without TLS (only on a trusted private network) */
