@@ -32,6 +32,7 @@ interface Instance {
   pid: number | null;
   host: string | null;
   version: string;
+  sandbox: string | null;
 }
 
 /** Alive and not a zombie. */
@@ -151,6 +152,10 @@ describe("lurkbot start", () => {
       assert.equal(pids.size, instances.length, "one process per actor");
       assert.ok(!pids.has(launcher.child.pid!), "actors are not in the launcher's process");
       for (const i of instances) assert.ok(i.pid !== null && alive(i.pid), `${i.name} pid ${i.pid} is alive`);
+      // the exec sandbox mode in force is part of status (bubblewrap is installed here and in CI)
+      assert.equal(instances.find((i) => i.name === "tools")?.sandbox, "bwrap");
+      const table = await runCli(["status"], launcher.env);
+      assert.match(table.stdout, /exec sandbox of tools@.*: bubblewrap/);
     });
 
     it("gives each actor only its own NATS password and no unneeded secret", { skip: !existsSync("/proc/self/environ") && "needs /proc" }, async () => {

@@ -21,6 +21,8 @@ export interface InstanceStatus {
   requests: number;
   errors: number;
   lastError: string | null;
+  /** the tools actor's exec sandbox mode (bwrap, none, unavailable), from its service metadata */
+  sandbox: string | null;
 }
 
 export interface StatusReport {
@@ -68,6 +70,7 @@ export async function gatherStatus(nc: NatsConnection, url: string, now = Date.n
       requests: endpoints.reduce((n, e) => n + e.num_requests, 0),
       errors: endpoints.reduce((n, e) => n + e.num_errors, 0),
       lastError,
+      sandbox: meta.sandbox ?? null,
     });
   }
   const order = (name: string) => {
@@ -98,6 +101,10 @@ export function formatStatus(report: StatusReport): string {
   if (errors.length) {
     lines.push("", "last errors:");
     for (const i of errors) lines.push(`  ${i.name}@${i.host ?? "?"}:${i.pid ?? "?"}: ${i.lastError}`);
+  }
+  for (const i of report.instances.filter((x) => x.sandbox)) {
+    const what = i.sandbox === "bwrap" ? "bubblewrap" : i.sandbox === "none" ? "NONE (tools.exec.allowUnsandboxed is set)" : "unavailable: exec is refused (install bubblewrap)";
+    lines.push("", `exec sandbox of ${i.name}@${i.host ?? "?"}:${i.pid ?? "?"}: ${what}`);
   }
   if (report.missing.length) lines.push("", `not running: ${report.missing.join(", ")} — start them with \`npx lurkbot start\`.`);
   return lines.join("\n") + "\n";
