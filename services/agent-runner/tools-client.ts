@@ -7,7 +7,7 @@
  */
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  LurkError, safeParseJson, toolCallReply, toolsListReply, type Subjects, type ToolDefinition, type ToolResultMessage,
+  LurkError, parseSessionKey, safeParseJson, toolCallReply, toolsListReply, type Subjects, type ToolDefinition, type ToolResultMessage,
 } from "../../shared/contract/index.js";
 import type { BusClient } from "../../shared/runtime/client.js";
 import type { Logger } from "../../shared/runtime/logger.js";
@@ -21,6 +21,8 @@ export interface ToolCallContext {
   sessionKey: string;
   agentId: string;
   sessionType: string;
+  /** "provider/model" of the run, for the tool policy's provider and model layers */
+  model?: string;
 }
 
 export class ToolsClient {
@@ -35,23 +37,31 @@ export class ToolsClient {
     private readonly callTimeoutMs: number,
   ) {}
 
-  /** The merged catalog for an agent (cached; concurrent callers share one gather). */
-  async list(agentId: string): Promise<ToolDefinition[]> {
-    const cached = this.cache.get(agentId);
+  /**
+   * The merged catalog for an agent in a session (cached per agent, session type and model,
+   * since the tool policy depends on them; concurrent callers share one gather).
+   */
+  async list(agentId: string, sessionKey?: string, model?: string): Promise<ToolDefinition[]> {
+    const sessionType = sessionKey ? parseSessionKey(sessionKey)?.type ?? sessionKey : "";
+    const key = `${agentId}\u0000${sessionType}\u0000${model ?? ""}`;
+    const cached = this.cache.get(key);
     if (cached && Date.now() - cached.at < (cached.tools.length > 0 ? CACHE_MS : EMPTY_CACHE_MS)) return cached.tools;
-    let pending = this.pending.get(agentId);
+    let pending = this.pending.get(key);
     if (!pending) {
-      pending = this.gather(agentId).then((tools) => {
-        this.cache.set(agentId, { at: Date.now(), tools });
+      pending = this.gather(agentId, sessionKey, model).then((tools) => {
+        this.cache.set(key, { at: Date.now(), tools });
         return tools;
-      }).finally(() => this.pending.delete(agentId));
-      this.pending.set(agentId, pending);
+      }).finally(() => this.pending.delete(key));
+      this.pending.set(key, pending);
     }
     return pending;
   }
 
-  private async gather(agentId: string): Promise<ToolDefinition[]> {
-    const request = { type: "lurk.tools.list.v1", id: `tools-list-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`, ts: Date.now(), agentId };
+  private async gather(agentId: string, sessionKey?: string, model?: string): Promise<ToolDefinition[]> {
+    const request = {
+      type: "lurk.tools.list.v1", id: `tools-list-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`, ts: Date.now(), agentId,
+      ...(sessionKey ? { sessionKey } : {}), ...(model ? { model } : {}),
+    };
     const byName = new Map<string, ToolDefinition>();
     try {
       const replies = await this.nc.requestMany(this.subjects.op("tools", "list"), JSON.stringify(request), { strategy: "timer", maxWait: GATHER_MS });
@@ -79,6 +89,7 @@ export class ToolsClient {
     try {
       const reply = await this.client.callSubject(this.subjects.toolCall(name), "lurk.tools.call.v1", {
         toolCallId, runId: ctx.runId, sessionKey: ctx.sessionKey, agentId: ctx.agentId, sessionType: ctx.sessionType, tool: name, args,
+        ...(ctx.model ? { model: ctx.model } : {}),
       }, toolCallReply, { timeoutMs: this.callTimeoutMs, runId: ctx.runId }, "tools");
       const content = reply.content.length > 0 ? reply.content : [{ type: "text" as const, text: reply.isError ? "Error: the tool failed without output" : "(no output)" }];
       // a truncated reply already says so in its text (the tools actor writes the paging note)

@@ -45,6 +45,18 @@ export const COMMANDS: CommandSpec[] = [
     },
   },
   {
+    name: "init",
+    args: "",
+    summary: "create the agent workspace with starting files (SOUL.md, USER.md, AGENTS.md, ...)",
+    details: ["Existing files are kept unless --force. Without --workspace: the configured workspace (LURKBOT_WORKSPACE or $LURKBOT_HOME/workspace)."],
+    minArgs: 0,
+    maxArgs: 0,
+    options: {
+      workspace: { type: "string", value: "DIR", help: "the workspace directory to create or fill" },
+      force: { type: "boolean", help: "replace existing files with the templates" },
+    },
+  },
+  {
     name: "start",
     args: "",
     summary: "start nats-server (if none answers) and every actor; Ctrl-C stops them all",
@@ -108,6 +120,44 @@ export const COMMANDS: CommandSpec[] = [
     options: {
       replicas: { type: "number", value: "N", help: "stream replicas in a NATS cluster (default: keep the current count, 1 for new streams)" },
       wait: { type: "number", value: "SEC", help: "wait this long for the server to answer (default 10)" },
+    },
+  },
+  {
+    name: "sessions",
+    args: "list|show|reset|delete [KEY]",
+    summary: "list sessions, show a transcript, reset (/new) or delete a session",
+    details: [
+      "  sessions list [--agent ID] [--type T] [--json]   key, type, channel, records, tokens, model, updated",
+      "  sessions show KEY [--limit N] [--json]           the entry and its newest transcript records",
+      "  sessions reset KEY                               a fresh transcript; the old one stays on disk",
+      "  sessions delete KEY [--yes]                      asks on a terminal; elsewhere needs --yes",
+      "Exit code 1 for an unknown KEY, 2 when the bus is down.",
+    ],
+    minArgs: 1,
+    maxArgs: 2,
+    options: {
+      agent: { type: "string", value: "ID", help: "list: only this agent's sessions" },
+      type: { type: "string", value: "T", help: "list: only this session type (main, dm, group, topic, thread, subagent, cron)" },
+      limit: { type: "number", value: "N", help: "list: at most N sessions (default 100); show: the newest N records (default 20)" },
+      yes: { type: "boolean", help: "delete: do not ask for confirmation" },
+      json: { type: "boolean", help: "print JSON" },
+    },
+  },
+  {
+    name: "tools",
+    args: "",
+    summary: "the tools an agent may use in a session, as the tool policy decides (--explain: why)",
+    details: [
+      "Without --session: the default (or --agent) agent's main session.",
+      "--explain lists every known tool, allowed or denied, with the policy layer and rule that decided.",
+    ],
+    minArgs: 0,
+    maxArgs: 0,
+    options: {
+      session: { type: "string", value: "KEY", help: "a session key, e.g. agent:main:telegram:group:42 or agent:main:subagent:c1" },
+      agent: { type: "string", value: "ID", help: "the agent (default: the session key's, else the default agent)" },
+      explain: { type: "boolean", help: "every tool with allowed/denied, layer and rule" },
+      json: { type: "boolean", help: "print JSON" },
     },
   },
   {

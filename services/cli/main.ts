@@ -1,6 +1,6 @@
 /**
  * `lurkbot`: the operator's command. `setup`, `start` (the launcher), `status`, `tail`, `send`,
- * `chat` and `streams`. Exit codes: 0 ok, 1 failed, 2 bus unreachable, 64 usage, 78 config.
+ * `chat`, `streams` and `sessions`. Exit codes: 0 ok, 1 failed, 2 bus unreachable, 64 usage, 78 config.
  */
 import { loadConfig, type Env, type LurkConfig } from "../../shared/runtime/config.js";
 import { ensureStreams } from "../../shared/runtime/streams.js";
@@ -12,9 +12,12 @@ import { TerminalChannel } from "./channel.js";
 import { chat } from "./chat.js";
 import { EXIT, toCliError, UsageError } from "./errors.js";
 import { Launcher } from "./launcher.js";
+import { cmdInit } from "./init.js";
 import { runSetup, writeSystemdFiles } from "./setup.js";
 import { formatStatus, gatherStatus } from "./status.js";
 import { tail } from "./tail.js";
+import { cmdTools } from "./tools.js";
+import { cmdSessions, ttyConfirm } from "./sessions.js";
 
 const out = (line: string) => process.stdout.write(line + "\n");
 const err = (line: string) => process.stderr.write(line + "\n");
@@ -158,12 +161,15 @@ async function cmdStreams(p: ParsedCommand, env: Env): Promise<number> {
 
 const HANDLERS: Record<string, (p: ParsedCommand, env: Env) => Promise<number>> = {
   setup: cmdSetup,
+  init: (p, env) => cmdInit(p, env, out),
   start: cmdStart,
   status: cmdStatus,
   tail: cmdTail,
   send: cmdSend,
   chat: cmdChat,
   streams: cmdStreams,
+  tools: (p, env) => cmdTools(p, env, { out }),
+  sessions: (p, env) => cmdSessions(p, env, { out, err, confirm: ttyConfirm }),
 };
 
 export async function main(argv: string[], env: Env = process.env): Promise<number> {

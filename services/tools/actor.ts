@@ -10,6 +10,7 @@ import type { ActorDefinition } from "../../shared/runtime/actor.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { handleToolCall } from "./call.js";
 import { execHostFor, execMetadata } from "./exec/sandbox.js";
+import { allowedCatalog, explainTools } from "./policy-config.js";
 import { ToolPool } from "./pool.js";
 import { BUILTIN_TOOLS } from "./registry.js";
 import { toolDefinition } from "./tool.js";
@@ -29,7 +30,9 @@ export const definition: ActorDefinition = {
     const pool = ToolPool.fromConfig(rt.config, rt.log);
     const catalog = BUILTIN_TOOLS.map((tool) => toolDefinition(tool, rt.name));
 
-    rt.serve("tools", "list", () => ({ actor: rt.name, tools: catalog }), { queue: TOOLS_QUEUE });
+    // the tool policy (policy.ts) filters the catalog per agent and session; call.ts enforces it
+    rt.serve("tools", "list", (req) => ({ actor: rt.name, tools: allowedCatalog(rt.config, BUILTIN_TOOLS, catalog, req) }), { queue: TOOLS_QUEUE });
+    rt.serve("tools", "explain", (req) => explainTools(rt.config, rt.name, BUILTIN_TOOLS, req), { queue: TOOLS_QUEUE });
     for (const tool of BUILTIN_TOOLS) {
       for (const name of [tool.name, ...(tool.aliases ?? [])]) {
         rt.serveSubject(`call-${name}`, rt.subjects.toolCall(name), toolCallRequest, toolCallReply,

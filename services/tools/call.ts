@@ -6,7 +6,8 @@
  * back to the model. Only a malformed request (the runtime) or a request for an agent this
  * install does not have is an error reply.
  *
- * Policy and approvals (a later issue) slot in here, between validation and `pool.run`. Tools
+ * The tool policy (policy.ts) refuses a denied tool first (TOOL_DENIED, naming the layer);
+ * approvals (a later issue) slot in between validation and `pool.run`. Tools
  * with `runsIn: "process"` (exec) run in this thread instead of the pool (process-tools.ts).
  */
 import { LurkError, toolProgressSchema, type ToolCallReply, type ToolCallRequest } from "../../shared/contract/index.js";
@@ -15,6 +16,8 @@ import { agentWorkspace } from "../../shared/runtime/config.js";
 import { errorResult, resultFromError } from "./content.js";
 import type { ExecHost } from "./exec/sandbox.js";
 import type { RunToolOptions, ToolPool } from "./pool.js";
+import { deniedMessage } from "./policy.js";
+import { decideForRequest } from "./policy-config.js";
 import { runProcessTool } from "./process-tools.js";
 import { describeIssues, type Tool, type ToolLimits, type ToolResult } from "./tool.js";
 
@@ -29,6 +32,7 @@ export function toolLimits(rt: ActorRuntime): ToolLimits {
     outputCapBytes: Math.min(rt.config.tools.outputCapBytes, maxPayload - REPLY_OVERHEAD),
     // base64 is 4/3 the size
     imageCapBytes: Math.floor(((maxPayload - REPLY_OVERHEAD) * 3) / 4),
+    maxWriteBytes: rt.config.tools.maxWriteBytes,
   };
 }
 
@@ -41,8 +45,13 @@ export async function handleToolCall(rt: ActorRuntime, pool: ToolPool, tool: Too
 
   const started = Date.now();
   let result: ToolResult;
+  // the tool policy, again at call time: a runner cannot call what the list left out
+  const decision = decideForRequest(rt.config, agent, req, tool);
   const parsed = tool.parameters.safeParse(req.args);
-  if (!parsed.success) {
+  if (!decision.allowed) {
+    rt.log.info({ tool: req.tool, agentId: req.agentId, sessionKey: req.sessionKey, layer: decision.layer, rule: decision.rule }, "tool call denied by policy");
+    result = errorResult("TOOL_DENIED", deniedMessage(decision, req.tool));
+  } else if (!parsed.success) {
     result = errorResult("TOOL_INVALID_ARGS", `invalid arguments for ${tool.name}: ${describeIssues(parsed.error)}. Fix them and call ${tool.name} again.`);
   } else {
     const configured = rt.config.tools.timeoutMs;

@@ -6,8 +6,11 @@
 import type { Tool } from "./tool.js";
 import { execTool } from "./tools/exec.js";
 import { readTool } from "./tools/read.js";
+import { writeTool } from "./tools/write.js";
+import { editTool } from "./tools/edit.js";
+import { applyPatchTool } from "./tools/apply-patch.js";
 
-export const BUILTIN_TOOLS: readonly Tool[] = [readTool, execTool];
+export const BUILTIN_TOOLS: readonly Tool[] = [readTool, execTool, writeTool, editTool, applyPatchTool];
 
 const byName = new Map(BUILTIN_TOOLS.map((tool) => [tool.name, tool]));
 

@@ -34,6 +34,8 @@ export interface ToolLimits {
   outputCapBytes: number;
   /** the raw bytes of one image returned as a base64 block */
   imageCapBytes: number;
+  /** the most a file tool writes to one file (config.tools.maxWriteBytes; 5 MiB when unset) */
+  maxWriteBytes?: number;
 }
 
 /** Who is calling: for tools that act on the session, and for the policy layer later. */

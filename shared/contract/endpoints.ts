@@ -35,6 +35,7 @@ export const ENDPOINTS = {
   },
   tools: {
     list: { request: T.toolsListRequest, reply: T.toolsListReply, description: "this tools actor's catalog (scatter-gather)" },
+    explain: { request: T.toolsExplainRequest, reply: T.toolsExplainReply, description: "the tool policy's decision per tool, with layer and rule (scatter-gather)" },
   },
   approvals: {
     request: { request: A.approvalsRequestRequest, reply: A.approvalReply, description: "ask a human to approve a tool call" },

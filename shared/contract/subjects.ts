@@ -60,7 +60,7 @@ export function decodeToken(encoded: string): string {
 export const OPERATIONS = {
   router: ["status", "lanes"],
   sessions: ["begin", "ensure", "get", "list", "history", "append", "run", "usage", "patch", "reset", "delete"],
-  tools: ["list"],
+  tools: ["list", "explain"],
   approvals: ["request", "wait", "decide", "get", "list"],
   subagents: ["spawn", "list", "stop"],
   heartbeat: ["status", "last", "run", "enable", "disable"],

@@ -8,9 +8,29 @@ import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import { z } from "zod";
-import { agentIdSchema, LurkError, promptModeSchema, safeParseJson, thinkLevelSchema } from "../contract/index.js";
+import { agentIdSchema, LurkError, promptModeSchema, safeParseJson, sessionTypeSchema, thinkLevelSchema } from "../contract/index.js";
 
 const msSchema = z.number().int().positive();
+
+/**
+ * Tool policy rules (services/tools/policy.ts): entries are tool names (aliases count), groups
+ * ("group:fs"), "*" or globs ("sessions_*"). Deny wins; a non-empty allow list narrows.
+ */
+export const toolRulesSchema = z.object({
+  allow: z.array(z.string().min(1)).default([]),
+  deny: z.array(z.string().min(1)).default([]),
+});
+export type ToolRulesConfig = z.infer<typeof toolRulesSchema>;
+/** the policy keys of `tools` (the agent's own rules are agents[].tools) */
+export const TOOL_POLICY_DEFAULTS = {
+  allow: [] as string[],
+  deny: [] as string[],
+  byProvider: {} as Record<string, ToolRulesConfig>,
+  byModel: {} as Record<string, ToolRulesConfig>,
+  bySessionType: {} as Partial<Record<z.infer<typeof sessionTypeSchema>, ToolRulesConfig>>,
+  sandboxedSessions: ["group", "topic"] as z.infer<typeof sessionTypeSchema>[],
+  subagent: { allow: [], deny: [] } as ToolRulesConfig,
+};
 
 export const agentConfigSchema = z.object({
   id: agentIdSchema,
@@ -23,6 +43,8 @@ export const agentConfigSchema = z.object({
   toolProfile: z.enum(["minimal", "coding", "messaging", "full"]).default("coding"),
   thinking: thinkLevelSchema.optional(),
   promptMode: promptModeSchema.default("full"),
+  /** this agent's tool policy layer (narrows the profile and the global rules) */
+  tools: toolRulesSchema.optional(),
 });
 export type AgentConfig = z.infer<typeof agentConfigSchema>;
 
@@ -103,13 +125,36 @@ export const configSchema = z.object({
     workerMemoryMb: z.number().int().min(16).max(8192).default(128),
     timeoutMs: msSchema.default(60_000),
     outputCapBytes: z.number().int().min(1024).max(10 * 1024 * 1024).default(64 * 1024),
+    /** the most a file tool (write, edit, apply_patch) writes to one file, bytes */
+    maxWriteBytes: z.number().int().min(1024).max(1024 * 1024 * 1024).default(5 * 1024 * 1024),
     exec: execConfigSchema.default(EXEC_DEFAULTS),
-  }).default({ minThreads: 1, maxThreads: 2, workerMemoryMb: 128, timeoutMs: 60_000, outputCapBytes: 64 * 1024, exec: EXEC_DEFAULTS }),
+    /** tool policy, global layer: every agent and session */
+    allow: z.array(z.string().min(1)).default(TOOL_POLICY_DEFAULTS.allow),
+    deny: z.array(z.string().min(1)).default(TOOL_POLICY_DEFAULTS.deny),
+    /** provider and model layers, keyed by provider name / model pattern ("gpt-4o*", "openai/gpt-4o") */
+    byProvider: z.record(z.string(), toolRulesSchema).default(TOOL_POLICY_DEFAULTS.byProvider),
+    byModel: z.record(z.string(), toolRulesSchema).default(TOOL_POLICY_DEFAULTS.byModel),
+    /** session layer, added to the built-in group/topic/thread restrictions */
+    bySessionType: z.partialRecord(sessionTypeSchema, toolRulesSchema).default(TOOL_POLICY_DEFAULTS.bySessionType),
+    /** session types in sandbox mode (the sandbox layer denies bash, exec, write, edit, apply_patch) */
+    sandboxedSessions: z.array(sessionTypeSchema).default(TOOL_POLICY_DEFAULTS.sandboxedSessions),
+    /** subagent layer, added to the built-in subagent deny list */
+    subagent: toolRulesSchema.default(TOOL_POLICY_DEFAULTS.subagent),
+  }).default({ minThreads: 1, maxThreads: 2, workerMemoryMb: 128, timeoutMs: 60_000, outputCapBytes: 64 * 1024, maxWriteBytes: 5 * 1024 * 1024, exec: EXEC_DEFAULTS, ...TOOL_POLICY_DEFAULTS }),
   log: z.object({ level: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info") }).default({ level: "info" }),
   security: z.object({
     /** allow a non-loopback nats:// URL without TLS (only on a trusted private network) */
     allowPlaintextRemoteNats: z.boolean().default(false),
   }).default({ allowPlaintextRemoteNats: false }),
+  /** automatic session resets, applied by the sessions actor when a run begins; both off by default */
+  sessions: z.object({
+    /** local hour (0-23) of a daily reset: a session last active before it starts a fresh transcript */
+    dailyResetHour: z.number().int().min(0).max(23).optional(),
+    /** a session inactive this many minutes starts a fresh transcript */
+    idleResetMinutes: z.number().int().positive().max(525_600).optional(),
+    /** IANA time zone of dailyResetHour (default: the host's) */
+    timeZone: z.string().refine((tz) => { try { new Intl.DateTimeFormat("en-US", { timeZone: tz }); return true; } catch { return false; } }, "unknown time zone, e.g. Europe/Berlin").optional(),
+  }).default({}),
 });
 export type LurkConfig = z.infer<typeof configSchema>;
 

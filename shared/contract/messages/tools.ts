@@ -8,6 +8,8 @@ import { errorCodeSchema } from "../errors.js";
 export const toolsListRequest = defineMessage("lurk.tools.list.v1", {
   agentId: agentIdSchema.optional(),
   sessionKey: sessionKeySchema.optional(),
+  /** "provider/model" of the run (the tool policy's provider and model layers); default: the agent's */
+  model: z.string().max(200).optional(),
 });
 export const toolsListReply = z.object({ actor: z.string(), tools: z.array(toolDefinitionSchema) });
 
@@ -23,6 +25,8 @@ export const toolCallRequest = defineMessage("lurk.tools.call.v1", {
   timeoutMs: z.number().int().positive().max(3600_000).optional(),
   /** signed by the approvals actor for this exact call (tool call id + args hash) */
   approvalToken: z.string().max(4096).optional(),
+  /** "provider/model" of the run (the tool policy's provider and model layers); default: the agent's */
+  model: z.string().max(200).optional(),
 });
 export type ToolCallRequest = z.infer<typeof toolCallRequest>;
 
@@ -43,4 +47,36 @@ export const toolProgressSchema = defineMessage("lurk.tools.progress.v1", {
   toolCallId: idSchema,
   message: z.string().max(2000),
   fraction: z.number().min(0).max(1).optional(),
+});
+
+/**
+ * `lurk.tools.explain`: the tool policy's decision for every tool this actor serves, in the
+ * context of an agent and a session (key or type), with the deciding layer and rule
+ * (scatter-gather like list; `lurkbot tools --explain`).
+ */
+export const toolsExplainRequest = defineMessage("lurk.tools.explain.v1", {
+  agentId: agentIdSchema.optional(),
+  sessionKey: sessionKeySchema.optional(),
+  /** used when there is no session key */
+  sessionType: sessionTypeSchema.optional(),
+  model: z.string().max(200).optional(),
+});
+export const policyLayerSchema = z.enum(["profile", "provider", "model", "global", "agent", "session", "sandbox", "subagent"]);
+export const toolDecisionSchema = z.object({
+  tool: z.string(),
+  allowed: z.boolean(),
+  layer: policyLayerSchema,
+  rule: z.string(),
+  groups: z.array(z.string()).default([]),
+  aliases: z.array(z.string()).default([]),
+  trace: z.array(z.object({ layer: policyLayerSchema, effect: z.enum(["allow", "deny"]), rule: z.string() })).default([]),
+});
+export type ToolDecisionReply = z.infer<typeof toolDecisionSchema>;
+export const toolsExplainReply = z.object({
+  actor: z.string(),
+  agentId: z.string(),
+  sessionType: sessionTypeSchema,
+  profile: z.string(),
+  model: z.string().optional(),
+  decisions: z.array(toolDecisionSchema),
 });

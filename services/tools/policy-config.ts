@@ -1,0 +1,74 @@
+/**
+ * The tool policy's context from the configuration and a request: which agent (its profile,
+ * its own rules, its model), which session type (from the session key when there is one), and
+ * the global, provider, model, session and subagent rules of `config.tools`.
+ */
+import { LurkError, parseSessionKey, type SessionType } from "../../shared/contract/index.js";
+import type { AgentConfig, LurkConfig } from "../../shared/runtime/config.js";
+import { decideTool, type PolicyContext, type PolicyTool, type ToolDecision } from "./policy.js";
+
+export interface PolicyRequest {
+  agentId?: string | undefined;
+  sessionKey?: string | undefined;
+  /** used when there is no (parseable) session key */
+  sessionType?: SessionType | undefined;
+  /** "provider/model" of the run, when the caller knows it */
+  model?: string | undefined;
+}
+
+export function policyAgent(config: LurkConfig, agentId: string | undefined): AgentConfig | undefined {
+  if (agentId !== undefined) return config.agents.find((a) => a.id === agentId);
+  return config.agents.find((a) => a.default) ?? config.agents[0];
+}
+
+/** The session type a request is in: the key's (it is authoritative) or the stated one. */
+export function requestSessionType(req: PolicyRequest): SessionType {
+  const parsed = req.sessionKey ? parseSessionKey(req.sessionKey) : null;
+  return parsed?.type ?? req.sessionType ?? "main";
+}
+
+export function policyContext(config: LurkConfig, agent: AgentConfig, req: PolicyRequest): PolicyContext {
+  const t = config.tools;
+  const model = req.model ?? agent.model ?? config.model;
+  return {
+    profile: agent.toolProfile,
+    ...(model ? { model } : {}),
+    byProvider: t.byProvider,
+    byModel: t.byModel,
+    global: { allow: t.allow, deny: t.deny },
+    ...(agent.tools ? { agent: agent.tools } : {}),
+    sessionType: requestSessionType(req),
+    bySessionType: t.bySessionType,
+    sandboxedSessions: t.sandboxedSessions,
+    subagent: t.subagent,
+  };
+}
+
+/** The decision for one tool in one request's context. */
+export function decideForRequest(config: LurkConfig, agent: AgentConfig, req: PolicyRequest, tool: PolicyTool): ToolDecision {
+  return decideTool(tool, policyContext(config, agent, req));
+}
+
+/** `lurk.tools.list`: the catalog entries the policy allows for this request (none for an unknown agent). */
+export function allowedCatalog<D extends { name: string }>(config: LurkConfig, tools: readonly PolicyTool[], catalog: readonly D[], req: PolicyRequest): D[] {
+  const agent = policyAgent(config, req.agentId);
+  if (!agent) return [];
+  const ctx = policyContext(config, agent, req);
+  const allowed = new Set(tools.filter((t) => decideTool(t, ctx).allowed).map((t) => t.name));
+  return catalog.filter((d) => allowed.has(d.name));
+}
+
+/** `lurk.tools.explain`: every tool's decision in this request's context. */
+export function explainTools(config: LurkConfig, actor: string, tools: readonly PolicyTool[], req: PolicyRequest) {
+  const agent = policyAgent(config, req.agentId);
+  if (!agent) throw new LurkError("NOT_FOUND", `no agent "${req.agentId}" is configured`);
+  const ctx = policyContext(config, agent, req);
+  return {
+    actor,
+    agentId: agent.id,
+    sessionType: ctx.sessionType,
+    profile: ctx.profile,
+    ...(ctx.model ? { model: ctx.model } : {}),
+    decisions: tools.map((t) => ({ ...decideTool(t, ctx), groups: [...(t.groups ?? [])], aliases: [...(t.aliases ?? [])] })),
+  };
+}
