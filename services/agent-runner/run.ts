@@ -18,6 +18,7 @@ import { RunEvents } from "./events.js";
 import { errorText, finishRun, replayFinished, type FinishDeps, type Outcome } from "./finish.js";
 import { runLoop } from "./loop.js";
 import { buildSystemPrompt } from "./prompt.js";
+import { promptExtras } from "./prompt-inputs.js";
 import { emptyUsage } from "./providers/types.js";
 import type { ProviderRegistry } from "./providers/registry.js";
 import type { ToolsClient } from "./tools-client.js";
@@ -95,12 +96,13 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
     const resolved = deps.registry.resolve(ref);
     outcome.model = resolved.ref;
     outcome.provider = resolved.providerName;
-    const tools = await deps.tools.list(req.agentId);
+    const tools = await deps.tools.list(req.agentId, req.sessionKey, resolved.ref);
     const system = buildSystemPrompt({
       agentId: req.agentId, ...(agent.name ? { agentName: agent.name } : {}), workspace: agentWorkspace(rt.config, agent),
       sessionType: req.sessionType, ...(req.origin ? { channel: req.origin.channel } : {}), tools,
+      ...(await promptExtras(rt.config, agent, req, tools, resolved.ref)),
     });
-    const ctx = { runId: req.runId, sessionKey: req.sessionKey, agentId: req.agentId, sessionType: req.sessionType };
+    const ctx = { runId: req.runId, sessionKey: req.sessionKey, agentId: req.agentId, sessionType: req.sessionType, model: resolved.ref };
     const result = await runLoop({
       provider: resolved.provider, providerName: resolved.providerName, model: resolved.model, system, tools, events, log,
       signal: controller.signal, llmTimeoutMs: rt.config.runs.llmTimeoutMs,

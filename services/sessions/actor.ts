@@ -9,7 +9,12 @@ export const definition: ActorDefinition = {
   version: LURKBOT_VERSION,
   description: "session entries and append-only transcripts (LMDB)",
   async start(rt) {
-    const store = new SessionStore(join(rt.config.dataDir, "sessions"));
+    const policy = rt.config.sessions;
+    const store = new SessionStore(join(rt.config.dataDir, "sessions"), Date.now, {
+      resetPolicy: policy,
+      // daily/idle resets done while a run begins (or a session is ensured)
+      onReset: (r) => rt.emit("reset", { ...r, lastActivity: new Date(r.lastActivity).toISOString() }),
+    });
     rt.serve("sessions", "begin", (req) => store.begin({ ...req, ...(req.origin ? { lastOrigin: req.origin } : {}) }));
     rt.serve("sessions", "ensure", async (req) => ({ session: await store.ensure({ ...req, ...(req.origin ? { lastOrigin: req.origin } : {}) }) }));
     rt.serve("sessions", "get", (req) => ({ session: store.get(req.sessionKey) }));

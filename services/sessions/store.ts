@@ -10,6 +10,7 @@ import { randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { open, type Database, type RootDatabase } from "lmdb";
 import { LurkError, type SessionEntry, type TranscriptRecord, type Usage } from "../../shared/contract/index.js";
+import { resetReason, type ResetPolicy, type ResetReason } from "./reset-policy.js";
 
 type RunStatus = "started" | "done" | "error" | "aborted";
 interface RunRow { sessionKey: string; sessionId: string; firstSeq: number; status: RunStatus }
@@ -33,6 +34,24 @@ function withUsage(e: SessionEntry, { usage, model, provider }: UsageUpdate): Se
   };
 }
 
+/** An automatic reset done by ensure/begin (daily or idle policy). */
+export interface AutoReset { sessionKey: string; reason: ResetReason; previousSessionId: string; sessionId: string; lastActivity: number }
+
+export interface SessionStoreOptions {
+  /** daily/idle resets applied by ensure and begin (default: none) */
+  resetPolicy?: ResetPolicy;
+  /** called after the transaction that did an automatic reset committed */
+  onReset?: (reset: AutoReset) => void;
+}
+
+const newSessionId = () => `ses_${randomUUID().replace(/-/g, "").slice(0, 16)}`;
+
+/** The entry with a fresh, empty transcript (the old one stays on disk under its id). */
+function freshTranscript(e: SessionEntry): SessionEntry {
+  const { activeRunId: _dropped, ...rest } = e;
+  return { ...rest, sessionId: newSessionId(), records: 0, usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
+}
+
 export type EnsureInput = Pick<SessionEntry, "sessionKey" | "agentId" | "sessionType"> & Partial<Pick<SessionEntry, "channel" | "parentSessionKey" | "label" | "lastOrigin">>;
 
 export class SessionStore {
@@ -42,7 +61,7 @@ export class SessionStore {
   private readonly recordIds: Database<number, [string, string]>;
   private readonly runs: Database<RunRow, string>;
 
-  constructor(path: string, private readonly now: () => number = Date.now) {
+  constructor(path: string, private readonly now: () => number = Date.now, private readonly options: SessionStoreOptions = {}) {
     mkdirSync(path, { recursive: true });
     this.root = open({ path, compression: true });
     this.entries = this.root.openDB({ name: "entries" });
@@ -63,10 +82,34 @@ export class SessionStore {
 
   async ensure(input: EnsureInput): Promise<SessionEntry> {
     let result!: SessionEntry;
+    let reset: AutoReset | null = null;
     await this.root.transaction(() => {
+      reset = this.expireInTxn(input.sessionKey);
       result = this.ensureInTxn(input);
     });
+    this.reported(reset);
     return result;
+  }
+
+  /** Applies the reset policy to an existing session before new activity lands on it. */
+  private expireInTxn(sessionKey: string): AutoReset | null {
+    const entry = this.entries.get(sessionKey);
+    if (!entry || entry.records === 0 || !this.options.resetPolicy) return null;
+    const now = this.now();
+    const reason = resetReason(entry.updatedAt, now, this.options.resetPolicy);
+    if (!reason) return null;
+    const next = { ...freshTranscript(entry), updatedAt: now };
+    void this.entries.put(sessionKey, next);
+    return { sessionKey, reason, previousSessionId: entry.sessionId, sessionId: next.sessionId, lastActivity: entry.updatedAt };
+  }
+
+  private reported(reset: AutoReset | null): void {
+    if (!reset || !this.options.onReset) return;
+    try {
+      this.options.onReset(reset);
+    } catch {
+      // a reporting failure must not fail the write that already committed
+    }
   }
 
   private ensureInTxn(input: EnsureInput): SessionEntry {
@@ -80,7 +123,7 @@ export class SessionStore {
     const now = this.now();
     const created: SessionEntry = {
       sessionKey: input.sessionKey,
-      sessionId: `ses_${randomUUID().replace(/-/g, "").slice(0, 16)}`,
+      sessionId: newSessionId(),
       agentId: input.agentId,
       sessionType: input.sessionType,
       createdAt: now,
@@ -126,10 +169,13 @@ export class SessionStore {
    * (only records after `known.lastSeq` when the caller has the same session id cached).
    */
   async begin(input: EnsureInput & { runId: string; records: TranscriptRecord[]; historyLimit: number; known?: { sessionId: string; lastSeq: number } }) {
-    let out!: { prior: RunStatus | "unknown"; session: SessionEntry; runRecords: TranscriptRecord[]; records: TranscriptRecord[]; incremental: boolean };
+    let out!: { prior: RunStatus | "unknown"; session: SessionEntry; runRecords: TranscriptRecord[]; records: TranscriptRecord[]; incremental: boolean; reset?: AutoReset };
+    let reset: AutoReset | null = null;
     await this.root.transaction(() => {
-      let entry = this.ensureInTxn(input);
       const prior = this.runs.get(input.runId)?.status ?? "unknown";
+      // only a new run starts a fresh transcript: a redelivered one stays in the session it began in
+      if (prior === "unknown") reset = this.expireInTxn(input.sessionKey);
+      let entry = this.ensureInTxn(input);
       const finished = prior === "done" || prior === "error" || prior === "aborted";
       if (!finished && input.records.length > 0) {
         const appended = this.appendInTxn(entry, input.records);
@@ -141,8 +187,9 @@ export class SessionStore {
       const incremental = input.known?.sessionId === entry.sessionId && entry.records - 1 - input.known.lastSeq <= input.historyLimit;
       const from = incremental ? input.known!.lastSeq + 1 : Math.max(0, entry.records - input.historyLimit);
       const records = this.range(entry.sessionId, from, entry.records);
-      out = { prior, session: entry, runRecords: this.runRecordsInTxn(input.runId), records, incremental };
+      out = { prior, session: entry, runRecords: this.runRecordsInTxn(input.runId), records, incremental, ...(reset ? { reset } : {}) };
     });
+    this.reported(reset);
     return out;
   }
 
@@ -223,8 +270,7 @@ export class SessionStore {
     let previousSessionId = "";
     const session = await this.update(sessionKey, (e) => {
       previousSessionId = e.sessionId;
-      const { activeRunId: _dropped, ...rest } = e;
-      return { ...rest, sessionId: `ses_${randomUUID().replace(/-/g, "").slice(0, 16)}`, records: 0, usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
+      return freshTranscript(e);
     });
     return { session, previousSessionId };
   }

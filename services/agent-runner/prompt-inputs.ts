@@ -1,0 +1,44 @@
+/**
+ * What a run's system prompt needs beyond the basics: the prompt mode (a subagent session is
+ * always "minimal"; else the request's promptMode, else the agent's), the bootstrap files, the
+ * skills (full mode only), the sandbox note and runtime details. Loading problems never fail a
+ * run: a file that cannot be read is left out.
+ */
+import { join } from "node:path";
+import type { RunRequest, ToolDefinition } from "../../shared/contract/index.js";
+import { agentWorkspace, type AgentConfig, type LurkConfig } from "../../shared/runtime/config.js";
+import { REPO_ROOT } from "../../shared/scripts/paths.js";
+import { loadBootstrapFiles } from "./bootstrap.js";
+import { loadSkills } from "./skills.js";
+import type { PromptInput, PromptMode } from "./system-prompt.js";
+
+export type PromptExtras = Pick<PromptInput, "mode" | "bootstrap" | "skills" | "sandbox" | "docsPath" | "model" | "thinking">;
+
+export async function promptExtras(config: LurkConfig, agent: AgentConfig, req: RunRequest, tools: ToolDefinition[], model?: string): Promise<PromptExtras> {
+  const workspace = agentWorkspace(config, agent);
+  const subagent = req.sessionType === "subagent" || req.subagent !== undefined;
+  const sessionType = subagent ? "subagent" : req.sessionType;
+  const mode: PromptMode = subagent ? "minimal" : req.options.promptMode ?? agent.promptMode;
+  const [bootstrap, skills] = await Promise.all([
+    mode === "none" ? [] : loadBootstrapFiles(workspace, sessionType).catch(() => []),
+    mode === "full" ? loadSkills({ workspace, home: config.home }).catch(() => []) : [],
+  ]);
+  const thinking = req.options.thinking ?? agent.thinking;
+  const sandbox = sandboxNote(config, tools);
+  return {
+    mode, bootstrap, skills,
+    docsPath: join(REPO_ROOT, "README.md"),
+    ...(sandbox ? { sandbox } : {}),
+    ...(model ? { model } : {}),
+    ...(thinking ? { thinking } : {}),
+  };
+}
+
+function sandboxNote(config: LurkConfig, tools: ToolDefinition[]): string | undefined {
+  if (!tools.some((t) => t.name === "exec")) return undefined;
+  const exec = config.tools.exec;
+  return [
+    "`exec` runs commands in a bubblewrap sandbox: they see the workspace (read-write) and the system's programs (read-only), not the rest of the home directory, under CPU, memory and process limits.",
+    exec.allowUnsandboxed ? "Where bubblewrap is unavailable, commands run without it (scrubbed environment, same limits); still keep to the workspace." : "",
+  ].filter(Boolean).join(" ");
+}

@@ -1,0 +1,186 @@
+/**
+ * Skills: `<dir>/<skill>/SKILL.md` files with YAML frontmatter (`name`, `description`, optional
+ * requirements), found in three places, earlier winning for the same name:
+ *   1. `<workspace>/skills/`            (the agent's own)
+ *   2. `$LURKBOT_HOME/skills/`          (installed by the user)
+ *   3. `services/agent-runner/skills-bundled/` in the repository (shipped with LurkBot)
+ * A skill is gated out when a required binary is not on PATH (`requires.bins`, all of them;
+ * `requires.anyBins`, at least one), a required env var is unset (`requires.env`) or the OS does
+ * not match (`os`). Requirements are read from `requires:`, `metadata.requires` or
+ * `metadata.lurkbot.requires` / `metadata.moltbot.requires` (MoltBot's JSON-in-YAML style).
+ * The prompt lists skills compactly (name, description, location); the model reads a SKILL.md
+ * on demand, so no skill body is ever loaded here beyond its frontmatter. Parsed files are
+ * cached by path + mtime; PATH lookups are cached briefly.
+ */
+import { constants } from "node:fs";
+import { access, readdir, stat, readFile } from "node:fs/promises";
+import { delimiter, join } from "node:path";
+import { REPO_ROOT } from "../../shared/scripts/paths.js";
+import { parseFrontmatter, type YamlMap, type YamlValue } from "./frontmatter.js";
+
+export type SkillSource = "workspace" | "user" | "bundled";
+
+export interface Skill {
+  name: string;
+  description: string;
+  /** absolute path of the SKILL.md */
+  location: string;
+  source: SkillSource;
+  requires: { bins: string[]; anyBins: string[]; env: string[]; os: string[] };
+}
+
+export const BUNDLED_SKILLS_DIR = join(REPO_ROOT, "services", "agent-runner", "skills-bundled");
+/** a SKILL.md larger than this is skipped (its frontmatter is all that is read) */
+const MAX_SKILL_BYTES = 256 * 1024;
+const MAX_SKILLS_PER_DIR = 200;
+const MAX_DESCRIPTION_CHARS = 400;
+const BIN_CACHE_MS = 30_000;
+
+export interface SkillDirs {
+  workspace?: string;
+  /** LURKBOT_HOME (the config's home) */
+  home?: string;
+  /** defaults to BUNDLED_SKILLS_DIR; null: none */
+  bundled?: string | null;
+}
+
+export interface SkillEnv {
+  env?: Record<string, string | undefined>;
+  platform?: string;
+}
+
+const parsed = new Map<string, { mtimeMs: number; size: number; skill: Skill | null }>();
+
+/** All usable skills for a workspace, by precedence and gating, sorted by name. */
+export async function loadSkills(dirs: SkillDirs, opts: SkillEnv = {}): Promise<Skill[]> {
+  const env = opts.env ?? process.env;
+  const platform = opts.platform ?? process.platform;
+  const sources: Array<[SkillSource, string | undefined]> = [
+    ["workspace", dirs.workspace ? join(dirs.workspace, "skills") : undefined],
+    ["user", dirs.home ? join(dirs.home, "skills") : undefined],
+    ["bundled", dirs.bundled === undefined ? BUNDLED_SKILLS_DIR : dirs.bundled ?? undefined],
+  ];
+  const byName = new Map<string, Skill>();
+  for (const [source, dir] of sources) {
+    if (!dir) continue;
+    for (const skill of await scanDir(dir, source)) {
+      // precedence: the first source that defines a name wins, even when that one is gated out
+      if (byName.has(skill.name)) continue;
+      byName.set(skill.name, skill);
+    }
+  }
+  const usable: Skill[] = [];
+  for (const skill of byName.values()) if (await eligible(skill, env, platform)) usable.push(skill);
+  return usable.sort((a, b) => a.name.localeCompare(b.name));
+}
+
+async function scanDir(dir: string, source: SkillSource): Promise<Skill[]> {
+  let entries;
+  try {
+    entries = await readdir(dir, { withFileTypes: true });
+  } catch {
+    return [];
+  }
+  const names = entries.filter((e) => (e.isDirectory() || e.isSymbolicLink()) && !e.name.startsWith(".")).map((e) => e.name).sort().slice(0, MAX_SKILLS_PER_DIR);
+  const skills = await Promise.all(names.map((name) => loadSkillFile(join(dir, name, "SKILL.md"), name, source)));
+  return skills.filter((s): s is Skill => s !== null);
+}
+
+/** One SKILL.md, cached by path + mtime + size; null when missing, too big or without a description. */
+export async function loadSkillFile(path: string, dirName: string, source: SkillSource): Promise<Skill | null> {
+  let st;
+  try {
+    st = await stat(path);
+  } catch {
+    parsed.delete(path);
+    return null;
+  }
+  if (!st.isFile() || st.size > MAX_SKILL_BYTES) return null;
+  const cached = parsed.get(path);
+  if (cached && cached.mtimeMs === st.mtimeMs && cached.size === st.size && (cached.skill?.source ?? source) === source) return cached.skill;
+  let skill: Skill | null = null;
+  try {
+    skill = skillFromText(await readFile(path, "utf8"), path, dirName, source);
+  } catch {
+    skill = null;
+  }
+  if (parsed.size > 1000) parsed.delete(parsed.keys().next().value!);
+  parsed.set(path, { mtimeMs: st.mtimeMs, size: st.size, skill });
+  return skill;
+}
+
+export function skillFromText(text: string, location: string, dirName: string, source: SkillSource): Skill | null {
+  const { data } = parseFrontmatter(text);
+  const name = str(data.name) || dirName;
+  const description = oneLine(str(data.description));
+  if (!description || !/^[\w.-]{1,64}$/.test(name)) return null;
+  const meta = asMap(data.metadata);
+  const nested = asMap(meta?.lurkbot) ?? asMap(meta?.moltbot) ?? asMap(meta?.openclaw);
+  const req = asMap(data.requires) ?? asMap(meta?.requires) ?? asMap(nested?.requires) ?? {};
+  const os = list(data.os ?? meta?.os ?? nested?.os);
+  return {
+    name, description, location, source,
+    requires: { bins: list(req.bins), anyBins: list(req.anyBins), env: list(req.env), os },
+  };
+}
+
+async function eligible(skill: Skill, env: Record<string, string | undefined>, platform: string): Promise<boolean> {
+  const { bins, anyBins, os } = skill.requires;
+  if (os.length && !os.includes(platform)) return false;
+  if (skill.requires.env.some((name) => !env[name])) return false;
+  const path = env.PATH ?? "";
+  for (const bin of bins) if (!(await onPath(bin, path))) return false;
+  if (anyBins.length) {
+    let any = false;
+    for (const bin of anyBins) if ((any = await onPath(bin, path))) break;
+    if (!any) return false;
+  }
+  return true;
+}
+
+const binCache = new Map<string, { at: number; found: boolean }>();
+
+/** whether an executable `bin` is in one of PATH's directories (names with a slash are never looked up) */
+export async function onPath(bin: string, path: string): Promise<boolean> {
+  if (!bin || bin.includes("/") || bin.includes("\0")) return false;
+  const key = `${path}\0${bin}`;
+  const hit = binCache.get(key);
+  if (hit && Date.now() - hit.at < BIN_CACHE_MS) return hit.found;
+  let found = false;
+  for (const dir of path.split(delimiter)) {
+    if (!dir) continue;
+    try {
+      const file = join(dir, bin);
+      await access(file, constants.X_OK);
+      if ((await stat(file)).isFile()) {
+        found = true;
+        break;
+      }
+    } catch {
+      // not here
+    }
+  }
+  if (binCache.size > 500) binCache.clear();
+  binCache.set(key, { at: Date.now(), found });
+  return found;
+}
+
+function str(v: YamlValue | undefined): string {
+  return typeof v === "string" ? v.trim() : typeof v === "number" || typeof v === "boolean" ? String(v) : "";
+}
+
+function oneLine(text: string): string {
+  const t = text.replace(/\s+/g, " ").trim();
+  return t.length > MAX_DESCRIPTION_CHARS ? `${t.slice(0, MAX_DESCRIPTION_CHARS - 3)}...` : t;
+}
+
+function asMap(v: YamlValue | undefined): YamlMap | undefined {
+  return v !== null && typeof v === "object" && !Array.isArray(v) ? v : undefined;
+}
+
+/** a list of strings from `[a, b]`, `- a` lines or a single `a` */
+function list(v: YamlValue | undefined): string[] {
+  if (v === undefined || v === null) return [];
+  const items = Array.isArray(v) ? v : [v];
+  return items.map((x) => str(x)).filter((x) => x !== "");
+}

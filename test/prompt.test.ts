@@ -1,0 +1,423 @@
+/**
+ * The system prompt: bootstrap files (filtering per session type, the 70/20 trim, the cache),
+ * the sectioned builder in full/minimal/none, skills (precedence, gating, frontmatter), one
+ * bus-level run whose system message carries the workspace's SOUL.md, and `lurkbot init`.
+ */
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { jetstream } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { subjects, type RunRequest, type ToolDefinition } from "../shared/contract/index.js";
+import { REPO_ROOT } from "../shared/scripts/paths.js";
+import {
+  BOOTSTRAP_FILES, BOOTSTRAP_MAX_CHARS, bootstrapNamesFor, loadBootstrapFiles, trimBootstrap, type BootstrapFile,
+} from "../services/agent-runner/bootstrap.js";
+import { parseFrontmatter, parseYaml } from "../services/agent-runner/frontmatter.js";
+import { buildSystemPrompt, SILENT_TOKEN } from "../services/agent-runner/prompt.js";
+import { loadSkills, skillFromText } from "../services/agent-runner/skills.js";
+import { FakeOpenAIServer, messageText } from "./fakes/openai-server.js";
+import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
+import { TestNats } from "./harness/nats.js";
+
+const tmp = (name: string) => mkdtempSync(join(tmpdir(), `lurk-prompt-${name}-`));
+const dirs: string[] = [];
+after(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+function workspaceWithAll(): string {
+  const ws = tmp("ws");
+  dirs.push(ws);
+  for (const name of BOOTSTRAP_FILES) writeFileSync(join(ws, name), `# ${name}\ncontent of ${name}\n`);
+  return ws;
+}
+
+const TOOL = (name: string, description = `the ${name} tool`): ToolDefinition => ({
+  name, description, parameters: { type: "object", properties: {} },
+  actor: "tools", sideEffects: false, parallelSafe: true, groups: [], needsApproval: false,
+});
+
+describe("bootstrap files", () => {
+  it("filters per session type: subagents get AGENTS.md and TOOLS.md, shared chats never MEMORY.md", async () => {
+    const ws = workspaceWithAll();
+    const names = async (type: string) => (await loadBootstrapFiles(ws, type)).map((f) => f.name);
+    assert.deepEqual(await names("main"), [...BOOTSTRAP_FILES]);
+    assert.deepEqual(await names("dm"), [...BOOTSTRAP_FILES]);
+    assert.deepEqual(await names("subagent"), ["AGENTS.md", "TOOLS.md"]);
+    for (const type of ["group", "topic", "thread"]) {
+      assert.deepEqual(await names(type), BOOTSTRAP_FILES.filter((n) => n !== "MEMORY.md"), type);
+    }
+    assert.deepEqual(bootstrapNamesFor("cron"), [...BOOTSTRAP_FILES]);
+    const soul = (await loadBootstrapFiles(ws, "main"))[0]!;
+    assert.equal(soul.content, "# SOUL.md\ncontent of SOUL.md\n");
+    assert.equal(soul.path, join(ws, "SOUL.md"));
+    assert.equal(soul.trimmed, false);
+  });
+
+  it("leaves out missing and blank files", async () => {
+    const ws = tmp("sparse");
+    dirs.push(ws);
+    writeFileSync(join(ws, "USER.md"), "I am the user");
+    writeFileSync(join(ws, "TOOLS.md"), "  \n\n");
+    mkdirSync(join(ws, "SOUL.md")); // a directory is not a file
+    assert.deepEqual((await loadBootstrapFiles(ws, "main")).map((f) => f.name), ["USER.md"]);
+    assert.deepEqual(await loadBootstrapFiles(join(ws, "nope"), "main"), []);
+  });
+
+  it("trims at 20 000 characters keeping the first 70% and the last 20% with a marker", async () => {
+    assert.equal(BOOTSTRAP_MAX_CHARS, 20_000);
+    const exact = "x".repeat(20_000);
+    assert.deepEqual(trimBootstrap(exact, "SOUL.md"), { content: exact, trimmed: false });
+    const text = "H".repeat(15_000) + "M".repeat(10_000) + "T".repeat(5_000);
+    const { content, trimmed } = trimBootstrap(text, "SOUL.md");
+    assert.ok(trimmed);
+    assert.ok(content.startsWith("H".repeat(14_000) + "\n\n[..."));
+    assert.ok(content.endsWith("...]\n\n" + "T".repeat(4_000)));
+    const marker = content.slice(14_000, content.length - 4_000);
+    assert.match(marker, /SOUL\.md trimmed: 12000 characters omitted/);
+    assert.ok(!content.includes("M"), "the middle is gone");
+    assert.equal(content.replace(marker, "").length, 18_000);
+    // a surrogate pair at the cut is not split
+    const emoji = "a".repeat(13_999) + "😀" + "b".repeat(20_000);
+    const cut = trimBootstrap(emoji, "X.md").content;
+    assert.ok(cut.startsWith("a".repeat(13_999) + "\n\n[..."), "the half pair is dropped");
+
+    // through the loader: a 30 000-character file
+    const ws = tmp("trim");
+    dirs.push(ws);
+    writeFileSync(join(ws, "AGENTS.md"), text);
+    const [file] = await loadBootstrapFiles(ws, "subagent");
+    assert.equal(file!.trimmed, true);
+    assert.equal(file!.content, trimBootstrap(text, "AGENTS.md").content);
+    assert.match(file!.content, /\[\.\.\. AGENTS\.md trimmed: 12000 characters omitted/);
+  });
+
+  it("reads a huge file as head and tail only, with the same kept lengths", async () => {
+    const ws = tmp("huge");
+    dirs.push(ws);
+    writeFileSync(join(ws, "MEMORY.md"), "h".repeat(20_000) + "m".repeat(2 * 1024 * 1024) + "t".repeat(10_000));
+    const [file] = await loadBootstrapFiles(ws, "main");
+    assert.ok(file!.trimmed);
+    assert.ok(file!.content.startsWith("h".repeat(14_000) + "\n\n[... MEMORY.md trimmed"));
+    assert.ok(file!.content.endsWith("]\n\n" + "t".repeat(4_000)));
+  });
+
+  it("caches by path and mtime: an unchanged file is not re-read, a changed one is", async () => {
+    const ws = tmp("cache");
+    dirs.push(ws);
+    const path = join(ws, "SOUL.md");
+    writeFileSync(path, "version one");
+    const when = new Date("2026-01-01T00:00:00Z");
+    utimesSync(path, when, when);
+    assert.equal((await loadBootstrapFiles(ws, "main"))[0]!.content, "version one");
+    // same size and mtime: the cached text is served (proves no re-read)
+    writeFileSync(path, "version two");
+    utimesSync(path, when, when);
+    assert.equal((await loadBootstrapFiles(ws, "main"))[0]!.content, "version one");
+    const later = new Date("2026-01-02T00:00:00Z");
+    utimesSync(path, later, later);
+    assert.equal((await loadBootstrapFiles(ws, "main"))[0]!.content, "version two");
+  });
+});
+
+describe("system prompt", () => {
+  const bootstrap: BootstrapFile[] = [
+    { name: "SOUL.md", path: "/ws/SOUL.md", content: "Be kind and brief.", trimmed: false },
+    { name: "AGENTS.md", path: "/ws/AGENTS.md", content: "Operate carefully.", trimmed: false },
+  ];
+  const skills = [{ name: "weather", description: "Get the <weather>", location: "/ws/skills/weather/SKILL.md", source: "workspace" as const, requires: { bins: [], anyBins: [], env: [], os: [] } }];
+  const base = {
+    agentId: "main", agentName: "Owl", workspace: "/ws", sessionType: "dm", channel: "cli",
+    tools: [TOOL("read", "Read a file.\nMore detail."), TOOL("memory_search")], bootstrap, skills,
+    model: "openai/gpt-x", thinking: "low", sandbox: "exec runs in bubblewrap.", docsPath: "/repo/README.md",
+    now: new Date("2026-03-05T14:07:09Z"), timeZone: "UTC",
+  };
+  const headings = (p: string) => p.split("\n").filter((l) => /^#{1,2} /.test(l) && !/^## (SOUL|AGENTS)\.md$/.test(l));
+
+  it("full mode: every available section in the seeds' order", () => {
+    const p = buildSystemPrompt({ ...base, mode: "full" });
+    assert.ok(p.startsWith('You are Owl, a personal assistant running inside LurkBot (agent "main")'));
+    assert.deepEqual(headings(p), [
+      "## Tooling", "## Tool Call Style", "## Safety", "## LurkBot CLI Quick Reference", "## Skills (mandatory)", "## Memory Recall",
+      "## Current Date & Time", "## Workspace", "## Documentation", "## Sandbox", "## Workspace Files (injected)", "## Messaging",
+      "# Project Context", "## Silent Replies", "## Heartbeats", "## Runtime",
+    ]);
+    assert.match(p, /- read: Read a file\.\n/);
+    assert.ok(!p.includes("More detail."));
+    assert.match(p, /<skill><name>weather<\/name><description>Get the &lt;weather&gt;<\/description><location>\/ws\/skills\/weather\/SKILL\.md<\/location><\/skill>/);
+    assert.match(p, /Current time: 2026-03-05 14:07:09 \(Thursday\)\nTime zone: UTC/);
+    assert.match(p, /## SOUL\.md\n\nBe kind and brief\.\n\n## AGENTS\.md\n\nOperate carefully\./);
+    assert.match(p, /embody its persona/);
+    assert.match(p, new RegExp(`reply with exactly ${SILENT_TOKEN} and nothing else`));
+    assert.equal(SILENT_TOKEN, "NO_REPLY");
+    assert.match(p, /reply with exactly HEARTBEAT_OK/);
+    assert.match(p, /Runtime: agent=main \| host=.+ \| model=openai\/gpt-x \| workspace=\/ws \| session=dm \| channel=cli \| thinking=low/);
+    assert.ok(!p.includes("Subagent Context") && !p.includes("Group Chat Context"));
+    // the default mode is full
+    assert.equal(buildSystemPrompt({ ...base, now: base.now }), p);
+  });
+
+  it("full mode leaves out sections without their feature", () => {
+    const p = buildSystemPrompt({ ...base, mode: "full", tools: [], skills: [], bootstrap: [], sandbox: undefined, docsPath: undefined });
+    for (const h of ["## Skills", "## Memory Recall", "## Documentation", "## Sandbox", "## Workspace Files", "# Project Context"]) assert.ok(!p.includes(h), h);
+    assert.match(p, /- \(no tools are available right now\)/);
+    assert.match(p, /## Silent Replies/);
+  });
+
+  it("minimal mode: tools, workspace, runtime and context; no skills, memory, messaging, silent replies or heartbeats", () => {
+    const p = buildSystemPrompt({ ...base, mode: "minimal" });
+    assert.deepEqual(headings(p), [
+      "## Tooling", "## Tool Call Style", "## Safety", "## LurkBot CLI Quick Reference", "## Current Date & Time", "## Workspace",
+      "## Sandbox", "## Workspace Files (injected)", "# Project Context", "## Runtime",
+    ]);
+    assert.ok(!p.includes("HEARTBEAT_OK") && !p.includes("<available_skills>"));
+  });
+
+  it("a subagent session is always minimal and says so; a group session gets the group context", () => {
+    const sub = buildSystemPrompt({ ...base, mode: "full", sessionType: "subagent" });
+    assert.ok(!sub.includes("## Skills") && !sub.includes("## Heartbeats"));
+    assert.match(sub, /## Subagent Context\nYou are a subagent/);
+    const none = buildSystemPrompt({ ...base, mode: "none", sessionType: "subagent" });
+    assert.match(none, /## Subagent Context/, "subagents are forced to minimal even when none is asked");
+    const group = buildSystemPrompt({ ...base, sessionType: "group" });
+    assert.match(group, /## Group Chat Context/);
+  });
+
+  it("none mode: the identity line only", () => {
+    const p = buildSystemPrompt({ ...base, mode: "none" });
+    assert.equal(p, 'You are Owl, a personal assistant running inside LurkBot (agent "main") on the user\'s own machine.');
+  });
+
+  it("an unknown time zone falls back to UTC instead of failing", () => {
+    assert.match(buildSystemPrompt({ ...base, timeZone: "Not/AZone" }), /Current time: 2026-03-05 14:07:09/);
+  });
+});
+
+describe("frontmatter", () => {
+  it("parses the supported YAML subset", () => {
+    const { data, body } = parseFrontmatter([
+      "\uFEFF---",
+      "name: my-skill   # a comment",
+      'description: "Quoted: with \\"escapes\\" and # no comment"',
+      "title: 'it''s'",
+      "count: 3",
+      "zip: 0123",
+      "enabled: true",
+      "empty:",
+      "tags: [a, \"b c\", 3]",
+      "metadata: {\"lurkbot\": {\"requires\": {\"bins\": [\"git\"]}}, \"__proto__\": {\"x\": 1}}",
+      "requires:",
+      "  bins:",
+      "    - sh",
+      "    - ls",
+      "  env: [HOME]",
+      "list:",
+      "- one",
+      "- key: v",
+      "  other: w",
+      "long: |",
+      "  line one",
+      "    indented",
+      "",
+      "  line three",
+      "folded: >-",
+      "  a",
+      "  b",
+      "url: http://example.com/x",
+      "---",
+      "# Body",
+    ].join("\n"));
+    assert.equal(body, "# Body");
+    assert.equal(data.name, "my-skill");
+    assert.equal(data.description, 'Quoted: with "escapes" and # no comment');
+    assert.equal(data.title, "it's");
+    assert.equal(data.count, 3);
+    assert.equal(data.zip, "0123");
+    assert.equal(data.enabled, true);
+    assert.equal(data.empty, null);
+    assert.deepEqual(data.tags, ["a", "b c", 3]);
+    assert.deepEqual(data.metadata, { lurkbot: { requires: { bins: ["git"] } } });
+    assert.equal(Object.getPrototypeOf(data.metadata), Object.prototype, "no prototype pollution");
+    assert.deepEqual(data.requires, { bins: ["sh", "ls"], env: ["HOME"] });
+    assert.deepEqual(data.list, ["one", { key: "v", other: "w" }]);
+    assert.equal(data.long, "line one\n  indented\n\nline three\n");
+    assert.equal(data.folded, "a b");
+    assert.equal(data.url, "http://example.com/x");
+  });
+
+  it("tolerates missing or broken frontmatter", () => {
+    assert.deepEqual(parseFrontmatter("# just markdown").data, {});
+    assert.deepEqual(parseFrontmatter("---\nname: x\nno end").data, {});
+    assert.deepEqual(parseYaml("- a\n- b"), {}, "a top-level list is not a map");
+    assert.deepEqual(parseYaml("just text"), {});
+    assert.deepEqual(parseYaml("a: [unclosed"), { a: "[unclosed" });
+    assert.deepEqual(parseYaml("__proto__: 1\nok: 2"), { ok: 2 });
+    assert.deepEqual(parseYaml("a:\n  b:\n    c: deep\nd: e"), { a: { b: { c: "deep" } }, d: "e" });
+  });
+
+  it("reads skill metadata in the supported spellings", () => {
+    const skill = (fm: string) => skillFromText(`---\n${fm}\n---\nbody`, "/x/SKILL.md", "dir-name", "user");
+    assert.equal(skill("description: no name")?.name, "dir-name");
+    assert.equal(skill("name: x"), null, "a description is required");
+    assert.equal(skill("name: bad name!\ndescription: d"), null, "names are simple tokens");
+    assert.deepEqual(skill("description: d\nmetadata:\n  requires:\n    bins: [a]\n    env: [B]")?.requires, { bins: ["a"], anyBins: [], env: ["B"], os: [] });
+    assert.deepEqual(skill('description: d\nmetadata: {"moltbot": {"requires": {"anyBins": ["a", "b"]}, "os": ["linux"]}}')?.requires, { bins: [], anyBins: ["a", "b"], env: [], os: ["linux"] });
+    assert.deepEqual(skill("description: d\nrequires:\n  bins: one")?.requires.bins, ["one"]);
+    assert.equal(skill("description: >\n  spread over\n  lines")?.description, "spread over lines");
+  });
+});
+
+describe("skills", () => {
+  const writeSkill = (dir: string, folder: string, frontmatter: string) => {
+    mkdirSync(join(dir, folder), { recursive: true });
+    writeFileSync(join(dir, folder, "SKILL.md"), `---\n${frontmatter}\n---\n# ${folder}\nThe body is never loaded into the prompt.\n`);
+  };
+
+  it("workspace > user > bundled for the same name; gated skills are left out", async () => {
+    const ws = tmp("skills-ws");
+    const home = tmp("skills-home");
+    const bundled = tmp("skills-bundled");
+    dirs.push(ws, home, bundled);
+    writeSkill(join(ws, "skills"), "shared", "name: shared\ndescription: from the workspace");
+    writeSkill(join(home, "skills"), "shared", "name: shared\ndescription: from the user");
+    writeSkill(bundled, "shared", "name: shared\ndescription: bundled");
+    writeSkill(join(home, "skills"), "user-only", "name: user-only\ndescription: from the user");
+    writeSkill(bundled, "user-only", "name: user-only\ndescription: bundled");
+    writeSkill(bundled, "bundled-only", "name: bundled-only\ndescription: bundled");
+    writeSkill(join(ws, "skills"), "needs-sh", "name: needs-sh\ndescription: d\nmetadata:\n  requires:\n    bins: [sh]");
+    writeSkill(join(ws, "skills"), "needs-missing", "name: needs-missing\ndescription: d\nmetadata:\n  requires:\n    bins: [lurkbot-no-such-binary-0xdead]");
+    writeSkill(join(ws, "skills"), "needs-env", "name: needs-env\ndescription: d\nrequires:\n  env: [LURK_TEST_SKILL_KEY]");
+    writeSkill(join(ws, "skills"), "any-bin", "name: any-bin\ndescription: d\nrequires:\n  anyBins: [lurkbot-nope, sh]");
+    writeSkill(join(ws, "skills"), "other-os", "name: other-os\ndescription: d\nos: [plan9]");
+    mkdirSync(join(ws, "skills", "no-skill-file"));
+    const env = { PATH: process.env.PATH };
+    const skills = await loadSkills({ workspace: ws, home, bundled }, { env });
+    const by = Object.fromEntries(skills.map((s) => [s.name, s]));
+    assert.deepEqual(skills.map((s) => s.name), ["any-bin", "bundled-only", "needs-sh", "shared", "user-only"]);
+    assert.equal(by.shared!.description, "from the workspace");
+    assert.equal(by.shared!.source, "workspace");
+    assert.equal(by.shared!.location, join(ws, "skills", "shared", "SKILL.md"));
+    assert.equal(by["user-only"]!.source, "user");
+    assert.equal(by["user-only"]!.description, "from the user");
+    assert.equal(by["bundled-only"]!.source, "bundled");
+    const withEnv = await loadSkills({ workspace: ws, home, bundled }, { env: { ...env, LURK_TEST_SKILL_KEY: "set" } });
+    assert.ok(withEnv.some((s) => s.name === "needs-env"));
+    const noPath = await loadSkills({ workspace: ws, home, bundled }, { env: { PATH: "" } });
+    assert.ok(!noPath.some((s) => s.name === "needs-sh"), "sh is not found without PATH");
+  });
+
+  it("ships a bundled lurkbot-self-help skill", async () => {
+    const skills = await loadSkills({});
+    const help = skills.find((s) => s.name === "lurkbot-self-help");
+    assert.ok(help, "bundled skill found");
+    assert.equal(help.source, "bundled");
+    assert.match(readFileSync(help.location, "utf8"), /`init \[--workspace DIR\] \[--force\]`/);
+  });
+});
+
+describe("agent-runner with a workspace", () => {
+  let nats: TestNats;
+  let fake: FakeOpenAIServer;
+  let sessions: ActorProcess | undefined;
+  let runner: ActorProcess | undefined;
+  let router: NatsConnection;
+  const ws = tmp("runner-ws");
+  dirs.push(ws);
+  writeFileSync(join(ws, "SOUL.md"), "You speak like a friendly lighthouse keeper. SOUL-MARKER-7f3a");
+  writeFileSync(join(ws, "MEMORY.md"), "The user likes tea. MEMORY-MARKER-91c2");
+
+  before(async () => {
+    nats = await TestNats.start();
+    fake = await FakeOpenAIServer.start();
+    const started = await Promise.allSettled([
+      startActorProcess("sessions", nats).then((p) => (sessions = p)),
+      startActorProcess("agent-runner", nats, {
+        LURKBOT_MODEL: "openai/test-model", OPENAI_BASE_URL: fake.baseUrl, OPENAI_API_KEY: "sk-test-prompt-0123456789",
+        LURKBOT_WORKSPACE: ws,
+      }).then((p) => (runner = p)),
+    ]);
+    const failed = started.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed) throw failed.reason;
+    router = await nats.connect("router");
+  });
+  after(async () => {
+    await router?.close();
+    await Promise.all([runner?.stop(), sessions?.stop()]);
+    await fake?.close();
+    await nats?.stop();
+  });
+
+  async function run(n: number, sessionKey: string, sessionType: RunRequest["sessionType"]) {
+    const marker = `[p${n}]`;
+    const req = {
+      type: "lurk.run.request.v1", id: `req-p${n}-${Date.now()}`, ts: Date.now(), runId: `run-prompt-${n}-${Date.now().toString(36)}`,
+      sessionKey, agentId: "main", sessionType, trigger: "message",
+      inputs: [{ kind: "user", text: `hello ${marker}`, attachments: [] }],
+      origin: { channel: "cli", conversation: `conv-p${n}`, messageIds: [`msg-p${n}`] }, deliver: true, options: {},
+    } as RunRequest;
+    fake.enqueue({ kind: "text", text: "Ahoy." });
+    await jetstream(router).publish(subjects().runRequest("main"), JSON.stringify(req), { msgID: req.runId });
+    const sent = await waitFor(() => fake.requests.map((r) => r.body).find((b) => b.messages.some((m) => m.role === "user" && messageText(m).includes(marker))), 15_000, "the LLM request");
+    assert.equal(sent.messages[0]!.role, "system");
+    return messageText(sent.messages[0]);
+  }
+
+  it("sends the workspace's SOUL.md in the system message; MEMORY.md only outside group chats", async () => {
+    const dm = await run(1, "agent:main:cli:dm:alice", "dm");
+    assert.match(dm, /# Project Context/);
+    assert.match(dm, /## SOUL\.md\n\nYou speak like a friendly lighthouse keeper\. SOUL-MARKER-7f3a/);
+    assert.match(dm, /MEMORY-MARKER-91c2/);
+    assert.match(dm, /<available_skills>[\s\S]*lurkbot-self-help/);
+    const group = await run(2, "agent:main:cli:group:family", "group");
+    assert.match(group, /SOUL-MARKER-7f3a/);
+    assert.ok(!group.includes("MEMORY-MARKER-91c2"), "no MEMORY.md in a group");
+    assert.match(group, /## Group Chat Context/);
+  });
+});
+
+describe("lurkbot init", () => {
+  const cli = (args: string[], home: string) => spawnSync(process.execPath, [join(REPO_ROOT, "dist", "services", "cli", "main.js"), ...args], {
+    encoding: "utf8", env: { PATH: process.env.PATH ?? "", LURKBOT_HOME: home },
+  });
+
+  it("creates the workspace files and never overwrites without --force", () => {
+    const root = tmp("init");
+    dirs.push(root);
+    const ws = join(root, "nested", "ws");
+    const first = cli(["init", "--workspace", ws], join(root, "home"));
+    assert.equal(first.status, 0, first.stderr);
+    for (const name of BOOTSTRAP_FILES) {
+      const text = readFileSync(join(ws, name), "utf8");
+      assert.ok(text.startsWith(`# ${name}`), `${name} is a real starting point`);
+    }
+    assert.ok(readFileSync(join(ws, "HEARTBEAT.md"), "utf8").split("\n").every((l) => l === "" || l.startsWith("#") || l.startsWith("<!--")), "HEARTBEAT.md is effectively empty");
+    assert.match(first.stdout, /created SOUL\.md, IDENTITY\.md/);
+
+    writeFileSync(join(ws, "SOUL.md"), "my own soul");
+    rmSync(join(ws, "USER.md"));
+    const second = cli(["init", "--workspace", ws], join(root, "home"));
+    assert.equal(second.status, 0, second.stderr);
+    assert.equal(readFileSync(join(ws, "SOUL.md"), "utf8"), "my own soul", "kept without --force");
+    assert.ok(readFileSync(join(ws, "USER.md"), "utf8").startsWith("# USER.md"), "a missing file is created");
+    assert.match(second.stdout, /created USER\.md/);
+    assert.match(second.stdout, /kept existing SOUL\.md.*--force/);
+
+    const forced = cli(["init", "--workspace", ws, "--force"], join(root, "home"));
+    assert.equal(forced.status, 0, forced.stderr);
+    assert.ok(readFileSync(join(ws, "SOUL.md"), "utf8").startsWith("# SOUL.md"));
+    assert.match(forced.stdout, /overwrote .*SOUL\.md/);
+  });
+
+  it("uses the configured workspace without --workspace, and shows in the usage", () => {
+    const home = tmp("init-home");
+    dirs.push(home);
+    const r = cli(["init"], home);
+    assert.equal(r.status, 0, r.stderr);
+    assert.ok(readFileSync(join(home, "workspace", "AGENTS.md"), "utf8").length > 100);
+    assert.match(cli(["help"], home).stdout, /init .*create the agent workspace/);
+    assert.equal(cli(["init", "extra"], home).status, 64);
+  });
+});
