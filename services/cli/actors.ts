@@ -10,11 +10,11 @@ import type { Credentials } from "../../shared/runtime/credentials.js";
 import { actorMainPath, REPO_ROOT } from "../../shared/scripts/paths.js";
 import { UsageError } from "./errors.js";
 
-export const LAUNCHER_ACTORS = ["sessions", "tools", "router", "agent-runner"] as const;
+export const LAUNCHER_ACTORS = ["sessions", "approvals", "tools", "router", "agent-runner"] as const;
 export type LauncherActor = (typeof LAUNCHER_ACTORS)[number];
 
 /** Actors of the contract the launcher does not run (yet); `status` mentions them when absent. */
-export const OPTIONAL_ACTORS = ["approvals", "subagents", "heartbeat", "cron"] as const;
+export const OPTIONAL_ACTORS = ["subagents", "heartbeat", "cron"] as const;
 
 /** Secrets an actor gets from the launcher's environment, beyond its own NATS password. */
 export const ACTOR_SECRETS: Record<string, readonly string[]> = {

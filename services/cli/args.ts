@@ -161,6 +161,23 @@ export const COMMANDS: CommandSpec[] = [
     },
   },
   {
+    name: "approvals",
+    args: "list|approve|deny [ID]",
+    summary: "list tool-call approvals, approve or deny a pending one",
+    details: [
+      "  approvals list [--status S] [--json]   pending, approved, denied or expired approvals, newest first",
+      "  approvals approve ID                    the tool call runs (decided by cli:<your user>)",
+      "  approvals deny ID                       the tool call is refused (TOOL_DENIED)",
+    ],
+    minArgs: 1,
+    maxArgs: 2,
+    options: {
+      status: { type: "string", value: "S", help: "list: only pending, approved, denied or expired" },
+      limit: { type: "number", value: "N", help: "list: at most N approvals (default 100)" },
+      json: { type: "boolean", help: "print JSON" },
+    },
+  },
+  {
     name: "help",
     args: "[command]",
     summary: "show this help, or a command's",

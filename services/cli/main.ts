@@ -18,6 +18,7 @@ import { formatStatus, gatherStatus } from "./status.js";
 import { tail } from "./tail.js";
 import { cmdTools } from "./tools.js";
 import { cmdSessions, ttyConfirm } from "./sessions.js";
+import { cmdApprovals } from "./approvals.js";
 
 const out = (line: string) => process.stdout.write(line + "\n");
 const err = (line: string) => process.stderr.write(line + "\n");
@@ -170,6 +171,7 @@ const HANDLERS: Record<string, (p: ParsedCommand, env: Env) => Promise<number>> 
   streams: cmdStreams,
   tools: (p, env) => cmdTools(p, env, { out }),
   sessions: (p, env) => cmdSessions(p, env, { out, err, confirm: ttyConfirm }),
+  approvals: (p, env) => cmdApprovals(p, env, { out }),
 };
 
 export async function main(argv: string[], env: Env = process.env): Promise<number> {

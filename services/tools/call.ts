@@ -7,12 +7,13 @@
  * install does not have is an error reply.
  *
  * The tool policy (policy.ts) refuses a denied tool first (TOOL_DENIED, naming the layer);
- * approvals (a later issue) slot in between validation and `pool.run`. Tools
+ * approvals (approval-gate.ts) sit between validation and `pool.run`. Tools
  * with `runsIn: "process"` (exec) run in this thread instead of the pool (process-tools.ts).
  */
 import { LurkError, toolProgressSchema, type ToolCallReply, type ToolCallRequest } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import { agentWorkspace } from "../../shared/runtime/config.js";
+import { approvalGateFor } from "./approval-gate.js";
 import { errorResult, resultFromError } from "./content.js";
 import type { ExecHost } from "./exec/sandbox.js";
 import type { RunToolOptions, ToolPool } from "./pool.js";
@@ -45,6 +46,7 @@ export async function handleToolCall(rt: ActorRuntime, pool: ToolPool, tool: Too
 
   const started = Date.now();
   let result: ToolResult;
+  let gated: ToolResult | null;
   // the tool policy, again at call time: a runner cannot call what the list left out
   const decision = decideForRequest(rt.config, agent, req, tool);
   const parsed = tool.parameters.safeParse(req.args);
@@ -53,6 +55,9 @@ export async function handleToolCall(rt: ActorRuntime, pool: ToolPool, tool: Too
     result = errorResult("TOOL_DENIED", deniedMessage(decision, req.tool));
   } else if (!parsed.success) {
     result = errorResult("TOOL_INVALID_ARGS", `invalid arguments for ${tool.name}: ${describeIssues(parsed.error)}. Fix them and call ${tool.name} again.`);
+  } else if ((gated = await approvalGateFor(rt).check(tool, req))) {
+    // needs a human approval (approval-gate.ts) and has none: denied, expired or a bad token
+    result = gated;
   } else {
     const configured = rt.config.tools.timeoutMs;
     try {
@@ -64,6 +69,7 @@ export async function handleToolCall(rt: ActorRuntime, pool: ToolPool, tool: Too
         call: { toolCallId: req.toolCallId, runId: req.runId, agentId: req.agentId, sessionKey: req.sessionKey, sessionType: req.sessionType },
         signal: rt.signal,
         onProgress: progressPublisher(rt, req),
+        web: rt.config.tools.web,
       };
       result = tool.runsIn === "process" ? await runProcessTool(tool, opts, exec) : await pool.run(tool.name, opts);
     } catch (err) {

@@ -18,7 +18,7 @@ import { basename } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Piscina } from "piscina";
 import { LurkError } from "../../shared/contract/index.js";
-import type { LurkConfig } from "../../shared/runtime/config.js";
+import type { LurkConfig, WebConfig } from "../../shared/runtime/config.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import { runAttempt } from "./attempt.js";
 import type { ToolTask } from "./task.js";
@@ -51,6 +51,8 @@ export interface RunToolOptions {
   call?: ToolCallInfo;
   signal?: AbortSignal;
   onProgress?: (message: string, fraction?: number) => void;
+  /** config.tools.web, handed to process tools (web_fetch, web_search) */
+  web?: WebConfig;
 }
 
 type Pool = Piscina<ToolTask, ToolResult>;

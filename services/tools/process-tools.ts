@@ -27,7 +27,7 @@ export async function runProcessTool(tool: Tool, opts: RunToolOptions, exec: Exe
       limits: opts.limits,
       ...(opts.call ? { call: opts.call } : {}),
       progress: (message, fraction) => opts.onProgress?.(String(message).slice(0, 2000), fraction),
-      host: { workspace: fs.realRoot, timeoutMs: opts.timeoutMs, exec },
+      host: { workspace: fs.realRoot, timeoutMs: opts.timeoutMs, exec, ...(opts.web ? { web: opts.web } : {}) },
     });
     return capTextContent(result, opts.limits.outputCapBytes + 1024);
   } catch (err) {

@@ -9,8 +9,11 @@ import { readTool } from "./tools/read.js";
 import { writeTool } from "./tools/write.js";
 import { editTool } from "./tools/edit.js";
 import { applyPatchTool } from "./tools/apply-patch.js";
+import { memoryGetTool, memorySearchTool } from "./tools/memory.js";
+import { webFetchTool } from "./tools/web-fetch.js";
+import { webSearchTool } from "./tools/web-search.js";
 
-export const BUILTIN_TOOLS: readonly Tool[] = [readTool, execTool, writeTool, editTool, applyPatchTool];
+export const BUILTIN_TOOLS: readonly Tool[] = [readTool, execTool, writeTool, editTool, applyPatchTool, memorySearchTool, memoryGetTool, webFetchTool, webSearchTool];
 
 const byName = new Map(BUILTIN_TOOLS.map((tool) => [tool.name, tool]));
 

@@ -13,6 +13,7 @@
  */
 import { z } from "zod";
 import type { ErrorCode, imageBlockSchema, SessionType, textBlockSchema, ToolDefinition } from "../../shared/contract/index.js";
+import type { WebConfig } from "../../shared/runtime/config.js";
 import type { ExecHost } from "./exec/sandbox.js";
 import type { ConfinedFs } from "./fs-confined.js";
 
@@ -68,6 +69,8 @@ export interface ProcessToolHost {
   timeoutMs: number;
   /** the exec sandbox this actor detected at start */
   exec: ExecHost;
+  /** config.tools.web, for web_fetch and web_search */
+  web?: WebConfig;
 }
 
 export interface Tool<S extends z.ZodType = z.ZodType> {

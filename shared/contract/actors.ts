@@ -83,7 +83,8 @@ export function actorGrants(prefix?: string): ActorGrant[] {
     grant({
       user: "tools",
       description: "tool catalog and execution (piscina workers, bubblewrap)",
-      publish: [s.toolProgressAll, ops("approvals"), ops("sessions"), ops("subagents"), ops("cron"), s.outboundAll, s.injectAll],
+      // $SRV.INFO.approvals: the approvals actor's public key, to verify approval tokens
+      publish: [s.toolProgressAll, ops("approvals"), "$SRV.INFO.approvals", ops("sessions"), ops("subagents"), ops("cron"), s.outboundAll, s.injectAll],
       subscribe: [],
       responder: true,
     }),

@@ -58,6 +58,9 @@ export const EXEC_DEFAULTS = {
   memoryMb: 4096,
   maxOpenFiles: 1024,
   maxOutputFileMb: 32,
+  /** when exec asks for a human approval: never, for commands not on the allowlist, or always */
+  ask: "off" as "off" | "on-miss" | "always",
+  allowlist: ["ls", "cat", "echo", "pwd"] as string[],
 };
 export const execConfigSchema = z.object({
   /** the bubblewrap binary; a missing one makes exec SANDBOX_UNAVAILABLE (unless allowUnsandboxed) */
@@ -76,8 +79,35 @@ export const execConfigSchema = z.object({
   maxOpenFiles: z.number().int().min(16).max(1_048_576).default(EXEC_DEFAULTS.maxOpenFiles),
   /** output beyond outputCapBytes is saved to .lurkbot/outputs/ up to this size, MB */
   maxOutputFileMb: z.number().int().min(1).max(4096).default(EXEC_DEFAULTS.maxOutputFileMb),
+  /** approvals (services/approvals): "off", "on-miss" (a command not on the allowlist asks), "always" */
+  ask: z.enum(["off", "on-miss", "always"]).default(EXEC_DEFAULTS.ask),
+  /** command names that run without asking in on-miss mode (a simple command: no pipes, lists, redirections, substitutions) */
+  allowlist: z.array(z.string().min(1).max(200)).default(EXEC_DEFAULTS.allowlist),
 });
 export type ExecConfig = z.infer<typeof execConfigSchema>;
+
+/** The web tools (services/tools/web/): web_fetch's private-address exceptions and caps, web_search's API. */
+export const webConfigSchema = z.object({
+  /**
+   * hosts web_fetch may reach although they resolve to private addresses ("127.0.0.1", "intranet.lan",
+   * "10.0.0.5:8080" for one port only); a redirect to any other private address is still refused
+   */
+  allowPrivateHosts: z.array(z.string().min(1)).default([]),
+  /** bytes of a response body web_fetch reads at most (the rest is not downloaded) */
+  maxBodyBytes: z.number().int().min(1024).max(64 * 1024 * 1024).default(2 * 1024 * 1024),
+  /** ms one fetch or search may take (capped by tools.timeoutMs) */
+  timeoutMs: msSchema.default(30_000),
+  /** web_search's API: "none" makes web_search explain how to configure one */
+  search: z.object({
+    provider: z.enum(["brave", "searxng", "none"]).default("none"),
+    /** Brave: the X-Subscription-Token; never shown in results or logs */
+    apiKey: z.string().min(1).optional(),
+    /** Brave: https://api.search.brave.com by default; SearXNG: required (the instance's URL) */
+    baseUrl: z.url({ protocol: /^https?$/ }).optional(),
+  }).default({ provider: "none" }),
+});
+export type WebConfig = z.infer<typeof webConfigSchema>;
+export const WEB_DEFAULTS: WebConfig = { allowPrivateHosts: [], maxBodyBytes: 2 * 1024 * 1024, timeoutMs: 30_000, search: { provider: "none" } };
 
 export const configSchema = z.object({
   home: z.string(),
@@ -128,6 +158,7 @@ export const configSchema = z.object({
     /** the most a file tool (write, edit, apply_patch) writes to one file, bytes */
     maxWriteBytes: z.number().int().min(1024).max(1024 * 1024 * 1024).default(5 * 1024 * 1024),
     exec: execConfigSchema.default(EXEC_DEFAULTS),
+    web: webConfigSchema.default(WEB_DEFAULTS),
     /** tool policy, global layer: every agent and session */
     allow: z.array(z.string().min(1)).default(TOOL_POLICY_DEFAULTS.allow),
     deny: z.array(z.string().min(1)).default(TOOL_POLICY_DEFAULTS.deny),
@@ -140,7 +171,14 @@ export const configSchema = z.object({
     sandboxedSessions: z.array(sessionTypeSchema).default(TOOL_POLICY_DEFAULTS.sandboxedSessions),
     /** subagent layer, added to the built-in subagent deny list */
     subagent: toolRulesSchema.default(TOOL_POLICY_DEFAULTS.subagent),
-  }).default({ minThreads: 1, maxThreads: 2, workerMemoryMb: 128, timeoutMs: 60_000, outputCapBytes: 64 * 1024, maxWriteBytes: 5 * 1024 * 1024, exec: EXEC_DEFAULTS, ...TOOL_POLICY_DEFAULTS }),
+  }).default({ minThreads: 1, maxThreads: 2, workerMemoryMb: 128, timeoutMs: 60_000, outputCapBytes: 64 * 1024, maxWriteBytes: 5 * 1024 * 1024, exec: EXEC_DEFAULTS, web: WEB_DEFAULTS, ...TOOL_POLICY_DEFAULTS }),
+  /** human approvals of tool calls (services/approvals) */
+  approvals: z.object({
+    /** a pending approval expires (= denied) after this long */
+    timeoutMs: msSchema.max(24 * 3600_000).default(5 * 60_000),
+    /** how long an approval token stays valid after the decision */
+    tokenTtlMs: msSchema.max(24 * 3600_000).default(5 * 60_000),
+  }).default({ timeoutMs: 5 * 60_000, tokenTtlMs: 5 * 60_000 }),
   log: z.object({ level: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info") }).default({ level: "info" }),
   security: z.object({
     /** allow a non-loopback nats:// URL without TLS (only on a trusted private network) */
@@ -237,5 +275,5 @@ export function agentWorkspace(config: LurkConfig, agent: AgentConfig): string {
 
 /** The secret values of a config, for log and event redaction. */
 export function configSecrets(config: LurkConfig): string[] {
-  return [config.providers.openai.apiKey, config.providers.anthropic.apiKey].filter((s): s is string => typeof s === "string" && s.length >= 8);
+  return [config.providers.openai.apiKey, config.providers.anthropic.apiKey, config.tools.web.search.apiKey].filter((s): s is string => typeof s === "string" && s.length >= 8);
 }

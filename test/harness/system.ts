@@ -14,7 +14,7 @@ import { FakeOpenAIServer, type FakeOpenAIOptions } from "../fakes/openai-server
 import { startActorProcess, type ActorProcess } from "./actors.js";
 import { TestNats } from "./nats.js";
 
-export const ACTOR_ORDER = ["sessions", "tools", "router", "agent-runner"] as const;
+export const ACTOR_ORDER = ["sessions", "approvals", "tools", "router", "agent-runner"] as const;
 
 export interface SystemOptions {
   fake?: FakeOpenAIOptions;

@@ -1,0 +1,178 @@
+/**
+ * The approvals actor: human-in-the-loop decisions on tool calls (seeds 000 §5, 001 §19.2).
+ * Serves `lurk.approvals.request|wait|decide|get|list` from its LMDB store under
+ * `<dataDir>/approvals`. An approved record comes with a token signed by this actor's ed25519
+ * key (generated on first start, `<dataDir>/approvals/signing-key.pem`, mode 0600) and bound
+ * to the approval, the tool call id, the args hash and an expiry; the public key is the
+ * service metadata `approvalsPublicKey`, so the tools actor verifies tokens without a secret.
+ * Pending records expire (= denied) after `approvals.timeoutMs` (default 5 min).
+ * A request with an origin gets an OutboundMessage of kind "approval" in that conversation.
+ */
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+import { LurkError, outboundMessageSchema, type ApprovalRecord } from "../../shared/contract/index.js";
+import type { ActorDefinition, ActorRuntime } from "../../shared/runtime/actor.js";
+import { signApprovalToken } from "../../shared/runtime/approval-token.js";
+import type { LurkConfig } from "../../shared/runtime/config.js";
+import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
+import { loadOrCreateSigningKey } from "./keys.js";
+import { ApprovalStore } from "./store.js";
+
+const SWEEP_INTERVAL_MS = 250;
+
+export function approvalsDir(config: LurkConfig): string {
+  return join(config.dataDir, "approvals");
+}
+
+const newApprovalId = () => `apr-${randomBytes(5).toString("hex")}`;
+
+export const definition: ActorDefinition = {
+  name: "approvals",
+  version: LURKBOT_VERSION,
+  description: "human approvals of tool calls and signed decision tokens (LMDB)",
+  metadata(config) {
+    return { approvalsPublicKey: loadOrCreateSigningKey(approvalsDir(config)).publicKeyBase64 };
+  },
+  async start(rt) {
+    const dir = approvalsDir(rt.config);
+    const { privateKey } = loadOrCreateSigningKey(dir);
+    const store = new ApprovalStore(join(dir, "store"));
+    const cfg = rt.config.approvals;
+    const waiters = new Map<string, Set<() => void>>();
+
+    const decided = (record: ApprovalRecord) => {
+      for (const wake of waiters.get(record.approvalId) ?? []) wake();
+      waiters.delete(record.approvalId);
+      rt.emit("decided", {
+        approvalId: record.approvalId, toolCallId: record.toolCallId, tool: record.tool, status: record.status,
+        decision: record.status === "approved" ? "approve" : record.status === "expired" ? "timeout" : "deny",
+        decidedBy: record.decidedBy, sessionKey: record.sessionKey,
+      });
+    };
+    /** The record now (expiring it when overdue), or NOT_FOUND. */
+    const current = async (approvalId: string): Promise<ApprovalRecord> => {
+      const expired: ApprovalRecord[] = [];
+      const record = await store.get(approvalId, expired);
+      expired.forEach(decided);
+      if (!record) throw new LurkError("NOT_FOUND", `no approval ${approvalId} (see \`lurkbot approvals list\`)`);
+      return record;
+    };
+    const reply = (approval: ApprovalRecord) => {
+      if (approval.status !== "approved") return { approval };
+      const token = signApprovalToken(privateKey, {
+        approvalId: approval.approvalId,
+        toolCallId: approval.toolCallId,
+        argsHash: approval.argsHash,
+        decision: "approve",
+        expiresAt: (approval.decidedAt ?? Date.now()) + cfg.tokenTtlMs,
+      });
+      return { approval, token };
+    };
+
+    const sweeper = setInterval(() => {
+      store.sweep().then((done) => done.forEach(decided), (err) => rt.log.warn({ err }, "approval sweep failed"));
+    }, SWEEP_INTERVAL_MS);
+    sweeper.unref();
+
+    rt.serve("approvals", "request", async (req) => {
+      // a retried request for the same call while it is pending gets the same approval
+      const same = store.list("pending", 1000).find((r) => r.toolCallId === req.toolCallId && r.argsHash === req.argsHash && r.expiresAt > Date.now());
+      if (same) return reply(same);
+      const now = Date.now();
+      const record: ApprovalRecord = {
+        approvalId: newApprovalId(),
+        toolCallId: req.toolCallId,
+        tool: req.tool,
+        argsHash: req.argsHash,
+        ...(req.command !== undefined ? { command: req.command } : {}),
+        sessionKey: req.sessionKey,
+        agentId: req.agentId,
+        ...(req.origin ? { origin: req.origin } : {}),
+        ...(req.reason !== undefined ? { reason: req.reason } : {}),
+        createdAt: now,
+        expiresAt: now + Math.min(req.timeoutMs ?? cfg.timeoutMs, cfg.timeoutMs),
+        status: "pending",
+      };
+      await store.create(record);
+      rt.emit("requested", { approvalId: record.approvalId, toolCallId: record.toolCallId, tool: record.tool, sessionKey: record.sessionKey, expiresAt: record.expiresAt });
+      if (record.origin) await deliverNotice(rt, record);
+      return { approval: record };
+    });
+
+    rt.serve("approvals", "wait", async (req) => {
+      let record = await current(req.approvalId);
+      if (record.status !== "pending" || req.waitMs === 0) return reply(record);
+      await new Promise<void>((resolve) => {
+        const set = waiters.get(req.approvalId) ?? new Set<() => void>();
+        waiters.set(req.approvalId, set);
+        const done = () => {
+          clearTimeout(timer);
+          set.delete(done);
+          rt.signal.removeEventListener("abort", done);
+          resolve();
+        };
+        // wake at the expiry too, so the answer is "expired" and not "still pending"
+        const timer = setTimeout(done, Math.max(0, Math.min(req.waitMs, record.expiresAt - Date.now() + 20)));
+        set.add(done);
+        rt.signal.addEventListener("abort", done);
+      });
+      record = await current(req.approvalId);
+      return reply(record);
+    });
+
+    rt.serve("approvals", "decide", async (req) => {
+      const record = await current(req.approvalId);
+      if (record.status !== "pending") throw new LurkError("CONFLICT", `approval ${req.approvalId} is ${record.status} already; only pending approvals can be decided`);
+      const updated = await store.decide(req.approvalId, req.decision === "approve" ? "approved" : "denied", req.decidedBy);
+      if (!updated) {
+        const now = await current(req.approvalId);
+        throw new LurkError("CONFLICT", `approval ${req.approvalId} is ${now.status} already; only pending approvals can be decided`);
+      }
+      decided(updated);
+      return reply(updated);
+    });
+
+    rt.serve("approvals", "get", async (req) => reply(await current(req.approvalId)));
+
+    rt.serve("approvals", "list", async (req) => {
+      (await store.sweep()).forEach(decided);
+      return { approvals: store.list(req.status, req.limit) };
+    });
+
+    return {
+      stop: async () => {
+        clearInterval(sweeper);
+        await store.close();
+      },
+    };
+  },
+};
+
+/** The "approval" notice in the origin conversation (OUTBOUND stream, msgID = the approval id). */
+async function deliverNotice(rt: ActorRuntime, record: ApprovalRecord): Promise<void> {
+  const origin = record.origin!;
+  const minutes = Math.max(1, Math.round((record.expiresAt - record.createdAt) / 60_000));
+  const what = record.command !== undefined ? `${record.tool}: ${record.command.length > 500 ? `${record.command.slice(0, 500)}…` : record.command}` : record.tool;
+  const parsed = outboundMessageSchema.safeParse({
+    type: "lurk.outbound.message.v1",
+    id: `approval-${record.approvalId}`,
+    ts: Date.now(),
+    channel: origin.channel,
+    conversation: origin.conversation,
+    ...(origin.accountId ? { accountId: origin.accountId } : {}),
+    ...(origin.peer ? { peer: origin.peer } : {}),
+    kind: "approval",
+    replyTo: origin.messageIds,
+    text: `Approval needed — ${what}\nReply /approve ${record.approvalId} or /deny ${record.approvalId} (expires in ${minutes} min; no answer = denied).`,
+    approval: { approvalId: record.approvalId, tool: record.tool, ...(record.command !== undefined ? { command: record.command } : {}), expiresAt: record.expiresAt },
+  });
+  if (!parsed.success) {
+    rt.log.warn({ approvalId: record.approvalId, issues: parsed.error.issues.slice(0, 3) }, "approval notice does not match the contract");
+    return;
+  }
+  try {
+    await rt.js.publish(rt.subjects.outbound(origin.channel, origin.conversation), JSON.stringify(parsed.data), { msgID: record.approvalId });
+  } catch (err) {
+    rt.log.warn({ err, approvalId: record.approvalId }, "could not deliver the approval notice");
+  }
+}

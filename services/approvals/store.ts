@@ -1,0 +1,87 @@
+/**
+ * The approvals actor's LMDB store (`<dataDir>/approvals`): approvalId -> ApprovalRecord.
+ * Pending and decided records survive restarts. A pending record past its expiry becomes
+ * "expired" (= denied) on the next sweep or the next access, whichever comes first.
+ */
+import { mkdirSync } from "node:fs";
+import { open, type Database, type RootDatabase } from "lmdb";
+import { LurkError, type ApprovalRecord } from "../../shared/contract/index.js";
+
+export class ApprovalStore {
+  private readonly root: RootDatabase;
+  private readonly records: Database<ApprovalRecord, string>;
+
+  constructor(path: string, private readonly now: () => number = Date.now) {
+    mkdirSync(path, { recursive: true, mode: 0o700 });
+    this.root = open({ path, compression: true });
+    this.records = this.root.openDB({ name: "records" });
+  }
+
+  async create(record: ApprovalRecord): Promise<ApprovalRecord> {
+    let created = false;
+    await this.root.transaction(() => {
+      if (this.records.get(record.approvalId)) return;
+      void this.records.put(record.approvalId, record);
+      created = true;
+    });
+    if (!created) throw new LurkError("CONFLICT", `an approval ${record.approvalId} exists already`);
+    return record;
+  }
+
+  /** The record as it is now (an overdue pending one expired first); `expired` lists what expired. */
+  async get(approvalId: string, expired: ApprovalRecord[] = []): Promise<ApprovalRecord | null> {
+    const record = this.records.get(approvalId);
+    if (!record) return null;
+    if (record.status === "pending" && record.expiresAt <= this.now()) {
+      const done = await this.expire(approvalId);
+      if (done) {
+        expired.push(done);
+        return done;
+      }
+      return this.records.get(approvalId) ?? null;
+    }
+    return record;
+  }
+
+  /** Decides a pending record; null when it is not pending (any more). */
+  async decide(approvalId: string, status: "approved" | "denied" | "expired", decidedBy: string): Promise<ApprovalRecord | null> {
+    let result: ApprovalRecord | null = null;
+    await this.root.transaction(() => {
+      const record = this.records.get(approvalId);
+      if (!record || record.status !== "pending") return;
+      result = { ...record, status, decidedAt: this.now(), decidedBy };
+      void this.records.put(approvalId, result);
+    });
+    return result;
+  }
+
+  expire(approvalId: string): Promise<ApprovalRecord | null> {
+    return this.decide(approvalId, "expired", "timeout");
+  }
+
+  /** Pending records past their expiry, expired now. */
+  async sweep(): Promise<ApprovalRecord[]> {
+    const now = this.now();
+    const overdue: string[] = [];
+    for (const { key, value } of this.records.getRange()) {
+      if (value.status === "pending" && value.expiresAt <= now) overdue.push(key);
+    }
+    const done: ApprovalRecord[] = [];
+    for (const id of overdue) {
+      const r = await this.expire(id);
+      if (r) done.push(r);
+    }
+    return done;
+  }
+
+  /** Newest first. */
+  list(status: ApprovalRecord["status"] | undefined, limit: number): ApprovalRecord[] {
+    const all: ApprovalRecord[] = [];
+    for (const { value } of this.records.getRange()) if (!status || value.status === status) all.push(value);
+    return all.sort((a, b) => b.createdAt - a.createdAt).slice(0, limit);
+  }
+
+  async close(): Promise<void> {
+    await this.root.close();
+  }
+}

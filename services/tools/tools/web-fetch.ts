@@ -1,0 +1,94 @@
+/**
+ * `web_fetch`: one web page as readable text. http and https only; every hop (the first
+ * request and each redirect, at most 5) is checked and pinned to a public address by
+ * web/http.ts (tools.web.allowPrivateHosts names the exceptions). HTML is converted to text
+ * (web/html.ts), other text types come back as they are, binary content is refused. The body is
+ * read up to tools.web.maxBodyBytes; the text up to `maxChars` and config.tools.outputCapBytes.
+ * Network I/O, so it runs in the tools actor's main thread (`runsIn: "process"`).
+ */
+import { z } from "zod";
+import { LurkError } from "../../../shared/contract/index.js";
+import { cutUtf8, looksBinary } from "../content.js";
+import { defineTool, type ToolResult } from "../tool.js";
+import { htmlToText } from "../web/html.js";
+import { guardedFetch, type FetchResult } from "../web/http.js";
+
+export const DEFAULT_MAX_CHARS = 50_000;
+/** room kept under the output cap for the header and notes */
+const NOTE_RESERVE = 1024;
+
+const parameters = z.object({
+  url: z.string().min(1).max(8192).describe("The absolute http:// or https:// URL to fetch"),
+  maxChars: z.number().int().min(100).max(1_000_000).optional().describe(`The most characters of text to return (default ${DEFAULT_MAX_CHARS})`),
+});
+
+type Kind = "html" | "text" | "binary";
+
+function kindOf(mime: string, body: Buffer): Kind {
+  const head = body.subarray(0, 8192);
+  if (looksBinary(head)) return "binary";
+  if (mime === "text/html" || mime === "application/xhtml+xml") return "html";
+  if (mime === "") return /^\s*(<!doctype html|<html)/i.test(head.toString("latin1")) ? "html" : "text";
+  if (mime.startsWith("text/") || /^application\/([\w.+-]*\+)?(json|xml|javascript|ecmascript|x-javascript|yaml|x-yaml|toml|x-ndjson|ld\+json|rss\+xml|atom\+xml|sql|graphql)$/.test(mime)) return "text";
+  return /[+/](json|xml)$/.test(mime) ? "text" : "binary";
+}
+
+function decode(res: FetchResult, kind: Kind): string {
+  let charset = /charset\s*=\s*"?([^";\s]+)/i.exec(res.contentType)?.[1];
+  if (!charset && kind === "html") charset = /<meta[^>]+charset\s*=\s*["']?([^"'>\s;/]+)/i.exec(res.body.subarray(0, 4096).toString("latin1"))?.[1];
+  try {
+    return new TextDecoder(charset ?? "utf-8").decode(res.body);
+  } catch {
+    return new TextDecoder("utf-8").decode(res.body);
+  }
+}
+
+export const webFetchTool = defineTool({
+  name: "web_fetch",
+  description: "Fetch a web page (http or https) and return it as readable text: HTML is converted to text (headings, paragraphs, "
+    + "list items, links as \"text (url)\"); other text types come back as they are; binary content (images, PDFs, archives) is refused. "
+    + "Redirects are followed. Private and local network addresses cannot be fetched. Long pages are cut: pass maxChars for more or less.",
+  parameters,
+  sideEffects: false,
+  parallelSafe: true,
+  groups: ["group:web"],
+  runsIn: "process",
+  async execute(args, ctx): Promise<ToolResult> {
+    const web = ctx.host?.web;
+    if (!ctx.host || !web) throw new LurkError("TOOL_FAILED", "web_fetch runs in the tools actor process only");
+    const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(Math.min(web.timeoutMs, ctx.host.timeoutMs))]);
+    ctx.progress(`fetching ${args.url.slice(0, 200)}`);
+    const res = await guardedFetch(args.url, { maxBytes: web.maxBodyBytes, signal, allowPrivateHosts: web.allowPrivateHosts });
+    const mime = res.contentType.split(";")[0]!.trim().toLowerCase();
+    const kind = kindOf(mime, res.body);
+    if (kind === "binary") {
+      throw new LurkError("TOOL_FAILED", `${res.url} is ${mime || "binary content"} (HTTP ${res.status}), not text; web_fetch returns HTML and text only`);
+    }
+    const decoded = decode(res, kind);
+    const converted = kind === "html" ? htmlToText(decoded, res.url) : { text: decoded };
+
+    const header = [`URL: ${res.url}`];
+    if (res.redirects.length > 0) header.push(`Redirected from: ${args.url.slice(0, 2000)} (${res.redirects.length} redirect${res.redirects.length === 1 ? "" : "s"})`);
+    header.push(`Status: ${res.status}`, `Content-Type: ${res.contentType || "(none)"}`);
+    if ("title" in converted && converted.title) header.push(`Title: ${converted.title}`);
+
+    const notes: string[] = [];
+    if (res.truncated) notes.push(`[the body was cut at ${web.maxBodyBytes} bytes (tools.web.maxBodyBytes); the rest was not downloaded]`);
+    const maxChars = args.maxChars ?? DEFAULT_MAX_CHARS;
+    let text = converted.text;
+    if (text.length > maxChars) {
+      notes.push(`[text cut at ${maxChars} of ${text.length} characters; pass a larger maxChars for more]`);
+      text = text.slice(0, maxChars);
+    }
+    const headerText = `${header.join("\n")}\n\n`;
+    const budget = Math.max(256, ctx.limits.outputCapBytes - NOTE_RESERVE - Buffer.byteLength(headerText, "utf8"));
+    if (Buffer.byteLength(text, "utf8") > budget) {
+      text = cutUtf8(text, budget);
+      notes.push(`[text cut at ${ctx.limits.outputCapBytes} bytes of output (tools.outputCapBytes)]`);
+    }
+    const body = text.length > 0 ? text : "(no text content)";
+    const result: ToolResult = { content: [{ type: "text", text: `${headerText}${body}${notes.length > 0 ? `\n\n${notes.join("\n")}` : ""}` }] };
+    if (res.status >= 400) return { ...result, isError: true, errorCode: "TOOL_FAILED" };
+    return result;
+  },
+});
