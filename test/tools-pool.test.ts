@@ -159,11 +159,13 @@ describe("tools pool limits and self-repair", () => {
   });
 
   it("gives up on a task that waits too long for a worker (UNAVAILABLE), without touching the running one", async () => {
-    const pool = new ToolPool({ minThreads: 1, maxThreads: 1, workerMemoryMb: 64, maxQueueWaitMs: 300 });
+    const pool = new ToolPool({ minThreads: 1, maxThreads: 1, workerMemoryMb: 64, maxQueueWaitMs: 1_000 });
     try {
-      const slow = pool.runModule(fixture("sleep"), opts({ ms: 1_500 }, 20_000));
+      // a warm worker first: on a loaded machine starting one can take longer than the queue wait
+      await pool.runModule(fixture("sleep"), opts({ ms: 1 }, 20_000));
+      const slow = pool.runModule(fixture("sleep"), opts({ ms: 3_000 }, 20_000));
       await assert.rejects(pool.runModule(fixture("sleep"), opts({ ms: 1 }, 20_000)), (err: unknown) => LurkError.is(err) && err.code === "UNAVAILABLE" && err.retryable);
-      assert.deepEqual((await slow).content, [{ type: "text", text: "slept 1500" }]);
+      assert.deepEqual((await slow).content, [{ type: "text", text: "slept 3000" }]);
     } finally {
       await pool.close();
     }
