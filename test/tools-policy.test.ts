@@ -19,6 +19,7 @@ import { BUILTIN_TOOLS } from "../services/tools/registry.js";
 import { startActorProcess, type ActorProcess } from "./harness/actors.js";
 import { runCli } from "./harness/cli.js";
 import { TestNats } from "./harness/nats.js";
+import { startToolsActor } from "./harness/tools-actor.js";
 
 /** a tool as the policy sees it: the seeds' names; groups only where the definition declares them */
 const t = (name: string, groups: string[] = [], aliases: string[] = []): PolicyTool => ({ name, groups, aliases });
@@ -156,12 +157,8 @@ describe("tool policy over the bus", () => {
   before(async () => {
     ws = mkdtempSync(join(tmpdir(), "lurk-policy-ws-"));
     writeFileSync(join(ws, "notes.txt"), "hello\n");
-    nats = await TestNats.start({ streams: false });
     // read denied everywhere; subagents additionally lose exec (the built-in tools are in none of the seeds' subagent list)
-    writeFileSync(join(nats.home, "config.json"), JSON.stringify({ tools: { deny: ["read"], subagent: { deny: ["exec"] } } }));
-    tools = await startActorProcess("tools", nats, { LURKBOT_WORKSPACE: ws });
-    nc = await nats.connect("agent-runner");
-    client = new BusClient(nc);
+    ({ nats, tools, nc, client } = await startToolsActor(ws, { tools: { deny: ["read"], subagent: { deny: ["exec"] } } }));
   });
   after(async () => {
     await nc?.close();

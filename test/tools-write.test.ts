@@ -16,6 +16,7 @@ import { BusClient } from "../shared/runtime/client.js";
 import { ConfinedFs } from "../services/tools/fs-confined.js";
 import { startActorProcess, type ActorProcess } from "./harness/actors.js";
 import { TestNats } from "./harness/nats.js";
+import { startToolsActor } from "./harness/tools-actor.js";
 
 const SECRET = "TOP-SECRET-OUTSIDE-THE-WORKSPACE\n";
 const MAX_WRITE = 400_000;
@@ -76,11 +77,7 @@ describe("file tools over the bus", () => {
     writeFileSync(join(ws, "target.txt"), "inside\n");
     symlinkSync("target.txt", join(ws, "link-in"));
 
-    nats = await TestNats.start({ streams: false });
-    writeFileSync(join(nats.home, "config.json"), JSON.stringify({ tools: { maxWriteBytes: MAX_WRITE } }));
-    tools = await startActorProcess("tools", nats, { LURKBOT_WORKSPACE: ws });
-    nc = await nats.connect("agent-runner");
-    client = new BusClient(nc);
+    ({ nats, tools, nc, client } = await startToolsActor(ws, { tools: { maxWriteBytes: MAX_WRITE } }));
   });
   after(async () => {
     await nc?.close();

@@ -16,6 +16,7 @@ import { BusClient } from "../shared/runtime/client.js";
 import { ConfinedFs } from "../services/tools/fs-confined.js";
 import { startActorProcess, type ActorProcess } from "./harness/actors.js";
 import { TestNats } from "./harness/nats.js";
+import { startToolsActor } from "./harness/tools-actor.js";
 
 const SECRET = "TOP-SECRET-OUTSIDE-THE-WORKSPACE";
 const CAP = 4096;
@@ -61,11 +62,7 @@ describe("tools actor over the bus", () => {
     symlinkSync("notes.txt", join(ws, "link-in"));
     execFileSync("mkfifo", [join(ws, "pipe")]);
 
-    nats = await TestNats.start({ streams: false });
-    writeFileSync(join(nats.home, "config.json"), JSON.stringify({ tools: { outputCapBytes: CAP } }));
-    tools = await startActorProcess("tools", nats, { LURKBOT_WORKSPACE: ws });
-    nc = await nats.connect("agent-runner");
-    client = new BusClient(nc);
+    ({ nats, tools, nc, client } = await startToolsActor(ws, { tools: { outputCapBytes: CAP } }));
   });
   after(async () => {
     await nc?.close();
