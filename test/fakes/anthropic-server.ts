@@ -13,6 +13,7 @@
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { readBody, sendJson, splitText } from "./http.js";
 
 export interface FakeToolUse { id?: string; name: string; input: string | Record<string, unknown>; fragments?: number }
 export interface FakeThinking { text: string; signature: string }
@@ -137,21 +138,21 @@ export class FakeAnthropicServer {
     }
     if (reply.thinking) {
       block({ type: "thinking", thinking: "", signature: "" }, [
-        ...split(reply.thinking.text, 2).map((t) => ({ type: "thinking_delta", thinking: t })),
+        ...splitText(reply.thinking.text, 2).map((t) => ({ type: "thinking_delta", thinking: t })),
         { type: "signature_delta", signature: reply.thinking.signature },
       ]);
     }
     if (reply.kind === "text" && reply.redacted) block({ type: "redacted_thinking", data: reply.redacted }, []);
     const text = reply.text ?? "";
     if (text) {
-      block({ type: "text", text: "" }, split(text, reply.kind === "text" ? reply.chunks ?? Math.min(4, text.length) : 2).map((t) => ({ type: "text_delta", text: t })));
+      block({ type: "text", text: "" }, splitText(text, reply.kind === "text" ? reply.chunks ?? Math.min(4, text.length) : 2).map((t) => ({ type: "text_delta", text: t })));
       produced += text;
     }
     if (reply.kind === "tool_use") {
       reply.calls.forEach((c, i) => {
         const args = typeof c.input === "string" ? c.input : JSON.stringify(c.input);
         block({ type: "tool_use", id: c.id ?? `toolu_${id}_${i}`, name: c.name, input: {} },
-          split(args, c.fragments ?? 3).map((p) => ({ type: "input_json_delta", partial_json: p })));
+          splitText(args, c.fragments ?? 3).map((p) => ({ type: "input_json_delta", partial_json: p })));
         produced += c.name + args;
       });
     }
@@ -176,25 +177,4 @@ export function apiKeyOf(headers: IncomingHttpHeaders): string | undefined {
 
 const errorBody = (type: string, message: string) => ({ type: "error", error: { type, message } });
 
-function split(text: string, n: number): string[] {
-  if (!text) return [];
-  const size = Math.max(1, Math.ceil(text.length / Math.max(1, n)));
-  const out: string[] = [];
-  for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
-  return out;
-}
-
-function json(res: ServerResponse, status: number, body: unknown): void {
-  const data = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(data), "request-id": `req_fake_${Date.now()}` });
-  res.end(data);
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    req.on("data", (d: Buffer) => parts.push(d));
-    req.on("end", () => resolve(Buffer.concat(parts).toString("utf8")));
-    req.on("error", reject);
-  });
-}
+const json = (res: ServerResponse, status: number, body: unknown) => sendJson(res, status, body, { "request-id": `req_fake_${Date.now()}` });

@@ -11,6 +11,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { readBody, sendJson, splitText } from "./http.js";
 
 export interface OllamaFakeToolCall { name: string; arguments: unknown }
 
@@ -130,8 +131,8 @@ export class FakeOllamaServer {
     res.on("close", () => this.open.delete(res));
     const lines: unknown[] = [];
     const msg = (m: Record<string, unknown>) => lines.push({ ...base(), message: { role: "assistant", content: "", ...m }, done: false });
-    for (const piece of split(thinking, 2)) msg({ thinking: piece });
-    for (const piece of split(text, reply.kind === "text" ? reply.chunks ?? Math.min(4, text.length) : 2)) msg({ content: piece });
+    for (const piece of splitText(thinking, 2)) msg({ thinking: piece });
+    for (const piece of splitText(text, reply.kind === "text" ? reply.chunks ?? Math.min(4, text.length) : 2)) msg({ content: piece });
     if (calls.length > 0) msg({ tool_calls: calls });
     if (reply.kind === "stream_error") lines.push({ error: reply.message });
     else if (reply.kind !== "hang" && reply.kind !== "cut") lines.push({ ...base(), message: { role: "assistant", content: "" }, ...final });
@@ -140,25 +141,4 @@ export class FakeOllamaServer {
   }
 }
 
-function split(text: string, n: number): string[] {
-  if (!text) return [];
-  const size = Math.max(1, Math.ceil(text.length / Math.max(1, n)));
-  const out: string[] = [];
-  for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
-  return out;
-}
-
-function json(res: ServerResponse, status: number, body: unknown): void {
-  const data = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(data) });
-  res.end(data);
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    req.on("data", (d: Buffer) => parts.push(d));
-    req.on("end", () => resolve(Buffer.concat(parts).toString("utf8")));
-    req.on("error", reject);
-  });
-}
+const json = (res: ServerResponse, status: number, body: unknown) => sendJson(res, status, body, { "content-type": "application/json; charset=utf-8" });

@@ -13,6 +13,7 @@
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { readBody, sendJson, splitText } from "./http.js";
 
 export interface FakeToolCall {
   id?: string;
@@ -180,7 +181,7 @@ export class FakeOpenAIServer {
     const chunks: unknown[] = [chunk({ role: "assistant", content: "", refusal: null })];
     let produced = "";
     const text = reply.kind === "text" || reply.kind === "hang" ? reply.text ?? "" : reply.kind === "tool_calls" ? reply.text ?? "" : "";
-    for (const piece of split(text, reply.kind === "text" ? reply.chunks ?? Math.min(4, Math.max(1, text.length)) : 2)) {
+    for (const piece of splitText(text, reply.kind === "text" ? reply.chunks ?? Math.min(4, Math.max(1, text.length)) : 2)) {
       chunks.push(chunk({ content: piece }));
       produced += piece;
     }
@@ -188,7 +189,7 @@ export class FakeOpenAIServer {
       reply.calls.forEach((c, index) => {
         const args = argsString(c);
         chunks.push(chunk({ tool_calls: [{ index, id: c.id ?? `call_${id}_${index}`, type: "function", function: { name: c.name, arguments: "" } }] }));
-        for (const piece of split(args, c.fragments ?? 3)) chunks.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
+        for (const piece of splitText(args, c.fragments ?? 3)) chunks.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
         produced += c.name + args;
       });
     }
@@ -222,13 +223,6 @@ function argsString(c: FakeToolCall): string {
 }
 
 /** Splits text into n pieces of about equal length (at least one piece when text is non-empty). */
-function split(text: string, n: number): string[] {
-  if (!text) return [];
-  const size = Math.max(1, Math.ceil(text.length / Math.max(1, n)));
-  const out: string[] = [];
-  for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
-  return out;
-}
 
 function usage(body: ChatRequestBody, completion: string) {
   const prompt = Math.ceil(JSON.stringify(body.messages).length / 4) + Math.ceil(JSON.stringify(body.tools ?? []).length / 4);
@@ -236,19 +230,6 @@ function usage(body: ChatRequestBody, completion: string) {
   return { prompt_tokens: prompt, completion_tokens: completionTokens, total_tokens: prompt + completionTokens, prompt_tokens_details: { cached_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0 } };
 }
 
-function json(res: ServerResponse, status: number, body: unknown): void {
-  const data = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(data), "x-request-id": `req_fake_${Date.now()}` });
-  res.end(data);
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    req.on("data", (d: Buffer) => parts.push(d));
-    req.on("end", () => resolve(Buffer.concat(parts).toString("utf8")));
-    req.on("error", reject);
-  });
-}
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const json = (res: ServerResponse, status: number, body: unknown) => sendJson(res, status, body, { "x-request-id": `req_fake_${Date.now()}` });

@@ -1,0 +1,27 @@
+/** HTTP plumbing shared by the fake provider servers: bodies, JSON replies, text chunking. */
+import type { IncomingMessage, ServerResponse } from "node:http";
+
+export function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    req.on("data", (d: Buffer) => parts.push(d));
+    req.on("end", () => resolve(Buffer.concat(parts).toString("utf8")));
+    req.on("error", reject);
+  });
+}
+
+/** A JSON reply with content-length and any provider-specific headers (e.g. a request id). */
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const data = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(data), ...headers });
+  res.end(data);
+}
+
+/** Splits text into about `n` pieces (for streamed deltas and argument fragments). */
+export function splitText(text: string, n: number): string[] {
+  if (!text) return [];
+  const size = Math.max(1, Math.ceil(text.length / Math.max(1, n)));
+  const out: string[] = [];
+  for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
+  return out;
+}
