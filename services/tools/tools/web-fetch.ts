@@ -12,6 +12,7 @@ import { cutUtf8, looksBinary } from "../content.js";
 import { defineTool, type ToolResult } from "../tool.js";
 import { htmlToText } from "../web/html.js";
 import { guardedFetch, type FetchResult } from "../web/http.js";
+import { webContext } from "../web/context.js";
 
 export const DEFAULT_MAX_CHARS = 50_000;
 /** room kept under the output cap for the header and notes */
@@ -54,9 +55,7 @@ export const webFetchTool = defineTool({
   groups: ["group:web"],
   runsIn: "process",
   async execute(args, ctx): Promise<ToolResult> {
-    const web = ctx.host?.web;
-    if (!ctx.host || !web) throw new LurkError("TOOL_FAILED", "web_fetch runs in the tools actor process only");
-    const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(Math.min(web.timeoutMs, ctx.host.timeoutMs))]);
+    const { web, signal } = webContext(ctx, "web_fetch");
     ctx.progress(`fetching ${args.url.slice(0, 200)}`);
     const res = await guardedFetch(args.url, { maxBytes: web.maxBodyBytes, signal, allowPrivateHosts: web.allowPrivateHosts });
     const mime = res.contentType.split(";")[0]!.trim().toLowerCase();

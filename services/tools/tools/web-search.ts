@@ -13,6 +13,7 @@ import { cutUtf8, errorResult } from "../content.js";
 import { defineTool, type ToolResult } from "../tool.js";
 import { decodeEntities } from "../web/html.js";
 import { trustedFetch } from "../web/http.js";
+import { webContext } from "../web/context.js";
 
 export const BRAVE_DEFAULT_BASE_URL = "https://api.search.brave.com";
 const MAX_RESPONSE_BYTES = 2 * 1024 * 1024;
@@ -107,12 +108,10 @@ export const webSearchTool = defineTool({
   groups: ["group:web"],
   runsIn: "process",
   async execute(args, ctx): Promise<ToolResult> {
-    const web = ctx.host?.web;
-    if (!ctx.host || !web) throw new LurkError("TOOL_FAILED", "web_search runs in the tools actor process only");
+    const { web, signal } = webContext(ctx, "web_search");
     const key = web.search.apiKey;
     const scrub = (text: string) => (key ? text.replaceAll(key, "[redacted]") : text);
     if (web.search.provider === "none") return errorResult("TOOL_FAILED", NOT_CONFIGURED_MESSAGE);
-    const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(Math.min(web.timeoutMs, ctx.host.timeoutMs))]);
     try {
       const hits = await search(web, args.query, args.count ?? 5, signal);
       return { content: [{ type: "text", text: cutUtf8(scrub(formatHits(args.query, hits)), ctx.limits.outputCapBytes) }] };
