@@ -18,8 +18,8 @@ import { ConfinedFs } from "../services/tools/fs-confined.js";
 import { indexStats, isMemoryPath, memorySearchTool } from "../services/tools/tools/memory.js";
 import { startActorProcess, type ActorProcess } from "./harness/actors.js";
 import { TestNats } from "./harness/nats.js";
+import { startToolsActor, textOf, toolCaller } from "./harness/tools-actor.js";
 
-const textOf = (reply: ToolCallReply) => reply.content.map((b) => (b.type === "text" ? b.text : `[${b.type}]`)).join("");
 const doc = (path: string, text: string): IndexedDoc => ({ path, chunks: chunkMarkdown(text) });
 
 describe("memory tokenizer", () => {
@@ -135,22 +135,7 @@ describe("memory tools over the bus", () => {
   let nc: NatsConnection;
   let client: BusClient;
   let ws: string;
-  let n = 0;
-
-  const call = (tool: string, args: Record<string, unknown>) =>
-    client.callSubject(`lurk.tools.call.${tool}`, "lurk.tools.call.v1", {
-      toolCallId: `call-${++n}`,
-      runId: "run-1",
-      sessionKey: "agent:main:main",
-      agentId: "main",
-      tool,
-      args,
-    }, toolCallReply, { timeoutMs: 30_000 });
-  const ok = async (tool: string, args: Record<string, unknown>) => {
-    const reply = await call(tool, args);
-    assert.equal(reply.isError, false, textOf(reply));
-    return textOf(reply);
-  };
+  const { call, ok } = toolCaller(() => client);
   /** "path:start-end" of the results, in order */
   const places = (text: string) => [...text.matchAll(/^\d+\. (\S+:\d+-\d+) \(score/gm)].map((m) => m[1]);
 
@@ -162,10 +147,7 @@ describe("memory tools over the bus", () => {
     writeFileSync(join(ws, "memory", "2026-11-01.md"), DAILY);
     writeFileSync(join(ws, "memory", "notes.txt"), "tomatoes tomatoes tomatoes\n");
     symlinkSync("../SOUL.md", join(ws, "memory", "soul-link.md"));
-    nats = await TestNats.start({ streams: false });
-    tools = await startActorProcess("tools", nats, { LURKBOT_WORKSPACE: ws });
-    nc = await nats.connect("agent-runner");
-    client = new BusClient(nc);
+    ({ nats, tools, nc, client } = await startToolsActor(ws));
   });
   after(async () => {
     await nc?.close();

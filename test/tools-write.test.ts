@@ -16,12 +16,11 @@ import { BusClient } from "../shared/runtime/client.js";
 import { ConfinedFs } from "../services/tools/fs-confined.js";
 import { startActorProcess, type ActorProcess } from "./harness/actors.js";
 import { TestNats } from "./harness/nats.js";
-import { startToolsActor } from "./harness/tools-actor.js";
+import { startToolsActor, textOf, toolCaller } from "./harness/tools-actor.js";
 
 const SECRET = "TOP-SECRET-OUTSIDE-THE-WORKSPACE\n";
 const MAX_WRITE = 400_000;
 
-const textOf = (reply: ToolCallReply) => reply.content.map((b) => (b.type === "text" ? b.text : `[${b.type}]`)).join("");
 
 /** Every file under `dir` with its content and mtime, to prove nothing changed. */
 function snapshot(dir: string): Record<string, string> {
@@ -45,22 +44,7 @@ describe("file tools over the bus", () => {
   let client: BusClient;
   let ws: string;
   let outside: string;
-  let n = 0;
-
-  const call = (tool: string, args: Record<string, unknown>) =>
-    client.callSubject(`lurk.tools.call.${tool}`, "lurk.tools.call.v1", {
-      toolCallId: `call-${++n}`,
-      runId: "run-1",
-      sessionKey: "agent:main:main",
-      agentId: "main",
-      tool,
-      args,
-    }, toolCallReply, { timeoutMs: 30_000 });
-  const ok = async (tool: string, args: Record<string, unknown>) => {
-    const reply = await call(tool, args);
-    assert.equal(reply.isError, false, textOf(reply));
-    return textOf(reply);
-  };
+  const { call, ok } = toolCaller(() => client);
   const wsFile = (p: string) => readFileSync(join(ws, p), "utf8");
 
   before(async () => {

@@ -1,7 +1,9 @@
 /** The tools actor as a process on its own nats-server, with a config.json, called as the agent-runner. */
+import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { toolCallReply, type ToolCallReply } from "../../shared/contract/index.js";
 import { BusClient } from "../../shared/runtime/client.js";
 import { startActorProcess, type ActorProcess } from "./actors.js";
 import { TestNats } from "./nats.js";
@@ -27,4 +29,22 @@ export async function startToolsActor(workspace: string, config: Record<string, 
       await nats.stop();
     },
   };
+}
+
+/** The text of a tool reply (images shown as `[image]`). */
+export const textOf = (reply: ToolCallReply) => reply.content.map((b) => (b.type === "text" ? b.text : `[${b.type}]`)).join("");
+
+/** Calls tools as the agent-runner would for `agent:main:main`; `ok` also asserts success. */
+export function toolCaller(client: () => BusClient) {
+  let n = 0;
+  const call = (tool: string, args: Record<string, unknown>) =>
+    client().callSubject(`lurk.tools.call.${tool}`, "lurk.tools.call.v1", {
+      toolCallId: `call-${++n}`, runId: "run-1", sessionKey: "agent:main:main", agentId: "main", tool, args,
+    }, toolCallReply, { timeoutMs: 30_000 });
+  const ok = async (tool: string, args: Record<string, unknown>) => {
+    const reply = await call(tool, args);
+    assert.equal(reply.isError, false, textOf(reply));
+    return textOf(reply);
+  };
+  return { call, ok };
 }
