@@ -37,6 +37,8 @@ export const runRequestSchema = defineMessage("lurk.run.request.v1", {
     promptMode: promptModeSchema.optional(),
     maxIterations: z.number().int().min(1).max(100).optional(),
     timeoutMs: z.number().int().positive().max(24 * 3600_000).optional(),
+    /** "compact": summarize the session's older history now (/compact) instead of a model turn on the inputs */
+    command: z.enum(["compact"]).optional(),
   }).default({}),
   /** set for subagent runs: who spawned it and the task */
   subagent: z.object({
