@@ -7,6 +7,8 @@
 import { CONSUMERS, runRequestSchema, STREAMS } from "../../shared/contract/index.js";
 import type { ActorDefinition } from "../../shared/runtime/actor.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
+import { join } from "node:path";
+import { AuthStateStore } from "./auth-profiles.js";
 import { RunControls } from "./control.js";
 import { ProviderRegistry } from "./providers/registry.js";
 import { runHandler } from "./run.js";
@@ -22,6 +24,10 @@ export const definition: ActorDefinition = {
   description: "the agent loop: prompt, LLM, tools over the bus, checkpoints",
   async start(rt) {
     const registry = new ProviderRegistry(rt.config);
+    // auth profile cooldowns and session pins, shared by the runners of this host
+    const authState = new AuthStateStore(join(rt.config.dataDir, "agent-runner", "auth-state"));
+    rt.onStop({ stop: () => authState.close() });
+    void authState.prunePins().catch((err) => rt.log.warn({ err }, "could not prune auth profile pins"));
     const tools = new ToolsClient(rt.nc, rt.client, rt.subjects, rt.log, rt.config.tools.timeoutMs + TOOL_CALL_MARGIN_MS);
     const controls = new RunControls(rt);
     controls.start();
@@ -33,7 +39,7 @@ export const definition: ActorDefinition = {
       consumer: CONSUMERS.agentRunner,
       schema: runRequestSchema,
       concurrency: rt.config.runs.concurrency,
-      handler: runHandler({ rt, registry, tools, controls, transcripts: new TranscriptCache(rt.config.runs.historyLimit) }),
+      handler: runHandler({ rt, registry, tools, controls, transcripts: new TranscriptCache(rt.config.runs.historyLimit), authState }),
     });
     rt.log.info({ model: rt.config.model ?? null, concurrency: rt.config.runs.concurrency }, rt.config.model ? "agent-runner ready" : "agent-runner ready without a model: runs will reply how to configure one");
   },

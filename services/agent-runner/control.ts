@@ -1,13 +1,16 @@
 /**
  * Run control: one subscription on `lurk.run.ctl.>` per actor, dispatched by runId to the
  * active run's AbortController. An abort that arrives before its run started is remembered for
- * a while, so the run ends as soon as it starts. Steering and follow-ups are accepted and logged
- * (a later issue feeds them into the loop). Also serializes work on one runId in this process
- * (a redelivery waits for the running attempt instead of racing it).
+ * a while, so the run ends as soon as it starts. Steering and follow-ups go to the active run's
+ * mailbox (mailbox.ts); a control sent as a request is answered only by the instance holding the
+ * run (runControlReplySchema), so a sender that hears nothing knows no runner took it. Also
+ * serializes work on one runId in this process (a redelivery waits for the running attempt
+ * instead of racing it).
  */
 import type { Subscription } from "@nats-io/transport-node";
-import { LurkError, runControlSchema, safeParseJson } from "../../shared/contract/index.js";
+import { LurkError, runControlSchema, safeParseJson, type RunControl, type RunControlReply } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
+import { RunMailbox } from "./mailbox.js";
 
 const EARLY_ABORT_TTL_MS = 10 * 60_000;
 
@@ -16,6 +19,7 @@ export const SHUTDOWN = new LurkError("UNAVAILABLE", "the agent-runner is stoppi
 
 export class RunControls {
   private readonly active = new Map<string, AbortController>();
+  private readonly mailboxes = new Map<string, RunMailbox>();
   private readonly earlyAborts = new Map<string, number>();
   private readonly locks = new Map<string, Promise<unknown>>();
   private sub: Subscription | undefined;
@@ -34,7 +38,11 @@ export class RunControls {
           if (!parsed.success) throw new LurkError("VALIDATION_FAILED", parsed.error.issues[0]?.message ?? "invalid run control");
           const ctl = parsed.data;
           if (msg.subject !== this.rt.subjects.runControl(ctl.runId)) throw new LurkError("VALIDATION_FAILED", `runId ${ctl.runId} does not match ${msg.subject}`);
-          this.handle(ctl.runId, ctl.action, ctl.reason);
+          const accepted = this.handle(ctl);
+          if (accepted && msg.reply) {
+            const reply: RunControlReply = { runId: ctl.runId, action: ctl.action, accepted: true };
+            msg.respond(JSON.stringify(reply));
+          }
         } catch (e) {
           this.rt.log.warn({ err: e, subject: msg.subject }, "ignoring a malformed run control message");
         }
@@ -42,18 +50,28 @@ export class RunControls {
     });
   }
 
-  private handle(runId: string, action: "abort" | "steer" | "followup", reason?: string): void {
+  /** Applies a control; true when this instance holds the run and took it. */
+  private handle(ctl: RunControl): boolean {
+    const { runId, action, reason } = ctl;
     const controller = this.active.get(runId);
     if (action !== "abort") {
-      this.rt.log.info({ runId, action, active: !!controller }, "run control accepted (steering and follow-ups are not applied yet)");
-      return;
+      const mailbox = this.mailboxes.get(runId);
+      if (!mailbox || !ctl.input) {
+        this.rt.log.debug({ runId, action, active: !!mailbox }, "run control for a run this instance does not hold");
+        return false;
+      }
+      const queued = mailbox.push({ id: ctl.id, action, input: ctl.input });
+      this.rt.log.info({ runId, action, queued }, queued ? "input queued in the active run" : "the run no longer takes inputs");
+      return queued;
     }
     this.rt.log.info({ runId, reason, active: !!controller }, "abort requested");
-    if (controller) controller.abort(new LurkError("ABORTED", reason ? `the run was aborted: ${reason}` : "the run was aborted"));
-    else {
-      this.earlyAborts.set(runId, Date.now());
-      for (const [id, at] of this.earlyAborts) if (Date.now() - at > EARLY_ABORT_TTL_MS) this.earlyAborts.delete(id);
+    if (controller) {
+      controller.abort(new LurkError("ABORTED", reason ? `the run was aborted: ${reason}` : "the run was aborted"));
+      return true;
     }
+    this.earlyAborts.set(runId, Date.now());
+    for (const [id, at] of this.earlyAborts) if (Date.now() - at > EARLY_ABORT_TTL_MS) this.earlyAborts.delete(id);
+    return false;
   }
 
   /** The run's AbortController (already aborted when an abort came first). */
@@ -62,11 +80,20 @@ export class RunControls {
     if (this.rt.signal.aborted) controller.abort(SHUTDOWN);
     else if (this.earlyAborts.delete(runId)) controller.abort(new LurkError("ABORTED", "the run was aborted before it started"));
     this.active.set(runId, controller);
+    this.mailboxes.set(runId, new RunMailbox());
     return controller;
   }
 
+  /** The mailbox of a run registered here. */
+  mailbox(runId: string): RunMailbox | undefined {
+    return this.mailboxes.get(runId);
+  }
+
   unregister(runId: string, controller: AbortController): void {
-    if (this.active.get(runId) === controller) this.active.delete(runId);
+    if (this.active.get(runId) === controller) {
+      this.active.delete(runId);
+      this.mailboxes.delete(runId);
+    }
   }
 
   /** Runs `fn` after any earlier work on the same runId finished. */

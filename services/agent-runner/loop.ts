@@ -4,17 +4,42 @@
  * maxIterations model calls (then stop with a note). A redelivered run resumes from its
  * checkpoints: a checkpointed assistant message is not requested again and a checkpointed tool
  * result is not executed again. Throws a LurkError when the provider fails or the run is aborted.
+ *
+ * Inputs that arrive mid-run (mailbox.ts): steering skips the turn's tool calls not yet started
+ * and becomes the next turn's user message; follow-ups (and steering that came during a final
+ * answer) start a new turn when the loop would end. Taken inputs are checkpointed before the
+ * model sees them. Turn hooks observe each message, turn end and error; an onTurnEnd hook may
+ * stop the loop.
  */
-import type { AssistantMessage, LlmMessage, ToolDefinition, ToolResultMessage, Usage } from "../../shared/contract/index.js";
+import { LurkError, type AssistantMessage, type LlmMessage, type ToolDefinition, type ToolResultMessage, type Usage } from "../../shared/contract/index.js";
 import { callModel, type LlmCallDeps } from "./llm-call.js";
+import { withOverflowRetry, type CompactContext } from "./overflow-retry.js";
 import { addUsage, type ToolCallBlock } from "./providers/types.js";
 import { assistantText, type ResumeState } from "./transcript.js";
+import type { MailboxInput, RunMailbox } from "./mailbox.js";
 import { runTurnTools, type TurnToolDeps } from "./turn-tools.js";
 
-export interface LoopDeps extends LlmCallDeps, Omit<TurnToolDeps, "events" | "signal" | "tools"> {
+/** Observers of the loop (seed 002 turn hooks). Hooks must not throw; an exception is logged and ignored. */
+export interface TurnHooks {
+  /** after each assistant message, before its tool calls run */
+  onMessage?(info: { turn: number; message: AssistantMessage }): void;
+  /** after a turn (its tools ran); returning a reason string stops the loop with the text so far */
+  onTurnEnd?(info: { turn: number; usage: Usage | undefined; totalUsage: Usage; toolCalls: number }): string | void;
+  /** when the loop fails (provider error, abort, timeout) */
+  onError?(info: { turn: number; error: LurkError }): void;
+}
+
+export interface LoopDeps extends LlmCallDeps, Omit<TurnToolDeps, "events" | "signal" | "tools" | "skipRemaining"> {
   providerName: string;
   maxIterations: number;
   checkpointAssistant(turn: number, message: AssistantMessage): Promise<void>;
+  /** inputs that arrive while the run is active */
+  mailbox?: RunMailbox;
+  /** checkpoints inputs taken from the mailbox and returns them as the user messages to send */
+  recordInputs?(turn: number, inputs: MailboxInput[]): Promise<LlmMessage[]>;
+  hooks?: TurnHooks[];
+  /** shrinks the context after a context-overflow error (run-compaction.ts) */
+  compactContext?: CompactContext;
 }
 
 export interface LoopResult {
@@ -22,6 +47,8 @@ export interface LoopResult {
   turns: number;
   usage: Usage;
   stoppedAtLimit: boolean;
+  /** the reason a hook gave for stopping the loop */
+  stoppedByHook?: string;
 }
 
 /**
@@ -53,44 +80,98 @@ function callsWithoutSideEffects(message: AssistantMessage, tools: ToolDefinitio
 }
 
 export async function runLoop(deps: LoopDeps, resume: ResumeState): Promise<LoopResult> {
+  let turn = resume.turn;
+  try {
+    return await loop(deps, resume, (t) => (turn = t));
+  } catch (err) {
+    const error = LurkError.from(err);
+    callHooks(deps, (h) => h.onError?.({ turn, error }));
+    throw err;
+  }
+}
+
+async function loop(deps: LoopDeps, resume: ResumeState, onTurn: (turn: number) => void): Promise<LoopResult> {
   // usage of turns checkpointed by an earlier attempt of this run counts too
   let usage = resume.usage;
   if (resume.finished) return { text: assistantText(resume.finished), turns: resume.turn, usage, stoppedAtLimit: false };
   const messages: LlmMessage[] = [...resume.context];
   let turn = resume.turn;
   let lastText = "";
+  /** answers given before a follow-up was taken: delivered with the final one */
+  const earlierAnswers: string[] = [];
 
-  const finishTurn = async (t: number, message: AssistantMessage, existing: Map<string, ToolResultMessage>): Promise<boolean> => {
+  /** Takes waiting inputs into the context (checkpointed first); true when there were any. */
+  const takeInputs = async (t: number, inputs: MailboxInput[], skipped: string[]): Promise<boolean> => {
+    if (inputs.length === 0) return false;
+    if (!deps.recordInputs) return false;
+    if (inputs.some((i) => i.action === "steer")) deps.events.emit({ kind: "steer", skippedToolCalls: skipped });
+    messages.push(...(await deps.recordInputs(t, inputs)));
+    return true;
+  };
+
+  const finishTurn = async (t: number, message: AssistantMessage, existing: Map<string, ToolResultMessage>, turnUsage: Usage | undefined) => {
     messages.push(message);
     const calls = message.content.filter((b): b is ToolCallBlock => b.type === "tool_call");
+    let skipped: string[] = [];
     if (calls.length > 0) {
-      const results = await runTurnTools({ ...deps, events: deps.events, signal: deps.signal, tools: deps.tools }, t, calls, existing);
-      messages.push(...results);
+      const mailbox = deps.mailbox;
+      const ran = await runTurnTools({
+        ...deps, events: deps.events, signal: deps.signal, tools: deps.tools,
+        ...(mailbox ? { skipRemaining: () => mailbox.hasSteering() } : {}),
+      }, t, calls, existing);
+      messages.push(...ran.results);
+      skipped = ran.skipped;
     }
     deps.events.emit({ kind: "turn_end", turn: t, stopReason: message.stopReason });
-    return calls.length > 0;
+    let more = calls.length > 0;
+    if (deps.mailbox) {
+      const steering = deps.mailbox.takeSteering();
+      if (await takeInputs(t, steering, skipped)) more = true;
+      else if (!more) {
+        const waiting = deps.mailbox.takeAllOrClose();
+        if (await takeInputs(t, waiting, [])) {
+          more = true;
+          const answer = assistantText(message);
+          if (answer) earlierAnswers.push(answer);
+        }
+      }
+    }
+    let stop: string | undefined;
+    callHooks(deps, (h) => {
+      const reason = h.onTurnEnd?.({ turn: t, usage: turnUsage, totalUsage: usage, toolCalls: calls.length });
+      if (typeof reason === "string" && stop === undefined) stop = reason;
+    });
+    return { more, stop };
   };
+  const withEarlier = (text: string) => [...earlierAnswers, text].filter(Boolean).join("\n\n");
 
   if (resume.pending) {
     lastText = assistantText(resume.pending.message);
     deps.events.emit({ kind: "turn_start", turn });
-    await finishTurn(turn, resume.pending.message, resume.pending.results);
+    const ended = await finishTurn(turn, resume.pending.message, resume.pending.results, undefined);
+    messages.push(...resume.after);
+    if (ended.stop) return { text: withEarlier(lastText), turns: turn, usage, stoppedAtLimit: false, stoppedByHook: ended.stop };
+  } else {
+    messages.push(...resume.after);
   }
 
   for (;;) {
     if (turn >= deps.maxIterations) {
       const note = `(I stopped after ${deps.maxIterations} model calls without a final answer. The tool results so far are saved; say "continue" and I will go on.)`;
-      return { text: lastText ? `${lastText}\n\n${note}` : note, turns: turn, usage, stoppedAtLimit: true };
+      return { text: withEarlier(lastText ? `${lastText}\n\n${note}` : note), turns: turn, usage, stoppedAtLimit: true };
     }
     turn++;
+    onTurn(turn);
     deps.events.emit({ kind: "turn_start", turn });
-    const message = uniqueToolCallIds(await callModel(deps, turn, messages), messages, turn);
+    // a context overflow compacts the context and retries the call once (overflow-retry.ts)
+    const message = uniqueToolCallIds(await withOverflowRetry(() => callModel(deps, turn, messages), messages, deps.compactContext), messages, turn);
     const text = assistantText(message);
     deps.events.emit({ kind: "message_end", turn, text });
     if (message.usage) {
       usage = addUsage(usage, message.usage);
-      deps.events.emit({ kind: "usage", turn, usage: message.usage, model: message.model, provider: deps.providerName });
+      deps.events.emit({ kind: "usage", turn, usage: message.usage, model: message.model, provider: message.provider || deps.providerName });
     }
+    callHooks(deps, (h) => h.onMessage?.({ turn, message }));
     // The checkpoint must be stored before a side-effecting tool runs (a redelivered run must
     // find the call, not ask the model again and repeat it). Calls without side effects may run
     // while it is being stored; the turn still waits for it before going on.
@@ -99,8 +180,19 @@ export async function runLoop(deps: LoopDeps, resume: ResumeState): Promise<Loop
     if (overlap) checkpoint.catch(() => undefined);
     else await checkpoint;
     if (text) lastText = text;
-    const more = await finishTurn(turn, message, new Map());
+    const ended = await finishTurn(turn, message, new Map(), message.usage);
     if (overlap) await checkpoint;
-    if (!more) return { text, turns: turn, usage, stoppedAtLimit: false };
+    if (ended.stop) return { text: withEarlier(lastText), turns: turn, usage, stoppedAtLimit: false, stoppedByHook: ended.stop };
+    if (!ended.more) return { text: withEarlier(text), turns: turn, usage, stoppedAtLimit: false };
+  }
+}
+
+function callHooks(deps: LoopDeps, fn: (hooks: TurnHooks) => void): void {
+  for (const hooks of deps.hooks ?? []) {
+    try {
+      fn(hooks);
+    } catch (err) {
+      deps.log.warn({ err }, "a turn hook failed; ignored");
+    }
   }
 }

@@ -12,7 +12,7 @@ import { loadBootstrapFiles } from "./bootstrap.js";
 import { loadSkills } from "./skills.js";
 import type { PromptInput, PromptMode } from "./system-prompt.js";
 
-export type PromptExtras = Pick<PromptInput, "mode" | "bootstrap" | "skills" | "sandbox" | "docsPath" | "model" | "thinking">;
+export type PromptExtras = Pick<PromptInput, "mode" | "bootstrap" | "skills" | "sandbox" | "docsPath" | "model" | "thinking" | "subagent">;
 
 export async function promptExtras(config: LurkConfig, agent: AgentConfig, req: RunRequest, tools: ToolDefinition[], model?: string): Promise<PromptExtras> {
   const workspace = agentWorkspace(config, agent);
@@ -31,6 +31,12 @@ export async function promptExtras(config: LurkConfig, agent: AgentConfig, req: 
     ...(sandbox ? { sandbox } : {}),
     ...(model ? { model } : {}),
     ...(thinking ? { thinking } : {}),
+    ...(subagent ? { subagent: {
+      task: req.subagent?.task ?? req.inputs.find((i) => i.kind === "user")?.text ?? "",
+      ...(req.subagent?.label ? { label: req.subagent.label } : {}),
+      ...(req.subagent?.parentSessionKey ? { requesterSessionKey: req.subagent.parentSessionKey } : {}),
+      sessionKey: req.sessionKey,
+    } } : {}),
   };
 }
 

@@ -19,11 +19,19 @@ import { errorText, finishRun, replayFinished, type FinishDeps, type Outcome } f
 import { runLoop } from "./loop.js";
 import { buildSystemPrompt } from "./prompt.js";
 import { promptExtras } from "./prompt-inputs.js";
-import { emptyUsage } from "./providers/types.js";
+import { addUsage, emptyUsage } from "./providers/types.js";
+import { messageRecordIds } from "./compaction-view.js";
+import { scheduleConsolidation } from "./memory-after-run.js";
+import { providerComplete } from "./model-complete.js";
+import { lookupModel } from "./models.js";
+import { RunCompactor } from "./run-compaction.js";
+import type { AuthStateStore } from "./auth-profiles.js";
+import { ModelChain } from "./failover.js";
 import type { ProviderRegistry } from "./providers/registry.js";
 import type { ToolsClient } from "./tools-client.js";
 import type { TranscriptCache } from "./transcript-cache.js";
-import { inputRecords, resumeState } from "./transcript.js";
+import { runHooks } from "./hooks.js";
+import { inputRecords, mailboxInputRecords, recordsToMessages, resumeState } from "./transcript.js";
 
 export interface RunnerDeps {
   rt: ActorRuntime;
@@ -31,6 +39,8 @@ export interface RunnerDeps {
   tools: ToolsClient;
   controls: RunControls;
   transcripts: TranscriptCache;
+  /** auth profile cooldowns and pins (LMDB); without it profiles are not rotated */
+  authState?: AuthStateStore;
 }
 
 /** A retryable bus failure: the run is left unfinished and the message redelivered. */
@@ -59,8 +69,10 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   const key = { sessionKey: req.sessionKey };
   const opts = { runId: req.runId, causationId: req.id };
   const lastDelivery = delivery.deliveryCount >= rt.config.bus.maxDeliver;
-  const append = (records: TranscriptRecord[], usage?: UsageUpdate) =>
-    bus(() => rt.client.call("sessions", "append", { ...key, records, ...(usage ? { usage } : {}) }, opts)).then(() => undefined);
+  const append = (records: TranscriptRecord[], usage?: UsageUpdate) => {
+    messageRecordIds.register(records); // the compactor names its boundary by record id
+    return bus(() => rt.client.call("sessions", "append", { ...key, records, ...(usage ? { usage } : {}) }, opts)).then(() => undefined);
+  };
   /** checkpoints that go out with the end marker: one write for a final answer and the run's end */
   const finalRecords: TranscriptRecord[] = [];
   const appendWithFinal = (records: TranscriptRecord[], usage?: UsageUpdate) => append([...finalRecords.splice(0), ...records], usage);
@@ -70,7 +82,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   const known = deps.transcripts.known(req.sessionKey);
   const begun = await rt.client.call("sessions", "begin", {
     ...key, runId: req.runId, agentId: req.agentId, sessionType: req.sessionType,
-    records: [started, ...inputRecords(req)], historyLimit: rt.config.runs.historyLimit,
+    records: [started, ...(req.options.command ? [] : inputRecords(req))], historyLimit: rt.config.runs.historyLimit,
     ...(known ? { known } : {}),
     ...(req.origin ? { channel: req.origin.channel, origin: req.origin } : {}),
     ...(req.subagent ? { parentSessionKey: req.subagent.parentSessionKey, ...(req.subagent.label ? { label: req.subagent.label } : {}) } : {}),
@@ -83,6 +95,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   log.info({ trigger: req.trigger, resumed: begun.prior === "started", delivery: delivery.deliveryCount }, "run started");
   const events = new RunEvents(rt.nc, rt.subjects, req.runId, req.sessionKey, req.id, log);
   const controller = deps.controls.register(req.runId);
+  const mailbox = deps.controls.mailbox(req.runId);
   const timer = req.options.timeoutMs
     ? setTimeout(() => controller.abort(new LurkError("TIMEOUT", `the run exceeded its time limit of ${req.options.timeoutMs} ms`)), req.options.timeoutMs)
     : undefined;
@@ -90,10 +103,19 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   const agent = rt.config.agents.find((a) => a.id === req.agentId) ?? defaultAgent(rt.config);
   const ref = deps.registry.pick(req.options.model, agent.model);
   events.emit({ kind: "run_start", agentId: req.agentId, trigger: req.trigger, ...(ref ? { model: ref, provider: ref.split("/")[0] } : {}) });
+  let chain: ModelChain | undefined;
+  let afterRun: (() => void) | undefined;
   try {
     const resume = resumeState(req.runId, history.filter((r) => r.runId !== req.runId), begun.runRecords);
 
-    const resolved = deps.registry.resolve(ref);
+    // the primary model, its fallbacks and their auth profiles (failover.ts)
+    chain = new ModelChain({
+      registry: deps.registry, config: rt.config, refs: [ref, ...agent.fallbacks], sessionKey: req.sessionKey, log,
+      ...(deps.authState ? { store: deps.authState } : {}),
+      ...((req.options.thinking ?? begun.session.thinking ?? agent.thinking) ? { thinking: req.options.thinking ?? begun.session.thinking ?? agent.thinking } : {}),
+    });
+    const first = chain.primary.profiles[0] ?? chain.probe(new Set())!.profile;
+    const resolved = { ref: chain.primary.ref, providerName: chain.primary.providerName, model: chain.primary.model, provider: deps.registry.providerFor(first) };
     outcome.model = resolved.ref;
     outcome.provider = resolved.providerName;
     const tools = await deps.tools.list(req.agentId, req.sessionKey, resolved.ref);
@@ -102,9 +124,20 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
       sessionType: req.sessionType, ...(req.origin ? { channel: req.origin.channel } : {}), tools,
       ...(await promptExtras(rt.config, agent, req, tools, resolved.ref)),
     });
-    const ctx = { runId: req.runId, sessionKey: req.sessionKey, agentId: req.agentId, sessionType: req.sessionType, model: resolved.ref };
-    const result = await runLoop({
-      provider: resolved.provider, providerName: resolved.providerName, model: resolved.model, system, tools, events, log,
+    const ctx = { runId: req.runId, sessionKey: req.sessionKey, agentId: req.agentId, sessionType: req.sessionType, model: resolved.ref, ...(req.origin ? { origin: req.origin } : {}) };
+    // compaction (run-compaction.ts) and, after the reply, memory consolidation use the run's model
+    const modelInfo = lookupModel(resolved.ref, rt.config);
+    const housekeeping = (signal: AbortSignal) => providerComplete(resolved.provider, resolved.model, { signal, timeoutMs: rt.config.runs.llmTimeoutMs, maxTokens: Math.min(4_096, modelInfo.maxOutput) });
+    messageRecordIds.register(begun.runRecords);
+    const compactor = new RunCompactor({ config: rt.config.compaction, contextWindow: modelInfo.contextWindow, complete: housekeeping(controller.signal), runId: req.runId, append, events, log,
+      previous: begun.runRecords.filter((r) => r.kind === "compaction_summary").length });
+    afterRun = () => void scheduleConsolidation({
+      rt, sessionKey: req.sessionKey, sessionType: req.sessionType, workspace: agentWorkspace(rt.config, agent), history,
+      added: outcome.turns, complete: housekeeping(rt.signal), log,
+    });
+    if (!req.options.command) resume.context = await compactor.beforeRun(system, tools, resume.context, [...(resume.pending ? [resume.pending.message] : []), ...resume.after]);
+    const result = req.options.command === "compact" ? await compactor.commandResult(resume.context, begun.runRecords, req.inputs) : await runLoop({
+      provider: resolved.provider, providerName: resolved.providerName, model: resolved.model, chain, system, tools, events, log,
       signal: controller.signal, llmTimeoutMs: rt.config.runs.llmTimeoutMs,
       maxIterations: req.options.maxIterations ?? rt.config.runs.maxIterations,
       execute: (call) => deps.tools.call(ctx, call.id, call.name, call.args),
@@ -119,9 +152,19 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
       },
       checkpoint: (turn: number, result: ToolResultMessage, durationMs: number) =>
         append([{ id: recordIds.toolResult(req.runId, result.toolCallId), ts: Date.now(), runId: req.runId, kind: "message", message: result, meta: { turn, durationMs } }]),
+      ...(mailbox ? { mailbox } : {}),
+      // an answer already given (held for the end marker) is stored before the inputs that follow it
+      recordInputs: async (turn, inputs) => {
+        const records = mailboxInputRecords(req.runId, turn, inputs);
+        await appendWithFinal(records);
+        return recordsToMessages(records);
+      },
+      hooks: runHooks(rt.config, log),
+      compactContext: compactor.onOverflow,
     }, resume);
-    Object.assign(outcome, { text: result.text, turns: result.turns, usage: result.usage });
+    Object.assign(outcome, { text: result.text, turns: result.turns, usage: addUsage(result.usage, compactor.usage) });
     if (result.stoppedAtLimit) log.warn({ turns: result.turns }, "run stopped at the iteration limit");
+    if (result.stoppedByHook) log.info({ turns: result.turns, reason: result.stoppedByHook }, "a turn hook stopped the run");
   } catch (err) {
     if (controller.signal.reason === SHUTDOWN) throw SHUTDOWN;
     if (err instanceof BusFailure && !lastDelivery) {
@@ -132,10 +175,13 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
     Object.assign(outcome, { status: e.code === "ABORTED" ? "aborted" : "error", text: errorText(e), error: e });
     (e.code === "ABORTED" || e.code === "NO_MODEL" ? log.info.bind(log) : log.warn.bind(log))({ code: e.code, err: e }, "run ended with an error");
   } finally {
+    // after a failover the run ended on another model: its usage is booked there
+    if (chain && chain.current !== outcome.model) Object.assign(outcome, { model: chain.current, provider: chain.current.split("/")[0] });
     if (timer) clearTimeout(timer);
     deps.controls.unregister(req.runId, controller);
   }
   await finish(rt, req, events, log, appendWithFinal, outcome, lastDelivery);
+  if (outcome.status === "done" && !req.options.command) afterRun?.();
 }
 
 async function finish(rt: ActorRuntime, req: RunRequest, events: RunEvents, log: Logger, append: FinishDeps["append"], outcome: Outcome, lastDelivery: boolean): Promise<void> {

@@ -45,6 +45,16 @@ export interface PromptInput {
   docsPath?: string;
   /** IANA zone; default: this process's zone */
   timeZone?: string;
+  /** a subagent run: the task and who spawned it, for the Subagent Context section */
+  subagent?: SubagentPromptContext;
+}
+
+export interface SubagentPromptContext {
+  task: string;
+  label?: string;
+  requesterSessionKey?: string;
+  /** the subagent's own session key */
+  sessionKey: string;
 }
 
 /** resolved once: building an Intl formatter per run costs more than the rest of the prompt */
@@ -170,9 +180,7 @@ export function buildSystemPrompt(input: PromptInput): string {
 
   // session-specific context
   if (input.sessionType === "subagent") {
-    section("## Subagent Context",
-      "You are a subagent spawned for one specific task. Focus on it; do not start side quests, heartbeats or proactive actions.",
-      "Your final reply is returned to the agent that spawned you: make it complete and concise.");
+    out.push(...subagentContext(input.subagent), "");
   } else if (input.sessionType === "group" || input.sessionType === "topic" || input.sessionType === "thread") {
     section("## Group Chat Context",
       "You are in a conversation shared with several people. Be mindful of privacy: do not share the user's private information or memory here.",
@@ -180,6 +188,44 @@ export function buildSystemPrompt(input: PromptInput): string {
   }
   while (out.length && out[out.length - 1] === "") out.pop();
   return out.join("\n");
+}
+
+const SUBAGENT_TASK_PROMPT_CHARS = 2_000;
+
+/** The seeds' "Subagent Context" (001 §3.6, MoltBot's buildSubagentSystemPrompt). */
+export function subagentContext(ctx: SubagentPromptContext | undefined): string[] {
+  const whole = ctx?.task.trim() || "(no specific task)";
+  // the task is also the run's first message: a long one is not repeated here in full
+  const task = whole.length > SUBAGENT_TASK_PROMPT_CHARS ? `${whole.slice(0, SUBAGENT_TASK_PROMPT_CHARS)}… (the whole task is your first message)` : whole;
+  const label = ctx?.label || ctx?.sessionKey.split(":").at(-1) || "subagent";
+  return [
+    "## Subagent Context",
+    "You are a subagent spawned by the main agent for a specific task.",
+    "",
+    "### Your Role",
+    `- You were created to handle: ${task}`,
+    "- Complete this task. That's your entire purpose.",
+    "- You are NOT the main agent. Don't try to be.",
+    "",
+    "### Rules",
+    "1. **Stay focused** - Do your assigned task, nothing else",
+    "2. **Complete the task** - Your final message will be automatically reported",
+    "3. **Don't initiate** - No heartbeats, no proactive actions, no side quests",
+    "4. **Be ephemeral** - You may be terminated after task completion",
+    "",
+    "### What You DON'T Do",
+    "- NO user conversations (that's main agent's job)",
+    "- NO external messages unless explicitly tasked",
+    "- NO cron jobs or persistent state",
+    "- NO pretending to be the main agent",
+    "- NO using the `message` tool directly",
+    "- NO spawning other subagents",
+    "",
+    "### Session Context",
+    `- Label: ${label}`,
+    `- Requester session: ${ctx?.requesterSessionKey ?? "unknown"}`,
+    `- Your session: ${ctx?.sessionKey ?? "unknown"}`,
+  ];
 }
 
 export function runtimeLine(input: PromptInput): string {

@@ -7,13 +7,14 @@
  */
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  LurkError, parseSessionKey, safeParseJson, toolCallReply, toolsListReply, type Subjects, type ToolDefinition, type ToolResultMessage,
+  LurkError, parseSessionKey, safeParseJson, toolCallReply, toolsListReply, type Origin, type Subjects, type ToolDefinition, type ToolResultMessage,
 } from "../../shared/contract/index.js";
 import type { BusClient } from "../../shared/runtime/client.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 
 const GATHER_MS = 250;
-const CACHE_MS = 5_000;
+/** how long a gathered catalog is reused: a tools actor that joins is in the catalog of runs that start this much later */
+export const CACHE_MS = 5_000;
 const EMPTY_CACHE_MS = 1_000;
 
 export interface ToolCallContext {
@@ -23,6 +24,8 @@ export interface ToolCallContext {
   sessionType: string;
   /** "provider/model" of the run, for the tool policy's provider and model layers */
   model?: string;
+  /** where the run's trigger came from (the `message` tool answers there) */
+  origin?: Origin;
 }
 
 export class ToolsClient {
@@ -90,6 +93,7 @@ export class ToolsClient {
       const reply = await this.client.callSubject(this.subjects.toolCall(name), "lurk.tools.call.v1", {
         toolCallId, runId: ctx.runId, sessionKey: ctx.sessionKey, agentId: ctx.agentId, sessionType: ctx.sessionType, tool: name, args,
         ...(ctx.model ? { model: ctx.model } : {}),
+        ...(ctx.origin ? { origin: ctx.origin } : {}),
       }, toolCallReply, { timeoutMs: this.callTimeoutMs, runId: ctx.runId }, "tools");
       const content = reply.content.length > 0 ? reply.content : [{ type: "text" as const, text: reply.isError ? "Error: the tool failed without output" : "(no output)" }];
       // a truncated reply already says so in its text (the tools actor writes the paging note)

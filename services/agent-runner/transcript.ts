@@ -2,38 +2,45 @@
  * Transcript records <-> LLM messages, and what a redelivered run already did.
  *  - `message` records are sent as they are; `system_event` becomes a user note prefixed
  *    "[system event]"; `compaction_summary` a user note; `context_note` and `run_marker` are
- *    app-only and never sent.
+ *    app-only and never sent. Records before the latest compaction summary's kept part are
+ *    not sent either (compaction-view.ts).
  *  - every assistant tool call must be followed by its result: results are put in call order,
  *    orphan results are dropped, and calls of an interrupted run get an error result
  *    (except in the trailing group, which the loop is about to finish).
  */
 import {
-  recordIds, type Usage, type AssistantMessage, type LlmMessage, type RunRequest, type ToolResultMessage, type TranscriptRecord, type UserMessage,
+  recordIds, type Usage, type AssistantMessage, type LlmMessage, type RunInput, type RunRequest, type ToolResultMessage, type TranscriptRecord, type UserMessage,
 } from "../../shared/contract/index.js";
+import { compactedView, messageRecordIds, summaryNote } from "./compaction-view.js";
 import { addUsage, emptyUsage } from "./providers/types.js";
 
 export function inputRecords(req: RunRequest, now = Date.now()): TranscriptRecord[] {
-  return req.inputs.map((input, index): TranscriptRecord => {
-    const id = recordIds.input(req.runId, index);
-    const meta = input.sourceId ? { sourceId: input.sourceId } : undefined;
-    if (input.kind === "system_event") return { id, ts: now, runId: req.runId, kind: "system_event", text: input.text, ...(meta ? { meta } : {}) };
-    const content: UserMessage["content"] = [];
-    if (input.text) content.push({ type: "text", text: input.text });
-    for (const a of input.attachments) {
-      if (a.kind === "image" && (a.dataBase64 || a.url)) content.push({ type: "image", mime: a.mime, ...(a.dataBase64 ? { dataBase64: a.dataBase64 } : {}), ...(a.url ? { url: a.url } : {}) });
-      else content.push({ type: "text", text: `[attachment: ${a.name ?? a.kind} (${a.mime}${a.size ? `, ${a.size} bytes` : ""})${a.url ? ` ${a.url}` : ""}]` });
-    }
-    if (content.length === 0) content.push({ type: "text", text: "" });
-    return { id, ts: now, runId: req.runId, kind: "message", message: { role: "user", content }, ...(meta ? { meta } : {}) };
-  });
+  return req.inputs.map((input, index) => inputRecord(recordIds.input(req.runId, index), req.runId, input, now));
+}
+
+function inputRecord(id: string, runId: string, input: RunInput, now: number, extraMeta: Record<string, unknown> = {}): TranscriptRecord {
+  const metaFields = { ...(input.sourceId ? { sourceId: input.sourceId } : {}), ...extraMeta };
+  const meta = Object.keys(metaFields).length > 0 ? metaFields : undefined;
+  if (input.kind === "system_event") return { id, ts: now, runId, kind: "system_event", text: input.text, ...(meta ? { meta } : {}) };
+  const content: UserMessage["content"] = [];
+  if (input.text) content.push({ type: "text", text: input.text });
+  for (const a of input.attachments) {
+    if (a.kind === "image" && (a.dataBase64 || a.url)) content.push({ type: "image", mime: a.mime, ...(a.dataBase64 ? { dataBase64: a.dataBase64 } : {}), ...(a.url ? { url: a.url } : {}) });
+    else content.push({ type: "text", text: `[attachment: ${a.name ?? a.kind} (${a.mime}${a.size ? `, ${a.size} bytes` : ""})${a.url ? ` ${a.url}` : ""}]` });
+  }
+  if (content.length === 0) content.push({ type: "text", text: "" });
+  return { id, ts: now, runId, kind: "message", message: { role: "user", content }, ...(meta ? { meta } : {}) };
 }
 
 export function recordsToMessages(records: TranscriptRecord[]): LlmMessage[] {
   const out: LlmMessage[] = [];
-  for (const r of records) {
+  // the latest compaction summary stands for the records it summarized (compaction-view.ts)
+  const view = compactedView(records);
+  messageRecordIds.register(view);
+  for (const r of view) {
     if (r.kind === "message" && r.message) out.push(r.message);
     else if (r.kind === "system_event" && r.text) out.push(note(`[system event] ${r.text}`));
-    else if (r.kind === "compaction_summary" && r.text) out.push(note(`[summary of the earlier conversation] ${r.text}`));
+    else if (r.kind === "compaction_summary" && r.text) out.push(summaryNote(r.text));
   }
   return out;
 }
@@ -81,6 +88,8 @@ export interface ResumeState {
   finished?: AssistantMessage;
   /** LLM context: everything before `pending` (or before `finished`) */
   context: LlmMessage[];
+  /** inputs taken mid-run after the last checkpointed assistant message (steering, follow-ups) */
+  after: LlmMessage[];
   /** usage of the assistant messages already checkpointed for this run */
   usage: Usage;
 }
@@ -106,19 +115,30 @@ export function resumeState(runId: string, older: TranscriptRecord[], mine: Tran
       lastIndex = i;
     }
   });
-  if (lastIndex < 0) return { turn: 0, usage, context: sanitizeMessages(recordsToMessages([...older, ...mine])) };
+  if (lastIndex < 0) return { turn: 0, usage, context: sanitizeMessages(recordsToMessages([...older, ...mine])), after: [] };
   const last = mine[lastIndex]!.message as AssistantMessage;
   const callIds = new Set(last.content.flatMap((b) => (b.type === "tool_call" ? [b.id] : [])));
   const results = new Map<string, ToolResultMessage>();
   const before: TranscriptRecord[] = [];
+  const later: TranscriptRecord[] = [];
   mine.forEach((r, i) => {
     if (i === lastIndex) return;
     const m = r.message;
     if (i > lastIndex && m?.role === "tool_result" && callIds.has(m.toolCallId)) results.set(m.toolCallId, m);
+    else if (i > lastIndex && r.id.startsWith(`${runId}:u:`)) later.push(r);
     else before.push(r);
   });
   const context = sanitizeMessages(recordsToMessages([...older, ...before]));
-  return callIds.size === 0 ? { turn, usage, finished: last, context } : { turn, usage, pending: { message: last, results }, context };
+  const after = recordsToMessages(later);
+  if (callIds.size > 0) return { turn, usage, pending: { message: last, results }, context, after };
+  // an answer followed by a taken follow-up is not the run's end: the loop goes on from there
+  if (after.length > 0) return { turn, usage, context: [...context, last], after };
+  return { turn, usage, finished: last, context, after: [] };
+}
+
+/** Transcript records of inputs taken from a run's mailbox (ids from the control message ids). */
+export function mailboxInputRecords(runId: string, turn: number, inputs: { id: string; input: RunInput }[], now = Date.now()): TranscriptRecord[] {
+  return inputs.map(({ id, input }) => inputRecord(recordIds.mailboxInput(runId, id), runId, input, now, { turn }));
 }
 
 export function assistantText(message: AssistantMessage): string {

@@ -3,7 +3,9 @@
  * run) are not executed again; unknown tools and unparseable arguments get an error result
  * without calling anything. When every tool of the turn is parallelSafe the calls run
  * concurrently; results are returned (and later sent) in call order. Each new result is
- * checkpointed as soon as it exists.
+ * checkpointed as soon as it exists. Steering (`skipRemaining()` true after a call) skips the
+ * calls not yet started: each gets an error result saying so, checkpointed like any other, so
+ * the model sees why and a resumed run does not start them either.
  */
 import type { ToolDefinition, ToolResultMessage } from "../../shared/contract/index.js";
 import type { RunEvents } from "./events.js";
@@ -16,11 +18,21 @@ export interface TurnToolDeps {
   signal: AbortSignal;
   execute(call: ToolCallBlock): Promise<ToolResultMessage>;
   checkpoint(turn: number, result: ToolResultMessage, durationMs: number): Promise<void>;
+  /** true when a steering message waits: the calls not yet started are skipped */
+  skipRemaining?(): boolean;
 }
+
+export interface TurnToolsResult {
+  results: ToolResultMessage[];
+  /** ids of the calls skipped because of steering */
+  skipped: string[];
+}
+
+export const SKIPPED_TEXT = "Skipped: the user sent a new message before this tool ran; read it and decide again.";
 
 const MAX_ARGS_EVENT_CHARS = 4_000;
 
-export async function runTurnTools(deps: TurnToolDeps, turn: number, calls: ToolCallBlock[], existing: Map<string, ToolResultMessage>): Promise<ToolResultMessage[]> {
+export async function runTurnTools(deps: TurnToolDeps, turn: number, calls: ToolCallBlock[], existing: Map<string, ToolResultMessage>): Promise<TurnToolsResult> {
   const byName = new Map(deps.tools.map((t) => [t.name, t]));
   const parallel = calls.every((c) => existing.has(c.id) || c.argsError !== undefined || !byName.has(c.name) || byName.get(c.name)!.parallelSafe);
 
@@ -39,10 +51,25 @@ export async function runTurnTools(deps: TurnToolDeps, turn: number, calls: Tool
     return result;
   };
 
-  if (parallel) return Promise.all(calls.map(one));
+  const skip = async (call: ToolCallBlock): Promise<ToolResultMessage> => {
+    const result: ToolResultMessage = { role: "tool_result", toolCallId: call.id, toolName: call.name, isError: true, content: [{ type: "text", text: SKIPPED_TEXT }] };
+    await deps.checkpoint(turn, result, 0);
+    deps.events.emit({ kind: "tool_end", turn, toolCallId: call.id, name: call.name, isError: true, preview: SKIPPED_TEXT, durationMs: 0, resumed: false });
+    return result;
+  };
+
+  if (parallel) return { results: await Promise.all(calls.map(one)), skipped: [] };
   const results: ToolResultMessage[] = [];
-  for (const call of calls) results.push(await one(call));
-  return results;
+  const skipped: string[] = [];
+  for (const call of calls) {
+    if (!existing.has(call.id) && deps.skipRemaining?.()) {
+      skipped.push(call.id);
+      results.push(await skip(call));
+    } else {
+      results.push(await one(call));
+    }
+  }
+  return { results, skipped };
 }
 
 async function produce(deps: TurnToolDeps, byName: Map<string, ToolDefinition>, call: ToolCallBlock): Promise<ToolResultMessage> {

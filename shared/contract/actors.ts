@@ -60,7 +60,7 @@ export function actorGrants(prefix?: string): ActorGrant[] {
     grant({
       user: "router",
       description: "bindings, session keys, lanes (one run per session), queue modes, commands",
-      publish: [s.runRequestAll, s.runControlAll, s.outboundAll, ops("sessions"), ops("approvals")],
+      publish: [s.runRequestAll, s.runControlAll, s.outboundAll, ops("sessions"), ops("approvals"), ops("subagents")],
       subscribe: [...s.runTerminalAll],
       responder: true,
       consumers: [{ stream: STREAMS.inbound, consumer: CONSUMERS.router }],
@@ -84,8 +84,19 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       user: "tools",
       description: "tool catalog and execution (piscina workers, bubblewrap)",
       // $SRV.INFO.approvals: the approvals actor's public key, to verify approval tokens
-      publish: [s.toolProgressAll, ops("approvals"), "$SRV.INFO.approvals", ops("sessions"), ops("subagents"), ops("cron"), s.outboundAll, s.injectAll],
+      // toolJobAll, toolJobsList: a background job's calls go to the instance that owns it
+      publish: [s.toolProgressAll, ops("approvals"), "$SRV.INFO.approvals", ops("sessions"), ops("subagents"), ops("cron"), s.outboundAll, s.injectAll, s.toolJobAll, s.toolJobsList],
       subscribe: [],
+      responder: true,
+    }),
+    // a tool actor of your own (test/fixtures/ext-tools-actor.ts shows one): it answers
+    // `lurk.tools.list` in its own queue group and serves `lurk.tools.call.<its tools>`.
+    // Its credentials are as trusted as the tools actor's: it could answer any tool's calls.
+    grant({
+      user: "tools-ext",
+      description: "extra tool actors: their own tools in the catalog, their calls",
+      publish: [s.toolProgressAll],
+      subscribe: [s.op("tools", "list"), s.op("tools", "explain"), s.toolCallAll],
       responder: true,
     }),
     grant({

@@ -19,6 +19,7 @@ export const ENDPOINTS = {
   router: {
     status: { request: R.routerStatusRequest, reply: R.routerStatusReply, description: "counts of agents, active runs and queued messages" },
     lanes: { request: R.routerLanesRequest, reply: R.routerLanesReply, description: "per-session lanes: active run and queue" },
+    pairing: { request: R.routerPairingRequest, reply: R.routerPairingReply, description: "DM pairing codes: list, approve, deny, revoke" },
   },
   sessions: {
     begin: { request: S.sessionsBeginRequest, reply: S.beginReply, description: "start a run: ensure, status, first records and transcript in one call" },
@@ -43,6 +44,7 @@ export const ENDPOINTS = {
     decide: { request: A.approvalsDecideRequest, reply: A.approvalReply, description: "approve or deny" },
     get: { request: A.approvalsGetRequest, reply: A.approvalReply, description: "one approval" },
     list: { request: A.approvalsListRequest, reply: A.approvalListReply, description: "approvals by status" },
+    redeem: { request: A.approvalsRedeemRequest, reply: A.approvalReply, description: "mark an approved call as run (single use across tools instances)" },
   },
   subagents: {
     spawn: { request: SA.subagentsSpawnRequest, reply: SA.subagentSpawnReply, description: "start a child run" },

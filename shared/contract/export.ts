@@ -10,7 +10,7 @@ import { ERROR_CODES, errorReplySchema } from "./errors.js";
 import { deliveryReceiptSchema, inboundMessageSchema, outboundMessageSchema } from "./messages/channels.js";
 import { actorEventSchema, deadLetterDataSchema } from "./messages/events.js";
 import { heartbeatEventSchema } from "./messages/heartbeat.js";
-import { runControlSchema, runEventSchema, runRequestSchema, systemInjectSchema } from "./messages/runs.js";
+import { runControlReplySchema, runControlSchema, runEventSchema, runRequestSchema, systemInjectSchema } from "./messages/runs.js";
 import { toolCallReply, toolCallRequest, toolProgressSchema } from "./messages/tools.js";
 import { DEFAULT_PREFIX, STREAMS } from "./subjects.js";
 
@@ -39,6 +39,7 @@ export function exportContract(): Record<string, unknown> {
     }
   }
   endpoints[`${DEFAULT_PREFIX}.tools.call.<tool>`] = { description: "execute one tool", request: schema(toolCallRequest), reply: schema(toolCallReply) };
+  endpoints[`${DEFAULT_PREFIX}.run.ctl.<runId>`] = { description: "steer, follow up or abort a run (optional reply: only the runner holding the run answers)", request: schema(runControlSchema), reply: schema(runControlReplySchema) };
   const messages: Record<string, unknown> = {};
   for (const [subject, s] of Object.entries(STREAMED_MESSAGES)) messages[subject] = schema(s);
   return {

@@ -28,6 +28,8 @@ export const recordIds = {
   input: (runId: string, index: number) => `${runId}:in:${index}`,
   assistant: (runId: string, turn: number) => `${runId}:a:${turn}`,
   toolResult: (runId: string, toolCallId: string) => `${runId}:t:${toolCallId}`,
+  /** an input taken mid-run (steering, follow-up), named by the control message's id */
+  mailboxInput: (runId: string, controlId: string) => `${runId}:u:${controlId}`,
   marker: (runId: string, status: string) => `${runId}:end:${status}`,
   started: (runId: string) => `${runId}:start`,
 };

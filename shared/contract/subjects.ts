@@ -58,10 +58,10 @@ export function decodeToken(encoded: string): string {
 
 /** Request/reply operations, one per endpoint. Actor name -> its operations. */
 export const OPERATIONS = {
-  router: ["status", "lanes"],
+  router: ["status", "lanes", "pairing"],
   sessions: ["begin", "ensure", "get", "list", "history", "append", "run", "usage", "patch", "reset", "delete"],
   tools: ["list", "explain"],
-  approvals: ["request", "wait", "decide", "get", "list"],
+  approvals: ["request", "wait", "decide", "get", "list", "redeem"],
   subagents: ["spawn", "list", "stop"],
   heartbeat: ["status", "last", "run", "enable", "disable"],
   cron: ["add", "list", "get", "edit", "rm", "run", "runs", "status"],
@@ -118,6 +118,14 @@ export function subjects(prefix: string = DEFAULT_PREFIX) {
     toolCallAll: `${p}.tools.call.>`,
     toolProgress: (runId: string) => `${p}.tools.progress.${token(runId, "runId")}`,
     toolProgressAll: `${p}.tools.progress.>`,
+    /**
+     * background jobs of the `process` tool live in the tools instance that started them: the
+     * other instances forward a job's calls to `lurk.tools.job.<instanceId>` (no queue group)
+     */
+    toolJob: (instanceId: string) => `${p}.tools.job.${token(instanceId, "tools instance id")}`,
+    toolJobAll: `${p}.tools.job.>`,
+    /** every tools instance answers with its jobs of a session (scatter-gather) */
+    toolJobsList: `${p}.tools.jobs.list`,
     /** monitoring events: `lurk.evt.<actor>.<event>`. */
     event: (actor: string, event: string) => `${p}.evt.${token(actor, "actor")}.${token(event, "event")}`,
     eventsOf: (actor: string) => `${p}.evt.${token(actor, "actor")}.>`,

@@ -8,7 +8,16 @@ import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import { z } from "zod";
+import { modelsConfigSchema } from "./config-models.js";
+import { providerSecrets, providersConfigSchema } from "./config-providers.js";
+import { JOBS_DEFAULTS, jobsConfigSchema } from "./config-tools-jobs.js";
+import { heartbeatConfigSchema } from "./config-heartbeat.js";
+import { compactionConfigSchema, memoryConfigSchema } from "./config-compaction.js";
+import { subagentsConfigSchema } from "./config-subagents.js";
+import { cronConfigSchema } from "./config-cron.js";
+import { routingConfigSchema } from "./config-routing.js";
 import { agentIdSchema, LurkError, promptModeSchema, safeParseJson, sessionTypeSchema, thinkLevelSchema } from "../contract/index.js";
+import { channelConfigSecrets, channelEnvOverrides, channelsConfigSchema } from "./config-channels.js";
 
 const msSchema = z.number().int().positive();
 
@@ -123,11 +132,10 @@ export const configSchema = z.object({
   }),
   /** `provider/model`, e.g. `openai/gpt-4o-mini`; unset means: reply how to configure one */
   model: z.string().regex(/^[a-z0-9-]+\/.+$/, "model: provider/model, e.g. openai/gpt-4o-mini").optional(),
-  providers: z.object({
-    openai: z.object({ baseUrl: z.string().optional(), apiKey: z.string().optional() }).default({}),
-    anthropic: z.object({ baseUrl: z.string().optional(), apiKey: z.string().optional() }).default({}),
-    ollama: z.object({ host: z.string().optional() }).default({}),
-  }).default({ openai: {}, anthropic: {}, ollama: {} }),
+  /** endpoints, keys and auth profiles per provider (shared/runtime/config-providers.ts) */
+  providers: providersConfigSchema,
+  /** model table additions/overrides and aliases (services/agent-runner/models.ts) */
+  models: modelsConfigSchema,
   agents: z.array(agentConfigSchema).min(1).default([{ id: "main", default: true, fallbacks: [], toolProfile: "coding", promptMode: "full" }]),
   bus: z.object({
     /** requests and durable messages above this are refused (nats-server's own cap is 1 MiB) */
@@ -147,6 +155,8 @@ export const configSchema = z.object({
     concurrency: z.number().int().min(1).max(1000).default(64),
     historyLimit: z.number().int().min(1).max(10_000).default(200),
     llmTimeoutMs: msSchema.default(120_000),
+    /** a run stops (with its text so far) after the tool turn that brings its tokens, in + out, to this */
+    maxTokensPerRun: z.number().int().positive().optional(),
   }).default({ maxIterations: 10, concurrency: 64, historyLimit: 200, llmTimeoutMs: 120_000 }),
   tools: z.object({
     minThreads: z.number().int().min(1).max(64).default(1),
@@ -159,6 +169,8 @@ export const configSchema = z.object({
     maxWriteBytes: z.number().int().min(1024).max(1024 * 1024 * 1024).default(5 * 1024 * 1024),
     exec: execConfigSchema.default(EXEC_DEFAULTS),
     web: webConfigSchema.default(WEB_DEFAULTS),
+    /** background jobs of the `process` tool (config-tools-jobs.ts) */
+    jobs: jobsConfigSchema.default(JOBS_DEFAULTS),
     /** tool policy, global layer: every agent and session */
     allow: z.array(z.string().min(1)).default(TOOL_POLICY_DEFAULTS.allow),
     deny: z.array(z.string().min(1)).default(TOOL_POLICY_DEFAULTS.deny),
@@ -171,7 +183,7 @@ export const configSchema = z.object({
     sandboxedSessions: z.array(sessionTypeSchema).default(TOOL_POLICY_DEFAULTS.sandboxedSessions),
     /** subagent layer, added to the built-in subagent deny list */
     subagent: toolRulesSchema.default(TOOL_POLICY_DEFAULTS.subagent),
-  }).default({ minThreads: 1, maxThreads: 2, workerMemoryMb: 128, timeoutMs: 60_000, outputCapBytes: 64 * 1024, maxWriteBytes: 5 * 1024 * 1024, exec: EXEC_DEFAULTS, web: WEB_DEFAULTS, ...TOOL_POLICY_DEFAULTS }),
+  }).default({ minThreads: 1, maxThreads: 2, workerMemoryMb: 128, timeoutMs: 60_000, outputCapBytes: 64 * 1024, maxWriteBytes: 5 * 1024 * 1024, exec: EXEC_DEFAULTS, web: WEB_DEFAULTS, jobs: JOBS_DEFAULTS, ...TOOL_POLICY_DEFAULTS }),
   /** human approvals of tool calls (services/approvals) */
   approvals: z.object({
     /** a pending approval expires (= denied) after this long */
@@ -184,6 +196,10 @@ export const configSchema = z.object({
     /** allow a non-loopback nats:// URL without TLS (only on a trusted private network) */
     allowPlaintextRemoteNats: z.boolean().default(false),
   }).default({ allowPlaintextRemoteNats: false }),
+  /** child runs (services/subagents): limits and defaults */
+  subagents: subagentsConfigSchema,
+  /** channel actors (`channel-<name>`), each off unless enabled (shared/runtime/config-channels.ts) */
+  channels: channelsConfigSchema,
   /** automatic session resets, applied by the sessions actor when a run begins; both off by default */
   sessions: z.object({
     /** local hour (0-23) of a daily reset: a session last active before it starts a fresh transcript */
@@ -193,6 +209,16 @@ export const configSchema = z.object({
     /** IANA time zone of dailyResetHour (default: the host's) */
     timeZone: z.string().refine((tz) => { try { new Intl.DateTimeFormat("en-US", { timeZone: tz }); return true; } catch { return false; } }, "unknown time zone, e.g. Europe/Berlin").optional(),
   }).default({}),
+  /** periodic HEARTBEAT.md checks per agent (services/heartbeat) */
+  heartbeat: heartbeatConfigSchema,
+  /** scheduled jobs (services/cron): lease timing, run-log cap */
+  cron: cronConfigSchema,
+  /** context compaction of long sessions (config-compaction.ts) */
+  compaction: compactionConfigSchema,
+  /** consolidation of old messages into MEMORY.md and memory/HISTORY.md (config-compaction.ts) */
+  memory: memoryConfigSchema,
+  /** bindings, DM/group policies, pairing, broadcast, queue modes, commands (config-routing.ts) */
+  routing: routingConfigSchema.prefault({}),
 });
 export type LurkConfig = z.infer<typeof configSchema>;
 
@@ -244,6 +270,7 @@ export function parseConfig(fromFile: Record<string, unknown>, env: Env, home = 
   if (env.OLLAMA_HOST) provider("ollama").host = env.OLLAMA_HOST;
   if (env.LURKBOT_LOG_LEVEL) raw.log = { ...(raw.log ?? {}), level: env.LURKBOT_LOG_LEVEL };
   if (env.LURKBOT_ACK_WAIT_MS) raw.bus = { ...(raw.bus ?? {}), ackWaitMs: Number(env.LURKBOT_ACK_WAIT_MS) };
+  channelEnvOverrides(raw, env);
 
   const result = configSchema.safeParse(raw);
   if (!result.success) {
@@ -275,5 +302,5 @@ export function agentWorkspace(config: LurkConfig, agent: AgentConfig): string {
 
 /** The secret values of a config, for log and event redaction. */
 export function configSecrets(config: LurkConfig): string[] {
-  return [config.providers.openai.apiKey, config.providers.anthropic.apiKey, config.tools.web.search.apiKey].filter((s): s is string => typeof s === "string" && s.length >= 8);
+  return [...providerSecrets(config.providers), config.tools.web.search.apiKey, ...channelConfigSecrets(config.channels)].filter((s): s is string => typeof s === "string" && s.length >= 8);
 }

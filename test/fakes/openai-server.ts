@@ -88,6 +88,11 @@ const DEFAULT_ERRORS: Record<number, { type: string; code: string | null; messag
 
 export class FakeOpenAIServer {
   readonly requests: ReceivedRequest[] = [];
+  /**
+   * Optional: answers a request by its content before the queue is asked (undefined: the queue,
+   * then "auto"); may wait, e.g. to hold one run's call while the test does something else.
+   */
+  responder: ((body: ChatRequestBody) => FakeReply | undefined | Promise<FakeReply | undefined>) | undefined;
   private readonly queue: FakeReply[] = [];
   private readonly open = new Set<ServerResponse>();
   private counter = 0;
@@ -145,7 +150,7 @@ export class FakeOpenAIServer {
     if (this.opts.apiKey && req.headers.authorization !== `Bearer ${this.opts.apiKey}`) {
       return this.error(res, { kind: "error", status: 401 });
     }
-    const reply = this.queue.shift() ?? autoReply(body);
+    const reply = (await this.responder?.(body)) ?? this.queue.shift() ?? autoReply(body);
     this.requests.push({ at: Date.now(), headers: req.headers, body, reply });
     if (this.opts.latencyMs) await sleep(this.opts.latencyMs);
     if (reply.kind === "error") return this.error(res, reply);

@@ -2,7 +2,7 @@
  * The provider-neutral message model -> Anthropic Messages API params.
  *  - the system prompt goes apart (`system`), as one text block with a cache mark;
  *  - assistant blocks keep their order; thinking blocks that carry a signature (or redacted
- *    data) from this provider are sent back verbatim, others are dropped (the API rejects
+ *    data) from this provider and model are sent back verbatim, others are dropped (the API rejects
  *    thinking without a signature); tool calls become `tool_use` blocks;
  *  - tool results become `tool_result` blocks in a user message; consecutive messages of the
  *    same role are merged (the API wants user/assistant alternation);
@@ -46,7 +46,7 @@ function userBlocks(content: Array<{ type: "text"; text: string } | { type: "ima
   return out;
 }
 
-export function toAnthropicMessages(messages: LlmMessage[], provider: string): Param[] {
+export function toAnthropicMessages(messages: LlmMessage[], provider: string, model?: string): Param[] {
   const out: Array<{ role: "user" | "assistant"; content: Block[] }> = [];
   const push = (role: "user" | "assistant", blocks: Block[]) => {
     if (blocks.length === 0) return;
@@ -66,7 +66,8 @@ export function toAnthropicMessages(messages: LlmMessage[], provider: string): P
       }]);
     } else {
       const blocks: Block[] = [];
-      const own = m.provider === provider;
+      // signatures are checked against the model that made them: another model's thinking is dropped
+      const own = m.provider === provider && (model === undefined || m.model === model);
       for (const b of m.content) {
         if (b.type === "thinking") {
           if (!own || !b.signature) continue;

@@ -10,6 +10,7 @@ import type { AssistantMessage, ContentBlock, Usage } from "../../../shared/cont
 import { toAnthropicMessages, toAnthropicSystem, toAnthropicTools } from "./anthropic-convert.js";
 import { classifyAnthropicError } from "./anthropic-errors.js";
 import { parseToolArgs } from "./json-repair.js";
+import { anthropicThinking } from "./thinking.js";
 import { emptyUsage, type Provider, type ProviderRequest, type ProviderStreamEvent, type ToolCallBlock } from "./types.js";
 
 export interface AnthropicProviderOptions {
@@ -55,11 +56,14 @@ export class AnthropicProvider implements Provider {
     let usage: Usage | undefined;
     try {
       const system = toAnthropicSystem(req.system);
+      const level = thinkingAllowed(req.messages, this.name, req.model) ? req.thinking : undefined;
+      const { thinking, maxTokens } = anthropicThinking(level, req.maxTokens ?? this.defaultMaxTokens, req.maxTokens);
       const params: Anthropic.MessageCreateParamsStreaming = {
         model: req.model,
-        max_tokens: req.maxTokens ?? this.defaultMaxTokens,
-        messages: toAnthropicMessages(req.messages, this.name),
+        max_tokens: maxTokens,
+        messages: toAnthropicMessages(req.messages, this.name, req.model),
         stream: true,
+        ...(thinking ? { thinking } : {}),
         ...(system ? { system } : {}),
         ...(req.tools.length > 0 ? { tools: toAnthropicTools(req.tools) } : {}),
       };
@@ -160,4 +164,19 @@ function toUsage(u: WireUsage, prev: Usage | undefined): Usage {
   const cacheRead = u.cache_read_input_tokens ?? prev?.cacheRead ?? 0;
   const cacheWrite = u.cache_creation_input_tokens ?? prev?.cacheWrite ?? 0;
   return { input, output, cacheRead, cacheWrite, total: input + output + cacheRead + cacheWrite };
+}
+
+/**
+ * With thinking on, the API wants the assistant turn whose tool calls are being answered to begin
+ * with its own signed thinking block. After a switch from another provider or model mid-tool-loop
+ * that block does not exist, so thinking stays off until the next user turn.
+ */
+export function thinkingAllowed(messages: ProviderRequest["messages"], provider: string, model: string): boolean {
+  if (messages[messages.length - 1]?.role !== "tool_result") return true;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]!;
+    if (m.role === "user") return true;
+    if (m.role === "assistant") return m.provider === provider && m.model === model && m.content.some((b) => b.type === "thinking" && !!b.signature);
+  }
+  return true;
 }

@@ -9,6 +9,7 @@ import { Ollama, type ChatResponse } from "ollama/browser";
 import type { AssistantMessage, ContentBlock, Usage } from "../../../shared/contract/index.js";
 import { fromOllamaToolCall, toOllamaMessages, toOllamaTools } from "./ollama-convert.js";
 import { classifyOllamaError } from "./ollama-errors.js";
+import { ollamaThink } from "./thinking.js";
 import { emptyUsage, type Provider, type ProviderRequest, type ProviderStreamEvent, type ToolCallBlock } from "./types.js";
 
 export const DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434";
@@ -16,6 +17,8 @@ export const DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434";
 export interface OllamaProviderOptions {
   /** OLLAMA_HOST: `http://host:port`, `host:port` or `:port` */
   host?: string;
+  /** sent as `Authorization: Bearer` (a hosted Ollama); a local one needs none */
+  apiKey?: string;
   /** idle timeout: the call fails with PROVIDER_TIMEOUT when no chunk arrives for this long */
   timeoutMs: number;
   /** for tests; defaults to the global fetch */
@@ -49,6 +52,7 @@ export class OllamaProvider implements Provider {
     const baseFetch = this.opts.fetch ?? fetch;
     const client = new Ollama({
       host: this.host,
+      ...(this.opts.apiKey ? { headers: { Authorization: `Bearer ${this.opts.apiKey}` } } : {}),
       fetch: ((input: Parameters<typeof fetch>[0], init?: RequestInit) =>
         baseFetch(input, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, ctl.signal]) : ctl.signal })) as typeof fetch,
     });
@@ -65,6 +69,7 @@ export class OllamaProvider implements Provider {
         messages: toOllamaMessages(req.system, req.messages),
         ...(req.tools.length > 0 ? { tools: toOllamaTools(req.tools) } : {}),
         ...(req.maxTokens ? { options: { num_predict: req.maxTokens } } : {}),
+        ...(req.thinking ? { think: ollamaThink(req.thinking, req.model) } : {}),
         stream: true,
       });
       for await (const chunk of stream as AsyncIterable<ChatResponse>) {

@@ -7,6 +7,7 @@ import OpenAI from "openai";
 import type { AssistantMessage, ContentBlock, Usage } from "../../../shared/contract/index.js";
 import { classifyProviderError } from "./errors.js";
 import { parseToolArgs } from "./json-repair.js";
+import { openaiReasoningEffort } from "./thinking.js";
 import { toOpenAIMessages, toOpenAITools } from "./openai-convert.js";
 import { emptyUsage, type Provider, type ProviderRequest, type ProviderStreamEvent, type ToolCallBlock } from "./types.js";
 
@@ -53,6 +54,7 @@ export class OpenAIProvider implements Provider {
         stream_options: { include_usage: true },
       };
       if (req.tools.length > 0) params.tools = toOpenAITools(req.tools);
+      if (req.thinking) params.reasoning_effort = openaiReasoningEffort(req.thinking, req.model);
       if (req.maxTokens) {
         if (this.official) params.max_completion_tokens = req.maxTokens;
         else params.max_tokens = req.maxTokens;

@@ -9,6 +9,7 @@
  * classified LurkError (PROVIDER_* codes, ABORTED when the signal fired).
  */
 import type { AssistantMessage, LlmMessage, LurkError, ToolDefinition, Usage } from "../../../shared/contract/index.js";
+import type { ThinkLevel } from "./thinking.js";
 
 export interface ToolCallBlock {
   type: "tool_call";
@@ -25,7 +26,10 @@ export interface ProviderRequest {
   messages: LlmMessage[];
   tools: ToolDefinition[];
   signal: AbortSignal;
+  /** the model's max output when the registry knows it */
   maxTokens?: number;
+  /** set only for models that support thinking (models.ts); absent: the provider's default */
+  thinking?: ThinkLevel;
 }
 
 export type ProviderStreamEvent =

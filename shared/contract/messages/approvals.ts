@@ -21,6 +21,8 @@ export const approvalRecordSchema = z.object({
   status: z.enum(["pending", "approved", "denied", "expired"]),
   decidedAt: timestampSchema.optional(),
   decidedBy: z.string().max(200).optional(),
+  /** when a tools instance ran the approved call (`redeem`): the token cannot be used again */
+  usedAt: timestampSchema.optional(),
 });
 export type ApprovalRecord = z.infer<typeof approvalRecordSchema>;
 
@@ -49,6 +51,17 @@ export const approvalsGetRequest = defineMessage("lurk.approvals.get.v1", { appr
 export const approvalsListRequest = defineMessage("lurk.approvals.list.v1", {
   status: approvalRecordSchema.shape.status.optional(),
   limit: z.number().int().min(1).max(1000).default(100),
+});
+
+/**
+ * Marks an approved record as used, once: a tools instance calls it before running the approved
+ * call, so one token runs one call across every tools instance. A second redeem is CONFLICT;
+ * a record that is not approved, or was approved for another call, is CONFLICT too.
+ */
+export const approvalsRedeemRequest = defineMessage("lurk.approvals.redeem.v1", {
+  approvalId: idSchema,
+  toolCallId: idSchema,
+  argsHash: approvalRecordSchema.shape.argsHash,
 });
 
 /** A decision token: `base64url(JSON payload).base64url(ed25519 signature)`. */

@@ -67,7 +67,8 @@ export const cronRunLogSchema = z.object({
   scheduledAtMs: timestampSchema,
   startedAtMs: timestampSchema,
   endedAtMs: timestampSchema.optional(),
-  status: z.enum(["ok", "error", "skipped"]),
+  /** "running" until the run's terminal event (or its reconciliation) is seen */
+  status: z.enum(["running", "ok", "error", "skipped"]),
   error: z.string().optional(),
   runId: idSchema.optional(),
 });
@@ -75,7 +76,15 @@ export const cronRunLogSchema = z.object({
 export const cronAddRequest = defineMessage("lurk.cron.add.v1", cronJobFields).refine(targetMatchesPayload, targetMessage);
 export const cronListRequest = defineMessage("lurk.cron.list.v1", { agentId: agentIdSchema.optional(), includeDisabled: z.boolean().default(true) });
 export const cronGetRequest = defineMessage("lurk.cron.get.v1", { jobId: idSchema });
-export const cronEditRequest = defineMessage("lurk.cron.edit.v1", { jobId: idSchema, patch: z.object(cronJobFields).partial() });
+/** A patch names only what changes: no defaults are filled in (zod's partial() would fill them). */
+const cronJobPatchFields = {
+  ...cronJobFields,
+  agentId: agentIdSchema,
+  enabled: z.boolean(),
+  deleteAfterRun: z.boolean(),
+  wakeMode: z.enum(["next-heartbeat", "now"]),
+};
+export const cronEditRequest = defineMessage("lurk.cron.edit.v1", { jobId: idSchema, patch: z.object(cronJobPatchFields).partial() });
 export const cronRmRequest = defineMessage("lurk.cron.rm.v1", { jobId: idSchema });
 export const cronRunRequest = defineMessage("lurk.cron.run.v1", { jobId: idSchema, mode: z.enum(["due", "force"]).default("force") });
 export const cronRunsRequest = defineMessage("lurk.cron.runs.v1", { jobId: idSchema.optional(), limit: z.number().int().min(1).max(1000).default(50) });

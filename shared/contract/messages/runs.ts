@@ -59,6 +59,19 @@ export const runControlSchema = defineMessage("lurk.run.control.v1", {
 });
 export type RunControl = z.infer<typeof runControlSchema>;
 
+/**
+ * The answer to a run control sent as a request: only the agent-runner instance holding the
+ * run answers (`accepted: true` once the input is queued in the run, or the abort fired); the
+ * others stay silent. No answer within a short wait means no runner holds the run: a steer or
+ * follow-up is then not taken, and the sender queues the message as a run of its own.
+ */
+export const runControlReplySchema = z.object({
+  runId: idSchema,
+  action: z.enum(["abort", "steer", "followup"]),
+  accepted: z.boolean(),
+});
+export type RunControlReply = z.infer<typeof runControlReplySchema>;
+
 const ev = <K extends string, S extends z.ZodRawShape>(kind: K, shape: S) => z.object({ kind: z.literal(kind), ...shape });
 
 /** The event kinds of a run. Start/end come in pairs; exactly one terminal `done` or `error`. */

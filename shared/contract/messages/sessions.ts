@@ -1,10 +1,18 @@
 /** `lurk.sessions.<op>`: session entries and append-only transcripts (the sessions actor, LMDB). */
 import { z } from "zod";
 import {
-  agentIdSchema, channelNameSchema, listLimitSchema, llmMessageSchema, originSchema, sessionKeySchema,
-  sessionTypeSchema, thinkLevelSchema, usageSchema,
+  agentIdSchema, channelNameSchema, listLimitSchema, llmMessageSchema, originSchema, queueDropPolicySchema, queueModeSchema,
+  reasoningLevelSchema, sessionKeySchema, sessionTypeSchema, thinkLevelSchema, usageSchema, verboseLevelSchema,
 } from "../common.js";
 import { defineMessage, idSchema, timestampSchema } from "../envelope.js";
+
+/** A session's own queue settings (/queue); unset fields fall back to the router's config. */
+export const sessionQueueSettingsSchema = z.object({
+  mode: queueModeSchema.optional(),
+  debounceMs: z.number().int().min(0).max(60_000).optional(),
+  cap: z.number().int().min(1).max(1000).optional(),
+  drop: queueDropPolicySchema.optional(),
+});
 
 export const sessionEntrySchema = z.object({
   sessionKey: sessionKeySchema,
@@ -19,6 +27,11 @@ export const sessionEntrySchema = z.object({
   model: z.string().optional(),
   provider: z.string().optional(),
   thinking: thinkLevelSchema.optional(),
+  /** session settings from chat commands (/model, /verbose, /reasoning, /queue); the router applies them to runs */
+  modelOverride: z.string().max(200).optional(),
+  verbose: verboseLevelSchema.optional(),
+  reasoning: reasoningLevelSchema.optional(),
+  queue: sessionQueueSettingsSchema.optional(),
   usage: usageSchema,
   parentSessionKey: sessionKeySchema.optional(),
   label: z.string().max(200).optional(),
@@ -107,6 +120,10 @@ export const sessionsPatchRequest = defineMessage("lurk.sessions.patch.v1", {
   patch: z.object({
     model: z.string().max(200).nullable().optional(),
     thinking: thinkLevelSchema.nullable().optional(),
+    modelOverride: z.string().max(200).nullable().optional(),
+    verbose: verboseLevelSchema.nullable().optional(),
+    reasoning: reasoningLevelSchema.nullable().optional(),
+    queue: sessionQueueSettingsSchema.nullable().optional(),
     label: z.string().max(200).nullable().optional(),
     lastOrigin: originSchema.optional(),
     activeRunId: idSchema.nullable().optional(),

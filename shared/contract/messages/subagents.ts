@@ -21,6 +21,8 @@ export const subagentRecordSchema = z.object({
   usage: usageSchema.optional(),
 });
 
+export type SubagentRecord = z.infer<typeof subagentRecordSchema>;
+
 export const subagentsSpawnRequest = defineMessage("lurk.subagents.spawn.v1", {
   requesterSessionKey: sessionKeySchema,
   agentId: agentIdSchema.optional(),
@@ -28,11 +30,15 @@ export const subagentsSpawnRequest = defineMessage("lurk.subagents.spawn.v1", {
   label: z.string().max(200).optional(),
   model: z.string().max(200).optional(),
   thinking: thinkLevelSchema.optional(),
-  timeoutSeconds: z.number().int().positive().max(24 * 3600).default(600),
-  cleanup: z.enum(["delete", "keep"]).default("keep"),
+  /** absent: config subagents.defaultTimeoutSeconds */
+  timeoutSeconds: z.number().int().positive().max(24 * 3600).optional(),
+  /** absent: config subagents.cleanup */
+  cleanup: z.enum(["delete", "keep"]).optional(),
 });
 export const subagentsListRequest = defineMessage("lurk.subagents.list.v1", { requesterSessionKey: sessionKeySchema.optional() });
+/** One child (runId or childSessionKey), or with `all` every running child of requesterSessionKey. */
 export const subagentsStopRequest = defineMessage("lurk.subagents.stop.v1", {
+  requesterSessionKey: sessionKeySchema.optional(),
   childSessionKey: sessionKeySchema.optional(),
   runId: idSchema.optional(),
   all: z.boolean().default(false),

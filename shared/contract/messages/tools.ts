@@ -1,6 +1,6 @@
 /** `lurk.tools.list`, `lurk.tools.call.<tool>`: the tool catalog and execution. */
 import { z } from "zod";
-import { agentIdSchema, imageBlockSchema, sessionKeySchema, sessionTypeSchema, textBlockSchema, toolDefinitionSchema } from "../common.js";
+import { agentIdSchema, imageBlockSchema, originSchema, sessionKeySchema, sessionTypeSchema, textBlockSchema, toolDefinitionSchema } from "../common.js";
 import { defineMessage, idSchema } from "../envelope.js";
 import { errorCodeSchema } from "../errors.js";
 
@@ -27,6 +27,8 @@ export const toolCallRequest = defineMessage("lurk.tools.call.v1", {
   approvalToken: z.string().max(4096).optional(),
   /** "provider/model" of the run (the tool policy's provider and model layers); default: the agent's */
   model: z.string().max(200).optional(),
+  /** where the run's trigger came from (the `message` tool's default target); absent for system runs */
+  origin: originSchema.optional(),
 });
 export type ToolCallRequest = z.infer<typeof toolCallRequest>;
 
@@ -80,3 +82,22 @@ export const toolsExplainReply = z.object({
   model: z.string().optional(),
   decisions: z.array(toolDecisionSchema),
 });
+
+/** One background job of the `process` tool, as `list` shows it. */
+export const toolJobSummarySchema = z.object({
+  jobId: idSchema,
+  command: z.string().max(2000),
+  status: z.enum(["running", "exited", "killed", "timed_out", "failed"]),
+  exitCode: z.number().int().nullable(),
+  startedAt: z.number().int(),
+  endedAt: z.number().int().optional(),
+  outputBytes: z.number().int().nonnegative(),
+});
+export type ToolJobSummary = z.infer<typeof toolJobSummarySchema>;
+
+/** `lurk.tools.jobs.list`: every tools instance answers with its jobs of one session (scatter-gather). */
+export const toolJobsListRequest = defineMessage("lurk.tools.jobs.list.v1", {
+  agentId: agentIdSchema,
+  sessionKey: sessionKeySchema,
+});
+export const toolJobsListReply = z.object({ instanceId: z.string(), jobs: z.array(toolJobSummarySchema) });

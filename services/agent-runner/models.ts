@@ -1,0 +1,168 @@
+/**
+ * The model registry: what the agent-runner knows of a `provider/model` (context window, max
+ * output, capabilities, price). A built-in table of common OpenAI, Anthropic and Ollama models,
+ * overridden field by field and extended by config `models.entries`; aliases ("sonnet", "gpt4o",
+ * config `models.aliases`) name a `provider/model`. A model name matches the longest table entry
+ * it starts with (`claude-sonnet-4-5-20250929` -> `claude-sonnet-4-5`, `llama3.1:8b` -> `llama3.1`);
+ * an unknown model gets conservative defaults (32k context, 4k output, tools, no vision, no thinking).
+ */
+import type { Usage } from "../../shared/contract/index.js";
+import type { LurkConfig } from "../../shared/runtime/config.js";
+
+export interface ModelCost {
+  inputPerMTok: number;
+  outputPerMTok: number;
+  cacheReadPerMTok?: number;
+  cacheWritePerMTok?: number;
+}
+
+export interface ModelInfo {
+  /** `provider/model` as resolved (alias expanded) */
+  ref: string;
+  provider: string;
+  /** the model name the provider gets */
+  model: string;
+  contextWindow: number;
+  maxOutput: number;
+  capabilities: { tools: boolean; vision: boolean; thinking: boolean };
+  cost?: ModelCost;
+  /** false when neither the table nor the config knows the model (the numbers are defaults) */
+  known?: boolean;
+}
+
+type Row = Omit<ModelInfo, "ref" | "provider" | "model" | "known">;
+
+export const UNKNOWN_MODEL_DEFAULTS: Row = {
+  contextWindow: 32_000,
+  maxOutput: 4_096,
+  capabilities: { tools: true, vision: false, thinking: false },
+};
+
+const caps = (tools: boolean, vision: boolean, thinking: boolean) => ({ tools, vision, thinking });
+const price = (inputPerMTok: number, outputPerMTok: number, cacheReadPerMTok?: number, cacheWritePerMTok?: number): ModelCost => ({
+  inputPerMTok, outputPerMTok,
+  ...(cacheReadPerMTok !== undefined ? { cacheReadPerMTok } : {}),
+  ...(cacheWritePerMTok !== undefined ? { cacheWritePerMTok } : {}),
+});
+const FREE = price(0, 0, 0, 0);
+
+/** Built-in rows, by provider then model-name prefix (list prices in USD per million tokens). */
+export const BUILTIN_MODELS: Record<string, Record<string, Row>> = {
+  openai: {
+    "gpt-4o": { contextWindow: 128_000, maxOutput: 16_384, capabilities: caps(true, true, false), cost: price(2.5, 10, 1.25) },
+    "gpt-4o-mini": { contextWindow: 128_000, maxOutput: 16_384, capabilities: caps(true, true, false), cost: price(0.15, 0.6, 0.075) },
+    "gpt-4.1": { contextWindow: 1_047_576, maxOutput: 32_768, capabilities: caps(true, true, false), cost: price(2, 8, 0.5) },
+    "gpt-4.1-mini": { contextWindow: 1_047_576, maxOutput: 32_768, capabilities: caps(true, true, false), cost: price(0.4, 1.6, 0.1) },
+    "gpt-4.1-nano": { contextWindow: 1_047_576, maxOutput: 32_768, capabilities: caps(true, true, false), cost: price(0.1, 0.4, 0.025) },
+    "gpt-4-turbo": { contextWindow: 128_000, maxOutput: 4_096, capabilities: caps(true, true, false), cost: price(10, 30) },
+    "gpt-3.5-turbo": { contextWindow: 16_385, maxOutput: 4_096, capabilities: caps(true, false, false), cost: price(0.5, 1.5) },
+    "o1": { contextWindow: 200_000, maxOutput: 100_000, capabilities: caps(true, true, true), cost: price(15, 60, 7.5) },
+    "o1-mini": { contextWindow: 128_000, maxOutput: 65_536, capabilities: caps(false, false, true), cost: price(1.1, 4.4, 0.55) },
+    "o3": { contextWindow: 200_000, maxOutput: 100_000, capabilities: caps(true, true, true), cost: price(2, 8, 0.5) },
+    "o3-mini": { contextWindow: 200_000, maxOutput: 100_000, capabilities: caps(true, false, true), cost: price(1.1, 4.4, 0.55) },
+    "o4-mini": { contextWindow: 200_000, maxOutput: 100_000, capabilities: caps(true, true, true), cost: price(1.1, 4.4, 0.275) },
+    "gpt-5": { contextWindow: 400_000, maxOutput: 128_000, capabilities: caps(true, true, true), cost: price(1.25, 10, 0.125) },
+    "gpt-5-mini": { contextWindow: 400_000, maxOutput: 128_000, capabilities: caps(true, true, true), cost: price(0.25, 2, 0.025) },
+    "gpt-5-nano": { contextWindow: 400_000, maxOutput: 128_000, capabilities: caps(true, true, true), cost: price(0.05, 0.4, 0.005) },
+  },
+  anthropic: {
+    "claude-3-5-haiku": { contextWindow: 200_000, maxOutput: 8_192, capabilities: caps(true, true, false), cost: price(0.8, 4, 0.08, 1) },
+    "claude-3-5-sonnet": { contextWindow: 200_000, maxOutput: 8_192, capabilities: caps(true, true, false), cost: price(3, 15, 0.3, 3.75) },
+    "claude-3-7-sonnet": { contextWindow: 200_000, maxOutput: 64_000, capabilities: caps(true, true, true), cost: price(3, 15, 0.3, 3.75) },
+    "claude-sonnet-4": { contextWindow: 200_000, maxOutput: 64_000, capabilities: caps(true, true, true), cost: price(3, 15, 0.3, 3.75) },
+    "claude-sonnet-4-5": { contextWindow: 200_000, maxOutput: 64_000, capabilities: caps(true, true, true), cost: price(3, 15, 0.3, 3.75) },
+    "claude-sonnet-4-6": { contextWindow: 200_000, maxOutput: 64_000, capabilities: caps(true, true, true), cost: price(3, 15, 0.3, 3.75) },
+    "claude-opus-4-5": { contextWindow: 200_000, maxOutput: 64_000, capabilities: caps(true, true, true), cost: price(5, 25, 0.5, 6.25) },
+    "claude-opus-4": { contextWindow: 200_000, maxOutput: 32_000, capabilities: caps(true, true, true), cost: price(15, 75, 1.5, 18.75) },
+    "claude-opus-4-1": { contextWindow: 200_000, maxOutput: 32_000, capabilities: caps(true, true, true), cost: price(15, 75, 1.5, 18.75) },
+    "claude-haiku-4-5": { contextWindow: 200_000, maxOutput: 64_000, capabilities: caps(true, true, true), cost: price(1, 5, 0.1, 1.25) },
+  },
+  ollama: {
+    "llama3.1": { contextWindow: 128_000, maxOutput: 8_192, capabilities: caps(true, false, false), cost: FREE },
+    "llama3.2": { contextWindow: 128_000, maxOutput: 8_192, capabilities: caps(true, false, false), cost: FREE },
+    "llama3.3": { contextWindow: 128_000, maxOutput: 8_192, capabilities: caps(true, false, false), cost: FREE },
+    "qwen2.5": { contextWindow: 32_768, maxOutput: 8_192, capabilities: caps(true, false, false), cost: FREE },
+    "qwen3": { contextWindow: 40_960, maxOutput: 8_192, capabilities: caps(true, false, true), cost: FREE },
+    "deepseek-r1": { contextWindow: 128_000, maxOutput: 8_192, capabilities: caps(false, false, true), cost: FREE },
+    "gpt-oss": { contextWindow: 128_000, maxOutput: 16_384, capabilities: caps(true, false, true), cost: FREE },
+    "mistral": { contextWindow: 32_768, maxOutput: 8_192, capabilities: caps(true, false, false), cost: FREE },
+    "gemma3": { contextWindow: 128_000, maxOutput: 8_192, capabilities: caps(false, true, false), cost: FREE },
+  },
+};
+
+export const BUILTIN_ALIASES: Record<string, string> = {
+  sonnet: "anthropic/claude-sonnet-4-6",
+  opus: "anthropic/claude-opus-4-5",
+  haiku: "anthropic/claude-haiku-4-5",
+  gpt4o: "openai/gpt-4o",
+  "gpt4o-mini": "openai/gpt-4o-mini",
+  "gpt4.1": "openai/gpt-4.1",
+  gpt5: "openai/gpt-5",
+  "gpt5-mini": "openai/gpt-5-mini",
+  llama: "ollama/llama3.1",
+  qwen: "ollama/qwen3",
+};
+
+/**
+ * `provider/model` for a ref: an alias (config first, then built-in), a `provider/model`, or a
+ * bare model name (the provider whose table has it, else `defaultProvider`, else openai).
+ */
+export function resolveModelRef(ref: string, config: Pick<LurkConfig, "models">, defaultProvider?: string): string {
+  const alias = config.models?.aliases[ref] ?? BUILTIN_ALIASES[ref];
+  if (alias) return alias;
+  if (ref.includes("/")) return ref;
+  for (const [provider, rows] of Object.entries(BUILTIN_MODELS)) if (rows[ref]) return `${provider}/${ref}`;
+  return `${defaultProvider ?? "openai"}/${ref}`;
+}
+
+/** The longest built-in key that the model name starts with (on a boundary: end, '-', ':', '@'). */
+function builtinRow(provider: string, model: string): Row | undefined {
+  const rows = BUILTIN_MODELS[provider];
+  if (!rows) return undefined;
+  if (rows[model]) return rows[model];
+  let best: string | undefined;
+  for (const key of Object.keys(rows)) {
+    if (!model.startsWith(key)) continue;
+    const next = model[key.length];
+    if (next !== "-" && next !== ":" && next !== "@") continue;
+    if (!best || key.length > best.length) best = key;
+  }
+  return best ? rows[best] : undefined;
+}
+
+/** What the registry knows of a model ref or alias; never throws. */
+export function lookupModel(ref: string, config: Pick<LurkConfig, "models"> & Partial<Pick<LurkConfig, "model">>): ModelInfo {
+  const full = resolveModelRef(ref, config, config.model?.split("/")[0]);
+  const slash = full.indexOf("/");
+  const provider = full.slice(0, slash);
+  const model = full.slice(slash + 1);
+  const base = builtinRow(provider, model);
+  const entry = config.models?.entries[full];
+  const row: Row = base ?? UNKNOWN_MODEL_DEFAULTS;
+  const cost = entry?.cost ?? row.cost;
+  return {
+    ref: full,
+    provider,
+    model,
+    contextWindow: entry?.contextWindow ?? row.contextWindow,
+    maxOutput: Math.min(entry?.maxOutput ?? row.maxOutput, entry?.contextWindow ?? row.contextWindow),
+    capabilities: { ...row.capabilities, ...stripUndefined(entry?.capabilities ?? {}) },
+    ...(cost ? { cost } : {}),
+    known: base !== undefined || entry !== undefined,
+  };
+}
+
+/** USD of one usage report at the model's prices; undefined when the price is unknown. */
+export function usageCostUsd(usage: Usage, info: Pick<ModelInfo, "cost">): number | undefined {
+  const c = info.cost;
+  if (!c) return undefined;
+  const usd = usage.input * c.inputPerMTok
+    + usage.output * c.outputPerMTok
+    + usage.cacheRead * (c.cacheReadPerMTok ?? c.inputPerMTok)
+    + usage.cacheWrite * (c.cacheWritePerMTok ?? c.inputPerMTok);
+  return usd / 1e6;
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
