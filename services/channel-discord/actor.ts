@@ -1,0 +1,108 @@
+/**
+ * channel-discord: a Discord bot <-> the bus, on the channel kit. In: the gateway
+ * (@discordjs/ws) MESSAGE_CREATE -> inbound.ts -> LURK_INBOUND (Discord has no acknowledgement:
+ * a missed event comes back through the gateway's resume). Out: the kit's durable deliveries,
+ * chunked at 2000 characters, Discord markdown; while a run writes, a draft message is edited
+ * and becomes the reply. Guild channels and threads are gated by mention in the router; DMs need
+ * the Direct Messages intent, guild text the privileged Message Content intent.
+ */
+import { REST } from "@discordjs/rest";
+import { WebSocketManager, WebSocketShardEvents } from "@discordjs/ws";
+import { GatewayDispatchEvents, GatewayIntentBits, type GatewayDispatchPayload } from "discord-api-types/v10";
+import { LurkError } from "../../shared/contract/index.js";
+import { defineChannelActor, DraftMessages, toDiscordMarkdown, type ChannelContext } from "../../shared/runtime/channel/index.js";
+import { discordChannelSchema, type DiscordChannelConfig } from "../../shared/runtime/config-channels.js";
+import { messageToInbound, type DcMessage } from "./inbound.js";
+import { DiscordApi } from "./send.js";
+
+export const DISCORD_TEXT_LIMIT = 2000;
+const WATCH_MAX_MS = 30 * 60_000;
+const INTENTS = GatewayIntentBits.Guilds | GatewayIntentBits.GuildMessages | GatewayIntentBits.DirectMessages | GatewayIntentBits.MessageContent;
+
+async function onMessage(ctx: ChannelContext<DiscordChannelConfig>, api: DiscordApi, botId: string, drafts: DraftMessages<string>, msg: DcMessage): Promise<void> {
+  if (msg.author.id === botId || msg.author.bot) return;
+  const info = msg.guild_id ? await api.channelInfo(msg.channel_id) : { id: msg.channel_id, isThread: false };
+  const inbound = messageToInbound(msg, botId, info);
+  if (!inbound) return;
+  const runId = ctx.runIdFor(inbound.id);
+  const watch = ctx.settings.streamDrafts && inbound.mentioned
+    ? ctx.watchRun(runId, {
+      draftIntervalMs: ctx.settings.draftIntervalMs,
+      onDraft: (text) => drafts.update(runId, inbound.conversation, text),
+      onEnd: (end) => {
+        if ((end.status === "done" && end.silent) || (end.status === "error" && end.code === "ABORTED")) void drafts.discard(runId);
+      },
+    })
+    : undefined;
+  if (watch) {
+    setTimeout(() => watch.stop(), WATCH_MAX_MS).unref();
+    await ctx.rt.nc.flush();
+  }
+  try {
+    const published = await ctx.publishInbound(inbound);
+    if (published.duplicate) watch?.stop();
+  } catch (err) {
+    watch?.stop();
+    throw err;
+  }
+}
+
+export const definition = defineChannelActor({
+  channel: "discord",
+  description: "Discord bot (gateway + REST) <-> bus",
+  schema: discordChannelSchema,
+  metadata: (s) => ({ apiRoot: new URL(s.apiRoot).origin }),
+  async start(ctx) {
+    const { settings, log } = ctx;
+    if (!settings.botToken) {
+      throw new LurkError("CONFIG_INVALID", "channels.discord.botToken is not set: create a bot in the Discord Developer Portal (enable the Message Content intent) and set DISCORD_BOT_TOKEN (or channels.discord.botToken in config.json)");
+    }
+    const rest = new REST({ version: "10", api: settings.apiRoot }).setToken(settings.botToken);
+    const api = new DiscordApi(rest);
+    const drafts = new DraftMessages<string>({
+      maxChars: DISCORD_TEXT_LIMIT - 10,
+      send: (channelId, text) => api.send(channelId, text),
+      edit: (channelId, id, text) => api.edit(channelId, id, text),
+      remove: (channelId, id) => api.remove(channelId, id),
+    }, log);
+    const gateway = new WebSocketManager({ token: settings.botToken, intents: INTENTS, rest });
+    let botId = "";
+    const ready = new Promise<void>((resolve) => {
+      gateway.on(WebSocketShardEvents.Dispatch, ({ data }: { data: GatewayDispatchPayload }) => {
+        if (data.t === GatewayDispatchEvents.Ready) {
+          botId = data.d.user.id;
+          log.info({ bot: data.d.user.username }, "discord gateway ready");
+          resolve();
+        } else if (data.t === GatewayDispatchEvents.MessageCreate && botId) {
+          onMessage(ctx, api, botId, drafts, data.d as unknown as DcMessage).catch((err) => log.error({ err, messageId: data.d.id }, "could not take a Discord message"));
+        }
+      });
+    });
+    gateway.on(WebSocketShardEvents.Error, ({ error }: { error: Error }) => log.warn({ err: error }, "discord gateway error"));
+    await gateway.connect();
+    await ready;
+    return {
+      textLimit: DISCORD_TEXT_LIMIT,
+      chunkMode: "paragraph",
+      async deliver(part, dctx) {
+        const channelId = part.message.conversation;
+        const text = toDiscordMarkdown(part.text);
+        const runId = part.message.runId;
+        if (part.index === 0 && runId) {
+          const draftId = await drafts.take(runId);
+          if (draftId !== undefined) {
+            await api.edit(channelId, draftId, text, dctx.signal);
+            return { platformMessageId: draftId };
+          }
+        }
+        return { platformMessageId: await api.send(channelId, text, part.replyToMessageId, dctx.signal) };
+      },
+      async typing(msg) {
+        await api.typing(msg.conversation);
+      },
+      async stop() {
+        await gateway.destroy();
+      },
+    };
+  },
+});

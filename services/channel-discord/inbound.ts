@@ -1,0 +1,54 @@
+/**
+ * Discord MESSAGE_CREATE -> inbound messages (pure). Messages without a guild are DMs; guild
+ * text channels are `channel` peers with the guild id (bindings can match the guild); threads
+ * are `thread` peers (parent channel + thread id), each its own session. The bot is mentioned by
+ * `<@id>`/`<@!id>`, by a reply to its message, or in a DM; its own mention is cut from the text so
+ * `@Lurk /new` reads as `/new`. The platform message id is the message's snowflake.
+ */
+import type { InboundInput } from "../../shared/runtime/channel/index.js";
+
+export interface DcUser { id: string; username?: string; global_name?: string | null; bot?: boolean }
+export interface DcMessage {
+  id: string;
+  channel_id: string;
+  guild_id?: string;
+  author: DcUser;
+  content: string;
+  mentions?: DcUser[];
+  referenced_message?: { id: string; author?: DcUser } | null;
+  attachments?: { id: string; filename: string; content_type?: string; size?: number; url?: string }[];
+  webhook_id?: string;
+  timestamp?: string;
+}
+/** What the channel knows about the channel a message is in (threads need their parent). */
+export interface DcChannelInfo { id: string; isThread: boolean; parentId?: string }
+
+export function messageToInbound(msg: DcMessage, botId: string, channel: DcChannelInfo): InboundInput | undefined {
+  if (msg.author.bot || msg.webhook_id || msg.author.id === botId) return undefined;
+  const text = msg.content.replace(new RegExp(`<@!?${botId}>`, "g"), "").replace(/\s{2,}/g, " ").trim();
+  const attachments: NonNullable<InboundInput["attachments"]> = (msg.attachments ?? []).map((a) => ({
+    kind: a.content_type?.startsWith("image/") ? "image" as const : a.content_type?.startsWith("audio/") ? "audio" as const : "file" as const,
+    mime: a.content_type ?? "application/octet-stream", name: a.filename,
+    ...(a.url ? { url: a.url } : {}), ...(a.size !== undefined ? { size: a.size } : {}),
+  }));
+  if (!text && attachments.length === 0) return undefined;
+  const dm = msg.guild_id === undefined;
+  const mentioned = dm || new RegExp(`<@!?${botId}>`).test(msg.content) || (msg.mentions ?? []).some((u) => u.id === botId) || msg.referenced_message?.author?.id === botId;
+  const name = msg.author.global_name ?? msg.author.username;
+  const peer: InboundInput["peer"] = dm
+    ? { kind: "dm", id: msg.author.id }
+    : channel.isThread && channel.parentId
+      ? { kind: "thread", id: channel.parentId, threadId: msg.channel_id, guildId: msg.guild_id! }
+      : { kind: "channel", id: msg.channel_id, guildId: msg.guild_id! };
+  return {
+    id: msg.id,
+    conversation: msg.channel_id,
+    peer,
+    sender: { id: msg.author.id, ...(name ? { name } : {}) },
+    text,
+    attachments,
+    mentioned,
+    ...(msg.referenced_message ? { replyToMessageId: msg.referenced_message.id } : {}),
+    ...(msg.timestamp ? { ts: Date.parse(msg.timestamp) } : {}),
+  };
+}

@@ -1,0 +1,126 @@
+/**
+ * channel-telegram: a Telegram bot (Bot API through grammy's Api) <-> the bus, on the channel kit.
+ * In: long polling (poller.ts) -> inbound.ts -> LURK_INBOUND, before the update is confirmed;
+ * approval buttons come back as `/approve ID` / `/deny ID` from the person who pressed them.
+ * Out: the kit's durable deliveries, chunked at 4096 characters, rendered as Telegram HTML;
+ * while a run writes, a draft message is edited (the kit's DraftMessages) and becomes the reply.
+ * Groups: the router decides by the `mentioned` flag (mention gating); forum topics are their
+ * own conversations and sessions.
+ */
+import { Api } from "grammy";
+import type { Update } from "grammy/types";
+import { LurkError } from "../../shared/contract/index.js";
+import { defineChannelActor, DraftMessages, type ChannelContext } from "../../shared/runtime/channel/index.js";
+import { telegramChannelSchema, type TelegramChannelConfig } from "../../shared/runtime/config-channels.js";
+import { conversationOf, messageToInbound, platformMessageId, targetOf, type BotIdentity, type TgMessage, type TgTarget } from "./inbound.js";
+import { Poller } from "./poller.js";
+import { editText, sendText, toDeliveryError } from "./send.js";
+
+export const TELEGRAM_TEXT_LIMIT = 4096;
+/** how long a draft watch waits for its run to end */
+const WATCH_MAX_MS = 30 * 60_000;
+
+async function handleUpdate(ctx: ChannelContext<TelegramChannelConfig>, api: Api, bot: BotIdentity, drafts: DraftMessages<TgTarget>, update: Update): Promise<void> {
+  if (update.message) {
+    const inbound = messageToInbound(update.message as unknown as TgMessage, bot);
+    if (!inbound) return;
+    const runId = ctx.runIdFor(inbound.id);
+    const watch = ctx.settings.streamDrafts && inbound.mentioned
+      ? ctx.watchRun(runId, {
+        draftIntervalMs: ctx.settings.draftIntervalMs,
+        onDraft: (text) => drafts.update(runId, targetOf(inbound.conversation), text),
+        onEnd: (end) => {
+          if ((end.status === "done" && end.silent) || (end.status === "error" && end.code === "ABORTED")) void drafts.discard(runId);
+        },
+      })
+      : undefined;
+    if (watch) {
+      setTimeout(() => watch.stop(), WATCH_MAX_MS).unref();
+      await ctx.rt.nc.flush();
+    }
+    try {
+      const published = await ctx.publishInbound(inbound);
+      if (published.duplicate) watch?.stop();
+    } catch (err) {
+      watch?.stop();
+      throw err;
+    }
+    return;
+  }
+  const query = update.callback_query;
+  if (query?.data && query.message) {
+    const decision = /^(approve|deny):(.+)$/.exec(query.data);
+    if (!decision) return;
+    const chat = query.message.chat;
+    const threadId = (query.message as { message_thread_id?: number; is_topic_message?: boolean }).is_topic_message
+      ? (query.message as { message_thread_id?: number }).message_thread_id
+      : undefined;
+    const name = [query.from.first_name, query.from.last_name].filter(Boolean).join(" ");
+    await ctx.publishInbound({
+      id: `cb:${query.id}`,
+      conversation: conversationOf({ chatId: chat.id, ...(threadId !== undefined ? { threadId } : {}) }),
+      peer: chat.type === "private" ? { kind: "dm", id: String(chat.id) } : { kind: "group", id: String(chat.id), ...(threadId !== undefined ? { topicId: String(threadId) } : {}) },
+      sender: { id: String(query.from.id), ...(name ? { name } : {}) },
+      text: `/${decision[1]} ${decision[2]}`,
+      mentioned: true,
+    });
+    await api.answerCallbackQuery(query.id, { text: decision[1] === "approve" ? "Approval sent" : "Denial sent" }).catch(() => undefined);
+  }
+}
+
+export const definition = defineChannelActor({
+  channel: "telegram",
+  description: "Telegram bot (Bot API long polling) <-> bus",
+  schema: telegramChannelSchema,
+  metadata: (s) => ({ apiRoot: new URL(s.apiRoot).origin }),
+  async start(ctx) {
+    const { settings, log } = ctx;
+    if (!settings.botToken) {
+      throw new LurkError("CONFIG_INVALID", "channels.telegram.botToken is not set: create a bot with @BotFather and set TELEGRAM_BOT_TOKEN (or channels.telegram.botToken in config.json)");
+    }
+    const api = new Api(settings.botToken, { apiRoot: settings.apiRoot });
+    const me = await api.getMe();
+    if (!me.username) throw new LurkError("CONFIG_INVALID", "the Telegram bot has no username; check the token");
+    const bot: BotIdentity = { id: me.id, username: me.username };
+    // a webhook would make getUpdates fail with 409; pending updates are kept
+    await api.deleteWebhook();
+    const drafts = new DraftMessages<TgTarget>({
+      maxChars: 4_000,
+      send: async (t, text) => String((await api.sendMessage(t.chatId, text, t.threadId !== undefined ? { message_thread_id: t.threadId } : {})).message_id),
+      edit: async (t, id, text) => void (await api.editMessageText(t.chatId, Number(id), text)),
+      remove: async (t, id) => void (await api.deleteMessage(t.chatId, Number(id))),
+    }, log);
+    const poller = new Poller({ api, log, timeoutSec: settings.pollTimeoutSec, handle: (u) => handleUpdate(ctx, api, bot, drafts, u) });
+    poller.start();
+    log.info({ bot: bot.username }, "telegram channel polling");
+    return {
+      textLimit: TELEGRAM_TEXT_LIMIT,
+      chunkMode: "paragraph",
+      async deliver(part, dctx) {
+        const target = targetOf(part.message.conversation);
+        const runId = part.message.runId;
+        if (part.index === 0 && runId) {
+          const draftId = await drafts.take(runId);
+          if (draftId !== undefined) {
+            await editText(api, target.chatId, Number(draftId), part.text, true, dctx.signal);
+            return { platformMessageId: platformMessageId(target.chatId, Number(draftId)) };
+          }
+        }
+        const [chat, message] = (part.replyToMessageId ?? "").split(":");
+        const replyTo = chat === String(target.chatId) && message ? Number(message) : undefined;
+        const approvalId = part.message.kind === "approval" ? part.message.approval?.approvalId : undefined;
+        const id = await sendText(api, target, part.text, { ...(replyTo ? { replyTo } : {}), ...(approvalId ? { approvalId } : {}) }, dctx.signal);
+        return { platformMessageId: platformMessageId(target.chatId, id) };
+      },
+      async typing(msg) {
+        const target = targetOf(msg.conversation);
+        await api.sendChatAction(target.chatId, "typing", target.threadId !== undefined ? { message_thread_id: target.threadId } : {}).catch((err) => {
+          throw toDeliveryError(err);
+        });
+      },
+      async stop() {
+        await poller.stop();
+      },
+    };
+  },
+});

@@ -1,0 +1,94 @@
+/**
+ * Telegram updates -> inbound messages (pure). Private chats are DMs; groups and supergroups are
+ * groups, and a forum topic's messages (`is_topic_message`) carry the topic id, so each topic
+ * gets its own session. The bot counts as mentioned when a `@username` mention or a text_mention
+ * names it, when the message replies to one of its messages, or in a private chat. `/cmd@Bot`
+ * becomes `/cmd`, so commands read the same in groups. The platform message id is
+ * `<chatId>:<messageId>` (message ids are unique per chat only).
+ */
+import { encodeToken } from "../../shared/contract/index.js";
+import type { InboundInput } from "../../shared/runtime/channel/index.js";
+
+export interface TgUser { id: number; is_bot?: boolean; first_name?: string; last_name?: string; username?: string }
+export interface TgEntity { type: string; offset: number; length: number; user?: TgUser }
+export interface TgMessage {
+  message_id: number;
+  chat: { id: number; type: "private" | "group" | "supergroup" | "channel"; title?: string; is_forum?: boolean };
+  from?: TgUser;
+  date?: number;
+  text?: string;
+  caption?: string;
+  entities?: TgEntity[];
+  caption_entities?: TgEntity[];
+  message_thread_id?: number;
+  is_topic_message?: boolean;
+  reply_to_message?: { message_id: number; from?: TgUser };
+  photo?: { file_id: string; file_size?: number }[];
+  document?: { file_id: string; file_name?: string; mime_type?: string; file_size?: number };
+  voice?: { file_id: string; mime_type?: string; file_size?: number };
+}
+export interface BotIdentity { id: number; username: string }
+
+/** Where replies go: the chat, and the forum topic when there is one. */
+export interface TgTarget { chatId: number; threadId?: number }
+
+export function conversationOf(target: TgTarget): string {
+  return encodeToken(target.threadId !== undefined ? `${target.chatId}:${target.threadId}` : String(target.chatId));
+}
+
+/** Reverses conversationOf; throws on a conversation that is not one of ours. */
+export function targetOf(conversation: string): TgTarget {
+  const decoded = conversation.replace(/~([0-9A-F]{2})/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+  const match = /^(-?\d+)(?::(\d+))?$/.exec(decoded);
+  if (!match) throw new Error(`"${conversation}" is not a Telegram conversation`);
+  return { chatId: Number(match[1]), ...(match[2] ? { threadId: Number(match[2]) } : {}) };
+}
+
+export const platformMessageId = (chatId: number, messageId: number) => `${chatId}:${messageId}`;
+
+function mentionsBot(msg: TgMessage, text: string, bot: BotIdentity): boolean {
+  if (msg.chat.type === "private") return true;
+  if (msg.reply_to_message?.from?.id === bot.id) return true;
+  const handle = `@${bot.username}`.toLowerCase();
+  for (const e of [...(msg.entities ?? []), ...(msg.caption_entities ?? [])]) {
+    if (e.type === "mention" && text.slice(e.offset, e.offset + e.length).toLowerCase() === handle) return true;
+    if (e.type === "text_mention" && e.user?.id === bot.id) return true;
+    if (e.type === "bot_command" && text.slice(e.offset, e.offset + e.length).toLowerCase().endsWith(handle)) return true;
+  }
+  return false;
+}
+
+/** `/new@MyBot rest` -> `/new rest` (only for this bot's name). */
+export function normalizeCommand(text: string, bot: BotIdentity): string {
+  const m = /^(\/[A-Za-z0-9_]+)@([A-Za-z0-9_]+)(.*)$/s.exec(text);
+  return m && m[2]!.toLowerCase() === bot.username.toLowerCase() ? `${m[1]}${m[3]}` : text;
+}
+
+/** The inbound message for a Telegram message; undefined for what LurkBot does not take (channel posts, bots, empty). */
+export function messageToInbound(msg: TgMessage, bot: BotIdentity): InboundInput | undefined {
+  if (msg.chat.type === "channel" || !msg.from || msg.from.is_bot) return undefined;
+  const raw = msg.text ?? msg.caption ?? "";
+  const attachments: NonNullable<InboundInput["attachments"]> = [];
+  const largest = msg.photo?.at(-1);
+  if (largest) attachments.push({ kind: "image", mime: "image/jpeg", name: `telegram-file:${largest.file_id}`, ...(largest.file_size ? { size: largest.file_size } : {}) });
+  if (msg.document) attachments.push({ kind: "file", mime: msg.document.mime_type ?? "application/octet-stream", name: msg.document.file_name ?? `telegram-file:${msg.document.file_id}`, ...(msg.document.file_size ? { size: msg.document.file_size } : {}) });
+  if (msg.voice) attachments.push({ kind: "audio", mime: msg.voice.mime_type ?? "audio/ogg", name: `telegram-file:${msg.voice.file_id}`, ...(msg.voice.file_size ? { size: msg.voice.file_size } : {}) });
+  if (!raw && attachments.length === 0) return undefined;
+  const chatId = msg.chat.id;
+  const topic = msg.is_topic_message && msg.message_thread_id !== undefined ? msg.message_thread_id : undefined;
+  const sender = msg.from;
+  const name = [sender.first_name, sender.last_name].filter(Boolean).join(" ") || sender.username;
+  return {
+    id: platformMessageId(chatId, msg.message_id),
+    conversation: conversationOf({ chatId, ...(topic !== undefined ? { threadId: topic } : {}) }),
+    peer: msg.chat.type === "private"
+      ? { kind: "dm", id: String(chatId) }
+      : { kind: "group", id: String(chatId), ...(topic !== undefined ? { topicId: String(topic) } : {}) },
+    sender: { id: String(sender.id), ...(name ? { name } : {}) },
+    text: normalizeCommand(raw, bot),
+    attachments,
+    mentioned: mentionsBot(msg, raw, bot),
+    ...(msg.reply_to_message ? { replyToMessageId: platformMessageId(chatId, msg.reply_to_message.message_id) } : {}),
+    ...(msg.date ? { ts: msg.date * 1000 } : {}),
+  };
+}

@@ -1,0 +1,97 @@
+/**
+ * The Discord channel: message mapping (pure), and end to end with the whole system, the fake
+ * LLM and a local Discord (REST + gateway, test/fakes/discord-server.ts) that @discordjs/rest
+ * and @discordjs/ws talk to.
+ */
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, beforeEach, describe, it } from "node:test";
+import { messageToInbound, type DcMessage } from "../services/channel-discord/inbound.js";
+import { FakeDiscordServer } from "./fakes/discord-server.js";
+import { startActorProcess, waitFor } from "./harness/actors.js";
+import { TestSystem } from "./harness/system.js";
+
+const BOT = "900000000000000001";
+const msg = (over: Partial<DcMessage>): DcMessage => ({ id: "m1", channel_id: "c1", author: { id: "u1", username: "ann", global_name: "Ann" }, content: "hi", ...over });
+const plainChannel = { id: "c1", isThread: false };
+
+describe("discord message mapping", () => {
+  it("maps DMs, guild channels, threads and mentions", () => {
+    const dm = messageToInbound(msg({}), BOT, plainChannel)!;
+    assert.deepEqual({ peer: dm.peer, mentioned: dm.mentioned, conversation: dm.conversation, sender: dm.sender }, { peer: { kind: "dm", id: "u1" }, mentioned: true, conversation: "c1", sender: { id: "u1", name: "Ann" } });
+    const guild = messageToInbound(msg({ guild_id: "g1", content: "lunch?" }), BOT, plainChannel)!;
+    assert.deepEqual(guild.peer, { kind: "channel", id: "c1", guildId: "g1" });
+    assert.equal(guild.mentioned, false);
+    const mention = messageToInbound(msg({ guild_id: "g1", content: `<@${BOT}> /new` }), BOT, plainChannel)!;
+    assert.equal(mention.mentioned, true);
+    assert.equal(mention.text, "/new", "the bot's own mention is cut");
+    const reply = messageToInbound(msg({ guild_id: "g1", content: "and?", referenced_message: { id: "m0", author: { id: BOT } } }), BOT, plainChannel)!;
+    assert.equal(reply.mentioned, true);
+    assert.equal(reply.replyToMessageId, "m0");
+    const thread = messageToInbound(msg({ guild_id: "g1", channel_id: "t9" }), BOT, { id: "t9", isThread: true, parentId: "c1" })!;
+    assert.deepEqual(thread.peer, { kind: "thread", id: "c1", threadId: "t9", guildId: "g1" });
+    assert.equal(messageToInbound(msg({ author: { id: "b", bot: true } }), BOT, plainChannel), undefined, "bots are ignored");
+    assert.equal(messageToInbound(msg({ content: `<@${BOT}>` }), BOT, plainChannel), undefined, "a bare mention says nothing");
+  });
+});
+
+describe("discord channel end to end", () => {
+  let system: TestSystem;
+  let discord: FakeDiscordServer;
+
+  before(async () => {
+    discord = await FakeDiscordServer.start();
+    system = await TestSystem.start({ fake: { chunkDelayMs: 60 } });
+    writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({
+      channels: { discord: { enabled: true, botToken: discord.token, apiRoot: discord.apiRoot, draftIntervalMs: 200 } },
+      routing: { dm: { policy: "open" } },
+    }));
+    await system.startActor("channel-discord");
+  });
+  after(async () => {
+    await system?.actors.get("channel-discord")?.stop();
+    await system?.stop();
+    await discord?.close();
+  });
+  beforeEach(() => system.fake.reset());
+
+  const contents = (channelId: string) => [...discord.messages.entries()].filter(([k]) => k.startsWith(`${channelId}:`)).map(([, v]) => v);
+
+  it("answers a DM through the gateway and REST, the draft becoming the reply", async () => {
+    system.fake.enqueue({ kind: "text", text: "Hi **Ann**, this answer streams in a few pieces to the chat.", chunks: 8 });
+    discord.userMessage({ channelId: "2001", content: "hello" });
+    await waitFor(() => contents("2001").includes("Hi **Ann**, this answer streams in a few pieces to the chat."), 20_000, "final reply");
+    const posts = discord.sent.filter((m) => m.channelId === "2001" && m.method === "POST");
+    assert.equal(posts.length, 1, "the draft became the reply");
+    assert.ok(discord.sent.some((m) => m.channelId === "2001" && m.method === "PATCH"), "edited while streaming or at the end");
+    assert.deepEqual(posts[0]!.body.allowed_mentions, { parse: [] }, "replies never ping @everyone");
+  });
+
+  it("chunks a long reply at 2000 characters", async () => {
+    const paragraph = `${"word ".repeat(150).trim()}.`;
+    system.fake.enqueue({ kind: "text", text: Array.from({ length: 5 }, () => paragraph).join("\n\n"), chunks: 1 });
+    discord.userMessage({ channelId: "2002", content: "write a lot" });
+    await waitFor(() => contents("2002").join("").length >= 5 * paragraph.length - 10, 20_000, "all chunks");
+    const texts = contents("2002");
+    assert.ok(texts.length >= 3, `split into ${texts.length} messages`);
+    assert.ok(texts.every((t) => t.length <= 2000));
+  });
+
+  it("answers in a guild thread when mentioned and waits out a 429", async () => {
+    discord.threads.set("2003", "2000");
+    discord.rateLimitNextSends(1);
+    system.fake.enqueue({ kind: "text", text: "thread answer", chunks: 1 });
+    discord.userMessage({ channelId: "2003", guildId: "g1", content: `<@${discord.bot.id}> what's up`, mentionsBot: true });
+    await waitFor(() => contents("2003").includes("thread answer"), 20_000, "thread reply");
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(contents("2003").length, 1, "delivered once");
+    const request = system.fake.requests.at(-1)!.body.messages.at(-1);
+    assert.equal(typeof request?.content === "string" ? request.content : "", "what's up", "the mention was cut");
+  });
+
+  it("refuses to start without a bot token, saying how to set one", async () => {
+    writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({ channels: { discord: { enabled: true, apiRoot: discord.apiRoot } } }));
+    await assert.rejects(startActorProcess("channel-discord", system.nats, { ...system.env, DISCORD_BOT_TOKEN: "" }, 10_000), /DISCORD_BOT_TOKEN/);
+  });
+});

@@ -1,0 +1,143 @@
+/**
+ * A local Discord for the channel tests: the REST API (`/api/v10/...`: gateway/bot, channels,
+ * messages, typing) and the gateway WebSocket (HELLO, IDENTIFY -> READY, heartbeats, RESUME,
+ * MESSAGE_CREATE dispatches) on one port, as @discordjs/rest and @discordjs/ws speak them.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { WebSocketServer, type WebSocket } from "ws";
+import { readBody, sendJson } from "./http.js";
+
+export interface DiscordSent { method: "POST" | "PATCH" | "DELETE"; channelId: string; messageId: string; content: string; body: Record<string, unknown> }
+
+export class FakeDiscordServer {
+  readonly bot = { id: "900000000000000001", username: "lurk", bot: true, discriminator: "0", global_name: null, avatar: null };
+  readonly sent: DiscordSent[] = [];
+  /** current content of each bot message, by `<channelId>:<messageId>` */
+  readonly messages = new Map<string, string>();
+  /** channel id -> parent channel id, for threads */
+  readonly threads = new Map<string, string>();
+  identified = 0;
+  private readonly sockets = new Set<WebSocket>();
+  private seq = 0;
+  private nextId = 1_000_000_000_000_000n;
+  private rateLimitNext = 0;
+  private readonly wss: WebSocketServer;
+
+  private constructor(private readonly server: Server, readonly url: string, readonly token: string) {
+    this.wss = new WebSocketServer({ noServer: true });
+    server.on("upgrade", (req, socket, head) => this.wss.handleUpgrade(req, socket, head, (ws) => this.onSocket(ws)));
+  }
+
+  static async start(token = "discord-test-token-0123456789abcdef"): Promise<FakeDiscordServer> {
+    let fake!: FakeDiscordServer;
+    const server = createServer((req, res) => void fake.handle(req, res));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    fake = new FakeDiscordServer(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, token);
+    return fake;
+  }
+
+  get apiRoot(): string {
+    return `${this.url}/api`;
+  }
+
+  /** A user's message arrives through the gateway; returns its id. */
+  userMessage(opts: { channelId: string; content: string; guildId?: string; authorId?: string; mentionsBot?: boolean }): string {
+    const id = String(++this.nextId);
+    this.dispatch("MESSAGE_CREATE", {
+      id, channel_id: opts.channelId, ...(opts.guildId ? { guild_id: opts.guildId } : {}), type: 0, tts: false, pinned: false,
+      content: opts.content, timestamp: new Date().toISOString(), edited_timestamp: null, mention_everyone: false, mention_roles: [], attachments: [], embeds: [],
+      author: { id: opts.authorId ?? "111", username: "ann", discriminator: "0", global_name: "Ann", avatar: null },
+      mentions: opts.mentionsBot ? [this.bot] : [],
+    });
+    return id;
+  }
+
+  rateLimitNextSends(count: number): void {
+    this.rateLimitNext = count;
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.sockets) s.terminate();
+    this.wss.close();
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private send(ws: WebSocket, payload: Record<string, unknown>): void {
+    ws.send(JSON.stringify({ s: null, t: null, ...payload }));
+  }
+
+  private dispatch(t: string, d: unknown): void {
+    for (const ws of this.sockets) this.send(ws, { op: 0, t, s: ++this.seq, d });
+  }
+
+  private onSocket(ws: WebSocket): void {
+    this.sockets.add(ws);
+    ws.on("close", () => this.sockets.delete(ws));
+    this.send(ws, { op: 10, d: { heartbeat_interval: 45_000 } });
+    ws.on("message", (raw) => {
+      const msg = JSON.parse(String(raw)) as { op: number; d: { token?: string } };
+      if (msg.op === 1) this.send(ws, { op: 11 });
+      else if (msg.op === 2) {
+        if (msg.d.token !== this.token && msg.d.token !== `Bot ${this.token}`) {
+          ws.close(4004, "Authentication failed.");
+          return;
+        }
+        this.identified++;
+        this.send(ws, {
+          op: 0, t: "READY", s: ++this.seq,
+          d: { v: 10, user: this.bot, guilds: [], session_id: `session-${this.identified}`, resume_gateway_url: this.url.replace("http", "ws") + "/gateway", application: { id: this.bot.id, flags: 0 }, shard: [0, 1] },
+        });
+      } else if (msg.op === 6) this.send(ws, { op: 0, t: "RESUMED", s: ++this.seq, d: {} });
+    });
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? "").split("?")[0]!;
+    if (req.headers.authorization !== `Bot ${this.token}`) return sendJson(res, 401, { message: "401: Unauthorized", code: 0 });
+    const raw = await readBody(req);
+    const body = (raw ? JSON.parse(raw) : {}) as Record<string, unknown>;
+    if (req.method === "GET" && path === "/api/v10/gateway/bot") {
+      return sendJson(res, 200, { url: this.url.replace("http", "ws") + "/gateway", shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 0, max_concurrency: 1 } });
+    }
+    const channel = /^\/api\/v10\/channels\/(\d+)(?:\/(messages|typing)(?:\/(\d+))?)?$/.exec(path);
+    if (!channel) return sendJson(res, 404, { message: "404: Not Found", code: 0 });
+    const [, channelId, sub, messageId] = channel as unknown as [string, string, string | undefined, string | undefined];
+    if (req.method === "GET" && !sub) {
+      const parent = this.threads.get(channelId);
+      return sendJson(res, 200, { id: channelId, type: parent ? 11 : 0, ...(parent ? { parent_id: parent } : {}) });
+    }
+    if (sub === "typing") {
+      res.writeHead(204).end();
+      return;
+    }
+    if (req.method === "POST" && sub === "messages") {
+      if (this.rateLimitNext > 0) {
+        this.rateLimitNext--;
+        return sendJson(res, 429, { message: "You are being rate limited.", retry_after: 0.3, global: false }, { "retry-after": "1", "x-ratelimit-scope": "user" });
+      }
+      const id = String(++this.nextId);
+      const content = String(body.content ?? "");
+      if (content.length > 2000) return sendJson(res, 400, { message: "Invalid Form Body", code: 50035 });
+      this.messages.set(`${channelId}:${id}`, content);
+      this.sent.push({ method: "POST", channelId, messageId: id, content, body });
+      return sendJson(res, 200, { id, channel_id: channelId, content, author: this.bot, timestamp: new Date().toISOString(), type: 0 });
+    }
+    if (req.method === "PATCH" && messageId) {
+      const key = `${channelId}:${messageId}`;
+      if (!this.messages.has(key)) return sendJson(res, 404, { message: "Unknown Message", code: 10008 });
+      const content = String(body.content ?? "");
+      this.messages.set(key, content);
+      this.sent.push({ method: "PATCH", channelId, messageId, content, body });
+      return sendJson(res, 200, { id: messageId, channel_id: channelId, content, author: this.bot, type: 0 });
+    }
+    if (req.method === "DELETE" && messageId) {
+      this.messages.delete(`${channelId}:${messageId}`);
+      this.sent.push({ method: "DELETE", channelId, messageId, content: "", body });
+      res.writeHead(204).end();
+      return;
+    }
+    return sendJson(res, 405, { message: "405: Method Not Allowed", code: 0 });
+  }
+}
