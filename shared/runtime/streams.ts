@@ -1,10 +1,13 @@
 /**
  * The JetStream streams of the contract and their idempotent creation (by the admin user:
  * `lurkbot setup`, the launcher, the test harness). Actors only bind durable consumers.
+ * The lease bucket (LEASE_BUCKET, shared/runtime/lease.ts) is created here too: actors may
+ * only read and write it.
  */
 import { jetstreamManager, RetentionPolicy, StorageType, DiscardPolicy, type StreamConfig } from "@nats-io/jetstream";
 import { nanos, type NatsConnection } from "@nats-io/transport-node";
-import { STREAMS, subjects } from "../contract/index.js";
+import { Kvm } from "@nats-io/kv";
+import { LEASE_BUCKET, STREAMS, subjects } from "../contract/index.js";
 
 const DAY_MS = 24 * 3600_000;
 const DUPLICATE_WINDOW_MS = 2 * 60_000;
@@ -33,6 +36,12 @@ export async function ensureStreams(nc: NatsConnection, prefix?: string, replica
       await jsm.streams.add(wanted);
     }
   }
+  await ensureLeaseBucket(nc, replicas);
+}
+
+/** Lease values live one revision per key; the bucket TTL only sweeps leases nobody renewed for a day. */
+export async function ensureLeaseBucket(nc: NatsConnection, replicas = 1): Promise<void> {
+  await new Kvm(nc).create(LEASE_BUCKET, { history: 1, replicas, ttl: DAY_MS, description: "leases: one active instance per stateful actor" });
 }
 
 function isStreamNotFound(err: unknown): boolean {

@@ -2,12 +2,18 @@
  * `npm run bench`: LurkBot's own path (terminal channel -> router -> agent-runner -> tools ->
  * back) against baselines measured in the same run, with a zero-latency fake LLM. Writes
  * test/bench/results/latest.json and prints ratios. Long steps print progress to stderr.
+ * `npm run bench -- agentLoop cronScheduling` runs only the named sections and merges their
+ * results into latest.json (sections: core, coldStart, singleProcess, agentLoop,
+ * heartbeatIdleTick, cronScheduling, router, tools).
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { REPO_ROOT } from "../../shared/scripts/paths.js";
 import { CliClient, TestSystem } from "../harness/system.js";
 import { rawNatsRequestReply, rawPiscinaTask, rawProviderCall } from "./baselines.js";
+import { agentLoopBench } from "./agent-loop.js";
+import { cronScheduling } from "./cron.js";
+import { heartbeatIdleTick } from "./heartbeat.js";
 import { coldStart, singleProcess } from "./startup.js";
 import { latencyStats, progress, rssMb, timeEach } from "./stats.js";
 
@@ -23,9 +29,7 @@ async function throughput(client: CliClient, sessions: number, turnsPerSession: 
   return Math.round((sessions * turnsPerSession) / seconds);
 }
 
-async function main(): Promise<void> {
-  const results: Record<string, unknown> = { date: new Date().toISOString(), node: process.version, cpus: (await import("node:os")).cpus().length };
-
+async function core(results: Record<string, unknown>): Promise<void> {
   progress("starting nats-server, fake LLM and the actors");
   const system = await TestSystem.start({ files: { "notes.txt": "benchmark file\n" }, env: { LURKBOT_LOG_LEVEL: "warn" } });
   const rssOfActors = () => {
@@ -71,17 +75,33 @@ async function main(): Promise<void> {
   } finally {
     await system.stop();
   }
+}
 
-  progress("cold start of every actor until each answers $SRV.PING");
-  results.coldStart = await coldStart();
-  progress("single-process mode");
-  results.singleProcess = await singleProcess();
+/** The sections of the benchmark, in run order; each adds its figures to `results`. */
+const SECTIONS: Record<string, (results: Record<string, unknown>) => Promise<void>> = {
+  core,
+  coldStart: async (r) => { progress("cold start of every actor until each answers $SRV.PING"); r.coldStart = await coldStart(); },
+  singleProcess: async (r) => { progress("single-process mode"); r.singleProcess = await singleProcess(); },
+  agentLoop: async (r) => { progress("agent loop overhead vs a raw SDK call; sessions append/history vs raw request/reply"); r.agentLoop = await agentLoopBench(); },
+  heartbeatIdleTick: async (r) => { progress("heartbeat: an idle tick (gates only) vs a raw request/reply"); r.heartbeatIdleTick = await heartbeatIdleTick(); },
+  cronScheduling: async (r) => { progress("cron: scheduling 10 000 jobs vs a bare croner loop"); r.cronScheduling = await cronScheduling(); },
+};
 
+async function main(): Promise<void> {
+  const wanted = process.argv.slice(2);
+  const unknown = wanted.filter((w) => !(w in SECTIONS));
+  if (unknown.length > 0) throw new Error(`unknown bench section(s) ${unknown.join(", ")}; sections: ${Object.keys(SECTIONS).join(", ")}`);
   const dir = join(REPO_ROOT, "test", "bench", "results");
+  const file = join(dir, "latest.json");
+  // a partial run keeps the other sections' figures from the last full run
+  const results: Record<string, unknown> = wanted.length > 0 && existsSync(file) ? JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown> : {};
+  Object.assign(results, { date: new Date().toISOString(), node: process.version, cpus: (await import("node:os")).cpus().length });
+  for (const [name, run] of Object.entries(SECTIONS)) if (wanted.length === 0 || wanted.includes(name)) await run(results);
+
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, "latest.json"), JSON.stringify(results, null, 2) + "\n");
+  writeFileSync(file, JSON.stringify(results, null, 2) + "\n");
   process.stdout.write(JSON.stringify(results, null, 2) + "\n");
-  process.stdout.write(`wrote ${join(dir, "latest.json")}\n`);
+  process.stdout.write(`wrote ${file}\n`);
 }
 
 const round = (x: number) => Math.round(x * 1000) / 1000;

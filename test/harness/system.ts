@@ -21,6 +21,8 @@ export interface SystemOptions {
   env?: Record<string, string>;
   /** files to create in the workspace */
   files?: Record<string, string>;
+  /** written to $LURKBOT_HOME/config.json before any actor starts */
+  config?: Record<string, unknown>;
 }
 
 export class TestSystem {
@@ -33,6 +35,7 @@ export class TestSystem {
     const workspace = join(nats.dir, "workspace");
     mkdirSync(workspace, { recursive: true });
     for (const [name, content] of Object.entries(opts.files ?? {})) writeFileSync(join(workspace, name), content);
+    if (opts.config) writeFileSync(join(nats.home, "config.json"), JSON.stringify(opts.config));
     const env = {
       LURKBOT_WORKSPACE: workspace,
       LURKBOT_MODEL: "openai/test-model",

@@ -1,0 +1,243 @@
+/**
+ * The cron actor (seeds 001 §3.8): scheduled jobs (`at`, `every` with an anchor, `cron` with a
+ * time zone) that inject a systemEvent into an agent's main session or run an agentTurn in an
+ * isolated cron session. Serves `lurk.cron.add|list|get|edit|rm|run|runs|status` from its LMDB
+ * store under `<dataDir>/cron`.
+ *
+ * One instance is active (a lease in the KV bucket lurk_leases, shared/runtime/lease.ts); only
+ * the active one runs the scheduler. Any instance answers requests (they share the store when
+ * they share the data dir; the active one notices changes through the store's generation).
+ * After downtime a missed job fires once; the fire id `jobId:scheduledAt` is the Nats-Msg-Id,
+ * so a fire doubled during a hand-over is stored once. A run's terminal event
+ * (`lurk.run.evt.<runId>.done|error`) records lastStatus and lastDurationMs; runs whose end was
+ * missed are reconciled through `lurk.sessions.run`.
+ */
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import { join } from "node:path";
+import { LurkError, runEventSchema, safeParseJson, type CronJob } from "../../shared/contract/index.js";
+import type { ActorDefinition, ActorRuntime } from "../../shared/runtime/actor.js";
+import { Lease, LeaseKeeper } from "../../shared/runtime/lease.js";
+import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
+import { cronSessionKey, Firer, runTimeoutMs, type FireBus } from "./fire.js";
+import { applyPatch, createJob, newJobId } from "./jobs.js";
+import { Scheduler, systemClock } from "./scheduler.js";
+import { CronStore } from "./store.js";
+
+const GENERATION_POLL_MS = 1_000;
+const RECONCILE_EVERY_MS = 10_000;
+/** a run this old without a terminal event is looked up in its transcript */
+const RECONCILE_AFTER_MS = 15_000;
+/** past its timeout plus this, a run whose end never showed counts as failed */
+const LOST_RUN_GRACE_MS = 60_000;
+
+export const definition: ActorDefinition = {
+  name: "cron",
+  version: LURKBOT_VERSION,
+  description: "scheduled jobs: at / every / cron expressions, systemEvent and agentTurn (LMDB)",
+  async start(rt) {
+    const cfg = rt.config.cron;
+    const clock = systemClock;
+    const store = new CronStore(join(rt.config.dataDir, "cron"), cfg.runLogMax);
+    const agentIds = rt.config.agents.map((a) => a.id);
+    const firer = new Firer(store, busFor(rt), clock, rt.log, (event, data) => rt.emit(event, data));
+
+    const scheduler = new Scheduler(clock, async (jobIds) => {
+      for (const jobId of jobIds) {
+        if (!keeper.isActive) {
+          scheduler.set(jobId, clock.now() + cfg.leaseRenewMs);
+          continue;
+        }
+        try {
+          const result = await firer.fire(jobId, "due");
+          scheduler.set(jobId, result.checkAgainAt);
+        } catch (err) {
+          rt.log.warn({ err, jobId }, "cron fire failed; retrying shortly");
+          scheduler.set(jobId, clock.now() + 5_000);
+        }
+      }
+    });
+    let generation = -1;
+    const reload = () => {
+      generation = store.generation();
+      const entries: Array<[string, number | undefined]> = [];
+      for (const job of store.jobs()) entries.push([job.id, job.enabled ? job.state.nextRunAtMs : undefined]);
+      scheduler.rebuild(entries);
+    };
+
+    const holder = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
+    const lease = await Lease.open(rt.nc, { key: "cron", holder, ttlMs: cfg.leaseTtlMs });
+    const keeper = new LeaseKeeper(lease, {
+      intervalMs: cfg.leaseRenewMs,
+      onChange(active) {
+        rt.log.info({ holder, active }, active ? "cron lease taken: this instance schedules" : "cron lease lost: standing by");
+        rt.emit(active ? "active" : "standby", { holder });
+        if (active) {
+          reload();
+          scheduler.start();
+        } else {
+          void scheduler.stop();
+        }
+      },
+      onError: (err) => rt.log.warn({ err }, "cron lease check failed"),
+    });
+    if (cfg.enabled) {
+      await keeper.tick();
+      keeper.start();
+    }
+    const poll = setInterval(() => {
+      if (keeper.isActive && store.generation() !== generation) reload();
+    }, GENERATION_POLL_MS);
+
+    // a run's terminal event ends its fire
+    const runIdToken = rt.subjects.prefix.split(".").length + 2;
+    const terminal = rt.subjects.runTerminalAll.map((subject) => rt.nc.subscribe(subject, {
+      callback: (_err, msg) => {
+        const runId = msg.subject.split(".")[runIdToken];
+        const fireId = runId ? store.fireIdOfRun(runId) : undefined;
+        if (!fireId) return;
+        let status: "ok" | "error" = msg.subject.endsWith(".done") ? "ok" : "error";
+        let error: string | undefined;
+        try {
+          const event = runEventSchema.parse(safeParseJson(msg.data, rt.limits)).event;
+          if (event.kind === "error") {
+            status = "error";
+            error = `${event.code}: ${event.message}`;
+          }
+        } catch (err) {
+          rt.log.warn({ err, runId }, "malformed terminal run event; judging by its subject");
+        }
+        firer.finish(fireId, status, error).catch((err) => rt.log.warn({ err, runId }, "could not record the end of a cron run"));
+      },
+    }));
+
+    const reconcile = setInterval(() => void reconcileRuns(rt, store, firer).catch((err) => rt.log.warn({ err }, "cron reconcile failed")), RECONCILE_EVERY_MS);
+    reconcile.unref();
+
+    const find = (jobId: string): CronJob => {
+      const job = store.job(jobId);
+      if (!job) throw new LurkError("NOT_FOUND", `no cron job ${jobId} (see \`lurkbot cron list\`)`);
+      return job;
+    };
+    const plan = (job: CronJob | undefined, jobId: string) => {
+      if (keeper.isActive) scheduler.set(jobId, job?.enabled ? job.state.nextRunAtMs : undefined);
+    };
+
+    rt.serve("cron", "add", async (req) => {
+      const now = clock.now();
+      const job = createJob(req, newJobId(), now, agentIds);
+      const added = await store.txn(() => {
+        if (store.jobCount() >= cfg.maxJobs) return false;
+        store.putJob(job, true);
+        return true;
+      });
+      if (!added) throw new LurkError("LIMIT_EXCEEDED", `there are ${cfg.maxJobs} cron jobs already (cron.maxJobs); remove some with \`lurkbot cron rm ID\``);
+      plan(job, job.id);
+      rt.emit("job_added", { jobId: job.id, name: job.name, kind: job.schedule.kind });
+      return { job };
+    });
+
+    rt.serve("cron", "list", (req) => {
+      const jobs = [...store.jobs()].filter((j) => (req.agentId === undefined || j.agentId === req.agentId) && (req.includeDisabled || j.enabled));
+      jobs.sort((a, b) => (a.state.nextRunAtMs ?? Infinity) - (b.state.nextRunAtMs ?? Infinity) || a.createdAtMs - b.createdAtMs);
+      return { jobs };
+    });
+
+    rt.serve("cron", "get", (req) => ({ job: find(req.jobId) }));
+
+    rt.serve("cron", "edit", async (req) => {
+      const updated = await store.txn(() => {
+        const job = store.job(req.jobId);
+        if (!job) return undefined;
+        const next = applyPatch(job, req.patch, clock.now(), agentIds);
+        store.putJob(next, true);
+        return next;
+      });
+      if (!updated) find(req.jobId);
+      plan(updated, req.jobId);
+      return { job: updated! };
+    });
+
+    rt.serve("cron", "rm", async (req) => {
+      const removed = await store.txn(() => store.deleteJob(req.jobId, true));
+      plan(undefined, req.jobId);
+      if (removed) rt.emit("job_removed", { jobId: req.jobId });
+      return { removed };
+    });
+
+    rt.serve("cron", "run", async (req) => {
+      find(req.jobId);
+      const result = await firer.fire(req.jobId, req.mode);
+      if (req.mode === "due") plan(store.job(req.jobId), req.jobId);
+      return { status: result.status, ...(result.fireId ? { fireId: result.fireId } : {}), ...(result.reason ? { reason: result.reason } : {}) };
+    });
+
+    rt.serve("cron", "runs", (req) => {
+      if (req.jobId !== undefined && !store.job(req.jobId) && store.runs(req.jobId, 1).length === 0) find(req.jobId);
+      return { runs: store.runs(req.jobId, req.limit) };
+    });
+
+    rt.serve("cron", "status", () => {
+      let next: number | undefined = keeper.isActive ? scheduler.nextAt : undefined;
+      if (next === undefined) {
+        for (const j of store.jobs()) if (j.enabled && j.state.nextRunAtMs !== undefined && (next === undefined || j.state.nextRunAtMs < next)) next = j.state.nextRunAtMs;
+      }
+      return { running: cfg.enabled, active: keeper.isActive, jobs: store.jobCount(), ...(next !== undefined ? { nextRunAtMs: next } : {}) };
+    });
+
+    return {
+      async stop() {
+        clearInterval(poll);
+        clearInterval(reconcile);
+        for (const sub of terminal) sub.unsubscribe();
+        await keeper.stop();
+        await scheduler.stop();
+        await store.close();
+      },
+    };
+  },
+};
+
+/** The bus side of a fire: JetStream publishes deduplicated by the fire id, sessions calls. */
+function busFor(rt: ActorRuntime): FireBus {
+  const publish = async (subject: string, body: { id: string }) => {
+    await rt.js.publish(subject, JSON.stringify(body), { msgID: body.id, timeout: 5_000 });
+  };
+  return {
+    publishInject: (agentId, inject) => publish(rt.subjects.inject(agentId), inject),
+    publishRun: (agentId, request) => publish(rt.subjects.runRequest(agentId), request),
+    async lastOrigin(agentId) {
+      const { session } = await rt.client.call("sessions", "get", { sessionKey: `agent:${agentId}:main` });
+      return session?.lastOrigin;
+    },
+    async resetSession(sessionKey) {
+      try {
+        const { session } = await rt.client.call("sessions", "get", { sessionKey });
+        if (session) await rt.client.call("sessions", "reset", { sessionKey, reason: "cron" });
+      } catch (err) {
+        rt.log.warn({ err, sessionKey }, "could not reset the cron session; the run continues its transcript");
+      }
+    },
+  };
+}
+
+/** Runs that never reported their end: ask their transcript, or give up after their timeout. */
+async function reconcileRuns(rt: ActorRuntime, store: CronStore, firer: Firer): Promise<void> {
+  const now = Date.now();
+  for (const entry of store.running()) {
+    if (now - entry.startedAtMs < RECONCILE_AFTER_MS || !entry.runId) continue;
+    const job = store.job(entry.jobId);
+    if (job) {
+      try {
+        const { status } = await rt.client.call("sessions", "run", { sessionKey: cronSessionKey(job), runId: entry.runId });
+        if (status === "done") await firer.finish(entry.fireId, "ok");
+        else if (status === "error" || status === "aborted") await firer.finish(entry.fireId, "error", `the run ended with ${status}`);
+        if (status !== "unknown" && status !== "started") continue;
+      } catch (err) {
+        rt.log.debug({ err, fireId: entry.fireId }, "could not look up a cron run");
+      }
+    }
+    const limit = (job ? runTimeoutMs(job) : 3600_000) + LOST_RUN_GRACE_MS;
+    if (now - entry.startedAtMs > limit) await firer.finish(entry.fireId, "error", `no end of run ${entry.runId} was seen within ${Math.round(limit / 1000)} s`);
+  }
+}

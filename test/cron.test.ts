@@ -1,0 +1,273 @@
+/**
+ * The cron actor over a real bus. (1) With the whole system (fake LLM): an agentTurn job fires,
+ * the run happens in the job's cron session and its reply is delivered; systemEvent injects land
+ * in the main session (or start a run with wake "now"); after the actor was down a missed job
+ * fires once; the CLI; the cron tool through the tools actor (and its clear error while no cron
+ * actor runs). (2) Two cron actors on one store: one is active (lease), every fire happens
+ * once, and the standby takes over when the active one is killed.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import {
+  actorEventSchema, outboundMessageSchema, safeParseJson, STREAMS, subjects, toolCallReply, type CronJob, type OutboundMessage,
+} from "../shared/contract/index.js";
+import { BusClient } from "../shared/runtime/client.js";
+import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
+import { runCli } from "./harness/cli.js";
+import { TestNats } from "./harness/nats.js";
+import { TestSystem } from "./harness/system.js";
+
+const CRON_CONFIG = { cron: { leaseTtlMs: 2_000, leaseRenewMs: 400 } };
+const s = subjects();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+type AddBody = Parameters<BusClient["call"]>[2];
+
+describe("cron actor in the whole system", () => {
+  let system: TestSystem;
+  let cron: ActorProcess;
+  let nc: NatsConnection;
+  let bus: BusClient;
+  let agentNc: NatsConnection;
+  let agentBus: BusClient;
+  const outbound: OutboundMessage[] = [];
+  let cliEnv: Record<string, string>;
+
+  const add = async (body: Record<string, unknown>) => (await bus.call("cron", "add", body as AddBody as never)).job as CronJob;
+  const runsOf = async (jobId: string) => (await bus.call("cron", "runs", { jobId, limit: 100 })).runs;
+  const finished = (jobId: string, n = 1) => waitFor(async () => {
+    const runs = await runsOf(jobId);
+    return runs.filter((r) => r.status !== "running").length >= n ? runs : undefined;
+  }, 30_000, `${n} finished run(s) of ${jobId}`);
+  const history = async (sessionKey: string) => (await bus.call("sessions", "history", { sessionKey, limit: 200 })).records;
+
+  before(async () => {
+    system = await TestSystem.start({ config: { ...CRON_CONFIG, agents: [{ id: "main", default: true, toolProfile: "full" }] } });
+    cron = await system.startActor("cron");
+    nc = await system.nats.connect("cli");
+    bus = new BusClient(nc);
+    agentNc = await system.nats.connect("agent-runner");
+    agentBus = new BusClient(agentNc);
+    nc.subscribe(s.outboundChannel("cli"), { callback: (_e, m) => void outbound.push(outboundMessageSchema.parse(safeParseJson(m.data))) });
+    await nc.flush();
+    cliEnv = system.nats.env(system.nats.passwordEnv("cli"));
+    await waitFor(async () => (await bus.call("cron", "status", {})).active, 10_000, "the cron actor to take the lease");
+  });
+
+  after(async () => {
+    await nc?.close();
+    await agentNc?.close();
+    await system?.actors.get("cron")?.stop();
+    await system?.stop();
+  });
+
+  it("an agentTurn job at a time a second ahead runs in its cron session, delivers, records ok, and is deleted after the run", async () => {
+    const job = await add({
+      name: "brief", schedule: { kind: "at", atMs: Date.now() + 1_000 }, sessionTarget: "isolated", deleteAfterRun: true,
+      payload: { kind: "agentTurn", message: "summarize the news", channel: "cli", to: "cron-out", timeoutSeconds: 60 },
+    });
+    assert.match(job.id, /^cron_[0-9a-f]{8}$/);
+    assert.equal(job.state.nextRunAtMs, job.schedule.kind === "at" ? job.schedule.atMs : -1);
+    const [run] = await finished(job.id);
+    assert.equal(run!.status, "ok", JSON.stringify(run));
+    assert.ok(run!.runId);
+    assert.equal(run!.fireId, `${job.id}:${job.state.nextRunAtMs}`);
+    const delivered = await waitFor(() => outbound.find((m) => m.conversation === "cron-out" && m.text.includes("summarize the news")), 10_000, "the delivered reply");
+    assert.equal(delivered.text, "echo: summarize the news");
+    const records = await history(`agent:main:cron:${job.id}`);
+    assert.ok(records.some((r) => r.kind === "message" && r.message?.role === "user"), "the task is in the cron session's transcript");
+    // deleteAfterRun: gone once the run ended well; its log stays
+    await waitFor(async () => !(await bus.call("cron", "list", {})).jobs.some((j) => j.id === job.id), 5_000, "the job to be deleted");
+    assert.equal((await runsOf(job.id)).length, 1);
+  });
+
+  it("a systemEvent lands in the main session (next-heartbeat) and starts a run (wake now)", async () => {
+    const quiet = await add({ name: "note", schedule: { kind: "every", everyMs: 3_600_000 }, sessionTarget: "main", payload: { kind: "systemEvent", text: "water the plants" } });
+    const fired = await bus.call("cron", "run", { jobId: quiet.id, mode: "force" });
+    assert.equal(fired.status, "fired");
+    await waitFor(async () => (await history("agent:main:main")).some((r) => r.kind === "system_event" && r.text === "water the plants"), 10_000, "the system event in the main session");
+    const [entry] = await runsOf(quiet.id);
+    assert.equal(entry!.status, "ok", "no run to wait for: ok once the inject is stored");
+    assert.equal(entry!.runId, undefined);
+    const notDue = await bus.call("cron", "run", { jobId: quiet.id, mode: "due" });
+    assert.equal(notDue.status, "skipped");
+    assert.match(notDue.reason ?? "", /not due until/);
+
+    const loud = await add({ name: "wake", schedule: { kind: "every", everyMs: 3_600_000 }, sessionTarget: "main", wakeMode: "now", payload: { kind: "systemEvent", text: "check the oven" } });
+    await bus.call("cron", "run", { jobId: loud.id, mode: "force" });
+    const [run] = await finished(loud.id);
+    assert.equal(run!.status, "ok");
+    assert.ok(run!.runId, "wake now: a run whose end is recorded");
+    const job = (await bus.call("cron", "get", { jobId: loud.id })).job;
+    assert.equal(job.state.lastStatus, "ok");
+    assert.equal(typeof job.state.lastDurationMs, "number");
+    assert.equal(job.state.runningAtMs, undefined);
+    for (const id of [quiet.id, loud.id]) await bus.call("cron", "rm", { jobId: id });
+  });
+
+  it("after the actor was down for several slots, the missed job fires once", async () => {
+    const job = await add({ name: "tick", schedule: { kind: "every", everyMs: 1_500 }, sessionTarget: "main", payload: { kind: "systemEvent", text: "tick" } });
+    await finished(job.id, 1);
+    await cron.stop();
+    const downAt = Date.now();
+    await sleep(5_000); // three slots or more pass
+    const upAt = Date.now();
+    cron = await system.startActor("cron");
+    await waitFor(async () => (await runsOf(job.id)).some((r) => r.startedAtMs >= upAt), 10_000, "the catch-up fire");
+    await bus.call("cron", "edit", { jobId: job.id, patch: { enabled: false } });
+    const runs = await runsOf(job.id);
+    const shape = JSON.stringify(runs.map((r) => [r.scheduledAtMs - downAt, r.startedAtMs - upAt]));
+    assert.equal(runs.filter((r) => r.startedAtMs > downAt && r.startedAtMs < upAt).length, 0, `nothing fired while down: ${shape}`);
+    const catchUp = runs.filter((r) => r.startedAtMs >= upAt && r.scheduledAtMs < upAt);
+    assert.equal(catchUp.length, 1, `one fire for the three or more missed slots: ${shape}`);
+    assert.ok(catchUp[0]!.scheduledAtMs <= downAt + 1_500, "it is the first missed slot");
+    const injected = await history("agent:main:main");
+    const ids = injected.filter((r) => r.kind === "system_event" && r.text === "tick").map((r) => r.id);
+    assert.equal(new Set(ids).size, ids.length, "no inject recorded twice");
+    assert.equal(ids.length, runs.length, "every fire is one inject");
+    await bus.call("cron", "rm", { jobId: job.id });
+  });
+
+  it("CLI: add, list, edit, run, runs, rm, with errors that say what to do", async () => {
+    const add = await runCli(["cron", "add", "--name", "cli job", "--cron", "0 9 * * *", "--tz", "Europe/Berlin", "--message", "stretch", "--system-event", "--json"], cliEnv);
+    assert.equal(add.code, 0, add.stderr);
+    const job = JSON.parse(add.stdout) as CronJob;
+    assert.deepEqual(job.schedule, { kind: "cron", expr: "0 9 * * *", tz: "Europe/Berlin" });
+    assert.equal(job.sessionTarget, "main");
+    const nextLocal = new Intl.DateTimeFormat("en-GB", { timeZone: "Europe/Berlin", hour: "2-digit", minute: "2-digit" }).format(job.state.nextRunAtMs!);
+    assert.equal(nextLocal, "09:00");
+
+    const list = await runCli(["cron", "list"], cliEnv);
+    assert.equal(list.code, 0, list.stderr);
+    assert.match(list.stdout, new RegExp(`${job.id}\\s+cli job\\s+cron 0 9 \\* \\* \\* \\(Europe/Berlin\\)`));
+
+    const edit = await runCli(["cron", "edit", job.id, "--every", "2h", "--json"], cliEnv);
+    assert.equal(edit.code, 0, edit.stderr);
+    assert.deepEqual((JSON.parse(edit.stdout) as CronJob).schedule, { kind: "every", everyMs: 7_200_000 });
+
+    const run = await runCli(["cron", "run", job.id], cliEnv);
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stdout, new RegExp(`fired ${job.id}`));
+    const runs = await runCli(["cron", "runs", job.id, "--json"], cliEnv);
+    assert.equal(runs.code, 0, runs.stderr);
+    assert.equal((JSON.parse(runs.stdout) as unknown[]).length, 1);
+
+    const rm = await runCli(["cron", "rm", job.id], cliEnv);
+    assert.equal(rm.code, 0, rm.stderr);
+    assert.match(rm.stdout, /removed/);
+    const again = await runCli(["cron", "rm", job.id], cliEnv);
+    assert.equal(again.code, 1);
+
+    const noSchedule = await runCli(["cron", "add", "--name", "x", "--message", "m"], cliEnv);
+    assert.equal(noSchedule.code, 64);
+    assert.match(noSchedule.stderr, /a schedule is needed: --every 10m, --cron/);
+    const both = await runCli(["cron", "add", "--name", "x", "--every", "1h", "--cron", "* * * * *", "--message", "m"], cliEnv);
+    assert.match(both.stderr, /choose one schedule/);
+    const badCron = await runCli(["cron", "add", "--name", "x", "--cron", "0 25 * * *", "--message", "m"], cliEnv);
+    assert.equal(badCron.code, 1);
+    assert.match(badCron.stderr, /cron expression "0 25 \* \* \*" is invalid/);
+    const past = await runCli(["cron", "add", "--name", "x", "--at", "2020-01-01T00:00Z", "--message", "m"], cliEnv);
+    assert.match(past.stderr, /is in the past; choose a future time/);
+    const noJob = await runCli(["cron", "run", "cron_nope"], cliEnv);
+    assert.equal(noJob.code, 1);
+    assert.match(noJob.stderr, /no cron job cron_nope \(see `lurkbot cron list`\)/);
+  });
+
+  it("the cron tool adds, lists, runs and removes the agent's jobs, and says so when no cron actor runs", async () => {
+    let n = 0;
+    const tool = (args: Record<string, unknown>) => agentBus.callSubject(s.toolCall("cron"), "lurk.tools.call.v1", {
+      toolCallId: `cron-call-${++n}`, runId: "run-cron-tool", sessionKey: "agent:main:main", agentId: "main", tool: "cron", args,
+    }, toolCallReply, { timeoutMs: 20_000 });
+    const text = (r: { content: Array<{ type: string; text?: string }> }) => r.content.map((b) => b.text ?? "").join("");
+
+    const added = await tool({ action: "add", name: "tool job", every: "30m", message: "stand up", systemEvent: true });
+    assert.equal(added.isError, false, text(added));
+    const id = /added (cron_[0-9a-f]{8})/.exec(text(added))?.[1];
+    assert.ok(id, text(added));
+    const listed = await tool({ action: "list" });
+    assert.match(text(listed), new RegExp(`${id}\\s+"tool job"\\s+every 30m\\s+systemEvent`));
+    const ran = await tool({ action: "run", jobId: id });
+    assert.match(text(ran), /^fired /);
+    await waitFor(async () => (await history("agent:main:main")).some((r) => r.kind === "system_event" && r.text === "stand up"), 10_000, "the tool job's inject");
+    const bad = await tool({ action: "add", name: "x", every: "30m", cron: "* * * * *", message: "m" });
+    assert.equal(bad.isError, true);
+    assert.match(text(bad), /give exactly one schedule/);
+    const removed = await tool({ action: "rm", jobId: id });
+    assert.equal(text(removed), `removed ${id}`);
+
+    await cron.stop();
+    const down = await tool({ action: "list" });
+    assert.equal(down.isError, true);
+    assert.equal(down.errorCode, "UNAVAILABLE");
+    assert.match(text(down), /the cron actor is not running .*npx lurkbot start/);
+    cron = await system.startActor("cron");
+  });
+});
+
+describe("two cron actors: one lease, every fire once", () => {
+  let nats: TestNats;
+  let a: ActorProcess;
+  let b: ActorProcess;
+  let nc: NatsConnection;
+  let admin: NatsConnection;
+  let jsm: JetStreamManager;
+  const events: Array<{ event: string; pid: number; ts: number; data: Record<string, unknown> }> = [];
+
+  before(async () => {
+    nats = await TestNats.start();
+    const { writeFileSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    writeFileSync(join(nats.home, "config.json"), JSON.stringify(CRON_CONFIG));
+    nc = await nats.connect("cli");
+    admin = await nats.connect("admin");
+    jsm = await jetstreamManager(admin);
+    nc.subscribe(s.eventsOf("cron"), {
+      callback: (_e, m) => {
+        const ev = actorEventSchema.parse(safeParseJson(m.data));
+        events.push({ event: ev.event, pid: ev.instance.pid, ts: ev.ts, data: ev.data as Record<string, unknown> });
+      },
+    });
+    await nc.flush();
+    a = await startActorProcess("cron", nats);
+    b = await startActorProcess("cron", nats);
+  });
+
+  after(async () => {
+    await nc?.close();
+    await admin?.close();
+    await a?.stop();
+    await b?.stop();
+    await nats?.stop();
+  });
+
+  it("only the lease holder fires; after it is killed the standby takes over; no fire twice", async () => {
+    const bus = new BusClient(nc);
+    const active = await waitFor(() => events.find((e) => e.event === "active"), 10_000, "an active instance");
+    const [first, second] = active.pid === a.child.pid ? [a, b] : [b, a];
+    const { job } = await bus.call("cron", "add", { name: "pulse", schedule: { kind: "every", everyMs: 1_000 }, sessionTarget: "main", payload: { kind: "systemEvent", text: "pulse" } });
+    await sleep(3_500);
+    await first.kill();
+    const killedAt = Date.now();
+    const takeover = await waitFor(() => events.find((e) => e.event === "active" && e.pid === second.child.pid), 10_000, "the standby to take over");
+    assert.ok(takeover);
+    await sleep(3_000);
+    await bus.call("cron", "edit", { jobId: job.id, patch: { enabled: false } });
+    await sleep(300);
+
+    const fired = events.filter((e) => e.event === "fired" && e.data.jobId === job.id);
+    const fireIds = fired.map((e) => e.data.fireId as string);
+    assert.equal(new Set(fireIds).size, fireIds.length, `a fire id fired twice: ${fireIds.join(", ")}`);
+    assert.ok(fired.some((e) => e.pid === first.child.pid) && fired.some((e) => e.pid === second.child.pid), "both fired, one after the other");
+    assert.ok(fired.filter((e) => e.pid === second.child.pid).every((e) => e.ts >= killedAt), "the standby never fired while the first held the lease");
+    assert.ok(fired.filter((e) => e.pid === first.child.pid).length >= 2);
+    assert.equal(events.filter((e) => e.event === "active" && e.pid === second.child.pid).length, 1);
+
+    // INBOUND holds exactly one inject per fire id, and the run log agrees
+    const info = await jsm.streams.info(STREAMS.inbound, { subjects_filter: s.inject("main") });
+    assert.equal(info.state.messages, fireIds.length);
+    const { runs } = await bus.call("cron", "runs", { jobId: job.id, limit: 1000 });
+    assert.deepEqual(runs.map((r) => r.fireId).sort(), [...fireIds].sort());
+  });
+});
