@@ -5,21 +5,40 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { passwordEnvName } from "../../shared/contract/index.js";
+import { CHANNELS, passwordEnvName } from "../../shared/contract/index.js";
+import type { LurkConfig } from "../../shared/runtime/config.js";
+import { enabledChannels } from "../../shared/runtime/config-channels.js";
 import type { Credentials } from "../../shared/runtime/credentials.js";
 import { actorMainPath, REPO_ROOT } from "../../shared/scripts/paths.js";
 import { UsageError } from "./errors.js";
 
-export const LAUNCHER_ACTORS = ["sessions", "approvals", "tools", "router", "agent-runner"] as const;
+export const LAUNCHER_ACTORS = ["sessions", "approvals", "tools", "router", "agent-runner", "subagents", "heartbeat", "cron"] as const;
 export type LauncherActor = (typeof LAUNCHER_ACTORS)[number];
 
 /** Actors of the contract the launcher does not run (yet); `status` mentions them when absent. */
-export const OPTIONAL_ACTORS = ["subagents", "heartbeat", "cron"] as const;
+export const OPTIONAL_ACTORS = [] as const;
 
 /** Secrets an actor gets from the launcher's environment, beyond its own NATS password. */
 export const ACTOR_SECRETS: Record<string, readonly string[]> = {
+  "channel-openai-http": ["LURKBOT_OPENAI_HTTP_TOKEN"],
+  "channel-webhook": ["LURKBOT_WEBHOOK_SECRET"],
+  "channel-telegram": ["TELEGRAM_BOT_TOKEN"],
+  "channel-discord": ["DISCORD_BOT_TOKEN"],
+  "channel-slack": ["SLACK_BOT_TOKEN", "SLACK_APP_TOKEN"],
+  "channel-web": ["LURKBOT_WEB_TOKEN"],
   "agent-runner": ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"],
 };
+
+/**
+ * Channel actors the launcher runs after the core: `channel-<name>` (its NATS user and its folder
+ * services/channel-<name>/) for every `channels.<name>.enabled` in the config.
+ */
+export function configuredChannelActors(config: LurkConfig): string[] {
+  return enabledChannels(config.channels).map((name) => `channel-${name}`);
+}
+
+/** Every channel actor name of the contract (the terminal channel is the CLI, not an actor). */
+export const CHANNEL_ACTORS: readonly string[] = CHANNELS.filter((c) => c !== "cli").map((c) => `channel-${c}`);
 
 /** Names that hold secrets: never passed to an actor unless ACTOR_SECRETS grants them. */
 export function isSecretEnvName(name: string): boolean {
@@ -58,11 +77,11 @@ export function unbuiltActors(actors: readonly string[]): string[] {
 export function selectActors(only: string | undefined): string[] {
   if (only === undefined) return [...LAUNCHER_ACTORS];
   const wanted = only.split(",").map((s) => s.trim()).filter(Boolean);
-  const known = new Set<string>([...LAUNCHER_ACTORS, ...OPTIONAL_ACTORS]);
+  const known = new Set<string>([...LAUNCHER_ACTORS, ...OPTIONAL_ACTORS, ...CHANNEL_ACTORS]);
   const unknown = wanted.filter((a) => !known.has(a));
   if (unknown.length || wanted.length === 0) {
     throw new UsageError(`--only: ${unknown.length ? `unknown actor ${unknown.map((a) => `"${a}"`).join(", ")}` : "no actor named"}; choose from ${[...known].join(", ")}.`, "start");
   }
-  const order = [...LAUNCHER_ACTORS, ...OPTIONAL_ACTORS] as string[];
+  const order = [...LAUNCHER_ACTORS, ...OPTIONAL_ACTORS, ...CHANNEL_ACTORS] as string[];
   return [...new Set(wanted)].sort((a, b) => order.indexOf(a) - order.indexOf(b));
 }

@@ -6,7 +6,7 @@ import { loadConfig, type Env, type LurkConfig } from "../../shared/runtime/conf
 import { ensureStreams } from "../../shared/runtime/streams.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { commandUsage, findCommand, parseArgs, usage, type ParsedCommand } from "./args.js";
-import { selectActors } from "./actors.js";
+import { configuredChannelActors, selectActors } from "./actors.js";
 import { connectCli, currentStreamReplicas } from "./bus.js";
 import { TerminalChannel } from "./channel.js";
 import { chat } from "./chat.js";
@@ -19,6 +19,10 @@ import { tail } from "./tail.js";
 import { cmdTools } from "./tools.js";
 import { cmdSessions, ttyConfirm } from "./sessions.js";
 import { cmdApprovals } from "./approvals.js";
+import { cmdCron } from "./cron.js";
+import { cmdPairing } from "./pairing.js";
+import { cmdSubagents } from "./subagents.js";
+import { cmdHeartbeat } from "./heartbeat.js";
 
 const out = (line: string) => process.stdout.write(line + "\n");
 const err = (line: string) => process.stderr.write(line + "\n");
@@ -38,9 +42,12 @@ async function cmdSetup(p: ParsedCommand, env: Env): Promise<number> {
 }
 
 async function cmdStart(p: ParsedCommand, env: Env): Promise<number> {
-  const actors = selectActors(p.options.only as string | undefined);
+  const cfg = config(env);
+  // --only names exactly what runs; otherwise the core plus the enabled channels
+  const only = p.options.only as string | undefined;
+  const actors = [...selectActors(only), ...(only === undefined ? configuredChannelActors(cfg) : [])];
   const launcher = new Launcher({
-    config: config(env),
+    config: cfg,
     env,
     actors,
     singleProcess: p.options["single-process"] === true,
@@ -172,6 +179,10 @@ const HANDLERS: Record<string, (p: ParsedCommand, env: Env) => Promise<number>> 
   tools: (p, env) => cmdTools(p, env, { out }),
   sessions: (p, env) => cmdSessions(p, env, { out, err, confirm: ttyConfirm }),
   approvals: (p, env) => cmdApprovals(p, env, { out }),
+  cron: (p, env) => cmdCron(p, env, { out }),
+  pairing: (p, env) => cmdPairing(p, env, { out }),
+  subagents: (p, env) => cmdSubagents(p, env, { out }),
+  heartbeat: (p, env) => cmdHeartbeat(p, env, { out }),
 };
 
 export async function main(argv: string[], env: Env = process.env): Promise<number> {

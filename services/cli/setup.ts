@@ -13,6 +13,8 @@ import { allUsers, checkCredentialsMode, ensureCredentials, readCredentials, typ
 import { defaultStoreDir, parseNatsUrl } from "../../shared/runtime/nats-server.js";
 import { REPO_ROOT } from "../../shared/scripts/paths.js";
 import { ACTOR_SECRETS, LAUNCHER_ACTORS, OPTIONAL_ACTORS } from "./actors.js";
+import { CHANNEL_SECRET_ENV, enabledChannels } from "../../shared/runtime/config-channels.js";
+import { ensureChannelSecret } from "../../shared/runtime/channel/secrets.js";
 import { CliError } from "./errors.js";
 
 export interface SetupResult {
@@ -52,6 +54,8 @@ export function runSetup(config: LurkConfig, say: (line: string) => void): Setup
     say(changed.length ? `added NATS passwords for ${changed.join(", ")} to ${file} (restart nats-server to use them)` : `NATS credentials ok: ${file}`);
   }
 
+  ensureChannelSecrets(config, say);
+
   const confPath = natsConfPath(config);
   ensureDir(join(confPath, ".."), "nats directory", say);
   const conf = renderNatsConf(config.nats.prefix);
@@ -63,6 +67,17 @@ export function runSetup(config: LurkConfig, say: (line: string) => void): Setup
     say(`nats.conf ok: ${confPath}`);
   }
   return { credentials, confPath, logsDir: logsDir(config), storeDir: defaultStoreDir(config.home) };
+}
+
+/** A token/secret for every enabled channel that needs one and has none configured. */
+function ensureChannelSecrets(config: LurkConfig, say: (line: string) => void): void {
+  for (const channel of enabledChannels(config.channels)) {
+    const spec = CHANNEL_SECRET_ENV[channel];
+    if (!spec) continue;
+    const configured = ((config.channels as Record<string, Record<string, unknown> | undefined>)[channel]?.[spec.field]) as string | undefined;
+    const { source, path } = ensureChannelSecret(config, channel, spec.field, configured);
+    if (source === "generated") say(`generated the ${channel} channel's ${spec.field} in ${path} (mode 600; or set ${spec.env})`);
+  }
 }
 
 // --- systemd ---------------------------------------------------------------------------------

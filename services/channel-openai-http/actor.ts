@@ -1,0 +1,40 @@
+/**
+ * channel-openai-http: an OpenAI-compatible HTTP API (node:http, loopback by default, bearer
+ * token) on the channel kit. Requests become inbound messages; their replies come back through
+ * the kit's delivery (`deliver` settles the waiting request), deltas from the run's events.
+ */
+import { DeliveryError, defineChannelActor } from "../../shared/runtime/channel/index.js";
+import { openaiHttpChannelSchema } from "../../shared/runtime/config-channels.js";
+import { PendingRequests } from "./pending.js";
+import { closeServer, listen, openAiHandler } from "./server.js";
+
+export const definition = defineChannelActor({
+  channel: "openai-http",
+  description: "OpenAI-compatible HTTP API (chat completions, models)",
+  schema: openaiHttpChannelSchema,
+  metadata: (s) => ({ listen: `${s.host}:${s.port}` }),
+  async start(ctx) {
+    const { settings, log } = ctx;
+    const token = ctx.secret("token", settings.token);
+    const pending = new PendingRequests();
+    const { server, port } = await listen(openAiHandler(ctx, token, pending), settings.host, settings.port, log);
+    log.info({ host: settings.host, port }, "openai-http channel listening");
+    return {
+      textLimit: Infinity,
+      async deliver(part) {
+        const msg = part.message;
+        const found = pending.find(msg);
+        if (found.waiter) {
+          if (msg.kind === "approval") found.waiter.onIntermediate(msg);
+          else found.waiter.onFinal(msg, part.text);
+          return { platformMessageId: msg.replyTo[0] ?? msg.id };
+        }
+        if (found.settled === "answered") return { platformMessageId: msg.replyTo[0] ?? msg.id };
+        throw new DeliveryError(found.settled === "abandoned" ? "the HTTP client left before the reply" : "no HTTP request waits for this reply (the channel restarted, or it is not an answer)", { permanent: true });
+      },
+      async stop() {
+        await closeServer(server);
+      },
+    };
+  },
+});

@@ -1,0 +1,35 @@
+/** The body of a signed webhook request (`POST /v1/messages`). */
+import { z } from "zod";
+import { attachmentSchema } from "../../shared/contract/index.js";
+
+export const webhookRequestSchema = z.object({
+  /** the sender's message id: the same id is processed once */
+  id: z.string().min(1).max(200),
+  text: z.string().max(100_000),
+  /** where replies belong (echoed in callbacks); also the session name unless `session` is given */
+  conversation: z.string().min(1).max(100).default("default"),
+  session: z.string().min(1).max(128).optional(),
+  sender: z.object({ id: z.string().min(1).max(200), name: z.string().max(200).optional() }).default({ id: "webhook" }),
+  agentId: z.string().max(64).optional(),
+  replyToMessageId: z.string().min(1).max(200).optional(),
+  attachments: z.array(attachmentSchema).max(32).default([]),
+});
+export type WebhookRequest = z.infer<typeof webhookRequestSchema>;
+
+/** What a callback POST carries (one per part of a delivery). */
+export interface WebhookCallback {
+  type: "lurkbot.webhook.delivery.v1";
+  deliveryId: string;
+  part: { index: number; count: number };
+  conversation: string;
+  kind: string;
+  text: string;
+  /** the request ids this answers */
+  replyTo: string[];
+  replyToMessageId?: string;
+  runId?: string;
+  sessionKey?: string;
+  errorCode?: string;
+  approval?: unknown;
+  attachments: unknown[];
+}

@@ -1,0 +1,92 @@
+/**
+ * The webhook's HTTP side: `POST /v1/messages`, signed (signature.ts), JSON (request.ts).
+ * 202 `{ accepted, id, runId, duplicate }` only once the message is persisted in LURK_INBOUND;
+ * 400 malformed, 401 bad/missing signature or stale timestamp, 413 too large, 503 bus down.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { encodeToken, LurkError, safeParseJson } from "../../shared/contract/index.js";
+import { readBody, sendJson, type ChannelContext } from "../../shared/runtime/channel/index.js";
+import type { WebhookChannelConfig } from "../../shared/runtime/config-channels.js";
+import { webhookRequestSchema } from "./request.js";
+import type { SeenIds } from "./seen.js";
+import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verify } from "./signature.js";
+
+const error = (res: ServerResponse, status: number, code: string, message: string) => sendJson(res, status, { error: { code, message } });
+
+export function webhookHandler(ctx: ChannelContext<WebhookChannelConfig>, secret: string, seen: SeenIds) {
+  const { settings, log } = ctx;
+  return async (req: IncomingMessage, res: ServerResponse) => {
+    const path = (req.url ?? "/").split("?")[0];
+    if (req.method === "GET" && path === "/healthz") return sendJson(res, 200, { ok: true });
+    if (path !== "/v1/messages") return error(res, 404, "not_found", "POST /v1/messages");
+    if (req.method !== "POST") return error(res, 405, "method_not_allowed", "POST /v1/messages");
+    let body: Buffer;
+    try {
+      body = await readBody(req, settings.maxBodyBytes);
+    } catch (err) {
+      return error(res, 413, "payload_too_large", (err as Error).message);
+    }
+    const header = (name: string) => (typeof req.headers[name] === "string" ? (req.headers[name] as string) : undefined);
+    const verdict = verify(secret, { timestamp: header(TIMESTAMP_HEADER), signature: header(SIGNATURE_HEADER) }, body, settings.toleranceSec);
+    if (!verdict.ok) {
+      log.warn({ reason: verdict.reason, remote: req.socket.remoteAddress }, "webhook request refused");
+      return error(res, 401, "bad_signature", verdict.reason);
+    }
+    let parsed;
+    try {
+      parsed = webhookRequestSchema.safeParse(safeParseJson(body, { maxBytes: settings.maxBodyBytes, maxDepth: 32 }));
+    } catch (err) {
+      return error(res, 400, "bad_json", LurkError.from(err).message);
+    }
+    if (!parsed.success) return error(res, 400, "invalid_request", parsed.error.issues.slice(0, 5).map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
+    const r = parsed.data;
+    const earlier = seen.get(r.id);
+    if (earlier) return sendJson(res, 202, { accepted: true, id: r.id, runId: earlier.runId, duplicate: true });
+    try {
+      const conversation = encodeToken(r.conversation);
+      const published = await ctx.publishInbound({
+        id: r.id,
+        conversation,
+        peer: { kind: "dm", id: conversation },
+        sender: r.sender,
+        text: r.text,
+        attachments: r.attachments,
+        sessionName: r.session ?? r.conversation,
+        ...(r.agentId ? { agentId: r.agentId } : {}),
+        ...(r.replyToMessageId ? { replyToMessageId: r.replyToMessageId } : {}),
+      });
+      await seen.add(r.id, published.runId);
+      log.info({ id: r.id, runId: published.runId, duplicate: published.duplicate }, "webhook message accepted");
+      return sendJson(res, 202, { accepted: true, id: r.id, runId: published.runId, duplicate: published.duplicate });
+    } catch (err) {
+      const e = LurkError.from(err);
+      if (e.code === "PAYLOAD_TOO_LARGE") return error(res, 413, "payload_too_large", e.message);
+      if (e.code === "VALIDATION_FAILED" || e.code === "BAD_SUBJECT_TOKEN") return error(res, 400, "invalid_request", e.message);
+      log.error({ err: e }, "could not persist a webhook message");
+      return error(res, 503, "unavailable", "the message could not be stored; retry later");
+    }
+  };
+}
+
+export async function listen(handler: (req: IncomingMessage, res: ServerResponse) => Promise<void>, host: string, port: number): Promise<{ server: Server; port: number }> {
+  const server = createServer((req, res) => {
+    handler(req, res).catch((err) => {
+      if (!res.headersSent) sendJson(res, 500, { error: { code: "internal", message: (err as Error).message } });
+      else res.end();
+    });
+  });
+  server.requestTimeout = 60_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => resolve());
+  });
+  return { server, port: (server.address() as AddressInfo).port };
+}
+
+export function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}

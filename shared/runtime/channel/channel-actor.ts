@@ -1,0 +1,97 @@
+/**
+ * `defineChannelActor`: the ActorDefinition of a channel (`channel-<name>`, its NATS user).
+ * The adapter's `start(ctx)` connects to the platform and returns a DeliveryAdapter (+ `stop`);
+ * the kit then reads the channel's deliveries (delivery.ts). The context gives the adapter:
+ * - `publishInbound(input)`: persist a platform message in LURK_INBOUND (await it before
+ *   acknowledging the platform; a duplicate platform message id is processed once);
+ * - `watchRun(runId, handlers)`: draft/stream a run (run-watch.ts); `runIdFor(messageId)`;
+ * - `settings`: `config.channels[<name>]` parsed by the channel's schema (defaults filled);
+ * - `secret(field, configured)`: a configured or generated secret (secrets.ts);
+ * - `dataDir`: `<dataDir>/channel-<name>/` (the sent-ledger lives in `ledger/` below it).
+ */
+import { join } from "node:path";
+import type { z } from "zod";
+import { runIdFor, type ChannelName } from "../../contract/index.js";
+import type { ActorDefinition, ActorRuntime } from "../actor.js";
+import type { LurkConfig } from "../config.js";
+import { registerSecret, type Logger } from "../logger.js";
+import { LURKBOT_VERSION } from "../version.js";
+import { startDelivery, type DeliveryAdapter } from "./delivery.js";
+import { publishInbound, type InboundInput, type PublishedInbound } from "./inbound.js";
+import { SentLedger } from "./ledger.js";
+import { watchRun, type RunWatch, type RunWatchOptions } from "./run-watch.js";
+import { ensureChannelSecret } from "./secrets.js";
+
+export interface ChannelContext<C> {
+  rt: ActorRuntime;
+  channel: ChannelName;
+  settings: C;
+  config: LurkConfig;
+  log: Logger;
+  dataDir: string;
+  publishInbound(input: InboundInput): Promise<PublishedInbound>;
+  watchRun(runId: string, opts: RunWatchOptions): RunWatch;
+  runIdFor(platformMessageId: string): string;
+  /** the configured value, else the one in <home>/credentials/channels.json (generated when absent) */
+  secret(field: string, configured: string | undefined): string;
+}
+
+export interface ChannelAdapter extends DeliveryAdapter {
+  stop?(): Promise<void>;
+}
+
+export interface ChannelSpec<S extends z.ZodType> {
+  channel: ChannelName;
+  description: string;
+  version?: string;
+  /** the channel's config schema (`config.channels[channel]` is parsed by it; absent = `{}`) */
+  schema: S;
+  start(ctx: ChannelContext<z.output<S>>): Promise<ChannelAdapter>;
+  metadata?(settings: z.output<S>): Record<string, string>;
+}
+
+export const channelActorName = (channel: string) => `channel-${channel}`;
+
+export function channelSettings<S extends z.ZodType>(spec: ChannelSpec<S>, config: LurkConfig): z.output<S> {
+  const raw = (config.channels as Record<string, unknown>)[spec.channel] ?? {};
+  return spec.schema.parse(raw);
+}
+
+export function defineChannelActor<S extends z.ZodType>(spec: ChannelSpec<S>): ActorDefinition {
+  const name = channelActorName(spec.channel);
+  return {
+    name,
+    version: spec.version ?? LURKBOT_VERSION,
+    description: spec.description,
+    metadata: (config) => spec.metadata?.(channelSettings(spec, config)) ?? {},
+    async start(rt) {
+      const settings = channelSettings(spec, rt.config) as z.output<S> & { maxAttempts?: number; concurrency?: number; textLimit?: number };
+      const dataDir = join(rt.config.dataDir, name);
+      const ledger = new SentLedger(join(dataDir, "ledger"));
+      rt.onStop({ stop: () => ledger.close() });
+      const log = rt.log.child({ channel: spec.channel });
+      const ctx: ChannelContext<z.output<S>> = {
+        rt, channel: spec.channel, settings, config: rt.config, log, dataDir,
+        publishInbound: (input) => publishInbound({ js: rt.js, prefix: rt.subjects.prefix, channel: spec.channel, maxBytes: rt.limits.maxBytes }, input),
+        watchRun: (runId, opts) => watchRun(rt.nc, rt.subjects.prefix, runId, opts),
+        runIdFor: (id) => runIdFor(spec.channel, id),
+        secret: (field, configured) => {
+          const { value, source, path } = ensureChannelSecret(rt.config, spec.channel, field, configured);
+          registerSecret(value);
+          if (source === "generated") log.info({ file: path, field }, "generated a channel secret");
+          return value;
+        },
+      };
+      const adapter = await spec.start(ctx);
+      const limit = settings.textLimit ?? adapter.textLimit;
+      startDelivery(rt, {
+        channel: spec.channel,
+        ledger,
+        adapter: { ...adapter, textLimit: limit, deliver: adapter.deliver.bind(adapter), ...(adapter.typing ? { typing: adapter.typing.bind(adapter) } : {}) },
+        maxAttempts: settings.maxAttempts ?? 5,
+        concurrency: settings.concurrency ?? 4,
+      });
+      return { stop: async () => { await adapter.stop?.(); } };
+    },
+  };
+}

@@ -1,0 +1,172 @@
+/**
+ * Outbound: the durable consumer `channel-<name>` on LURK_OUTBOUND (filter `lurk.out.<name>.>`)
+ * hands each delivery to the adapter's `deliver`, one part (chunk) at a time:
+ * - "typing" messages go to `typing` (first delivery only, never retried, never ledgered);
+ * - a silent reply (NO_REPLY) is dropped; reply tags become `replyToMessageId`;
+ * - the text is chunked to the adapter's `textLimit`; every accepted part is written to the
+ *   sent-ledger before the next, so a redelivery resumes after it and never sends it twice;
+ * - a failed part is retried by redelivery (the bus backoff: 1 s, 5 s, 15 s, 60 s by default)
+ *   up to `maxAttempts` deliveries; a `DeliveryError` with `permanent` (or the last attempt)
+ *   ends it: ledger "failed", `lurk.evt.channel-<name>.delivery_failed`, an error log, ack.
+ *   A channel user cannot reach the user's other channels: the router or an operator surfaces
+ *   the event (`lurkbot tail`);
+ * - success emits `lurk.evt.channel-<name>.delivered`; a delivery found in the ledger as sent
+ *   emits `delivered` with status "duplicate" and sends nothing.
+ */
+import {
+  CONSUMERS, deliveryReceiptSchema, LurkError, outboundMessageSchema, STREAMS, type OutboundMessage,
+} from "../../contract/index.js";
+import type { ActorRuntime } from "../actor.js";
+import type { DeliveryInfo } from "../consumer.js";
+import type { Logger } from "../logger.js";
+import { chunkText, type ChunkMode } from "./chunk.js";
+import type { SentLedger } from "./ledger.js";
+import { isSilentReply, parseReplyTags } from "./reply.js";
+
+export type Attachment = OutboundMessage["attachments"][number];
+
+/** One platform message to send. */
+export interface OutboundPart {
+  message: OutboundMessage;
+  /** this part's text (markdown as the model wrote it, tags removed): render it with markdown.ts */
+  text: string;
+  index: number;
+  count: number;
+  /** platform message id to reply to / quote (from a reply tag) */
+  replyToMessageId?: string;
+  /** the message's attachments, on the last part only */
+  attachments: Attachment[];
+}
+
+export interface DeliveryContext {
+  deliveryId: string;
+  /** 1 on the first delivery of the outbound message */
+  attempt: number;
+  signal: AbortSignal;
+  log: Logger;
+}
+
+export interface DeliverResult {
+  platformMessageId?: string;
+}
+
+/** Thrown by an adapter: `permanent` = retrying cannot help (chat gone, bot blocked, 4xx). */
+export class DeliveryError extends Error {
+  constructor(message: string, readonly opts: { permanent?: boolean; retryAfterMs?: number; cause?: unknown } = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = "DeliveryError";
+  }
+}
+
+export interface DeliveryAdapter {
+  /** the platform's message length limit; Infinity sends each delivery whole */
+  textLimit: number;
+  chunkMode?: ChunkMode;
+  deliver(part: OutboundPart, ctx: DeliveryContext): Promise<DeliverResult | void>;
+  /** kind "typing": show a typing indicator (best effort) */
+  typing?(message: OutboundMessage): Promise<void>;
+}
+
+export interface DeliveryOptions {
+  channel: string;
+  ledger: SentLedger;
+  adapter: DeliveryAdapter;
+  maxAttempts: number;
+  concurrency: number;
+}
+
+/** a retry-after the platform asked for is waited in-process when at most this long */
+const MAX_INLINE_WAIT_MS = 30_000;
+const TYPING_FRESH_MS = 30_000;
+
+export function startDelivery(rt: ActorRuntime, opts: DeliveryOptions) {
+  const { channel, ledger, adapter } = opts;
+  // the consumer dead-letters at bus.maxDeliver: the last attempt is ours to report
+  const maxAttempts = Math.max(1, Math.min(opts.maxAttempts, rt.config.bus.maxDeliver));
+
+  const receipt = (event: "delivered" | "delivery_failed", msg: OutboundMessage, status: "delivered" | "failed" | "duplicate", attempts: number, extra: { platformMessageId?: string; error?: string } = {}) => {
+    const body = deliveryReceiptSchema.parse({
+      type: "lurk.outbound.receipt.v1", id: `${msg.id}:${status}`, ts: Date.now(), ...(msg.runId ? { runId: msg.runId } : {}), ...(msg.sessionKey ? { sessionKey: msg.sessionKey } : {}),
+      causationId: msg.id, channel, deliveryId: msg.id, status, attempts, ...extra,
+    });
+    rt.emit(event, body, event === "delivered" ? "info" : "error");
+  };
+
+  const fail = async (msg: OutboundMessage, attempts: number, error: string, log: Logger) => {
+    await ledger.finish(msg.id, "failed", attempts, error);
+    log.error({ deliveryId: msg.id, attempts, error }, "delivery failed for good");
+    receipt("delivery_failed", msg, "failed", attempts, { error });
+  };
+
+  const handle = async (msg: OutboundMessage, info: DeliveryInfo) => {
+    const log = rt.log.child({ deliveryId: msg.id, ...(msg.runId ? { runId: msg.runId } : {}), ...(msg.sessionKey ? { sessionKey: msg.sessionKey } : {}) });
+    if (msg.channel !== channel) return;
+    if (msg.kind === "typing") {
+      if (!info.redelivered && Date.now() - msg.ts < TYPING_FRESH_MS) await adapter.typing?.(msg).catch((err) => log.debug({ err }, "typing failed"));
+      return;
+    }
+    if (msg.kind === "reply" && isSilentReply(msg.text) && msg.attachments.length === 0) {
+      log.debug("silent reply: not delivered");
+      return;
+    }
+    const known = ledger.get(msg.id);
+    if (known?.status === "sent") {
+      receipt("delivered", msg, "duplicate", known.attempts, known.parts.at(-1) ? { platformMessageId: known.parts.at(-1)! } : {});
+      return;
+    }
+    if (known?.status === "failed") return;
+    const tags = parseReplyTags(msg.text, msg.replyTo);
+    let texts = chunkText(tags.text, adapter.textLimit, adapter.chunkMode ?? "paragraph");
+    if (texts.length === 0 && msg.attachments.length > 0) texts = [""];
+    if (texts.length === 0) return;
+    const attempt = info.deliveryCount;
+    let index = known?.parts.length ?? 0;
+    while (index < texts.length) {
+      if (rt.signal.aborted) throw new LurkError("UNAVAILABLE", "the channel is stopping");
+      const part: OutboundPart = {
+        message: msg, text: texts[index]!, index, count: texts.length,
+        ...(tags.replyToMessageId && index === 0 ? { replyToMessageId: tags.replyToMessageId } : {}),
+        attachments: index === texts.length - 1 ? msg.attachments : [],
+      };
+      let result: DeliverResult | void;
+      try {
+        result = await adapter.deliver(part, { deliveryId: msg.id, attempt, signal: rt.signal, log });
+      } catch (err) {
+        const e = err instanceof DeliveryError ? err : new DeliveryError((err as Error)?.message ?? String(err));
+        const waitMs = e.opts.retryAfterMs;
+        if (!e.opts.permanent && waitMs !== undefined && waitMs <= MAX_INLINE_WAIT_MS && !rt.signal.aborted) {
+          log.warn({ waitMs, part: index }, "platform asked to wait; retrying the part");
+          await sleep(waitMs, rt.signal);
+          continue;
+        }
+        if (e.opts.permanent || attempt >= maxAttempts) {
+          await fail(msg, attempt, e.message, log);
+          return;
+        }
+        throw new LurkError("UNAVAILABLE", `delivery attempt ${attempt} failed: ${e.message}`, { retryable: true });
+      }
+      await ledger.partSent(msg.id, result?.platformMessageId, texts.length, attempt);
+      index++;
+    }
+    const entry = await ledger.finish(msg.id, "sent", attempt);
+    const last = entry.parts.at(-1);
+    log.info({ parts: texts.length, attempt }, "delivered");
+    receipt("delivered", msg, "delivered", attempt, last ? { platformMessageId: last } : {});
+  };
+
+  return rt.consume({
+    stream: STREAMS.outbound,
+    consumer: CONSUMERS.channel(channel),
+    filterSubject: rt.subjects.outboundChannel(channel),
+    schema: outboundMessageSchema,
+    concurrency: opts.concurrency,
+    handler: handle,
+  });
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => { clearTimeout(timer); resolve(); }, { once: true });
+  });
+}

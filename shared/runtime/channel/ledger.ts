@@ -1,0 +1,77 @@
+/**
+ * A channel's sent-ledger (LMDB at `<dataDir>/channel-<name>/`): delivery id -> what reached the
+ * platform. A part is recorded right after the platform accepted it and before the next part
+ * (or the JetStream ack), so a redelivered outbound message resumes after the last accepted
+ * part and a fully sent one is never sent again. Entries older than the OUTBOUND stream's
+ * max age (plus a day) are swept.
+ */
+import { mkdirSync } from "node:fs";
+import { open, type Database, type RootDatabase } from "lmdb";
+
+export interface LedgerEntry {
+  status: "sending" | "sent" | "failed";
+  /** platform message id of each accepted part ("" when the platform gives none) */
+  parts: string[];
+  count: number;
+  attempts: number;
+  firstAt: number;
+  updatedAt: number;
+  error?: string;
+}
+
+const KEEP_MS = 8 * 24 * 3600_000;
+const SWEEP_EVERY_MS = 3600_000;
+
+export class SentLedger {
+  private readonly root: RootDatabase;
+  private readonly entries: Database<LedgerEntry, string>;
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(path: string, private readonly now: () => number = Date.now) {
+    mkdirSync(path, { recursive: true, mode: 0o700 });
+    this.root = open({ path });
+    this.entries = this.root.openDB({ name: "sent" });
+    this.sweeper = setInterval(() => void this.sweep(), SWEEP_EVERY_MS);
+    this.sweeper.unref();
+    void this.sweep();
+  }
+
+  get(deliveryId: string): LedgerEntry | undefined {
+    return this.entries.get(deliveryId);
+  }
+
+  /** Records one more accepted part (durable when the promise resolves). */
+  async partSent(deliveryId: string, platformMessageId: string | undefined, count: number, attempts: number): Promise<LedgerEntry> {
+    const now = this.now();
+    const current = this.get(deliveryId);
+    const parts = [...(current?.parts ?? []), platformMessageId ?? ""];
+    const entry: LedgerEntry = { status: parts.length >= count ? "sent" : "sending", parts, count, attempts, firstAt: current?.firstAt ?? now, updatedAt: now };
+    await this.entries.put(deliveryId, entry);
+    return entry;
+  }
+
+  async finish(deliveryId: string, status: "sent" | "failed", attempts: number, error?: string): Promise<LedgerEntry> {
+    const now = this.now();
+    const current = this.get(deliveryId);
+    const entry: LedgerEntry = { status, parts: current?.parts ?? [], count: current?.count ?? 0, attempts, firstAt: current?.firstAt ?? now, updatedAt: now, ...(error ? { error: error.slice(0, 500) } : {}) };
+    await this.entries.put(deliveryId, entry);
+    return entry;
+  }
+
+  async sweep(): Promise<number> {
+    const cutoff = this.now() - KEEP_MS;
+    let removed = 0;
+    for (const { key, value } of this.entries.getRange()) {
+      if (value.updatedAt < cutoff) {
+        await this.entries.remove(key);
+        removed++;
+      }
+    }
+    return removed;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    await this.root.close();
+  }
+}

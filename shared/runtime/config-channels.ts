@@ -1,0 +1,169 @@
+/**
+ * `channels`: one optional sub-object per channel actor (`channel-<name>`); a channel runs when
+ * its sub-object says `enabled: true`. A new channel adds ONE line to `channelsConfigSchema`
+ * (its own schema, built on `channelBaseShape`). Secrets (tokens, signing secrets) may come from
+ * the file, from the environment (`channelEnvOverrides`), or are generated into
+ * `<home>/credentials/channels.json` (shared/runtime/channel/secrets.ts).
+ */
+import { z } from "zod";
+
+const portSchema = z.number().int().min(0).max(65_535);
+const secretSchema = z.string().min(16, "at least 16 characters").max(512);
+
+/** Fields every channel has. */
+export const channelBaseShape = {
+  enabled: z.boolean().default(false),
+  /** the platform's message length limit (chunks are cut below it) */
+  textLimit: z.number().int().min(64).max(1_000_000).optional(),
+  /** deliveries tried (platform errors) before the delivery is reported failed */
+  maxAttempts: z.number().int().min(1).max(100).default(5),
+  /** outbound deliveries handled at once (1 keeps a conversation's order strict) */
+  concurrency: z.number().int().min(1).max(256).default(4),
+};
+
+/** `channels["openai-http"]`: the OpenAI-compatible HTTP API (services/channel-openai-http). */
+export const openaiHttpChannelSchema = z.object({
+  ...channelBaseShape,
+  /** loopback by default: a public address needs a reverse proxy with TLS */
+  host: z.string().min(1).default("127.0.0.1"),
+  port: portSchema.default(8787),
+  /** the bearer token clients send; generated at setup when absent (env LURKBOT_OPENAI_HTTP_TOKEN) */
+  token: secretSchema.optional(),
+  /** the longest a request waits for its reply, ms */
+  replyTimeoutMs: z.number().int().positive().max(3_600_000).default(300_000),
+  maxBodyBytes: z.number().int().min(1024).max(16 * 1024 * 1024).default(1024 * 1024),
+});
+
+/** `channels.webhook`: signed HTTP requests in, signed callbacks out (services/channel-webhook). */
+export const webhookChannelSchema = z.object({
+  ...channelBaseShape,
+  host: z.string().min(1).default("127.0.0.1"),
+  port: portSchema.default(8788),
+  /** HMAC-SHA256 key of both directions; generated at setup when absent (env LURKBOT_WEBHOOK_SECRET) */
+  secret: secretSchema.optional(),
+  /** where replies are POSTed; without it replies are reported as failed deliveries */
+  callbackUrl: z.url({ protocol: /^https?$/ }).optional(),
+  /** a request whose timestamp is further than this from now is refused, seconds */
+  toleranceSec: z.number().int().min(10).max(3600).default(300),
+  maxBodyBytes: z.number().int().min(1024).max(16 * 1024 * 1024).default(256 * 1024),
+  /** ms one callback POST may take */
+  callbackTimeoutMs: z.number().int().positive().max(120_000).default(10_000),
+});
+
+/** `channels.telegram`: a Telegram bot through the Bot API with long polling (services/channel-telegram). */
+export const telegramChannelSchema = z.object({
+  ...channelBaseShape,
+  /** the token from @BotFather (env TELEGRAM_BOT_TOKEN) */
+  botToken: z.string().min(20).max(200).optional(),
+  /** the Bot API server (a self-hosted telegram-bot-api server, or a test server) */
+  apiRoot: z.url({ protocol: /^https?$/ }).default("https://api.telegram.org"),
+  /** seconds one getUpdates long poll waits */
+  pollTimeoutSec: z.number().int().min(0).max(50).default(30),
+  /** show the reply while it is written by editing one message */
+  streamDrafts: z.boolean().default(true),
+  /** the least time between two edits of a draft, ms (Telegram limits edits per chat) */
+  draftIntervalMs: z.number().int().min(200).max(60_000).default(1_500),
+});
+
+/** `channels.discord`: a Discord bot through the gateway and REST API (services/channel-discord). */
+export const discordChannelSchema = z.object({
+  ...channelBaseShape,
+  /** the bot token from the Developer Portal (env DISCORD_BOT_TOKEN); the bot needs the Message Content intent */
+  botToken: z.string().min(20).max(200).optional(),
+  /** the REST API root (the gateway URL is asked from it) */
+  apiRoot: z.url({ protocol: /^https?$/ }).default("https://discord.com/api"),
+  /** show the reply while it is written by editing one message */
+  streamDrafts: z.boolean().default(true),
+  /** the least time between two draft edits, ms */
+  draftIntervalMs: z.number().int().min(200).max(60_000).default(1_200),
+});
+
+/** `channels.web`: the browser chat (HTTP + WebSocket, services/channel-web). */
+export const webChannelSchema = z.object({
+  ...channelBaseShape,
+  /** loopback by default: a public address needs a reverse proxy with TLS */
+  host: z.string().min(1).default("127.0.0.1"),
+  port: portSchema.default(8790),
+  /** the access token of the page, the socket and the API; generated at first start when absent (env LURKBOT_WEB_TOKEN) */
+  token: secretSchema.optional(),
+  /** the largest WebSocket frame or API body accepted, bytes */
+  maxMessageBytes: z.number().int().min(1024).max(16 * 1024 * 1024).default(256 * 1024),
+  /** the web user's id (the DM peer and sender of every browser message) */
+  userId: z.string().min(1).max(64).regex(/^[A-Za-z0-9_-]+$/).default("web-user"),
+  /** messages kept per chat for reconnects and reloads (oldest dropped first) */
+  historyPerChat: z.number().int().min(10).max(10_000).default(500),
+});
+
+/** `channels.slack`: a Slack app over Socket Mode (events in) and the Web API (out) (services/channel-slack). */
+export const slackChannelSchema = z.object({
+  ...channelBaseShape,
+  /** the Bot User OAuth Token, xoxb-... (env SLACK_BOT_TOKEN) */
+  botToken: z.string().startsWith("xoxb-", "a bot token starts with xoxb-").max(300).optional(),
+  /** the App-Level Token with connections:write, xapp-... (env SLACK_APP_TOKEN) */
+  appToken: z.string().startsWith("xapp-", "an app-level token starts with xapp-").max(300).optional(),
+  /** the Web API root (apps.connections.open gives the Socket Mode URL) */
+  apiUrl: z.url({ protocol: /^https?$/ }).default("https://slack.com/api/"),
+  /** show the reply while it is written by editing one message */
+  streamDrafts: z.boolean().default(true),
+  /** the least time between two draft edits, ms (chat.update is rate limited per channel) */
+  draftIntervalMs: z.number().int().min(200).max(60_000).default(1_500),
+});
+
+export const channelsConfigSchema = z.object({
+  discord: discordChannelSchema.optional(),
+  slack: slackChannelSchema.optional(),
+  telegram: telegramChannelSchema.optional(),
+  "openai-http": openaiHttpChannelSchema.optional(),
+  webhook: webhookChannelSchema.optional(),
+  web: webChannelSchema.optional(),
+}).default({});
+export type ChannelsConfig = z.infer<typeof channelsConfigSchema>;
+export type OpenAiHttpChannelConfig = z.infer<typeof openaiHttpChannelSchema>;
+export type WebhookChannelConfig = z.infer<typeof webhookChannelSchema>;
+export type TelegramChannelConfig = z.infer<typeof telegramChannelSchema>;
+export type DiscordChannelConfig = z.infer<typeof discordChannelSchema>;
+export type SlackChannelConfig = z.infer<typeof slackChannelSchema>;
+export type WebChannelConfig = z.infer<typeof webChannelSchema>;
+
+/** Environment variables that set a channel's secret: channel -> [config field, variable]. */
+export const CHANNEL_SECRET_ENV: Record<string, { field: string; env: string }> = {
+  "openai-http": { field: "token", env: "LURKBOT_OPENAI_HTTP_TOKEN" },
+  webhook: { field: "secret", env: "LURKBOT_WEBHOOK_SECRET" },
+  telegram: { field: "botToken", env: "TELEGRAM_BOT_TOKEN" },
+  discord: { field: "botToken", env: "DISCORD_BOT_TOKEN" },
+  web: { field: "token", env: "LURKBOT_WEB_TOKEN" },
+};
+
+/** Platform tokens a channel needs several of, from the environment (never generated): channel, field, variable. */
+export const CHANNEL_TOKEN_ENV: readonly { channel: string; field: string; env: string }[] = [
+  { channel: "slack", field: "botToken", env: "SLACK_BOT_TOKEN" },
+  { channel: "slack", field: "appToken", env: "SLACK_APP_TOKEN" },
+];
+
+/** Applies the environment's channel secrets to the raw config object (before validation). */
+export function channelEnvOverrides(raw: Record<string, any>, env: Record<string, string | undefined>): void {
+  const specs = [...Object.entries(CHANNEL_SECRET_ENV).map(([channel, s]) => ({ channel, ...s })), ...CHANNEL_TOKEN_ENV];
+  for (const { channel, field, env: name } of specs) {
+    const value = env[name];
+    if (!value) continue;
+    raw.channels = { ...(raw.channels ?? {}) };
+    raw.channels[channel] = { ...(raw.channels[channel] ?? {}), [field]: value };
+  }
+}
+
+/** The names of the enabled channels, e.g. ["openai-http", "webhook"]. */
+export function enabledChannels(channels: ChannelsConfig): string[] {
+  return Object.entries(channels).filter(([, c]) => (c as { enabled?: boolean } | undefined)?.enabled === true).map(([name]) => name);
+}
+
+/** Every secret-looking value of the channels config (tokens, secrets, keys), for redaction. */
+export function channelConfigSecrets(channels: ChannelsConfig): string[] {
+  const out: string[] = [];
+  for (const c of Object.values(channels)) {
+    if (!c || typeof c !== "object") continue;
+    for (const [key, value] of Object.entries(c)) {
+      if (typeof value === "string" && value.length >= 8 && /(token|secret|key|password)/i.test(key)) out.push(value);
+    }
+  }
+  return out;
+}

@@ -1,0 +1,60 @@
+/**
+ * A local webhook callback receiver (node:http): records every POST (headers, raw body, parsed
+ * JSON) and answers by a scriptable rule per request: a status, or "hang" (never answer until
+ * `releaseHung()`). Used by the channel kit and webhook tests.
+ */
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface ReceivedCallback {
+  headers: IncomingHttpHeaders;
+  raw: string;
+  body: any;
+  status: number | "hang";
+}
+
+export type Answer = number | "hang";
+
+export class WebhookReceiver {
+  readonly received: ReceivedCallback[] = [];
+  private readonly hung: ServerResponse[] = [];
+  /** decides the answer of each request (default 200) */
+  answer: (body: any, nth: number) => Answer = () => 200;
+
+  private constructor(private readonly server: Server, readonly url: string) {}
+
+  static async start(): Promise<WebhookReceiver> {
+    let receiver!: WebhookReceiver;
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => {
+        const raw = Buffer.concat(chunks).toString("utf8");
+        let body: any = null;
+        try { body = JSON.parse(raw); } catch { /* recorded raw */ }
+        const status = receiver.answer(body, receiver.received.length);
+        receiver.received.push({ headers: req.headers, raw, body, status });
+        if (status === "hang") receiver.hung.push(res);
+        else res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify({ ok: status < 300 }));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+    receiver = new WebhookReceiver(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}/callback`);
+    return receiver;
+  }
+
+  /** callbacks whose body matches */
+  matching(pred: (body: any) => boolean): ReceivedCallback[] {
+    return this.received.filter((r) => pred(r.body));
+  }
+
+  releaseHung(): void {
+    for (const res of this.hung.splice(0)) res.destroy();
+  }
+
+  async close(): Promise<void> {
+    this.releaseHung();
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
