@@ -342,7 +342,7 @@ describe("lurkbot streams", () => {
         const { jetstreamManager } = await import("@nats-io/jetstream");
         const names: string[] = [];
         for await (const si of (await jetstreamManager(admin)).streams.list()) names.push(si.config.name);
-        assert.deepEqual(names.sort(), ["LURK_DEADLETTER", "LURK_INBOUND", "LURK_OUTBOUND", "LURK_RUNS"]);
+        assert.deepEqual(names.sort(), ["KV_lurk_leases", "LURK_DEADLETTER", "LURK_INBOUND", "LURK_OUTBOUND", "LURK_RUNS"], "the streams and the lease bucket");
       } finally {
         await admin.close();
       }

@@ -1,41 +1,63 @@
 /**
- * The router: reads INBOUND (channel messages and system injects), picks agent and session,
+ * The router: reads INBOUND (channel messages and system injects), applies DM/group policy and
+ * pairing, answers chat commands, picks agent(s) and session, applies the session's queue mode,
  * keeps one active run per session (lanes), and hands runs to agent-runners through RUNS.
- * An inbound message is acked only after its run request is persisted in RUNS; while it waits
- * for a busy session it stays unacked (in-progress acks keep it from redelivery), so a router
- * crash loses nothing. Redeliveries are harmless: the run id is derived from the message id and
- * RUNS deduplicates by it; a run that already finished is not started again.
+ * An inbound message is acked only after its run request is persisted in RUNS (or it was taken
+ * by the active run, merged into another message's run, dropped by the queue's policy, or
+ * answered as a command); while it waits for a busy session it stays unacked (in-progress acks
+ * keep it from redelivery), so a router crash loses nothing. Redeliveries are harmless: the run
+ * id is derived from the message id and RUNS deduplicates by it; a run that already finished is
+ * not started again; notices are deduplicated by an id derived from the message id.
  */
+import { join } from "node:path";
 import {
-  CONSUMERS, envelope, inboundMessageSchema, LurkError, parseSessionKey, runIdFor, runRequestSchema, STREAMS, systemInjectSchema,
-  type InboundMessage, type RunRequest, type SystemInject,
+  CONSUMERS, envelope, inboundMessageSchema, LurkError, parseSessionKey, runControlReplySchema, runIdFor, runRequestSchema,
+  safeParseJson, STREAMS, systemInjectSchema, type RunInput, type RunRequest, type SystemInject,
 } from "../../shared/contract/index.js";
 import type { ActorDefinition, ActorRuntime } from "../../shared/runtime/actor.js";
-import type { DeliveryInfo } from "../../shared/runtime/consumer.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
+import { checkRoutingConfig } from "./bindings.js";
+import { Intake } from "./intake.js";
 import { Lanes } from "./lanes.js";
-import { routeInbound } from "./resolve.js";
+import { publishNotice } from "./notices.js";
+import { PairingStore } from "./pairing.js";
+import { SessionQueues, Work, type DeliveryLike } from "./queue.js";
+import { SettingsCache } from "./settings.js";
 import { z } from "zod";
 
 const inboundOrInject = z.discriminatedUnion("type", [inboundMessageSchema, systemInjectSchema]);
 const RECONCILE_EVERY_MS = 5_000;
 const IDLE_BEFORE_CHECK_MS = 15_000;
+const INJECT_QUEUE = { mode: "queue" as const, debounceMs: 0, cap: 1000, drop: "new" as const };
 
 export const definition: ActorDefinition = {
   name: "router",
   version: LURKBOT_VERSION,
-  description: "agent and session resolution, one run per session, run dispatch",
+  description: "bindings, DM/group policy, commands, queue modes, one run per session, run dispatch",
   async start(rt) {
+    checkRoutingConfig(rt.config);
     const lanes = new Lanes();
+    const pairing = new PairingStore(join(rt.config.dataDir, "router", "pairing"), rt.config.routing.pairing);
+    const settings = new SettingsCache(rt);
     let processed = 0;
 
-    // run lifecycle: any event keeps the lane alive, a terminal one frees it
     // a run's terminal event (`lurk.run.evt.<runId>.done|error`) frees its lane
+    const endWaiters = new Map<string, Array<() => void>>();
+    const releaseRun = (runId: string) => {
+      lanes.release(runId);
+      const waiters = endWaiters.get(runId);
+      endWaiters.delete(runId);
+      waiters?.forEach((w) => w());
+    };
+    const ended = (runId: string) => new Promise<void>((resolve) => {
+      if (!lanes.isActive(runId)) return resolve();
+      endWaiters.set(runId, [...(endWaiters.get(runId) ?? []), resolve]);
+    });
     const runIdToken = rt.subjects.prefix.split(".").length + 2;
     const events = rt.subjects.runTerminalAll.map((subject) => rt.nc.subscribe(subject, {
       callback: (_err, msg) => {
         const runId = msg.subject.split(".")[runIdToken];
-        if (runId) lanes.release(runId);
+        if (runId) releaseRun(runId);
       },
     }));
 
@@ -45,34 +67,54 @@ export const definition: ActorDefinition = {
     };
 
     /**
-     * Holds the session's lane for the run, then stores the run request in RUNS. A failure keeps
-     * the lane (the message is redelivered and retried first, so order holds) unless the message
-     * is giving up, in which case the lane goes to the next message.
+     * The run holds the session's lane: store its request in RUNS. A failure keeps the lane (the
+     * message is redelivered and retried first, so order holds) unless the message is giving
+     * up, in which case the lane goes to the next message.
      */
-    const dispatch = async (request: RunRequest, delivery: DeliveryInfo) => {
-      if (lanes.isDispatched(request.runId)) return; // a redelivery of a message whose run is under way
-      await lanes.acquire(request.sessionKey, request.runId);
+    const dispatch = async (request: RunRequest, delivery: DeliveryLike): Promise<"dispatched" | "duplicate"> => {
       try {
         if (delivery.redelivered && (await finishedBefore(request))) {
-          lanes.release(request.runId); // an earlier delivery got as far as a finished run
-          return;
+          releaseRun(request.runId); // an earlier delivery got as far as a finished run
+          return "duplicate";
         }
         const parsed = runRequestSchema.parse(request);
         const ack = await rt.js.publish(rt.subjects.runRequest(parsed.agentId), JSON.stringify(parsed), { msgID: parsed.runId });
         if (ack.duplicate && (await finishedBefore(request))) {
           // RUNS already had this run (an earlier delivery of the message got it there) and it
           // ended while this delivery waited: no terminal event will come for it any more
-          lanes.release(request.runId);
-          return;
+          releaseRun(request.runId);
+          return "duplicate";
         }
         lanes.markDispatched(parsed.runId);
         rt.emit("dispatched", { runId: parsed.runId, sessionKey: parsed.sessionKey, trigger: parsed.trigger }, "debug");
+        return "dispatched";
       } catch (err) {
         const error = LurkError.from(err);
-        if (delivery.deliveryCount >= rt.config.bus.maxDeliver || !error.retryable) lanes.release(request.runId);
+        if (delivery.deliveryCount >= rt.config.bus.maxDeliver || !error.retryable) releaseRun(request.runId);
         throw error;
       }
     };
+
+    /** Hands an input to the active run; only the runner holding it answers (accepted). */
+    const control = async (runId: string, action: "steer" | "followup", input: RunInput, controlId: string): Promise<boolean> => {
+      const message = envelope("lurk.run.control.v1", { id: controlId, runId, action, input });
+      try {
+        const reply = await rt.nc.request(rt.subjects.runControl(runId), JSON.stringify(message), { timeout: rt.config.routing.queue.controlTimeoutMs });
+        const parsed = runControlReplySchema.safeParse(safeParseJson(reply.data, rt.limits));
+        const accepted = parsed.success && parsed.data.accepted;
+        rt.emit(accepted ? "handed" : "hand_refused", { runId, action }, "debug");
+        return accepted;
+      } catch {
+        return false; // no runner holds the run (or none answered in time): the message gets a run of its own
+      }
+    };
+    const abort = (runId: string, reason: string) => {
+      rt.nc.publish(rt.subjects.runControl(runId), JSON.stringify(envelope("lurk.run.control.v1", { runId, action: "abort" as const, reason })));
+      rt.emit("abort_requested", { runId, reason }, "info");
+    };
+
+    const queues = new SessionQueues({ lanes, log: rt.log, dispatch, control, abort });
+    const intake = new Intake({ rt, queues, settings, pairing, ended, commands: { rt, lanes, queues, settings } });
 
     rt.consume({
       stream: STREAMS.inbound,
@@ -80,8 +122,11 @@ export const definition: ActorDefinition = {
       schema: inboundOrInject,
       concurrency: 1000,
       handler: async (message, delivery) => {
-        const request = message.type === "lurk.inbound.message.v1" ? fromInbound(message, rt) : await fromInject(message, rt);
-        if (request) await dispatch(request, delivery);
+        if (message.type === "lurk.inbound.message.v1") await intake.handle(message, delivery);
+        else {
+          const request = await fromInject(message, rt);
+          if (request) await queues.submit(new Work(request, delivery, INJECT_QUEUE, Date.now()));
+        }
         processed++;
       },
     });
@@ -92,7 +137,7 @@ export const definition: ActorDefinition = {
         const lane = lanes.snapshot().find((l) => l.activeRunId === runId);
         if (!lane) continue;
         rt.client.call("sessions", "run", { sessionKey: lane.sessionKey, runId }).then((r) => {
-          if (r.status === "done" || r.status === "error" || r.status === "aborted") lanes.release(runId);
+          if (r.status === "done" || r.status === "error" || r.status === "aborted") releaseRun(runId);
           else lanes.touch(runId);
         }, () => undefined);
       }
@@ -105,42 +150,40 @@ export const definition: ActorDefinition = {
     });
     rt.serve("router", "lanes", (req) => ({
       lanes: lanes.snapshot(req.sessionKey).map((l) => ({
-        sessionKey: l.sessionKey, queued: l.queued, queueMode: "followup" as const,
+        sessionKey: l.sessionKey, queued: l.queued, queueMode: settings.peek(l.sessionKey)?.queue?.mode ?? rt.config.routing.queue.mode,
         ...(l.activeRunId ? { activeRunId: l.activeRunId, activeSince: l.activeSince } : {}),
       })),
     }));
+    rt.serve("router", "pairing", async (req) => {
+      let decided;
+      let revoked;
+      if (req.action === "approve" || req.action === "deny") {
+        if (!req.code) throw new LurkError("VALIDATION_FAILED", `pairing ${req.action} needs a code`);
+        decided = req.action === "approve" ? await pairing.approve(req.code, req.decidedBy) : await pairing.deny(req.code);
+        if (!decided) throw new LurkError("NOT_FOUND", `no pending pairing code ${req.code.toUpperCase()} (it may have expired; the sender gets a new one by writing again)`);
+        rt.emit(`pairing_${req.action === "approve" ? "approved" : "denied"}`, { channel: decided.channel, code: decided.code }, "info");
+        if (req.action === "approve" && decided.conversation) {
+          await publishNotice(rt, { channel: decided.channel, conversation: decided.conversation, peer: { kind: "dm", id: decided.senderId } }, "You are approved: write your message again.", { deliveryId: `pairing-approved:${decided.channel}:${decided.code}` })
+            .catch((err) => rt.log.warn({ err }, "could not tell the sender about the approval"));
+        }
+      } else if (req.action === "revoke") {
+        if (!req.channel || !req.senderId) throw new LurkError("VALIDATION_FAILED", "pairing revoke needs channel and senderId");
+        revoked = (await pairing.revoke(req.channel, req.senderId)) ?? undefined;
+        if (!revoked) throw new LurkError("NOT_FOUND", `${req.channel}:${req.senderId} is not an approved sender`);
+      }
+      const { pending, approved } = await pairing.list();
+      return { pending, approved, ...(decided ? { decided } : {}), ...(revoked ? { revoked } : {}) };
+    });
 
     return {
       async stop() {
         clearInterval(reconcile);
         for (const sub of events) sub.unsubscribe();
+        await pairing.close().catch(() => undefined);
       },
     };
   },
 };
-
-function fromInbound(msg: InboundMessage, rt: ActorRuntime): RunRequest {
-  const route = routeInbound(msg, rt.config);
-  return envelope("lurk.run.request.v1", {
-    runId: runIdFor(msg.channel, msg.id),
-    sessionKey: route.sessionKey,
-    agentId: route.agentId,
-    sessionType: route.sessionType,
-    trigger: "message" as const,
-    causationId: msg.id,
-    inputs: [{ kind: "user" as const, text: msg.text, attachments: msg.attachments, sourceId: msg.id }],
-    origin: {
-      channel: msg.channel,
-      conversation: msg.conversation,
-      peer: msg.peer,
-      sender: msg.sender,
-      messageIds: [msg.id],
-      ...(msg.accountId ? { accountId: msg.accountId } : {}),
-    },
-    deliver: true,
-    options: {},
-  });
-}
 
 /** A system event: `wake: now` starts a run; otherwise it is recorded for the next run. */
 async function fromInject(msg: SystemInject, rt: ActorRuntime): Promise<RunRequest | null> {

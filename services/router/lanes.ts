@@ -2,7 +2,8 @@
  * Per-session lanes: at most one active run per session key; work for a busy session waits in
  * FIFO order. `acquire` resolves when it is the caller's turn; `release(runId)` frees the lane
  * when the run ends (its terminal event, or reconciliation). A run that already holds the lane
- * (a redelivered message) is let through at once.
+ * (a redelivered message) is let through at once. A waiter can be withdrawn (queue drop
+ * policies, /stop, interrupt): its `acquire` then resolves false.
  */
 export interface LaneSnapshot {
   sessionKey: string;
@@ -14,7 +15,7 @@ export interface LaneSnapshot {
 
 interface Lane {
   active?: { runId: string; since: number; lastActivity: number; dispatched: boolean };
-  waiting: Array<{ runId: string; grant: () => void }>;
+  waiting: Array<{ runId: string; grant: (granted: boolean) => void }>;
 }
 
 export class Lanes {
@@ -23,14 +24,41 @@ export class Lanes {
 
   constructor(private readonly now: () => number = Date.now) {}
 
-  acquire(sessionKey: string, runId: string): Promise<void> {
+  /** Resolves true when the run holds the lane, false when it was withdrawn while waiting. */
+  acquire(sessionKey: string, runId: string): Promise<boolean> {
     const lane = this.lane(sessionKey);
-    if (lane.active?.runId === runId) return Promise.resolve();
+    if (lane.active?.runId === runId) return Promise.resolve(true);
     if (!lane.active && lane.waiting.length === 0) {
       this.activate(sessionKey, lane, runId);
-      return Promise.resolve();
+      return Promise.resolve(true);
     }
     return new Promise((resolve) => lane.waiting.push({ runId, grant: resolve }));
+  }
+
+  /** The session has an active run or waiters. */
+  busy(sessionKey: string): boolean {
+    const lane = this.lanes.get(sessionKey);
+    return !!lane && (lane.active !== undefined || lane.waiting.length > 0);
+  }
+
+  activeRun(sessionKey: string): string | undefined {
+    return this.lanes.get(sessionKey)?.active?.runId;
+  }
+
+  /** Run ids waiting for the session, oldest first. */
+  waitingRuns(sessionKey: string): string[] {
+    return this.lanes.get(sessionKey)?.waiting.map((w) => w.runId) ?? [];
+  }
+
+  /** Removes a waiter; its acquire resolves false. */
+  withdraw(sessionKey: string, runId: string): boolean {
+    const lane = this.lanes.get(sessionKey);
+    const index = lane?.waiting.findIndex((w) => w.runId === runId) ?? -1;
+    if (!lane || index < 0) return false;
+    const [waiter] = lane.waiting.splice(index, 1);
+    waiter!.grant(false);
+    if (!lane.active && lane.waiting.length === 0) this.lanes.delete(sessionKey);
+    return true;
   }
 
   /** Marks the run as alive (any event of it), for reconciliation. */
@@ -51,7 +79,7 @@ export class Lanes {
     const next = lane.waiting.shift();
     if (next) {
       this.activate(key, lane, next.runId);
-      next.grant();
+      next.grant(true);
     } else {
       this.lanes.delete(key);
     }

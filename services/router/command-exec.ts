@@ -1,0 +1,164 @@
+/**
+ * What the chat commands do (commands.ts parses them). Each returns the notice text; the
+ * router publishes it. Owner-only: /approve and /deny, and in groups every command that
+ * changes state. Sessions are changed through the sessions actor (reset, patch), runs through
+ * `run.ctl` (abort), approvals through approvals.decide, children through the subagents actor.
+ */
+import { LurkError, type InboundMessage } from "../../shared/contract/index.js";
+import type { ActorRuntime } from "../../shared/runtime/actor.js";
+import { defaultAgent } from "../../shared/runtime/config.js";
+import { isOwner } from "./access.js";
+import { COMMAND_HELP, type Command, type Directives } from "./commands.js";
+import type { Lanes } from "./lanes.js";
+import type { SessionQueues, WorkOutcome } from "./queue.js";
+import type { Route } from "./resolve.js";
+import { queueSettingsFor, type SessionSettings, type SettingsCache, type SettingsPatch } from "./settings.js";
+
+export interface CommandContext {
+  rt: ActorRuntime;
+  lanes: Lanes;
+  queues: SessionQueues;
+  settings: SettingsCache;
+  /** drops the session's debounced messages; returns how many */
+  cancelDebounced(sessionKey: string): number;
+  /** queues a compaction run for the session */
+  submitCompact(route: Route, instructions: string): Promise<WorkOutcome>;
+}
+
+export interface CommandResult {
+  text: string;
+  kind?: "notice" | "error";
+  /** /new TEXT: the text to run in the fresh session */
+  continueWith?: string;
+  /** work the command queued (the message is acked once it settles) */
+  ticket?: Promise<unknown>;
+}
+
+const STATE_CHANGING = new Set<Command["name"]>(["new", "reset", "stop", "compact", "settings", "subagents"]);
+
+export async function executeCommand(ctx: CommandContext, command: Command, msg: InboundMessage, route: Route): Promise<CommandResult> {
+  const owner = isOwner(msg, ctx.rt.config);
+  if ((command.name === "approve" || command.name === "deny") && !owner) {
+    return { kind: "error", text: `/${command.name} is for the owner only. Ask the owner to add "${msg.channel}:${msg.sender.id}" to routing.commands.owners, or decide with \`npx lurkbot approvals ${command.name === "approve" ? "approve" : "deny"} ${command.id}\`.` };
+  }
+  if (msg.peer.kind !== "dm" && !owner && STATE_CHANGING.has(command.name) && !(command.name === "settings" && command.directives && Object.keys(command.directives).length === 0)) {
+    return { kind: "error", text: `/${command.name === "settings" ? command.show[0] : command.name} changes this group's session: only owners (routing.commands.owners) may use it here.` };
+  }
+  switch (command.name) {
+    case "help":
+      return { text: ["Commands:", ...COMMAND_HELP.map(([c, d]) => `  ${c} — ${d}`)].join("\n") };
+    case "status":
+      return { text: await statusText(ctx, route) };
+    case "stop": {
+      const debounced = ctx.cancelDebounced(route.sessionKey);
+      const { activeRunId, dropped } = ctx.queues.stop(route.sessionKey, `/stop by ${msg.sender.id}`);
+      const parts = [activeRunId ? `Stopped the active run (${activeRunId}).` : "No run was active."];
+      if (dropped + debounced > 0) parts.push(`Dropped ${dropped + debounced} queued message${dropped + debounced === 1 ? "" : "s"}.`);
+      return { text: parts.join(" ") };
+    }
+    case "new":
+    case "reset": {
+      ctx.cancelDebounced(route.sessionKey);
+      const { activeRunId } = ctx.queues.stop(route.sessionKey, `/${command.name}`);
+      await ctx.rt.client.call("sessions", "ensure", { sessionKey: route.sessionKey, agentId: route.agentId, sessionType: route.sessionType });
+      const { previousSessionId, session } = await ctx.rt.client.call("sessions", "reset", { sessionKey: route.sessionKey, reason: command.name });
+      const text = `Fresh session started (${route.sessionKey}; the previous transcript ${previousSessionId} is kept on disk).${activeRunId ? ` The active run ${activeRunId} was stopped.` : ""}`;
+      ctx.rt.log.info({ sessionKey: route.sessionKey, sessionId: session.sessionId, previousSessionId }, "session reset by chat command");
+      return { text, ...(command.rest ? { continueWith: command.rest } : {}) };
+    }
+    case "compact": {
+      const ticket = ctx.submitCompact(route, command.instructions);
+      return { text: `Compaction of ${route.sessionKey} queued${ctx.lanes.busy(route.sessionKey) ? " (after the active run)" : ""}.`, ticket };
+    }
+    case "approve":
+    case "deny":
+      try {
+        const { approval } = await ctx.rt.client.call("approvals", "decide", { approvalId: command.id, decision: command.name, decidedBy: `${msg.channel}:${msg.sender.id}` });
+        return { text: `${approval.approvalId}: ${approval.status} (${approval.tool}${approval.command ? `: ${approval.command.slice(0, 80)}` : ""}).` };
+      } catch (err) {
+        const e = LurkError.from(err);
+        return { kind: "error", text: `Could not ${command.name} ${command.id}: ${e.message}` };
+      }
+    case "subagents":
+      return subagents(ctx, command, route);
+    case "settings":
+      return settingsCommand(ctx, command.directives, command.show, route);
+  }
+}
+
+async function subagents(ctx: CommandContext, command: Extract<Command, { name: "subagents" }>, route: Route): Promise<CommandResult> {
+  try {
+    const { children } = await ctx.rt.client.call("subagents", "list", { requesterSessionKey: route.sessionKey }, { timeoutMs: 3000 });
+    if (command.action === "list") {
+      if (children.length === 0) return { text: "No subagents for this session." };
+      return { text: ["Subagents:", ...children.map((c) => `  ${c.label ?? c.childSessionKey} — ${c.status}${c.outcome ? ` (${c.outcome})` : ""}, run ${c.runId}: ${c.task.slice(0, 60)}`)].join("\n") };
+    }
+    const target = command.target!;
+    const chosen = target === "all" ? children.filter((c) => c.status === "running") : children.filter((c) => c.childSessionKey === target || c.runId === target || c.label === target);
+    if (chosen.length === 0) return { kind: "error", text: target === "all" ? "No running subagents to stop." : `No subagent "${target}" in this session (see /subagents list).` };
+    let stopped = 0;
+    for (const c of chosen) stopped += (await ctx.rt.client.call("subagents", "stop", { childSessionKey: c.childSessionKey }, { timeoutMs: 3000 })).stopped;
+    return { text: `Stopped ${stopped} subagent${stopped === 1 ? "" : "s"}.` };
+  } catch (err) {
+    const e = LurkError.from(err);
+    if (e.code === "UNAVAILABLE" || e.code === "TIMEOUT" || e.code === "FORBIDDEN") {
+      return { kind: "error", text: "Subagents are not available: no subagents actor answers on the bus (check `npx lurkbot status`)." };
+    }
+    return { kind: "error", text: `/subagents failed: ${e.message}` };
+  }
+}
+
+async function settingsCommand(ctx: CommandContext, d: Directives, show: Array<keyof Directives>, route: Route): Promise<CommandResult> {
+  const patch: SettingsPatch = {};
+  if (d.thinking) patch.thinking = d.thinking;
+  if (d.verbose) patch.verbose = d.verbose;
+  if (d.reasoning) patch.reasoning = d.reasoning;
+  if (d.model !== undefined) patch.modelOverride = d.model;
+  if (d.queue) {
+    if (d.queue.reset) patch.queue = null;
+    else {
+      const current = (await ctx.settings.get(route.sessionKey)).queue ?? {};
+      const { reset: _r, ...rest } = d.queue;
+      patch.queue = { ...current, ...rest };
+    }
+  }
+  let settings: SessionSettings = await ctx.settings.get(route.sessionKey);
+  if (Object.keys(patch).length > 0) await ctx.settings.patch(route, patch);
+  settings = await ctx.settings.get(route.sessionKey);
+  const lines = show.map((key) => describe(ctx, key, settings, route));
+  return { text: `${Object.keys(patch).length > 0 ? "Session settings updated" : "Session settings"} (${route.sessionKey}):\n${lines.join("\n")}` };
+}
+
+function describe(ctx: CommandContext, key: keyof Directives, s: SessionSettings, route: Route): string {
+  const config = ctx.rt.config;
+  switch (key) {
+    case "model": {
+      const agent = config.agents.find((a) => a.id === route.agentId) ?? defaultAgent(config);
+      return `  model: ${s.modelOverride ?? `${agent.model ?? config.model ?? "(none configured)"} (default)`}`;
+    }
+    case "thinking": return `  thinking: ${s.thinking ?? "default"}`;
+    case "verbose": return `  verbose: ${s.verbose ?? "off"}`;
+    case "reasoning": return `  reasoning: ${s.reasoning ?? "off"}`;
+    case "queue": {
+      const q = queueSettingsFor(config.routing, s);
+      return `  queue: ${q.mode} (debounce ${q.debounceMs} ms, cap ${q.cap}, drop ${q.drop})${s.queue ? "" : " (default)"}`;
+    }
+  }
+}
+
+async function statusText(ctx: CommandContext, route: Route): Promise<string> {
+  const { session } = await ctx.rt.client.call("sessions", "get", { sessionKey: route.sessionKey });
+  const settings = await ctx.settings.get(route.sessionKey);
+  const lane = ctx.lanes.snapshot(route.sessionKey)[0];
+  const lines = [
+    `Session ${route.sessionKey} (${route.sessionType}), agent ${route.agentId}`,
+    ...(["model", "thinking", "verbose", "reasoning", "queue"] as const).map((k) => describe(ctx, k, settings, route)),
+    lane?.activeRunId
+      ? `  run: ${lane.activeRunId} active for ${Math.round((Date.now() - (lane.activeSince ?? Date.now())) / 1000)} s, ${lane.queued} waiting`
+      : "  run: idle",
+    session
+      ? `  transcript: ${session.records} records, ${session.usage.total} tokens (in ${session.usage.input}, out ${session.usage.output})${session.model ? `, last model ${session.model}` : ""}`
+      : "  transcript: none yet",
+  ];
+  return lines.join("\n");
+}

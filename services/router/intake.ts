@@ -1,0 +1,186 @@
+/**
+ * One inbound message, start to ack: access (DM/group policy, pairing), commands and directives,
+ * routing (bindings, broadcast), inbound debounce, then the session's queue. The part that
+ * reads or changes a session's state runs one message at a time per session (in arrival order),
+ * so `/model x` is applied before the next message of that session is routed; waiting for the
+ * session's lane happens outside that section. Resolves when the message may be acked.
+ */
+import { envelope, runIdFor, type InboundMessage, type RunRequest } from "../../shared/contract/index.js";
+import type { ActorRuntime } from "../../shared/runtime/actor.js";
+import { decideAccess } from "./access.js";
+import { broadcastRunId, submitBroadcast } from "./broadcast.js";
+import { executeCommand, type CommandContext } from "./command-exec.js";
+import { parseText, type Directives } from "./commands.js";
+import { Debouncer } from "./debounce.js";
+import { noticeId, publishNotice } from "./notices.js";
+import type { PairingStore } from "./pairing.js";
+import { merged, Work, type DeliveryLike, type SessionQueues, type WorkOutcome } from "./queue.js";
+import { routesFor, type Route } from "./resolve.js";
+import { queueSettingsFor, runOptionsFor, type SettingsCache } from "./settings.js";
+
+const RECENT_MAX = 20_000;
+
+/** Runs `fn` after earlier work under the same key; results are boxed so promises pass through. */
+export class KeyedSerial {
+  private readonly tails = new Map<string, Promise<unknown>>();
+
+  run<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const before = this.tails.get(key) ?? Promise.resolve();
+    const mine = before.catch(() => undefined).then(fn);
+    this.tails.set(key, mine);
+    void mine.finally(() => {
+      if (this.tails.get(key) === mine) this.tails.delete(key);
+    }).catch(() => undefined);
+    return mine;
+  }
+}
+
+export interface IntakeDeps {
+  rt: ActorRuntime;
+  queues: SessionQueues;
+  settings: SettingsCache;
+  pairing: PairingStore;
+  commands: Omit<CommandContext, "cancelDebounced" | "submitCompact">;
+  /** resolves when the run no longer holds its lane */
+  ended(runId: string): Promise<void>;
+}
+
+export class Intake {
+  private readonly serial = new KeyedSerial();
+  private readonly debouncer = new Debouncer<Work, WorkOutcome>();
+  /** messages handled without a run of their own (merged, handed, dropped, commands): a redelivery is acked at once */
+  private readonly recent = new Map<string, true>();
+  /** works that own a run after an inbound debounce flush */
+  private readonly leaders = new WeakSet<Work>();
+  private readonly commandContext: CommandContext;
+
+  constructor(private readonly deps: IntakeDeps) {
+    this.commandContext = {
+      ...deps.commands,
+      cancelDebounced: (sessionKey) => this.debouncer.cancel(`${sessionKey}\u0000`, "dropped").length,
+      submitCompact: (route, instructions) => this.deps.queues.submit(new Work(this.compactRequest(route, instructions), { redelivered: false, deliveryCount: 1 }, { ...this.deps.rt.config.routing.queue, mode: "queue" }, Date.now())),
+    };
+  }
+
+  async handle(msg: InboundMessage, delivery: DeliveryLike): Promise<void> {
+    const key = `${msg.channel}:${msg.id}`;
+    if (delivery.redelivered && this.recent.has(key)) return;
+    const { rt } = this.deps;
+    const parsed = parseText(msg.text);
+    const access = decideAccess(msg, rt.config, (c, s) => this.deps.pairing.isApproved(c, s), parsed.kind !== "message");
+    if (!access.allow) {
+      await this.refuse(msg, access.reason);
+      return;
+    }
+    const routes = routesFor(msg, rt.config);
+    const primary = routes[0]!;
+    const boxed = await this.serial.run(primary.sessionKey, async () => {
+      if (parsed.kind === "error") {
+        await publishNotice(rt, msg, parsed.message, { kind: "error", deliveryId: noticeId(msg), sessionKey: primary.sessionKey });
+        return { ticket: Promise.resolve<WorkOutcome[]>(["handed"]) };
+      }
+      if (parsed.kind === "command") {
+        const result = await executeCommand(this.commandContext, parsed.command, msg, primary);
+        await publishNotice(rt, msg, result.text, { kind: result.kind ?? "notice", deliveryId: noticeId(msg), sessionKey: primary.sessionKey });
+        if (result.continueWith === undefined) return { ticket: (result.ticket ?? Promise.resolve()).then((): WorkOutcome[] => ["handed"]) };
+        return this.queueMessage(msg, delivery, routes, result.continueWith, {});
+      }
+      return this.queueMessage(msg, delivery, routes, parsed.text, parsed.directives);
+    });
+    const outcomes = await boxed.ticket;
+    if (outcomes.every((o) => o !== "dispatched")) this.remember(key);
+  }
+
+  /**
+   * Builds each route's work and queues it (debounced when configured). The ticket (settled when
+   * the message may be acked) is boxed: an async function would otherwise wait for it.
+   */
+  private async queueMessage(msg: InboundMessage, delivery: DeliveryLike, routes: Route[], text: string, directives: Directives): Promise<{ ticket: Promise<WorkOutcome[]> }> {
+    const { rt, queues, settings } = this.deps;
+    const routing = rt.config.routing;
+    const works: Work[] = [];
+    for (const route of routes) {
+      const session = await settings.get(route.sessionKey);
+      const runId = routes.length > 1 ? broadcastRunId(msg.channel, msg.id, route.agentId) : runIdFor(msg.channel, msg.id);
+      const request = messageRequest(msg, route, runId, text, runOptionsFor(session, directives));
+      works.push(new Work(request, delivery, queueSettingsFor(routing, session, directives.queue), Date.now()));
+    }
+    if (works.length > 1) return { ticket: submitBroadcast(works, routing.broadcast.strategy, (w) => queues.submit(w), this.deps.ended) };
+    const work = works[0]!;
+    if (routing.debounceMs <= 0) return { ticket: queues.submit(work).then((o) => [o]) };
+    const flushed = this.debouncer.add(`${work.sessionKey}\u0000${msg.sender.id}`, work, routing.debounceMs, async (batch) => {
+      const lead = batch[0]!;
+      const rest: Work[] = [];
+      this.leaders.add(lead);
+      for (const other of batch.slice(1)) {
+        if (lead.canAbsorb(other)) lead.absorb(other, Date.now());
+        else {
+          rest.push(other);
+          this.leaders.add(other);
+        }
+      }
+      const outcomes = await Promise.all([queues.submit(lead), ...rest.map((w) => queues.submit(w))]);
+      return outcomes[0]!;
+    });
+    // the batch's first message owns the run; the others were merged into it
+    return { ticket: flushed.then((o) => [this.leaders.has(work) ? o : merged(o)]) };
+  }
+
+  private compactRequest(route: Route, instructions: string): RunRequest {
+    const id = `compact-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
+    return envelope("lurk.run.request.v1", {
+      runId: runIdFor("router", id), sessionKey: route.sessionKey, agentId: route.agentId, sessionType: route.sessionType,
+      trigger: "system" as const, causationId: id,
+      inputs: [{ kind: "system_event" as const, text: instructions ? `compact: ${instructions}` : "compact", attachments: [] }],
+      deliver: false, options: { command: "compact" as const },
+    });
+  }
+
+  private async refuse(msg: InboundMessage, reason: string): Promise<void> {
+    const { rt, pairing } = this.deps;
+    if (reason !== "pairing-required") {
+      rt.emit("refused", { channel: msg.channel, reason, peerKind: msg.peer.kind }, "debug");
+      return;
+    }
+    const outcome = await pairing.request(msg.channel, msg.sender, msg.conversation);
+    if (outcome.kind === "full") {
+      rt.emit("refused", { channel: msg.channel, reason: "pairing-full" }, "info");
+      return;
+    }
+    if (outcome.kind === "approved") return; // approved a moment ago: the sender writes again
+    if (outcome.created) rt.emit("pairing_requested", { channel: msg.channel, code: outcome.code }, "info");
+    const minutes = Math.max(1, Math.round((outcome.expiresAt - Date.now()) / 60_000));
+    await publishNotice(rt, msg, [
+      "I don't know you yet, so I can't answer here.",
+      `Your pairing code: ${outcome.code} (valid for ${minutes} min).`,
+      `Ask the owner to approve it: npx lurkbot pairing approve ${outcome.code}`,
+    ].join("\n"), { deliveryId: noticeId(msg, "pairing") });
+  }
+
+  private remember(key: string): void {
+    this.recent.set(key, true);
+    if (this.recent.size > RECENT_MAX) this.recent.delete(this.recent.keys().next().value!);
+  }
+}
+
+function messageRequest(msg: InboundMessage, route: Route, runId: string, text: string, options: RunRequest["options"]): RunRequest {
+  return envelope("lurk.run.request.v1", {
+    runId,
+    sessionKey: route.sessionKey,
+    agentId: route.agentId,
+    sessionType: route.sessionType,
+    trigger: "message" as const,
+    causationId: msg.id,
+    inputs: [{ kind: "user" as const, text, attachments: msg.attachments, sourceId: msg.id }],
+    origin: {
+      channel: msg.channel,
+      conversation: msg.conversation,
+      peer: msg.peer,
+      sender: msg.sender,
+      messageIds: [msg.id],
+      ...(msg.accountId ? { accountId: msg.accountId } : {}),
+    },
+    deliver: true,
+    options,
+  });
+}

@@ -1,0 +1,240 @@
+/**
+ * Queue modes (seeds 001 §5.4): what a message does when its session already has an active run.
+ *   queue          each message its own run, FIFO (the lane waits)
+ *   collect        messages waiting for the lane become one run (several inputs)
+ *   steer          handed to the active run (`run.ctl` steer: the remaining tool calls are skipped,
+ *                  the message is the next turn); if no runner takes it, it waits like `queue`
+ *   followup       handed to the active run as a follow-up turn when its loop ends; else waits
+ *   steer-backlog  steered into the active run and also kept as a run of its own afterwards
+ *   interrupt      the active run is aborted, waiting messages are dropped, this one runs next
+ * Waiting runs per session are capped; over the cap the drop policy removes the oldest ("old"),
+ * the new one ("new"), or the oldest with a one-line digest prepended to the next run
+ * ("summarize"). `debounceMs` holds a run that got the lane until its inputs were quiet that long.
+ *
+ * Every message's handler awaits its Work's outcome: it is acked once the run request is stored
+ * (dispatch), the runner took it (steer/followup), or it was dropped; a failure rejects and the
+ * message is redelivered.
+ */
+import type { RunInput, RunRequest } from "../../shared/contract/index.js";
+import type { Logger } from "../../shared/runtime/logger.js";
+import type { DropPolicy, QueueMode } from "./commands.js";
+import type { Lanes } from "./lanes.js";
+
+export interface QueueSettings {
+  mode: QueueMode;
+  debounceMs: number;
+  cap: number;
+  drop: DropPolicy;
+}
+
+export interface DeliveryLike {
+  redelivered: boolean;
+  deliveryCount: number;
+}
+
+/** dispatched: its own run stored in RUNS; merged: part of another message's run; handed: taken by the active run */
+export type WorkOutcome = "dispatched" | "merged" | "handed" | "dropped" | "duplicate";
+
+const MAX_INPUTS = 1000;
+const DIGEST_ITEM_CHARS = 60;
+const DIGEST_MAX_CHARS = 500;
+
+/** One future run: the first message's request plus the inputs of messages merged into it. */
+export class Work {
+  readonly delivery: DeliveryLike;
+  lastArrival: number;
+  /** the lane was granted: no more merging */
+  started = false;
+  done!: Promise<WorkOutcome>;
+
+  constructor(readonly request: RunRequest, delivery: DeliveryLike, readonly settings: QueueSettings, now: number) {
+    this.delivery = { ...delivery };
+    this.lastArrival = now;
+  }
+
+  get runId(): string {
+    return this.request.runId;
+  }
+
+  get sessionKey(): string {
+    return this.request.sessionKey;
+  }
+
+  canAbsorb(other: Work): boolean {
+    return !this.started && this.request.inputs.length + other.request.inputs.length <= MAX_INPUTS;
+  }
+
+  /** Takes the other work's inputs; the other's outcome becomes "merged" once this one is dispatched. */
+  absorb(other: Work, now: number): void {
+    this.request.inputs.push(...other.request.inputs);
+    if (this.request.origin && other.request.origin) this.request.origin.messageIds.push(...other.request.origin.messageIds);
+    this.delivery.redelivered ||= other.delivery.redelivered;
+    this.delivery.deliveryCount = Math.max(this.delivery.deliveryCount, other.delivery.deliveryCount);
+    this.lastArrival = now;
+  }
+
+  /** The user text of all inputs (steering sends one input). */
+  combinedInput(): RunInput {
+    const users = this.request.inputs.filter((i) => i.kind === "user");
+    return {
+      kind: "user",
+      text: users.map((i) => i.text).join("\n"),
+      attachments: users.flatMap((i) => i.attachments).slice(0, 32),
+      ...(users[0]?.sourceId ? { sourceId: users[0].sourceId } : {}),
+    };
+  }
+
+  digestLine(): string {
+    const text = this.request.inputs.filter((i) => i.kind === "user").map((i) => i.text).join(" / ").replace(/\s+/g, " ").trim();
+    return text.length > DIGEST_ITEM_CHARS ? `${text.slice(0, DIGEST_ITEM_CHARS - 1)}…` : text;
+  }
+}
+
+export interface QueueDeps {
+  lanes: Lanes;
+  log: Logger;
+  /** the lane is held by the request's run: store the request in RUNS (the reliability contract) */
+  dispatch(request: RunRequest, delivery: DeliveryLike): Promise<"dispatched" | "duplicate">;
+  /** `run.ctl` as a request; true when the runner holding the run took the input */
+  control(runId: string, action: "steer" | "followup", input: RunInput, controlId: string): Promise<boolean>;
+  abort(runId: string, reason: string): void;
+  now?: () => number;
+}
+
+export class SessionQueues {
+  private readonly works = new Map<string, Work>();
+  private readonly collecting = new Map<string, Work>();
+  private readonly digests = new Map<string, string[]>();
+  private readonly now: () => number;
+
+  constructor(private readonly deps: QueueDeps) {
+    this.now = deps.now ?? Date.now;
+  }
+
+  /** Queues a work by its settings' mode; resolves with what became of it. */
+  submit(work: Work): Promise<WorkOutcome> {
+    const { lanes } = this.deps;
+    const key = work.sessionKey;
+    // idle session, or a redelivered message whose run already holds the lane
+    if (lanes.isActive(work.runId) || !lanes.busy(key)) return (work.done = this.run(work));
+    const active = lanes.activeRun(key);
+    switch (work.settings.mode) {
+      case "queue":
+        return (work.done = this.enqueue(work));
+      case "collect": {
+        const open = this.collecting.get(key);
+        if (open && open.canAbsorb(work)) {
+          open.absorb(work, this.now());
+          return (work.done = open.done.then(merged));
+        }
+        this.collecting.set(key, work);
+        return (work.done = this.enqueue(work));
+      }
+      case "steer":
+      case "followup":
+        return (work.done = this.hand(work, work.settings.mode, active).then((taken) => (taken ? "handed" : this.enqueue(work))));
+      case "steer-backlog":
+        return (work.done = this.hand(work, "steer", active).then(() => this.enqueue(work)));
+      case "interrupt":
+        this.dropWaiting(key, false);
+        if (active) this.deps.abort(active, "interrupted by a new message");
+        return (work.done = this.enqueue(work));
+    }
+  }
+
+  /** /stop: drops the waiting works and aborts the active run. */
+  stop(sessionKey: string, reason: string): { activeRunId?: string; dropped: number } {
+    const dropped = this.dropWaiting(sessionKey, false);
+    this.digests.delete(sessionKey);
+    const active = this.deps.lanes.activeRun(sessionKey);
+    if (active) this.deps.abort(active, reason);
+    return { ...(active ? { activeRunId: active } : {}), dropped };
+  }
+
+  /** Messages folded into the session's pending digest (drop policy "summarize"). */
+  digest(sessionKey: string): string[] {
+    return this.digests.get(sessionKey) ?? [];
+  }
+
+  private async hand(work: Work, action: "steer" | "followup", runId: string | undefined): Promise<boolean> {
+    if (!runId) return false;
+    try {
+      return await this.deps.control(runId, action, work.combinedInput(), `ctl-${work.runId}`);
+    } catch (err) {
+      this.deps.log.warn({ err, runId, action }, "run control failed; the message waits for its own run");
+      return false;
+    }
+  }
+
+  private enqueue(work: Work): Promise<WorkOutcome> {
+    const { lanes } = this.deps;
+    const key = work.sessionKey;
+    const waiting = lanes.waitingRuns(key);
+    if (waiting.length >= work.settings.cap) {
+      if (work.settings.drop === "new") {
+        this.deps.log.info({ sessionKey: key, runId: work.runId }, "queue full: dropping the new message");
+        return Promise.resolve("dropped");
+      }
+      const victim = this.works.get(waiting[0]!);
+      if (victim && work.settings.drop === "summarize") this.addDigest(key, victim.digestLine());
+      this.deps.log.info({ sessionKey: key, dropped: waiting[0] }, "queue full: dropping the oldest waiting message");
+      lanes.withdraw(key, waiting[0]!);
+    }
+    return this.run(work);
+  }
+
+  private async run(work: Work): Promise<WorkOutcome> {
+    const { lanes } = this.deps;
+    const key = work.sessionKey;
+    if (lanes.isDispatched(work.runId)) return "duplicate"; // a redelivery of a message whose run is under way
+    this.works.set(work.runId, work);
+    try {
+      const granted = await lanes.acquire(key, work.runId);
+      if (!granted) return "dropped";
+      // queue debounce: start only after the inputs were quiet for debounceMs
+      for (let wait = work.lastArrival + work.settings.debounceMs - this.now(); wait > 0; wait = work.lastArrival + work.settings.debounceMs - this.now()) {
+        await new Promise((r) => setTimeout(r, wait));
+      }
+      work.started = true;
+      if (this.collecting.get(key) === work) this.collecting.delete(key);
+      const digest = this.digests.get(key);
+      if (digest?.length) {
+        this.digests.delete(key);
+        work.request.inputs.unshift({ kind: "system_event", text: digestText(digest), attachments: [] });
+      }
+      return await this.deps.dispatch(work.request, work.delivery);
+    } finally {
+      if (this.works.get(work.runId) === work) this.works.delete(work.runId);
+    }
+  }
+
+  private dropWaiting(sessionKey: string, summarize: boolean): number {
+    const { lanes } = this.deps;
+    let dropped = 0;
+    for (const runId of lanes.waitingRuns(sessionKey)) {
+      const work = this.works.get(runId);
+      if (summarize && work) this.addDigest(sessionKey, work.digestLine());
+      if (lanes.withdraw(sessionKey, runId)) dropped++;
+    }
+    this.collecting.delete(sessionKey);
+    return dropped;
+  }
+
+  private addDigest(sessionKey: string, line: string): void {
+    const list = this.digests.get(sessionKey) ?? [];
+    list.push(line);
+    this.digests.set(sessionKey, list);
+  }
+}
+
+/** The outcome of a work merged into another. */
+export function merged(outcome: WorkOutcome): WorkOutcome {
+  return outcome === "dispatched" || outcome === "duplicate" ? "merged" : outcome;
+}
+
+/** One line: how many messages were dropped and what they began with. */
+export function digestText(lines: string[]): string {
+  let text = `[${lines.length} earlier message${lines.length === 1 ? " was" : "s were"} dropped while you were busy: ${lines.map((l) => `"${l}"`).join("; ")}]`;
+  if (text.length > DIGEST_MAX_CHARS) text = `${text.slice(0, DIGEST_MAX_CHARS - 2)}…]`;
+  return text;
+}

@@ -1,0 +1,252 @@
+/**
+ * Who may talk to the bot, and what a busy session does with more messages (pure decisions on
+ * real stores): DM policies (open, allowlist, pairing, disabled), group policies and mention
+ * gating, owners; the pairing store on a real LMDB with a controllable clock (codes valid one
+ * hour, at most three pending per channel, approve/deny/revoke); the queue's drop policies and
+ * collect merging over real lanes.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import { envelope, type InboundMessage, type RunRequest } from "../shared/contract/index.js";
+import { parseConfig } from "../shared/runtime/config.js";
+import { createLogger } from "../shared/runtime/logger.js";
+import { decideAccess } from "../services/router/access.js";
+import { Lanes } from "../services/router/lanes.js";
+import { CODE_LENGTH, PairingStore } from "../services/router/pairing.js";
+import { SessionQueues, Work, type QueueSettings } from "../services/router/queue.js";
+
+const config = (routing: Record<string, unknown>) => parseConfig({ routing }, { LURKBOT_HOME: "/tmp/lurk-policy-test" });
+const msg = (m: Partial<InboundMessage> & Pick<InboundMessage, "channel" | "peer">): InboundMessage => ({
+  type: "lurk.inbound.message.v1", id: "m", ts: 0, conversation: "c", sender: { id: "u1" }, text: "hi", attachments: [], mentioned: false, ...m,
+});
+const dm = (channel: string, sender: string) => msg({ channel, peer: { kind: "dm", id: sender }, sender: { id: sender } });
+const group = (channel: string, id: string, mentioned = false, sender = "u1") => msg({ channel, peer: { kind: "group", id }, sender: { id: sender }, mentioned });
+const never = () => false;
+
+describe("DM policy", () => {
+  const table: Array<[string, Record<string, unknown>, InboundMessage, (c: string, s: string) => boolean, string]> = [
+    ["open by default", {}, dm("telegram", "x"), never, "allow"],
+    ["disabled refuses everyone", { dm: { policy: "disabled" } }, dm("telegram", "x"), never, "dm-disabled"],
+    ["allowlist: listed id on any channel", { dm: { policy: "allowlist", allowFrom: ["x"] } }, dm("discord", "x"), never, "allow"],
+    ["allowlist: channel-qualified entry", { dm: { policy: "allowlist", allowFrom: ["telegram:x"] } }, dm("telegram", "x"), never, "allow"],
+    ["allowlist: other channel does not match", { dm: { policy: "allowlist", allowFrom: ["telegram:x"] } }, dm("discord", "x"), never, "dm-not-allowed"],
+    ["allowlist: '*' is anyone", { dm: { policy: "allowlist", allowFrom: ["*"] } }, dm("web", "y"), never, "allow"],
+    ["allowlist: a paired sender passes", { dm: { policy: "allowlist" } }, dm("telegram", "p"), (c, s) => c === "telegram" && s === "p", "allow"],
+    ["pairing: unknown sender needs a code", { dm: { policy: "pairing" } }, dm("telegram", "x"), never, "pairing-required"],
+    ["pairing: paired sender passes", { dm: { policy: "pairing" } }, dm("telegram", "x"), () => true, "allow"],
+    ["per-channel override", { dm: { policy: "open", byChannel: { telegram: { policy: "pairing" } } } }, dm("telegram", "x"), never, "pairing-required"],
+    ["per-channel override leaves other channels", { dm: { policy: "open", byChannel: { telegram: { policy: "pairing" } } } }, dm("discord", "x"), never, "allow"],
+    ["owners pass any DM policy but disabled", { dm: { policy: "allowlist" }, commands: { owners: ["telegram:boss"] } }, dm("telegram", "boss"), never, "allow"],
+    ["the terminal channel is the owner", { dm: { policy: "disabled" } }, dm("cli", "me"), never, "allow"],
+  ];
+  for (const [name, routing, m, paired, expected] of table) {
+    it(name, () => {
+      const d = decideAccess(m, config(routing), paired);
+      assert.equal(d.allow ? "allow" : d.reason, expected);
+    });
+  }
+});
+
+describe("group policy and mention gating", () => {
+  const table: Array<[string, Record<string, unknown>, InboundMessage, boolean, string]> = [
+    ["open by default, no mention needed", {}, group("telegram", "g1"), false, "allow"],
+    ["disabled", { groups: { policy: "disabled" } }, group("telegram", "g1", true), false, "group-disabled"],
+    ["allowlist: listed group", { groups: { policy: "allowlist", allowFrom: ["telegram:g1"] } }, group("telegram", "g1"), false, "allow"],
+    ["allowlist: other group", { groups: { policy: "allowlist", allowFrom: ["telegram:g1"] } }, group("telegram", "g2"), false, "group-not-allowed"],
+    ["requireMention: not mentioned", { groups: { requireMention: true } }, group("discord", "g1"), false, "not-mentioned"],
+    ["requireMention: mentioned", { groups: { requireMention: true } }, group("discord", "g1", true), false, "allow"],
+    ["requireMention per channel", { groups: { byChannel: { slack: { requireMention: true } } } }, group("slack", "g1"), false, "not-mentioned"],
+    ["an owner's command passes mention gating", { groups: { requireMention: true }, commands: { owners: ["boss"] } }, group("discord", "g1", false, "boss"), true, "allow"],
+    ["an owner's plain message is still gated", { groups: { requireMention: true }, commands: { owners: ["boss"] } }, group("discord", "g1", false, "boss"), false, "not-mentioned"],
+    ["a stranger's command is gated", { groups: { requireMention: true } }, group("discord", "g1"), true, "not-mentioned"],
+  ];
+  for (const [name, routing, m, isCommand, expected] of table) {
+    it(name, () => {
+      const d = decideAccess(m, config(routing), never, isCommand);
+      assert.equal(d.allow ? "allow" : d.reason, expected);
+    });
+  }
+});
+
+describe("pairing store (LMDB, controllable clock)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "lurk-pairing-"));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  let now = 1_000_000;
+  const clock = () => now;
+  const store = new PairingStore(join(dir, "pairing"), { ttlMs: 3600_000, maxPending: 3 }, clock);
+
+  it("gives an unknown sender a code valid for one hour, and the same code again while pending", async () => {
+    const first = await store.request("telegram", { id: "a", name: "Ann" }, "conv-a");
+    assert.equal(first.kind, "code");
+    if (first.kind !== "code") return;
+    assert.equal(first.created, true);
+    assert.match(first.code, new RegExp(`^[A-HJ-NP-Z2-9]{${CODE_LENGTH}}$`));
+    assert.equal(first.expiresAt, now + 3600_000);
+    now += 59 * 60_000;
+    const again = await store.request("telegram", { id: "a" });
+    assert.deepEqual(again, { kind: "code", code: first.code, created: false, expiresAt: first.expiresAt });
+  });
+
+  it("keeps at most three pending codes per channel; other channels have their own", async () => {
+    assert.equal((await store.request("telegram", { id: "b" })).kind, "code");
+    assert.equal((await store.request("telegram", { id: "c" })).kind, "code");
+    assert.deepEqual(await store.request("telegram", { id: "d" }), { kind: "full" });
+    assert.equal((await store.request("discord", { id: "d" })).kind, "code");
+    assert.equal((await store.list()).pending.length, 4);
+  });
+
+  it("an expired code is swept, which frees a place; approving it fails", async () => {
+    const { pending } = await store.list();
+    const annCode = pending.find((p) => p.senderId === "a")!.code;
+    now += 2 * 60_000; // Ann's code is now 61 minutes old
+    assert.equal(await store.approve(annCode), null);
+    const d = await store.request("telegram", { id: "d" });
+    assert.equal(d.kind, "code");
+    assert.equal((await store.list()).pending.some((p) => p.senderId === "a"), false);
+  });
+
+  it("approve lets the sender in (case-insensitive code), deny drops the code, revoke removes the sender", async () => {
+    const { pending } = await store.list();
+    const b = pending.find((p) => p.senderId === "b")!;
+    const c = pending.find((p) => p.senderId === "c")!;
+    const approved = await store.approve(b.code.toLowerCase(), "cli:owner");
+    assert.equal(approved?.senderId, "b");
+    assert.equal(store.isApproved("telegram", "b"), true);
+    assert.equal(store.isApproved("discord", "b"), false);
+    assert.deepEqual(await store.request("telegram", { id: "b" }), { kind: "approved" });
+    assert.equal((await store.deny(c.code))?.senderId, "c");
+    assert.equal(store.isApproved("telegram", "c"), false);
+    assert.equal(await store.deny(c.code), null);
+    const list = await store.list();
+    assert.deepEqual(list.approved.map((a) => [a.channel, a.senderId, a.approvedBy]), [["telegram", "b", "cli:owner"]]);
+    assert.equal((await store.revoke("telegram", "b"))?.senderId, "b");
+    assert.equal(store.isApproved("telegram", "b"), false);
+  });
+
+  it("survives a reopen", async () => {
+    const before = (await store.list()).pending.map((p) => p.code).sort();
+    await store.close();
+    const reopened = new PairingStore(join(dir, "pairing"), { ttlMs: 3600_000, maxPending: 3 }, clock);
+    assert.deepEqual((await reopened.list()).pending.map((p) => p.code).sort(), before);
+    await reopened.close();
+  });
+});
+
+describe("queue policy over real lanes", () => {
+  const settings = (s: Partial<QueueSettings>): QueueSettings => ({ mode: "queue", debounceMs: 0, cap: 20, drop: "old", ...s });
+  const request = (n: number, text = `m${n}`): RunRequest => envelope("lurk.run.request.v1", {
+    runId: `run-${n}`, sessionKey: "agent:main:main", agentId: "main", sessionType: "main" as const, trigger: "message" as const,
+    inputs: [{ kind: "user" as const, text, attachments: [], sourceId: `m${n}` }],
+    origin: { channel: "web", conversation: "c", messageIds: [`m${n}`] }, deliver: true, options: {},
+  });
+  const setup = () => {
+    const lanes = new Lanes();
+    const dispatched: RunRequest[] = [];
+    const controls: string[] = [];
+    const aborts: string[] = [];
+    let accept = false;
+    const queues = new SessionQueues({
+      lanes, log: createLogger("test", "silent"),
+      dispatch: async (r) => { dispatched.push(structuredClone(r)); lanes.markDispatched(r.runId); return "dispatched"; },
+      control: async (runId, action, input) => { controls.push(`${action}:${runId}:${input.text}`); return accept; },
+      abort: (runId) => void aborts.push(runId),
+    });
+    return { lanes, queues, dispatched, controls, aborts, accept: (v: boolean) => (accept = v) };
+  };
+  const submit = (q: SessionQueues, n: number, s: Partial<QueueSettings>) => q.submit(new Work(request(n), { redelivered: false, deliveryCount: 1 }, settings(s), Date.now()));
+
+  it("drop old: over the cap the oldest waiting message is dropped", async () => {
+    const { lanes, queues, dispatched } = setup();
+    assert.equal(await submit(queues, 1, {}), "dispatched");
+    const w2 = submit(queues, 2, { cap: 2 });
+    const w3 = submit(queues, 3, { cap: 2 });
+    const w4 = submit(queues, 4, { cap: 2 });
+    assert.equal(await w2, "dropped");
+    lanes.release("run-1");
+    assert.equal(await w3, "dispatched");
+    lanes.release("run-3");
+    assert.equal(await w4, "dispatched");
+    assert.deepEqual(dispatched.map((r) => r.runId), ["run-1", "run-3", "run-4"]);
+  });
+
+  it("drop new: over the cap the new message is dropped", async () => {
+    const { queues } = setup();
+    await submit(queues, 1, {});
+    const w2 = submit(queues, 2, { cap: 1, drop: "new" });
+    assert.equal(await submit(queues, 3, { cap: 1, drop: "new" }), "dropped");
+    void w2;
+  });
+
+  it("summarize: dropped messages become a one-line digest before the next run", async () => {
+    const { lanes, queues, dispatched } = setup();
+    await submit(queues, 1, {});
+    const s = { cap: 1, drop: "summarize" as const };
+    const w2 = submit(queues, 2, s);
+    const w3 = submit(queues, 3, s);
+    const w4 = submit(queues, 4, s);
+    assert.equal(await w2, "dropped");
+    assert.equal(await w3, "dropped");
+    lanes.release("run-1");
+    assert.equal(await w4, "dispatched");
+    const next = dispatched.at(-1)!;
+    assert.equal(next.inputs[0]!.kind, "system_event");
+    assert.equal(next.inputs[0]!.text, '[2 earlier messages were dropped while you were busy: "m2"; "m3"]');
+    assert.equal(next.inputs[1]!.text, "m4");
+  });
+
+  it("collect: messages waiting for the lane become one run with every input and message id", async () => {
+    const { lanes, queues, dispatched } = setup();
+    await submit(queues, 1, {});
+    const w2 = submit(queues, 2, { mode: "collect" });
+    const w3 = submit(queues, 3, { mode: "collect" });
+    const w4 = submit(queues, 4, { mode: "collect" });
+    lanes.release("run-1");
+    assert.deepEqual(await Promise.all([w2, w3, w4]), ["dispatched", "merged", "merged"]);
+    assert.equal(dispatched.length, 2);
+    assert.deepEqual(dispatched[1]!.inputs.map((i) => i.text), ["m2", "m3", "m4"]);
+    assert.deepEqual(dispatched[1]!.origin?.messageIds, ["m2", "m3", "m4"]);
+  });
+
+  it("steer/followup: handed to the active run when taken, else queued; interrupt aborts and drops the waiting", async () => {
+    const t = setup();
+    await submit(t.queues, 1, {});
+    t.accept(true);
+    assert.equal(await submit(t.queues, 2, { mode: "steer" }), "handed");
+    assert.equal(await submit(t.queues, 3, { mode: "followup" }), "handed");
+    t.accept(false);
+    const w4 = submit(t.queues, 4, { mode: "steer" });
+    await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(t.controls, ["steer:run-1:m2", "followup:run-1:m3", "steer:run-1:m4"]);
+    assert.deepEqual(t.lanes.waitingRuns("agent:main:main"), ["run-4"]);
+    const w5 = submit(t.queues, 5, { mode: "interrupt" });
+    assert.equal(await w4, "dropped");
+    assert.deepEqual(t.aborts, ["run-1"]);
+    t.lanes.release("run-1");
+    assert.equal(await w5, "dispatched");
+    assert.deepEqual(t.dispatched.map((r) => r.runId), ["run-1", "run-5"]);
+  });
+
+  it("steer-backlog: steered and also kept as a run of its own", async () => {
+    const t = setup();
+    await submit(t.queues, 1, {});
+    t.accept(true);
+    const w2 = submit(t.queues, 2, { mode: "steer-backlog" });
+    await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(t.controls, ["steer:run-1:m2"]);
+    t.lanes.release("run-1");
+    assert.equal(await w2, "dispatched");
+  });
+
+  it("/stop drops the waiting and aborts the active run", async () => {
+    const t = setup();
+    await submit(t.queues, 1, {});
+    const w2 = submit(t.queues, 2, {});
+    const w3 = submit(t.queues, 3, {});
+    assert.deepEqual(t.queues.stop("agent:main:main", "test"), { activeRunId: "run-1", dropped: 2 });
+    assert.deepEqual(await Promise.all([w2, w3]), ["dropped", "dropped"]);
+    assert.deepEqual(t.aborts, ["run-1"]);
+  });
+});
