@@ -14,6 +14,7 @@ import { rawNatsRequestReply, rawPiscinaTask, rawProviderCall } from "./baseline
 import { agentLoopBench } from "./agent-loop.js";
 import { cronScheduling } from "./cron.js";
 import { heartbeatIdleTick } from "./heartbeat.js";
+import { routerBench } from "./router.js";
 import { coldStart, singleProcess } from "./startup.js";
 import { latencyStats, progress, rssMb, timeEach } from "./stats.js";
 
@@ -84,6 +85,7 @@ const SECTIONS: Record<string, (results: Record<string, unknown>) => Promise<voi
   singleProcess: async (r) => { progress("single-process mode"); r.singleProcess = await singleProcess(); },
   agentLoop: async (r) => { progress("agent loop overhead vs a raw SDK call; sessions append/history vs raw request/reply"); r.agentLoop = await agentLoopBench(); },
   heartbeatIdleTick: async (r) => { progress("heartbeat: an idle tick (gates only) vs a raw request/reply"); r.heartbeatIdleTick = await heartbeatIdleTick(); },
+  router: async (r) => { progress("router: messages/s with 100 sessions and added latency vs raw JetStream"); r.router = await routerBench(); },
   cronScheduling: async (r) => { progress("cron: scheduling 10 000 jobs vs a bare croner loop"); r.cronScheduling = await cronScheduling(); },
 };
 

@@ -44,7 +44,13 @@ export class TestSystem {
       ...opts.env,
     };
     const system = new TestSystem(nats, fake, workspace, env);
-    for (const name of ACTOR_ORDER) await system.startActor(name);
+    try {
+      for (const name of ACTOR_ORDER) await system.startActor(name);
+    } catch (err) {
+      // leave no actor or nats-server behind when one actor cannot start
+      await system.stop().catch(() => undefined);
+      throw err;
+    }
     return system;
   }
 
@@ -54,8 +60,9 @@ export class TestSystem {
     return actor;
   }
 
+  /** Stops every actor started through this system (last started first), the fake LLM and nats-server. */
   async stop(): Promise<void> {
-    for (const name of [...ACTOR_ORDER].reverse()) await this.actors.get(name)?.stop();
+    for (const actor of [...this.actors.values()].reverse()) await actor.stop();
     await this.fake.close();
     await this.nats.stop();
   }
