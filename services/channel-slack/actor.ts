@@ -1,0 +1,160 @@
+/**
+ * channel-slack: a Slack app <-> the bus, on the channel kit. In: Socket Mode (@slack/socket-mode)
+ * envelopes -> inbound.ts -> LURK_INBOUND; each envelope is acknowledged only once the message
+ * is stored (unacknowledged envelopes are redelivered by Slack, and the platform message id
+ * `<channel>:<ts>` makes a redelivery count once). Approval buttons come back as `interactive`
+ * envelopes -> `/approve ID` / `/deny ID` from the clicking user. Out: the kit's durable
+ * deliveries through the Web API (@slack/web-api), chunked at 3900 characters, Slack mrkdwn;
+ * while a run writes, a draft message is edited (chat.update) and becomes the reply. Channels
+ * and threads are gated by mention in the router.
+ */
+import { SocketModeClient } from "@slack/socket-mode";
+import { LogLevel, WebClient, type Logger as SlackLogger } from "@slack/web-api";
+import { LurkError } from "../../shared/contract/index.js";
+import { defineChannelActor, DeliveryError, DraftMessages, toSlackMrkdwn, type ChannelContext, type InboundInput } from "../../shared/runtime/channel/index.js";
+import { slackChannelSchema, type SlackChannelConfig } from "../../shared/runtime/config-channels.js";
+import type { Logger } from "../../shared/runtime/logger.js";
+import { actionToInbound, eventToInbound, platformMessageId, targetOf, type BotIdentity, type SlackBlockActions, type SlackEvent, type SlackTarget } from "./inbound.js";
+import { approvalBlocks, SlackApi } from "./send.js";
+
+export const SLACK_TEXT_LIMIT = 3900;
+const WATCH_MAX_MS = 30 * 60_000;
+/** errors after which a redelivery of the envelope cannot succeed either: acknowledged, logged */
+const UNSTORABLE = new Set(["VALIDATION_FAILED", "PAYLOAD_TOO_LARGE"]);
+
+/** The Slack SDKs' logger interface on pino (their info chatter goes to debug). */
+function slackLogger(log: Logger): SlackLogger {
+  return {
+    debug: (...m: unknown[]) => log.debug({ slack: m.map(String).join(" ") }, "slack sdk"),
+    info: (...m: unknown[]) => log.debug({ slack: m.map(String).join(" ") }, "slack sdk"),
+    warn: (...m: unknown[]) => log.warn({ slack: m.map(String).join(" ") }, "slack sdk"),
+    error: (...m: unknown[]) => log.error({ slack: m.map(String).join(" ") }, "slack sdk"),
+    setLevel: () => undefined,
+    getLevel: () => LogLevel.INFO,
+    setName: () => undefined,
+  };
+}
+
+/** Persists one message (drafting its run when asked); returns false if it can never be stored. */
+async function publish(ctx: ChannelContext<SlackChannelConfig>, drafts: DraftMessages<SlackTarget> | undefined, inbound: InboundInput): Promise<boolean> {
+  const runId = ctx.runIdFor(inbound.id);
+  const watch = drafts && inbound.mentioned
+    ? ctx.watchRun(runId, {
+      draftIntervalMs: ctx.settings.draftIntervalMs,
+      onDraft: (text) => drafts.update(runId, targetOf(inbound.conversation), text),
+      onEnd: (end) => {
+        if ((end.status === "done" && end.silent) || (end.status === "error" && end.code === "ABORTED")) void drafts.discard(runId);
+      },
+    })
+    : undefined;
+  if (watch) {
+    setTimeout(() => watch.stop(), WATCH_MAX_MS).unref();
+    await ctx.rt.nc.flush();
+  }
+  try {
+    const published = await ctx.publishInbound(inbound);
+    if (published.duplicate) watch?.stop();
+    return true;
+  } catch (err) {
+    watch?.stop();
+    if (err instanceof LurkError && UNSTORABLE.has(err.code)) {
+      ctx.log.warn({ err, messageId: inbound.id }, "a Slack message cannot be stored; acknowledged and dropped");
+      return false;
+    }
+    throw err;
+  }
+}
+
+interface Envelope { ack: (response?: Record<string, unknown>) => Promise<void>; type: string; body: unknown; envelope_id?: string; retry_num?: number }
+
+/** One Socket Mode envelope: stored first, acknowledged after (an error leaves it unacknowledged). */
+async function onEnvelope(ctx: ChannelContext<SlackChannelConfig>, api: SlackApi, bot: BotIdentity, drafts: DraftMessages<SlackTarget> | undefined, env: Envelope): Promise<void> {
+  if (env.type === "events_api") {
+    const event = (env.body as { event?: SlackEvent } | undefined)?.event;
+    const inbound = event ? eventToInbound(event, bot) : undefined;
+    if (inbound) await publish(ctx, drafts, inbound);
+    await env.ack();
+    return;
+  }
+  if (env.type === "interactive") {
+    const body = env.body as SlackBlockActions;
+    const inbound = actionToInbound(body);
+    const stored = inbound ? await publish(ctx, undefined, inbound) : false;
+    await env.ack();
+    const channel = body.channel?.id ?? body.container?.channel_id;
+    const ts = body.message?.ts ?? body.container?.message_ts;
+    if (inbound && stored && channel && ts) {
+      // the buttons are replaced by who decided (best effort: the decision is already stored)
+      const note = `${inbound.text.startsWith("/approve") ? "Approved" : "Denied"} by <@${inbound.sender.id}>`;
+      await api.update(channel, ts, `${body.message?.text ?? ""}\n_${note}_`.trim(), []).catch((err) => ctx.log.debug({ err }, "could not update the approval message"));
+    }
+    return;
+  }
+  await env.ack();
+}
+
+export const definition = defineChannelActor({
+  channel: "slack",
+  description: "Slack app (Socket Mode + Web API) <-> bus",
+  schema: slackChannelSchema,
+  metadata: (s) => ({ apiUrl: new URL(s.apiUrl).origin }),
+  async start(ctx) {
+    const { settings, log } = ctx;
+    const missing = [!settings.botToken && "SLACK_BOT_TOKEN (channels.slack.botToken, xoxb-...)", !settings.appToken && "SLACK_APP_TOKEN (channels.slack.appToken, xapp-... with connections:write)"].filter(Boolean);
+    if (missing.length > 0 || !settings.botToken || !settings.appToken) {
+      throw new LurkError("CONFIG_INVALID", `the Slack channel needs ${missing.join(" and ")}: create a Slack app with Socket Mode enabled, install it to the workspace, and set the tokens in the environment or config.json`);
+    }
+    const slackLog = slackLogger(log);
+    const web = new WebClient(settings.botToken, { slackApiUrl: settings.apiUrl, rejectRateLimitedCalls: true, retryConfig: { retries: 0 }, logger: slackLog });
+    let auth;
+    try {
+      auth = await web.auth.test();
+    } catch (err) {
+      throw new LurkError("CONFIG_INVALID", `Slack refused SLACK_BOT_TOKEN (auth.test: ${(err as { data?: { error?: string } }).data?.error ?? (err as Error).message}); check the Bot User OAuth Token`, { cause: err });
+    }
+    if (!auth.user_id) throw new LurkError("CONFIG_INVALID", "auth.test returned no bot user id; check SLACK_BOT_TOKEN");
+    const bot: BotIdentity = { userId: auth.user_id, ...(auth.team_id ? { teamId: auth.team_id } : {}) };
+    const api = new SlackApi(web);
+    const drafts = settings.streamDrafts
+      ? new DraftMessages<SlackTarget>({
+        maxChars: SLACK_TEXT_LIMIT - 10,
+        send: (t, text) => api.post(t, toSlackMrkdwn(text)),
+        edit: (t, ts, text) => api.update(t.channel, ts, toSlackMrkdwn(text)),
+        remove: (t, ts) => api.remove(t.channel, ts),
+      }, log)
+      : undefined;
+    const socket = new SocketModeClient({ appToken: settings.appToken, logger: slackLog, clientOptions: { slackApiUrl: settings.apiUrl } });
+    socket.on("slack_event", (env: Envelope) => {
+      onEnvelope(ctx, api, bot, drafts, env).catch((err) => log.error({ err, envelopeId: env.envelope_id, type: env.type }, "could not take a Slack envelope; left unacknowledged for redelivery"));
+    });
+    await socket.start();
+    log.info({ bot: bot.userId, team: bot.teamId }, "slack socket mode connected");
+    return {
+      textLimit: SLACK_TEXT_LIMIT,
+      chunkMode: "paragraph",
+      async deliver(part) {
+        let target: SlackTarget;
+        try {
+          target = targetOf(part.message.conversation);
+        } catch (err) {
+          throw new DeliveryError((err as Error).message, { permanent: true });
+        }
+        const mrkdwn = toSlackMrkdwn(part.text);
+        const runId = part.message.runId;
+        const approvalId = part.message.kind === "approval" ? part.message.approval?.approvalId : undefined;
+        if (part.index === 0 && runId && drafts && !approvalId) {
+          const draftTs = await drafts.take(runId);
+          if (draftTs !== undefined) {
+            await api.update(target.channel, draftTs, mrkdwn);
+            return { platformMessageId: platformMessageId(target.channel, draftTs) };
+          }
+        }
+        const blocks = approvalId && part.index === part.count - 1 ? approvalBlocks(mrkdwn, approvalId) : undefined;
+        return { platformMessageId: platformMessageId(target.channel, await api.post(target, mrkdwn, blocks)) };
+      },
+      async stop() {
+        await socket.disconnect();
+      },
+    };
+  },
+});
