@@ -1,0 +1,208 @@
+/**
+ * The chat page's script (inlined; plain ES2017, no build step, no dependencies). It keeps the
+ * token in localStorage (taken once from `?token=` or the login form, then removed from the
+ * address bar), reconnects with backoff, resends unacknowledged messages with their ids after a
+ * reconnect (the channel processes each id once), and asks for the chat's entries after the
+ * last seq it saw.
+ */
+export const PAGE_SCRIPT = String.raw`
+(function () {
+  "use strict";
+  var KEY_TOKEN = "lurkbot.web.token", KEY_CHAT = "lurkbot.web.chat", KEY_PENDING = "lurkbot.web.pending";
+  var $ = function (id) { return document.getElementById(id); };
+  var state = { ws: null, ready: false, chat: localStorage.getItem(KEY_CHAT) || "main", lastSeq: 0,
+    pending: loadPending(), streams: {}, tools: {}, sessions: [], retry: 0, extraChats: [] };
+
+  function loadPending() { try { return JSON.parse(localStorage.getItem(KEY_PENDING) || "{}") || {}; } catch (e) { return {}; } }
+  function savePending() { localStorage.setItem(KEY_PENDING, JSON.stringify(state.pending)); }
+  function uuid() {
+    var b = new Uint8Array(16); crypto.getRandomValues(b); b[6] = (b[6] & 15) | 64; b[8] = (b[8] & 63) | 128;
+    var h = Array.prototype.map.call(b, function (x) { return (x + 256).toString(16).slice(1); }).join("");
+    return h.slice(0, 8) + "-" + h.slice(8, 12) + "-" + h.slice(12, 16) + "-" + h.slice(16, 20) + "-" + h.slice(20);
+  }
+  function esc(s) { return String(s).replace(/[&<>"']/g, function (c) { return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]; }); }
+  /** a small, safe markdown: code blocks, inline code, bold, italics, links, paragraphs */
+  function md(text) {
+    var parts = String(text).split(/\u0060\u0060\u0060/);
+    return parts.map(function (part, i) {
+      if (i % 2 === 1) return "<pre><code>" + esc(part.replace(/^[\w+-]*\n/, "")) + "</code></pre>";
+      return part.split(/\n{2,}/).filter(function (p) { return p.trim(); }).map(function (p) {
+        var h = esc(p)
+          .replace(/\u0060([^\u0060\n]+)\u0060/g, "<code>$1</code>")
+          .replace(/\*\*([^*\n]+)\*\*/g, "<strong>$1</strong>")
+          .replace(/(^|[^*])\*([^*\n]+)\*/g, "$1<em>$2</em>")
+          .replace(/\[([^\]\n]+)\]\((https?:\/\/[^\s)]+)\)/g, '<a href="$2" target="_blank" rel="noopener noreferrer">$1</a>')
+          .replace(/\n/g, "<br>");
+        return "<p>" + h + "</p>";
+      }).join("");
+    }).join("");
+  }
+  function scroll() { var log = $("log"); log.scrollTop = log.scrollHeight; }
+  function setStatus(text, cls) { var s = $("status"); s.textContent = text; s.className = cls; }
+  function send(frame) { if (state.ws && state.ws.readyState === 1) state.ws.send(JSON.stringify(frame)); }
+
+  function bubble(role, kind, id) {
+    var el = document.createElement("div");
+    el.className = "msg " + role + (kind && kind !== "message" && kind !== "reply" ? " " + kind : "");
+    if (id) el.setAttribute("data-id", id);
+    $("log").appendChild(el);
+    return el;
+  }
+  function renderEntry(e) {
+    if (e.id && document.querySelector('[data-id="' + CSS.escape(e.id) + '"]')) {
+      var known = document.querySelector('[data-id="' + CSS.escape(e.id) + '"]');
+      known.classList.remove("pending");
+      return;
+    }
+    if (e.role === "assistant" && e.runId && state.streams[e.runId]) {
+      state.streams[e.runId].remove(); delete state.streams[e.runId];
+    }
+    var el = bubble(e.role, e.kind, e.id);
+    if (e.role === "user") el.textContent = e.text;
+    else if (e.kind === "approval" && e.approval) renderApproval(el, e);
+    else el.innerHTML = md(e.text);
+    scroll();
+  }
+  function renderApproval(el, e) {
+    el.classList.add("approval");
+    el.innerHTML = md(e.text) + (e.approval.command ? '<div class="what">' + esc(e.approval.command) + "</div>" : "") +
+      '<div class="actions"><button class="approve">Approve</button><button class="deny">Deny</button><span class="decided"></span></div>';
+    var decide = function (verb) {
+      el.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
+      el.querySelector(".decided").textContent = verb === "approve" ? "approved" : "denied";
+      submit("/" + verb + " " + e.approval.approvalId);
+    };
+    el.querySelector(".approve").onclick = function () { decide("approve"); };
+    el.querySelector(".deny").onclick = function () { decide("deny"); };
+  }
+  function onDelta(f) {
+    var el = state.streams[f.runId];
+    if (!el) { el = bubble("assistant", "message"); el.classList.add("streaming"); el._text = ""; state.streams[f.runId] = el; }
+    el._text += f.text; el.innerHTML = md(el._text); scroll();
+  }
+  function onTool(f) {
+    var el = state.tools[f.toolCallId];
+    if (!el) { el = document.createElement("div"); state.tools[f.toolCallId] = el; $("log").appendChild(el); }
+    if (f.phase === "start") { el.className = "tool-line running"; el.textContent = f.name + " " + (f.detail || "") + " …"; }
+    else { el.className = "tool-line " + (f.isError ? "failed" : "done"); el.textContent = f.name + (f.isError ? " failed" : "") + " (" + f.durationMs + " ms)" + (f.detail ? ": " + f.detail : ""); }
+    var stream = state.streams[f.runId];
+    if (stream) { if (!stream._text.trim()) stream.remove(); else stream.classList.remove("streaming"); delete state.streams[f.runId]; }
+    scroll();
+  }
+  function renderSessions() {
+    var ul = $("sessions"); ul.innerHTML = "";
+    var chats = state.sessions.slice();
+    var names = chats.map(function (s) { return s.chat; });
+    if (names.indexOf("main") < 0) chats.push({ chat: "main", records: 0 });
+    state.extraChats.concat([state.chat]).forEach(function (c) { if (names.indexOf(c) < 0 && c !== "main") { names.push(c); chats.unshift({ chat: c, records: 0 }); } });
+    chats.forEach(function (s) {
+      var li = document.createElement("li");
+      li.setAttribute("data-chat", s.chat);
+      if (s.chat === state.chat) li.className = "current";
+      var when = s.updatedAt ? new Date(s.updatedAt).toLocaleString() : "new";
+      li.innerHTML = '<span class="name">' + esc(s.label || (s.chat === "main" ? "Main session" : s.chat)) + '</span><span class="meta">' + esc(when) + (s.records ? " · " + s.records + " records" : "") + (s.active ? " · running" : "") + "</span>";
+      li.onclick = function () { switchChat(s.chat); };
+      ul.appendChild(li);
+    });
+  }
+  function switchChat(chat) {
+    if (chat === state.chat) return;
+    state.chat = chat; localStorage.setItem(KEY_CHAT, chat);
+    state.lastSeq = 0; state.streams = {}; state.tools = {};
+    $("log").innerHTML = ""; $("chat-title").textContent = chat === "main" ? "Main session" : chat;
+    renderSessions();
+    send({ type: "open", chat: chat, since: 0 });
+    showPending();
+  }
+  function showPending() {
+    Object.keys(state.pending).forEach(function (id) {
+      var p = state.pending[id];
+      if (p.chat === state.chat && !document.querySelector('[data-id="' + CSS.escape(id) + '"]')) { var el = bubble("user", "message", id); el.textContent = p.text; el.classList.add("pending"); }
+    });
+  }
+  function submit(text) {
+    var id = uuid();
+    state.pending[id] = { chat: state.chat, text: text }; savePending();
+    var el = bubble("user", "message", id); el.textContent = text; el.classList.add("pending"); scroll();
+    send({ type: "send", id: id, chat: state.chat, text: text });
+  }
+
+  function onFrame(f) {
+    switch (f.type) {
+      case "ready":
+        state.ready = true; state.retry = 0; setStatus("connected", "online");
+        send({ type: "open", chat: state.chat, since: state.lastSeq });
+        send({ type: "sessions" });
+        Object.keys(state.pending).forEach(function (id) { var p = state.pending[id]; send({ type: "send", id: id, chat: p.chat, text: p.text }); });
+        break;
+      case "history":
+        if (f.chat !== state.chat) break;
+        f.entries.forEach(function (e) { renderEntry(e); state.lastSeq = Math.max(state.lastSeq, e.seq); });
+        break;
+      case "entry":
+        if (f.chat !== state.chat) break;
+        renderEntry(f.entry); state.lastSeq = Math.max(state.lastSeq, f.entry.seq);
+        break;
+      case "delta": if (f.chat === state.chat) onDelta(f); break;
+      case "tool": if (f.chat === state.chat) onTool(f); break;
+      case "run_end":
+        if (f.chat === state.chat && state.streams[f.runId]) state.streams[f.runId].classList.remove("streaming");
+        send({ type: "sessions" });
+        break;
+      case "ack":
+        delete state.pending[f.id]; savePending();
+        var mine = document.querySelector('[data-id="' + CSS.escape(f.id) + '"]'); if (mine) mine.classList.remove("pending");
+        if (state.extraChats.indexOf(f.chat) < 0) state.extraChats.push(f.chat);
+        break;
+      case "nack":
+        delete state.pending[f.id]; savePending();
+        var bad = document.querySelector('[data-id="' + CSS.escape(f.id) + '"]');
+        if (bad) { bad.classList.remove("pending"); bad.title = f.message; }
+        var n = bubble("assistant", "error"); n.textContent = "Not sent: " + f.message; scroll();
+        break;
+      case "sessions": state.sessions = f.sessions; renderSessions(); break;
+      case "error": console.warn("channel-web:", f.code, f.message); break;
+    }
+  }
+
+  function connect() {
+    var token = localStorage.getItem(KEY_TOKEN);
+    if (!token) { showLogin(""); return; }
+    setStatus("connecting…", "offline");
+    var ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
+    state.ws = ws;
+    ws.onopen = function () { ws.send(JSON.stringify({ type: "hello", token: token })); };
+    ws.onmessage = function (ev) { try { onFrame(JSON.parse(ev.data)); } catch (e) { console.error(e); } };
+    ws.onclose = function (ev) {
+      state.ready = false; state.ws = null;
+      if (ev.code === 4401) { localStorage.removeItem(KEY_TOKEN); setStatus("signed out", "offline"); showLogin("The token was refused."); return; }
+      var wait = Math.min(10000, 500 * Math.pow(2, state.retry++));
+      setStatus("offline, retrying…", "offline");
+      setTimeout(connect, wait);
+    };
+  }
+  function showLogin(err) { $("login").className = "shown"; $("login-err").textContent = err; $("token").focus(); }
+
+  $("login-form").onsubmit = function (ev) {
+    ev.preventDefault();
+    var t = $("token").value.trim(); if (!t) return;
+    localStorage.setItem(KEY_TOKEN, t); $("login").className = ""; connect();
+  };
+  $("composer").onsubmit = function (ev) {
+    ev.preventDefault();
+    var text = $("input").value.trim(); if (!text) return;
+    $("input").value = ""; submit(text);
+  };
+  $("input").onkeydown = function (ev) { if (ev.key === "Enter" && !ev.shiftKey) { ev.preventDefault(); $("composer").requestSubmit(); } };
+  $("new-chat").onclick = function () {
+    var chat = "chat-" + uuid().slice(0, 8);
+    state.extraChats.push(chat); switchChat(chat); $("input").focus();
+  };
+  setInterval(function () { send({ type: "ping" }); }, 25000);
+
+  var params = new URLSearchParams(location.search);
+  if (params.get("token")) { localStorage.setItem(KEY_TOKEN, params.get("token")); history.replaceState(null, "", location.pathname); }
+  $("chat-title").textContent = state.chat === "main" ? "Main session" : state.chat;
+  renderSessions(); showPending(); connect();
+})();
+`;

@@ -1,0 +1,55 @@
+/**
+ * The browser <-> channel-web WebSocket protocol (JSON text frames, one object each).
+ * Browser -> server: `hello` (the token; must come first), `open` (show a chat: its kept
+ * entries after `since` come back as `history`), `send` (a message with a browser-made UUID:
+ * answered `ack` once stored in LURK_INBOUND, or `nack`), `sessions`, `ping`.
+ * Server -> browser: `ready`, `history`, `entry` (a stored chat line: the user's message, a reply,
+ * a notice, an error or an approval), `delta` (streamed reply text), `tool` (tool progress),
+ * `run_end`, `typing`, `sessions`, `ack`/`nack`, `error`, `pong`.
+ * A chat id is token-safe (`[A-Za-z0-9_-]`, <= 64): it is the conversation and, except for
+ * "main", the session name.
+ */
+import { z } from "zod";
+
+export const CHAT_ID = /^[A-Za-z0-9_-]{1,64}$/;
+/** the chat that follows routing.dmScope (no session name): the main session by default */
+export const MAIN_CHAT = "main";
+export const chatIdSchema = z.string().regex(CHAT_ID, "a chat id is 1-64 letters, digits, _ or -");
+
+export const clientFrameSchema = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("hello"), token: z.string().max(600) }),
+  z.object({ type: z.literal("open"), chat: chatIdSchema, since: z.number().int().nonnegative().default(0) }),
+  z.object({ type: z.literal("send"), id: z.string().regex(/^[A-Za-z0-9-]{8,64}$/, "the message id is a UUID"), chat: chatIdSchema, text: z.string().min(1).max(100_000) }),
+  z.object({ type: z.literal("sessions") }),
+  z.object({ type: z.literal("ping") }),
+]);
+export type ClientFrame = z.infer<typeof clientFrameSchema>;
+
+/** One kept line of a chat (history.ts), in order of `seq`. */
+export interface ChatEntry {
+  seq: number;
+  ts: number;
+  role: "user" | "assistant";
+  kind: "message" | "reply" | "notice" | "error" | "approval";
+  /** the inbound message id (user) or `<deliveryId>:<part>` (assistant) */
+  id: string;
+  text: string;
+  runId?: string;
+  approval?: { approvalId: string; tool: string; command?: string; expiresAt: number };
+}
+
+export interface WebSession { chat: string; sessionKey: string; updatedAt: number; records: number; label?: string; active: boolean }
+
+export type ServerFrame =
+  | { type: "ready"; userId: string }
+  | { type: "history"; chat: string; entries: ChatEntry[] }
+  | { type: "entry"; chat: string; entry: ChatEntry }
+  | { type: "delta"; chat: string; runId: string; text: string }
+  | { type: "tool"; chat: string; runId: string; toolCallId: string; name: string; phase: "start" | "end"; isError?: boolean; durationMs?: number; detail?: string }
+  | { type: "run_end"; chat: string; runId: string; status: "done" | "error"; code?: string; message?: string }
+  | { type: "typing"; chat: string }
+  | { type: "sessions"; sessions: WebSession[] }
+  | { type: "ack"; id: string; chat: string; runId: string; duplicate: boolean }
+  | { type: "nack"; id: string; chat: string; code: string; message: string }
+  | { type: "error"; code: string; message: string }
+  | { type: "pong" };

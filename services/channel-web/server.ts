@@ -1,0 +1,142 @@
+/**
+ * HTTP + WebSocket surface (node:http + ws). `GET /` serves the chat page (it holds no data;
+ * it asks for the token); `GET /api/sessions` needs `Authorization: Bearer <token>`; `/ws`
+ * upgrades to the chat socket, whose first frame must be `hello` with the token (else close
+ * 4401). Tokens are compared in constant time. Browsers' cross-site sockets (an Origin header
+ * naming another host) are refused before the upgrade.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { WebSocketServer, type RawData, type WebSocket } from "ws";
+import { LurkError, safeParseJson } from "../../shared/contract/index.js";
+import { safeEqual, sendJson, type ChannelContext } from "../../shared/runtime/channel/index.js";
+import type { WebChannelConfig } from "../../shared/runtime/config-channels.js";
+import type { Hub } from "./hub.js";
+import { pageResponse } from "./page.js";
+import { clientFrameSchema } from "./protocol.js";
+
+export const CLOSE_UNAUTHORIZED = 4401;
+const HELLO_TIMEOUT_MS = 10_000;
+
+export interface WebServer { server: Server; port: number; close(): Promise<void> }
+
+function bearerOk(req: IncomingMessage, token: string): boolean {
+  const given = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? "")?.[1]?.trim() ?? "";
+  return given.length > 0 && safeEqual(given, token);
+}
+
+/** A browser's Origin must name the host it connected to (no Origin: not a browser, allowed). */
+function sameOrigin(req: IncomingMessage): boolean {
+  const origin = req.headers.origin;
+  if (!origin) return true;
+  try {
+    return new URL(origin).host === req.headers.host;
+  } catch {
+    return false;
+  }
+}
+
+export async function startWebServer(ctx: ChannelContext<WebChannelConfig>, token: string, hub: Hub): Promise<WebServer> {
+  const { log, settings } = ctx;
+  const page = pageResponse();
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const path = (req.url ?? "/").split("?")[0];
+    if (req.method === "GET" && (path === "/" || path === "/index.html")) {
+      res.writeHead(200, page.headers);
+      res.end(page.body);
+      return;
+    }
+    if (path?.startsWith("/api/")) {
+      if (!bearerOk(req, token)) {
+        log.warn({ path, remote: req.socket.remoteAddress }, "request refused: bad or missing token");
+        req.resume();
+        return sendJson(res, 401, { error: { code: "UNAUTHORIZED", message: "a valid token is needed: send Authorization: Bearer <channels.web.token> (see <home>/credentials/channels.json)" } }, { "www-authenticate": "Bearer" });
+      }
+      if (req.method === "GET" && path === "/api/sessions") return sendJson(res, 200, { sessions: await hub.sessions() });
+    }
+    req.resume();
+    return sendJson(res, 404, { error: { code: "NOT_FOUND", message: `no route ${req.method} ${path}` } });
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err) => {
+      const e = LurkError.from(err);
+      log.error({ err: e.message, code: e.code }, "request failed");
+      sendJson(res, e.code === "UNAVAILABLE" || e.code === "TIMEOUT" ? 503 : 500, { error: { code: e.code, message: e.message } });
+    });
+  });
+
+  const wss = new WebSocketServer({ noServer: true, maxPayload: settings.maxMessageBytes });
+  server.on("upgrade", (req, socket, head) => {
+    const path = (req.url ?? "/").split("?")[0];
+    if (path !== "/ws" || !sameOrigin(req)) {
+      socket.end(`HTTP/1.1 ${path !== "/ws" ? "404 Not Found" : "403 Forbidden"}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => onSocket(ws, req));
+  });
+
+  const onSocket = (ws: WebSocket, req: IncomingMessage) => {
+    let authed = false;
+    const helloTimer = setTimeout(() => { if (!authed) ws.close(CLOSE_UNAUTHORIZED, "no hello"); }, HELLO_TIMEOUT_MS);
+    ws.on("close", () => {
+      clearTimeout(helloTimer);
+      hub.leave(ws);
+    });
+    ws.on("error", (err) => log.debug({ err: err.message }, "socket error"));
+    ws.on("message", (data: RawData, isBinary: boolean) => {
+      void onFrame(data, isBinary).catch((err) => {
+        const e = LurkError.from(err);
+        log.warn({ code: e.code, err: e.message }, "socket frame failed");
+        hub.send(ws, { type: "error", code: e.code, message: e.message });
+      });
+    });
+    const onFrame = async (data: RawData, isBinary: boolean) => {
+      let raw: unknown;
+      try {
+        if (isBinary) throw new LurkError("VALIDATION_FAILED", "frames are JSON text");
+        raw = safeParseJson(data as Buffer, { maxBytes: settings.maxMessageBytes, maxDepth: 16 });
+      } catch (err) {
+        return hub.send(ws, { type: "error", code: "VALIDATION_FAILED", message: `the frame is not acceptable JSON: ${(err as Error).message}` });
+      }
+      const parsed = clientFrameSchema.safeParse(raw);
+      if (!parsed.success) {
+        if (!authed) return ws.close(CLOSE_UNAUTHORIZED, "hello first");
+        return hub.send(ws, { type: "error", code: "VALIDATION_FAILED", message: parsed.error.issues.slice(0, 3).map((i) => `${i.path.join(".") || "frame"}: ${i.message}`).join("; ") });
+      }
+      const frame = parsed.data;
+      if (!authed) {
+        if (frame.type !== "hello" || !safeEqual(frame.token, token)) {
+          log.warn({ remote: req.socket.remoteAddress }, "socket refused: bad or missing token");
+          return ws.close(CLOSE_UNAUTHORIZED, "bad token");
+        }
+        authed = true;
+        clearTimeout(helloTimer);
+        return hub.send(ws, { type: "ready", userId: settings.userId });
+      }
+      switch (frame.type) {
+        case "hello": return hub.send(ws, { type: "ready", userId: settings.userId });
+        case "open": return hub.open(ws, frame.chat, frame.since);
+        case "send": return hub.inbound(ws, frame);
+        case "sessions": return hub.send(ws, { type: "sessions", sessions: await hub.sessions() });
+        case "ping": return hub.send(ws, { type: "pong" });
+      }
+    };
+  };
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(settings.port, settings.host, () => resolve());
+  });
+  return {
+    server,
+    port: (server.address() as AddressInfo).port,
+    close: () => new Promise<void>((resolve) => {
+      for (const ws of wss.clients) ws.terminate();
+      wss.close();
+      server.close(() => resolve());
+      server.closeAllConnections();
+    }),
+  };
+}
