@@ -82,8 +82,11 @@ export const routingConfigSchema = z.object({
   /** messages of one sender to one session within this window become one run (0: off) */
   debounceMs: z.number().int().min(0).max(60_000).default(0),
   commands: z.object({
-    /** senders who may use /approve, /deny and state-changing commands in groups */
-    owners: entryListSchema.default([]),
+    /**
+     * senders who may use /approve, /deny and state-changing commands in groups; the terminal
+     * channel always may. The web chat's user (it holds the web token) is an owner by default.
+     */
+    owners: entryListSchema.default(["web:web-user"]),
   }).prefault({}),
 });
 export type RoutingConfig = z.infer<typeof routingConfigSchema>;
