@@ -134,6 +134,16 @@ export const definition: ActorDefinition = {
 
     rt.serve("approvals", "get", async (req) => reply(await current(req.approvalId)));
 
+    // single use across tools instances: the gate redeems a token before the call runs
+    rt.serve("approvals", "redeem", async (req) => {
+      const outcome = await store.redeem(req.approvalId, req.toolCallId, req.argsHash);
+      if (outcome === "missing") throw new LurkError("NOT_FOUND", `no approval ${req.approvalId}`);
+      if (outcome === "mismatch") throw new LurkError("CONFLICT", `approval ${req.approvalId} is not an approval of this tool call`);
+      if (outcome === "used") throw new LurkError("CONFLICT", `approval ${req.approvalId} was used already`);
+      rt.emit("redeemed", { approvalId: outcome.approvalId, toolCallId: outcome.toolCallId, tool: outcome.tool });
+      return { approval: outcome };
+    });
+
     rt.serve("approvals", "list", async (req) => {
       (await store.sweep()).forEach(decided);
       return { approvals: store.list(req.status, req.limit) };

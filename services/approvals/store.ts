@@ -55,6 +55,25 @@ export class ApprovalStore {
     return result;
   }
 
+  /**
+   * Marks an approved record as used (`usedAt`), once, in one transaction: "used" when it was
+   * already, "mismatch" when it is not an approval of this call, "missing" when unknown.
+   */
+  async redeem(approvalId: string, toolCallId: string, argsHash: string): Promise<ApprovalRecord | "missing" | "mismatch" | "used"> {
+    let result: ApprovalRecord | "missing" | "mismatch" | "used" = "missing";
+    await this.root.transaction(() => {
+      const record = this.records.get(approvalId);
+      if (!record) return;
+      if (record.status !== "approved" || record.toolCallId !== toolCallId || record.argsHash !== argsHash) result = "mismatch";
+      else if (record.usedAt !== undefined) result = "used";
+      else {
+        result = { ...record, usedAt: this.now() };
+        void this.records.put(approvalId, result);
+      }
+    });
+    return result;
+  }
+
   expire(approvalId: string): Promise<ApprovalRecord | null> {
     return this.decide(approvalId, "expired", "timeout");
   }

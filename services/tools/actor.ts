@@ -4,6 +4,8 @@
  * Stateless, so any number of instances may run: both subjects use the queue group "tools",
  * so each request is answered once per actor kind (another actor serving tools of its own
  * answers `lurk.tools.list` in its own group, and the caller merges).
+ * Background jobs of the `process` tool are the exception: they live in the instance that
+ * started them, and its `lurk.tools.job.<instanceId>` takes the calls about them (jobs/).
  */
 import { toolCallRequest, toolCallReply } from "../../shared/contract/index.js";
 import type { ActorDefinition } from "../../shared/runtime/actor.js";
@@ -12,7 +14,9 @@ import { handleToolCall } from "./call.js";
 import { execHostFor, execMetadata } from "./exec/sandbox.js";
 import { allowedCatalog, explainTools } from "./policy-config.js";
 import { ToolPool } from "./pool.js";
-import { BUILTIN_TOOLS } from "./registry.js";
+import { serveJobRoutes } from "./jobs/route.js";
+import { JobTable, newInstanceId } from "./jobs/table.js";
+import { BUILTIN_TOOLS, builtinTool } from "./registry.js";
 import { toolDefinition } from "./tool.js";
 
 export const TOOLS_QUEUE = "tools";
@@ -29,6 +33,11 @@ export const definition: ActorDefinition = {
     const exec = await execHostFor(rt.config, rt.log);
     const pool = ToolPool.fromConfig(rt.config, rt.log);
     const catalog = BUILTIN_TOOLS.map((tool) => toolDefinition(tool, rt.name));
+    // background jobs (the process tool) live here; calls about another instance's job go there
+    const jobs = new JobTable(newInstanceId(), rt.config.tools.jobs, exec);
+    const processTool = builtinTool("process");
+    const jobHost = serveJobRoutes(rt, jobs, (req) => handleToolCall(rt, pool, processTool!, req, exec, { jobs: jobHost }));
+    rt.log.info({ toolsInstance: jobs.instanceId }, "tools instance ready");
 
     // the tool policy (policy.ts) filters the catalog per agent and session; call.ts enforces it
     rt.serve("tools", "list", (req) => ({ actor: rt.name, tools: allowedCatalog(rt.config, BUILTIN_TOOLS, catalog, req) }), { queue: TOOLS_QUEUE });
@@ -36,9 +45,14 @@ export const definition: ActorDefinition = {
     for (const tool of BUILTIN_TOOLS) {
       for (const name of [tool.name, ...(tool.aliases ?? [])]) {
         rt.serveSubject(`call-${name}`, rt.subjects.toolCall(name), toolCallRequest, toolCallReply,
-          (req) => handleToolCall(rt, pool, tool, req, exec), { queue: TOOLS_QUEUE });
+          (req) => handleToolCall(rt, pool, tool, req, exec, { jobs: jobHost }), { queue: TOOLS_QUEUE });
       }
     }
-    return { stop: () => pool.close() };
+    return {
+      stop: async () => {
+        await jobs.stopAll();
+        await pool.close();
+      },
+    };
   },
 };

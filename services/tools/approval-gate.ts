@@ -6,8 +6,10 @@
  *
  * With `approvalToken` in the request the token must verify with the approvals actor's public
  * key ($SRV.INFO metadata `approvalsPublicKey`, cached), name this tool call id and the sha256
- * of this call's canonical arguments, be unexpired, and not have been used before (a used-token
- * set in memory, kept until the tokens expire). Without one, the gate asks the approvals actor
+ * of this call's canonical arguments, be unexpired, and not have been used before: the gate
+ * redeems it with the approvals actor (`redeem`, which marks the approval used in its LMDB and
+ * refuses a second redeem), so a token runs one call across every tools instance; a local
+ * used-token set answers repeats here without a round trip. No approvals actor: refused. Without one, the gate asks the approvals actor
  * (`request`, then `wait` until decided or expired) and checks the token it gets the same way.
  * Denied, expired or invalid: a TOOL_DENIED result the model sees; the tool does not run.
  * Arguments never bypass the gate (an `approved: true` argument is just an argument).
@@ -36,7 +38,9 @@ export function execCommandAllowlisted(command: string, allowlist: readonly stri
 /** Whether this call must be approved by a human first. */
 export function callNeedsApproval(config: LurkConfig, tool: Tool, args: Record<string, unknown>): boolean {
   if (tool.needsApproval) return true;
-  if (tool.name !== "exec") return false;
+  // a background job (`process` start) runs a command like exec does, under the same rule
+  const runsCommand = tool.name === "exec" || (tool.name === "process" && args.action === "start");
+  if (!runsCommand) return false;
   const ask = config.tools.exec.ask;
   if (ask === "always") return true;
   if (ask === "off") return false;
@@ -144,6 +148,15 @@ export class ApprovalGate {
     for (const [id, expiresAt] of this.used) if (expiresAt <= now) this.used.delete(id);
     if (this.used.has(payload.approvalId)) return "it was used already";
     this.used.set(payload.approvalId, payload.expiresAt);
+    try {
+      await this.rt.client.call("approvals", "redeem", { approvalId: payload.approvalId, toolCallId, argsHash: hash }, { timeoutMs: 5_000 });
+    } catch (err) {
+      const e = LurkError.from(err);
+      if (e.code === "CONFLICT") return e.message.includes("used already") ? "it was used already" : e.message;
+      // not known to be unused: let a later attempt try again
+      this.used.delete(payload.approvalId);
+      return `it could not be redeemed with the approvals actor (${e.code}: ${e.message})`;
+    }
     return null;
   }
 

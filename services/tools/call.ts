@@ -19,7 +19,8 @@ import type { ExecHost } from "./exec/sandbox.js";
 import type { RunToolOptions, ToolPool } from "./pool.js";
 import { deniedMessage } from "./policy.js";
 import { decideForRequest } from "./policy-config.js";
-import { runProcessTool } from "./process-tools.js";
+import { runProcessTool, type ProcessHostExtras } from "./process-tools.js";
+import { skillRoots } from "./skill-roots.js";
 import { describeIssues, type Tool, type ToolLimits, type ToolResult } from "./tool.js";
 
 /** bytes kept free in a reply for the envelope and JSON escaping */
@@ -37,7 +38,7 @@ export function toolLimits(rt: ActorRuntime): ToolLimits {
   };
 }
 
-export async function handleToolCall(rt: ActorRuntime, pool: ToolPool, tool: Tool, req: ToolCallRequest, exec?: ExecHost): Promise<ToolCallReply> {
+export async function handleToolCall(rt: ActorRuntime, pool: ToolPool, tool: Tool, req: ToolCallRequest, exec?: ExecHost, extras: ProcessHostExtras = {}): Promise<ToolCallReply> {
   if (req.tool !== tool.name && !(tool.aliases ?? []).includes(req.tool)) {
     throw new LurkError("VALIDATION_FAILED", `the request names the tool "${req.tool}" but was sent to ${rt.subjects.toolCall(tool.name)}`);
   }
@@ -66,12 +67,16 @@ export async function handleToolCall(rt: ActorRuntime, pool: ToolPool, tool: Too
         workspace: agentWorkspace(rt.config, agent),
         timeoutMs: Math.min(req.timeoutMs ?? configured, configured),
         limits: toolLimits(rt),
-        call: { toolCallId: req.toolCallId, runId: req.runId, agentId: req.agentId, sessionKey: req.sessionKey, sessionType: req.sessionType },
+        call: {
+          toolCallId: req.toolCallId, runId: req.runId, agentId: req.agentId, sessionKey: req.sessionKey, sessionType: req.sessionType,
+          ...(req.origin ? { origin: req.origin } : {}),
+        },
+        readOnlyRoots: skillRoots(rt.config),
         signal: rt.signal,
         onProgress: progressPublisher(rt, req),
         web: rt.config.tools.web,
       };
-      result = tool.runsIn === "process" ? await runProcessTool(tool, opts, exec) : await pool.run(tool.name, opts);
+      result = tool.runsIn === "process" ? await runProcessTool(tool, opts, exec, { rt, ...extras }) : await pool.run(tool.name, opts);
     } catch (err) {
       result = resultFromError(err);
     }

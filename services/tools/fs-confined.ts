@@ -38,6 +38,12 @@ export interface ConfinedFsOptions {
   beforeOpen?: (absolutePath: string) => Promise<void> | void;
   /** test hook: runs after the directory fd of a write was verified, before the file is written */
   beforeWrite?: (absolutePath: string) => Promise<void> | void;
+  /**
+   * absolute directories that `openRead` with `readOnlyRoots: true` may also open (the skill
+   * folders outside the workspace), by absolute path: the realpath and the opened fd must be
+   * inside the realpath of one of them. Nothing writes there (every writer uses the workspace).
+   */
+  readOnlyRoots?: readonly string[];
 }
 
 export interface WriteOptions {
@@ -61,6 +67,8 @@ export interface WriteResult {
 export interface OpenReadOptions {
   /** "refuse": regular files with more than one hard link are refused (writers use this) */
   hardlinks?: "allow" | "refuse";
+  /** an absolute path inside one of the options' readOnlyRoots is allowed too (`read` only) */
+  readOnlyRoots?: boolean;
 }
 
 /** A file opened inside the workspace. Read through `handle` only; close it when done. */
@@ -122,6 +130,13 @@ export class ConfinedFs {
 
   /** Opens a regular file for reading, confined as described above. */
   async openRead(userPath: unknown, opts: OpenReadOptions = {}): Promise<ConfinedFile> {
+    if (opts.readOnlyRoots && typeof userPath === "string" && isAbsolute(userPath) && !userPath.includes("\0") && userPath.length <= MAX_PATH_LENGTH) {
+      const absolute = resolve(userPath);
+      if (!within(this.root, absolute) && !within(this.realRoot, absolute)) {
+        const root = await this.readOnlyRootOf(absolute);
+        if (root) return this.openReadOnlyRoot(absolute, root);
+      }
+    }
     const absolute = this.resolve(userPath);
     const shown = this.display(absolute);
     const pre = await realpath(absolute).catch(async (err: NodeJS.ErrnoException) => {
@@ -413,6 +428,43 @@ export class ConfinedFs {
       return { ref, realPath: real, close };
     } catch (err) {
       await close();
+      throw err;
+    }
+  }
+
+  /** The real path of the read-only root `absolute` is (lexically) in, if any. */
+  private async readOnlyRootOf(absolute: string): Promise<string | undefined> {
+    for (const root of this.opts.readOnlyRoots ?? []) {
+      const configured = resolve(root);
+      const real = await realpath(configured).catch(() => undefined);
+      if (real === undefined) continue;
+      if (within(configured, absolute) || within(real, absolute)) return real;
+    }
+    return undefined;
+  }
+
+  /** openRead for a file under a read-only root: realpath and fd inside that root, a regular file. */
+  private async openReadOnlyRoot(absolute: string, realRootOf: string): Promise<ConfinedFile> {
+    const shown = absolute;
+    const pre = await realpath(absolute).catch((err: NodeJS.ErrnoException) => {
+      throw fsError(err, shown);
+    });
+    if (!within(realRootOf, pre)) throw new LurkError("PATH_ESCAPE", `"${shown}" is (or goes through) a symlink that leads outside the skill folder; refused`);
+    let handle: FileHandle;
+    try {
+      handle = await open(pre, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+    } catch (err) {
+      throw fsError(err as NodeJS.ErrnoException, shown);
+    }
+    try {
+      const st = await handle.stat();
+      const real = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => pre);
+      if (!within(realRootOf, real)) throw new LurkError("PATH_ESCAPE", `"${shown}" changed while it was opened and now leads outside the skill folder; refused`);
+      if (st.isDirectory()) throw new LurkError("TOOL_INVALID_ARGS", `"${shown}" is a directory, not a file`);
+      if (!st.isFile()) throw new LurkError("TOOL_INVALID_ARGS", `"${shown}" is not a regular file (device, FIFO or socket); refused`);
+      return { handle, path: shown, realPath: real, stat: st, close: () => handle.close().catch(() => undefined) };
+    } catch (err) {
+      await handle.close().catch(() => undefined);
       throw err;
     }
   }

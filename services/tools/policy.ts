@@ -36,7 +36,8 @@ export const TOOL_GROUPS: Readonly<Record<string, readonly string[]>> = {
   "group:memory": ["memory_search", "memory_get"],
   "group:web": ["web_search", "web_fetch"],
   "group:fs": ["read", "write", "edit", "apply_patch"],
-  "group:runtime": ["bash", "exec"],
+  // process: background jobs, the same sandbox as exec (MoltBot's group:runtime has it too)
+  "group:runtime": ["bash", "exec", "process"],
   "group:sessions": ["sessions_spawn", "sessions_send", "sessions_list", "sessions_history", "session_status", "agents_list"],
   "group:ui": ["browser", "canvas"],
   "group:automation": ["cron", "gateway"],
@@ -58,8 +59,9 @@ export const SUBAGENT_DENY_LIST: readonly string[] = [
   "sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "gateway", "agents_list", "session_status",
   "cron", "memory_search", "memory_get",
 ];
-export const SANDBOX_DENY_LIST: readonly string[] = ["bash", "exec", "write", "edit", "apply_patch"];
-export const GROUP_DENY_LIST: readonly string[] = ["bash", "exec", "write", "edit", "apply_patch", "sessions_spawn", "cron"];
+/** the seeds' lists, plus process (it runs commands like exec) */
+export const SANDBOX_DENY_LIST: readonly string[] = ["bash", "exec", "process", "write", "edit", "apply_patch"];
+export const GROUP_DENY_LIST: readonly string[] = ["bash", "exec", "process", "write", "edit", "apply_patch", "sessions_spawn", "cron"];
 /** session types the GROUP_DENY_LIST applies to (the seeds' low-trust types; a channel thread is one too) */
 export const GROUP_SESSION_TYPES: readonly SessionType[] = ["group", "topic", "thread"];
 /** the seeds' security matrix: group and topic sessions are sandboxed */

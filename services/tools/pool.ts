@@ -53,6 +53,8 @@ export interface RunToolOptions {
   onProgress?: (message: string, fraction?: number) => void;
   /** config.tools.web, handed to process tools (web_fetch, web_search) */
   web?: WebConfig;
+  /** absolute directories `read` may open read-only besides the workspace (skill folders) */
+  readOnlyRoots?: string[];
 }
 
 type Pool = Piscina<ToolTask, ToolResult>;
@@ -104,6 +106,7 @@ export class ToolPool {
       workspace: opts.workspace,
       limits: opts.limits,
       ...(opts.call ? { call: opts.call } : {}),
+      ...(opts.readOnlyRoots ? { readOnlyRoots: opts.readOnlyRoots } : {}),
     };
     const queueDeadline = Date.now() + (this.opts.maxQueueWaitMs ?? 5 * 60_000);
     for (;;) {

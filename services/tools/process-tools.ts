@@ -7,12 +7,20 @@
  */
 import { LurkError } from "../../shared/contract/index.js";
 import { capTextContent, resultFromError } from "./content.js";
+import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import type { ExecHost } from "./exec/sandbox.js";
+import type { JobHost } from "./jobs/route.js";
 import { ConfinedFs } from "./fs-confined.js";
 import type { RunToolOptions } from "./pool.js";
 import type { Tool, ToolResult } from "./tool.js";
 
-export async function runProcessTool(tool: Tool, opts: RunToolOptions, exec: ExecHost | undefined): Promise<ToolResult> {
+/** What the actor gives process tools besides the exec sandbox. */
+export interface ProcessHostExtras {
+  rt?: ActorRuntime;
+  jobs?: JobHost;
+}
+
+export async function runProcessTool(tool: Tool, opts: RunToolOptions, exec: ExecHost | undefined, extras: ProcessHostExtras = {}): Promise<ToolResult> {
   if (!exec) return resultFromError(new LurkError("TOOL_FAILED", `the ${tool.name} tool is not set up in this actor`));
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new LurkError("TIMEOUT", `the ${tool.name} tool ran longer than ${opts.timeoutMs} ms and was stopped`)), opts.timeoutMs);
@@ -20,14 +28,14 @@ export async function runProcessTool(tool: Tool, opts: RunToolOptions, exec: Exe
   if (opts.signal?.aborted) onCancel();
   opts.signal?.addEventListener("abort", onCancel, { once: true });
   try {
-    const fs = await ConfinedFs.create(opts.workspace);
+    const fs = await ConfinedFs.create(opts.workspace, opts.readOnlyRoots ? { readOnlyRoots: opts.readOnlyRoots } : {});
     const result = await tool.execute(opts.args, {
       signal: controller.signal,
       fs,
       limits: opts.limits,
       ...(opts.call ? { call: opts.call } : {}),
       progress: (message, fraction) => opts.onProgress?.(String(message).slice(0, 2000), fraction),
-      host: { workspace: fs.realRoot, timeoutMs: opts.timeoutMs, exec, ...(opts.web ? { web: opts.web } : {}) },
+      host: { workspace: fs.realRoot, timeoutMs: opts.timeoutMs, exec, ...(opts.web ? { web: opts.web } : {}), ...extras },
     });
     return capTextContent(result, opts.limits.outputCapBytes + 1024);
   } catch (err) {

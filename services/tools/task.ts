@@ -20,6 +20,8 @@ export interface ToolTask {
   workspace: string;
   limits: ToolLimits;
   call?: ToolCallInfo;
+  /** absolute directories `read` may open read-only besides the workspace (skill folders) */
+  readOnlyRoots?: string[];
   port: MessagePort;
 }
 

@@ -12,10 +12,12 @@
  * tool result, not as a bus error.
  */
 import { z } from "zod";
-import type { ErrorCode, imageBlockSchema, SessionType, textBlockSchema, ToolDefinition } from "../../shared/contract/index.js";
+import type { ErrorCode, imageBlockSchema, Origin, SessionType, textBlockSchema, ToolDefinition } from "../../shared/contract/index.js";
+import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import type { WebConfig } from "../../shared/runtime/config.js";
 import type { ExecHost } from "./exec/sandbox.js";
 import type { ConfinedFs } from "./fs-confined.js";
+import type { JobHost } from "./jobs/route.js";
 
 export type TextBlock = z.infer<typeof textBlockSchema>;
 export type ImageBlock = z.infer<typeof imageBlockSchema>;
@@ -46,6 +48,8 @@ export interface ToolCallInfo {
   agentId: string;
   sessionKey: string;
   sessionType: SessionType;
+  /** where the run's trigger came from (the `message` tool's default target), if the runner said */
+  origin?: Origin;
 }
 
 export interface ToolContext {
@@ -71,6 +75,10 @@ export interface ProcessToolHost {
   exec: ExecHost;
   /** config.tools.web, for web_fetch and web_search */
   web?: WebConfig;
+  /** the actor's runtime (bus client, JetStream, config, log): for tools that call other actors */
+  rt?: ActorRuntime;
+  /** this instance's background jobs (the `process` tool) */
+  jobs?: JobHost;
 }
 
 export interface Tool<S extends z.ZodType = z.ZodType> {

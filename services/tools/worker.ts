@@ -35,7 +35,7 @@ export default async function runToolTask(task: ToolTask): Promise<ToolResult> {
     const tool = await loadTool(task);
     const parsed = tool.parameters.safeParse(task.args);
     if (!parsed.success) return errorResult("TOOL_INVALID_ARGS", `invalid arguments for ${tool.name}: ${describeIssues(parsed.error)}`);
-    const fs = await ConfinedFs.create(task.workspace);
+    const fs = await ConfinedFs.create(task.workspace, task.readOnlyRoots ? { readOnlyRoots: task.readOnlyRoots } : {});
     const result = await tool.execute(parsed.data, {
       signal: controller.signal,
       fs,

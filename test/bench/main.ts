@@ -15,6 +15,7 @@ import { agentLoopBench } from "./agent-loop.js";
 import { cronScheduling } from "./cron.js";
 import { heartbeatIdleTick } from "./heartbeat.js";
 import { routerBench } from "./router.js";
+import { toolsBench } from "./tools.js";
 import { coldStart, singleProcess } from "./startup.js";
 import { latencyStats, progress, rssMb, timeEach } from "./stats.js";
 
@@ -86,6 +87,7 @@ const SECTIONS: Record<string, (results: Record<string, unknown>) => Promise<voi
   agentLoop: async (r) => { progress("agent loop overhead vs a raw SDK call; sessions append/history vs raw request/reply"); r.agentLoop = await agentLoopBench(); },
   heartbeatIdleTick: async (r) => { progress("heartbeat: an idle tick (gates only) vs a raw request/reply"); r.heartbeatIdleTick = await heartbeatIdleTick(); },
   router: async (r) => { progress("router: messages/s with 100 sessions and added latency vs raw JetStream"); r.router = await routerBench(); },
+  tools: async (r) => { progress("tools: a call through the bus vs a raw piscina task; exec in bubblewrap vs a bare child; calls/s with 1 and 2 tools actors"); r.tools = await toolsBench(); },
   cronScheduling: async (r) => { progress("cron: scheduling 10 000 jobs vs a bare croner loop"); r.cronScheduling = await cronScheduling(); },
 };
 

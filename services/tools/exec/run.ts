@@ -13,7 +13,7 @@
  * bwrap's own stderr (sandbox setup errors) is collected separately.
  */
 import { spawn } from "node:child_process";
-import { createWriteStream, type WriteStream } from "node:fs";
+import { createWriteStream, readdirSync, readFileSync, type WriteStream } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -149,7 +149,51 @@ class OutputCollector {
   }
 }
 
-function killGroup(pid: number | undefined): void {
+/** `pid` and its descendants now (from /proc/<pid>/task/<tid>/children), deepest last. */
+export function processTree(pid: number): number[] {
+  const out: number[] = [];
+  const visit = (p: number, depth: number) => {
+    if (depth > 64 || out.includes(p)) return;
+    out.push(p);
+    let tasks: string[] = [];
+    try {
+      tasks = readdirSync(`/proc/${p}/task`);
+    } catch {
+      return;
+    }
+    for (const tid of tasks) {
+      let children = "";
+      try {
+        children = readFileSync(`/proc/${p}/task/${tid}/children`, "utf8");
+      } catch {
+        continue;
+      }
+      for (const child of children.trim().split(/\s+/).filter(Boolean)) visit(Number(child), depth + 1);
+    }
+  };
+  visit(pid, 0);
+  return out;
+}
+
+/**
+ * SIGKILL to the process group and to every descendant found now: a sandbox that is still
+ * starting (bubblewrap's inner process in a new session, before --die-with-parent is armed)
+ * would otherwise survive its parent.
+ */
+export function killTree(pid: number | undefined): void {
+  if (pid === undefined) return;
+  const tree = processTree(pid);
+  killGroup(pid);
+  for (const p of tree) {
+    try {
+      process.kill(p, "SIGKILL");
+    } catch {
+      // gone already
+    }
+  }
+}
+
+export function killGroup(pid: number | undefined): void {
   if (pid === undefined) return;
   try {
     process.kill(-pid, "SIGKILL");
@@ -158,23 +202,38 @@ function killGroup(pid: number | undefined): void {
   }
 }
 
-export async function runCommand(host: ExecHost, opts: RunCommandOptions): Promise<CommandOutcome> {
+/** How to spawn one command in the sandbox (or plain, mode "none"), with its own pids cgroup when possible. */
+export interface PreparedCommand {
+  file: string;
+  args: string[];
+  env: Record<string, string>;
+  cgroup?: PidsCgroup;
+}
+
+/** The spawn arguments of a command (exec and background jobs share them); remove the cgroup when done. */
+export async function prepareCommand(host: ExecHost, command: string, workspace: string, opts: { keepStdin?: boolean } = {}): Promise<PreparedCommand> {
   const cfg = host.config;
-  const started = Date.now();
   const cgroup = host.pidsRoot
     ? await PidsCgroup.create(host.pidsRoot, `lurkbot-exec-${process.pid}-${++sequence}-${Date.now().toString(36)}`, cfg.maxProcesses).catch(() => undefined)
     : undefined;
   const uid = process.getuid?.() ?? -1;
   // RLIMIT_NPROC counts all of the user's tasks and never applies to root: only without a cgroup
   const nproc = cgroup || uid === 0 || uid === -1 ? undefined : countUserTasks(uid) + cfg.maxProcesses;
-  const env = sandboxEnv(opts.workspace);
-  const shell = shellArgs(cfg, opts.command, nproc === undefined ? {} : { nproc });
+  const env = sandboxEnv(workspace);
+  const shell = shellArgs(cfg, command, { ...(nproc === undefined ? {} : { nproc }), ...(opts.keepStdin ? { keepStdin: true } : {}) });
   let file = host.mode === "bwrap" ? cfg.bwrapPath : BASH;
-  let args = host.mode === "bwrap" ? [...bwrapArgs(opts.workspace, env), "--", BASH, ...shell] : shell;
+  let args = host.mode === "bwrap" ? [...bwrapArgs(workspace, env), "--", BASH, ...shell] : shell;
   if (cgroup) {
     args = ["-c", 'echo $$ > "$0" || { echo "lurkbot: cannot enter the pids cgroup" >&2; exit 125; }; exec "$@"', cgroup.procsFile, file, ...args];
     file = "/bin/sh";
   }
+  return { file, args, env, ...(cgroup ? { cgroup } : {}) };
+}
+
+export async function runCommand(host: ExecHost, opts: RunCommandOptions): Promise<CommandOutcome> {
+  const cfg = host.config;
+  const started = Date.now();
+  const { file, args, env, cgroup } = await prepareCommand(host, opts.command, opts.workspace);
 
   const budget = Math.max(1024, opts.capBytes);
   const collector = new OutputCollector(budget, Math.floor(budget * 0.6), Math.floor(budget * 0.4), cfg.maxOutputFileMb * 1024 * 1024);

@@ -114,8 +114,9 @@ export function countUserTasks(uid: number): number {
 /**
  * The shell that runs a command: `bash -c PRELUDE lurkbot-exec COMMAND`. The prelude sets the
  * limits, sends stderr into stdout (one stream, in order) and execs a fresh `bash -c COMMAND`.
+ * stdin is /dev/null unless `keepStdin` (background jobs of the `process` tool take input).
  */
-export function shellArgs(config: ExecConfig, command: string, opts: { nproc?: number }): string[] {
+export function shellArgs(config: ExecConfig, command: string, opts: { nproc?: number; keepStdin?: boolean }): string[] {
   const limits: Array<[string, number]> = [
     ["-f", config.maxFileSizeMb * 1024],
     ["-t", config.cpuSeconds],
@@ -125,7 +126,7 @@ export function shellArgs(config: ExecConfig, command: string, opts: { nproc?: n
   if (config.memoryMb > 0) limits.push(["-v", config.memoryMb * 1024]);
   if (opts.nproc !== undefined) limits.push(["-u", opts.nproc]);
   const prelude = limits.map(([flag, value]) => `ulimit -HS ${flag} ${value} 2>/dev/null || ulimit -S ${flag} ${value} 2>/dev/null;`).join(" ")
-    + ' exec 2>&1 </dev/null; exec /bin/bash -c "$1"';
+    + (opts.keepStdin ? " exec 2>&1;" : " exec 2>&1 </dev/null;") + ' exec /bin/bash -c "$1"';
   return ["-c", prelude, "lurkbot-exec", command];
 }
 

@@ -5,7 +5,9 @@
  * config.tools.outputCapBytes; when the file continues, a last line says which `offset` reads
  * on and the reply's `truncated` names the file. The file is streamed, so a huge file costs
  * only what is shown. PNG, JPEG, GIF and WebP files (by magic bytes) come back as an image
- * block (base64) if they fit the image cap; other binary files are refused.
+ * block (base64) if they fit the image cap; other binary files are refused. Besides the workspace,
+ * `read` (and only read) opens files under the skill folders by absolute path, read-only
+ * (`<home>/skills`, the bundled skills; see skill-roots.ts and ConfinedFs readOnlyRoots).
  */
 import { z } from "zod";
 import { LurkError } from "../../../shared/contract/index.js";
@@ -20,7 +22,7 @@ const CHUNK_BYTES = 64 * 1024;
 const NOTE_RESERVE = 300;
 
 const parameters = z.object({
-  path: z.string().min(1).max(4096).describe("The file to read, relative to the workspace root"),
+  path: z.string().min(1).max(4096).describe("The file to read, relative to the workspace root (or the absolute path of a skill's file, as the skills list gives it)"),
   offset: z.number().int().min(1).optional().describe("The 1-based line number to start at (default 1)"),
   limit: z.number().int().min(1).max(100_000).optional().describe(`How many lines to return at most (default ${DEFAULT_LIMIT})`),
 });
@@ -35,7 +37,8 @@ export const readTool = defineTool({
   parallelSafe: true,
   groups: ["fs", "read-only"],
   async execute(args, ctx) {
-    const file = await ctx.fs.openRead(args.path);
+    // skills outside the workspace (user and bundled) are listed in the prompt by absolute path
+    const file = await ctx.fs.openRead(args.path, { readOnlyRoots: true });
     try {
       const head = await readAt(file.handle, 0, 16);
       const mime = sniffImage(head);

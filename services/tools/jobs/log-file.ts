@@ -1,0 +1,107 @@
+/**
+ * The output file of a background job: `<workspace>/.lurkbot/jobs/<jobId>.log`. The sandboxed
+ * command can write the workspace and may have planted symlinks there, so the directories must
+ * be real ones, the file is created new (O_EXCL, O_NOFOLLOW), and the opened fd must be inside
+ * the workspace (/proc/self/fd). Everything after that goes through the fd: appends are
+ * serialized positional writes, reads are positional, so renaming or replacing the path later
+ * changes nothing for us.
+ */
+import { constants } from "node:fs";
+import { lstat, mkdir, open, readlink, unlink, type FileHandle } from "node:fs/promises";
+import { join, relative, sep } from "node:path";
+import { LurkError } from "../../../shared/contract/index.js";
+
+export const JOBS_DIR = ".lurkbot/jobs";
+
+export interface JobLog {
+  /** workspace-relative path, for `read` */
+  path: string;
+  /** bytes written */
+  readonly size: number;
+  /** bytes queued for writing */
+  readonly pending: number;
+  append(chunk: Buffer): void;
+  /** resolves when every queued chunk is written */
+  flush(): Promise<void>;
+  read(offset: number, length: number): Promise<Buffer>;
+  close(): Promise<void>;
+}
+
+async function realDir(path: string): Promise<void> {
+  await mkdir(path, { mode: 0o755 }).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== "EEXIST") throw err;
+  });
+  const st = await lstat(path);
+  if (st.isSymbolicLink() || !st.isDirectory()) throw new LurkError("PATH_ESCAPE", `${path} is not a plain directory`);
+}
+
+export async function openJobLog(workspace: string, jobId: string): Promise<JobLog> {
+  const base = join(workspace, ".lurkbot");
+  await realDir(base);
+  const dir = join(base, "jobs");
+  await realDir(dir);
+  const name = `${jobId.replace(/[^A-Za-z0-9._-]/g, "_").replace(/^\.+/, "_").slice(0, 120)}.log`;
+  let handle: FileHandle;
+  try {
+    handle = await open(join(dir, name), constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
+  } catch (err) {
+    throw new LurkError("TOOL_FAILED", `cannot create the job's log file ${JOBS_DIR}/${name}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  const real = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => undefined);
+  if (real !== undefined && real !== workspace && !real.startsWith(workspace + sep)) {
+    await handle.close();
+    await unlink(real).catch(() => undefined);
+    throw new LurkError("PATH_ESCAPE", "the jobs directory was moved outside the workspace");
+  }
+
+  let size = 0;
+  let pending = 0;
+  let chain: Promise<void> = Promise.resolve();
+  let closed = false;
+  return {
+    path: relative(workspace, join(dir, name)),
+    get size() {
+      return size;
+    },
+    get pending() {
+      return pending;
+    },
+    append(chunk) {
+      if (closed) return;
+      pending += chunk.length;
+      const data = Buffer.from(chunk);
+      chain = chain.then(async () => {
+        try {
+          if (!closed) {
+            let written = 0;
+            while (written < data.length) written += (await handle.write(data, written, data.length - written, size + written)).bytesWritten;
+            size += data.length;
+          }
+        } catch {
+          // a full disk: the chunk is lost, the job goes on
+        } finally {
+          pending -= data.length;
+        }
+      });
+    },
+    flush: () => chain,
+    async read(offset, length) {
+      await chain;
+      const end = Math.min(size, offset + length);
+      if (end <= offset) return Buffer.alloc(0);
+      const buffer = Buffer.alloc(end - offset);
+      let got = 0;
+      while (got < buffer.length) {
+        const { bytesRead } = await handle.read(buffer, got, buffer.length - got, offset + got);
+        if (bytesRead === 0) break;
+        got += bytesRead;
+      }
+      return buffer.subarray(0, got);
+    },
+    async close() {
+      await chain;
+      closed = true;
+      await handle.close().catch(() => undefined);
+    },
+  };
+}
