@@ -4,7 +4,8 @@
 #     (apt-get update only when something has to be installed; sudo when not root)
 #   - installs the npm dependencies (npm ci with the lockfile, npm install without), which builds dist/
 #   - creates LURKBOT_HOME (default ~/.lurkbot): workspace, NATS credentials, nats.conf
-# Arguments go to `lurkbot setup`, e.g. `deploy/setup.sh --systemd ./units`.
+#   - with --test first: also Chromium (the web channel's browser tests drive it)
+# Other arguments go to `lurkbot setup`, e.g. `deploy/setup.sh --systemd ./units`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -18,10 +19,14 @@ if [ "$(id -u)" -ne 0 ]; then
   if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
 fi
 
+with_test_deps=false
+if [ "${1:-}" = "--test" ]; then with_test_deps=true; shift; fi
+
 packages=()
 have nats-server || packages+=(nats-server)
 have bwrap || packages+=(bubblewrap)
 have node || packages+=(nodejs npm)
+if $with_test_deps; then have chromium || packages+=(chromium); fi
 if [ "${#packages[@]}" -gt 0 ]; then
   command -v apt-get >/dev/null 2>&1 || fail "missing ${packages[*]} and apt-get is not available: install them with your package manager, then run this again."
   if [ "$(id -u)" -ne 0 ] && [ -z "$SUDO" ]; then fail "missing ${packages[*]}: run this as root or install sudo."; fi
