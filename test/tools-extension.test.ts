@@ -9,8 +9,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { CACHE_MS } from "../services/agent-runner/tools-client.js";
-import type { ActorProcess } from "./harness/actors.js";
-import { startModuleActor } from "./harness/module-actor.js";
+import { startModuleActor, type ActorProcess } from "./harness/actors.js";
 import { CliClient, TestSystem } from "./harness/system.js";
 
 const toolNames = (system: TestSystem, index: number) => (system.fake.requests[index]?.body.tools ?? []).map((t) => t.function.name);

@@ -10,13 +10,12 @@ import { REST } from "@discordjs/rest";
 import { WebSocketManager, WebSocketShardEvents } from "@discordjs/ws";
 import { GatewayDispatchEvents, GatewayIntentBits, type GatewayDispatchPayload } from "discord-api-types/v10";
 import { LurkError } from "../../shared/contract/index.js";
-import { defineChannelActor, DraftMessages, toDiscordMarkdown, type ChannelContext } from "../../shared/runtime/channel/index.js";
+import { defineChannelActor, DraftMessages, publishWithDraft, toDiscordMarkdown, type ChannelContext } from "../../shared/runtime/channel/index.js";
 import { discordChannelSchema, type DiscordChannelConfig } from "../../shared/runtime/config-channels.js";
 import { messageToInbound, type DcMessage } from "./inbound.js";
 import { DiscordApi } from "./send.js";
 
 export const DISCORD_TEXT_LIMIT = 2000;
-const WATCH_MAX_MS = 30 * 60_000;
 const INTENTS = GatewayIntentBits.Guilds | GatewayIntentBits.GuildMessages | GatewayIntentBits.DirectMessages | GatewayIntentBits.MessageContent;
 
 async function onMessage(ctx: ChannelContext<DiscordChannelConfig>, api: DiscordApi, botId: string, drafts: DraftMessages<string>, msg: DcMessage): Promise<void> {
@@ -24,27 +23,7 @@ async function onMessage(ctx: ChannelContext<DiscordChannelConfig>, api: Discord
   const info = msg.guild_id ? await api.channelInfo(msg.channel_id) : { id: msg.channel_id, isThread: false };
   const inbound = messageToInbound(msg, botId, info);
   if (!inbound) return;
-  const runId = ctx.runIdFor(inbound.id);
-  const watch = ctx.settings.streamDrafts && inbound.mentioned
-    ? ctx.watchRun(runId, {
-      draftIntervalMs: ctx.settings.draftIntervalMs,
-      onDraft: (text) => drafts.update(runId, inbound.conversation, text),
-      onEnd: (end) => {
-        if ((end.status === "done" && end.silent) || (end.status === "error" && end.code === "ABORTED")) void drafts.discard(runId);
-      },
-    })
-    : undefined;
-  if (watch) {
-    setTimeout(() => watch.stop(), WATCH_MAX_MS).unref();
-    await ctx.rt.nc.flush();
-  }
-  try {
-    const published = await ctx.publishInbound(inbound);
-    if (published.duplicate) watch?.stop();
-  } catch (err) {
-    watch?.stop();
-    throw err;
-  }
+  await publishWithDraft({ ctx, drafts: ctx.settings.streamDrafts ? drafts : undefined, target: inbound.conversation, draftIntervalMs: ctx.settings.draftIntervalMs }, inbound);
 }
 
 export const definition = defineChannelActor({

@@ -3,10 +3,9 @@
  * `GET /v1/models` (the configured agents as `lurkbot/<agentId>`) and `POST /v1/chat/completions`.
  * Model names: `lurkbot/<agentId>`, `<agentId>`, or `lurkbot` (the default agent).
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { LurkError, safeParseJson } from "../../shared/contract/index.js";
-import { readBody, safeEqual, sendJson, type ChannelContext } from "../../shared/runtime/channel/index.js";
+import { closeHttpServer, listenHttp, readBody, safeEqual, sendJson, type ChannelContext } from "../../shared/runtime/channel/index.js";
 import { defaultAgent } from "../../shared/runtime/config.js";
 import type { OpenAiHttpChannelConfig } from "../../shared/runtime/config-channels.js";
 import { chatCompletion } from "./completions.js";
@@ -62,25 +61,15 @@ export function openAiHandler(ctx: ChannelContext<OpenAiHttpChannelConfig>, toke
   };
 }
 
-export async function listen(handler: (req: IncomingMessage, res: ServerResponse) => Promise<void>, host: string, port: number, log: ChannelContext<unknown>["log"]): Promise<{ server: Server; port: number }> {
-  const server = createServer((req, res) => {
-    handler(req, res).catch((err) => {
+export function listen(handler: (req: IncomingMessage, res: ServerResponse) => Promise<void>, host: string, port: number, log: ChannelContext<unknown>["log"]): Promise<{ server: Server; port: number }> {
+  return listenHttp(handler, {
+    host, port,
+    requestTimeoutMs: 0, // streaming answers may take minutes; replyTimeoutMs bounds them
+    onError: (err, res) => {
       log.error({ err }, "request handler failed");
-      if (!res.headersSent) sendJson(res, 500, errorBody("internal error", "server_error"));
-      else res.end();
-    });
+      sendJson(res, 500, errorBody("internal error", "server_error"));
+    },
   });
-  server.requestTimeout = 0; // streaming answers may take minutes; replyTimeoutMs bounds them
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, host, () => resolve());
-  });
-  return { server, port: (server.address() as AddressInfo).port };
 }
 
-export function closeServer(server: Server): Promise<void> {
-  return new Promise((resolve) => {
-    server.close(() => resolve());
-    server.closeAllConnections();
-  });
-}
+export const closeServer = closeHttpServer;

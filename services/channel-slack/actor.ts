@@ -11,14 +11,13 @@
 import { SocketModeClient } from "@slack/socket-mode";
 import { LogLevel, WebClient, type Logger as SlackLogger } from "@slack/web-api";
 import { LurkError } from "../../shared/contract/index.js";
-import { defineChannelActor, DeliveryError, DraftMessages, toSlackMrkdwn, type ChannelContext, type InboundInput } from "../../shared/runtime/channel/index.js";
+import { defineChannelActor, DeliveryError, DraftMessages, publishWithDraft, toSlackMrkdwn, type ChannelContext, type InboundInput } from "../../shared/runtime/channel/index.js";
 import { slackChannelSchema, type SlackChannelConfig } from "../../shared/runtime/config-channels.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import { actionToInbound, eventToInbound, platformMessageId, targetOf, type BotIdentity, type SlackBlockActions, type SlackEvent, type SlackTarget } from "./inbound.js";
 import { approvalBlocks, SlackApi } from "./send.js";
 
 export const SLACK_TEXT_LIMIT = 3900;
-const WATCH_MAX_MS = 30 * 60_000;
 /** errors after which a redelivery of the envelope cannot succeed either: acknowledged, logged */
 const UNSTORABLE = new Set(["VALIDATION_FAILED", "PAYLOAD_TOO_LARGE"]);
 
@@ -37,26 +36,10 @@ function slackLogger(log: Logger): SlackLogger {
 
 /** Persists one message (drafting its run when asked); returns false if it can never be stored. */
 async function publish(ctx: ChannelContext<SlackChannelConfig>, drafts: DraftMessages<SlackTarget> | undefined, inbound: InboundInput): Promise<boolean> {
-  const runId = ctx.runIdFor(inbound.id);
-  const watch = drafts && inbound.mentioned
-    ? ctx.watchRun(runId, {
-      draftIntervalMs: ctx.settings.draftIntervalMs,
-      onDraft: (text) => drafts.update(runId, targetOf(inbound.conversation), text),
-      onEnd: (end) => {
-        if ((end.status === "done" && end.silent) || (end.status === "error" && end.code === "ABORTED")) void drafts.discard(runId);
-      },
-    })
-    : undefined;
-  if (watch) {
-    setTimeout(() => watch.stop(), WATCH_MAX_MS).unref();
-    await ctx.rt.nc.flush();
-  }
   try {
-    const published = await ctx.publishInbound(inbound);
-    if (published.duplicate) watch?.stop();
+    await publishWithDraft({ ctx, drafts, target: targetOf(inbound.conversation), draftIntervalMs: ctx.settings.draftIntervalMs }, inbound);
     return true;
   } catch (err) {
-    watch?.stop();
     if (err instanceof LurkError && UNSTORABLE.has(err.code)) {
       ctx.log.warn({ err, messageId: inbound.id }, "a Slack message cannot be stored; acknowledged and dropped");
       return false;

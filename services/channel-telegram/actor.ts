@@ -10,41 +10,19 @@
 import { Api } from "grammy";
 import type { Update } from "grammy/types";
 import { LurkError } from "../../shared/contract/index.js";
-import { defineChannelActor, DraftMessages, type ChannelContext } from "../../shared/runtime/channel/index.js";
+import { defineChannelActor, DraftMessages, publishWithDraft, type ChannelContext } from "../../shared/runtime/channel/index.js";
 import { telegramChannelSchema, type TelegramChannelConfig } from "../../shared/runtime/config-channels.js";
 import { conversationOf, messageToInbound, platformMessageId, targetOf, type BotIdentity, type TgMessage, type TgTarget } from "./inbound.js";
 import { Poller } from "./poller.js";
 import { editText, sendText, toDeliveryError } from "./send.js";
 
 export const TELEGRAM_TEXT_LIMIT = 4096;
-/** how long a draft watch waits for its run to end */
-const WATCH_MAX_MS = 30 * 60_000;
 
 async function handleUpdate(ctx: ChannelContext<TelegramChannelConfig>, api: Api, bot: BotIdentity, drafts: DraftMessages<TgTarget>, update: Update): Promise<void> {
   if (update.message) {
     const inbound = messageToInbound(update.message as unknown as TgMessage, bot);
     if (!inbound) return;
-    const runId = ctx.runIdFor(inbound.id);
-    const watch = ctx.settings.streamDrafts && inbound.mentioned
-      ? ctx.watchRun(runId, {
-        draftIntervalMs: ctx.settings.draftIntervalMs,
-        onDraft: (text) => drafts.update(runId, targetOf(inbound.conversation), text),
-        onEnd: (end) => {
-          if ((end.status === "done" && end.silent) || (end.status === "error" && end.code === "ABORTED")) void drafts.discard(runId);
-        },
-      })
-      : undefined;
-    if (watch) {
-      setTimeout(() => watch.stop(), WATCH_MAX_MS).unref();
-      await ctx.rt.nc.flush();
-    }
-    try {
-      const published = await ctx.publishInbound(inbound);
-      if (published.duplicate) watch?.stop();
-    } catch (err) {
-      watch?.stop();
-      throw err;
-    }
+    await publishWithDraft({ ctx, drafts: ctx.settings.streamDrafts ? drafts : undefined, target: targetOf(inbound.conversation), draftIntervalMs: ctx.settings.draftIntervalMs }, inbound);
     return;
   }
   const query = update.callback_query;

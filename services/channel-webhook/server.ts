@@ -3,10 +3,9 @@
  * 202 `{ accepted, id, runId, duplicate }` only once the message is persisted in LURK_INBOUND;
  * 400 malformed, 401 bad/missing signature or stale timestamp, 413 too large, 503 bus down.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { encodeToken, LurkError, safeParseJson } from "../../shared/contract/index.js";
-import { readBody, sendJson, type ChannelContext } from "../../shared/runtime/channel/index.js";
+import { closeHttpServer, listenHttp, readBody, sendJson, type ChannelContext } from "../../shared/runtime/channel/index.js";
 import type { WebhookChannelConfig } from "../../shared/runtime/config-channels.js";
 import { webhookRequestSchema } from "./request.js";
 import type { SeenIds } from "./seen.js";
@@ -69,24 +68,11 @@ export function webhookHandler(ctx: ChannelContext<WebhookChannelConfig>, secret
   };
 }
 
-export async function listen(handler: (req: IncomingMessage, res: ServerResponse) => Promise<void>, host: string, port: number): Promise<{ server: Server; port: number }> {
-  const server = createServer((req, res) => {
-    handler(req, res).catch((err) => {
-      if (!res.headersSent) sendJson(res, 500, { error: { code: "internal", message: (err as Error).message } });
-      else res.end();
-    });
+export function listen(handler: (req: IncomingMessage, res: ServerResponse) => Promise<void>, host: string, port: number): Promise<{ server: Server; port: number }> {
+  return listenHttp(handler, {
+    host, port, requestTimeoutMs: 60_000,
+    onError: (err, res) => sendJson(res, 500, { error: { code: "internal", message: (err as Error).message } }),
   });
-  server.requestTimeout = 60_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, host, () => resolve());
-  });
-  return { server, port: (server.address() as AddressInfo).port };
 }
 
-export function closeServer(server: Server): Promise<void> {
-  return new Promise((resolve) => {
-    server.close(() => resolve());
-    server.closeAllConnections();
-  });
-}
+export const closeServer = closeHttpServer;

@@ -4,7 +4,8 @@
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { ACTOR_NODE_FLAGS } from "../../shared/runtime/memory.js";
-import { actorMainPath } from "../../shared/scripts/paths.js";
+import { join } from "node:path";
+import { actorMainPath, REPO_ROOT } from "../../shared/scripts/paths.js";
 import type { TestNats } from "./nats.js";
 
 export interface ActorProcess {
@@ -19,18 +20,28 @@ export interface ActorProcess {
 }
 
 export async function startActorProcess(name: string, nats: TestNats, env: Record<string, string | undefined> = {}, timeoutMs = 20_000): Promise<ActorProcess> {
-  const child = fork(actorMainPath(name), [], {
-    env: nats.env({ ...nats.passwordEnv(name), ...env }),
-    stdio: ["ignore", "pipe", "pipe", "ipc"],
-    // e.g. LURKBOT_ACTOR_EXEC_ARGV="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile actors
-    execArgv: [...ACTOR_NODE_FLAGS, ...(process.env.LURKBOT_ACTOR_EXEC_ARGV ?? "").split(" ").filter(Boolean)],
-  });
+  // e.g. LURKBOT_ACTOR_EXEC_ARGV="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile actors
+  const execArgv = [...ACTOR_NODE_FLAGS, ...(process.env.LURKBOT_ACTOR_EXEC_ARGV ?? "").split(" ").filter(Boolean)];
+  return startProcess(actorMainPath(name), name, name, nats, env, timeoutMs, execArgv);
+}
+
+/**
+ * Starts an actor whose main module is not under dist/services (a test fixture such as
+ * test/fixtures/ext-tools/main.ts) as NATS user `user`. `relativeMain` is relative to dist/.
+ */
+export function startModuleActor(relativeMain: string, user: string, nats: TestNats, env: Record<string, string | undefined> = {}, timeoutMs = 20_000): Promise<ActorProcess> {
+  return startProcess(join(REPO_ROOT, "dist", relativeMain), relativeMain, user, nats, env, timeoutMs, []);
+}
+
+/** Forks `main` with `user`'s password and waits for its "ready" IPC message. */
+async function startProcess(main: string, label: string, user: string, nats: TestNats, env: Record<string, string | undefined>, timeoutMs: number, execArgv: string[]): Promise<ActorProcess> {
+  const child = fork(main, [], { env: nats.env({ ...nats.passwordEnv(user), ...env }), stdio: ["ignore", "pipe", "pipe", "ipc"], execArgv });
   let output = "";
   child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
   child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} did not become ready in ${timeoutMs} ms:\n${output}`)), timeoutMs);
+    const timer = setTimeout(() => reject(new Error(`${label} did not become ready in ${timeoutMs} ms:\n${output}`)), timeoutMs);
     child.on("message", (m: { type?: string }) => {
       if (m?.type === "ready") {
         clearTimeout(timer);
@@ -39,11 +50,11 @@ export async function startActorProcess(name: string, nats: TestNats, env: Recor
     });
     void exited.then((code) => {
       clearTimeout(timer);
-      reject(new Error(`${name} exited with ${code} before ready:\n${output}`));
+      reject(new Error(`${label} exited with ${code} before ready:\n${output}`));
     });
   });
   return {
-    name,
+    name: user,
     child,
     output: () => output,
     async stop() {

@@ -7,6 +7,8 @@
  * after a restart the final reply is simply sent as a new message.
  */
 import type { Logger } from "../logger.js";
+import type { ChannelContext } from "./channel-actor.js";
+import type { InboundInput, PublishedInbound } from "./inbound.js";
 
 export interface DraftPlatform<T> {
   /** sends a new message to `target`; returns its platform id */
@@ -69,5 +71,55 @@ export class DraftMessages<T> {
     const id = await this.take(runId);
     if (id === undefined || !draft) return;
     await this.platform.remove(draft.target, id).catch((err) => this.log.debug({ err, runId }, "draft delete failed"));
+  }
+}
+
+/** How long a draft watch waits for its run to end before giving up. */
+const WATCH_MAX_MS = 30 * 60_000;
+
+export interface DraftedPublish<T> {
+  /** the kit's channel context parts used here */
+  ctx: {
+    rt: { nc: { flush(): Promise<void> } };
+    runIdFor(platformMessageId: string): string;
+    watchRun: ChannelContext<unknown>["watchRun"];
+    publishInbound: ChannelContext<unknown>["publishInbound"];
+  };
+  /** the channel's drafts, or undefined when drafting is off */
+  drafts: DraftMessages<T> | undefined;
+  /** where the draft goes */
+  target: T;
+  draftIntervalMs: number;
+}
+
+/**
+ * Stores an inbound message in LURK_INBOUND (await it before acknowledging the platform) and,
+ * for a message the bot answers (`mentioned`), shows its run's text as a draft while it is
+ * written: the watch is subscribed before the message is published, stopped on a duplicate or
+ * a failure, and a silent or aborted run's draft is deleted.
+ */
+export async function publishWithDraft<T>(p: DraftedPublish<T>, inbound: InboundInput): Promise<PublishedInbound> {
+  const { ctx, drafts } = p;
+  const runId = ctx.runIdFor(inbound.id);
+  const watch = drafts && inbound.mentioned
+    ? ctx.watchRun(runId, {
+      draftIntervalMs: p.draftIntervalMs,
+      onDraft: (text) => drafts.update(runId, p.target, text),
+      onEnd: (end) => {
+        if ((end.status === "done" && end.silent) || (end.status === "error" && end.code === "ABORTED")) void drafts.discard(runId);
+      },
+    })
+    : undefined;
+  if (watch) {
+    setTimeout(() => watch.stop(), WATCH_MAX_MS).unref();
+    await ctx.rt.nc.flush();
+  }
+  try {
+    const published = await ctx.publishInbound(inbound);
+    if (published.duplicate) watch?.stop();
+    return published;
+  } catch (err) {
+    watch?.stop();
+    throw err;
   }
 }

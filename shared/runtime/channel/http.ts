@@ -1,5 +1,6 @@
 /** Small node:http helpers for HTTP-facing channels: a capped body reader and JSON answers. */
-import type { IncomingMessage, ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 import { timingSafeEqual } from "node:crypto";
 import { LurkError } from "../../contract/index.js";
 
@@ -44,4 +45,35 @@ export function safeEqual(a: string, b: string): boolean {
   const x = Buffer.from(a);
   const y = Buffer.from(b);
   return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/**
+ * Starts an HTTP server for a channel: `handler` serves each request; a handler that throws
+ * gets `onError` (a 500 answer in the channel's error format, unless headers went out).
+ * Resolves once listening, with the bound port (port 0 picks a free one).
+ */
+export async function listenHttp(
+  handler: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+  opts: { host: string; port: number; requestTimeoutMs: number; onError(err: unknown, res: ServerResponse): void },
+): Promise<{ server: Server; port: number }> {
+  const server = createServer((req, res) => {
+    handler(req, res).catch((err) => {
+      if (!res.headersSent) opts.onError(err, res);
+      else res.end();
+    });
+  });
+  server.requestTimeout = opts.requestTimeoutMs;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.port, opts.host, () => resolve());
+  });
+  return { server, port: (server.address() as AddressInfo).port };
+}
+
+/** Stops accepting connections and closes the open ones. */
+export function closeHttpServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
 }
