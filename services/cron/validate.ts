@@ -5,6 +5,7 @@
  */
 import { LurkError, type CronJob } from "../../shared/contract/index.js";
 import { cronPattern } from "./schedule.js";
+import { isValidTimeZone } from "../../shared/runtime/time-zone.js";
 
 export type CronJobSpec = Pick<CronJob, "name" | "agentId" | "enabled" | "deleteAfterRun" | "schedule" | "sessionTarget" | "wakeMode" | "payload"> & { description?: string | undefined };
 
@@ -23,14 +24,6 @@ const fail = (message: string): never => {
   throw new LurkError("VALIDATION_FAILED", message);
 };
 
-export function isValidTimeZone(tz: string): boolean {
-  try {
-    new Intl.DateTimeFormat("en-US", { timeZone: tz });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Throws VALIDATION_FAILED for the first broken rule. */
 export function validateJob(job: CronJobSpec, ctx: ValidationContext): void {

@@ -31,16 +31,6 @@ function formatter(timeZone: string | undefined): Intl.DateTimeFormat {
   return f;
 }
 
-/** True when `timeZone` is a time zone name this runtime knows. */
-export function isValidTimeZone(timeZone: string): boolean {
-  try {
-    new Intl.DateTimeFormat("en-US", { timeZone });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** The wall-clock time of instant `t` in the zone, as if it were UTC (ms, whole seconds). */
 function wallClock(t: number, timeZone: string | undefined): number {
   const parts: Record<string, number> = {};

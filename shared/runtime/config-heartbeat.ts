@@ -4,6 +4,7 @@
  * (any field but `agents`). `resolveHeartbeatConfig` merges them for one agent.
  */
 import { z } from "zod";
+import { isValidTimeZone } from "./time-zone.js";
 
 /** seeds: DEFAULT_HEARTBEAT_ACK_MAX_CHARS */
 export const DEFAULT_HEARTBEAT_ACK_MAX_CHARS = 100;
@@ -11,14 +12,6 @@ export const DEFAULT_HEARTBEAT_INTERVAL_MINUTES = 30;
 
 const HHMM = /^([01]\d|2[0-3]):[0-5]\d$|^24:00$/;
 
-export function isValidTimeZone(tz: string): boolean {
-  try {
-    new Intl.DateTimeFormat("en-US", { timeZone: tz });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 export const activeHoursSchema = z.object({
   /** "HH:MM", local to timeZone */

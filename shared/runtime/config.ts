@@ -18,6 +18,7 @@ import { cronConfigSchema } from "./config-cron.js";
 import { routingConfigSchema } from "./config-routing.js";
 import { agentIdSchema, LurkError, promptModeSchema, safeParseJson, sessionTypeSchema, thinkLevelSchema } from "../contract/index.js";
 import { channelConfigSecrets, channelEnvOverrides, channelsConfigSchema } from "./config-channels.js";
+import { isValidTimeZone } from "./time-zone.js";
 
 const msSchema = z.number().int().positive();
 
@@ -207,7 +208,7 @@ export const configSchema = z.object({
     /** a session inactive this many minutes starts a fresh transcript */
     idleResetMinutes: z.number().int().positive().max(525_600).optional(),
     /** IANA time zone of dailyResetHour (default: the host's) */
-    timeZone: z.string().refine((tz) => { try { new Intl.DateTimeFormat("en-US", { timeZone: tz }); return true; } catch { return false; } }, "unknown time zone, e.g. Europe/Berlin").optional(),
+    timeZone: z.string().refine(isValidTimeZone, "unknown time zone, e.g. Europe/Berlin").optional(),
   }).default({}),
   /** periodic HEARTBEAT.md checks per agent (services/heartbeat) */
   heartbeat: heartbeatConfigSchema,
