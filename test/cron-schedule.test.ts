@@ -10,7 +10,7 @@ import { applyPatch, createJob } from "../services/cron/jobs.js";
 import { firstRun, fireIdFor, nextRunAfter, parseDuration, planDue } from "../services/cron/schedule.js";
 import { DueHeap } from "../services/cron/scheduler.js";
 import { validateJob, type CronJobSpec } from "../services/cron/validate.js";
-import { buildInject, buildRunRequest, runIdOfFire } from "../services/cron/fire.js";
+import { buildInject, buildPostToMain, buildRunRequest, runIdOfFire } from "../services/cron/fire.js";
 
 const T = (iso: string) => Date.parse(iso);
 const MIN = 60_000;
@@ -183,6 +183,23 @@ describe("cron fire messages", () => {
     assert.equal(req.deliver, true);
     assert.equal(req.origin?.conversation, "77");
     assert.equal(buildRunRequest(job, "cron_t:5", now, undefined).deliver, false);
+  });
+
+  it("isolation: the reply's first paragraph (summary) or all of it (full), cut at the limit, for the main session", () => {
+    const reply = "First paragraph\nstill first.\n\nSecond paragraph.";
+    const iso = (over: Record<string, unknown> = {}) => createJob(spec({
+      sessionTarget: "isolated", payload: agentTurn(),
+      isolation: { postToMainPrefix: "Cron", postToMainMode: "summary", postToMainMaxChars: 8000, ...over } as CronJobSpec["isolation"],
+    }), "cron_i", now, ["main"]);
+    const summary = buildPostToMain(iso(), "cron_i:9", reply, now)!;
+    assert.equal(summary.text, "Cron: j: First paragraph\nstill first.");
+    assert.deepEqual([summary.sessionKey, summary.wake, summary.deliverTo, summary.id], ["agent:main:main", "next-heartbeat", "none", "post:cron_i:9"]);
+    assert.equal(buildPostToMain(iso({ postToMainMode: "full", postToMainPrefix: "Daily" }), "f", reply, now)!.text, `Daily: j: ${reply}`);
+    assert.equal(buildPostToMain(iso({ postToMainMode: "full", postToMainMaxChars: 100 }), "f", "x".repeat(300), now)!.text, `Cron: j: ${"x".repeat(99)}…`);
+    assert.equal(buildPostToMain(iso(), "f", "   ", now), undefined, "an empty reply posts nothing");
+    const plain = createJob(spec({ sessionTarget: "isolated", payload: agentTurn() }), "cron_p", now, ["main"]);
+    assert.equal(buildPostToMain(plain, "f", reply, now), undefined, "no isolation, no post");
+    assert.throws(() => validateJob({ ...spec(), isolation: { postToMainPrefix: "C", postToMainMode: "full", postToMainMaxChars: 500 } }, { nowMs: now, agentIds: ["main"], checkAtInPast: false }), /is for sessionTarget "isolated"/);
   });
 });
 

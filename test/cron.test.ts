@@ -100,11 +100,34 @@ describe("cron actor in the whole system", () => {
     const [run] = await finished(loud.id);
     assert.equal(run!.status, "ok");
     assert.ok(run!.runId, "wake now: a run whose end is recorded");
+    // next-heartbeat: the quiet event waited in the main session, and the next run there sees it
+    const seen = system.fake.requests.map((r) => JSON.stringify(r.body.messages));
+    assert.ok(seen.some((m) => m.includes("[system event] water the plants") && m.includes("check the oven")), "the next main-session run got the waiting event");
     const job = (await bus.call("cron", "get", { jobId: loud.id })).job;
     assert.equal(job.state.lastStatus, "ok");
     assert.equal(typeof job.state.lastDurationMs, "number");
     assert.equal(job.state.runningAtMs, undefined);
     for (const id of [quiet.id, loud.id]) await bus.call("cron", "rm", { jobId: id });
+  });
+
+  it("isolation: an isolated run's reply is posted once into the main session as a system event", async () => {
+    const job = await add({
+      name: "digest", schedule: { kind: "every", everyMs: 3_600_000 }, sessionTarget: "isolated",
+      payload: { kind: "agentTurn", message: "make a digest", deliver: false },
+      isolation: { postToMainPrefix: "Daily" },
+    });
+    await bus.call("cron", "run", { jobId: job.id, mode: "force" });
+    const [run] = await finished(job.id);
+    assert.equal(run!.status, "ok");
+    const posted = await waitFor(async () => (await history("agent:main:main")).filter((r) => r.kind === "system_event" && r.text?.startsWith("Daily: digest:")), 10_000, "the post in the main session");
+    assert.equal(posted.length, 1);
+    assert.equal(posted[0]!.text, "Daily: digest: echo: make a digest");
+    assert.equal(posted[0]!.id, `inject:post:${run!.fireId}`);
+    await assert.rejects(add({
+      name: "bad", schedule: { kind: "every", everyMs: 3_600_000 }, sessionTarget: "main",
+      payload: { kind: "systemEvent", text: "x" }, isolation: {},
+    }), /isolation .* is for sessionTarget "isolated"/);
+    await bus.call("cron", "rm", { jobId: job.id });
   });
 
   it("after the actor was down for several slots, the missed job fires once", async () => {
@@ -170,6 +193,14 @@ describe("cron actor in the whole system", () => {
     assert.match(badCron.stderr, /cron expression "0 25 \* \* \*" is invalid/);
     const past = await runCli(["cron", "add", "--name", "x", "--at", "2020-01-01T00:00Z", "--message", "m"], cliEnv);
     assert.match(past.stderr, /is in the past; choose a future time/);
+    const posting = await runCli(["cron", "add", "--name", "post", "--every", "1h", "--message", "m", "--deliver", "none", "--post-to-main", "full", "--json"], cliEnv);
+    assert.equal(posting.code, 0, posting.stderr);
+    const postingJob = JSON.parse(posting.stdout) as CronJob;
+    assert.deepEqual(postingJob.isolation, { postToMainPrefix: "Cron", postToMainMode: "full", postToMainMaxChars: 8000 });
+    await runCli(["cron", "rm", postingJob.id], cliEnv);
+    const badPost = await runCli(["cron", "add", "--name", "x", "--every", "1h", "--message", "m", "--post-to-main", "all"], cliEnv);
+    assert.equal(badPost.code, 64);
+    assert.match(badPost.stderr, /--post-to-main "all": use summary/);
     const noJob = await runCli(["cron", "run", "cron_nope"], cliEnv);
     assert.equal(noJob.code, 1);
     assert.match(noJob.stderr, /no cron job cron_nope \(see `lurkbot cron list`\)/);

@@ -167,7 +167,7 @@ export const COMMANDS: CommandSpec[] = [
     details: [
       "  cron add --name N (--every 10m [--anchor T] | --cron \"0 9 * * *\" [--tz Z] | --at T|+10m) --message TEXT",
       "           [--system-event [--wake now]] [--agent ID] [--model M] [--thinking L] [--timeout SEC]",
-      "           [--deliver last|none|CHANNEL:TO] [--best-effort] [--delete-after-run] [--disabled]",
+      "           [--deliver last|none|CHANNEL:TO] [--best-effort] [--post-to-main summary|full] [--delete-after-run] [--disabled]",
       "  cron list [--agent ID] [--json]        jobs with their next run and last outcome",
       "  cron edit ID [add's flags] [--enable|--disable]",
       "  cron rm ID                              remove a job and its run log",
@@ -196,6 +196,7 @@ export const COMMANDS: CommandSpec[] = [
       timeout: { type: "number", value: "SEC", help: "agent turns: seconds the run may take (default 3600)" },
       deliver: { type: "string", value: "TARGET", help: "agent turns: last (default), none, or CHANNEL:TO (e.g. telegram:123)" },
       "best-effort": { type: "boolean", help: "agent turns: run even when there is nowhere to deliver" },
+      "post-to-main": { type: "string", value: "MODE", help: "agent turns: also post the reply (summary: its first paragraph, or full) into the main session" },
       "delete-after-run": { type: "boolean", help: "remove the job after its first successful run" },
       disabled: { type: "boolean", help: "add: create the job disabled" },
       enable: { type: "boolean", help: "edit: enable the job" },

@@ -20,9 +20,17 @@ export interface CronIo {
 }
 
 type Job = CronJob;
-type Patch = Partial<Pick<Job, "name" | "description" | "agentId" | "enabled" | "deleteAfterRun" | "schedule" | "sessionTarget" | "wakeMode" | "payload">>;
+type Patch = Partial<Pick<Job, "name" | "description" | "agentId" | "enabled" | "deleteAfterRun" | "schedule" | "sessionTarget" | "wakeMode" | "payload" | "isolation">>;
 
-const JOB_FLAGS = ["name", "description", "every", "anchor", "cron", "tz", "at", "message", "system-event", "agent", "wake", "model", "thinking", "timeout", "deliver", "best-effort", "delete-after-run"];
+/** `--post-to-main summary|full`: the seeds' isolation settings (prefix "Cron", 8000 characters). */
+function isolationFrom(p: ParsedCommand): Job["isolation"] | undefined {
+  const mode = str(p, "post-to-main");
+  if (mode === undefined) return undefined;
+  if (mode !== "summary" && mode !== "full") throw use(`--post-to-main "${mode}": use summary (the reply's first paragraph) or full.`);
+  return { postToMainPrefix: "Cron", postToMainMode: mode, postToMainMaxChars: 8000 };
+}
+
+const JOB_FLAGS = ["name", "description", "every", "anchor", "cron", "tz", "at", "message", "system-event", "agent", "wake", "model", "thinking", "timeout", "deliver", "best-effort", "post-to-main", "delete-after-run"];
 const SUBCOMMANDS: Record<string, { id: "none" | "required" | "optional"; options: string[] }> = {
   add: { id: "none", options: [...JOB_FLAGS, "disabled", "json"] },
   list: { id: "none", options: ["agent", "json"] },
@@ -155,6 +163,7 @@ function addRequest(p: ParsedCommand, nowMs: number): Omit<Job, "id" | "createdA
   const payload = payloadFrom(p, undefined) ?? failNeedsMessage();
   const wake = str(p, "wake");
   if (wake !== undefined && wake !== "now" && wake !== "next-heartbeat") throw use(`--wake "${wake}": use now or next-heartbeat.`);
+  const isolation = isolationFrom(p);
   return {
     name,
     ...(str(p, "description") !== undefined ? { description: str(p, "description")! } : {}),
@@ -165,6 +174,7 @@ function addRequest(p: ParsedCommand, nowMs: number): Omit<Job, "id" | "createdA
     sessionTarget: payload.kind === "systemEvent" ? "main" : "isolated",
     wakeMode: (wake as Job["wakeMode"] | undefined) ?? (payload.kind === "systemEvent" ? "next-heartbeat" : "now"),
     payload,
+    ...(isolation ? { isolation } : {}),
   };
 }
 
@@ -183,6 +193,8 @@ function editPatch(p: ParsedCommand, job: Job, nowMs: number): Patch {
     if (wake !== "now" && wake !== "next-heartbeat") throw use(`--wake "${wake}": use now or next-heartbeat.`);
     patch.wakeMode = wake;
   }
+  const isolation = isolationFrom(p);
+  if (isolation) patch.isolation = isolation;
   const schedule = scheduleFrom(p, nowMs);
   if (schedule) patch.schedule = schedule;
   else if (str(p, "tz") !== undefined && job.schedule.kind === "cron") patch.schedule = { ...job.schedule, tz: str(p, "tz")! };

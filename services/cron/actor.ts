@@ -98,16 +98,19 @@ export const definition: ActorDefinition = {
         if (!fireId) return;
         let status: "ok" | "error" = msg.subject.endsWith(".done") ? "ok" : "error";
         let error: string | undefined;
+        let reply = "";
         try {
           const event = runEventSchema.parse(safeParseJson(msg.data, rt.limits)).event;
           if (event.kind === "error") {
             status = "error";
             error = `${event.code}: ${event.message}`;
+          } else if (event.kind === "done" && !event.silent) {
+            reply = event.text;
           }
         } catch (err) {
           rt.log.warn({ err, runId }, "malformed terminal run event; judging by its subject");
         }
-        firer.finish(fireId, status, error).catch((err) => rt.log.warn({ err, runId }, "could not record the end of a cron run"));
+        endFire(firer, fireId, status, reply, error).catch((err) => rt.log.warn({ err, runId }, "could not record the end of a cron run"));
       },
     }));
 
@@ -221,6 +224,12 @@ function busFor(rt: ActorRuntime): FireBus {
   };
 }
 
+/** A fire's run ended: a successful isolated run's reply is posted to the main session first (isolation). */
+async function endFire(firer: Firer, fireId: string, status: "ok" | "error", reply: string, error?: string): Promise<void> {
+  if (status === "ok" && reply) await firer.postToMain(fireId, reply);
+  await firer.finish(fireId, status, error);
+}
+
 /** Runs that never reported their end: ask their transcript, or give up after their timeout. */
 async function reconcileRuns(rt: ActorRuntime, store: CronStore, firer: Firer): Promise<void> {
   const now = Date.now();
@@ -229,8 +238,9 @@ async function reconcileRuns(rt: ActorRuntime, store: CronStore, firer: Firer): 
     const job = store.job(entry.jobId);
     if (job) {
       try {
-        const { status } = await rt.client.call("sessions", "run", { sessionKey: cronSessionKey(job), runId: entry.runId });
-        if (status === "done") await firer.finish(entry.fireId, "ok");
+        const { status, records } = await rt.client.call("sessions", "run", { sessionKey: cronSessionKey(job), runId: entry.runId });
+        const reply = records.find((r) => r.kind === "run_marker" && r.runStatus === "done")?.text ?? "";
+        if (status === "done") await endFire(firer, entry.fireId, "ok", reply);
         else if (status === "error" || status === "aborted") await firer.finish(entry.fireId, "error", `the run ended with ${status}`);
         if (status !== "unknown" && status !== "started") continue;
       } catch (err) {

@@ -71,6 +71,26 @@ export function buildInject(job: CronJob, fireId: string, nowMs: number): System
   }) as SystemInject;
 }
 
+/** The post of an isolated run's reply into the main session (seeds' isolation.postToMain*), or undefined. */
+export function buildPostToMain(job: CronJob, fireId: string, replyText: string, nowMs: number): SystemInject | undefined {
+  const iso = job.isolation;
+  const reply = replyText.trim();
+  if (!iso || job.sessionTarget !== "isolated" || !reply) return undefined;
+  const body = iso.postToMainMode === "full" ? reply : reply.split(/\n\s*\n/)[0]!.trim();
+  const text = body.length > iso.postToMainMaxChars ? `${body.slice(0, iso.postToMainMaxChars - 1)}…` : body;
+  return envelope("lurk.inject.v1", {
+    agentId: job.agentId,
+    sessionKey: buildSessionKey({ type: "main", agentId: job.agentId }),
+    source: "cron" as const,
+    text: `${iso.postToMainPrefix}: ${job.name}: ${text}`,
+    wake: "next-heartbeat" as const,
+    trigger: "cron" as const,
+    deliverTo: "none" as const,
+    id: `post:${fireId}`,
+    ts: nowMs,
+  }) as SystemInject;
+}
+
 export function buildRunRequest(job: CronJob, fireId: string, nowMs: number, origin: Origin | undefined): RunRequest {
   if (job.payload.kind !== "agentTurn") throw new LurkError("INTERNAL", "not an agentTurn job");
   const p = job.payload;
@@ -151,6 +171,20 @@ export class Firer {
   }
 
   /** Records how a fire's run ended (terminal event or reconciliation); idempotent. */
+  /**
+   * Posts an isolated run's reply into the agent's main session when its job asks for it
+   * (`isolation`); the inject's id `post:<fireId>` makes a repeat land once. Call before finish
+   * (a deleteAfterRun job is gone after it).
+   */
+  async postToMain(fireId: string, replyText: string): Promise<void> {
+    const entry = this.store.run(fireId);
+    const job = entry && entry.status === "running" ? this.store.job(entry.jobId) : undefined;
+    const inject = job ? buildPostToMain(job, fireId, replyText, this.clock.now()) : undefined;
+    if (!job || !inject) return;
+    await this.bus.publishInject(job.agentId, inject);
+    this.emit("posted_to_main", { fireId, jobId: job.id });
+  }
+
   async finish(fireId: string, status: "ok" | "error", error?: string): Promise<boolean> {
     const endedAtMs = this.clock.now();
     const done = await this.store.txn(() => {

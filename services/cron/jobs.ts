@@ -23,6 +23,7 @@ export function createJob(spec: CronJobSpec, id: string, nowMs: number, agentIds
     sessionTarget: spec.sessionTarget,
     wakeMode: spec.wakeMode,
     payload: spec.payload,
+    ...(spec.isolation ? { isolation: spec.isolation } : {}),
     createdAtMs: nowMs,
     updatedAtMs: nowMs,
     state: next !== undefined ? { nextRunAtMs: next } : {},

@@ -7,7 +7,7 @@ import { LurkError, type CronJob } from "../../shared/contract/index.js";
 import { cronPattern } from "./schedule.js";
 import { isValidTimeZone } from "../../shared/runtime/time-zone.js";
 
-export type CronJobSpec = Pick<CronJob, "name" | "agentId" | "enabled" | "deleteAfterRun" | "schedule" | "sessionTarget" | "wakeMode" | "payload"> & { description?: string | undefined };
+export type CronJobSpec = Pick<CronJob, "name" | "agentId" | "enabled" | "deleteAfterRun" | "schedule" | "sessionTarget" | "wakeMode" | "payload" | "isolation"> & { description?: string | undefined };
 
 export interface ValidationContext {
   nowMs: number;
@@ -32,6 +32,9 @@ export function validateJob(job: CronJobSpec, ctx: ValidationContext): void {
   }
   if (job.sessionTarget === "isolated" && job.payload.kind !== "agentTurn") {
     fail(`sessionTarget "isolated" takes an agentTurn payload only (a run in its own cron session); a systemEvent needs sessionTarget "main"`);
+  }
+  if (job.isolation && job.sessionTarget !== "isolated") {
+    fail(`isolation (posting a run's reply into the main session) is for sessionTarget "isolated" jobs; a main-session job already runs there`);
   }
   if (!ctx.agentIds.includes(job.agentId)) {
     fail(`no agent "${job.agentId}" is configured (agents: ${ctx.agentIds.join(", ")})`);

@@ -45,6 +45,17 @@ const cronJobFields = {
   sessionTarget: z.enum(["main", "isolated"]),
   wakeMode: z.enum(["next-heartbeat", "now"]).default("next-heartbeat"),
   payload: cronPayloadSchema,
+  /**
+   * isolated jobs only (seeds' `isolation`): after a successful run, its reply is posted into the
+   * agent's main session as a system event ("<prefix>: <job name>: <text>"), waiting there for
+   * the next heartbeat or message. "summary" posts the reply's first paragraph, "full" all of
+   * it; either is cut at postToMainMaxChars.
+   */
+  isolation: z.object({
+    postToMainPrefix: z.string().min(1).max(200).default("Cron"),
+    postToMainMode: z.enum(["summary", "full"]).default("summary"),
+    postToMainMaxChars: z.number().int().min(100).max(100_000).default(8000),
+  }).optional(),
 };
 
 /** Seeds' rule: main takes systemEvent only; isolated takes agentTurn only. */
