@@ -13,10 +13,10 @@ import { randomUUID } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  envelope, inboundMsgId, outboundMessageSchema, runControlSchema, runIdFor, runRequestSchema, safeParseJson, STREAMS, subjects,
+  envelope, inboundMsgId, outboundMessageSchema, runControlSchema, runIdFor, safeParseJson, subjects,
   type OutboundMessage, type RunControl, type RunRequest,
 } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
@@ -25,6 +25,7 @@ import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.
 import { runCli } from "./harness/cli.js";
 import { TestNats } from "./harness/nats.js";
 import { CliClient, TestSystem } from "./harness/system.js";
+import { storedRunRequests } from "./harness/streams.js";
 
 const s = subjects();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -81,16 +82,7 @@ describe("router: queue modes, commands, policies (router process, scripted runn
     return { id, runId: runIdFor(channel, id) };
   };
   const web = (group: string, text: string, sender = "owner") => send("web", { kind: "group", id: group }, text, { sender });
-  const runRequests = async (): Promise<RunRequest[]> => {
-    const jsm = await jetstreamManager(admin);
-    const info = await jsm.streams.info(STREAMS.runs);
-    const out: RunRequest[] = [];
-    for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
-      const m = await jsm.streams.getMessage(STREAMS.runs, { seq }).catch(() => null);
-      if (m) out.push(runRequestSchema.parse(m.json()));
-    }
-    return out;
-  };
+  const runRequests = () => storedRunRequests(admin);
   const runOf = (runId: string, what = "run request") => waitFor(async () => (await runRequests()).find((r) => r.runId === runId), 10_000, what);
   const noRun = async (runId: string, ms = 800) => {
     await sleep(ms);

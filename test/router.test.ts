@@ -9,12 +9,13 @@ import { after, before, describe, it } from "node:test";
 import { jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  envelope, inboundMsgId, runIdFor, runRequestSchema, STREAMS, subjects, type RunRequest,
+  envelope, inboundMsgId, runIdFor, STREAMS, subjects,
 } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { Lanes } from "../services/router/lanes.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
 import { TestNats } from "./harness/nats.js";
+import { storedRunRequests } from "./harness/streams.js";
 
 const s = subjects();
 
@@ -67,17 +68,7 @@ describe("router", () => {
     return { id, runId: runIdFor("telegram", id), ack };
   };
 
-  /** Run requests currently in RUNS (a work queue: nothing consumes it in this test). */
-  const runRequests = async (): Promise<RunRequest[]> => {
-    const jsm = await jetstreamManager(admin);
-    const info = await jsm.streams.info(STREAMS.runs);
-    const out: RunRequest[] = [];
-    for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
-      const m = await jsm.streams.getMessage(STREAMS.runs, { seq }).catch(() => null);
-      if (m) out.push(runRequestSchema.parse(m.json()));
-    }
-    return out;
-  };
+  const runRequests = () => storedRunRequests(admin);
   const finish = (runId: string, sessionKey: string) => {
     runner.publish(s.runEvent(runId, "done"), JSON.stringify(envelope("lurk.run.event.v1", {
       runId, sessionKey, seq: 1, event: { kind: "done", text: "ok", turns: 1, usage: {}, silent: false },

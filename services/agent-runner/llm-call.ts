@@ -15,6 +15,7 @@ import type { Logger } from "../../shared/runtime/logger.js";
 import type { RunEvents } from "./events.js";
 import { failureReason, type Candidate, type ModelChain } from "./failover.js";
 import type { Provider, ProviderRequest } from "./providers/types.js";
+import { sleepUnlessAborted as sleep } from "../../shared/runtime/abortable-sleep.js";
 
 export const RETRY_DELAYS_MS = [500, 2_000, 5_000];
 const MAX_RETRY_AFTER_MS = 20_000;
@@ -146,16 +147,4 @@ function anySignal(a: AbortSignal, b: AbortSignal): AbortSignal {
     b.addEventListener("abort", fire(b), { once: true, signal: both.signal });
   }
   return both.signal;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
 }

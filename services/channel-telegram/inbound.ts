@@ -6,7 +6,7 @@
  * becomes `/cmd`, so commands read the same in groups. The platform message id is
  * `<chatId>:<messageId>` (message ids are unique per chat only).
  */
-import { encodeToken } from "../../shared/contract/index.js";
+import { decodeToken, encodeToken } from "../../shared/contract/index.js";
 import type { InboundInput } from "../../shared/runtime/channel/index.js";
 
 export interface TgUser { id: number; is_bot?: boolean; first_name?: string; last_name?: string; username?: string }
@@ -38,7 +38,7 @@ export function conversationOf(target: TgTarget): string {
 
 /** Reverses conversationOf; throws on a conversation that is not one of ours. */
 export function targetOf(conversation: string): TgTarget {
-  const decoded = conversation.replace(/~([0-9A-F]{2})/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+  const decoded = decodeToken(conversation);
   const match = /^(-?\d+)(?::(\d+))?$/.exec(decoded);
   if (!match) throw new Error(`"${conversation}" is not a Telegram conversation`);
   return { chatId: Number(match[1]), ...(match[2] ? { threadId: Number(match[2]) } : {}) };

@@ -9,6 +9,7 @@ import type { Api } from "grammy";
 import type { Update } from "grammy/types";
 import type { Logger } from "../../shared/runtime/logger.js";
 import { tgSignal } from "./send.js";
+import { sleepUnlessAborted } from "../../shared/runtime/abortable-sleep.js";
 
 const BACKOFF_MS = [500, 1_000, 2_000, 5_000, 10_000];
 
@@ -46,7 +47,7 @@ export class Poller {
       } catch (err) {
         if (this.abort.signal.aborted) return;
         log.warn({ err, attempt: ++failures }, "getUpdates failed; retrying");
-        await this.sleep(BACKOFF_MS[Math.min(failures, BACKOFF_MS.length) - 1]!);
+        await sleepUnlessAborted(BACKOFF_MS[Math.min(failures, BACKOFF_MS.length) - 1]!, this.abort.signal);
         continue;
       }
       for (const update of updates) {
@@ -64,19 +65,9 @@ export class Poller {
         return true;
       } catch (err) {
         this.opts.log.warn({ err, updateId: update.update_id, attempt }, "could not take a Telegram update; retrying");
-        await this.sleep(BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length) - 1]!);
+        await sleepUnlessAborted(BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length) - 1]!, this.abort.signal);
       }
     }
     return false;
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.abort.signal.addEventListener("abort", () => {
-        clearTimeout(timer);
-        resolve();
-      }, { once: true });
-    });
   }
 }

@@ -12,8 +12,7 @@
  * recorded (parsed body, headers). Zero latency. Non-streaming requests are not supported.
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
-import { readBody, sendJson, splitText } from "./http.js";
+import { closeLoopback, listenLoopback, readBody, sendJson, splitText } from "./http.js";
 
 export interface FakeToolUse { id?: string; name: string; input: string | Record<string, unknown>; fragments?: number }
 export interface FakeThinking { text: string; signature: string }
@@ -73,8 +72,7 @@ export class FakeAnthropicServer {
   static async start(opts: { apiKey?: string } = {}): Promise<FakeAnthropicServer> {
     let fake!: FakeAnthropicServer;
     const server = createServer((req, res) => void fake.handle(req, res));
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    fake = new FakeAnthropicServer(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, opts.apiKey);
+    fake = new FakeAnthropicServer(server, await listenLoopback(server), opts.apiKey);
     return fake;
   }
 
@@ -84,8 +82,7 @@ export class FakeAnthropicServer {
   reset(): void { this.queue.length = 0; this.requests.length = 0; }
 
   async close(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await closeLoopback(this.server);
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

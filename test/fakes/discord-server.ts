@@ -4,9 +4,8 @@
  * MESSAGE_CREATE dispatches) on one port, as @discordjs/rest and @discordjs/ws speak them.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { WebSocketServer, type WebSocket } from "ws";
-import { readBody, sendJson } from "./http.js";
+import { closeLoopback, listenLoopback, readBody, sendJson } from "./http.js";
 
 export interface DiscordSent { method: "POST" | "PATCH" | "DELETE"; channelId: string; messageId: string; content: string; body: Record<string, unknown> }
 
@@ -32,8 +31,7 @@ export class FakeDiscordServer {
   static async start(token = "discord-test-token-0123456789abcdef"): Promise<FakeDiscordServer> {
     let fake!: FakeDiscordServer;
     const server = createServer((req, res) => void fake.handle(req, res));
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    fake = new FakeDiscordServer(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, token);
+    fake = new FakeDiscordServer(server, await listenLoopback(server), token);
     return fake;
   }
 
@@ -60,8 +58,7 @@ export class FakeDiscordServer {
   async close(): Promise<void> {
     for (const s of this.sockets) s.terminate();
     this.wss.close();
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await closeLoopback(this.server);
   }
 
   private send(ws: WebSocket, payload: Record<string, unknown>): void {

@@ -1,5 +1,6 @@
 /** HTTP plumbing shared by the fake provider servers: bodies, JSON replies, text chunking. */
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 
 export function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -24,4 +25,16 @@ export function splitText(text: string, n: number): string[] {
   const out: string[] = [];
   for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
   return out;
+}
+
+/** Starts `server` on 127.0.0.1 (`port` 0: a free one); resolves with its base URL. */
+export async function listenLoopback(server: Server, port = 0): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", () => resolve()));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** Closes the server and every connection still open on it. */
+export async function closeLoopback(server: Server): Promise<void> {
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
 }

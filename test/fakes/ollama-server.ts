@@ -10,8 +10,7 @@
  * tool call `read {path}`; otherwise `echo: <user text>`. Requests are recorded; zero latency.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
-import { readBody, sendJson, splitText } from "./http.js";
+import { closeLoopback, listenLoopback, readBody, sendJson, splitText } from "./http.js";
 
 export interface OllamaFakeToolCall { name: string; arguments: unknown }
 
@@ -69,9 +68,7 @@ export class FakeOllamaServer {
   static async start(opts: FakeOllamaOptions = {}): Promise<FakeOllamaServer> {
     let fake!: FakeOllamaServer;
     const server = createServer((req, res) => void fake.handle(req, res));
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const { port } = server.address() as AddressInfo;
-    fake = new FakeOllamaServer(server, `http://127.0.0.1:${port}`, opts);
+    fake = new FakeOllamaServer(server, await listenLoopback(server), opts);
     return fake;
   }
 
@@ -86,8 +83,7 @@ export class FakeOllamaServer {
 
   async close(): Promise<void> {
     for (const res of this.open) res.destroy();
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await closeLoopback(this.server);
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -12,8 +12,7 @@
  * Latency is zero unless `latencyMs` / `chunkDelayMs` are given. Reused by the benchmark.
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
-import { readBody, sendJson, splitText } from "./http.js";
+import { closeLoopback, listenLoopback, readBody, sendJson, splitText } from "./http.js";
 
 export interface FakeToolCall {
   id?: string;
@@ -102,9 +101,7 @@ export class FakeOpenAIServer {
   static async start(opts: FakeOpenAIOptions = {}): Promise<FakeOpenAIServer> {
     let fake!: FakeOpenAIServer;
     const server = createServer((req, res) => void fake.handle(req, res));
-    await new Promise<void>((resolve) => server.listen(opts.port ?? 0, "127.0.0.1", resolve));
-    const { port } = server.address() as AddressInfo;
-    fake = new FakeOpenAIServer(server, `http://127.0.0.1:${port}`, opts);
+    fake = new FakeOpenAIServer(server, await listenLoopback(server, opts.port ?? 0), opts);
     return fake;
   }
 
@@ -129,8 +126,7 @@ export class FakeOpenAIServer {
 
   async close(): Promise<void> {
     for (const res of this.open) res.destroy();
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await closeLoopback(this.server);
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -7,9 +7,8 @@
  */
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { WebSocketServer, type WebSocket } from "ws";
-import { readBody, sendJson } from "./http.js";
+import { closeLoopback, listenLoopback, readBody, sendJson } from "./http.js";
 
 export interface SlackSent { method: string; channel: string; ts: string; text: string; body: Record<string, unknown> }
 export interface SlackAck { envelopeId: string; atMs: number }
@@ -46,8 +45,7 @@ export class FakeSlackServer {
   static async start(): Promise<FakeSlackServer> {
     let fake!: FakeSlackServer;
     const server = createServer((req, res) => void fake.handle(req, res));
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    fake = new FakeSlackServer(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    fake = new FakeSlackServer(server, await listenLoopback(server));
     return fake;
   }
 
@@ -114,8 +112,7 @@ export class FakeSlackServer {
     clearInterval(this.pinger);
     for (const s of this.sockets) s.terminate();
     this.wss.close();
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await closeLoopback(this.server);
   }
 
   private onSocket(ws: WebSocket): void {

@@ -6,8 +6,7 @@
  * and reads what the bot sent in `sent`; `failNext()` makes the next calls of a method fail.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
-import { readBody, sendJson } from "./http.js";
+import { closeLoopback, listenLoopback, readBody, sendJson } from "./http.js";
 
 export interface SentMessage {
   method: "sendMessage" | "editMessageText" | "deleteMessage";
@@ -39,8 +38,7 @@ export class FakeTelegramServer {
   static async start(token = "123456:TEST-telegram-token-abcdefghij"): Promise<FakeTelegramServer> {
     let fake!: FakeTelegramServer;
     const server = createServer((req, res) => void fake.handle(req, res));
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    fake = new FakeTelegramServer(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, token);
+    fake = new FakeTelegramServer(server, await listenLoopback(server), token);
     return fake;
   }
 
@@ -86,8 +84,7 @@ export class FakeTelegramServer {
 
   async close(): Promise<void> {
     for (const w of this.waiting) w();
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await closeLoopback(this.server);
   }
 
   private push(update: Record<string, unknown>): void {

@@ -4,7 +4,7 @@
  * `releaseHung()`). Used by the channel kit and webhook tests.
  */
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { closeLoopback, listenLoopback } from "./http.js";
 
 export interface ReceivedCallback {
   headers: IncomingHttpHeaders;
@@ -38,8 +38,7 @@ export class WebhookReceiver {
         else res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify({ ok: status < 300 }));
       });
     });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
-    receiver = new WebhookReceiver(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}/callback`);
+    receiver = new WebhookReceiver(server, `${await listenLoopback(server)}/callback`);
     return receiver;
   }
 
@@ -54,7 +53,6 @@ export class WebhookReceiver {
 
   async close(): Promise<void> {
     this.releaseHung();
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await closeLoopback(this.server);
   }
 }

@@ -22,6 +22,7 @@ import type { Logger } from "../logger.js";
 import { chunkText, type ChunkMode } from "./chunk.js";
 import type { SentLedger } from "./ledger.js";
 import { isSilentReply, parseReplyTags } from "./reply.js";
+import { sleepUnlessAborted as sleep } from "../abortable-sleep.js";
 
 export type Attachment = OutboundMessage["attachments"][number];
 
@@ -161,12 +162,5 @@ export function startDelivery(rt: ActorRuntime, opts: DeliveryOptions) {
     schema: outboundMessageSchema,
     concurrency: opts.concurrency,
     handler: handle,
-  });
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => { clearTimeout(timer); resolve(); }, { once: true });
   });
 }
