@@ -10,12 +10,10 @@ import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManage
 import { Svcm } from "@nats-io/services";
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  outboundMessageSchema, runEventSchema, STREAMS, subjects, toolCallReply, toolCallRequest, toolsListReply, toolsListRequest,
-  type OutboundMessage, type RunEvent, type RunRequest, type ToolDefinition,
+  outboundMessageSchema, runEventSchema, STREAMS, subjects, type OutboundMessage, type RunEvent, type RunRequest, type ToolDefinition,
 } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { createLogger } from "../shared/runtime/logger.js";
-import { addEndpoint, registerService } from "../shared/runtime/service.js";
 import { RunEvents } from "../services/agent-runner/events.js";
 import { uniqueToolCallIds } from "../services/agent-runner/loop.js";
 import { classifyProviderError } from "../services/agent-runner/providers/errors.js";
@@ -24,6 +22,7 @@ import { sanitizeMessages } from "../services/agent-runner/transcript.js";
 import { FakeOpenAIServer, messageText, type ChatRequestBody } from "./fakes/openai-server.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
 import { TestNats } from "./harness/nats.js";
+import { startToolResponder, textResult } from "./harness/tool-responder.js";
 
 const S = subjects();
 const READ_TOOL: ToolDefinition = {
@@ -42,26 +41,18 @@ async function settledAll(promises: Promise<unknown>[]): Promise<void> {
 
 interface ToolExecution { runId: string; toolCallId: string; path: string; start: number; end: number }
 
-/** A tools actor stand-in: the catalog (scatter-gather) and the `read` tool. */
-async function startToolResponder(nats: TestNats, executions: ToolExecution[]): Promise<NatsConnection> {
-  const nc = await nats.connect("tools");
-  const log = createLogger("test-tools", "silent");
-  const service = await registerService(nc, { name: "tools", version: "0.0.0", description: "test tools" });
-  addEndpoint(service, {
-    name: "list", subject: S.op("tools", "list"), request: toolsListRequest, reply: toolsListReply, limits: {}, log,
-    handler: () => ({ actor: "tools", tools: [READ_TOOL] }),
-  });
-  addEndpoint(service, {
-    name: "call-read", subject: S.toolCall("read"), request: toolCallRequest, reply: toolCallReply, limits: {}, log,
-    handler: async (req) => {
+/** A tools actor stand-in with a `read` tool that records its executions ("slow" paths take 300 ms). */
+function startRecordingTools(nats: TestNats, executions: ToolExecution[]): Promise<NatsConnection> {
+  return startToolResponder(nats, [{
+    definition: READ_TOOL,
+    run: async (req) => {
       const path = String(req.args.path ?? "");
       const start = Date.now();
       if (path.includes("slow")) await new Promise((r) => setTimeout(r, 300));
       executions.push({ runId: req.runId, toolCallId: req.toolCallId, path, start, end: Date.now() });
-      return { toolCallId: req.toolCallId, content: [{ type: "text" as const, text: `contents of ${path}` }], isError: false, durationMs: Date.now() - start };
+      return textResult(req, `contents of ${path}`, Date.now() - start);
     },
-  });
-  return nc;
+  }]);
 }
 
 describe("agent-runner building blocks", () => {
@@ -138,7 +129,7 @@ describe("agent-runner", () => {
   before(async () => {
     nats = await TestNats.start();
     fake = await FakeOpenAIServer.start();
-    toolsNc = await startToolResponder(nats, executions);
+    toolsNc = await startRecordingTools(nats, executions);
     // settled, so a process that did start is known to after() even when the other failed
     await settledAll([
       startActorProcess("sessions", nats).then((p) => (sessions = p)),

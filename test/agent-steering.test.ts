@@ -8,8 +8,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  runControlReplySchema, runEventSchema, subjects, type AssistantMessage, type LlmMessage, type RunEvent, type ToolDefinition,
-  type ToolResultMessage, type TranscriptRecord,
+  runControlReplySchema, runEventSchema, subjects, type AssistantMessage, type LlmMessage, type RunEvent, type ToolDefinition, type ToolResultMessage, type TranscriptRecord,
 } from "../shared/contract/index.js";
 import { createLogger } from "../shared/runtime/logger.js";
 import { RunEvents } from "../services/agent-runner/events.js";
@@ -20,12 +19,12 @@ import type { Provider, ProviderRequest, ProviderStreamEvent } from "../services
 import { mailboxInputRecords, recordsToMessages, resumeState } from "../services/agent-runner/transcript.js";
 import { SKIPPED_TEXT } from "../services/agent-runner/turn-tools.js";
 import { jetstream } from "@nats-io/jetstream";
-import { toolCallReply, toolCallRequest, toolsListReply, toolsListRequest } from "../shared/contract/index.js";
+
 import { BusClient } from "../shared/runtime/client.js";
-import { addEndpoint, registerService } from "../shared/runtime/service.js";
 import { FakeOpenAIServer, messageText } from "./fakes/openai-server.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
 import { TestNats } from "./harness/nats.js";
+import { startToolResponder, textResult } from "./harness/tool-responder.js";
 
 const S = subjects();
 const log = createLogger("steering-test", "silent");
@@ -228,20 +227,14 @@ describe("steering over the bus (agent-runner process)", () => {
   before(async () => {
     nats = await TestNats.start();
     fake = await FakeOpenAIServer.start();
-    tools = await nats.connect("tools");
-    const service = await registerService(tools, { name: "tools", version: "0.0.0", description: "test tools" });
-    addEndpoint(service, {
-      name: "list", subject: S.op("tools", "list"), request: toolsListRequest, reply: toolsListReply, limits: {}, log,
-      handler: () => ({ actor: "tools", tools: [NOTE] }),
-    });
-    addEndpoint(service, {
-      name: "call-note", subject: S.toolCall("note"), request: toolCallRequest, reply: toolCallReply, limits: {}, log,
-      handler: async (req) => {
+    tools = await startToolResponder(nats, [{
+      definition: NOTE,
+      run: async (req) => {
         executed.push(req.toolCallId);
         await new Promise((r) => setTimeout(r, 400));
-        return { toolCallId: req.toolCallId, content: [{ type: "text" as const, text: "noted" }], isError: false, durationMs: 400 };
+        return textResult(req, "noted", 400);
       },
-    });
+    }]);
     sessions = await startActorProcess("sessions", nats);
     runner = await startActorProcess("agent-runner", nats, { LURKBOT_MODEL: "openai/test-model", OPENAI_BASE_URL: fake.baseUrl, OPENAI_API_KEY: "sk-test-steering-0123456789" });
     client = await nats.connect("router");

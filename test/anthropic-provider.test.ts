@@ -9,15 +9,14 @@ import { after, before, beforeEach, describe, it } from "node:test";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  outboundMessageSchema, STREAMS, subjects, toolCallReply, toolCallRequest, toolsListReply, toolsListRequest, type LlmMessage, type RunRequest, type ToolDefinition,
+  outboundMessageSchema, STREAMS, subjects, type LlmMessage, type RunRequest, type ToolDefinition,
 } from "../shared/contract/index.js";
-import { createLogger } from "../shared/runtime/logger.js";
-import { addEndpoint, registerService } from "../shared/runtime/service.js";
 import { AnthropicProvider } from "../services/agent-runner/providers/anthropic.js";
 import type { ProviderRequest, ProviderStreamEvent } from "../services/agent-runner/providers/types.js";
 import { apiKeyOf, blocksOf, FakeAnthropicServer, textOf, type FakeAnthropicReply } from "./fakes/anthropic-server.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
 import { TestNats } from "./harness/nats.js";
+import { startToolResponder, textResult } from "./harness/tool-responder.js";
 
 const KEY = "sk-ant-test-0123456789abcdef";
 const READ: ToolDefinition = {
@@ -193,14 +192,7 @@ describe("anthropic provider end to end over the bus", () => {
   before(async () => {
     nats = await TestNats.start();
     fake = await FakeAnthropicServer.start({ apiKey: KEY });
-    tools = await nats.connect("tools");
-    const log = createLogger("test-tools", "silent");
-    const service = await registerService(tools, { name: "tools", version: "0.0.0", description: "test tools" });
-    addEndpoint(service, { name: "list", subject: S.op("tools", "list"), request: toolsListRequest, reply: toolsListReply, limits: {}, log, handler: () => ({ actor: "tools", tools: [READ] }) });
-    addEndpoint(service, {
-      name: "call-read", subject: S.toolCall("read"), request: toolCallRequest, reply: toolCallReply, limits: {}, log,
-      handler: (req) => ({ toolCallId: req.toolCallId, content: [{ type: "text" as const, text: `contents of ${String(req.args.path)}` }], isError: false, durationMs: 1 }),
-    });
+    tools = await startToolResponder(nats, [{ definition: READ, run: (req) => textResult(req, `contents of ${String(req.args.path)}`, 1) }]);
     const [s, r] = await Promise.allSettled([
       startActorProcess("sessions", nats),
       startActorProcess("agent-runner", nats, { LURKBOT_MODEL: "anthropic/claude-test", ANTHROPIC_BASE_URL: fake.baseUrl, ANTHROPIC_API_KEY: KEY, LURKBOT_LOG_LEVEL: "info" }),

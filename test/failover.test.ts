@@ -14,11 +14,10 @@ import { after, before, describe, it } from "node:test";
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  runEventSchema, subjects, toolCallReply, toolCallRequest, toolsListReply, toolsListRequest, type RunEvent, type RunRequest, type ToolDefinition,
+  runEventSchema, subjects, type RunEvent, type RunRequest, type ToolDefinition,
 } from "../shared/contract/index.js";
 import { parseConfig } from "../shared/runtime/config.js";
 import { createLogger } from "../shared/runtime/logger.js";
-import { addEndpoint, registerService } from "../shared/runtime/service.js";
 import { AuthStateStore, cooldownMs, disableMs } from "../services/agent-runner/auth-profiles.js";
 import { ModelChain } from "../services/agent-runner/failover.js";
 import { ProviderRegistry } from "../services/agent-runner/providers/registry.js";
@@ -26,6 +25,7 @@ import { blocksOf, FakeAnthropicServer, textOf, type WireBlock } from "./fakes/a
 import { FakeOpenAIServer, messageText } from "./fakes/openai-server.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
 import { TestNats } from "./harness/nats.js";
+import { READ_STAND_IN, startToolResponder } from "./harness/tool-responder.js";
 
 const S = subjects();
 const MIN = 60_000;
@@ -167,20 +167,6 @@ const READ_TOOL: ToolDefinition = {
   actor: "tools", sideEffects: false, parallelSafe: true, groups: ["fs"], needsApproval: false,
 };
 
-async function startToolResponder(nats: TestNats): Promise<NatsConnection> {
-  const nc = await nats.connect("tools");
-  const service = await registerService(nc, { name: "tools", version: "0.0.0", description: "test tools" });
-  addEndpoint(service, {
-    name: "list", subject: S.op("tools", "list"), request: toolsListRequest, reply: toolsListReply, limits: {}, log,
-    handler: () => ({ actor: "tools", tools: [READ_TOOL] }),
-  });
-  addEndpoint(service, {
-    name: "call-read", subject: S.toolCall("read"), request: toolCallRequest, reply: toolCallReply, limits: {}, log,
-    handler: (req) => ({ toolCallId: req.toolCallId, content: [{ type: "text" as const, text: `contents of ${String(req.args.path)}` }], isError: false, durationMs: 1 }),
-  });
-  return nc;
-}
-
 describe("failover over the bus", () => {
   let nats: TestNats;
   let openai: FakeOpenAIServer;
@@ -207,7 +193,7 @@ describe("failover over the bus", () => {
       agents: [{ id: "main", default: true, fallbacks: ["sonnet"] }],
       log: { level: "info" },
     }));
-    toolsNc = await startToolResponder(nats);
+    toolsNc = await startToolResponder(nats, [{ definition: READ_TOOL, run: READ_STAND_IN.run }]);
     sessions = await startActorProcess("sessions", nats);
     runner = await startActorProcess("agent-runner", nats);
     router = await nats.connect("router");

@@ -9,18 +9,16 @@ import { after, before, beforeEach, describe, it } from "node:test";
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  outboundMessageSchema, STREAMS, subjects, toolCallReply, toolCallRequest, toolsListReply, toolsListRequest,
-  type AssistantMessage, type LlmMessage, type ToolDefinition,
+  outboundMessageSchema, STREAMS, subjects, type AssistantMessage, type LlmMessage, type ToolDefinition,
 } from "../shared/contract/index.js";
 import { parseConfig } from "../shared/runtime/config.js";
-import { createLogger } from "../shared/runtime/logger.js";
-import { addEndpoint, registerService } from "../shared/runtime/service.js";
 import { OllamaProvider } from "../services/agent-runner/providers/ollama.js";
 import { ProviderRegistry } from "../services/agent-runner/providers/registry.js";
 import type { ProviderStreamEvent } from "../services/agent-runner/providers/types.js";
 import { FakeOllamaServer } from "./fakes/ollama-server.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
 import { freePort, TestNats } from "./harness/nats.js";
+import { startToolResponder, textResult } from "./harness/tool-responder.js";
 
 const READ_TOOL: ToolDefinition = {
   name: "read", description: "Read a text file from the workspace.", actor: "tools", sideEffects: false, parallelSafe: true, groups: ["fs"], needsApproval: false,
@@ -161,14 +159,7 @@ describe("ollama end to end over the bus", () => {
   before(async () => {
     nats = await TestNats.start();
     fake = await FakeOllamaServer.start({ models: ["llama-test"] });
-    toolsNc = await nats.connect("tools");
-    const log = createLogger("test-tools", "silent");
-    const service = await registerService(toolsNc, { name: "tools", version: "0.0.0", description: "test tools" });
-    addEndpoint(service, { name: "list", subject: S.op("tools", "list"), request: toolsListRequest, reply: toolsListReply, limits: {}, log, handler: () => ({ actor: "tools", tools: [READ_TOOL] }) });
-    addEndpoint(service, {
-      name: "call-read", subject: S.toolCall("read"), request: toolCallRequest, reply: toolCallReply, limits: {}, log,
-      handler: (req) => ({ toolCallId: req.toolCallId, content: [{ type: "text" as const, text: `contents of ${String(req.args.path)}` }], isError: false, durationMs: 0 }),
-    });
+    toolsNc = await startToolResponder(nats, [{ definition: READ_TOOL, run: (req) => textResult(req, `contents of ${String(req.args.path)}`, 0) }]);
     const env = { LURKBOT_MODEL: "ollama/llama-test", OLLAMA_HOST: fake.url, LURKBOT_LOG_LEVEL: "info" };
     const started = await Promise.allSettled([startActorProcess("sessions", nats).then((p) => (sessions = p)), startActorProcess("agent-runner", nats, env).then((p) => (runner = p))]);
     const failed = started.find((r): r is PromiseRejectedResult => r.status === "rejected");
