@@ -132,7 +132,8 @@ describe("telegram channel end to end", () => {
     }, 10_000, "the /approve message in LURK_INBOUND");
     await admin.close();
     assert.equal(stored.sender.id, "1004");
-    assert.ok(telegram.calls.some((c) => c.method === "answerCallbackQuery"));
+    // The button is answered right after the inbound message is stored, so it may land a moment later.
+    await waitFor(() => telegram.calls.some((c) => c.method === "answerCallbackQuery"), 10_000, "the button press answered");
   });
 
   it("refuses to start without a bot token, saying how to set one", async () => {
