@@ -21,6 +21,7 @@ import {
 } from "../services/agent-runner/compaction.js";
 import { compactedView } from "../services/agent-runner/compaction-view.js";
 import { consolidate, parseConsolidationAnswer, planConsolidation } from "../services/agent-runner/consolidation.js";
+import { ConsolidationBackoff } from "../services/agent-runner/memory-after-run.js";
 import { providerComplete } from "../services/agent-runner/model-complete.js";
 import { OpenAIProvider } from "../services/agent-runner/providers/openai.js";
 import { estimateMessageTokens, estimateTextTokens, IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS } from "../services/agent-runner/tokens.js";
@@ -341,6 +342,31 @@ describe("compaction and memory through the system", () => {
     assert.equal(readFileSync(memoryPath, "utf8"), "# Memory\n- Likes tea.\n- Name: Ada.\n", "MEMORY.md unchanged");
     assert.equal(readFileSync(historyPath, "utf8"), historyText, "HISTORY.md unchanged");
     assert.equal((await markers()).length, 1, "no marker: it is tried again later");
+
+    // after a failure the next attempt waits for another half window (3 messages: two runs)
+    await run(sessionKey, "MEM-SIX");
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(consolidationPrompts.length, 2, "not tried again after the very next run");
+    await run(sessionKey, "MEM-SEVEN");
+    await waitFor(() => consolidationPrompts.length === 3, 20_000, "tried again once the session grew");
+  });
+
+  it("backs off consolidation after failures: half a window, doubling, at most four windows", () => {
+    const gate = new ConsolidationBackoff();
+    assert.equal(gate.due("s", 49, 50), false, "below the window");
+    assert.equal(gate.due("s", 50, 50), true);
+    gate.record("s", 50, false);
+    assert.equal(gate.due("s", 74, 50), false);
+    assert.equal(gate.due("s", 75, 50), true, "half a window later");
+    gate.record("s", 75, false);
+    assert.equal(gate.due("s", 124, 50), false);
+    assert.equal(gate.due("s", 125, 50), true, "a full window after the second failure");
+    for (let i = 0; i < 10; i++) gate.record("s", 1000, false);
+    assert.equal(gate.due("s", 1199, 50), false);
+    assert.equal(gate.due("s", 1200, 50), true, "capped at four windows");
+    gate.record("s", 1200, true);
+    assert.equal(gate.due("s", 50, 50), true, "a success clears the backoff");
+    assert.equal(gate.due("other", 50, 50), true, "per session");
   });
 
   it("consolidation keeps MEMORY.md when the model returns an empty memory, and a repeat appends no second entry", async () => {

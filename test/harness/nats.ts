@@ -28,6 +28,10 @@ export async function freePort(): Promise<number> {
 
 export class TestNats {
   private child: ChildProcess | undefined;
+  /** nats-server's pid while it runs (the benchmark reads its CPU time) */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
   readonly url: string;
   readonly home: string;
   readonly credentials: Credentials;
