@@ -1,15 +1,18 @@
 /**
- * `node dist/test/bench/trace-turn.js [N]`: the bus timeline of a turn with one tool call.
- * Starts the whole system, warms it up, then records every message on the bus (as admin) during
- * N tool turns and prints, for each step in the sequence, its median offset from the inbound
- * publish. Used to find where a turn's time goes; not part of `npm run bench`.
+ * `node dist/test/bench/trace-turn.js [N] [--short]`: where a turn with one tool call spends its
+ * time. Starts the whole system and warms it up; then runs 200 tool turns untraced and prints
+ * the CPU milliseconds each process used per turn (and per thread of the agent-runner); then
+ * records every message on the bus (as admin) during N traced turns and prints, for each step
+ * of the most common sequence, its median offset from the inbound publish. `--short` runs the
+ * untraced turns in sessions of 10 turns each (a short history). Not part of `npm run bench`.
  */
 import type { Msg } from "@nats-io/transport-node";
 import { CliClient, TestSystem } from "../harness/system.js";
-import { cpuMeter } from "./cpu.js";
+import { cpuMeter, cpuSplitMs, threadCpuMs } from "./cpu.js";
 import { progress } from "./stats.js";
 
-const N = Number(process.argv[2] ?? 40);
+const N = Number(process.argv.slice(2).find((a) => /^\d+$/.test(a)) ?? 40);
+const SHORT = process.argv.includes("--short");
 
 async function main(): Promise<void> {
   const system = await TestSystem.start({ files: { "notes.txt": "benchmark file\n" }, env: { LURKBOT_LOG_LEVEL: "warn" } });
@@ -21,10 +24,16 @@ async function main(): Promise<void> {
     const pids: Record<string, number> = { "nats-server": system.nats.pid!, "bench (client + fake LLM)": process.pid };
     for (const [name, actor] of system.actors) pids[name] = actor.child.pid!;
     const meter = cpuMeter(pids);
+    const splitBefore = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSplitMs(pid)]));
+    const threadsBefore = threadCpuMs(pids["agent-runner"]!);
     const t0 = performance.now();
-    for (let i = 0; i < 200; i++) await client.send("read notes.txt");
+    for (let i = 0; i < 200; i++) await client.send("read notes.txt", SHORT ? { sessionName: `short-${Math.floor(i / 10)}` } : {});
     const wall = performance.now() - t0;
     const used = meter.stop();
+    const threadsAfter = threadCpuMs(pids["agent-runner"]!);
+    process.stdout.write(`agent-runner threads, CPU ms a turn: ${Object.entries(threadsAfter).map(([k, v]) => `${k} ${((v - (threadsBefore[k] ?? 0)) / 200).toFixed(2)}`).join(", ")}\n`);
+    const split = Object.entries(pids).map(([k, pid]) => { const now = cpuSplitMs(pid); return `${k} ${((now.user - splitBefore[k]!.user) / 200).toFixed(1)}u/${((now.system - splitBefore[k]!.system) / 200).toFixed(1)}s`; });
+    process.stdout.write(`user/system CPU ms a turn: ${split.join(", ")}\n`);
     process.stdout.write(`200 tool turns untraced: ${(wall / 200).toFixed(2)} ms a turn; CPU ms a turn: ${Object.entries(used).map(([k, v]) => `${k} ${(v / 200).toFixed(2)}`).join(", ")}\n`);
     const admin = await system.nats.connect("admin");
     let events: { t: number; subject: string; bytes: number }[] = [];
@@ -44,7 +53,9 @@ async function main(): Promise<void> {
     await client.close();
     const norm = (s: string) => s.replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, "<id>").replace(/_INBOX[^ ]*/g, "_INBOX").replace(/\.cli[:.][^.]*$/, ".cli:…").replace(/\$JS\.ACK\..*/, "$JS.ACK…");
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
-    const longest = Math.max(...timelines.map((t) => t.length));
+    const lengths = new Map<number, number>();
+    for (const t of timelines) lengths.set(t.length, (lengths.get(t.length) ?? 0) + 1);
+    const longest = [...lengths].sort((a, b) => b[1] - a[1])[0]![0];
     const ref = timelines.find((t) => t.length === longest)!;
     process.stdout.write(`turn p50 ${median(totals).toFixed(2)} ms over ${N} turns; ${ref.length} bus messages in a turn\n`);
     ref.forEach((e, idx) => {
