@@ -12,7 +12,7 @@ import { after, before, describe, it } from "node:test";
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { subjects, type RunRequest, type ToolDefinition } from "../shared/contract/index.js";
-import { REPO_ROOT } from "../shared/scripts/paths.js";
+import { DIST_ROOT, REPO_ROOT } from "../shared/scripts/paths.js";
 import {
   BOOTSTRAP_FILES, BOOTSTRAP_MAX_CHARS, bootstrapNamesFor, loadBootstrapFiles, trimBootstrap, type BootstrapFile,
 } from "../services/agent-runner/bootstrap.js";
@@ -379,7 +379,7 @@ describe("agent-runner with a workspace", () => {
 });
 
 describe("lurkbot init", () => {
-  const cli = (args: string[], home: string) => spawnSync(process.execPath, [join(REPO_ROOT, "dist", "services", "cli", "main.js"), ...args], {
+  const cli = (args: string[], home: string) => spawnSync(process.execPath, [join(DIST_ROOT, "services", "cli", "main.js"), ...args], {
     encoding: "utf8", env: { PATH: process.env.PATH ?? "", LURKBOT_HOME: home },
   });
 

@@ -9,7 +9,7 @@ import { CHANNELS, passwordEnvName } from "../../shared/contract/index.js";
 import type { LurkConfig } from "../../shared/runtime/config.js";
 import { enabledChannels } from "../../shared/runtime/config-channels.js";
 import type { Credentials } from "../../shared/runtime/credentials.js";
-import { actorMainPath, REPO_ROOT } from "../../shared/scripts/paths.js";
+import { actorMainPath, DIST_ROOT } from "../../shared/scripts/paths.js";
 import { UsageError } from "./errors.js";
 
 export const LAUNCHER_ACTORS = ["sessions", "approvals", "tools", "router", "agent-runner", "subagents", "heartbeat", "cron"] as const;
@@ -66,7 +66,7 @@ export function actorEnv(actor: string, base: Record<string, string | undefined>
   return env;
 }
 
-export const actorModulePath = (actor: string) => join(REPO_ROOT, "dist", "services", actor, "actor.js");
+export const actorModulePath = (actor: string) => join(DIST_ROOT, "services", actor, "actor.js");
 
 /** The actors whose compiled main is missing. */
 export function unbuiltActors(actors: readonly string[]): string[] {

@@ -9,7 +9,7 @@ import { connect } from "@nats-io/transport-node";
 import { inboxPrefix } from "../../shared/contract/index.js";
 import { readCredentials } from "../../shared/runtime/credentials.js";
 import { ACTOR_NODE_FLAGS } from "../../shared/runtime/memory.js";
-import { actorMainPath, REPO_ROOT } from "../../shared/scripts/paths.js";
+import { actorMainPath, DIST_ROOT } from "../../shared/scripts/paths.js";
 import { freePort, TestNats } from "../harness/nats.js";
 import { ACTOR_ORDER } from "../harness/system.js";
 import { progress, rssMb } from "./stats.js";
@@ -62,7 +62,7 @@ export async function singleProcess(): Promise<Record<string, number>> {
   const url = `nats://127.0.0.1:${port}`;
   const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", LURKBOT_HOME: home, LURKBOT_NATS_URL: url, LURKBOT_LOG_LEVEL: "warn" };
   const started = Date.now();
-  const launcher = spawn(process.execPath, [join(REPO_ROOT, "dist", "services", "cli", "main.js"), "start", "--single-process"], { env, stdio: ["ignore", "ignore", "inherit"] });
+  const launcher = spawn(process.execPath, [join(DIST_ROOT, "services", "cli", "main.js"), "start", "--single-process"], { env, stdio: ["ignore", "ignore", "inherit"] });
   try {
     let pass = "";
     const deadline = Date.now() + 30_000;

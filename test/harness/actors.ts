@@ -5,7 +5,7 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { ACTOR_NODE_FLAGS } from "../../shared/runtime/memory.js";
 import { join } from "node:path";
-import { actorMainPath, REPO_ROOT } from "../../shared/scripts/paths.js";
+import { actorMainPath, DIST_ROOT } from "../../shared/scripts/paths.js";
 import type { TestNats } from "./nats.js";
 
 export interface ActorProcess {
@@ -30,7 +30,7 @@ export async function startActorProcess(name: string, nats: TestNats, env: Recor
  * test/fixtures/ext-tools/main.ts) as NATS user `user`. `relativeMain` is relative to dist/.
  */
 export function startModuleActor(relativeMain: string, user: string, nats: TestNats, env: Record<string, string | undefined> = {}, timeoutMs = 20_000): Promise<ActorProcess> {
-  return startProcess(join(REPO_ROOT, "dist", relativeMain), relativeMain, user, nats, env, timeoutMs, []);
+  return startProcess(join(DIST_ROOT, relativeMain), relativeMain, user, nats, env, timeoutMs, []);
 }
 
 /** Forks `main` with `user`'s password and waits for its "ready" IPC message. */

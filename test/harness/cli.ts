@@ -1,9 +1,9 @@
 /** Running the `lurkbot` command as a user would: `node dist/services/cli/main.js ...args`. */
 import { spawn } from "node:child_process";
 import { join } from "node:path";
-import { REPO_ROOT } from "../../shared/scripts/paths.js";
+import { DIST_ROOT } from "../../shared/scripts/paths.js";
 
-export const CLI_MAIN = join(REPO_ROOT, "dist", "services", "cli", "main.js");
+export const CLI_MAIN = join(DIST_ROOT, "services", "cli", "main.js");
 
 export interface CliRun {
   code: number | null;
