@@ -9,6 +9,7 @@
  */
 import { toolCallRequest, toolCallReply } from "../../shared/contract/index.js";
 import type { ActorDefinition } from "../../shared/runtime/actor.js";
+import { serveToolCatalog } from "../../shared/runtime/tool-catalog.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { handleToolCall } from "./call.js";
 import { execHostFor, execMetadata } from "./exec/sandbox.js";
@@ -40,7 +41,8 @@ export const definition: ActorDefinition = {
     rt.log.info({ toolsInstance: jobs.instanceId }, "tools instance ready");
 
     // the tool policy (policy.ts) filters the catalog per agent and session; call.ts enforces it
-    rt.serve("tools", "list", (req) => ({ actor: rt.name, tools: allowedCatalog(rt.config, BUILTIN_TOOLS, catalog, req) }), { queue: TOOLS_QUEUE });
+    // served in the queue group and announced on `lurk.tools.catalog` once live (agent-runners refresh)
+    serveToolCatalog(rt, (req) => ({ actor: rt.name, tools: allowedCatalog(rt.config, BUILTIN_TOOLS, catalog, req) }), { queue: TOOLS_QUEUE });
     rt.serve("tools", "explain", (req) => explainTools(rt.config, rt.name, BUILTIN_TOOLS, req), { queue: TOOLS_QUEUE });
     for (const tool of BUILTIN_TOOLS) {
       for (const name of [tool.name, ...(tool.aliases ?? [])]) {

@@ -76,7 +76,7 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       user: "agent-runner",
       description: "the agent loop: prompt, LLM, tools over the bus, checkpoints",
       publish: [s.runEventAll, s.outboundAll, ops("sessions"), ops("tools")],
-      subscribe: [s.runControlAll, s.toolProgressAll],
+      subscribe: [s.runControlAll, s.toolProgressAll, s.toolsCatalogChanged],
       responder: true,
       consumers: [{ stream: STREAMS.runs, consumer: CONSUMERS.agentRunner }],
     }),
@@ -85,17 +85,18 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       description: "tool catalog and execution (piscina workers, bubblewrap)",
       // $SRV.INFO.approvals: the approvals actor's public key, to verify approval tokens
       // toolJobAll, toolJobsList: a background job's calls go to the instance that owns it
-      publish: [s.toolProgressAll, ops("approvals"), "$SRV.INFO.approvals", ops("sessions"), ops("subagents"), ops("cron"), s.outboundAll, s.injectAll, s.toolJobAll, s.toolJobsList],
+      publish: [s.toolProgressAll, ops("approvals"), "$SRV.INFO.approvals", ops("sessions"), ops("subagents"), ops("cron"), s.outboundAll, s.injectAll, s.toolJobAll, s.toolJobsList, s.toolsCatalogChanged],
       subscribe: [],
       responder: true,
     }),
     // a tool actor of your own (test/fixtures/ext-tools-actor.ts shows one): it answers
-    // `lurk.tools.list` in its own queue group and serves `lurk.tools.call.<its tools>`.
+    // `lurk.tools.list` in its own queue group, announces itself on `lurk.tools.catalog` and
+    // serves `lurk.tools.call.<its tools>` (shared/runtime/tool-catalog.ts does the first two).
     // Its credentials are as trusted as the tools actor's: it could answer any tool's calls.
     grant({
       user: "tools-ext",
       description: "extra tool actors: their own tools in the catalog, their calls",
-      publish: [s.toolProgressAll],
+      publish: [s.toolProgressAll, s.toolsCatalogChanged],
       subscribe: [s.op("tools", "list"), s.op("tools", "explain"), s.toolCallAll],
       responder: true,
     }),

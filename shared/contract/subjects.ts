@@ -126,6 +126,11 @@ export function subjects(prefix: string = DEFAULT_PREFIX) {
     toolJobAll: `${p}.tools.job.>`,
     /** every tools instance answers with its jobs of a session (scatter-gather) */
     toolJobsList: `${p}.tools.jobs.list`,
+    /**
+     * tools actors -> agent-runners: "my catalog is available or changed" (core publish, on
+     * start and on change); runners refresh their cached catalogs in the background
+     */
+    toolsCatalogChanged: `${p}.tools.catalog`,
     /** monitoring events: `lurk.evt.<actor>.<event>`. */
     event: (actor: string, event: string) => `${p}.evt.${token(actor, "actor")}.${token(event, "event")}`,
     eventsOf: (actor: string) => `${p}.evt.${token(actor, "actor")}.>`,

@@ -13,6 +13,21 @@ export const toolsListRequest = defineMessage("lurk.tools.list.v1", {
 });
 export const toolsListReply = z.object({ actor: z.string(), tools: z.array(toolDefinitionSchema) });
 
+/**
+ * `lurk.tools.catalog`: a tools actor instance announces that its catalog is available or
+ * changed (core publish, after its `lurk.tools.list` subscription is live). Agent-runners
+ * refresh their cached catalogs in the background; the catalog itself still comes from
+ * `lurk.tools.list`.
+ */
+export const toolsCatalogChangedSchema = defineMessage("lurk.tools.catalog.v1", {
+  /** the announcing actor (NATS user), e.g. "tools" or "tools-ext" */
+  actor: z.string().min(1).max(64),
+  instance: z.object({ host: z.string().max(255), pid: z.number().int().nonnegative() }),
+});
+export type ToolsCatalogChanged = z.infer<typeof toolsCatalogChangedSchema>;
+/** announcements are tiny; anything larger is refused unparsed */
+export const TOOLS_CATALOG_CHANGED_MAX_BYTES = 4096;
+
 export const toolCallRequest = defineMessage("lurk.tools.call.v1", {
   toolCallId: idSchema,
   runId: idSchema,
