@@ -73,7 +73,7 @@ describe("agent loop: steering, follow-ups, hooks", () => {
   });
 
   /** A loop over the real event publisher, with tools that record their runs and a mailbox. */
-  function setup(provider: Provider, opts: { hooks?: TurnHooks[]; onTool?: (name: string, id: string) => Promise<void> | void } = {}) {
+  function setup(provider: Provider, opts: { hooks?: TurnHooks[]; onTool?: (name: string, id: string) => Promise<void> | void; onCheckpoint?: (result: ToolResultMessage) => Promise<void> } = {}) {
     const runId = `run-steer-${++runCounter}`;
     const events: RunEvent[] = [];
     const sub = nc.subscribe(S.runEvents(runId), { callback: (_e, msg) => void events.push(runEventSchema.parse(msg.json())) });
@@ -90,7 +90,10 @@ describe("agent loop: steering, follow-ups, hooks", () => {
         await opts.onTool?.(call.name, call.id);
         return { role: "tool_result", toolCallId: call.id, toolName: call.name, isError: false, content: [{ type: "text", text: `ran ${call.id}` }] };
       },
-      checkpoint: async (_turn, result) => void checkpoints.push(result),
+      checkpoint: async (_turn, result) => {
+        await opts.onCheckpoint?.(result);
+        checkpoints.push(result);
+      },
       checkpointAssistant: async () => undefined,
       mailbox,
       recordInputs: async (turn, inputs) => {
@@ -183,6 +186,30 @@ describe("agent loop: steering, follow-ups, hooks", () => {
     await assert.rejects(runLoop(t2.deps, fresh));
     await t2.flush();
     assert.equal(seen.at(-1), "error INTERNAL");
+  });
+
+  it("stores a tool result while the next model call runs, and goes on only once it is stored", async () => {
+    const order: string[] = [];
+    let release!: () => void;
+    const slowStore = new Promise<void>((r) => (release = r));
+    const provider = new ScriptedProvider(async (_req, n) => {
+      order.push(`model ${n} called`);
+      if (n === 2) setTimeout(() => { order.push("store released"); release(); }, 50);
+      return n === 1 ? calls({ id: "s1", name: "note" }) : answer("after the tool");
+    });
+    const t = setup(provider, { onCheckpoint: async () => { order.push("store started"); await slowStore; order.push("stored"); } });
+    const result = await runLoop(t.deps, fresh);
+    await t.flush();
+    assert.equal(result.text, "after the tool");
+    assert.deepEqual(order, ["model 1 called", "store started", "model 2 called", "store released", "stored"], "the second call did not wait for the store; the loop ended after it");
+    assert.equal(t.events.at(-1)?.event.kind, "turn_end");
+
+    // a failed store fails the loop (the run is then redelivered and resumes) even though the model answered
+    const failing = new ScriptedProvider((_req, n) => (n === 1 ? calls({ id: "s2", name: "look" }) : answer("never delivered")));
+    const t2 = setup(failing, { onCheckpoint: async () => { throw new Error("sessions unavailable"); } });
+    await assert.rejects(runLoop(t2.deps, fresh), /sessions unavailable/);
+    await t2.flush();
+    assert.equal(failing.seen.length, 2, "the model call ran while the store was pending");
   });
 
   it("a resumed run puts inputs taken after its last answer back after it and goes on", () => {

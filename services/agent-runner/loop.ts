@@ -109,6 +109,8 @@ async function loop(deps: LoopDeps, resume: ResumeState, onTurn: (turn: number) 
     return true;
   };
 
+  /** tool results of the last turn still being stored (runTurnTools' `stored`) */
+  let unsaved: Promise<void> = Promise.resolve();
   const finishTurn = async (t: number, message: AssistantMessage, existing: Map<string, ToolResultMessage>, turnUsage: Usage | undefined) => {
     messages.push(message);
     const calls = message.content.filter((b): b is ToolCallBlock => b.type === "tool_call");
@@ -121,6 +123,7 @@ async function loop(deps: LoopDeps, resume: ResumeState, onTurn: (turn: number) 
       }, t, calls, existing);
       messages.push(...ran.results);
       skipped = ran.skipped;
+      unsaved = ran.stored;
     }
     deps.events.emit({ kind: "turn_end", turn: t, stopReason: message.stopReason });
     let more = calls.length > 0;
@@ -144,13 +147,18 @@ async function loop(deps: LoopDeps, resume: ResumeState, onTurn: (turn: number) 
     return { more, stop };
   };
   const withEarlier = (text: string) => [...earlierAnswers, text].filter(Boolean).join("\n\n");
+  /** every exit waits for the tool results to be stored: a run never ends with one unsaved */
+  const done = async (result: LoopResult): Promise<LoopResult> => {
+    await unsaved;
+    return result;
+  };
 
   if (resume.pending) {
     lastText = assistantText(resume.pending.message);
     deps.events.emit({ kind: "turn_start", turn });
     const ended = await finishTurn(turn, resume.pending.message, resume.pending.results, undefined);
     messages.push(...resume.after);
-    if (ended.stop) return { text: withEarlier(lastText), turns: turn, usage, stoppedAtLimit: false, stoppedByHook: ended.stop };
+    if (ended.stop) return done({ text: withEarlier(lastText), turns: turn, usage, stoppedAtLimit: false, stoppedByHook: ended.stop });
   } else {
     messages.push(...resume.after);
   }
@@ -158,13 +166,17 @@ async function loop(deps: LoopDeps, resume: ResumeState, onTurn: (turn: number) 
   for (;;) {
     if (turn >= deps.maxIterations) {
       const note = `(I stopped after ${deps.maxIterations} model calls without a final answer. The tool results so far are saved; say "continue" and I will go on.)`;
-      return { text: withEarlier(lastText ? `${lastText}\n\n${note}` : note), turns: turn, usage, stoppedAtLimit: true };
+      return done({ text: withEarlier(lastText ? `${lastText}\n\n${note}` : note), turns: turn, usage, stoppedAtLimit: true });
     }
     turn++;
     onTurn(turn);
     deps.events.emit({ kind: "turn_start", turn });
-    // a context overflow compacts the context and retries the call once (overflow-retry.ts)
-    const message = uniqueToolCallIds(await withOverflowRetry(() => callModel(deps, turn, messages), messages, deps.compactContext), messages, turn);
+    // a context overflow compacts the context and retries the call once (overflow-retry.ts);
+    // the last turn's tool results are stored meanwhile, and must be before this turn goes on
+    const answer = withOverflowRetry(() => callModel(deps, turn, messages), messages, deps.compactContext);
+    answer.catch(() => undefined);
+    await unsaved;
+    const message = uniqueToolCallIds(await answer, messages, turn);
     const text = assistantText(message);
     deps.events.emit({ kind: "message_end", turn, text });
     if (message.usage) {
@@ -182,8 +194,8 @@ async function loop(deps: LoopDeps, resume: ResumeState, onTurn: (turn: number) 
     if (text) lastText = text;
     const ended = await finishTurn(turn, message, new Map(), message.usage);
     if (overlap) await checkpoint;
-    if (ended.stop) return { text: withEarlier(lastText), turns: turn, usage, stoppedAtLimit: false, stoppedByHook: ended.stop };
-    if (!ended.more) return { text: withEarlier(text), turns: turn, usage, stoppedAtLimit: false };
+    if (ended.stop) return done({ text: withEarlier(lastText), turns: turn, usage, stoppedAtLimit: false, stoppedByHook: ended.stop });
+    if (!ended.more) return done({ text: withEarlier(text), turns: turn, usage, stoppedAtLimit: false });
   }
 }
 

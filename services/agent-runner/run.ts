@@ -7,10 +7,10 @@
  * resumes; everything else ends the run with a terminal error and an error reply.
  */
 import {
-  LurkError, recordIds, type AssistantMessage, type RunRequest, type ToolResultMessage, type TranscriptRecord, type UsageUpdate,
+  LurkError, recordIds, type AssistantMessage, type RunRequest, type ToolDefinition, type ToolResultMessage, type TranscriptRecord, type UsageUpdate,
 } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
-import { agentWorkspace, defaultAgent } from "../../shared/runtime/config.js";
+import { agentWorkspace, defaultAgent, type AgentConfig } from "../../shared/runtime/config.js";
 import type { DeliveryInfo } from "../../shared/runtime/consumer.js";
 import { runLogger, type Logger } from "../../shared/runtime/logger.js";
 import { SHUTDOWN, type RunControls } from "./control.js";
@@ -80,6 +80,11 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   // without the sessions actor nothing can be done: the failure is redelivered (or dead-lettered)
   const started: TranscriptRecord = { id: recordIds.started(req.runId), ts: Date.now(), runId: req.runId, kind: "run_marker", runStatus: "started", meta: { trigger: req.trigger } };
   const known = deps.transcripts.known(req.sessionKey);
+  const agent = rt.config.agents.find((a) => a.id === req.agentId) ?? defaultAgent(rt.config);
+  const ref = deps.registry.pick(req.options.model, agent.model);
+  // the tool list and the system prompt do not depend on the session: prepared while it begins
+  const preparing = prepareTurnInputs(deps, req, agent, ref);
+  preparing.catch(() => undefined); // awaited (and its error handled) in the run below
   const begun = await rt.client.call("sessions", "begin", {
     ...key, runId: req.runId, agentId: req.agentId, sessionType: req.sessionType,
     records: [started, ...(req.options.command ? [] : inputRecords(req))], historyLimit: rt.config.runs.historyLimit,
@@ -100,8 +105,6 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
     ? setTimeout(() => controller.abort(new LurkError("TIMEOUT", `the run exceeded its time limit of ${req.options.timeoutMs} ms`)), req.options.timeoutMs)
     : undefined;
   const outcome: Outcome = { status: "done", text: "", turns: 0, usage: emptyUsage() };
-  const agent = rt.config.agents.find((a) => a.id === req.agentId) ?? defaultAgent(rt.config);
-  const ref = deps.registry.pick(req.options.model, agent.model);
   events.emit({ kind: "run_start", agentId: req.agentId, trigger: req.trigger, ...(ref ? { model: ref, provider: ref.split("/")[0] } : {}) });
   let chain: ModelChain | undefined;
   let afterRun: (() => void) | undefined;
@@ -118,12 +121,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
     const resolved = { ref: chain.primary.ref, providerName: chain.primary.providerName, model: chain.primary.model, provider: deps.registry.providerFor(first) };
     outcome.model = resolved.ref;
     outcome.provider = resolved.providerName;
-    const tools = await deps.tools.list(req.agentId, req.sessionKey, resolved.ref);
-    const system = buildSystemPrompt({
-      agentId: req.agentId, ...(agent.name ? { agentName: agent.name } : {}), workspace: agentWorkspace(rt.config, agent),
-      sessionType: req.sessionType, ...(req.origin ? { channel: req.origin.channel } : {}), tools,
-      ...(await promptExtras(rt.config, agent, req, tools, resolved.ref)),
-    });
+    const { tools, system } = await preparing;
     const ctx = { runId: req.runId, sessionKey: req.sessionKey, agentId: req.agentId, sessionType: req.sessionType, model: resolved.ref, ...(req.origin ? { origin: req.origin } : {}) };
     // compaction (run-compaction.ts) and, after the reply, memory consolidation use the run's model
     const modelInfo = lookupModel(resolved.ref, rt.config);
@@ -182,6 +180,23 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   }
   await finish(rt, req, events, log, appendWithFinal, outcome, lastDelivery);
   if (outcome.status === "done" && !req.options.command) afterRun?.();
+}
+
+/**
+ * The run's tool list and system prompt, for the primary model (the chain's first ref: fallbacks
+ * keep the primary's tools and prompt). Throws what resolving the model throws (NO_MODEL, an
+ * unknown provider), which the run reports like any other failure.
+ */
+async function prepareTurnInputs(deps: RunnerDeps, req: RunRequest, agent: AgentConfig, ref: string | undefined): Promise<{ tools: ToolDefinition[]; system: string }> {
+  const { rt } = deps;
+  const primaryRef = deps.registry.parse(ref).ref;
+  const tools = await deps.tools.list(req.agentId, req.sessionKey, primaryRef);
+  const system = buildSystemPrompt({
+    agentId: req.agentId, ...(agent.name ? { agentName: agent.name } : {}), workspace: agentWorkspace(rt.config, agent),
+    sessionType: req.sessionType, ...(req.origin ? { channel: req.origin.channel } : {}), tools,
+    ...(await promptExtras(rt.config, agent, req, tools, primaryRef)),
+  });
+  return { tools, system };
 }
 
 async function finish(rt: ActorRuntime, req: RunRequest, events: RunEvents, log: Logger, append: FinishDeps["append"], outcome: Outcome, lastDelivery: boolean): Promise<void> {

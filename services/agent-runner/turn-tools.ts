@@ -3,7 +3,10 @@
  * run) are not executed again; unknown tools and unparseable arguments get an error result
  * without calling anything. When every tool of the turn is parallelSafe the calls run
  * concurrently; results are returned (and later sent) in call order. Each new result is
- * checkpointed as soon as it exists. Steering (`skipRemaining()` true after a call) skips the
+ * checkpointed as soon as it exists, without waiting for the write: `stored` settles when every
+ * checkpoint of the turn is durable (the loop awaits it with the next model call and before it
+ * ends; appends from one runner keep their order, so a later write never lands before them).
+ * Steering (`skipRemaining()` true after a call) skips the
  * calls not yet started: each gets an error result saying so, checkpointed like any other, so
  * the model sees why and a resumed run does not start them either.
  */
@@ -26,6 +29,8 @@ export interface TurnToolsResult {
   results: ToolResultMessage[];
   /** ids of the calls skipped because of steering */
   skipped: string[];
+  /** settles when every checkpoint of the turn is stored; rejects with the first failure */
+  stored: Promise<void>;
 }
 
 export const SKIPPED_TEXT = "Skipped: the user sent a new message before this tool ran; read it and decide again.";
@@ -35,6 +40,17 @@ const MAX_ARGS_EVENT_CHARS = 4_000;
 export async function runTurnTools(deps: TurnToolDeps, turn: number, calls: ToolCallBlock[], existing: Map<string, ToolResultMessage>): Promise<TurnToolsResult> {
   const byName = new Map(deps.tools.map((t) => [t.name, t]));
   const parallel = calls.every((c) => existing.has(c.id) || c.argsError !== undefined || !byName.has(c.name) || byName.get(c.name)!.parallelSafe);
+  const writes: Promise<void>[] = [];
+  const store = (result: ToolResultMessage, durationMs: number) => {
+    const write = deps.checkpoint(turn, result, durationMs);
+    write.catch(() => undefined); // observed through `stored`
+    writes.push(write);
+  };
+  const stored = () => {
+    const all = Promise.all(writes).then(() => undefined);
+    all.catch(() => undefined);
+    return all;
+  };
 
   const one = async (call: ToolCallBlock): Promise<ToolResultMessage> => {
     deps.events.emit({ kind: "tool_start", turn, toolCallId: call.id, name: call.name, args: eventArgs(call.args) });
@@ -46,19 +62,22 @@ export async function runTurnTools(deps: TurnToolDeps, turn: number, calls: Tool
     const started = Date.now();
     const result = await abortable(produce(deps, byName, call), deps.signal);
     const durationMs = Date.now() - started;
-    await deps.checkpoint(turn, result, durationMs);
+    store(result, durationMs);
     deps.events.emit({ kind: "tool_end", turn, toolCallId: call.id, name: call.name, isError: result.isError, preview: preview(result), durationMs, resumed: false });
     return result;
   };
 
   const skip = async (call: ToolCallBlock): Promise<ToolResultMessage> => {
     const result: ToolResultMessage = { role: "tool_result", toolCallId: call.id, toolName: call.name, isError: true, content: [{ type: "text", text: SKIPPED_TEXT }] };
-    await deps.checkpoint(turn, result, 0);
+    store(result, 0);
     deps.events.emit({ kind: "tool_end", turn, toolCallId: call.id, name: call.name, isError: true, preview: SKIPPED_TEXT, durationMs: 0, resumed: false });
     return result;
   };
 
-  if (parallel) return { results: await Promise.all(calls.map(one)), skipped: [] };
+  if (parallel) {
+    const results = await Promise.all(calls.map(one));
+    return { results, skipped: [], stored: stored() };
+  }
   const results: ToolResultMessage[] = [];
   const skipped: string[] = [];
   for (const call of calls) {
@@ -69,7 +88,7 @@ export async function runTurnTools(deps: TurnToolDeps, turn: number, calls: Tool
       results.push(await one(call));
     }
   }
-  return { results, skipped };
+  return { results, skipped, stored: stored() };
 }
 
 async function produce(deps: TurnToolDeps, byName: Map<string, ToolDefinition>, call: ToolCallBlock): Promise<ToolResultMessage> {
