@@ -1,19 +1,19 @@
 /**
  * A second tool actor joins a running system: the whole system (real nats-server, every actor
  * a process, the fake OpenAI server) runs a turn, then an extra tool actor (the fixture
- * test/fixtures/ext-tools, NATS user "tools-ext") starts. Runs that start after the
- * agent-runner's catalog cache expires see its tool next to the built-in ones, the model
- * (scripted) calls it, and its answer reaches the model and the user. When it stops, a call
- * comes back to the model as an error result and the run still ends.
+ * test/fixtures/ext-tools, NATS user "tools-ext") starts and announces itself on
+ * `lurk.tools.catalog`; the agent-runner refreshes its cached catalog in the background, so
+ * runs soon after (well within the 60 s refresh interval) see its tool next to the built-in
+ * ones, the model (scripted) calls it, and its answer reaches the model and the user. When it
+ * stops, a call comes back to the model as an error result and the run still ends.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { CACHE_MS } from "../services/agent-runner/tools-client.js";
-import { startModuleActor, type ActorProcess } from "./harness/actors.js";
+import { REFRESH_MS } from "../services/agent-runner/tools-client.js";
+import { startModuleActor, waitFor, type ActorProcess } from "./harness/actors.js";
 import { CliClient, TestSystem } from "./harness/system.js";
 
 const toolNames = (system: TestSystem, index: number) => (system.fake.requests[index]?.body.tools ?? []).map((t) => t.function.name);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("an extra tool actor joining at run time", () => {
   let system: TestSystem;
@@ -38,7 +38,15 @@ describe("an extra tool actor joining at run time", () => {
     assert.ok(!first.includes("weather_lookup"));
 
     ext = await startModuleActor("test/fixtures/ext-tools/main.js", "tools-ext", system.nats);
-    await sleep(CACHE_MS + 300); // the agent-runner reuses a gathered catalog this long
+    // the announcement makes the runner gather again in the background: plain turns (the fake
+    // echoes) until the model is offered the new tool, long before the refresh interval
+    let pings = 0;
+    await waitFor(async () => {
+      system.fake.reset();
+      const echo = await cli.send(`ping ${++pings}`);
+      assert.equal(echo.text, `echo: ping ${pings}`);
+      return toolNames(system, 0).includes("weather_lookup");
+    }, Math.min(15_000, REFRESH_MS / 2), "the new tool in the catalog the model is offered");
     system.fake.reset();
     system.fake.enqueue({ kind: "tool_calls", calls: [{ name: "weather_lookup", arguments: { city: "Lisbon" } }] });
     const reply = await cli.send("what is the weather in Lisbon?", { timeoutMs: 30_000 });

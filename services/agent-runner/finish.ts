@@ -1,10 +1,13 @@
 /**
- * The end of a run: the run_marker record with the usage (one append), the reply delivery (JetStream,
- * `Nats-Msg-Id` = replyDeliveryId(runId), so a repeated delivery collapses) and the terminal
- * event. The transcript is complete before the reply goes out, so whoever reads the reply and
- * writes again finds the whole run in the history. A run found finished (marker present) is
- * only re-delivered: it re-publishes its reply (the stream drops the duplicate), never a second
- * terminal event.
+ * The end of a run: the run_marker record with the usage (one append) and the reply delivery
+ * (JetStream, `Nats-Msg-Id` = replyDeliveryId(runId), so a repeated delivery collapses) go out
+ * together; the terminal event follows once both are done. The router starts a session's next
+ * run only after that event, so the next run finds the whole run in the history. A run found
+ * finished (marker present) is only re-delivered: it re-publishes its reply (the stream drops
+ * the duplicate), never a second terminal event. The price of not waiting for the marker before
+ * delivering: if the runner dies in the millisecond between the two, the redelivered run asks
+ * the model again and stores that answer, while the user keeps the first (the duplicate reply
+ * is dropped by the stream within its duplicate window).
  */
 import {
   LurkError, recordIds, replyDeliveryId, type ErrorCode, type UsageUpdate, type OutboundMessage, type RunRequest, type TranscriptRecord, type Usage,
@@ -83,7 +86,7 @@ export async function finishRun(deps: FinishDeps, outcome: Outcome): Promise<voi
   const silent = outcome.status === "done" && isSilent(outcome.text);
   const usage = outcome.model && outcome.provider && outcome.usage.total + outcome.usage.input + outcome.usage.output > 0
     ? { usage: outcome.usage, model: outcome.model, provider: outcome.provider } : undefined;
-  await deps.append([{
+  const marker = deps.append([{
     id: recordIds.marker(req.runId, outcome.status), ts: Date.now(), runId: req.runId, kind: "run_marker", runStatus: outcome.status, text: outcome.text,
     meta: { replyKind: kind, silent, turns: outcome.turns, ...(outcome.error ? { errorCode: outcome.error.code } : {}) },
   }], usage).catch((err) => {
@@ -92,9 +95,11 @@ export async function finishRun(deps: FinishDeps, outcome: Outcome): Promise<voi
     deps.log.error({ err }, "could not write the run's end marker; delivering anyway");
   });
   let deliveryError: unknown;
-  if (deliverable(req, outcome.status, outcome.text)) {
-    await publishReply(rt, req, kind, outcome.text, outcome.error?.code).catch((err) => (deliveryError = err));
-  }
+  const delivery = deliverable(req, outcome.status, outcome.text)
+    ? publishReply(rt, req, kind, outcome.text, outcome.error?.code).catch((err) => void (deliveryError = err))
+    : Promise.resolve();
+  // a marker that could not be written fails the finish (redelivery) once the delivery settled
+  await Promise.all([marker.finally(() => delivery), delivery]);
   events.emit({ kind: "run_end", turns: outcome.turns });
   if (outcome.status === "done") events.emit({ kind: "done", text: outcome.text, turns: outcome.turns, usage: outcome.usage, silent });
   else events.emit({ kind: "error", code: outcome.error?.code ?? "INTERNAL", message: outcome.error?.message ?? outcome.text, retryable: outcome.error?.retryable ?? false });

@@ -1,21 +1,36 @@
 /**
  * The tool catalog and tool execution over the bus.
  * Catalog: scatter-gather on `lurk.tools.list` (every tools actor kind answers with its own
- * tools; replies within ~250 ms are merged, each validated; cached for a few seconds).
+ * tools; replies within ~250 ms are merged, each validated), cached per agent, session type
+ * and model. A run waits for a gather only when there is no catalog yet (first run, or the
+ * last gather found nothing: an empty catalog is gathered again after ~1 s, since the tools
+ * actor may start after the runner). Otherwise the cached catalog is returned at once and kept
+ * fresh in the background:
+ * - a tools actor announces `lurk.tools.catalog` when it starts (shared/runtime/tool-catalog.ts):
+ *   every cached catalog is gathered again shortly after, and replaced when the gather ends;
+ * - a catalog older than the refresh interval (60 s) is still served, and gathered again in the
+ *   background (catches actors that stopped, and anything missed).
+ * One gather at a time per key; concurrent callers share it. `list` never throws.
  * Calls: `lurk.tools.call.<tool>` with the contract's request/reply; bus failures and error
  * replies come back as error tool results, so the model sees them and the run goes on.
  */
-import type { NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import {
-  LurkError, parseSessionKey, safeParseJson, toolCallReply, toolsListReply, type Origin, type Subjects, type ToolDefinition, type ToolResultMessage,
+  LurkError, parseSessionKey, safeParseJson, toolCallReply, TOOLS_CATALOG_CHANGED_MAX_BYTES, toolsCatalogChangedSchema, toolsListReply,
+  type Origin, type Subjects, type ToolDefinition, type ToolResultMessage,
 } from "../../shared/contract/index.js";
 import type { BusClient } from "../../shared/runtime/client.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 
 const GATHER_MS = 250;
-/** how long a gathered catalog is reused: a tools actor that joins is in the catalog of runs that start this much later */
-export const CACHE_MS = 5_000;
-const EMPTY_CACHE_MS = 1_000;
+/** a cached catalog older than this is gathered again in the background (and served meanwhile) */
+export const REFRESH_MS = 60_000;
+/** an empty catalog is gathered again, in the foreground, after this long */
+export const EMPTY_CACHE_MS = 1_000;
+/** after an announcement, wait this long before gathering (the new actor finishes starting; a burst of announcements makes one refresh) */
+export const ANNOUNCE_DELAY_MS = 200;
+/** a catalog no run asked for in this long is dropped instead of refreshed */
+const IDLE_DROP_MS = 30 * 60_000;
 
 export interface ToolCallContext {
   runId: string;
@@ -28,9 +43,49 @@ export interface ToolCallContext {
   origin?: Origin;
 }
 
+/** A gather starting or ending (for tests and diagnostics). */
+export interface CatalogGatherEvent {
+  phase: "start" | "end";
+  /** false: a run is waiting for it; true: a refresh while the cached catalog is served */
+  background: boolean;
+  key: string;
+  /** at "end": the merged tool names */
+  tools?: string[];
+}
+
+export interface ToolsClientOptions {
+  /** default REFRESH_MS */
+  refreshMs?: number;
+  /** default ANNOUNCE_DELAY_MS */
+  announceDelayMs?: number;
+  onGather?: (event: CatalogGatherEvent) => void;
+}
+
+interface CatalogQuery {
+  agentId: string;
+  sessionKey?: string;
+  model?: string;
+}
+
+interface CatalogEntry {
+  /** when the gather that produced it ended */
+  at: number;
+  usedAt: number;
+  tools: ToolDefinition[];
+  query: CatalogQuery;
+}
+
 export class ToolsClient {
-  private readonly cache = new Map<string, { at: number; tools: ToolDefinition[] }>();
-  private readonly pending = new Map<string, Promise<ToolDefinition[]>>();
+  private readonly cache = new Map<string, CatalogEntry>();
+  private readonly inflight = new Map<string, Promise<ToolDefinition[]>>();
+  /** keys announced while their gather was running (it may have missed the new actor): gather once more */
+  private readonly regather = new Set<string>();
+  private readonly refreshMs: number;
+  private readonly announceDelayMs: number;
+  private readonly onGather: ((event: CatalogGatherEvent) => void) | undefined;
+  private announceTimer: NodeJS.Timeout | undefined;
+  private announcements: Subscription | undefined;
+  private closed = false;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -38,29 +93,136 @@ export class ToolsClient {
     private readonly subjects: Subjects,
     private readonly log: Logger,
     private readonly callTimeoutMs: number,
-  ) {}
+    opts: ToolsClientOptions = {},
+  ) {
+    this.refreshMs = opts.refreshMs ?? REFRESH_MS;
+    this.announceDelayMs = opts.announceDelayMs ?? ANNOUNCE_DELAY_MS;
+    this.onGather = opts.onGather;
+    this.subscribeAnnouncements();
+  }
 
   /**
    * The merged catalog for an agent in a session (cached per agent, session type and model,
-   * since the tool policy depends on them; concurrent callers share one gather).
+   * since the tool policy depends on them). Returns a cached catalog without waiting whenever
+   * there is a non-empty one; never throws (no catalog: no tools).
    */
   async list(agentId: string, sessionKey?: string, model?: string): Promise<ToolDefinition[]> {
-    const sessionType = sessionKey ? parseSessionKey(sessionKey)?.type ?? sessionKey : "";
-    const key = `${agentId}\u0000${sessionType}\u0000${model ?? ""}`;
-    const cached = this.cache.get(key);
-    if (cached && Date.now() - cached.at < (cached.tools.length > 0 ? CACHE_MS : EMPTY_CACHE_MS)) return cached.tools;
-    let pending = this.pending.get(key);
-    if (!pending) {
-      pending = this.gather(agentId, sessionKey, model).then((tools) => {
-        this.cache.set(key, { at: Date.now(), tools });
-        return tools;
-      }).finally(() => this.pending.delete(key));
-      this.pending.set(key, pending);
+    try {
+      const sessionType = sessionKey ? parseSessionKey(sessionKey)?.type ?? sessionKey : "";
+      const key = `${agentId}\u0000${sessionType}\u0000${model ?? ""}`;
+      const now = Date.now();
+      const cached = this.cache.get(key);
+      if (cached) cached.usedAt = now;
+      if (cached && cached.tools.length > 0) {
+        if (now - cached.at >= this.refreshMs) this.refresh(key, cached.query);
+        return cached.tools;
+      }
+      if (cached && now - cached.at < EMPTY_CACHE_MS) return cached.tools;
+      const query: CatalogQuery = { agentId, ...(sessionKey ? { sessionKey } : {}), ...(model ? { model } : {}) };
+      return await this.gatherOnce(key, query, false);
+    } catch (err) {
+      this.log.warn({ err }, "tool catalog unavailable; running without tools");
+      return [];
     }
-    return pending;
   }
 
-  private async gather(agentId: string, sessionKey?: string, model?: string): Promise<ToolDefinition[]> {
+  /** a gather is running or an announced refresh is about to start (diagnostics, tests) */
+  get refreshPending(): boolean {
+    return this.announceTimer !== undefined || this.inflight.size > 0;
+  }
+
+  /** Stops listening to announcements and refreshing (the connection stays open). */
+  close(): void {
+    this.closed = true;
+    if (this.announceTimer) clearTimeout(this.announceTimer);
+    this.announceTimer = undefined;
+    this.announcements?.unsubscribe();
+    this.announcements = undefined;
+  }
+
+  /** The running gather of a key, or a new one; its result replaces the cached catalog. */
+  private gatherOnce(key: string, query: CatalogQuery, background: boolean): Promise<ToolDefinition[]> {
+    const running = this.inflight.get(key);
+    if (running) return running;
+    this.notify({ phase: "start", background, key });
+    const gathering = this.gather(query)
+      .then((tools) => {
+        const now = Date.now();
+        this.cache.set(key, { at: now, usedAt: this.cache.get(key)?.usedAt ?? now, tools, query });
+        this.notify({ phase: "end", background, key, tools: tools.map((t) => t.name) });
+        return tools;
+      })
+      .finally(() => {
+        this.inflight.delete(key);
+        if (this.regather.delete(key)) this.refresh(key, query);
+      });
+    this.inflight.set(key, gathering);
+    return gathering;
+  }
+
+  /** A background gather of one key, unless one is running. */
+  private refresh(key: string, query: CatalogQuery): void {
+    if (this.closed || this.inflight.has(key)) return;
+    void this.gatherOnce(key, query, true).catch((err) => this.log.warn({ err }, "background tool catalog refresh failed"));
+  }
+
+  private subscribeAnnouncements(): void {
+    try {
+      this.announcements = this.nc.subscribe(this.subjects.toolsCatalogChanged, {
+        callback: (err, msg) => {
+          if (err) {
+            this.log.warn({ err }, "not receiving tool catalog announcements; catalogs refresh every interval instead");
+            return;
+          }
+          if (msg.data.length > TOOLS_CATALOG_CHANGED_MAX_BYTES) {
+            this.log.warn({ bytes: msg.data.length }, "ignoring an oversized tool catalog announcement");
+            return;
+          }
+          let parsed;
+          try {
+            parsed = toolsCatalogChangedSchema.safeParse(safeParseJson(msg.data, { maxBytes: TOOLS_CATALOG_CHANGED_MAX_BYTES }));
+          } catch (parseErr) {
+            this.log.warn({ err: parseErr }, "ignoring a tool catalog announcement that is not JSON");
+            return;
+          }
+          if (!parsed.success) {
+            this.log.warn("ignoring a tool catalog announcement that does not match the contract");
+            return;
+          }
+          this.log.debug({ actor: parsed.data.actor, instance: parsed.data.instance }, "tool catalog announced; refreshing cached catalogs");
+          this.scheduleAnnouncedRefresh();
+        },
+      });
+    } catch (err) {
+      this.log.warn({ err }, "not receiving tool catalog announcements; catalogs refresh every interval instead");
+    }
+  }
+
+  /** Shortly after an announcement: gather every cached catalog again (a burst makes one refresh). */
+  private scheduleAnnouncedRefresh(): void {
+    if (this.closed || this.announceTimer) return;
+    this.announceTimer = setTimeout(() => {
+      this.announceTimer = undefined;
+      if (this.closed) return;
+      const now = Date.now();
+      for (const key of this.inflight.keys()) this.regather.add(key);
+      for (const [key, entry] of this.cache) {
+        if (now - entry.usedAt > IDLE_DROP_MS) this.cache.delete(key);
+        else if (!this.inflight.has(key)) this.refresh(key, entry.query);
+      }
+    }, this.announceDelayMs);
+    this.announceTimer.unref();
+  }
+
+  private notify(event: CatalogGatherEvent): void {
+    try {
+      this.onGather?.(event);
+    } catch (err) {
+      this.log.warn({ err }, "catalog gather observer failed");
+    }
+  }
+
+  private async gather({ agentId, sessionKey, model }: CatalogQuery): Promise<ToolDefinition[]> {
     const request = {
       type: "lurk.tools.list.v1", id: `tools-list-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`, ts: Date.now(), agentId,
       ...(sessionKey ? { sessionKey } : {}), ...(model ? { model } : {}),
@@ -69,7 +231,13 @@ export class ToolsClient {
     try {
       const replies = await this.nc.requestMany(this.subjects.op("tools", "list"), JSON.stringify(request), { strategy: "timer", maxWait: GATHER_MS });
       for await (const msg of replies) {
-        const parsed = toolsListReply.safeParse(msg.data.length > 0 ? safeParseJson(msg.data) : undefined);
+        let body: unknown;
+        try {
+          body = msg.data.length > 0 ? safeParseJson(msg.data) : undefined;
+        } catch {
+          body = undefined;
+        }
+        const parsed = toolsListReply.safeParse(body);
         if (!parsed.success) {
           this.log.warn({ subject: msg.subject }, "ignoring a tools.list reply that does not match the contract");
           continue;

@@ -12,9 +12,7 @@ import { createHash } from "node:crypto";
 import { LurkError } from "../../../shared/contract/index.js";
 import type { LurkConfig } from "../../../shared/runtime/config.js";
 import { resolveModelRef } from "../models.js";
-import { AnthropicProvider } from "./anthropic.js";
-import { OllamaProvider } from "./ollama.js";
-import { OpenAIProvider } from "./openai.js";
+import { LazyProvider, providerModules } from "./lazy.js";
 import type { Provider } from "./types.js";
 
 export const NO_MODEL_TEXT =
@@ -114,7 +112,7 @@ export class ProviderRegistry {
       : new LurkError("PROVIDER_AUTH", `model ${ref} needs ${providerName === "openai" ? "OpenAI" : providerName} credentials: set OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible server), then restart with \`npx lurkbot start\`.`);
   }
 
-  /** The provider client of one profile (cached). */
+  /** The provider client of one profile (cached); its SDK is imported on its first call (lazy.ts). */
   providerFor(profile: AuthProfile): Provider {
     const key = `${profile.provider}#${profile.id}#${profile.fingerprint}`;
     const cached = this.cache.get(key);
@@ -124,14 +122,16 @@ export class ProviderRegistry {
     let provider: Provider;
     switch (profile.provider) {
       case "openai":
-        provider = new OpenAIProvider(creds);
+        provider = new LazyProvider("openai", async () => new (await providerModules.openai()).OpenAIProvider(creds));
         break;
       case "anthropic":
-        provider = new AnthropicProvider(creds);
+        provider = new LazyProvider("anthropic", async () => new (await providerModules.anthropic()).AnthropicProvider(creds));
         break;
-      case "ollama":
-        provider = new OllamaProvider({ ...(profile.baseUrl ? { host: profile.baseUrl } : {}), ...(profile.apiKey ? { apiKey: profile.apiKey } : {}), timeoutMs });
+      case "ollama": {
+        const opts = { ...(profile.baseUrl ? { host: profile.baseUrl } : {}), ...(profile.apiKey ? { apiKey: profile.apiKey } : {}), timeoutMs };
+        provider = new LazyProvider("ollama", async () => new (await providerModules.ollama()).OllamaProvider(opts));
         break;
+      }
       default:
         throw new LurkError("CONFIG_INVALID", `unknown model provider "${profile.provider}"; supported: ${KNOWN_PROVIDERS.join(", ")}`);
     }
