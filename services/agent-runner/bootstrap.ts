@@ -7,9 +7,11 @@
  *  - group, topic and thread sessions never get MEMORY.md (private memory stays out of shared chats);
  *  - each file is trimmed at BOOTSTRAP_MAX_CHARS: the first 70% and the last 20% with a marker between.
  * Missing and blank files are left out. Reads are cached by path + mtime + size, so a run costs
- * one `stat` per file when nothing changed; huge files are read as head and tail only.
+ * one synchronous `stat` per file when nothing changed (a few microseconds; no thread-pool hop,
+ * no exception for a missing file); huge files are read as head and tail only.
  */
-import { open, stat } from "node:fs/promises";
+import { statSync } from "node:fs";
+import { open } from "node:fs/promises";
 import { join } from "node:path";
 
 export const BOOTSTRAP_FILES = [
@@ -70,10 +72,8 @@ export async function loadBootstrapFiles(workspace: string, sessionType: string)
 
 async function loadOne(workspace: string, name: BootstrapName): Promise<BootstrapFile | null> {
   const path = join(workspace, name);
-  let st;
-  try {
-    st = await stat(path);
-  } catch {
+  const st = statOrNull(path);
+  if (!st) {
     cache.delete(path);
     return null;
   }
@@ -91,6 +91,15 @@ async function loadOne(workspace: string, name: BootstrapName): Promise<Bootstra
   }
   if (entry.content.trim() === "") return null;
   return { name, path, content: entry.content, trimmed: entry.trimmed };
+}
+
+/** stat without an exception for a missing file; null when the path cannot be stat'ed */
+export function statOrNull(path: string): import("node:fs").Stats | null {
+  try {
+    return statSync(path, { throwIfNoEntry: false }) ?? null;
+  } catch {
+    return null;
+  }
 }
 
 async function readTrimmed(path: string, name: string, size: number): Promise<{ content: string; trimmed: boolean }> {

@@ -14,6 +14,7 @@
  */
 import { constants } from "node:fs";
 import { access, readdir, stat, readFile } from "node:fs/promises";
+import { statOrNull } from "./bootstrap.js";
 import { delimiter, join } from "node:path";
 import { REPO_ROOT } from "../../shared/scripts/paths.js";
 import { parseFrontmatter, type YamlMap, type YamlValue } from "./frontmatter.js";
@@ -74,7 +75,17 @@ export async function loadSkills(dirs: SkillDirs, opts: SkillEnv = {}): Promise<
   return usable.sort((a, b) => a.name.localeCompare(b.name));
 }
 
-async function scanDir(dir: string, source: SkillSource): Promise<Skill[]> {
+/** skill folder names per directory, kept while the directory's mtime (entries added, removed, renamed) is unchanged */
+const listings = new Map<string, { mtimeMs: number; names: string[] }>();
+
+async function skillFolderNames(dir: string): Promise<string[]> {
+  const st = statOrNull(dir);
+  if (!st?.isDirectory()) {
+    listings.delete(dir);
+    return [];
+  }
+  const cached = listings.get(dir);
+  if (cached && cached.mtimeMs === st.mtimeMs) return cached.names;
   let entries;
   try {
     entries = await readdir(dir, { withFileTypes: true });
@@ -82,16 +93,21 @@ async function scanDir(dir: string, source: SkillSource): Promise<Skill[]> {
     return [];
   }
   const names = entries.filter((e) => (e.isDirectory() || e.isSymbolicLink()) && !e.name.startsWith(".")).map((e) => e.name).sort().slice(0, MAX_SKILLS_PER_DIR);
+  if (listings.size > 100) listings.delete(listings.keys().next().value!);
+  listings.set(dir, { mtimeMs: st.mtimeMs, names });
+  return names;
+}
+
+async function scanDir(dir: string, source: SkillSource): Promise<Skill[]> {
+  const names = await skillFolderNames(dir);
   const skills = await Promise.all(names.map((name) => loadSkillFile(join(dir, name, "SKILL.md"), name, source)));
   return skills.filter((s): s is Skill => s !== null);
 }
 
 /** One SKILL.md, cached by path + mtime + size; null when missing, too big or without a description. */
 export async function loadSkillFile(path: string, dirName: string, source: SkillSource): Promise<Skill | null> {
-  let st;
-  try {
-    st = await stat(path);
-  } catch {
+  const st = statOrNull(path);
+  if (!st) {
     parsed.delete(path);
     return null;
   }
