@@ -6,6 +6,7 @@ import { hostname } from "node:os";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { inboxPrefix } from "../contract/index.js";
 import type { Logger } from "./logger.js";
+import { installRequestCancelFix } from "./nats-request-fix.js";
 
 export interface ConnectOptions {
   url: string;
@@ -17,6 +18,7 @@ export interface ConnectOptions {
 }
 
 export async function connectActor(opts: ConnectOptions): Promise<NatsConnection> {
+  installRequestCancelFix();
   const servers = opts.url.split(",").map((s) => s.trim()).filter(Boolean);
   const nc = await connect({
     servers,
