@@ -63,6 +63,18 @@ describe("compaction building blocks", () => {
     const chinese = "字".repeat(400);
     assert.equal(estimateTextTokens(latin), 100);
     assert.equal(estimateTextTokens(chinese), 400, "the same length in Chinese costs four times as much");
+    // the Latin fast path agrees with the full count on text from every part of Unicode
+    const reference = (text: string) => {
+      const cjk = [...text.matchAll(/[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u3000-\u303F\uFF00-\uFFEF]/gu)];
+      return cjk.length + Math.ceil((text.length - cjk.reduce((n, m) => n + m[0].length, 0)) / 4);
+    };
+    let seed = 7;
+    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    for (let i = 0; i < 2000; i++) {
+      const points = Array.from({ length: 1 + Math.floor(random() * 12) }, () => (random() < 0.5 ? 0x20 + Math.floor(random() * 0x60) : Math.floor(random() * 0x30000)));
+      const text = points.filter((p) => p < 0xd800 || p > 0xdfff).map((p) => String.fromCodePoint(p)).join("");
+      assert.equal(estimateTextTokens(text), reference(text), JSON.stringify(text));
+    }
     assert.equal(estimateMessageTokens(user("abcd")), MESSAGE_OVERHEAD_TOKENS + 1);
     const image: LlmMessage = { role: "user", content: [{ type: "image", mime: "image/png", dataBase64: "A".repeat(100_000) }] };
     assert.equal(estimateMessageTokens(image), MESSAGE_OVERHEAD_TOKENS + IMAGE_TOKENS, "an image counts a fixed amount, not its bytes");

@@ -16,9 +16,12 @@ export const TOOL_CALL_OVERHEAD_TOKENS = 8;
 export const IMAGE_TOKENS = 1_000;
 
 const CJK_CHAR = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u3000-\u303F\uFF00-\uFFEF]/gu;
+/** every CJK_CHAR lies in these ranges (Hangul Jamo, U+2E80 and up, astral planes): text without them has none */
+const MAYBE_CJK = /[\u1100-\u11FF\u2E80-\uFFFF\uD800-\uDBFF]/;
 
 export function estimateTextTokens(text: string): number {
   if (!text) return 0;
+  if (!MAYBE_CJK.test(text)) return Math.ceil(text.length / CHARS_PER_TOKEN);
   let cjk = 0;
   let cjkUnits = 0;
   for (const m of text.matchAll(CJK_CHAR)) {
@@ -45,9 +48,19 @@ export function estimateMessagesTokens(messages: readonly LlmMessage[]): number 
   return total;
 }
 
+/** per tool definition object: a cached catalog hands runs the same objects */
+const toolTokens = new WeakMap<ToolDefinition, number>();
+
 export function estimateToolsTokens(tools: readonly ToolDefinition[]): number {
   let total = 0;
-  for (const t of tools) total += TOOL_CALL_OVERHEAD_TOKENS + estimateTextTokens(t.name) + estimateTextTokens(t.description) + estimateTextTokens(JSON.stringify(t.parameters ?? {}));
+  for (const t of tools) {
+    let n = toolTokens.get(t);
+    if (n === undefined) {
+      n = TOOL_CALL_OVERHEAD_TOKENS + estimateTextTokens(t.name) + estimateTextTokens(t.description) + estimateTextTokens(JSON.stringify(t.parameters ?? {}));
+      toolTokens.set(t, n);
+    }
+    total += n;
+  }
   return total;
 }
 
