@@ -5,6 +5,9 @@
  * Text deltas are coalesced: consecutive message (or thinking) deltas of a turn go out as one
  * event after DELTA_WINDOW_MS, at DELTA_MAX_CHARS, or before any other event, so a fast stream
  * costs a few bus messages, not one per token. Order and the concatenated text are unchanged.
+ * Events emitted during one turn of the event loop go out together on the next (setImmediate):
+ * one socket write for them all instead of one per microtask batch. They are observations, so
+ * a bus request made in the same turn (a tool call after its tool_start) may arrive first.
  */
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { z } from "zod";
@@ -73,10 +76,19 @@ export class RunEvents {
       seq,
       event,
     };
-    try {
-      this.nc.publish(this.subjects.runEvent(this.runId, event.kind), JSON.stringify(message));
-    } catch (err) {
-      this.log.warn({ err, kind: event.kind }, "could not publish run event");
+    this.outbox.push({ subject: this.subjects.runEvent(this.runId, event.kind), data: JSON.stringify(message), kind: event.kind });
+    if (this.outbox.length === 1) setImmediate(() => this.send());
+  }
+
+  private readonly outbox: { subject: string; data: string; kind: string }[] = [];
+
+  private send(): void {
+    for (const { subject, data, kind } of this.outbox.splice(0)) {
+      try {
+        this.nc.publish(subject, data);
+      } catch (err) {
+        this.log.warn({ err, kind }, "could not publish run event");
+      }
     }
   }
 }
