@@ -34,12 +34,18 @@ export const definition: ActorDefinition = {
     // the runtime's signal fires first on stop: active runs are interrupted (and redelivered
     // later) before the consumer waits for its handlers
     rt.signal.addEventListener("abort", () => controls.stop(), { once: true });
+    // only a cache (sessions.begin sends the full history when it has nothing): dropped when idle
+    const transcripts = new TranscriptCache(rt.config.runs.historyLimit);
+    rt.onIdle(() => {
+      const dropped = transcripts.trimIdle();
+      if (dropped > 0) rt.log.debug({ dropped }, "idle: dropped cached transcripts");
+    });
     rt.consume({
       stream: STREAMS.runs,
       consumer: CONSUMERS.agentRunner,
       schema: runRequestSchema,
       concurrency: rt.config.runs.concurrency,
-      handler: runHandler({ rt, registry, tools, controls, transcripts: new TranscriptCache(rt.config.runs.historyLimit), authState }),
+      handler: runHandler({ rt, registry, tools, controls, transcripts, authState }),
     });
     rt.log.info({ model: rt.config.model ?? null, concurrency: rt.config.runs.concurrency }, rt.config.model ? "agent-runner ready" : "agent-runner ready without a model: runs will reply how to configure one");
   },

@@ -6,7 +6,7 @@
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync, rmSync, writeFileSync, writeSync } from "node:fs";
-import { ACTOR_NODE_FLAGS } from "../../shared/runtime/memory.js";
+import { ACTOR_ENV, ACTOR_NODE_FLAGS } from "../../shared/runtime/memory.js";
 import { spawnNatsServer, type NatsServerSpec } from "../../shared/runtime/nats-server.js";
 import { actorMainPath } from "../../shared/scripts/paths.js";
 import { Backoff, formatDuration } from "./backoff.js";
@@ -126,7 +126,7 @@ export class SupervisedActor {
     let child: ChildProcess;
     try {
       writeSync(fd, `--- ${new Date().toISOString()} lurkbot launcher: ${restart ? `restart #${this.spawns - 1} of` : "starting"} ${this.name} ---\n`);
-      child = fork(actorMainPath(this.name), [], { env: this.env, stdio: ["ignore", fd, fd, "ipc"], detached: true, execArgv: ACTOR_NODE_FLAGS });
+      child = fork(actorMainPath(this.name), [], { env: { ...ACTOR_ENV, ...this.env }, stdio: ["ignore", fd, fd, "ipc"], detached: true, execArgv: ACTOR_NODE_FLAGS });
     } finally {
       closeSync(fd);
     }

@@ -9,10 +9,14 @@
  * TOOL_FAILED (out of memory, worker crash), UNAVAILABLE (queue full or too slow, shutting
  * down). Failures of the tool are results with `isError` (the worker builds them).
  *
+ * Idle workers: a worker above minThreads (default 0) that has been idle for workerIdleMs is
+ * stopped, so an idle tools actor holds no worker isolate (~15 MB each); the next call starts one.
+ *
  * Self-repair: piscina stops replacing workers once one fails while starting (e.g. the code on
  * disk was being replaced), which would leave queued calls waiting forever. When the pool has
- * fewer workers than minThreads after such a failure, it starts a new piscina instance (with
- * backoff) and resubmits the calls that had not started yet.
+ * fewer workers than it needs after such a failure (minThreads, and at least one while calls are
+ * queued), it starts a new piscina instance (with backoff) and resubmits the calls that had not
+ * started yet.
  */
 import { basename } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -28,8 +32,11 @@ import type { ToolCallInfo, ToolLimits, ToolResult } from "./tool.js";
 export const WORKER_FILE = fileURLToPath(new URL("./worker.js", import.meta.url));
 
 export interface ToolPoolOptions {
+  /** workers kept when idle (0: none) */
   minThreads: number;
   maxThreads: number;
+  /** a worker above minThreads idle this long is stopped; default 15 s */
+  idleTimeoutMs?: number;
   /** old-generation heap cap of each worker, MB */
   workerMemoryMb: number;
   /** how long a tool may take to honour its AbortSignal before its worker is terminated */
@@ -64,6 +71,8 @@ export class ToolPool {
   private closed = false;
   private repairTimer: NodeJS.Timeout | undefined;
   private repairDelayMs = 100;
+  /** calls in progress (started or waiting for a worker) */
+  private inFlight = 0;
 
   constructor(private readonly opts: ToolPoolOptions) {
     this.piscina = this.createPiscina();
@@ -71,7 +80,7 @@ export class ToolPool {
 
   static fromConfig(config: LurkConfig, log?: Pick<Logger, "warn">): ToolPool {
     const t = config.tools;
-    return new ToolPool({ minThreads: t.minThreads, maxThreads: t.maxThreads, workerMemoryMb: t.workerMemoryMb, ...(log ? { log } : {}) });
+    return new ToolPool({ minThreads: t.minThreads, maxThreads: t.maxThreads, idleTimeoutMs: t.workerIdleMs, workerMemoryMb: t.workerMemoryMb, ...(log ? { log } : {}) });
   }
 
   /** Runs a built-in tool by name. */
@@ -109,6 +118,15 @@ export class ToolPool {
       ...(opts.readOnlyRoots ? { readOnlyRoots: opts.readOnlyRoots } : {}),
     };
     const queueDeadline = Date.now() + (this.opts.maxQueueWaitMs ?? 5 * 60_000);
+    this.inFlight++;
+    try {
+      return await this.attempts(which.tool, task, opts, queueDeadline);
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  private async attempts(tool: string, task: Omit<ToolTask, "port">, opts: RunToolOptions, queueDeadline: number): Promise<ToolResult> {
     for (;;) {
       if (this.closed) throw shuttingDown();
       const piscina = this.piscina;
@@ -123,7 +141,7 @@ export class ToolPool {
       if (outcome.ok) return outcome.result;
       // its queue was dropped when the piscina instance was replaced: submit it again
       if (!outcome.started && !outcome.stopped && piscina !== this.piscina && !this.closed) continue;
-      throw this.mapError(outcome.error, which.tool);
+      throw this.mapError(outcome.error, tool);
     }
   }
 
@@ -131,10 +149,10 @@ export class ToolPool {
     const piscina: Pool = new Piscina<ToolTask, ToolResult>({
       filename: WORKER_FILE,
       minThreads: this.opts.minThreads,
-      maxThreads: Math.max(this.opts.minThreads, this.opts.maxThreads),
+      maxThreads: Math.max(this.opts.minThreads, this.opts.maxThreads, 1),
       maxQueue: this.opts.maxQueue ?? 256,
       concurrentTasksPerWorker: 1,
-      idleTimeout: 60_000,
+      idleTimeout: this.opts.idleTimeoutMs ?? 15_000,
       // a small young generation keeps an idle worker small; the old generation is the memory cap
       resourceLimits: { maxOldGenerationSizeMb: this.opts.workerMemoryMb, maxYoungGenerationSizeMb: 4 },
     });
@@ -151,16 +169,21 @@ export class ToolPool {
   /** Replaces a piscina instance that is left with too few workers (and will not add more). */
   private checkHealth(piscina: Pool): void {
     if (this.closed || piscina !== this.piscina || this.repairTimer) return;
-    if (piscina.threads.length >= this.opts.minThreads) return;
+    if (piscina.threads.length >= this.neededThreads()) return;
     this.repairTimer = setTimeout(() => {
       this.repairTimer = undefined;
-      if (this.closed || piscina !== this.piscina || piscina.threads.length >= this.opts.minThreads) return;
+      if (this.closed || piscina !== this.piscina || piscina.threads.length >= this.neededThreads()) return;
       this.opts.log?.warn({ threads: piscina.threads.length, queued: piscina.queueSize }, "tool workers stopped starting; starting a new pool");
       this.piscina = this.createPiscina();
       // rejects the queued calls (they are resubmitted); running ones finish where they are
       void piscina.close({ force: true }).catch(() => undefined);
     }, this.repairDelayMs);
     this.repairDelayMs = Math.min(this.repairDelayMs * 2, 30_000);
+  }
+
+  /** minThreads, and at least one worker while calls are in progress */
+  private neededThreads(): number {
+    return Math.max(this.opts.minThreads, this.inFlight > 0 ? 1 : 0);
   }
 
   private mapError(err: unknown, tool: string): LurkError {

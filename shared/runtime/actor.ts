@@ -44,6 +44,7 @@ export class ActorRuntime {
   readonly js: JetStreamClient;
   private readonly stoppables: Stoppable[] = [];
   private readonly abort = new AbortController();
+  private readonly idleHooks: Array<() => void> = [];
   /** changes whenever a request or a durable message is handled (see memory.ts) */
   readonly activity = { count: 0 };
 
@@ -140,6 +141,16 @@ export class ActorRuntime {
     this.stoppables.push(stoppable);
   }
 
+  /** `hook` runs whenever the actor has gone idle after work (memory.ts), before the idle GC. */
+  onIdle(hook: () => void): void {
+    this.idleHooks.push(hook);
+  }
+
+  /** runs the idle hooks (memory.ts calls it; tests may too) */
+  runIdleHooks(): void {
+    for (const hook of this.idleHooks) hook();
+  }
+
   async stop(): Promise<void> {
     this.abort.abort();
     for (const s of this.stoppables.reverse()) await s.stop().catch((err) => this.log.warn({ err }, "stop failed"));
@@ -181,7 +192,7 @@ export async function startActor(def: ActorDefinition, opts: StartActorOptions =
     await rt.stop();
     throw err;
   }
-  const idleGc = startIdleGc(rt.activity, log);
+  const idleGc = startIdleGc(rt.activity, log, () => rt.runIdleHooks());
   rt.onStop({ stop: async () => idleGc.stop() });
   log.info({ version: def.version, serviceId: service.info().id }, "actor started");
   rt.emit("started", { version: def.version });

@@ -160,8 +160,11 @@ export const configSchema = z.object({
     maxTokensPerRun: z.number().int().positive().optional(),
   }).default({ maxIterations: 10, concurrency: 64, historyLimit: 200, llmTimeoutMs: 120_000 }),
   tools: z.object({
-    minThreads: z.number().int().min(1).max(64).default(1),
+    /** workers kept when idle (0: none, the first call after idle starts one, ~0.1-0.3 s) */
+    minThreads: z.number().int().min(0).max(64).default(0),
     maxThreads: z.number().int().min(1).max(64).default(2),
+    /** a worker above minThreads idle this long is stopped (each costs ~15 MB of memory) */
+    workerIdleMs: msSchema.default(15_000),
     /** old-generation heap cap of each worker, MB */
     workerMemoryMb: z.number().int().min(16).max(8192).default(128),
     timeoutMs: msSchema.default(60_000),
@@ -184,7 +187,7 @@ export const configSchema = z.object({
     sandboxedSessions: z.array(sessionTypeSchema).default(TOOL_POLICY_DEFAULTS.sandboxedSessions),
     /** subagent layer, added to the built-in subagent deny list */
     subagent: toolRulesSchema.default(TOOL_POLICY_DEFAULTS.subagent),
-  }).default({ minThreads: 1, maxThreads: 2, workerMemoryMb: 128, timeoutMs: 60_000, outputCapBytes: 64 * 1024, maxWriteBytes: 5 * 1024 * 1024, exec: EXEC_DEFAULTS, web: WEB_DEFAULTS, jobs: JOBS_DEFAULTS, ...TOOL_POLICY_DEFAULTS }),
+  }).default({ minThreads: 0, maxThreads: 2, workerIdleMs: 15_000, workerMemoryMb: 128, timeoutMs: 60_000, outputCapBytes: 64 * 1024, maxWriteBytes: 5 * 1024 * 1024, exec: EXEC_DEFAULTS, web: WEB_DEFAULTS, jobs: JOBS_DEFAULTS, ...TOOL_POLICY_DEFAULTS }),
   /** human approvals of tool calls (services/approvals) */
   approvals: z.object({
     /** a pending approval expires (= denied) after this long */

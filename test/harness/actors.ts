@@ -3,7 +3,7 @@
  * launcher does, and waits for their "ready" IPC message.
  */
 import { fork, type ChildProcess } from "node:child_process";
-import { ACTOR_NODE_FLAGS } from "../../shared/runtime/memory.js";
+import { ACTOR_ENV, ACTOR_NODE_FLAGS } from "../../shared/runtime/memory.js";
 import { join } from "node:path";
 import { actorMainPath, DIST_ROOT } from "../../shared/scripts/paths.js";
 import type { TestNats } from "./nats.js";
@@ -35,7 +35,7 @@ export function startModuleActor(relativeMain: string, user: string, nats: TestN
 
 /** Forks `main` with `user`'s password and waits for its "ready" IPC message. */
 async function startProcess(main: string, label: string, user: string, nats: TestNats, env: Record<string, string | undefined>, timeoutMs: number, execArgv: string[]): Promise<ActorProcess> {
-  const child = fork(main, [], { env: nats.env({ ...nats.passwordEnv(user), ...env }), stdio: ["ignore", "pipe", "pipe", "ipc"], execArgv });
+  const child = fork(main, [], { env: nats.env({ ...ACTOR_ENV, ...nats.passwordEnv(user), ...env }), stdio: ["ignore", "pipe", "pipe", "ipc"], execArgv });
   let output = "";
   child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
   child.stderr?.on("data", (d: Buffer) => (output += d.toString()));

@@ -3,10 +3,11 @@
  * from disk): streaming /api/chat with tools. Ollama sends each tool call whole, with object
  * arguments and no id, so ids are generated; `thinking` arrives as its own field; the final
  * chunk (`done: true`) carries done_reason and the token counts. A client is made per call so
- * the run's signal (and an idle timeout: no chunk for `timeoutMs`) reaches the fetch.
+ * the run's signal (and an idle timeout: no chunk for `timeoutMs`) reaches the fetch. The client
+ * library is imported on the first call (most deployments never use Ollama; see lazy.ts).
  */
-import { Ollama, type ChatResponse } from "ollama/browser";
-import type { AssistantMessage, ContentBlock, Usage } from "../../../shared/contract/index.js";
+import type { ChatResponse } from "ollama/browser";
+import { LurkError, type AssistantMessage, type ContentBlock, type Usage } from "../../../shared/contract/index.js";
 import { fromOllamaToolCall, toOllamaMessages, toOllamaTools } from "./ollama-convert.js";
 import { classifyOllamaError } from "./ollama-errors.js";
 import { ollamaThink } from "./thinking.js";
@@ -36,6 +37,13 @@ export class OllamaProvider implements Provider {
   }
 
   async *stream(req: ProviderRequest): AsyncIterable<ProviderStreamEvent> {
+    let Ollama: typeof import("ollama/browser").Ollama;
+    try {
+      ({ Ollama } = await import("ollama/browser"));
+    } catch (err) {
+      yield { type: "error", error: new LurkError("PROVIDER_ERROR", `the ollama client library could not be loaded: ${err instanceof Error ? err.message : String(err)}; reinstall with \`npm install\``) };
+      return;
+    }
     const ctl = new AbortController();
     let timedOut = false;
     let timer: NodeJS.Timeout | undefined;

@@ -13,6 +13,7 @@ import { LurkError } from "../../../shared/contract/index.js";
 import type { LurkConfig } from "../../../shared/runtime/config.js";
 import { resolveModelRef } from "../models.js";
 import { LazyProvider, providerModules } from "./lazy.js";
+import { OllamaProvider } from "./ollama.js";
 import type { Provider } from "./types.js";
 
 export const NO_MODEL_TEXT =
@@ -127,11 +128,10 @@ export class ProviderRegistry {
       case "anthropic":
         provider = new LazyProvider("anthropic", async () => new (await providerModules.anthropic()).AnthropicProvider(creds));
         break;
-      case "ollama": {
-        const opts = { ...(profile.baseUrl ? { host: profile.baseUrl } : {}), ...(profile.apiKey ? { apiKey: profile.apiKey } : {}), timeoutMs };
-        provider = new LazyProvider("ollama", async () => new (await providerModules.ollama()).OllamaProvider(opts));
+      case "ollama":
+        // imports its client library itself on the first call
+        provider = new OllamaProvider({ ...(profile.baseUrl ? { host: profile.baseUrl } : {}), ...(profile.apiKey ? { apiKey: profile.apiKey } : {}), timeoutMs });
         break;
-      }
       default:
         throw new LurkError("CONFIG_INVALID", `unknown model provider "${profile.provider}"; supported: ${KNOWN_PROVIDERS.join(", ")}`);
     }

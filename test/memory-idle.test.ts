@@ -1,0 +1,187 @@
+/**
+ * Memory at idle (issue #2): the agent-runner's transcript cache is dropped when the actor goes
+ * idle except for sessions a run is between `known()` and `merge()` on; provider SDKs are
+ * imported on a provider's first call only (a child process shows the runner's modules load
+ * none of them), and every provider still answers through the registry, each against its fake
+ * server over its real SDK.
+ */
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { after, before, describe, it } from "node:test";
+import type { LlmMessage, TranscriptRecord } from "../shared/contract/index.js";
+import { parseConfig } from "../shared/runtime/config.js";
+import { LazyProvider } from "../services/agent-runner/providers/lazy.js";
+import { ProviderRegistry } from "../services/agent-runner/providers/registry.js";
+import type { Provider, ProviderStreamEvent } from "../services/agent-runner/providers/types.js";
+import { TranscriptCache } from "../services/agent-runner/transcript-cache.js";
+import { FakeAnthropicServer } from "./fakes/anthropic-server.js";
+import { FakeOllamaServer } from "./fakes/ollama-server.js";
+import { FakeOpenAIServer } from "./fakes/openai-server.js";
+
+const record = (seq: number) => ({ seq, ts: seq, kind: "message", message: { role: "user", content: [{ type: "text", text: `m${seq}` }] } }) as unknown as TranscriptRecord;
+const records = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => record(from + i));
+const user = (text: string): LlmMessage => ({ role: "user", content: [{ type: "text", text }] });
+
+async function collect(provider: Provider, model: string): Promise<ProviderStreamEvent[]> {
+  const events: ProviderStreamEvent[] = [];
+  for await (const ev of provider.stream({ model, system: "You are LurkBot.", messages: [user("hi")], tools: [], signal: new AbortController().signal })) events.push(ev);
+  return events;
+}
+const doneText = (events: ProviderStreamEvent[]) => {
+  const last = events.at(-1);
+  assert.equal(last?.type, "done", JSON.stringify(last));
+  return last?.type === "done" ? last.message.content.map((b) => ("text" in b ? b.text : "")).join("") : "";
+};
+
+describe("transcript cache at idle", () => {
+  it("trimIdle drops every session no run is using", () => {
+    const cache = new TranscriptCache(50);
+    cache.merge("a", "s-a", records(0, 4), false);
+    cache.merge("b", "s-b", records(0, 2), false);
+    assert.equal(cache.trimIdle(), 2);
+    assert.equal(cache.size, 0);
+    assert.equal(cache.known("a"), undefined, "the next run asks for the full history");
+  });
+
+  it("keeps a session between known() and merge(), so an incremental begin still sees the whole history", () => {
+    const cache = new TranscriptCache(50);
+    cache.merge("a", "s-a", records(0, 4), false);
+    cache.merge("b", "s-b", records(0, 2), false);
+    assert.deepEqual(cache.known("a"), { sessionId: "s-a", lastSeq: 4 });
+    assert.equal(cache.trimIdle(), 1, "only b is dropped");
+    const history = cache.merge("a", "s-a", records(5, 6), true);
+    assert.deepEqual(history.map((r) => r.seq), [0, 1, 2, 3, 4, 5, 6]);
+    assert.equal(cache.trimIdle(), 1, "after merge() the session is no longer protected");
+    assert.equal(cache.size, 0);
+  });
+
+  it("a known() never followed by merge() stops protecting its session after 10 minutes", () => {
+    const cache = new TranscriptCache(50);
+    cache.merge("a", "s-a", records(0, 1), false);
+    cache.known("a");
+    assert.equal(cache.trimIdle(Date.now() + 60_000), 0);
+    assert.equal(cache.trimIdle(Date.now() + 11 * 60_000), 1);
+  });
+
+  it("forget() drops the entry and its protection", () => {
+    const cache = new TranscriptCache(50);
+    cache.merge("a", "s-a", records(0, 1), false);
+    cache.known("a");
+    cache.forget("a");
+    assert.equal(cache.size, 0);
+    assert.equal(cache.known("a"), undefined);
+  });
+});
+
+describe("lazy providers", () => {
+  it("loads the wrapped provider on the first call only and passes its events on unchanged", async () => {
+    let created = 0;
+    const inner: Provider = {
+      name: "fake",
+      async *stream() {
+        yield { type: "text_delta", text: "hi" };
+      },
+    };
+    const lazy = new LazyProvider("fake", async () => {
+      created++;
+      return inner;
+    });
+    assert.equal(lazy.loaded, false);
+    assert.equal(created, 0);
+    assert.deepEqual(await collect(lazy, "m"), [{ type: "text_delta", text: "hi" }]);
+    assert.deepEqual(await collect(lazy, "m"), [{ type: "text_delta", text: "hi" }]);
+    assert.equal(created, 1);
+    assert.equal(lazy.loaded, true);
+  });
+
+  it("a provider that cannot be loaded answers PROVIDER_ERROR, and the next call tries again", async () => {
+    let attempts = 0;
+    const lazy = new LazyProvider("broken", async () => {
+      attempts++;
+      throw new Error("Cannot find package 'broken-sdk'");
+    });
+    for (let i = 0; i < 2; i++) {
+      const events = await collect(lazy, "m");
+      assert.equal(events.length, 1);
+      const ev = events[0]!;
+      assert.equal(ev.type, "error");
+      if (ev.type === "error") {
+        assert.equal(ev.error.code, "PROVIDER_ERROR");
+        assert.match(ev.error.message, /broken provider could not be loaded: Cannot find package 'broken-sdk'/);
+      }
+    }
+    assert.equal(attempts, 2);
+  });
+
+  it("the agent-runner's modules import no provider SDK until a provider is called", () => {
+    const dir = mkdtempSync(join(tmpdir(), "lurk-lazy-"));
+    try {
+      const logFile = join(dir, "resolved.txt");
+      const hook = `export async function resolve(s, c, next) { if (!s.startsWith(".") && !s.startsWith("node:") && !s.startsWith("file:")) (await import("node:fs")).appendFileSync(process.env.LURK_HOOK_LOG, s + "\\n"); return next(s, c); }`;
+      const actorUrl = new URL("../services/agent-runner/actor.js", import.meta.url).href;
+      const registryUrl = new URL("../services/agent-runner/providers/registry.js", import.meta.url).href;
+      const configUrl = new URL("../shared/runtime/config.js", import.meta.url).href;
+      const script = `
+        import { register } from "node:module";
+        register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hook)}`)});
+        await import(${JSON.stringify(actorUrl)});
+        const { ProviderRegistry } = await import(${JSON.stringify(registryUrl)});
+        const { parseConfig } = await import(${JSON.stringify(configUrl)});
+        const registry = new ProviderRegistry(parseConfig({ providers: { anthropic: { apiKey: "k" }, openai: { apiKey: "k" } } }, {}));
+        for (const ref of ["openai/gpt-4o-mini", "anthropic/claude-x", "ollama/llama3"]) registry.resolve(ref);
+        console.log("resolved");`;
+      const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", env: { ...process.env, LURK_HOOK_LOG: logFile }, timeout: 60_000 });
+      assert.equal(child.status, 0, child.stderr);
+      assert.match(child.stdout, /resolved/);
+      const specifiers = readFileSync(logFile, "utf8").split("\n").filter(Boolean);
+      assert.ok(specifiers.includes("pino") && specifiers.includes("lmdb"), `the hook saw the runner's imports: ${specifiers.join(", ")}`);
+      const sdks = specifiers.filter((s) => /^(openai|@anthropic-ai\/sdk|ollama)(\/|$)/.test(s));
+      assert.deepEqual(sdks, [], "no provider SDK was imported");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("every provider answers through the registry (SDK loaded on first call)", () => {
+  let openai: FakeOpenAIServer;
+  let anthropic: FakeAnthropicServer;
+  let ollama: FakeOllamaServer;
+  let registry: ProviderRegistry;
+  before(async () => {
+    [openai, anthropic, ollama] = await Promise.all([FakeOpenAIServer.start(), FakeAnthropicServer.start(), FakeOllamaServer.start({ models: ["llama-test"] })]);
+    registry = new ProviderRegistry(parseConfig({}, {
+      OPENAI_API_KEY: "sk-test-0123456789abcdef", OPENAI_BASE_URL: openai.baseUrl,
+      ANTHROPIC_API_KEY: "sk-ant-test", ANTHROPIC_BASE_URL: anthropic.baseUrl,
+      OLLAMA_HOST: ollama.url,
+    }));
+  });
+  after(async () => {
+    await Promise.all([openai?.close(), anthropic?.close(), ollama?.close()]);
+  });
+
+  it("openai", async () => {
+    const { provider, model } = registry.resolve("openai/test-model");
+    assert.ok(provider instanceof LazyProvider && !provider.loaded, "not loaded before its first call");
+    assert.equal(provider.name, "openai");
+    assert.equal(doneText(await collect(provider, model)), "echo: hi");
+  });
+
+  it("anthropic", async () => {
+    anthropic.enqueue({ kind: "text", text: "Hello from Claude." });
+    const { provider, model } = registry.resolve("anthropic/claude-test");
+    assert.equal(provider.name, "anthropic");
+    assert.equal(doneText(await collect(provider, model)), "Hello from Claude.");
+  });
+
+  it("ollama", async () => {
+    ollama.enqueue({ kind: "text", text: "Hello from llama." });
+    const { provider, model } = registry.resolve("ollama/llama-test");
+    assert.equal(provider.name, "ollama");
+    assert.equal(doneText(await collect(provider, model)), "Hello from llama.");
+  });
+});
