@@ -223,7 +223,8 @@ describe("tools actor over the bus", () => {
   });
 });
 
-describe("confined fs layer", () => {
+// async fs calls (the actor's own thread) and synchronous ones (tool workers: `syncIo`)
+for (const syncIo of [false, true]) describe(`confined fs layer${syncIo ? " (syncIo, as in tool workers)" : ""}`, () => {
   let ws: string;
   let outside: string;
 
@@ -244,6 +245,7 @@ describe("confined fs layer", () => {
     writeFileSync(join(ws, "swap", "file.txt"), "inside");
     let swapped = false;
     const fs = await ConfinedFs.create(ws, {
+      syncIo,
       beforeOpen: () => {
         renameSync(join(ws, "swap"), join(ws, "swap-old"));
         symlinkSync(join(outside, "swap"), join(ws, "swap"));
@@ -265,6 +267,7 @@ describe("confined fs layer", () => {
   it("refuses a file swapped for a symlink between the check and the open", async () => {
     writeFileSync(join(ws, "plain.txt"), "inside");
     const fs = await ConfinedFs.create(ws, {
+      syncIo,
       beforeOpen: () => {
         rmSync(join(ws, "plain.txt"));
         symlinkSync(join(outside, "secret.txt"), join(ws, "plain.txt"));
@@ -275,7 +278,7 @@ describe("confined fs layer", () => {
 
   it("reads inside the workspace with a byte cap", async () => {
     writeFileSync(join(ws, "ten.txt"), "0123456789");
-    const fs = await ConfinedFs.create(ws);
+    const fs = await ConfinedFs.create(ws, { syncIo });
     const capped = await fs.readFile("ten.txt", { maxBytes: 4 });
     assert.equal(capped.data.toString(), "0123");
     assert.equal(capped.truncated, true);
@@ -288,13 +291,13 @@ describe("confined fs layer", () => {
   it("refuses hard-linked files when asked to (the mode writers use)", async () => {
     linkSync(join(outside, "secret.txt"), join(ws, "hardlink.txt"));
     writeFileSync(join(ws, "single.txt"), "one link");
-    const fs = await ConfinedFs.create(ws);
+    const fs = await ConfinedFs.create(ws, { syncIo });
     await assert.rejects(fs.openRead("hardlink.txt", { hardlinks: "refuse" }), (err: unknown) => LurkError.is(err) && err.code === "PATH_ESCAPE" && /hard links/.test(err.message));
     const single = await fs.openRead("single.txt", { hardlinks: "refuse" });
     await single.close();
   });
 
   it("refuses a workspace that does not exist", async () => {
-    await assert.rejects(ConfinedFs.create(join(ws, "missing")), (err: unknown) => LurkError.is(err) && err.code === "NOT_FOUND");
+    await assert.rejects(ConfinedFs.create(join(ws, "missing"), { syncIo }), (err: unknown) => LurkError.is(err) && err.code === "NOT_FOUND");
   });
 });

@@ -20,12 +20,17 @@
  * by this user anyway). Writers pass `hardlinks: "refuse"`, which refuses regular files with
  * more than one link, so a write can never land outside the workspace.
  *
+ * I/O: the read path (create, openRead and the reads through its handle) runs synchronous fs
+ * calls when `syncIo` is set (the piscina worker: one task per thread, so blocking it costs
+ * nothing and saves a libuv thread-pool round trip per step), async ones otherwise (the actor's
+ * own thread). Both go through the same code, so the checks and their order are identical.
+ *
  * Writes (writeFileAtomic, mkdirp, unlink) open the target's directory one component at a
  * time, each step through the previous directory fd and checked via /proc/self/fd, then create
  * a temp file and rename it through that fd's path: the directory written into is the one that
  * was checked, whatever happens to the path meanwhile.
  */
-import { constants, type Stats } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readFileSync, readlinkSync, readSync, realpathSync, statSync, type Stats } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { lstat, mkdir, open, readlink, realpath, rename, stat, unlink, type FileHandle } from "node:fs/promises";
 import { basename, dirname, isAbsolute, relative, resolve, sep } from "node:path";
@@ -44,6 +49,11 @@ export interface ConfinedFsOptions {
    * inside the realpath of one of them. Nothing writes there (every writer uses the workspace).
    */
   readOnlyRoots?: readonly string[];
+  /**
+   * run the read path with synchronous fs calls (only where blocking the thread is free: a
+   * worker thread running one task at a time); the test hooks are still awaited
+   */
+  syncIo?: boolean;
 }
 
 export interface WriteOptions {
@@ -71,9 +81,19 @@ export interface OpenReadOptions {
   readOnlyRoots?: boolean;
 }
 
+/** The part of a FileHandle the tools read through (a FileHandle, or a sync fd in a worker). */
+export interface ReadHandle {
+  readonly fd: number;
+  read(buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesRead: number }>;
+  /** the rest of the file from the current position (0 if only positional reads were done) */
+  readFile(): Promise<Buffer>;
+  stat(): Promise<Stats>;
+  close(): Promise<void>;
+}
+
 /** A file opened inside the workspace. Read through `handle` only; close it when done. */
 export interface ConfinedFile {
-  handle: FileHandle;
+  handle: ReadHandle;
   /** workspace-relative path, for messages to the model */
   path: string;
   /** the real path of the opened fd */
@@ -89,18 +109,20 @@ export class ConfinedFs {
     /** the workspace with symlinks resolved: what fds must be inside */
     readonly realRoot: string,
     private readonly opts: ConfinedFsOptions,
+    private readonly io: ReadIo,
   ) {}
 
   static async create(root: string, opts: ConfinedFsOptions = {}): Promise<ConfinedFs> {
     const absolute = resolve(root);
+    const io = opts.syncIo ? syncIo : asyncIo;
     let real: string;
     try {
-      real = await realpath(absolute);
-      if (!(await stat(real)).isDirectory()) throw Object.assign(new Error("not a directory"), { code: "ENOTDIR" });
+      real = await io.realpath(absolute);
+      if (!(await io.stat(real)).isDirectory()) throw Object.assign(new Error("not a directory"), { code: "ENOTDIR" });
     } catch (err) {
       throw new LurkError("NOT_FOUND", `the workspace ${absolute} does not exist or is not a directory (${(err as NodeJS.ErrnoException).code ?? "error"})`);
     }
-    return new ConfinedFs(absolute, real, opts);
+    return new ConfinedFs(absolute, real, opts, io);
   }
 
   /** True if `absolutePath` is the real root or below it. */
@@ -139,7 +161,7 @@ export class ConfinedFs {
     }
     const absolute = this.resolve(userPath);
     const shown = this.display(absolute);
-    const pre = await realpath(absolute).catch(async (err: NodeJS.ErrnoException) => {
+    const pre = await this.io.realpath(absolute).catch(async (err: NodeJS.ErrnoException) => {
       // a missing file behind a symlink leading out is an escape, not "not found" (no probing outside)
       if (err.code === "ENOENT" && !(await this.nearestRealInside(absolute))) {
         throw new LurkError("PATH_ESCAPE", `"${shown}" goes through a symlink that leads outside the workspace; refused`);
@@ -150,9 +172,9 @@ export class ConfinedFs {
       throw new LurkError("PATH_ESCAPE", `"${shown}" is (or goes through) a symlink that leads outside the workspace; refused`);
     }
     await this.opts.beforeOpen?.(absolute);
-    let handle: FileHandle;
+    let handle: ReadHandle;
     try {
-      handle = await open(absolute, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+      handle = await this.io.open(absolute, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
     } catch (err) {
       throw fsError(err as NodeJS.ErrnoException, shown);
     }
@@ -436,7 +458,7 @@ export class ConfinedFs {
   private async readOnlyRootOf(absolute: string): Promise<string | undefined> {
     for (const root of this.opts.readOnlyRoots ?? []) {
       const configured = resolve(root);
-      const real = await realpath(configured).catch(() => undefined);
+      const real = await this.io.realpath(configured).catch(() => undefined);
       if (real === undefined) continue;
       if (within(configured, absolute) || within(real, absolute)) return real;
     }
@@ -446,19 +468,19 @@ export class ConfinedFs {
   /** openRead for a file under a read-only root: realpath and fd inside that root, a regular file. */
   private async openReadOnlyRoot(absolute: string, realRootOf: string): Promise<ConfinedFile> {
     const shown = absolute;
-    const pre = await realpath(absolute).catch((err: NodeJS.ErrnoException) => {
+    const pre = await this.io.realpath(absolute).catch((err: NodeJS.ErrnoException) => {
       throw fsError(err, shown);
     });
     if (!within(realRootOf, pre)) throw new LurkError("PATH_ESCAPE", `"${shown}" is (or goes through) a symlink that leads outside the skill folder; refused`);
-    let handle: FileHandle;
+    let handle: ReadHandle;
     try {
-      handle = await open(pre, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+      handle = await this.io.open(pre, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
     } catch (err) {
       throw fsError(err as NodeJS.ErrnoException, shown);
     }
     try {
       const st = await handle.stat();
-      const real = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => pre);
+      const real = await this.io.readlink(`/proc/self/fd/${handle.fd}`).catch(() => pre);
       if (!within(realRootOf, real)) throw new LurkError("PATH_ESCAPE", `"${shown}" changed while it was opened and now leads outside the skill folder; refused`);
       if (st.isDirectory()) throw new LurkError("TOOL_INVALID_ARGS", `"${shown}" is a directory, not a file`);
       if (!st.isFile()) throw new LurkError("TOOL_INVALID_ARGS", `"${shown}" is not a regular file (device, FIFO or socket); refused`);
@@ -473,9 +495,9 @@ export class ConfinedFs {
   private async nearestRealInside(absolute: string): Promise<boolean> {
     for (let p = absolute; ; p = dirname(p)) {
       try {
-        return this.isInside(await realpath(p));
+        return this.isInside(await this.io.realpath(p));
       } catch {
-        const link = await readlink(p).catch(() => undefined);
+        const link = await this.io.readlink(p).catch(() => undefined);
         if (link !== undefined && !this.isInside(resolve(dirname(p), link))) return false;
         if (dirname(p) === p) return false;
       }
@@ -483,9 +505,9 @@ export class ConfinedFs {
   }
 
   /** What the kernel says the fd is; undefined if it cannot be established. */
-  private async fdRealPath(handle: FileHandle, absolute: string, st: Stats): Promise<string | undefined> {
+  private async fdRealPath(handle: ReadHandle, absolute: string, st: Stats): Promise<string | undefined> {
     try {
-      const link = await readlink(`/proc/self/fd/${handle.fd}`);
+      const link = await this.io.readlink(`/proc/self/fd/${handle.fd}`);
       if (!isAbsolute(link)) return undefined;
       if (link.endsWith(" (deleted)")) {
         // replaced (an atomic write renamed over it) or removed after the open: the kernel still
@@ -498,13 +520,51 @@ export class ConfinedFs {
     } catch {
       // no /proc: the realpath now must be the very inode we opened
       try {
-        const real = await realpath(absolute);
-        const now = await stat(real);
+        const real = await this.io.realpath(absolute);
+        const now = await this.io.stat(real);
         return now.dev === st.dev && now.ino === st.ino ? real : undefined;
       } catch {
         return undefined;
       }
     }
+  }
+}
+
+/** The fs steps of the read path; the async form rejects where the sync form throws. */
+interface ReadIo {
+  realpath(path: string): Promise<string>;
+  stat(path: string): Promise<Stats>;
+  readlink(path: string): Promise<string>;
+  open(path: string, flags: number): Promise<ReadHandle>;
+}
+
+const asyncIo: ReadIo = { realpath, stat, readlink, open };
+
+/** Sync fs calls behind the async interface (a throw becomes a rejection: same error paths). */
+const syncIo: ReadIo = {
+  realpath: async (path) => realpathSync.native(path),
+  stat: async (path) => statSync(path),
+  readlink: async (path) => readlinkSync(path),
+  open: async (path, flags) => new SyncReadHandle(openSync(path, flags)),
+};
+
+/** A raw fd read with sync calls; closed at most once (a reused fd number is never closed twice). */
+class SyncReadHandle implements ReadHandle {
+  private closed = false;
+  constructor(readonly fd: number) {}
+  async read(buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesRead: number }> {
+    return { bytesRead: readSync(this.fd, buffer, offset, length, position) };
+  }
+  async readFile(): Promise<Buffer> {
+    return readFileSync(this.fd);
+  }
+  async stat(): Promise<Stats> {
+    return fstatSync(this.fd);
+  }
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    closeSync(this.fd);
   }
 }
 
@@ -521,7 +581,7 @@ function join2(dir: string, name: string): string {
 }
 
 /** Reads up to `length` bytes at `position` (fewer at end of file). */
-export async function readAt(handle: FileHandle, position: number, length: number): Promise<Buffer> {
+export async function readAt(handle: ReadHandle, position: number, length: number): Promise<Buffer> {
   const buffer = Buffer.alloc(length);
   let filled = 0;
   while (filled < length) {

@@ -1,10 +1,11 @@
 /**
  * The piscina worker entry: runs one tool call. It finds the tool (a built-in by name, or a
  * module given by absolute path from an in-process caller), validates the arguments again,
- * opens the agent's workspace as a ConfinedFs and calls `execute`. Whatever the tool throws
- * becomes an error result; the reply is checked against the contract and text is byte-capped.
- * The deadline and termination live on the pool side (pool.ts); this side only says "started",
- * forwards progress and turns the pool's "abort" into the tool's AbortSignal.
+ * opens the agent's workspace as a ConfinedFs (sync fs calls on its read path) and calls
+ * `execute`. Whatever the tool throws becomes an error result; the reply is checked against
+ * the contract and text is byte-capped. The deadline and termination live on the pool side
+ * (pool.ts); this side only says "started", forwards progress and turns the pool's "abort"
+ * into the tool's AbortSignal.
  */
 import { isAbsolute } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -35,7 +36,8 @@ export default async function runToolTask(task: ToolTask): Promise<ToolResult> {
     const tool = await loadTool(task);
     const parsed = tool.parameters.safeParse(task.args);
     if (!parsed.success) return errorResult("TOOL_INVALID_ARGS", `invalid arguments for ${tool.name}: ${describeIssues(parsed.error)}`);
-    const fs = await ConfinedFs.create(task.workspace, task.readOnlyRoots ? { readOnlyRoots: task.readOnlyRoots } : {});
+    // sync fs on the read path: this thread runs one task at a time (concurrentTasksPerWorker 1)
+    const fs = await ConfinedFs.create(task.workspace, { syncIo: true, ...(task.readOnlyRoots ? { readOnlyRoots: task.readOnlyRoots } : {}) });
     const result = await tool.execute(parsed.data, {
       signal: controller.signal,
       fs,

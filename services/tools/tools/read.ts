@@ -18,6 +18,8 @@ import { defineTool, type ToolContext, type ToolResult } from "../tool.js";
 export const DEFAULT_LIMIT = 2000;
 export const MAX_LINE_CHARS = 2000;
 const CHUNK_BYTES = 64 * 1024;
+/** a turn of the event loop every 1 MiB read, so an abort is seen while skipping to a far offset */
+const YIELD_EVERY_CHUNKS = 16;
 /** room kept under the cap for the closing note */
 const NOTE_RESERVE = 300;
 
@@ -104,7 +106,10 @@ async function readLines(file: ConfinedFile, offset: number, limit: number, ctx:
   let long = false;
   let position = 0;
   let done = false;
+  let chunks = 0;
   while (!done) {
+    // in the worker the reads are sync: let the pool's "abort" message in now and then
+    if (++chunks % YIELD_EVERY_CHUNKS === 0) await new Promise<void>((resolve) => setImmediate(resolve));
     if (ctx.signal.aborted) throw new LurkError("ABORTED", "the read was stopped");
     const chunk = await readAt(file.handle, position, CHUNK_BYTES);
     position += chunk.length;
