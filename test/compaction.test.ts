@@ -248,7 +248,9 @@ describe("compaction and memory through the system", () => {
     const compactions = () => events.filter((e) => e.event.kind === "compaction");
     let compactedAt = 0;
     for (let i = 1; i <= 6 && compactedAt === 0; i++) {
-      await client.send(filler(`MARK-${i}`), { sessionName: "long", timeoutMs: 60_000 });
+      const { runId } = await client.send(filler(`MARK-${i}`), { sessionName: "long", timeoutMs: 60_000 });
+      // the reply can overtake the run's events; its terminal event comes after its compaction event
+      await waitFor(() => events.some((e) => e.runId === runId && (e.event.kind === "done" || e.event.kind === "error")), 10_000, "the run's terminal event");
       if (compactions().length > 0) compactedAt = i;
     }
     assert.ok(compactedAt >= 2, `compacted after message ${compactedAt}`);
