@@ -22,7 +22,6 @@ import { estimateMessagesTokens } from "./tokens.js";
 export const BASE_CHUNK_RATIO = 0.4;
 export const MIN_CHUNK_RATIO = 0.15;
 export const SAFETY_MARGIN = 1.2;
-export const DEFAULT_CONTEXT_TOKENS = 128_000;
 /** at most this many partial summaries (bigger chunks beyond it) */
 export const MAX_SUMMARY_PARTS = 8;
 export const SUMMARIZER_SYSTEM = "You are a conversation summarizer.";

@@ -36,10 +36,6 @@ export class RunEvents {
     private readonly log: Logger,
   ) {}
 
-  get ended(): boolean {
-    return this.terminal;
-  }
-
   emit(event: RunEventInput): void {
     if (this.terminal) return;
     if (event.kind === "message_delta" || event.kind === "thinking_delta") {

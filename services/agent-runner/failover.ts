@@ -112,9 +112,11 @@ export class ModelChain {
     for (const [i, m] of this.models.entries()) {
       if (needsTools && i > 0 && !m.info.capabilities.tools) continue;
       const usable = m.profiles.filter((p) => {
-        if (tried.has(`${m.ref}#${p.id}`) || !store) return !tried.has(`${m.ref}#${p.id}`);
+        const key = `${m.ref}#${p.id}`;
+        if (tried.has(key)) return false;
+        if (!store) return true;
         if (store.availability(p, m.model).usable === false) return false;
-        if (store.cooldown(p, m.model) || store.profile(p)?.disableCount) this.withState.add(`${m.ref}#${p.id}`);
+        if (store.cooldown(p, m.model) || store.profile(p)?.disableCount) this.withState.add(key);
         return true;
       });
       if (usable.length === 0) continue;
@@ -183,9 +185,4 @@ export class ModelChain {
     const cost = usageCostUsd(usage, c.info);
     return cost === undefined ? usage : { ...usage, costUsd: cost };
   }
-}
-
-/** A LurkError saying every candidate failed, naming the last error. */
-export function exhausted(chain: ModelChain, last: LurkError): LurkError {
-  return new LurkError(last.code, `${last.message} (tried: ${chain.refs.join(", ")})`, { retryable: last.retryable, ...(last.details !== undefined ? { details: last.details } : {}) });
 }

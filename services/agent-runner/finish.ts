@@ -15,7 +15,7 @@ import {
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import type { RunEvents } from "./events.js";
-import { SILENT_TOKEN } from "./prompt.js";
+import { SILENT_TOKEN } from "./system-prompt.js";
 import { NO_MODEL_TEXT } from "./providers/registry.js";
 
 const MAX_REPLY_CHARS = 200_000;

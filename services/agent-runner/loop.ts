@@ -102,8 +102,7 @@ async function loop(deps: LoopDeps, resume: ResumeState, onTurn: (turn: number) 
 
   /** Takes waiting inputs into the context (checkpointed first); true when there were any. */
   const takeInputs = async (t: number, inputs: MailboxInput[], skipped: string[]): Promise<boolean> => {
-    if (inputs.length === 0) return false;
-    if (!deps.recordInputs) return false;
+    if (inputs.length === 0 || !deps.recordInputs) return false;
     if (inputs.some((i) => i.action === "steer")) deps.events.emit({ kind: "steer", skippedToolCalls: skipped });
     messages.push(...(await deps.recordInputs(t, inputs)));
     return true;
@@ -117,10 +116,7 @@ async function loop(deps: LoopDeps, resume: ResumeState, onTurn: (turn: number) 
     let skipped: string[] = [];
     if (calls.length > 0) {
       const mailbox = deps.mailbox;
-      const ran = await runTurnTools({
-        ...deps, events: deps.events, signal: deps.signal, tools: deps.tools,
-        ...(mailbox ? { skipRemaining: () => mailbox.hasSteering() } : {}),
-      }, t, calls, existing);
+      const ran = await runTurnTools({ ...deps, ...(mailbox ? { skipRemaining: () => mailbox.hasSteering() } : {}) }, t, calls, existing);
       messages.push(...ran.results);
       skipped = ran.skipped;
       unsaved = ran.stored;

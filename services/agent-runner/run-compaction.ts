@@ -54,8 +54,9 @@ export class RunCompactor {
   /** Compacts `messages` and stores the summary; undefined when there is nothing to summarize. Throws when the summary fails. */
   async compact(messages: LlmMessage[], reason: CompactionReason, opts: { forced?: boolean; instructions?: string } = {}): Promise<CompactionDone | undefined> {
     const { deps } = this;
+    const tokensBefore = estimateMessagesTokens(messages);
     // the estimate was wrong when the provider refused the prompt: keep at most half of it
-    const maxKeepTokens = reason === "overflow" ? Math.floor(estimateMessagesTokens(messages) / 2) : undefined;
+    const maxKeepTokens = reason === "overflow" ? Math.floor(tokensBefore / 2) : undefined;
     const plan = planCompaction(messages, {
       contextWindow: deps.contextWindow, keepRecent: deps.config.keepRecent, forced: opts.forced ?? false, ...(maxKeepTokens !== undefined ? { maxKeepTokens } : {}),
     });
@@ -67,7 +68,6 @@ export class RunCompactor {
     const lastSummarizedId = plan.older.map((m) => messageRecordIds.get(m)).findLast((x) => x !== undefined);
     const note = summaryNote(summary.text);
     const after = [note, ...plan.kept];
-    const tokensBefore = estimateMessagesTokens(messages);
     const tokensAfter = estimateMessagesTokens(after);
     const meta = { reason, messagesBefore: messages.length, messagesAfter: after.length, summarized: plan.older.length, tokensBefore, tokensAfter, parts: summary.parts, ...(firstKeptId ? { firstKeptId } : {}), ...(lastSummarizedId ? { lastSummarizedId } : {}) };
     await deps.append([{ id, ts: Date.now(), runId: deps.runId, kind: "compaction_summary", text: summary.text, meta }]);

@@ -17,13 +17,12 @@ import { SHUTDOWN, type RunControls } from "./control.js";
 import { RunEvents } from "./events.js";
 import { errorText, finishRun, replayFinished, type FinishDeps, type Outcome } from "./finish.js";
 import { runLoop } from "./loop.js";
-import { buildSystemPrompt } from "./prompt.js";
+import { buildSystemPrompt } from "./system-prompt.js";
 import { promptExtras } from "./prompt-inputs.js";
 import { addUsage, emptyUsage } from "./providers/types.js";
 import { messageRecordIds } from "./compaction-view.js";
 import { scheduleConsolidation } from "./memory-after-run.js";
 import { providerComplete } from "./model-complete.js";
-import { lookupModel } from "./models.js";
 import { RunCompactor } from "./run-compaction.js";
 import type { AuthStateStore } from "./auth-profiles.js";
 import { ModelChain } from "./failover.js";
@@ -124,7 +123,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
     const { tools, system } = await preparing;
     const ctx = { runId: req.runId, sessionKey: req.sessionKey, agentId: req.agentId, sessionType: req.sessionType, model: resolved.ref, ...(req.origin ? { origin: req.origin } : {}) };
     // compaction (run-compaction.ts) and, after the reply, memory consolidation use the run's model
-    const modelInfo = lookupModel(resolved.ref, rt.config);
+    const modelInfo = chain.primary.info;
     const housekeeping = (signal: AbortSignal) => providerComplete(resolved.provider, resolved.model, { signal, timeoutMs: rt.config.runs.llmTimeoutMs, maxTokens: Math.min(4_096, modelInfo.maxOutput) });
     messageRecordIds.register(begun.runRecords);
     const compactor = new RunCompactor({ config: rt.config.compaction, contextWindow: modelInfo.contextWindow, complete: housekeeping(controller.signal), runId: req.runId, append, events, log,

@@ -174,15 +174,12 @@ export class ToolsClient {
             this.log.warn({ err }, "not receiving tool catalog announcements; catalogs refresh every interval instead");
             return;
           }
-          if (msg.data.length > TOOLS_CATALOG_CHANGED_MAX_BYTES) {
-            this.log.warn({ bytes: msg.data.length }, "ignoring an oversized tool catalog announcement");
-            return;
-          }
           let parsed;
           try {
             parsed = toolsCatalogChangedSchema.safeParse(safeParseJson(msg.data, { maxBytes: TOOLS_CATALOG_CHANGED_MAX_BYTES }));
           } catch (parseErr) {
-            this.log.warn({ err: parseErr }, "ignoring a tool catalog announcement that is not JSON");
+            // PAYLOAD_TOO_LARGE (checked before anything is decoded), BAD_JSON, UNSAFE_PAYLOAD
+            this.log.warn({ err: parseErr }, "ignoring a tool catalog announcement that is oversized or not JSON");
             return;
           }
           if (!parsed.success) {

@@ -9,7 +9,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import type { AssistantMessage, ContentBlock, Usage } from "../../../shared/contract/index.js";
 import { toAnthropicMessages, toAnthropicSystem, toAnthropicTools } from "./anthropic-convert.js";
 import { classifyAnthropicError } from "./anthropic-errors.js";
-import { parseToolArgs } from "./json-repair.js";
+import { toolCallFromJson } from "./json-repair.js";
 import { anthropicThinking } from "./thinking.js";
 import { emptyUsage, type Provider, type ProviderRequest, type ProviderStreamEvent, type ToolCallBlock } from "./types.js";
 
@@ -144,10 +144,7 @@ function assemble(b: Extract<Building, { kind: "tool" }>, index: number): ToolCa
   if (b.json.trim() === "" && b.input && typeof b.input === "object" && !Array.isArray(b.input)) {
     return { type: "tool_call", id, name: b.name, args: b.input as Record<string, unknown> };
   }
-  const parsed = parseToolArgs(b.json);
-  return parsed.error !== undefined
-    ? { type: "tool_call", id, name: b.name, args: {}, argsError: parsed.error }
-    : { type: "tool_call", id, name: b.name, args: parsed.args };
+  return toolCallFromJson(id, b.name, b.json);
 }
 
 interface WireUsage {

@@ -8,6 +8,8 @@
  *    (a truncated value would silently change the call).
  * Anything else is an error the model is told about, so it can call the tool again.
  */
+import type { ToolCallBlock } from "./types.js";
+
 export type ParsedArgs = { args: Record<string, unknown>; error?: undefined; repaired: boolean } | { args: Record<string, unknown>; error: string; repaired: false };
 
 export function parseToolArgs(raw: string): ParsedArgs {
@@ -22,6 +24,12 @@ export function parseToolArgs(raw: string): ParsedArgs {
     if (second.ok) return { args: second.value, repaired: true };
   }
   return { args: {}, error: `the arguments are not a valid JSON object (${direct.error}): ${text.slice(0, 200)}`, repaired: false };
+}
+
+/** A tool call whose arguments came as JSON text: parsed (repaired when safe), or carrying argsError. */
+export function toolCallFromJson(id: string, name: string, json: string): ToolCallBlock {
+  const parsed = parseToolArgs(json);
+  return parsed.error !== undefined ? { type: "tool_call", id, name, args: {}, argsError: parsed.error } : { type: "tool_call", id, name, args: parsed.args };
 }
 
 function tryObject(text: string): { ok: true; value: Record<string, unknown> } | { ok: false; error: string } {

@@ -8,7 +8,7 @@
 import { randomBytes } from "node:crypto";
 import type { Message, Tool, ToolCall } from "ollama";
 import type { LlmMessage, ToolDefinition } from "../../../shared/contract/index.js";
-import { parseToolArgs } from "./json-repair.js";
+import { toolCallFromJson } from "./json-repair.js";
 import type { ToolCallBlock } from "./types.js";
 
 type Block = LlmMessage["content"][number];
@@ -68,10 +68,7 @@ export function fromOllamaToolCall(call: unknown): ToolCallBlock {
   if (!name) return { type: "tool_call", id, name: "missing_tool_name", args: {}, argsError: "the tool call has no function name" };
   const raw = fn?.arguments;
   if (raw === undefined || raw === null) return { type: "tool_call", id, name, args: {} };
-  if (typeof raw === "string") {
-    const parsed = parseToolArgs(raw);
-    return parsed.error !== undefined ? { type: "tool_call", id, name, args: {}, argsError: parsed.error } : { type: "tool_call", id, name, args: parsed.args };
-  }
+  if (typeof raw === "string") return toolCallFromJson(id, name, raw);
   if (typeof raw !== "object" || Array.isArray(raw)) {
     return { type: "tool_call", id, name, args: {}, argsError: `the tool arguments are not an object (got ${Array.isArray(raw) ? "an array" : typeof raw})` };
   }

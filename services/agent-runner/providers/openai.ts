@@ -6,7 +6,7 @@
 import OpenAI from "openai";
 import type { AssistantMessage, ContentBlock, Usage } from "../../../shared/contract/index.js";
 import { classifyProviderError } from "./errors.js";
-import { parseToolArgs } from "./json-repair.js";
+import { toolCallFromJson } from "./json-repair.js";
 import { openaiReasoningEffort } from "./thinking.js";
 import { toOpenAIMessages, toOpenAITools } from "./openai-convert.js";
 import { emptyUsage, type Provider, type ProviderRequest, type ProviderStreamEvent, type ToolCallBlock } from "./types.js";
@@ -113,10 +113,7 @@ export class OpenAIProvider implements Provider {
 function assemble(partial: PartialCall, index: number): ToolCallBlock {
   const id = partial.id || `call_${Date.now().toString(36)}_${index}`;
   if (!partial.name) return { type: "tool_call", id, name: "missing_tool_name", args: {}, argsError: "the tool call has no function name" };
-  const parsed = parseToolArgs(partial.args);
-  return parsed.error !== undefined
-    ? { type: "tool_call", id, name: partial.name, args: {}, argsError: parsed.error }
-    : { type: "tool_call", id, name: partial.name, args: parsed.args };
+  return toolCallFromJson(id, partial.name, partial.args);
 }
 
 function toUsage(u: OpenAI.Completions.CompletionUsage): Usage {
