@@ -3,10 +3,10 @@
  * token) on the channel kit. Requests become inbound messages; their replies come back through
  * the kit's delivery (`deliver` settles the waiting request), deltas from the run's events.
  */
-import { DeliveryError, defineChannelActor } from "../../shared/runtime/channel/index.js";
+import { closeHttpServer, DeliveryError, defineChannelActor } from "../../shared/runtime/channel/index.js";
 import { openaiHttpChannelSchema } from "../../shared/runtime/config-channels.js";
 import { PendingRequests } from "./pending.js";
-import { closeServer, listen, openAiHandler } from "./server.js";
+import { listen, openAiHandler } from "./server.js";
 
 export const definition = defineChannelActor({
   channel: "openai-http",
@@ -33,7 +33,7 @@ export const definition = defineChannelActor({
         throw new DeliveryError(found.settled === "abandoned" ? "the HTTP client left before the reply" : "no HTTP request waits for this reply (the channel restarted, or it is not an answer)", { permanent: true });
       },
       async stop() {
-        await closeServer(server);
+        await closeHttpServer(server);
       },
     };
   },

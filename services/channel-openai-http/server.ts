@@ -5,9 +5,10 @@
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { LurkError, safeParseJson } from "../../shared/contract/index.js";
-import { closeHttpServer, listenHttp, readBody, safeEqual, sendJson, type ChannelContext } from "../../shared/runtime/channel/index.js";
+import { listenHttp, readBody, safeEqual, sendJson, type ChannelContext } from "../../shared/runtime/channel/index.js";
 import { defaultAgent } from "../../shared/runtime/config.js";
 import type { OpenAiHttpChannelConfig } from "../../shared/runtime/config-channels.js";
+import { formatIssues } from "../../shared/runtime/service.js";
 import { chatCompletion } from "./completions.js";
 import type { PendingRequests } from "./pending.js";
 import { chatRequestSchema, errorBody } from "./wire.js";
@@ -48,7 +49,7 @@ export function openAiHandler(ctx: ChannelContext<OpenAiHttpChannelConfig>, toke
       const parsed = chatRequestSchema.safeParse(raw);
       if (!parsed.success) {
         const issue = parsed.error.issues[0]!;
-        return sendJson(res, 400, errorBody(parsed.error.issues.slice(0, 5).map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; "), "invalid_request_error", "invalid_request", issue.path.join(".") || null));
+        return sendJson(res, 400, errorBody(formatIssues(parsed.error), "invalid_request_error", "invalid_request", issue.path.join(".") || null));
       }
       const agentId = agentForModel(ctx, parsed.data.model);
       if (!agentId) return sendJson(res, 404, errorBody(`The model \`${parsed.data.model}\` does not exist; GET /v1/models lists ${ctx.config.agents.map((a) => `${MODEL_PREFIX}${a.id}`).join(", ")}`, "invalid_request_error", "model_not_found", "model"));
@@ -71,5 +72,3 @@ export function listen(handler: (req: IncomingMessage, res: ServerResponse) => P
     },
   });
 }
-
-export const closeServer = closeHttpServer;

@@ -12,7 +12,7 @@ import type { Update } from "grammy/types";
 import { LurkError } from "../../shared/contract/index.js";
 import { defineChannelActor, DraftMessages, publishWithDraft, type ChannelContext } from "../../shared/runtime/channel/index.js";
 import { telegramChannelSchema, type TelegramChannelConfig } from "../../shared/runtime/config-channels.js";
-import { conversationOf, messageToInbound, platformMessageId, targetOf, type BotIdentity, type TgMessage, type TgTarget } from "./inbound.js";
+import { conversationOf, fullName, messageToInbound, peerOf, platformMessageId, targetOf, type BotIdentity, type TgMessage, type TgTarget } from "./inbound.js";
 import { Poller } from "./poller.js";
 import { editText, sendText, toDeliveryError } from "./send.js";
 
@@ -33,11 +33,11 @@ async function handleUpdate(ctx: ChannelContext<TelegramChannelConfig>, api: Api
     const threadId = (query.message as { message_thread_id?: number; is_topic_message?: boolean }).is_topic_message
       ? (query.message as { message_thread_id?: number }).message_thread_id
       : undefined;
-    const name = [query.from.first_name, query.from.last_name].filter(Boolean).join(" ");
+    const name = fullName(query.from);
     await ctx.publishInbound({
       id: `cb:${query.id}`,
       conversation: conversationOf({ chatId: chat.id, ...(threadId !== undefined ? { threadId } : {}) }),
-      peer: chat.type === "private" ? { kind: "dm", id: String(chat.id) } : { kind: "group", id: String(chat.id), ...(threadId !== undefined ? { topicId: String(threadId) } : {}) },
+      peer: peerOf(chat, threadId),
       sender: { id: String(query.from.id), ...(name ? { name } : {}) },
       text: `/${decision[1]} ${decision[2]}`,
       mentioned: true,

@@ -46,6 +46,15 @@ export function targetOf(conversation: string): TgTarget {
 
 export const platformMessageId = (chatId: number, messageId: number) => `${chatId}:${messageId}`;
 
+/** A private chat is a DM; any other chat a group (with the forum topic, when there is one). */
+export function peerOf(chat: Pick<TgMessage["chat"], "id" | "type">, topic?: number): InboundInput["peer"] {
+  return chat.type === "private"
+    ? { kind: "dm", id: String(chat.id) }
+    : { kind: "group", id: String(chat.id), ...(topic !== undefined ? { topicId: String(topic) } : {}) };
+}
+
+export const fullName = (user: TgUser) => [user.first_name, user.last_name].filter(Boolean).join(" ");
+
 function mentionsBot(msg: TgMessage, text: string, bot: BotIdentity): boolean {
   if (msg.chat.type === "private") return true;
   if (msg.reply_to_message?.from?.id === bot.id) return true;
@@ -77,13 +86,11 @@ export function messageToInbound(msg: TgMessage, bot: BotIdentity): InboundInput
   const chatId = msg.chat.id;
   const topic = msg.is_topic_message && msg.message_thread_id !== undefined ? msg.message_thread_id : undefined;
   const sender = msg.from;
-  const name = [sender.first_name, sender.last_name].filter(Boolean).join(" ") || sender.username;
+  const name = fullName(sender) || sender.username;
   return {
     id: platformMessageId(chatId, msg.message_id),
     conversation: conversationOf({ chatId, ...(topic !== undefined ? { threadId: topic } : {}) }),
-    peer: msg.chat.type === "private"
-      ? { kind: "dm", id: String(chatId) }
-      : { kind: "group", id: String(chatId), ...(topic !== undefined ? { topicId: String(topic) } : {}) },
+    peer: peerOf(msg.chat, topic),
     sender: { id: String(sender.id), ...(name ? { name } : {}) },
     text: normalizeCommand(raw, bot),
     attachments,

@@ -49,8 +49,8 @@ export const PAGE_SCRIPT = String.raw`
     return el;
   }
   function renderEntry(e) {
-    if (e.id && document.querySelector('[data-id="' + CSS.escape(e.id) + '"]')) {
-      var known = document.querySelector('[data-id="' + CSS.escape(e.id) + '"]');
+    var known = e.id && document.querySelector('[data-id="' + CSS.escape(e.id) + '"]');
+    if (known) {
       known.classList.remove("pending");
       return;
     }

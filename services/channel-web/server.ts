@@ -5,11 +5,10 @@
  * 4401). Tokens are compared in constant time. Browsers' cross-site sockets (an Origin header
  * naming another host) are refused before the upgrade.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { WebSocketServer, type RawData, type WebSocket } from "ws";
 import { LurkError, safeParseJson } from "../../shared/contract/index.js";
-import { safeEqual, sendJson, type ChannelContext } from "../../shared/runtime/channel/index.js";
+import { closeHttpServer, listenHttp, safeEqual, sendJson, type ChannelContext } from "../../shared/runtime/channel/index.js";
 import type { WebChannelConfig } from "../../shared/runtime/config-channels.js";
 import type { Hub } from "./hub.js";
 import { pageResponse } from "./page.js";
@@ -17,6 +16,8 @@ import { clientFrameSchema } from "./protocol.js";
 
 export const CLOSE_UNAUTHORIZED = 4401;
 const HELLO_TIMEOUT_MS = 10_000;
+/** node's default request timeout, kept */
+const REQUEST_TIMEOUT_MS = 300_000;
 
 export interface WebServer { server: Server; port: number; close(): Promise<void> }
 
@@ -59,12 +60,13 @@ export async function startWebServer(ctx: ChannelContext<WebChannelConfig>, toke
     return sendJson(res, 404, { error: { code: "NOT_FOUND", message: `no route ${req.method} ${path}` } });
   };
 
-  const server = createServer((req, res) => {
-    handle(req, res).catch((err) => {
+  const { server, port } = await listenHttp(handle, {
+    host: settings.host, port: settings.port, requestTimeoutMs: REQUEST_TIMEOUT_MS,
+    onError: (err, res) => {
       const e = LurkError.from(err);
       log.error({ err: e.message, code: e.code }, "request failed");
       sendJson(res, e.code === "UNAVAILABLE" || e.code === "TIMEOUT" ? 503 : 500, { error: { code: e.code, message: e.message } });
-    });
+    },
   });
 
   const wss = new WebSocketServer({ noServer: true, maxPayload: settings.maxMessageBytes });
@@ -125,18 +127,13 @@ export async function startWebServer(ctx: ChannelContext<WebChannelConfig>, toke
     };
   };
 
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(settings.port, settings.host, () => resolve());
-  });
   return {
     server,
-    port: (server.address() as AddressInfo).port,
-    close: () => new Promise<void>((resolve) => {
+    port,
+    close: () => {
       for (const ws of wss.clients) ws.terminate();
       wss.close();
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+      return closeHttpServer(server);
+    },
   };
 }

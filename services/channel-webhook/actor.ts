@@ -4,11 +4,11 @@
  * callbacks).
  */
 import { join } from "node:path";
-import { defineChannelActor } from "../../shared/runtime/channel/index.js";
+import { closeHttpServer, defineChannelActor } from "../../shared/runtime/channel/index.js";
 import { webhookChannelSchema } from "../../shared/runtime/config-channels.js";
 import { postCallback } from "./callback.js";
 import { SeenIds } from "./seen.js";
-import { closeServer, listen, webhookHandler } from "./server.js";
+import { listen, webhookHandler } from "./server.js";
 
 export const definition = defineChannelActor({
   channel: "webhook",
@@ -27,7 +27,7 @@ export const definition = defineChannelActor({
       textLimit: Infinity,
       deliver: (part, dctx) => postCallback(target, part, dctx.signal),
       async stop() {
-        await closeServer(server);
+        await closeHttpServer(server);
         await seen.close();
       },
     };

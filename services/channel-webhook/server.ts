@@ -5,8 +5,9 @@
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { encodeToken, LurkError, safeParseJson } from "../../shared/contract/index.js";
-import { closeHttpServer, listenHttp, readBody, sendJson, type ChannelContext } from "../../shared/runtime/channel/index.js";
+import { listenHttp, readBody, sendJson, type ChannelContext } from "../../shared/runtime/channel/index.js";
 import type { WebhookChannelConfig } from "../../shared/runtime/config-channels.js";
+import { formatIssues } from "../../shared/runtime/service.js";
 import { webhookRequestSchema } from "./request.js";
 import type { SeenIds } from "./seen.js";
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verify } from "./signature.js";
@@ -38,7 +39,7 @@ export function webhookHandler(ctx: ChannelContext<WebhookChannelConfig>, secret
     } catch (err) {
       return error(res, 400, "bad_json", LurkError.from(err).message);
     }
-    if (!parsed.success) return error(res, 400, "invalid_request", parsed.error.issues.slice(0, 5).map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
+    if (!parsed.success) return error(res, 400, "invalid_request", formatIssues(parsed.error));
     const r = parsed.data;
     const earlier = seen.get(r.id);
     if (earlier) return sendJson(res, 202, { accepted: true, id: r.id, runId: earlier.runId, duplicate: true });
@@ -74,5 +75,3 @@ export function listen(handler: (req: IncomingMessage, res: ServerResponse) => P
     onError: (err, res) => sendJson(res, 500, { error: { code: "internal", message: (err as Error).message } }),
   });
 }
-
-export const closeServer = closeHttpServer;

@@ -15,6 +15,7 @@ import {
   safeParseJson, STREAMS, systemInjectSchema, type RunInput, type RunRequest, type SystemInject,
 } from "../../shared/contract/index.js";
 import type { ActorDefinition, ActorRuntime } from "../../shared/runtime/actor.js";
+import { defaultAgent } from "../../shared/runtime/config.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { checkRoutingConfig } from "./bindings.js";
 import { Intake } from "./intake.js";
@@ -29,6 +30,7 @@ const inboundOrInject = z.discriminatedUnion("type", [inboundMessageSchema, syst
 const RECONCILE_EVERY_MS = 5_000;
 const IDLE_BEFORE_CHECK_MS = 15_000;
 const INJECT_QUEUE = { mode: "queue" as const, debounceMs: 0, cap: 1000, drop: "new" as const };
+const isFinished = (status: string) => status === "done" || status === "error" || status === "aborted";
 
 export const definition: ActorDefinition = {
   name: "router",
@@ -63,7 +65,7 @@ export const definition: ActorDefinition = {
 
     const finishedBefore = async (request: RunRequest) => {
       const { status } = await rt.client.call("sessions", "run", { sessionKey: request.sessionKey, runId: request.runId });
-      return status === "done" || status === "error" || status === "aborted";
+      return isFinished(status);
     };
 
     /**
@@ -133,11 +135,9 @@ export const definition: ActorDefinition = {
 
     // runs whose terminal event we missed (bus hiccup, router restart): ask the transcript
     const reconcile = setInterval(() => {
-      for (const runId of lanes.idleRuns(IDLE_BEFORE_CHECK_MS)) {
-        const lane = lanes.snapshot().find((l) => l.activeRunId === runId);
-        if (!lane) continue;
-        rt.client.call("sessions", "run", { sessionKey: lane.sessionKey, runId }).then((r) => {
-          if (r.status === "done" || r.status === "error" || r.status === "aborted") releaseRun(runId);
+      for (const { runId, sessionKey } of lanes.idleRuns(IDLE_BEFORE_CHECK_MS)) {
+        rt.client.call("sessions", "run", { sessionKey, runId }).then((r) => {
+          if (isFinished(r.status)) releaseRun(runId);
           else lanes.touch(runId);
         }, () => undefined);
       }
@@ -145,8 +145,7 @@ export const definition: ActorDefinition = {
 
     rt.serve("router", "status", () => {
       const { active, queued } = lanes.counts();
-      const defaultAgentId = rt.config.agents.find((a) => a.default)?.id ?? rt.config.agents[0]!.id;
-      return { defaultAgentId, agents: rt.config.agents.map((a) => a.id), activeRuns: active, queued, processed };
+      return { defaultAgentId: defaultAgent(rt.config).id, agents: rt.config.agents.map((a) => a.id), activeRuns: active, queued, processed };
     });
     rt.serve("router", "lanes", (req) => ({
       lanes: lanes.snapshot(req.sessionKey).map((l) => ({

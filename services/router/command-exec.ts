@@ -39,7 +39,7 @@ const STATE_CHANGING = new Set<Command["name"]>(["new", "reset", "stop", "compac
 export async function executeCommand(ctx: CommandContext, command: Command, msg: InboundMessage, route: Route): Promise<CommandResult> {
   const owner = isOwner(msg, ctx.rt.config);
   if ((command.name === "approve" || command.name === "deny") && !owner) {
-    return { kind: "error", text: `/${command.name} is for the owner only. Ask the owner to add "${msg.channel}:${msg.sender.id}" to routing.commands.owners, or decide with \`npx lurkbot approvals ${command.name === "approve" ? "approve" : "deny"} ${command.id}\`.` };
+    return { kind: "error", text: `/${command.name} is for the owner only. Ask the owner to add "${msg.channel}:${msg.sender.id}" to routing.commands.owners, or decide with \`npx lurkbot approvals ${command.name} ${command.id}\`.` };
   }
   if (msg.peer.kind !== "dm" && !owner && STATE_CHANGING.has(command.name) && !(command.name === "settings" && command.directives && Object.keys(command.directives).length === 0)) {
     return { kind: "error", text: `/${command.name === "settings" ? command.show[0] : command.name} changes this group's session: only owners (routing.commands.owners) may use it here.` };
@@ -122,9 +122,8 @@ async function settingsCommand(ctx: CommandContext, d: Directives, show: Array<k
       patch.queue = { ...current, ...rest };
     }
   }
-  let settings: SessionSettings = await ctx.settings.get(route.sessionKey);
   if (Object.keys(patch).length > 0) await ctx.settings.patch(route, patch);
-  settings = await ctx.settings.get(route.sessionKey);
+  const settings = await ctx.settings.get(route.sessionKey);
   const lines = show.map((key) => describe(ctx, key, settings, route));
   return { text: `${Object.keys(patch).length > 0 ? "Session settings updated" : "Session settings"} (${route.sessionKey}):\n${lines.join("\n")}` };
 }

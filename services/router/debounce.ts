@@ -54,10 +54,6 @@ export class Debouncer<T, R> {
     return out;
   }
 
-  pending(): number {
-    return this.buckets.size;
-  }
-
   private fire(key: string, bucket: Bucket<T, R>): void {
     if (this.buckets.get(key) === bucket) this.buckets.delete(key);
     bucket.flush(bucket.items).then(bucket.resolve, bucket.reject);

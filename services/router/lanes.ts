@@ -103,10 +103,10 @@ export class Lanes {
   }
 
   /** Active runs with no activity for `idleMs`: candidates for a status check. */
-  idleRuns(idleMs: number): string[] {
+  idleRuns(idleMs: number): Array<{ runId: string; sessionKey: string }> {
     const cutoff = this.now() - idleMs;
-    const out: string[] = [];
-    for (const lane of this.lanes.values()) if (lane.active && lane.active.lastActivity < cutoff) out.push(lane.active.runId);
+    const out: Array<{ runId: string; sessionKey: string }> = [];
+    for (const [sessionKey, lane] of this.lanes) if (lane.active && lane.active.lastActivity < cutoff) out.push({ runId: lane.active.runId, sessionKey });
     return out;
   }
 

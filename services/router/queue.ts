@@ -151,11 +151,6 @@ export class SessionQueues {
     return { ...(active ? { activeRunId: active } : {}), dropped };
   }
 
-  /** Messages folded into the session's pending digest (drop policy "summarize"). */
-  digest(sessionKey: string): string[] {
-    return this.digests.get(sessionKey) ?? [];
-  }
-
   private async hand(work: Work, action: "steer" | "followup", runId: string | undefined): Promise<boolean> {
     if (!runId) return false;
     try {

@@ -52,10 +52,6 @@ export class SettingsCache {
     return session;
   }
 
-  forget(sessionKey: string): void {
-    this.cache.delete(sessionKey);
-  }
-
   private remember(sessionKey: string, settings: SessionSettings): SessionSettings {
     this.cache.delete(sessionKey);
     this.cache.set(sessionKey, settings);

@@ -48,11 +48,12 @@ export interface SessionStoreOptions {
 }
 
 const newSessionId = () => `ses_${randomUUID().replace(/-/g, "").slice(0, 16)}`;
+const emptyUsage = (): Usage => ({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 });
 
 /** The entry with a fresh, empty transcript (the old one stays on disk under its id). */
 function freshTranscript(e: SessionEntry): SessionEntry {
   const { activeRunId: _dropped, ...rest } = e;
-  return { ...rest, sessionId: newSessionId(), records: 0, usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
+  return { ...rest, sessionId: newSessionId(), records: 0, usage: emptyUsage() };
 }
 
 export type EnsureInput = Pick<SessionEntry, "sessionKey" | "agentId" | "sessionType"> & Partial<Pick<SessionEntry, "channel" | "parentSessionKey" | "label" | "lastOrigin">>;
@@ -75,12 +76,6 @@ export class SessionStore {
 
   get(sessionKey: string): SessionEntry | null {
     return this.entries.get(sessionKey) ?? null;
-  }
-
-  require(sessionKey: string): SessionEntry {
-    const entry = this.get(sessionKey);
-    if (!entry) throw new LurkError("NOT_FOUND", `no session ${sessionKey}`);
-    return entry;
   }
 
   async ensure(input: EnsureInput): Promise<SessionEntry> {
@@ -131,7 +126,7 @@ export class SessionStore {
       sessionType: input.sessionType,
       createdAt: now,
       updatedAt: now,
-      usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+      usage: emptyUsage(),
       records: 0,
       ...(input.channel ? { channel: input.channel } : {}),
       ...(input.lastOrigin ? { lastOrigin: input.lastOrigin } : {}),

@@ -4,7 +4,7 @@
  * `releaseHung()`). Used by the channel kit and webhook tests.
  */
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from "node:http";
-import { closeLoopback, listenLoopback } from "./http.js";
+import { closeLoopback, listenLoopback, readBody, sendJson } from "./http.js";
 
 export interface ReceivedCallback {
   headers: IncomingHttpHeaders;
@@ -26,17 +26,14 @@ export class WebhookReceiver {
   static async start(): Promise<WebhookReceiver> {
     let receiver!: WebhookReceiver;
     const server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on("data", (c: Buffer) => chunks.push(c));
-      req.on("end", () => {
-        const raw = Buffer.concat(chunks).toString("utf8");
+      void readBody(req).then((raw) => {
         let body: any = null;
         try { body = JSON.parse(raw); } catch { /* recorded raw */ }
         const status = receiver.answer(body, receiver.received.length);
         receiver.received.push({ headers: req.headers, raw, body, status });
         if (status === "hang") receiver.hung.push(res);
-        else res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify({ ok: status < 300 }));
-      });
+        else sendJson(res, status, { ok: status < 300 });
+      }, () => undefined);
     });
     receiver = new WebhookReceiver(server, `${await listenLoopback(server)}/callback`);
     return receiver;
