@@ -3,17 +3,15 @@
  * NATS password and only the secrets it needs. Every actor lives in `services/<name>/` with a
  * `main.ts` (its process) and an `actor.ts` exporting `definition: ActorDefinition`.
  */
-import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { CHANNELS, passwordEnvName } from "../../shared/contract/index.js";
 import type { LurkConfig } from "../../shared/runtime/config.js";
 import { enabledChannels } from "../../shared/runtime/config-channels.js";
 import type { Credentials } from "../../shared/runtime/credentials.js";
-import { actorMainPath, DIST_ROOT } from "../../shared/scripts/paths.js";
+import { DIST_ROOT } from "../../shared/scripts/paths.js";
 import { UsageError } from "./errors.js";
 
 export const LAUNCHER_ACTORS = ["sessions", "approvals", "tools", "router", "agent-runner", "subagents", "heartbeat", "cron"] as const;
-export type LauncherActor = (typeof LAUNCHER_ACTORS)[number];
 
 /** Actors of the contract the launcher does not run (yet); `status` mentions them when absent. */
 export const OPTIONAL_ACTORS = [] as const;
@@ -67,11 +65,6 @@ export function actorEnv(actor: string, base: Record<string, string | undefined>
 }
 
 export const actorModulePath = (actor: string) => join(DIST_ROOT, "services", actor, "actor.js");
-
-/** The actors whose compiled main is missing. */
-export function unbuiltActors(actors: readonly string[]): string[] {
-  return actors.filter((a) => !existsSync(actorMainPath(a)));
-}
 
 /** Parses `--only a,b`: known actor names only, launcher order kept. */
 export function selectActors(only: string | undefined): string[] {

@@ -4,33 +4,25 @@
  */
 import { userInfo } from "node:os";
 import { approvalRecordSchema, type ApprovalRecord } from "../../shared/contract/index.js";
-import { BusClient } from "../../shared/runtime/client.js";
 import { loadConfig, type Env } from "../../shared/runtime/config.js";
 import type { ParsedCommand } from "./args.js";
-import { connectCli } from "./bus.js";
+import { withCliBus } from "./bus.js";
 import { EXIT, UsageError } from "./errors.js";
+import { oneLine, table } from "./format.js";
+import { checkSubcommand, type SubcommandSpec } from "./subcommands.js";
 
 export interface ApprovalsIo {
   out(line: string): void;
 }
 
-const SUBCOMMANDS: Record<string, { id: boolean; options: string[] }> = {
-  list: { id: false, options: ["status", "json", "limit"] },
-  approve: { id: true, options: ["json"] },
-  deny: { id: true, options: ["json"] },
+const SUBCOMMANDS: Record<string, SubcommandSpec> = {
+  list: { arg: "none", options: ["status", "json", "limit"] },
+  approve: { arg: "required", options: ["json"] },
+  deny: { arg: "required", options: ["json"] },
 };
 
 export function checkApprovalsArgs(p: ParsedCommand): { sub: string; id?: string } {
-  const [sub, id] = p.args;
-  const spec = sub ? SUBCOMMANDS[sub] : undefined;
-  if (!sub || !spec) throw new UsageError(`${sub ? `unknown subcommand "${sub}"` : "a subcommand is needed"}: lurkbot approvals list|approve|deny.`, "approvals");
-  if (spec.id && id === undefined) throw new UsageError(`\`lurkbot approvals ${sub}\` needs an approval ID (see \`lurkbot approvals list\`).`, "approvals");
-  if (!spec.id && id !== undefined) throw new UsageError(`\`lurkbot approvals ${sub}\` takes no argument; unexpected "${id}".`, "approvals");
-  for (const name of Object.keys(p.options)) {
-    if (p.options[name] !== undefined && !spec.options.includes(name)) {
-      throw new UsageError(`--${name} does not apply to \`lurkbot approvals ${sub}\` (it takes ${spec.options.map((o) => `--${o}`).join(", ")}).`, "approvals");
-    }
-  }
+  const { sub, arg: id } = checkSubcommand(p, "approvals", SUBCOMMANDS, "an approval ID");
   const status = p.options.status;
   if (typeof status === "string" && !approvalRecordSchema.shape.status.safeParse(status).success) {
     throw new UsageError(`--status must be one of ${approvalRecordSchema.shape.status.options.join(", ")}, not "${status}".`, "approvals");
@@ -52,9 +44,7 @@ export function cliDecider(): string {
 export async function cmdApprovals(p: ParsedCommand, env: Env, io: ApprovalsIo): Promise<number> {
   const { sub, id } = checkApprovalsArgs(p);
   const cfg = loadConfig(env);
-  const nc = await connectCli(cfg, env);
-  try {
-    const bus = new BusClient(nc, cfg.nats.prefix, cfg.bus.requestTimeoutMs);
+  return withCliBus(cfg, env, async (bus) => {
     if (sub === "list") {
       const status = p.options.status as ApprovalRecord["status"] | undefined;
       const { approvals } = await bus.call("approvals", "list", {
@@ -69,14 +59,7 @@ export async function cmdApprovals(p: ParsedCommand, env: Env, io: ApprovalsIo):
     if (p.options.json) io.out(JSON.stringify(approval, null, 2));
     else io.out(`${approval.approvalId}: ${approval.status} by ${approval.decidedBy ?? "?"} (${approval.tool}${approval.command !== undefined ? `: ${oneLine(approval.command, 80)}` : ""})`);
     return EXIT.ok;
-  } finally {
-    await nc.close().catch(() => undefined);
-  }
-}
-
-function oneLine(text: string, max: number): string {
-  const line = text.replace(/\s+/g, " ").trim();
-  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+  });
 }
 
 export function formatApprovalList(approvals: ApprovalRecord[], now = Date.now()): string {
@@ -85,7 +68,5 @@ export function formatApprovalList(approvals: ApprovalRecord[], now = Date.now()
     const when = a.status === "pending" ? `expires in ${Math.max(0, Math.round((a.expiresAt - now) / 1000))}s` : `${a.status} by ${a.decidedBy ?? "?"}`;
     return [a.approvalId, a.status, a.tool, a.sessionKey, when, a.command !== undefined ? oneLine(a.command, 60) : ""];
   });
-  const head = ["ID", "STATUS", "TOOL", "SESSION", "DECISION", "COMMAND"];
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  return [head, ...rows].map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd()).join("\n") + "\n";
+  return table(["ID", "STATUS", "TOOL", "SESSION", "DECISION", "COMMAND"], rows);
 }

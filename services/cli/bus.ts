@@ -8,6 +8,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { inboxPrefix, STREAMS } from "../../shared/contract/index.js";
 import type { Env, LurkConfig } from "../../shared/runtime/config.js";
+import { BusClient } from "../../shared/runtime/client.js";
 import { checkTransportSecurity, passwordFor } from "../../shared/runtime/credentials.js";
 import { CliError, EXIT } from "./errors.js";
 
@@ -43,6 +44,16 @@ export async function connectCli(config: LurkConfig, env: Env, opts: CliConnectO
     });
   } catch (err) {
     throw connectError(err, config.nats.url, user);
+  }
+}
+
+/** Runs `fn` with a request client on a fresh `cli` connection, closed afterwards. */
+export async function withCliBus<T>(config: LurkConfig, env: Env, fn: (bus: BusClient) => Promise<T>): Promise<T> {
+  const nc = await connectCli(config, env);
+  try {
+    return await fn(new BusClient(nc, config.nats.prefix, config.bus.requestTimeoutMs));
+  } finally {
+    await nc.close().catch(() => undefined);
   }
 }
 

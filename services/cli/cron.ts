@@ -8,12 +8,13 @@
  * TIME is ISO 8601; without an offset it is read in --tz (else the host's time zone).
  */
 import { CHANNELS, type CronJob } from "../../shared/contract/index.js";
-import { BusClient } from "../../shared/runtime/client.js";
 import { loadConfig, type Env } from "../../shared/runtime/config.js";
 import { describeSchedule, formatDuration, parseDuration } from "../../shared/runtime/cron-text.js";
 import type { ParsedCommand } from "./args.js";
-import { connectCli } from "./bus.js";
+import { withCliBus } from "./bus.js";
 import { EXIT, UsageError } from "./errors.js";
+import { table } from "./format.js";
+import { checkSubcommand, type SubcommandSpec } from "./subcommands.js";
 
 export interface CronIo {
   out(line: string): void;
@@ -31,30 +32,21 @@ function isolationFrom(p: ParsedCommand): Job["isolation"] | undefined {
 }
 
 const JOB_FLAGS = ["name", "description", "every", "anchor", "cron", "tz", "at", "message", "system-event", "agent", "wake", "model", "thinking", "timeout", "deliver", "best-effort", "post-to-main", "delete-after-run"];
-const SUBCOMMANDS: Record<string, { id: "none" | "required" | "optional"; options: string[] }> = {
-  add: { id: "none", options: [...JOB_FLAGS, "disabled", "json"] },
-  list: { id: "none", options: ["agent", "json"] },
-  edit: { id: "required", options: [...JOB_FLAGS, "enable", "disable", "json"] },
-  rm: { id: "required", options: ["json"] },
-  run: { id: "required", options: ["due", "json"] },
-  runs: { id: "optional", options: ["limit", "json"] },
-  status: { id: "none", options: ["json"] },
+const SUBCOMMANDS: Record<string, SubcommandSpec> = {
+  add: { arg: "none", options: [...JOB_FLAGS, "disabled", "json"] },
+  list: { arg: "none", options: ["agent", "json"] },
+  edit: { arg: "required", options: [...JOB_FLAGS, "enable", "disable", "json"] },
+  rm: { arg: "required", options: ["json"] },
+  run: { arg: "required", options: ["due", "json"] },
+  runs: { arg: "optional", options: ["limit", "json"] },
+  status: { arg: "none", options: ["json"] },
 };
 
 const use = (message: string) => new UsageError(message, "cron");
 const str = (p: ParsedCommand, name: string) => p.options[name] as string | undefined;
 
 export function checkCronArgs(p: ParsedCommand): { sub: string; id?: string } {
-  const [sub, id] = p.args;
-  const spec = sub ? SUBCOMMANDS[sub] : undefined;
-  if (!sub || !spec) throw use(`${sub ? `unknown subcommand "${sub}"` : "a subcommand is needed"}: lurkbot cron ${Object.keys(SUBCOMMANDS).join("|")}.`);
-  if (spec.id === "required" && id === undefined) throw use(`\`lurkbot cron ${sub}\` needs a job ID (see \`lurkbot cron list\`).`);
-  if (spec.id === "none" && id !== undefined) throw use(`\`lurkbot cron ${sub}\` takes no argument; unexpected "${id}".`);
-  for (const name of Object.keys(p.options)) {
-    if (p.options[name] !== undefined && !spec.options.includes(name)) {
-      throw use(`--${name} does not apply to \`lurkbot cron ${sub}\` (it takes ${spec.options.map((o) => `--${o}`).join(", ")}).`);
-    }
-  }
+  const { sub, arg: id } = checkSubcommand(p, "cron", SUBCOMMANDS, "a job ID");
   return { sub, ...(id !== undefined ? { id } : {}) };
 }
 
@@ -215,11 +207,9 @@ export async function cmdCron(p: ParsedCommand, env: Env, io: CronIo): Promise<n
   const limit = p.options.limit as number | undefined;
   if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 1000)) throw use("--limit is a whole number from 1 to 1000.");
   const cfg = loadConfig(env);
-  const nc = await connectCli(cfg, env);
   const json = p.options.json === true;
   const print = (value: unknown, text: string) => io.out(json ? JSON.stringify(value, null, 2) : text);
-  try {
-    const bus = new BusClient(nc, cfg.nats.prefix, cfg.bus.requestTimeoutMs);
+  return withCliBus(cfg, env, async (bus) => {
     switch (sub) {
       case "add": {
         const { job } = await bus.call("cron", "add", add!);
@@ -259,17 +249,10 @@ export async function cmdCron(p: ParsedCommand, env: Env, io: CronIo): Promise<n
         return EXIT.ok;
       }
     }
-  } finally {
-    await nc.close().catch(() => undefined);
-  }
+  });
 }
 
 const when = (ms: number | undefined) => (ms === undefined ? "none" : new Date(ms).toISOString().replace(".000Z", "Z"));
-
-function table(head: string[], rows: string[][]): string {
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  return [head, ...rows].map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd()).join("\n") + "\n";
-}
 
 export function formatJobList(jobs: Job[]): string {
   if (jobs.length === 0) return "no cron jobs (add one: lurkbot cron add --name NAME --every 1h --message TEXT)\n";

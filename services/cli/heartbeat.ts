@@ -5,12 +5,12 @@
  */
 import type { z } from "zod";
 import type { HeartbeatEvent, heartbeatAgentStatusSchema } from "../../shared/contract/index.js";
-import { BusClient } from "../../shared/runtime/client.js";
 import { loadConfig, type Env } from "../../shared/runtime/config.js";
 import { resolveHeartbeatConfig } from "../../shared/runtime/config-heartbeat.js";
 import type { ParsedCommand } from "./args.js";
-import { connectCli } from "./bus.js";
+import { withCliBus } from "./bus.js";
 import { EXIT, UsageError } from "./errors.js";
+import { oneLine, table } from "./format.js";
 
 type AgentStatus = z.infer<typeof heartbeatAgentStatusSchema>;
 
@@ -37,9 +37,7 @@ export function checkHeartbeatArgs(p: ParsedCommand): { sub: Sub; agentId?: stri
 export async function cmdHeartbeat(p: ParsedCommand, env: Env, io: HeartbeatIo): Promise<number> {
   const { sub, agentId } = checkHeartbeatArgs(p);
   const cfg = loadConfig(env);
-  const nc = await connectCli(cfg, env);
-  try {
-    const bus = new BusClient(nc, cfg.nats.prefix, cfg.bus.requestTimeoutMs);
+  return withCliBus(cfg, env, async (bus) => {
     const body = agentId ? { agentId } : {};
     if (sub === "last" || sub === "run") {
       // a run waits for the heartbeat's LLM run: allow its whole time limit
@@ -53,16 +51,10 @@ export async function cmdHeartbeat(p: ParsedCommand, env: Env, io: HeartbeatIo):
     if (p.options.json) io.out(JSON.stringify(agents, null, 2));
     else io.out(formatStatus(agents).trimEnd());
     return EXIT.ok;
-  } finally {
-    await nc.close().catch(() => undefined);
-  }
+  });
 }
 
 const time = (ts: number) => new Date(ts).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
-const oneLine = (text: string, max: number) => {
-  const flat = text.replace(/\s+/g, " ").trim();
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
-};
 const every = (ms: number) => (ms % 60_000 === 0 ? `${ms / 60_000}m` : `${Math.round(ms / 1000)}s`);
 
 export function formatEvent(e: HeartbeatEvent): string {
@@ -81,7 +73,5 @@ export function formatStatus(agents: AgentStatus[]): string {
     a.agentId, a.enabled ? "on" : "off", every(a.everyMs), a.nextDueAt !== undefined ? time(a.nextDueAt) : "-",
     String(a.tokensSpent), a.last ? `${a.last.status}${a.last.reason ? ` (${a.last.reason})` : ""} ${time(a.last.ts)}` : "-",
   ]);
-  const head = ["AGENT", "ENABLED", "EVERY", "NEXT", "TOKENS", "LAST"];
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  return [head, ...rows].map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd()).join("\n") + "\n";
+  return table(["AGENT", "ENABLED", "EVERY", "NEXT", "TOKENS", "LAST"], rows);
 }

@@ -3,11 +3,10 @@
  * `lurk.router.pairing` as the `cli` user; decisions are made by `cli:<os user>`.
  */
 import type { PairingApproved, PairingPending } from "../../shared/contract/index.js";
-import { BusClient } from "../../shared/runtime/client.js";
 import { loadConfig, type Env } from "../../shared/runtime/config.js";
 import { cliDecider } from "./approvals.js";
 import type { ParsedCommand } from "./args.js";
-import { connectCli } from "./bus.js";
+import { withCliBus } from "./bus.js";
 import { EXIT, UsageError } from "./errors.js";
 
 export interface PairingIo {
@@ -30,9 +29,7 @@ export function checkPairingArgs(p: ParsedCommand): { sub: Sub; arg?: string } {
 export async function cmdPairing(p: ParsedCommand, env: Env, io: PairingIo): Promise<number> {
   const { sub, arg } = checkPairingArgs(p);
   const cfg = loadConfig(env);
-  const nc = await connectCli(cfg, env);
-  try {
-    const bus = new BusClient(nc, cfg.nats.prefix, cfg.bus.requestTimeoutMs);
+  return withCliBus(cfg, env, async (bus) => {
     let request;
     if (sub === "revoke") {
       const [channel, ...rest] = arg!.split(":");
@@ -49,9 +46,7 @@ export async function cmdPairing(p: ParsedCommand, env: Env, io: PairingIo): Pro
     else if (reply.revoked) io.out(`revoked ${reply.revoked.channel}:${reply.revoked.senderId}`);
     else io.out(formatPairing(reply.pending, reply.approved).trimEnd());
     return EXIT.ok;
-  } finally {
-    await nc.close().catch(() => undefined);
-  }
+  });
 }
 
 export function formatPairing(pending: PairingPending[], approved: PairingApproved[], now = Date.now()): string {

@@ -7,11 +7,13 @@ import {
   LurkError, sessionKeySchema, sessionTypeSchema,
   type SessionEntry, type TranscriptRecord,
 } from "../../shared/contract/index.js";
-import { BusClient } from "../../shared/runtime/client.js";
+import type { BusClient } from "../../shared/runtime/client.js";
 import { loadConfig, type Env } from "../../shared/runtime/config.js";
 import type { ParsedCommand } from "./args.js";
-import { connectCli } from "./bus.js";
+import { withCliBus } from "./bus.js";
 import { CliError, EXIT, UsageError } from "./errors.js";
+import { oneLine, table } from "./format.js";
+import { checkSubcommand, type SubcommandSpec } from "./subcommands.js";
 
 export interface SessionsIo {
   out(line: string): void;
@@ -20,11 +22,11 @@ export interface SessionsIo {
   confirm?(question: string): Promise<boolean | null>;
 }
 
-const SUBCOMMANDS: Record<string, { key: boolean; options: string[] }> = {
-  list: { key: false, options: ["agent", "type", "json", "limit"] },
-  show: { key: true, options: ["limit", "json"] },
-  reset: { key: true, options: ["json"] },
-  delete: { key: true, options: ["yes", "json"] },
+const SUBCOMMANDS: Record<string, SubcommandSpec> = {
+  list: { arg: "none", options: ["agent", "type", "json", "limit"] },
+  show: { arg: "required", options: ["limit", "json"] },
+  reset: { arg: "required", options: ["json"] },
+  delete: { arg: "required", options: ["yes", "json"] },
 };
 
 const DEFAULT_SHOW_LIMIT = 20;
@@ -32,18 +34,7 @@ const PREVIEW_CHARS = 160;
 
 /** Checks the subcommand, its key and which options it takes (the parser knows them all). */
 export function checkSessionsArgs(p: ParsedCommand): { sub: string; key?: string } {
-  const [sub, key] = p.args;
-  const spec = sub ? SUBCOMMANDS[sub] : undefined;
-  if (!sub || !spec) {
-    throw new UsageError(`${sub ? `unknown subcommand "${sub}"` : "a subcommand is needed"}: lurkbot sessions list|show|reset|delete.`, "sessions");
-  }
-  if (spec.key && key === undefined) throw new UsageError(`\`lurkbot sessions ${sub}\` needs a session KEY (see \`lurkbot sessions list\`).`, "sessions");
-  if (!spec.key && key !== undefined) throw new UsageError(`\`lurkbot sessions ${sub}\` takes no argument; unexpected "${key}".`, "sessions");
-  for (const name of Object.keys(p.options)) {
-    if (p.options[name] !== undefined && !spec.options.includes(name)) {
-      throw new UsageError(`--${name} does not apply to \`lurkbot sessions ${sub}\`${spec.options.length ? ` (it takes ${spec.options.map((o) => `--${o}`).join(", ")})` : ""}.`, "sessions");
-    }
-  }
+  const { sub, arg: key } = checkSubcommand(p, "sessions", SUBCOMMANDS, "a session KEY");
   if (key !== undefined && !sessionKeySchema.safeParse(key).success) {
     throw new UsageError(`"${key}" is not a session key (agent:<agentId>:<rest> or global; see \`lurkbot sessions list\`).`, "sessions");
   }
@@ -57,9 +48,7 @@ export function checkSessionsArgs(p: ParsedCommand): { sub: string; key?: string
 export async function cmdSessions(p: ParsedCommand, env: Env, io: SessionsIo): Promise<number> {
   const { sub, key } = checkSessionsArgs(p);
   const cfg = loadConfig(env);
-  const nc = await connectCli(cfg, env);
-  try {
-    const bus = new BusClient(nc, cfg.nats.prefix, cfg.bus.requestTimeoutMs);
+  return withCliBus(cfg, env, async (bus) => {
     switch (sub) {
       case "list":
         return await list(bus, p, io);
@@ -70,9 +59,7 @@ export async function cmdSessions(p: ParsedCommand, env: Env, io: SessionsIo): P
       default:
         return await remove(bus, key!, p, io);
     }
-  } finally {
-    await nc.close().catch(() => undefined);
-  }
+  });
 }
 
 function notFound(key: string): LurkError {
@@ -144,22 +131,13 @@ export function formatTime(ms: number): string {
   return new Date(ms).toISOString().replace("T", " ").slice(0, 19);
 }
 
-function table(header: string[], rows: string[][], rightAligned: number[] = []): string {
-  const widths = header.map((h, c) => Math.max(h.length, ...rows.map((r) => r[c]!.length)));
-  const line = (cells: string[]) => cells.map((cell, c) => (rightAligned.includes(c) ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join("  ").trimEnd();
-  return [line(header), ...rows.map(line)].join("\n") + "\n";
-}
-
 export function formatSessionList(sessions: SessionEntry[]): string {
   if (sessions.length === 0) return "no sessions\n";
   const rows = sessions.map((s) => [s.sessionKey, s.sessionType, s.channel ?? "-", String(s.records), String(s.usage.total), s.model ?? "-", formatTime(s.updatedAt)]);
   return table(["KEY", "TYPE", "CHANNEL", "RECORDS", "TOKENS", "MODEL", "UPDATED (UTC)"], rows, [3, 4]);
 }
 
-function preview(text: string, max = PREVIEW_CHARS): string {
-  const flat = text.replace(/\s+/g, " ").trim();
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
-}
+const preview = (text: string, max = PREVIEW_CHARS) => oneLine(text, max);
 
 function textOf(content: Array<{ type: string; text?: string }>): string {
   return content.map((b) => (b.type === "text" ? b.text ?? "" : b.type === "image" ? "[image]" : "")).filter(Boolean).join(" ");

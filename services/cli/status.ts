@@ -5,6 +5,7 @@
 import { Svcm, type ServiceIdentity, type ServiceInfo, type ServiceStats } from "@nats-io/services";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { LAUNCHER_ACTORS } from "./actors.js";
+import { table } from "./format.js";
 
 export interface InstanceStatus {
   name: string;
@@ -94,9 +95,7 @@ export function formatStatus(report: StatusReport): string {
   const header = ["NAME", "HOST", "PID", "VERSION", "UPTIME", "ENDPOINTS", "REQUESTS", "ERRORS"];
   const rows = report.instances.map((i) => [i.name, i.host ?? "-", i.pid === null ? "-" : String(i.pid), i.version, formatUptime(i.uptimeSec), String(i.endpoints), String(i.requests), String(i.errors)]);
   for (const name of report.missing) rows.push([name, "-", "-", "-", "not running", "-", "-", "-"]);
-  const widths = header.map((h, c) => Math.max(h.length, ...rows.map((r) => r[c]!.length)));
-  const line = (cells: string[]) => cells.map((cell, c) => (c >= 5 ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join("  ").trimEnd();
-  const lines = [`NATS ${report.url}: ${report.instances.length} instance${report.instances.length === 1 ? "" : "s"}`, "", line(header), ...rows.map(line)];
+  const lines = [`NATS ${report.url}: ${report.instances.length} instance${report.instances.length === 1 ? "" : "s"}`, "", table(header, rows, [5, 6, 7]).trimEnd()];
   const errors = report.instances.filter((i) => i.lastError);
   if (errors.length) {
     lines.push("", "last errors:");

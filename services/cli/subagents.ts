@@ -3,11 +3,11 @@
  * actor's children over `lurk.subagents.list|stop` as the `cli` user.
  */
 import type { SubagentRecord } from "../../shared/contract/index.js";
-import { BusClient } from "../../shared/runtime/client.js";
 import { loadConfig, type Env } from "../../shared/runtime/config.js";
 import type { ParsedCommand } from "./args.js";
-import { connectCli } from "./bus.js";
+import { withCliBus } from "./bus.js";
 import { EXIT, UsageError } from "./errors.js";
+import { oneLine, table } from "./format.js";
 
 export interface SubagentsIo {
   out(line: string): void;
@@ -37,9 +37,7 @@ export function checkSubagentsArgs(p: ParsedCommand): Checked {
 export async function cmdSubagents(p: ParsedCommand, env: Env, io: SubagentsIo): Promise<number> {
   const args = checkSubagentsArgs(p);
   const cfg = loadConfig(env);
-  const nc = await connectCli(cfg, env);
-  try {
-    const bus = new BusClient(nc, cfg.nats.prefix, cfg.bus.requestTimeoutMs);
+  return withCliBus(cfg, env, async (bus) => {
     if (args.sub === "list") {
       const { children } = await bus.call("subagents", "list", args.session ? { requesterSessionKey: args.session } : {});
       io.out(p.options.json ? JSON.stringify(children, null, 2) : formatSubagentList(children).trimEnd());
@@ -52,9 +50,7 @@ export async function cmdSubagents(p: ParsedCommand, env: Env, io: SubagentsIo):
     });
     io.out(p.options.json ? JSON.stringify({ stopped }) : `stopped ${stopped} subagent${stopped === 1 ? "" : "s"}`);
     return EXIT.ok;
-  } finally {
-    await nc.close().catch(() => undefined);
-  }
+  });
 }
 
 export function formatDuration(ms: number): string {
@@ -74,12 +70,5 @@ export function formatSubagentList(children: SubagentRecord[], now = Date.now())
     c.requesterSessionKey,
     oneLine(c.task, 50),
   ]);
-  const head = ["RUN", "STATUS", "LABEL", "DURATION", "REQUESTER", "TASK"];
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  return [head, ...rows].map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd()).join("\n") + "\n";
-}
-
-function oneLine(text: string, max: number): string {
-  const line = text.replace(/\s+/g, " ").trim();
-  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+  return table(["RUN", "STATUS", "LABEL", "DURATION", "REQUESTER", "TASK"], rows);
 }

@@ -5,6 +5,7 @@
  */
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import { safeParseJson, subjects } from "../../shared/contract/index.js";
+import { oneLine } from "./format.js";
 
 export type TailFilter = (subject: string, body: string) => boolean;
 
@@ -26,11 +27,6 @@ export function makeFilter(filter: string | undefined): TailFilter {
   const needle = filter.toLowerCase();
   return (subject, body) => subject.toLowerCase().includes(needle) || body.toLowerCase().includes(needle);
 }
-
-const oneLine = (text: string, max = 100) => {
-  const flat = text.replace(/\s+/g, " ").trim();
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
-};
 
 const compactJson = (value: unknown, max = 100) => {
   try {

@@ -15,7 +15,7 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { LurkError, runEventSchema, safeParseJson, type CronJob } from "../../shared/contract/index.js";
+import { buildSessionKey, LurkError, runEventSchema, safeParseJson, type CronJob } from "../../shared/contract/index.js";
 import type { ActorDefinition, ActorRuntime } from "../../shared/runtime/actor.js";
 import { Lease, LeaseKeeper } from "../../shared/runtime/lease.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
@@ -210,7 +210,7 @@ function busFor(rt: ActorRuntime): FireBus {
     publishInject: (agentId, inject) => publish(rt.subjects.inject(agentId), inject),
     publishRun: (agentId, request) => publish(rt.subjects.runRequest(agentId), request),
     async lastOrigin(agentId) {
-      const { session } = await rt.client.call("sessions", "get", { sessionKey: `agent:${agentId}:main` });
+      const { session } = await rt.client.call("sessions", "get", { sessionKey: buildSessionKey({ type: "main", agentId }) });
       return session?.lastOrigin;
     },
     async resetSession(sessionKey) {

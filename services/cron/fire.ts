@@ -170,7 +170,6 @@ export class Firer {
     return { status: "fired", fireId, checkAgainAt: after };
   }
 
-  /** Records how a fire's run ended (terminal event or reconciliation); idempotent. */
   /**
    * Posts an isolated run's reply into the agent's main session when its job asks for it
    * (`isolation`); the inject's id `post:<fireId>` makes a repeat land once. Call before finish
@@ -185,6 +184,7 @@ export class Firer {
     this.emit("posted_to_main", { fireId, jobId: job.id });
   }
 
+  /** Records how a fire's run ended (terminal event or reconciliation); idempotent. */
   async finish(fireId: string, status: "ok" | "error", error?: string): Promise<boolean> {
     const endedAtMs = this.clock.now();
     const done = await this.store.txn(() => {

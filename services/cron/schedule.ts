@@ -11,8 +11,6 @@
 import { Cron } from "croner";
 import type { CronJob } from "../../shared/contract/index.js";
 
-export { describeSchedule, formatDuration, parseDuration } from "../../shared/runtime/cron-text.js";
-
 export type Schedule = CronJob["schedule"];
 
 /**

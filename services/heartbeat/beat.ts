@@ -34,6 +34,8 @@ const PERSON_SESSIONS = new Set(["main", "dm", "group", "topic", "thread"]);
 
 export class HeartbeatRunner {
   private readonly busy = new Set<string>();
+  /** each agent's settings, merged once: the config does not change while the actor runs */
+  private readonly settingsByAgent = new Map<string, AgentHeartbeatConfig>();
   private seq = 0;
 
   constructor(
@@ -48,7 +50,12 @@ export class HeartbeatRunner {
   }
 
   settings(agentId: string): AgentHeartbeatConfig {
-    return resolveHeartbeatConfig(this.rt.config.heartbeat, agentId);
+    let settings = this.settingsByAgent.get(agentId);
+    if (!settings) {
+      settings = resolveHeartbeatConfig(this.rt.config.heartbeat, agentId);
+      this.settingsByAgent.set(agentId, settings);
+    }
+    return settings;
   }
 
   enabled(agentId: string): boolean {

@@ -20,7 +20,6 @@ export interface ChildRecord extends SubagentRecord {
 }
 
 export type ChildStatus = ChildRecord["status"];
-export const ACTIVE_STATUSES: readonly ChildStatus[] = ["running", "announcing"];
 
 export class ChildStore {
   private readonly root: RootDatabase;
