@@ -1,24 +1,18 @@
-/** CPU time of processes from /proc (Linux), for per-turn CPU figures in the benchmark. */
+/** CPU time of processes and threads from /proc (Linux), for per-turn CPU figures in the benchmark. */
 import { readdirSync, readFileSync } from "node:fs";
 
 const TICKS_PER_SECOND = 100;
 
-/** user + system CPU milliseconds a process has used so far (0 when it is gone). */
-export function cpuMs(pid: number, statPath = `/proc/${pid}/stat`): number {
-  try {
-    const stat = readFileSync(statPath, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    // fields[11] is utime and fields[12] stime (the 14th and 15th fields of stat)
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
-  } catch {
-    return 0;
-  }
+export interface CpuTime {
+  user: number;
+  system: number;
 }
 
-/** user and system CPU milliseconds so far, apart */
-export function cpuSplitMs(pid: number): { user: number; system: number } {
+/** user and system CPU milliseconds a process (or a thread's `/proc/PID/task/TID/stat`) has used so far; zeros when it is gone. */
+export function cpuTime(statPath: string): CpuTime {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const stat = readFileSync(statPath, "utf8");
+    // utime and stime are the 14th and 15th fields; the command name before them may hold spaces
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     return { user: (Number(fields[11]) * 1000) / TICKS_PER_SECOND, system: (Number(fields[12]) * 1000) / TICKS_PER_SECOND };
   } catch {
@@ -26,21 +20,23 @@ export function cpuSplitMs(pid: number): { user: number; system: number } {
   }
 }
 
-/** CPU milliseconds used by each named process between `start()` and `stop()`. */
-export function cpuMeter(pids: Record<string, number>): { stop(): Record<string, number> } {
-  const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuMs(pid)]));
+/** CPU milliseconds (user, system) each named process used between the call and `stop()`. */
+export function cpuMeter(pids: Record<string, number>): { stop(): Record<string, CpuTime> } {
+  const read = () => Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuTime(`/proc/${pid}/stat`)]));
+  const before = read();
   return {
-    stop: () => Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuMs(pid) - before[k]!])),
+    stop: () => Object.fromEntries(Object.entries(read()).map(([k, now]) => [k, { user: now.user - before[k]!.user, system: now.system - before[k]!.system }])),
   };
 }
 
-/** CPU milliseconds so far of each thread of a process, by thread name (threads of one name summed). */
+/** CPU milliseconds so far of each thread of a process, keyed `name(main)` or `name#TID`. */
 export function threadCpuMs(pid: number): Record<string, number> {
   const out: Record<string, number> = {};
   try {
     for (const tid of readdirSync(`/proc/${pid}/task`)) {
       const name = `${readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim()}${Number(tid) === pid ? "(main)" : `#${tid}`}`;
-      out[name] = (out[name] ?? 0) + cpuMs(Number(tid), `/proc/${pid}/task/${tid}/stat`);
+      const t = cpuTime(`/proc/${pid}/task/${tid}/stat`);
+      out[name] = t.user + t.system;
     }
   } catch {
     // the process is gone

@@ -8,7 +8,7 @@
  */
 import type { Msg } from "@nats-io/transport-node";
 import { CliClient, TestSystem } from "../harness/system.js";
-import { cpuMeter, cpuSplitMs, threadCpuMs } from "./cpu.js";
+import { cpuMeter, threadCpuMs } from "./cpu.js";
 import { progress } from "./stats.js";
 
 const N = Number(process.argv.slice(2).find((a) => /^\d+$/.test(a)) ?? 40);
@@ -24,7 +24,6 @@ async function main(): Promise<void> {
     const pids: Record<string, number> = { "nats-server": system.nats.pid!, "bench (client + fake LLM)": process.pid };
     for (const [name, actor] of system.actors) pids[name] = actor.child.pid!;
     const meter = cpuMeter(pids);
-    const splitBefore = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSplitMs(pid)]));
     const threadsBefore = threadCpuMs(pids["agent-runner"]!);
     const t0 = performance.now();
     for (let i = 0; i < 200; i++) await client.send("read notes.txt", SHORT ? { sessionName: `short-${Math.floor(i / 10)}` } : {});
@@ -32,9 +31,8 @@ async function main(): Promise<void> {
     const used = meter.stop();
     const threadsAfter = threadCpuMs(pids["agent-runner"]!);
     process.stdout.write(`agent-runner threads, CPU ms a turn: ${Object.entries(threadsAfter).map(([k, v]) => `${k} ${((v - (threadsBefore[k] ?? 0)) / 200).toFixed(2)}`).join(", ")}\n`);
-    const split = Object.entries(pids).map(([k, pid]) => { const now = cpuSplitMs(pid); return `${k} ${((now.user - splitBefore[k]!.user) / 200).toFixed(1)}u/${((now.system - splitBefore[k]!.system) / 200).toFixed(1)}s`; });
-    process.stdout.write(`user/system CPU ms a turn: ${split.join(", ")}\n`);
-    process.stdout.write(`200 tool turns untraced: ${(wall / 200).toFixed(2)} ms a turn; CPU ms a turn: ${Object.entries(used).map(([k, v]) => `${k} ${(v / 200).toFixed(2)}`).join(", ")}\n`);
+    const perTurn = Object.entries(used).map(([k, t]) => `${k} ${((t.user + t.system) / 200).toFixed(2)} (${(t.user / 200).toFixed(1)}u/${(t.system / 200).toFixed(1)}s)`);
+    process.stdout.write(`200 tool turns untraced: ${(wall / 200).toFixed(2)} ms a turn; CPU ms a turn: ${perTurn.join(", ")}\n`);
     const admin = await system.nats.connect("admin");
     let events: { t: number; subject: string; bytes: number }[] = [];
     admin.subscribe(">", { callback: (_e, m: Msg) => { events.push({ t: performance.now(), subject: m.subject, bytes: m.data.length }); } });
