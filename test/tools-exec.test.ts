@@ -8,22 +8,18 @@
  * or run unsandboxed when the config opts out.
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Svcm } from "@nats-io/services";
-import type { NatsConnection } from "@nats-io/transport-node";
-import { toolCallReply, type ToolCallReply } from "../shared/contract/index.js";
-import { BusClient } from "../shared/runtime/client.js";
-import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
-import { TestNats } from "./harness/nats.js";
+import type { ToolCallReply } from "../shared/contract/index.js";
+import { waitFor } from "./harness/actors.js";
+import { startToolsActor, textOf, toolCaller, type ToolsActorUnderTest } from "./harness/tools-actor.js";
 
 const CAP = 4096;
 const FAKE_OPENAI_KEY = "sk-FAKE-exec-test-0123456789abcdef";
 const BWRAP = "/usr/bin/bwrap";
-
-const textOf = (reply: ToolCallReply) => reply.content.map((b) => (b.type === "text" ? b.text : `[${b.type}]`)).join("");
 
 /** pids of processes whose cwd is inside `dir` or whose command line mentions `marker` */
 function processesIn(dir: string, marker?: string): number[] {
@@ -41,39 +37,25 @@ function processesIn(dir: string, marker?: string): number[] {
   return found;
 }
 
-interface Fixture {
-  nats: TestNats;
-  tools: ActorProcess;
-  nc: NatsConnection;
-  client: BusClient;
+interface Fixture extends ToolsActorUnderTest {
   ws: string;
   call(command: string, extra?: Record<string, unknown>, tool?: string): Promise<ToolCallReply>;
+  /** any tool with any arguments */
+  callTool(tool: string, args: Record<string, unknown>): Promise<ToolCallReply>;
   metadata(): Promise<Record<string, string>>;
-  stop(): Promise<void>;
 }
 
 async function startFixture(exec: Record<string, unknown>, env: Record<string, string> = {}): Promise<Fixture> {
   const ws = realpathSync(mkdtempSync(join(tmpdir(), "lurk-exec-ws-")));
-  const nats = await TestNats.start({ streams: false });
-  writeFileSync(join(nats.home, "config.json"), JSON.stringify({ tools: { outputCapBytes: CAP, timeoutMs: 20_000, exec } }));
-  const tools = await startActorProcess("tools", nats, { LURKBOT_WORKSPACE: ws, ...env });
-  const nc = await nats.connect("agent-runner");
-  const client = new BusClient(nc);
-  let n = 0;
+  const sut = await startToolsActor(ws, { tools: { outputCapBytes: CAP, timeoutMs: 20_000, exec } }, env);
+  const { call } = toolCaller(() => sut.client, { idPrefix: "exec-call" });
   return {
-    nats, tools, nc, client, ws,
-    call: (command, extra = {}, tool = "exec") => client.callSubject(`lurk.tools.call.${tool}`, "lurk.tools.call.v1", {
-      toolCallId: `exec-call-${++n}`,
-      runId: "run-1",
-      sessionKey: "agent:main:main",
-      agentId: "main",
-      tool,
-      args: { command },
-      ...extra,
-    }, toolCallReply, { timeoutMs: 30_000 }),
+    ...sut, ws,
+    call: (command, extra = {}, tool = "exec") => call(tool, { command }, extra),
+    callTool: (tool, args) => call(tool, args),
     async metadata() {
       // `lurkbot status` reads $SRV.INFO; agent-runner may not
-      const admin = await nats.connect("admin");
+      const admin = await sut.nats.connect("admin");
       try {
         for await (const info of await new Svcm(admin).client().info("tools")) return info.metadata ?? {};
         throw new Error("no tools service info");
@@ -82,9 +64,7 @@ async function startFixture(exec: Record<string, unknown>, env: Record<string, s
       }
     },
     async stop() {
-      await nc.close();
-      await tools.stop();
-      await nats.stop();
+      await sut.stop();
       rmSync(ws, { recursive: true, force: true });
     },
   };
@@ -192,10 +172,7 @@ describe("exec in the bubblewrap sandbox", { skip: existsSync(BWRAP) ? false : "
     assert.match(textOf(reply), /^before\n\[the (command|exec tool) ran longer than 1000 ms and was (killed|stopped)\]$/);
     assert.ok(took < 3_000, `took ${took} ms`);
     await waitFor(() => processesIn(f.ws).length === 0, 3_000, "no process left in the workspace");
-    const viaArgs = await f.client.callSubject("lurk.tools.call.exec", "lurk.tools.call.v1", {
-      toolCallId: "exec-args-timeout", runId: "run-1", sessionKey: "agent:main:main", agentId: "main", tool: "exec",
-      args: { command: "sleep 30", timeoutSeconds: 1 },
-    }, toolCallReply, { timeoutMs: 30_000 });
+    const viaArgs = await f.callTool("exec", { command: "sleep 30", timeoutSeconds: 1 });
     assert.equal(viaArgs.errorCode, "TIMEOUT");
     assert.ok(viaArgs.durationMs < 3_000);
   });
@@ -240,10 +217,7 @@ describe("exec in the bubblewrap sandbox", { skip: existsSync(BWRAP) ? false : "
     assert.match(text, new RegExp(`saved in ${reply.truncated.fullOutputPath.replaceAll(".", "\\.")}`));
     assert.equal(readFileSync(join(f.ws, reply.truncated.fullOutputPath), "utf8"), expected);
 
-    const read = await f.client.callSubject("lurk.tools.call.read", "lurk.tools.call.v1", {
-      toolCallId: "read-saved", runId: "run-1", sessionKey: "agent:main:main", agentId: "main", tool: "read",
-      args: { path: reply.truncated.fullOutputPath, offset: 12_345, limit: 2 },
-    }, toolCallReply, { timeoutMs: 30_000 });
+    const read = await f.callTool("read", { path: reply.truncated.fullOutputPath, offset: 12_345, limit: 2 });
     assert.match(textOf(read), /^ 12345\t12345\n 12346\t12346\n/);
   });
 

@@ -8,24 +8,20 @@
  * reply or the actor's log), and with no provider configured.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import type { NatsConnection } from "@nats-io/transport-node";
-import { toolCallReply, type ToolCallReply } from "../shared/contract/index.js";
-import { BusClient } from "../shared/runtime/client.js";
+import type { ToolCallReply } from "../shared/contract/index.js";
 import { isPublicAddress } from "../services/tools/web/address.js";
 import { htmlToText } from "../services/tools/web/html.js";
 import { isAllowedPrivateHost, requestOnce } from "../services/tools/web/http.js";
-import { startActorProcess, type ActorProcess } from "./harness/actors.js";
-import { TestNats } from "./harness/nats.js";
+import { startToolsActor, textOf, toolCaller, type ToolsActorUnderTest } from "./harness/tools-actor.js";
 
 const CAP = 8192;
 const BRAVE_KEY = "BSA-fake-key-5b1c0ffee0123456789";
-const textOf = (reply: ToolCallReply) => reply.content.map((b) => (b.type === "text" ? b.text : `[${b.type}]`)).join("");
 
 describe("isPublicAddress", () => {
   const table: Array<[string, boolean]> = [
@@ -92,36 +88,21 @@ describe("htmlToText", () => {
   });
 });
 
-interface Fixture {
-  nats: TestNats;
-  tools: ActorProcess;
-  nc: NatsConnection;
-  client: BusClient;
-  ws: string;
+interface Fixture extends ToolsActorUnderTest {
   call(tool: string, args: Record<string, unknown>): Promise<ToolCallReply>;
-  stop(): Promise<void>;
 }
 
 async function startFixture(web: Record<string, unknown>): Promise<Fixture> {
   const ws = mkdtempSync(join(tmpdir(), "lurk-web-ws-"));
-  const nats = await TestNats.start({ streams: false });
-  writeFileSync(join(nats.home, "config.json"), JSON.stringify({
+  const sut = await startToolsActor(ws, {
     agents: [{ id: "main", default: true, toolProfile: "full" }],
     tools: { outputCapBytes: CAP, timeoutMs: 15_000, web },
-  }));
-  const tools = await startActorProcess("tools", nats, { LURKBOT_WORKSPACE: ws });
-  const nc = await nats.connect("agent-runner");
-  const client = new BusClient(nc);
-  let n = 0;
+  });
+  const { call } = toolCaller(() => sut.client);
   return {
-    nats, tools, nc, client, ws,
-    call: (tool, args) => client.callSubject(`lurk.tools.call.${tool}`, "lurk.tools.call.v1", {
-      toolCallId: `call-${++n}`, runId: "run-1", sessionKey: "agent:main:main", agentId: "main", tool, args,
-    }, toolCallReply, { timeoutMs: 30_000 }),
+    ...sut, call,
     async stop() {
-      await nc.close();
-      await tools.stop();
-      await nats.stop();
+      await sut.stop();
       rmSync(ws, { recursive: true, force: true });
     },
   };

@@ -11,18 +11,16 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { LurkError, toolCallReply, toolDefinitionSchema, type ToolCallReply } from "../shared/contract/index.js";
+import { LurkError, toolCallReply, toolDefinitionSchema } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { ConfinedFs } from "../services/tools/fs-confined.js";
 import { startActorProcess, type ActorProcess } from "./harness/actors.js";
 import { TestNats } from "./harness/nats.js";
-import { startToolsActor } from "./harness/tools-actor.js";
+import { startToolsActor, textOf } from "./harness/tools-actor.js";
 
 const SECRET = "TOP-SECRET-OUTSIDE-THE-WORKSPACE";
 const CAP = 4096;
 const PNG_1x1 = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==", "base64");
-
-const textOf = (reply: ToolCallReply) => reply.content.map((b) => (b.type === "text" ? b.text : `[${b.type}]`)).join("");
 
 describe("tools actor over the bus", () => {
   let nats: TestNats;

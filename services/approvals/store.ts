@@ -10,6 +10,8 @@ import { LurkError, type ApprovalRecord } from "../../shared/contract/index.js";
 export class ApprovalStore {
   private readonly root: RootDatabase;
   private readonly records: Database<ApprovalRecord, string>;
+  /** no pending record expires before this (a lower bound: the periodic sweep skips the scan until then) */
+  private nextExpiry = 0;
 
   constructor(path: string, private readonly now: () => number = Date.now) {
     mkdirSync(path, { recursive: true, mode: 0o700 });
@@ -25,6 +27,7 @@ export class ApprovalStore {
       created = true;
     });
     if (!created) throw new LurkError("CONFLICT", `an approval ${record.approvalId} exists already`);
+    this.nextExpiry = Math.min(this.nextExpiry, record.expiresAt);
     return record;
   }
 
@@ -78,13 +81,19 @@ export class ApprovalStore {
     return this.decide(approvalId, "expired", "timeout");
   }
 
-  /** Pending records past their expiry, expired now. */
+  /** Pending records past their expiry, expired now (no scan before the earliest pending expiry). */
   async sweep(): Promise<ApprovalRecord[]> {
     const now = this.now();
+    if (now < this.nextExpiry) return [];
     const overdue: string[] = [];
+    let next = Infinity;
     for (const { key, value } of this.records.getRange()) {
-      if (value.status === "pending" && value.expiresAt <= now) overdue.push(key);
+      if (value.status !== "pending") continue;
+      if (value.expiresAt <= now) overdue.push(key);
+      else next = Math.min(next, value.expiresAt);
     }
+    // set before any await: a record created meanwhile lowers it again (create)
+    this.nextExpiry = next;
     const done: ApprovalRecord[] = [];
     for (const id of overdue) {
       const r = await this.expire(id);

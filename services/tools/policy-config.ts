@@ -5,7 +5,7 @@
  */
 import { LurkError, parseSessionKey, type SessionType } from "../../shared/contract/index.js";
 import type { AgentConfig, LurkConfig } from "../../shared/runtime/config.js";
-import { decideTool, type PolicyContext, type PolicyTool, type ToolDecision } from "./policy.js";
+import { decideTool, decideTools, type PolicyContext, type PolicyTool, type ToolDecision } from "./policy.js";
 
 export interface PolicyRequest {
   agentId?: string | undefined;
@@ -54,7 +54,7 @@ export function allowedCatalog<D extends { name: string }>(config: LurkConfig, t
   const agent = policyAgent(config, req.agentId);
   if (!agent) return [];
   const ctx = policyContext(config, agent, req);
-  const allowed = new Set(tools.filter((t) => decideTool(t, ctx).allowed).map((t) => t.name));
+  const allowed = new Set(decideTools(tools, ctx).filter((d) => d.allowed).map((d) => d.tool));
   return catalog.filter((d) => allowed.has(d.name));
 }
 
@@ -69,6 +69,6 @@ export function explainTools(config: LurkConfig, actor: string, tools: readonly 
     sessionType: ctx.sessionType,
     profile: ctx.profile,
     ...(ctx.model ? { model: ctx.model } : {}),
-    decisions: tools.map((t) => ({ ...decideTool(t, ctx), groups: [...(t.groups ?? [])], aliases: [...(t.aliases ?? [])] })),
+    decisions: decideTools(tools, ctx).map((d, i) => ({ ...d, groups: [...(tools[i]!.groups ?? [])], aliases: [...(tools[i]!.aliases ?? [])] })),
   };
 }

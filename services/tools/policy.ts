@@ -136,11 +136,6 @@ export function entryMatches(entry: string, tool: PolicyTool): boolean {
   return names.some((n) => glob(entry, n));
 }
 
-/** The tool names a list of entries expands to, over the known tools (for docs and tests). */
-export function expandEntries(entries: readonly string[], known: readonly PolicyTool[]): string[] {
-  return known.filter((t) => entries.some((e) => entryMatches(e, t))).map((t) => t.name);
-}
-
 function splitModel(model: string | undefined): { provider?: string; full?: string; bare?: string } {
   if (!model) return {};
   const slash = model.indexOf("/");
@@ -195,7 +190,16 @@ function judgeLayer(layer: PolicyLayer, sets: RuleSet[], tool: PolicyTool): Laye
 
 /** Runs every layer over one tool. Deny wins: the first denying layer decides. */
 export function decideTool(tool: PolicyTool, ctx: PolicyContext): ToolDecision {
+  return decideWithRules(tool, layerRules(ctx), ctx.profile);
+}
+
+/** The decisions for many tools, in their order (the layers' rules are built once). */
+export function decideTools(tools: readonly PolicyTool[], ctx: PolicyContext): ToolDecision[] {
   const sets = layerRules(ctx);
+  return tools.map((t) => decideWithRules(t, sets, ctx.profile));
+}
+
+function decideWithRules(tool: PolicyTool, sets: Record<PolicyLayer, RuleSet[]>, profile: ToolProfile): ToolDecision {
   const trace: LayerVerdict[] = [];
   for (const layer of POLICY_LAYERS) {
     const verdict = judgeLayer(layer, sets[layer], tool);
@@ -208,14 +212,9 @@ export function decideTool(tool: PolicyTool, ctx: PolicyContext): ToolDecision {
     tool: tool.name,
     allowed: true,
     layer: narrowest?.layer ?? "profile",
-    rule: narrowest?.rule ?? `no rule denies it (profile ${ctx.profile})`,
+    rule: narrowest?.rule ?? `no rule denies it (profile ${profile})`,
     trace,
   };
-}
-
-/** The decisions for many tools, in their order. */
-export function decideTools(tools: readonly PolicyTool[], ctx: PolicyContext): ToolDecision[] {
-  return tools.map((t) => decideTool(t, ctx));
 }
 
 /** The model-readable text of a refused call. */

@@ -34,12 +34,15 @@ export async function startToolsActor(workspace: string, config: Record<string, 
 /** The text of a tool reply (images shown as `[image]`). */
 export const textOf = (reply: ToolCallReply) => reply.content.map((b) => (b.type === "text" ? b.text : `[${b.type}]`)).join("");
 
-/** Calls tools as the agent-runner would for `agent:main:main`; `ok` also asserts success. */
-export function toolCaller(client: () => BusClient) {
+/**
+ * Calls tools as the agent-runner would for `agent:main:main`; `ok` also asserts success.
+ * toolCallIds are `<idPrefix>-<n>` (default `call`); `extra` adds request fields (e.g. timeoutMs).
+ */
+export function toolCaller(client: () => BusClient, { idPrefix = "call" }: { idPrefix?: string } = {}) {
   let n = 0;
-  const call = (tool: string, args: Record<string, unknown>) =>
+  const call = (tool: string, args: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
     client().callSubject(`lurk.tools.call.${tool}`, "lurk.tools.call.v1", {
-      toolCallId: `call-${++n}`, runId: "run-1", sessionKey: "agent:main:main", agentId: "main", tool, args,
+      toolCallId: `${idPrefix}-${++n}`, runId: "run-1", sessionKey: "agent:main:main", agentId: "main", tool, args, ...extra,
     }, toolCallReply, { timeoutMs: 30_000 });
   const ok = async (tool: string, args: Record<string, unknown>) => {
     const reply = await call(tool, args);

@@ -12,7 +12,7 @@
  * stream is spooled to a private temp file (up to maxOutputFileMb) for the caller to save.
  * bwrap's own stderr (sandbox setup errors) is collected separately.
  */
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, readdirSync, readFileSync, type WriteStream } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -202,6 +202,21 @@ export function killGroup(pid: number | undefined): void {
   }
 }
 
+/**
+ * After the command's top process ended: whatever it left behind (background jobs) goes with
+ * it (the process group, then the cgroup); the pipes close when the last holder is gone, but
+ * an escapee is not waited for longer than 1 s. exec and background jobs share this.
+ */
+export async function reapLeftovers(child: ChildProcess, cgroup: PidsCgroup | undefined, pipesClosed: Promise<unknown>): Promise<void> {
+  killGroup(child.pid);
+  await cgroup?.killAll();
+  let grace: NodeJS.Timeout | undefined;
+  await Promise.race([pipesClosed, new Promise((resolve) => (grace = setTimeout(resolve, 1_000)))]);
+  clearTimeout(grace);
+  child.stdout?.destroy();
+  child.stderr?.destroy();
+}
+
 /** How to spawn one command in the sandbox (or plain, mode "none"), with its own pids cgroup when possible. */
 export interface PreparedCommand {
   file: string;
@@ -272,15 +287,7 @@ export async function runCommand(host: ExecHost, opts: RunCommandOptions): Promi
       });
     });
 
-    // whatever it left behind (background jobs) goes with it
-    killGroup(child.pid);
-    await cgroup?.killAll();
-    // the pipes close when the last holder is gone; don't wait forever for an escapee
-    let grace: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.all([stdoutEnd, stderrEnd]), new Promise((resolve) => (grace = setTimeout(resolve, 1_000)))]);
-    clearTimeout(grace);
-    child.stdout.destroy();
-    child.stderr.destroy();
+    await reapLeftovers(child, cgroup, Promise.all([stdoutEnd, stderrEnd]));
 
     const spool = await collector.finish();
     const fitted = collector.fitted;

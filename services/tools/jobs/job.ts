@@ -8,7 +8,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { LurkError, type ToolJobSummary } from "../../../shared/contract/index.js";
-import { killGroup, killTree, prepareCommand } from "../exec/run.js";
+import { killTree, prepareCommand, reapLeftovers } from "../exec/run.js";
 import type { ExecHost } from "../exec/sandbox.js";
 import { openJobLog, type JobLog } from "./log-file.js";
 
@@ -85,14 +85,7 @@ export class Job {
       job.exitSignal = signal;
       if (job.status === "running") job.status = failure ? "failed" : "exited";
       if (failure) job.sandboxStderr += failure;
-      // whatever it left behind goes with it; the pipes close when the last holder is gone
-      killGroup(child.pid);
-      await prepared.cgroup?.killAll();
-      let grace: NodeJS.Timeout | undefined;
-      await Promise.race([closed, new Promise((resolve) => (grace = setTimeout(resolve, 1_000)))]);
-      clearTimeout(grace);
-      child.stdout?.destroy();
-      child.stderr?.destroy();
+      await reapLeftovers(child, prepared.cgroup, closed);
       await prepared.cgroup?.remove();
       await log.flush();
       job.endedAt = Date.now();
@@ -106,11 +99,6 @@ export class Job {
 
   get running(): boolean {
     return this.endedAt === undefined;
-  }
-
-  /** bytes kept in the log file */
-  get keptBytes(): number {
-    return this.log.size;
   }
 
   /** bytes dropped because the log was full */

@@ -7,9 +7,11 @@
  * changes nothing for us.
  */
 import { constants } from "node:fs";
-import { lstat, mkdir, open, readlink, unlink, type FileHandle } from "node:fs/promises";
+import { open, readlink, unlink, type FileHandle } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
 import { LurkError } from "../../../shared/contract/index.js";
+import { readAt } from "../fs-confined.js";
+import { fileStem, lurkbotDir } from "../lurkbot-dir.js";
 
 export const JOBS_DIR = ".lurkbot/jobs";
 
@@ -27,20 +29,9 @@ export interface JobLog {
   close(): Promise<void>;
 }
 
-async function realDir(path: string): Promise<void> {
-  await mkdir(path, { mode: 0o755 }).catch((err: NodeJS.ErrnoException) => {
-    if (err.code !== "EEXIST") throw err;
-  });
-  const st = await lstat(path);
-  if (st.isSymbolicLink() || !st.isDirectory()) throw new LurkError("PATH_ESCAPE", `${path} is not a plain directory`);
-}
-
 export async function openJobLog(workspace: string, jobId: string): Promise<JobLog> {
-  const base = join(workspace, ".lurkbot");
-  await realDir(base);
-  const dir = join(base, "jobs");
-  await realDir(dir);
-  const name = `${jobId.replace(/[^A-Za-z0-9._-]/g, "_").replace(/^\.+/, "_").slice(0, 120)}.log`;
+  const dir = await lurkbotDir(workspace, "jobs");
+  const name = `${fileStem(jobId)}.log`;
   let handle: FileHandle;
   try {
     handle = await open(join(dir, name), constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
@@ -89,14 +80,7 @@ export async function openJobLog(workspace: string, jobId: string): Promise<JobL
       await chain;
       const end = Math.min(size, offset + length);
       if (end <= offset) return Buffer.alloc(0);
-      const buffer = Buffer.alloc(end - offset);
-      let got = 0;
-      while (got < buffer.length) {
-        const { bytesRead } = await handle.read(buffer, got, buffer.length - got, offset + got);
-        if (bytesRead === 0) break;
-        got += bytesRead;
-      }
-      return buffer.subarray(0, got);
+      return readAt(handle, offset, end - offset);
     },
     async close() {
       await chain;

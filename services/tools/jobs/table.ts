@@ -37,10 +37,6 @@ export class JobTable {
     this.sweeper.unref();
   }
 
-  get size(): number {
-    return this.jobs.size;
-  }
-
   async start(owner: JobOwner, command: string, workspace: string, timeoutMs: number | undefined): Promise<Job> {
     if (this.stopped) throw new LurkError("UNAVAILABLE", "the tools actor is shutting down", { retryable: true });
     this.forgetOld();

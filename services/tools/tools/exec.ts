@@ -12,7 +12,7 @@
  * SANDBOX_UNAVAILABLE (unless tools.exec.allowUnsandboxed).
  */
 import { constants } from "node:fs";
-import { lstat, mkdir, open, readlink, unlink } from "node:fs/promises";
+import { open, readlink, unlink } from "node:fs/promises";
 import { createReadStream } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
@@ -21,6 +21,7 @@ import { cutUtf8 } from "../content.js";
 import { runCommand, type CommandOutcome } from "../exec/run.js";
 import { unavailableMessage } from "../exec/sandbox.js";
 import type { ConfinedFs } from "../fs-confined.js";
+import { fileStem, lurkbotDir } from "../lurkbot-dir.js";
 import { defineTool } from "../tool.js";
 
 export const OUTPUTS_DIR = ".lurkbot/outputs";
@@ -115,26 +116,14 @@ function tailUtf8(text: string, maxBytes: number): string {
   return bytes.subarray(start).toString("utf8");
 }
 
-/** A directory inside the workspace that is really a directory (not a symlink), created if missing. */
-async function realDir(path: string): Promise<void> {
-  await mkdir(path, { mode: 0o755 }).catch((err: NodeJS.ErrnoException) => {
-    if (err.code !== "EEXIST") throw err;
-  });
-  const st = await lstat(path);
-  if (st.isSymbolicLink() || !st.isDirectory()) throw new LurkError("PATH_ESCAPE", `${path} is not a plain directory`);
-}
-
 /**
  * Copies the spooled output to `.lurkbot/outputs/<id>.txt` in the workspace. The command may
  * have planted symlinks there: the directories must be real ones, the file is created new
  * (O_EXCL, O_NOFOLLOW), and the opened fd must be inside the workspace.
  */
 async function saveOutput(fs: ConfinedFs, spoolPath: string, toolCallId: string): Promise<string> {
-  const base = join(fs.realRoot, ".lurkbot");
-  await realDir(base);
-  const dir = join(base, "outputs");
-  await realDir(dir);
-  const stem = toolCallId.replace(/[^A-Za-z0-9._-]/g, "_").replace(/^\.+/, "_").slice(0, 120) || "output";
+  const dir = await lurkbotDir(fs.realRoot, "outputs");
+  const stem = fileStem(toolCallId) || "output";
   for (let n = 0; n < 100; n++) {
     const name = n === 0 ? `${stem}.txt` : `${stem}-${n}.txt`;
     let handle;

@@ -19,7 +19,7 @@ import { unavailableMessage } from "../exec/sandbox.js";
 import type { Job } from "../jobs/job.js";
 import type { JobHost } from "../jobs/route.js";
 import { jobInstance } from "../jobs/table.js";
-import { defineTool, type ToolCallInfo, type ToolContext, type ToolResult } from "../tool.js";
+import { defineTool, type ToolContext, type ToolResult } from "../tool.js";
 
 const DEFAULT_LOG_LINES = 200;
 const NOTE_RESERVE = 400;
@@ -69,7 +69,7 @@ export const processTool = defineTool({
     if (!args.jobId) throw new LurkError("TOOL_INVALID_ARGS", `${args.action} needs a jobId (see action "list")`);
     const instance = jobInstance(args.jobId);
     if (!instance) throw new LurkError("NOT_FOUND", `"${args.jobId}" is not a job id (they look like job-t0123456789-1; see action "list")`);
-    if (instance !== jobs.table.instanceId) return forwarded(jobs, instance, call, args);
+    if (instance !== jobs.table.instanceId) return jobs.forward(instance, call, args);
     const job = jobs.table.get(args.jobId, owner);
     switch (args.action) {
       case "poll": return poll(job, args, ctx);
@@ -93,11 +93,7 @@ function text(body: string, extra: Partial<ToolResult> = {}): ToolResult {
   return { content: [{ type: "text", text: body }], ...extra };
 }
 
-async function forwarded(jobs: JobHost, instance: string, call: ToolCallInfo, args: Args): Promise<ToolResult> {
-  return jobs.forward(instance, call, args as Record<string, unknown>);
-}
-
-function statusLine(job: Pick<Job, "status" | "exitCode" | "exitSignal"> & { exitSignal?: string | null }): string {
+function statusLine(job: Job): string {
   switch (job.status) {
     case "running": return "running";
     case "exited": return job.exitSignal ? `ended (killed by ${job.exitSignal})` : `exited with code ${job.exitCode}`;

@@ -42,10 +42,10 @@ export const readTool = defineTool({
     // skills outside the workspace (user and bundled) are listed in the prompt by absolute path
     const file = await ctx.fs.openRead(args.path, { readOnlyRoots: true });
     try {
-      const head = await readAt(file.handle, 0, 16);
+      const head = await readAt(file.handle, 0, 8192);
       const mime = sniffImage(head);
       if (mime) return await readImage(file, mime, ctx);
-      if (looksBinary(await readAt(file.handle, 0, 8192))) {
+      if (looksBinary(head)) {
         throw new LurkError("TOOL_FAILED", `"${file.path}" is a binary file (${file.stat.size} bytes); read shows text files and PNG, JPEG, GIF or WebP images only`);
       }
       return await readLines(file, args.offset ?? 1, args.limit ?? DEFAULT_LIMIT, ctx);
