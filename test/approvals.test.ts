@@ -16,7 +16,7 @@ import { after, before, describe, it } from "node:test";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { Svcm } from "@nats-io/services";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { outboundMessageSchema, STREAMS, subjects, toolCallReply, type ToolCallReply } from "../shared/contract/index.js";
+import { outboundMessageSchema, STREAMS, subjects, toolCallReply, type OutboundMessage, type ToolCallReply } from "../shared/contract/index.js";
 import { argsHash, canonicalJson, publicKeyFromBase64, signApprovalToken, verifyApprovalToken } from "../shared/runtime/approval-token.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { parseConfig } from "../shared/runtime/config.js";
@@ -25,11 +25,12 @@ import { readTool } from "../services/tools/tools/read.js";
 import { callNeedsApproval, execCommandAllowlisted } from "../services/tools/approval-gate.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
 import { runCli } from "./harness/cli.js";
+import { CliClient, TestSystem } from "./harness/system.js";
 import { TestNats } from "./harness/nats.js";
+import { textOf } from "./harness/tools-actor.js";
 
 const APPROVAL_TIMEOUT_MS = 8_000;
 const BWRAP = "/usr/bin/bwrap";
-const textOf = (reply: ToolCallReply) => reply.content.map((b) => (b.type === "text" ? b.text : `[${b.type}]`)).join("");
 
 describe("approvals: exec gated by a human decision", () => {
   let nats: TestNats;
@@ -267,3 +268,41 @@ describe("approval tokens", () => {
   });
 });
 
+
+describe("approvals inside a real run", () => {
+  let system: TestSystem;
+  let client: CliClient;
+  let cli: BusClient;
+  let cliNc: NatsConnection;
+
+  before(async () => {
+    system = await TestSystem.start({
+      // the tool's own deadline (1 s) is far shorter than the time a human takes to decide
+      config: { tools: { timeoutMs: 1_000, exec: { ask: "always", ...(existsSync(BWRAP) ? {} : { allowUnsandboxed: true }) } }, approvals: { timeoutMs: 30_000 } },
+    });
+    client = await CliClient.connect(system.nats, "approvals-run");
+    cliNc = await system.nats.connect("cli");
+    cli = new BusClient(cliNc);
+  });
+  after(async () => {
+    await client?.close();
+    await cliNc?.close();
+    await system?.stop();
+  });
+
+  it("the run waits for a decision that takes longer than the tool deadline, then gets the command's output", async () => {
+    system.fake.enqueue({ kind: "tool_calls", calls: [{ name: "exec", arguments: { command: "echo decided-late" } }] });
+    // the approval notice goes to this conversation first; the answer follows it
+    const delivered: OutboundMessage[] = [];
+    cliNc.subscribe(subjects().outbound("cli", "approvals-run"), { callback: (_e, m) => void delivered.push(outboundMessageSchema.parse(m.json())) });
+    await cliNc.flush();
+    await client.publish("run it");
+    const pending = await waitFor(async () => (await cli.call("approvals", "list", { status: "pending" })).approvals[0], 15_000, "the pending approval");
+    // longer than tools.timeoutMs plus the runner's 5 s margin: the old limit of a tool call
+    await new Promise((r) => setTimeout(r, 7_000));
+    await cli.call("approvals", "decide", { approvalId: pending.approvalId, decision: "approve", decidedBy: "cli:test" });
+    const reply = await waitFor(() => delivered.find((m) => m.kind === "reply"), 20_000, "the run's reply");
+    assert.match(reply.text, /^tool said: decided-late/);
+    assert.ok(delivered.some((m) => m.kind === "approval" && m.text.includes("echo decided-late")), "the notice named the command");
+  });
+});

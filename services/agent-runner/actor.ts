@@ -28,7 +28,9 @@ export const definition: ActorDefinition = {
     const authState = new AuthStateStore(join(rt.config.dataDir, "agent-runner", "auth-state"));
     rt.onStop({ stop: () => authState.close() });
     void authState.prunePins().catch((err) => rt.log.warn({ err }, "could not prune auth profile pins"));
-    const tools = new ToolsClient(rt.nc, rt.client, rt.subjects, rt.log, rt.config.tools.timeoutMs + TOOL_CALL_MARGIN_MS);
+    // a gated call waits for a human (up to approvals.timeoutMs) before its own deadline starts
+    const toolCallTimeoutMs = rt.config.approvals.timeoutMs + rt.config.tools.timeoutMs + TOOL_CALL_MARGIN_MS;
+    const tools = new ToolsClient(rt.nc, rt.client, rt.subjects, rt.log, toolCallTimeoutMs);
     const controls = new RunControls(rt);
     controls.start();
     // the runtime's signal fires first on stop: active runs are interrupted (and redelivered
