@@ -22,7 +22,7 @@ export const STREAMED_MESSAGES = {
   "lurk.inject.<agentId>": systemInjectSchema,
   "lurk.run.req.<agentId>": runRequestSchema,
   "lurk.run.ctl.<runId>": runControlSchema,
-  "lurk.run.evt.<runId>": runEventSchema,
+  "lurk.run.evt.<runId>.<kind>": runEventSchema,
   "lurk.out.<channel>.<conversation>": outboundMessageSchema,
   "lurk.tools.progress.<runId>": toolProgressSchema,
   "lurk.tools.catalog": toolsCatalogChangedSchema,

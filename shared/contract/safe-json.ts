@@ -1,6 +1,6 @@
 /**
- * Parsing of untrusted bytes: size cap, then JSON.parse with a reviver that drops nothing but
- * refuses `__proto__`, `constructor` and `prototype` keys, then a nesting-depth check.
+ * Parsing of untrusted bytes: size cap, nesting-depth check on the text, then JSON.parse (with a
+ * reviver that refuses `__proto__`, `constructor` and `prototype` keys when the text could hold one).
  * Every failure is a LurkError with a code the caller can reply with.
  */
 import { LurkError } from "./errors.js";

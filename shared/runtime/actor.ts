@@ -72,19 +72,7 @@ export class ActorRuntime {
   /** Serves `lurk.<actor>.<op>` with the contract's schemas. */
   serve<A extends EndpointActor, O extends EndpointOp<A>>(actor: A, op: O, handler: (req: ParsedRequestOf<A, O>, ctx: EndpointHandlerContext) => Promise<ReplyOf<A, O>> | ReplyOf<A, O>, opts: { queue?: string } = {}): void {
     const spec = endpointSpec(actor, op);
-    addEndpoint(this.service, {
-      name: op,
-      subject: `${this.subjects.prefix}.${actor}.${op}`,
-      request: spec.request,
-      reply: spec.reply,
-      limits: this.limits,
-      log: this.log,
-      ...(opts.queue ? { queue: opts.queue } : {}),
-      handler: ((req: never, ctx: EndpointHandlerContext) => {
-        this.activity.count++;
-        return handler(req, ctx);
-      }) as never,
-    });
+    this.serveSubject(op, `${this.subjects.prefix}.${actor}.${op}`, spec.request, spec.reply, handler as never, opts);
   }
 
   /** Serves any subject with given schemas (e.g. `lurk.tools.call.<tool>`). */

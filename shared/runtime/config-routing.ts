@@ -90,4 +90,3 @@ export const routingConfigSchema = z.object({
   }).prefault({}),
 });
 export type RoutingConfig = z.infer<typeof routingConfigSchema>;
-export const ROUTING_DEFAULTS: RoutingConfig = routingConfigSchema.parse({});

@@ -10,7 +10,7 @@ import { isAbsolute, join, resolve } from "node:path";
 import { z } from "zod";
 import { modelsConfigSchema } from "./config-models.js";
 import { providerSecrets, providersConfigSchema } from "./config-providers.js";
-import { JOBS_DEFAULTS, jobsConfigSchema } from "./config-tools-jobs.js";
+import { jobsConfigSchema } from "./config-tools-jobs.js";
 import { heartbeatConfigSchema } from "./config-heartbeat.js";
 import { compactionConfigSchema, memoryConfigSchema } from "./config-compaction.js";
 import { subagentsConfigSchema } from "./config-subagents.js";
@@ -117,7 +117,6 @@ export const webConfigSchema = z.object({
   }).default({ provider: "none" }),
 });
 export type WebConfig = z.infer<typeof webConfigSchema>;
-export const WEB_DEFAULTS: WebConfig = { allowPrivateHosts: [], maxBodyBytes: 2 * 1024 * 1024, timeoutMs: 30_000, search: { provider: "none" } };
 
 export const configSchema = z.object({
   home: z.string(),
@@ -149,7 +148,7 @@ export const configSchema = z.object({
     maxDeliver: z.number().int().min(1).max(100).default(5),
     /** nak delays for failed handlers, by delivery number (the last one repeats) */
     backoffMs: z.array(msSchema).min(1).default([1_000, 5_000, 15_000, 60_000]),
-  }).default({ maxPayloadBytes: 512 * 1024, maxDepth: 64, requestTimeoutMs: 10_000, ackWaitMs: 30_000, maxDeliver: 5, backoffMs: [1_000, 5_000, 15_000, 60_000] }),
+  }).prefault({}),
   runs: z.object({
     maxIterations: z.number().int().min(1).max(100).default(10),
     /** concurrent runs per agent-runner instance */
@@ -158,7 +157,7 @@ export const configSchema = z.object({
     llmTimeoutMs: msSchema.default(120_000),
     /** a run stops (with its text so far) after the tool turn that brings its tokens, in + out, to this */
     maxTokensPerRun: z.number().int().positive().optional(),
-  }).default({ maxIterations: 10, concurrency: 64, historyLimit: 200, llmTimeoutMs: 120_000 }),
+  }).prefault({}),
   tools: z.object({
     /** workers kept when idle (0: none, the first call after idle starts one, ~0.1-0.3 s) */
     minThreads: z.number().int().min(0).max(64).default(0),
@@ -171,10 +170,10 @@ export const configSchema = z.object({
     outputCapBytes: z.number().int().min(1024).max(10 * 1024 * 1024).default(64 * 1024),
     /** the most a file tool (write, edit, apply_patch) writes to one file, bytes */
     maxWriteBytes: z.number().int().min(1024).max(1024 * 1024 * 1024).default(5 * 1024 * 1024),
-    exec: execConfigSchema.default(EXEC_DEFAULTS),
-    web: webConfigSchema.default(WEB_DEFAULTS),
+    exec: execConfigSchema.prefault({}),
+    web: webConfigSchema.prefault({}),
     /** background jobs of the `process` tool (config-tools-jobs.ts) */
-    jobs: jobsConfigSchema.default(JOBS_DEFAULTS),
+    jobs: jobsConfigSchema.prefault({}),
     /** tool policy, global layer: every agent and session */
     allow: z.array(z.string().min(1)).default(TOOL_POLICY_DEFAULTS.allow),
     deny: z.array(z.string().min(1)).default(TOOL_POLICY_DEFAULTS.deny),
@@ -187,14 +186,14 @@ export const configSchema = z.object({
     sandboxedSessions: z.array(sessionTypeSchema).default(TOOL_POLICY_DEFAULTS.sandboxedSessions),
     /** subagent layer, added to the built-in subagent deny list */
     subagent: toolRulesSchema.default(TOOL_POLICY_DEFAULTS.subagent),
-  }).default({ minThreads: 0, maxThreads: 2, workerIdleMs: 15_000, workerMemoryMb: 128, timeoutMs: 60_000, outputCapBytes: 64 * 1024, maxWriteBytes: 5 * 1024 * 1024, exec: EXEC_DEFAULTS, web: WEB_DEFAULTS, jobs: JOBS_DEFAULTS, ...TOOL_POLICY_DEFAULTS }),
+  }).prefault({}),
   /** human approvals of tool calls (services/approvals) */
   approvals: z.object({
     /** a pending approval expires (= denied) after this long */
     timeoutMs: msSchema.max(24 * 3600_000).default(5 * 60_000),
     /** how long an approval token stays valid after the decision */
     tokenTtlMs: msSchema.max(24 * 3600_000).default(5 * 60_000),
-  }).default({ timeoutMs: 5 * 60_000, tokenTtlMs: 5 * 60_000 }),
+  }).prefault({}),
   log: z.object({ level: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info") }).default({ level: "info" }),
   security: z.object({
     /** allow a non-loopback nats:// URL without TLS (only on a trusted private network) */

@@ -9,7 +9,7 @@
  * Call `announce()` again whenever the catalog this actor serves changes. Never throws.
  */
 import { hostname } from "node:os";
-import { toolsCatalogChangedSchema, type ParsedRequestOf, type ReplyOf } from "../contract/index.js";
+import { envelope, toolsCatalogChangedSchema, type ParsedRequestOf, type ReplyOf } from "../contract/index.js";
 import type { ActorRuntime } from "./actor.js";
 import type { EndpointHandlerContext } from "./service.js";
 
@@ -28,13 +28,7 @@ export function serveToolCatalog(rt: ActorRuntime, handler: ToolsListHandler, op
     try {
       await rt.nc.flush();
       if (rt.signal.aborted || rt.nc.isClosed()) return;
-      const message = toolsCatalogChangedSchema.parse({
-        type: "lurk.tools.catalog.v1",
-        id: `${rt.name}-catalog-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`,
-        ts: Date.now(),
-        actor: rt.name,
-        instance: { host: hostname(), pid: process.pid },
-      });
+      const message = toolsCatalogChangedSchema.parse(envelope("lurk.tools.catalog.v1", { actor: rt.name, instance: { host: hostname(), pid: process.pid } }));
       rt.nc.publish(rt.subjects.toolsCatalogChanged, JSON.stringify(message));
       rt.log.debug({ subject: rt.subjects.toolsCatalogChanged }, "tool catalog announced");
     } catch (err) {

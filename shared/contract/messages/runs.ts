@@ -95,7 +95,7 @@ export const runEventBodySchema = z.discriminatedUnion("kind", [
   ev("error", { code: errorCodeSchema, message: z.string(), retryable: z.boolean() }),
 ]);
 
-/** `lurk.run.evt.<runId>`, core publish. `seq` orders the events of one run. */
+/** `lurk.run.evt.<runId>.<kind>`, core publish. `seq` orders the events of one run. */
 export const runEventSchema = defineMessage("lurk.run.event.v1", {
   runId: idSchema,
   sessionKey: sessionKeySchema,

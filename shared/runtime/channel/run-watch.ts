@@ -101,7 +101,7 @@ export function watchRun(nc: NatsConnection, prefix: string, runId: string, opts
       if (err || done) return;
       let event: RunEvent;
       try {
-        event = runEventSchema.parse(safeParseJson(msg.data, { maxBytes: 1024 * 1024, maxDepth: 64 }));
+        event = runEventSchema.parse(safeParseJson(msg.data));
       } catch {
         return;
       }
