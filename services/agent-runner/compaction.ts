@@ -13,10 +13,9 @@
  *    summaries are merged by one more call (MERGE_SUMMARIES_INSTRUCTIONS).
  * Pure planning functions plus `summarizeInStages`, which takes the model call as a parameter.
  */
-import { LurkError, type LlmMessage, type Usage } from "../../shared/contract/index.js";
+import { addUsage, emptyUsage, LurkError, type LlmMessage, type Usage } from "../../shared/contract/index.js";
 import { isSummaryNote, SUMMARY_NOTE_PREFIX } from "./compaction-view.js";
 import type { Complete } from "./model-complete.js";
-import { addUsage, emptyUsage } from "./providers/types.js";
 import { estimateMessagesTokens } from "./tokens.js";
 
 export const BASE_CHUNK_RATIO = 0.4;

@@ -11,10 +11,10 @@
  * model sees them. Turn hooks observe each message, turn end and error; an onTurnEnd hook may
  * stop the loop.
  */
-import { LurkError, type AssistantMessage, type LlmMessage, type ToolDefinition, type ToolResultMessage, type Usage } from "../../shared/contract/index.js";
+import { addUsage, LurkError, type AssistantMessage, type LlmMessage, type ToolDefinition, type ToolResultMessage, type Usage } from "../../shared/contract/index.js";
 import { callModel, type LlmCallDeps } from "./llm-call.js";
 import { withOverflowRetry, type CompactContext } from "./overflow-retry.js";
-import { addUsage, type ToolCallBlock } from "./providers/types.js";
+import type { ToolCallBlock } from "./providers/types.js";
 import { assistantText, type ResumeState } from "./transcript.js";
 import type { MailboxInput, RunMailbox } from "./mailbox.js";
 import { runTurnTools, type TurnToolDeps } from "./turn-tools.js";

@@ -3,8 +3,8 @@
  * memory consolidation): the provider's stream() is drained and nothing is published as run
  * events. Throws the provider's LurkError; an empty answer is a PROVIDER_ERROR.
  */
-import { LurkError, type Usage } from "../../shared/contract/index.js";
-import { emptyUsage, type Provider } from "./providers/types.js";
+import { emptyUsage, LurkError, type Usage } from "../../shared/contract/index.js";
+import type { Provider } from "./providers/types.js";
 
 export interface Completion {
   text: string;

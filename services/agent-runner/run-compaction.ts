@@ -9,7 +9,7 @@
  * Each compaction appends one `compaction_summary` record (id `<runId>:compact:<n>`, meta
  * firstKeptId, see compaction-view.ts) and publishes a `compaction` run event.
  */
-import type { LlmMessage, ToolDefinition, TranscriptRecord, Usage } from "../../shared/contract/index.js";
+import { addUsage, emptyUsage, type LlmMessage, type ToolDefinition, type TranscriptRecord, type Usage } from "../../shared/contract/index.js";
 import type { CompactionConfig } from "../../shared/runtime/config-compaction.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import { compactionLimit, planCompaction, summarizeInStages } from "./compaction.js";
@@ -17,7 +17,6 @@ import { messageRecordIds, summaryNote } from "./compaction-view.js";
 import type { RunEvents } from "./events.js";
 import type { LoopResult } from "./loop.js";
 import type { Complete } from "./model-complete.js";
-import { addUsage, emptyUsage } from "./providers/types.js";
 import { estimateMessagesTokens, estimatePromptTokens } from "./tokens.js";
 
 export type CompactionReason = "threshold" | "overflow" | "command";

@@ -7,7 +7,7 @@
  * resumes; everything else ends the run with a terminal error and an error reply.
  */
 import {
-  LurkError, recordIds, type AssistantMessage, type RunRequest, type ToolDefinition, type ToolResultMessage, type TranscriptRecord, type UsageUpdate,
+  addUsage, emptyUsage, LurkError, recordIds, type AssistantMessage, type RunRequest, type ToolDefinition, type ToolResultMessage, type TranscriptRecord, type UsageUpdate,
 } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import { agentWorkspace, defaultAgent, type AgentConfig } from "../../shared/runtime/config.js";
@@ -19,7 +19,6 @@ import { errorText, finishRun, replayFinished, type FinishDeps, type Outcome } f
 import { runLoop } from "./loop.js";
 import { buildSystemPrompt } from "./system-prompt.js";
 import { promptExtras } from "./prompt-inputs.js";
-import { addUsage, emptyUsage } from "./providers/types.js";
 import { messageRecordIds } from "./compaction-view.js";
 import { scheduleConsolidation } from "./memory-after-run.js";
 import { providerComplete } from "./model-complete.js";

@@ -9,10 +9,9 @@
  *    (except in the trailing group, which the loop is about to finish).
  */
 import {
-  recordIds, type Usage, type AssistantMessage, type LlmMessage, type RunInput, type RunRequest, type ToolResultMessage, type TranscriptRecord, type UserMessage,
+  addUsage, emptyUsage, recordIds, type Usage, type AssistantMessage, type LlmMessage, type RunInput, type RunRequest, type ToolResultMessage, type TranscriptRecord, type UserMessage,
 } from "../../shared/contract/index.js";
 import { compactedView, messageRecordIds, summaryNote } from "./compaction-view.js";
-import { addUsage, emptyUsage } from "./providers/types.js";
 
 export function inputRecords(req: RunRequest, now = Date.now()): TranscriptRecord[] {
   return req.inputs.map((input, index) => inputRecord(recordIds.input(req.runId, index), req.runId, input, now));

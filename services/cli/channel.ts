@@ -9,7 +9,7 @@ import { userInfo } from "node:os";
 import { jetstream } from "@nats-io/jetstream";
 import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
 import {
-  encodeToken, inboundMessageSchema, inboundMsgId, outboundMessageSchema, runEventSchema, runIdFor, safeParseJson,
+  addUsage, emptyUsage, encodeToken, inboundMessageSchema, inboundMsgId, outboundMessageSchema, runEventSchema, runIdFor, safeParseJson,
   subjects, type InboundMessage, type OutboundMessage, type RunEvent, type Usage,
 } from "../../shared/contract/index.js";
 import { CliError } from "./errors.js";
@@ -61,14 +61,6 @@ interface Pending {
   reject: (e: Error) => void;
 }
 
-const addUsage = (a: Usage | undefined, b: Usage): Usage => ({
-  input: (a?.input ?? 0) + b.input,
-  output: (a?.output ?? 0) + b.output,
-  cacheRead: (a?.cacheRead ?? 0) + b.cacheRead,
-  cacheWrite: (a?.cacheWrite ?? 0) + b.cacheWrite,
-  total: (a?.total ?? 0) + b.total,
-  ...(a?.costUsd !== undefined || b.costUsd !== undefined ? { costUsd: (a?.costUsd ?? 0) + (b.costUsd ?? 0) } : {}),
-});
 
 /**
  * One terminal conversation on the bus. `send()` resolves with the delivery that answers the
@@ -159,7 +151,7 @@ export class TerminalChannel {
       return;
     }
     p.sessionKey ??= event.sessionKey;
-    if (event.event.kind === "usage") p.usage = addUsage(p.usage, event.event.usage);
+    if (event.event.kind === "usage") p.usage = addUsage(p.usage ?? emptyUsage(), event.event.usage);
     if (event.event.kind === "done" && !p.usage) p.usage = event.event.usage;
     p.hooks.onRunEvent?.(event);
     if (event.event.kind === "done" || event.event.kind === "error") {

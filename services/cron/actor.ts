@@ -15,9 +15,10 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { buildSessionKey, LurkError, runEventSchema, safeParseJson, type CronJob } from "../../shared/contract/index.js";
+import { buildSessionKey, LurkError, type CronJob } from "../../shared/contract/index.js";
 import type { ActorDefinition, ActorRuntime } from "../../shared/runtime/actor.js";
 import { Lease, LeaseKeeper } from "../../shared/runtime/lease.js";
+import { subscribeRunEnds } from "../../shared/runtime/run-ends.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { cronSessionKey, Firer, runTimeoutMs, type FireBus } from "./fire.js";
 import { applyPatch, createJob, newJobId } from "./jobs.js";
@@ -90,29 +91,16 @@ export const definition: ActorDefinition = {
     }, GENERATION_POLL_MS);
 
     // a run's terminal event ends its fire
-    const runIdToken = rt.subjects.prefix.split(".").length + 2;
-    const terminal = rt.subjects.runTerminalAll.map((subject) => rt.nc.subscribe(subject, {
-      callback: (_err, msg) => {
-        const runId = msg.subject.split(".")[runIdToken];
-        const fireId = runId ? store.fireIdOfRun(runId) : undefined;
-        if (!fireId) return;
-        let status: "ok" | "error" = msg.subject.endsWith(".done") ? "ok" : "error";
-        let error: string | undefined;
-        let reply = "";
-        try {
-          const event = runEventSchema.parse(safeParseJson(msg.data, rt.limits)).event;
-          if (event.kind === "error") {
-            status = "error";
-            error = `${event.code}: ${event.message}`;
-          } else if (event.kind === "done" && !event.silent) {
-            reply = event.text;
-          }
-        } catch (err) {
-          rt.log.warn({ err, runId }, "malformed terminal run event; judging by its subject");
-        }
-        endFire(firer, fireId, status, reply, error).catch((err) => rt.log.warn({ err, runId }, "could not record the end of a cron run"));
-      },
-    }));
+    const terminal = subscribeRunEnds(rt.nc, rt.subjects, rt.limits, rt.log, (runId, kind, read) => {
+      const fireId = store.fireIdOfRun(runId);
+      if (!fireId) return;
+      // a malformed event is judged by its subject
+      const event = read();
+      const status = kind === "done" && event?.kind !== "error" ? "ok" : "error";
+      const error = event?.kind === "error" ? `${event.code}: ${event.message}` : undefined;
+      const reply = event?.kind === "done" && !event.silent ? event.text : "";
+      endFire(firer, fireId, status, reply, error).catch((err) => rt.log.warn({ err, runId }, "could not record the end of a cron run"));
+    });
 
     const reconcile = setInterval(() => void reconcileRuns(rt, store, firer).catch((err) => rt.log.warn({ err }, "cron reconcile failed")), RECONCILE_EVERY_MS);
     reconcile.unref();
@@ -192,7 +180,7 @@ export const definition: ActorDefinition = {
       async stop() {
         clearInterval(poll);
         clearInterval(reconcile);
-        for (const sub of terminal) sub.unsubscribe();
+        terminal.stop();
         await keeper.stop();
         await scheduler.stop();
         await store.close();

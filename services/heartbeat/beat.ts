@@ -12,7 +12,7 @@
  * The run under way is persisted, so a restarted actor finishes it (from the transcript's marker).
  */
 import {
-  buildSessionKey, envelope, heartbeatEventSchema, LurkError, outboundMessageSchema, runIdFor, systemInjectSchema,
+  buildSessionKey, emptyUsage, envelope, heartbeatEventSchema, LurkError, outboundMessageSchema, runIdFor, systemInjectSchema,
   type HeartbeatEvent, type Origin, type SessionEntry, type Usage,
 } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
@@ -183,7 +183,7 @@ export class HeartbeatRunner {
         waiter.cancel();
         const marker = records.find((r) => r.kind === "run_marker" && r.runStatus === status);
         end = status === "done"
-          ? { kind: "done", text: marker?.text ?? "", usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 }, silent: marker?.meta?.silent === true }
+          ? { kind: "done", text: marker?.text ?? "", usage: emptyUsage(), silent: marker?.meta?.silent === true }
           : { kind: "error", code: String(marker?.meta?.errorCode ?? status.toUpperCase()), message: marker?.text ?? `the run ended: ${status}` };
       } else {
         end = await waiter.wait;

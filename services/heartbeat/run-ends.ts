@@ -3,9 +3,10 @@
  * waiting for them. A waiter is registered before the inject is published, so no end is missed
  * while the actor is up; ends of other runs are ignored after a cheap subject check.
  */
-import type { NatsConnection, Subscription } from "@nats-io/transport-node";
-import { runEventSchema, safeParseJson, type SafeParseLimits, type Subjects, type Usage } from "../../shared/contract/index.js";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { SafeParseLimits, Subjects, Usage } from "../../shared/contract/index.js";
 import type { Logger } from "../../shared/runtime/logger.js";
+import { subscribeRunEnds } from "../../shared/runtime/run-ends.js";
 
 export type RunEnd =
   | { kind: "done"; text: string; usage: Usage; silent: boolean }
@@ -16,26 +17,15 @@ export type RunEnd =
 
 export class RunEndWatcher {
   private readonly waiters = new Map<string, (end: RunEnd) => void>();
-  private readonly subs: Subscription[] = [];
+  private readonly ends: { stop(): void };
 
   constructor(nc: NatsConnection, subjects: Subjects, limits: SafeParseLimits, private readonly log: Logger) {
-    const runIdIndex = subjects.prefix.split(".").length + 2;
-    for (const subject of subjects.runTerminalAll) {
-      this.subs.push(nc.subscribe(subject, {
-        callback: (_err, msg) => {
-          const runId = msg.subject.split(".")[runIdIndex];
-          if (!runId || !this.waiters.has(runId)) return;
-          try {
-            const parsed = runEventSchema.parse(safeParseJson(msg.data, limits));
-            const e = parsed.event;
-            if (e.kind === "done") this.resolve(runId, { kind: "done", text: e.text, usage: e.usage, silent: e.silent });
-            else if (e.kind === "error") this.resolve(runId, { kind: "error", code: e.code, message: e.message });
-          } catch (err) {
-            this.log.warn({ err, runId }, "malformed terminal run event ignored");
-          }
-        },
-      }));
-    }
+    this.ends = subscribeRunEnds(nc, subjects, limits, log, (runId, _kind, read) => {
+      if (!this.waiters.has(runId)) return;
+      const e = read();
+      if (e?.kind === "done") this.resolve(runId, { kind: "done", text: e.text, usage: e.usage, silent: e.silent });
+      else if (e?.kind === "error") this.resolve(runId, { kind: "error", code: e.code, message: e.message });
+    });
   }
 
   /** Call before the run can start; `wait` then resolves with its end or `timeout`. */
@@ -61,6 +51,6 @@ export class RunEndWatcher {
 
   stop(): void {
     for (const runId of [...this.waiters.keys()]) this.resolve(runId, { kind: "stopped" });
-    for (const sub of this.subs) sub.unsubscribe();
+    this.ends.stop();
   }
 }

@@ -16,6 +16,7 @@ import {
 } from "../../shared/contract/index.js";
 import type { ActorDefinition, ActorRuntime } from "../../shared/runtime/actor.js";
 import { defaultAgent } from "../../shared/runtime/config.js";
+import { subscribeRunEnds } from "../../shared/runtime/run-ends.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { checkRoutingConfig } from "./bindings.js";
 import { Intake } from "./intake.js";
@@ -55,13 +56,7 @@ export const definition: ActorDefinition = {
       if (!lanes.isActive(runId)) return resolve();
       endWaiters.set(runId, [...(endWaiters.get(runId) ?? []), resolve]);
     });
-    const runIdToken = rt.subjects.prefix.split(".").length + 2;
-    const events = rt.subjects.runTerminalAll.map((subject) => rt.nc.subscribe(subject, {
-      callback: (_err, msg) => {
-        const runId = msg.subject.split(".")[runIdToken];
-        if (runId) releaseRun(runId);
-      },
-    }));
+    const ends = subscribeRunEnds(rt.nc, rt.subjects, rt.limits, rt.log, (runId) => releaseRun(runId));
 
     const finishedBefore = async (request: RunRequest) => {
       const { status } = await rt.client.call("sessions", "run", { sessionKey: request.sessionKey, runId: request.runId });
@@ -177,7 +172,7 @@ export const definition: ActorDefinition = {
     return {
       async stop() {
         clearInterval(reconcile);
-        for (const sub of events) sub.unsubscribe();
+        ends.stop();
         await pairing.close().catch(() => undefined);
       },
     };

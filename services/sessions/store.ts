@@ -12,7 +12,7 @@
 import { randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { open, type Database, type RootDatabase } from "lmdb";
-import { LurkError, type SessionEntry, type TranscriptRecord, type Usage } from "../../shared/contract/index.js";
+import { addUsage, emptyUsage, LurkError, type SessionEntry, type TranscriptRecord, type Usage } from "../../shared/contract/index.js";
 import { resetReason, type ResetPolicy, type ResetReason } from "./reset-policy.js";
 
 type RunStatus = "started" | "done" | "error" | "aborted";
@@ -26,14 +26,7 @@ function withUsage(e: SessionEntry, { usage, model, provider }: UsageUpdate): Se
     ...e,
     model,
     provider,
-    usage: {
-      input: e.usage.input + usage.input,
-      output: e.usage.output + usage.output,
-      cacheRead: e.usage.cacheRead + usage.cacheRead,
-      cacheWrite: e.usage.cacheWrite + usage.cacheWrite,
-      total: e.usage.total + usage.total,
-      ...(usage.costUsd !== undefined || e.usage.costUsd !== undefined ? { costUsd: (e.usage.costUsd ?? 0) + (usage.costUsd ?? 0) } : {}),
-    },
+    usage: addUsage(e.usage, usage),
   };
 }
 
@@ -48,7 +41,6 @@ export interface SessionStoreOptions {
 }
 
 const newSessionId = () => `ses_${randomUUID().replace(/-/g, "").slice(0, 16)}`;
-const emptyUsage = (): Usage => ({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 });
 
 /** The entry with a fresh, empty transcript (the old one stays on disk under its id). */
 function freshTranscript(e: SessionEntry): SessionEntry {

@@ -13,11 +13,12 @@
 import { createHash, randomBytes } from "node:crypto";
 import { join } from "node:path";
 import {
-  buildSessionKey, envelope, LurkError, parseSessionKey, runEventSchema, runRequestSchema, safeParseJson,
+  buildSessionKey, envelope, LurkError, parseSessionKey, runRequestSchema,
   type ParsedRequestOf, type SubagentRecord,
 } from "../../shared/contract/index.js";
 import type { ActorDefinition, ActorRuntime } from "../../shared/runtime/actor.js";
 import type { LurkConfig } from "../../shared/runtime/config.js";
+import { subscribeRunEnds } from "../../shared/runtime/run-ends.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { ChildLifecycle } from "./lifecycle.js";
 import { childDepth } from "./limits.js";
@@ -39,19 +40,11 @@ export const definition: ActorDefinition = {
     const life = new ChildLifecycle(rt, store);
 
     // terminal events first, then reconcile: a child ending in between is seen either way
-    const runIdToken = rt.subjects.prefix.split(".").length + 2;
-    const subs = rt.subjects.runTerminalAll.map((subject) => rt.nc.subscribe(subject, {
-      callback: (_err, msg) => {
-        const runId = msg.subject.split(".")[runIdToken];
-        if (!runId || !store.get(runId)) return;
-        const parsed = runEventSchema.safeParse(safeParseJson(msg.data, rt.limits));
-        if (!parsed.success || parsed.data.runId !== runId) {
-          rt.log.warn({ runId, subject: msg.subject }, "ignoring a malformed terminal run event");
-          return;
-        }
-        life.onTerminal(runId, parsed.data.event).catch((err) => rt.log.warn({ err, runId }, "could not handle a child's end"));
-      },
-    }));
+    const ends = subscribeRunEnds(rt.nc, rt.subjects, rt.limits, rt.log, (runId, _kind, read) => {
+      if (!store.get(runId)) return;
+      const event = read();
+      if (event) life.onTerminal(runId, event).catch((err) => rt.log.warn({ err, runId }, "could not handle a child's end"));
+    });
     await rt.nc.flush();
     const pending = store.inStatus("running", "announcing");
     if (pending.length) rt.log.info({ children: pending.length }, "reconciling children left from before the restart");
@@ -78,7 +71,7 @@ export const definition: ActorDefinition = {
         clearInterval(sweeper);
         clearInterval(pruner);
         life.clearAll();
-        for (const sub of subs) sub.unsubscribe();
+        ends.stop();
         await store.close();
       },
     };

@@ -7,7 +7,7 @@
  * origin.
  */
 import {
-  envelope, parseSessionKey, systemInjectSchema, type SubagentRecord, type TranscriptRecord, type Usage,
+  addUsage, emptyUsage, envelope, parseSessionKey, systemInjectSchema, type SubagentRecord, type TranscriptRecord, type Usage,
 } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import type { ChildRecord } from "./store.js";
@@ -72,18 +72,12 @@ export async function publishAnnounce(rt: ActorRuntime, record: ChildRecord): Pr
 export function outcomeFromRecords(records: readonly TranscriptRecord[]): { status: "done" | "error" | "aborted"; reply: string; usage: Usage; errorCode?: string } | null {
   const marker = records.find((r) => r.kind === "run_marker" && r.runStatus && r.runStatus !== "started");
   if (!marker) return null;
-  const usage: Usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 };
+  let usage = emptyUsage();
   let lastAssistant = "";
   for (const r of records) {
     const m = r.message;
     if (m?.role !== "assistant") continue;
-    if (m.usage) {
-      usage.input += m.usage.input;
-      usage.output += m.usage.output;
-      usage.cacheRead += m.usage.cacheRead;
-      usage.cacheWrite += m.usage.cacheWrite;
-      usage.total += m.usage.total;
-    }
+    if (m.usage) usage = addUsage(usage, m.usage);
     const text = m.content.filter((b) => b.type === "text").map((b) => (b as { text: string }).text).join("");
     if (text.trim()) lastAssistant = text;
   }

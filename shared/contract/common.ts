@@ -59,6 +59,21 @@ export const usageSchema = z.object({
 });
 export type Usage = z.infer<typeof usageSchema>;
 
+export const emptyUsage = (): Usage => ({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 });
+
+/** The sum of two usages (cost only when either has one). */
+export function addUsage(a: Usage, b: Usage): Usage {
+  const out: Usage = {
+    input: a.input + b.input,
+    output: a.output + b.output,
+    cacheRead: a.cacheRead + b.cacheRead,
+    cacheWrite: a.cacheWrite + b.cacheWrite,
+    total: a.total + b.total,
+  };
+  if (a.costUsd !== undefined || b.costUsd !== undefined) out.costUsd = (a.costUsd ?? 0) + (b.costUsd ?? 0);
+  return out;
+}
+
 export const thinkLevelSchema = z.enum(["off", "low", "medium", "high"]);
 export const verboseLevelSchema = z.enum(["off", "low", "high"]);
 export const reasoningLevelSchema = z.enum(["off", "on", "stream"]);

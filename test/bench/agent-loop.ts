@@ -20,7 +20,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
 import {
-  subjects, toolCallRequest, type AssistantMessage, type LlmMessage, type ToolDefinition, type ToolResultMessage, type TranscriptRecord,
+  emptyUsage, subjects, toolCallRequest, type AssistantMessage, type LlmMessage, type ToolDefinition, type ToolResultMessage, type TranscriptRecord,
 } from "../../shared/contract/index.js";
 import { BusClient } from "../../shared/runtime/client.js";
 import { parseConfig } from "../../shared/runtime/config.js";
@@ -31,7 +31,6 @@ import { ModelChain } from "../../services/agent-runner/failover.js";
 import { runLoop } from "../../services/agent-runner/loop.js";
 import { toOpenAITools } from "../../services/agent-runner/providers/openai-convert.js";
 import { ProviderRegistry } from "../../services/agent-runner/providers/registry.js";
-import { emptyUsage } from "../../services/agent-runner/providers/types.js";
 import { ToolsClient } from "../../services/agent-runner/tools-client.js";
 import { FakeOpenAIServer } from "../fakes/openai-server.js";
 import { startActorProcess, type ActorProcess } from "../harness/actors.js";

@@ -6,12 +6,12 @@
  * loop retries classified errors itself.
  */
 import Anthropic from "@anthropic-ai/sdk";
-import type { AssistantMessage, ContentBlock, Usage } from "../../../shared/contract/index.js";
+import { emptyUsage, type AssistantMessage, type ContentBlock, type Usage } from "../../../shared/contract/index.js";
 import { toAnthropicMessages, toAnthropicSystem, toAnthropicTools } from "./anthropic-convert.js";
 import { classifyAnthropicError } from "./anthropic-errors.js";
 import { toolCallFromJson } from "./json-repair.js";
 import { anthropicThinking } from "./thinking.js";
-import { emptyUsage, type Provider, type ProviderRequest, type ProviderStreamEvent, type ToolCallBlock } from "./types.js";
+import type { Provider, ProviderRequest, ProviderStreamEvent, ToolCallBlock } from "./types.js";
 
 export interface AnthropicProviderOptions {
   apiKey?: string;

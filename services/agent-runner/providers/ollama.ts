@@ -7,11 +7,11 @@
  * library is imported on the first call (most deployments never use Ollama; see lazy.ts).
  */
 import type { ChatResponse } from "ollama/browser";
-import { LurkError, type AssistantMessage, type ContentBlock, type Usage } from "../../../shared/contract/index.js";
+import { emptyUsage, LurkError, type AssistantMessage, type ContentBlock, type Usage } from "../../../shared/contract/index.js";
 import { fromOllamaToolCall, toOllamaMessages, toOllamaTools } from "./ollama-convert.js";
 import { classifyOllamaError } from "./ollama-errors.js";
 import { ollamaThink } from "./thinking.js";
-import { emptyUsage, type Provider, type ProviderRequest, type ProviderStreamEvent, type ToolCallBlock } from "./types.js";
+import type { Provider, ProviderRequest, ProviderStreamEvent, ToolCallBlock } from "./types.js";
 
 export const DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434";
 

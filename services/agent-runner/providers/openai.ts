@@ -4,12 +4,12 @@
  * when safe. The SDK's own retries are off: the loop retries classified errors itself.
  */
 import OpenAI from "openai";
-import type { AssistantMessage, ContentBlock, Usage } from "../../../shared/contract/index.js";
+import { emptyUsage, type AssistantMessage, type ContentBlock, type Usage } from "../../../shared/contract/index.js";
 import { classifyProviderError } from "./errors.js";
 import { toolCallFromJson } from "./json-repair.js";
 import { openaiReasoningEffort } from "./thinking.js";
 import { toOpenAIMessages, toOpenAITools } from "./openai-convert.js";
-import { emptyUsage, type Provider, type ProviderRequest, type ProviderStreamEvent, type ToolCallBlock } from "./types.js";
+import type { Provider, ProviderRequest, ProviderStreamEvent, ToolCallBlock } from "./types.js";
 
 export interface OpenAIProviderOptions {
   apiKey?: string;

@@ -46,16 +46,4 @@ export interface Provider {
   stream(request: ProviderRequest): AsyncIterable<ProviderStreamEvent>;
 }
 
-export const emptyUsage = (): Usage => ({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 });
 
-export function addUsage(a: Usage, b: Usage): Usage {
-  const out: Usage = {
-    input: a.input + b.input,
-    output: a.output + b.output,
-    cacheRead: a.cacheRead + b.cacheRead,
-    cacheWrite: a.cacheWrite + b.cacheWrite,
-    total: a.total + b.total,
-  };
-  if (a.costUsd !== undefined || b.costUsd !== undefined) out.costUsd = (a.costUsd ?? 0) + (b.costUsd ?? 0);
-  return out;
-}
