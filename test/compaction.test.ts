@@ -325,6 +325,44 @@ describe("compaction and memory through the system", () => {
     assert.ok(next.includes("[summary of the earlier conversation]") && next.includes("CMP-TWO") && !next.includes("CMP-ONE"));
   });
 
+  it("compacts between turns when tool results grow the context past the threshold during a run", async () => {
+    const sessionKey = "agent:main:cli:dm:midrun";
+    const file = (mark: string) => Array.from({ length: 1_200 }, (_, i) => `${mark} line ${i} alpha beta gamma delta`).join("\n");
+    for (const mark of ["MIDRUN-A", "MIDRUN-B", "MIDRUN-C"]) writeFileSync(join(system.workspace, `${mark}.txt`), file(mark));
+    system.fake.enqueue(
+      { kind: "tool_calls", calls: [{ id: "mid_a", name: "read", arguments: { path: "MIDRUN-A.txt" } }] },
+      { kind: "tool_calls", calls: [{ id: "mid_b", name: "read", arguments: { path: "MIDRUN-B.txt" } }] },
+      { kind: "tool_calls", calls: [{ id: "mid_c", name: "read", arguments: { path: "MIDRUN-C.txt" } }] },
+    );
+    const mainBefore = mainRequests().length;
+    const { runId, terminal } = await run(sessionKey, "MIDRUN-ASK read the three files");
+    assert.equal(terminal.event.kind, "done", JSON.stringify(terminal.event));
+    const calls = mainRequests().slice(mainBefore).map(allText);
+    assert.equal(calls.length, 4, "three tool turns and the answer");
+    const runEvents = events.filter((e) => e.runId === runId).map((e) => e.event);
+    const compactions = runEvents.filter((e) => e.kind === "compaction");
+    assert.ok(compactions.length >= 1, "compacted during the run");
+    assert.ok(compactions.every((e) => e.reason === "threshold"), JSON.stringify(compactions));
+    const firstAt = runEvents.findIndex((e) => e.kind === "compaction");
+    const turnOfFirst = (runEvents.slice(0, firstAt).findLast((e) => e.kind === "turn_start") as { turn: number }).turn;
+    assert.ok(turnOfFirst >= 2, `the first compaction comes before call ${turnOfFirst}, after tool results grew the context`);
+    const before = calls[turnOfFirst - 2]!;
+    assert.ok(before.includes("MIDRUN-A line") && !before.includes("[summary of the earlier conversation]"), "below the threshold everything is sent");
+    const last = calls[3]!;
+    assert.ok(last.includes("[summary of the earlier conversation]"), "the last call starts from the summary");
+    assert.ok(last.includes("MIDRUN-C line"), "the newest tool result is kept verbatim");
+    assert.ok(!last.includes("MIDRUN-A line"), "the first tool result is summarized, not sent again");
+    const records = await history(sessionKey);
+    const summary = records.find((r) => r.kind === "compaction_summary" && r.runId === runId);
+    assert.equal(summary?.meta?.reason, "threshold");
+    const order = records.filter((r) => r.runId === runId).map((r) => r.kind === "compaction_summary" ? "summary" : r.message?.role === "tool_result" ? `result:${r.message.toolCallId}` : r.kind);
+    const firstSummary = order.indexOf("summary");
+    assert.ok(firstSummary > order.indexOf("result:mid_a") && order[firstSummary - 1]!.startsWith("result:"), `a summary is stored after the tool results it covers: ${order.join(",")}`);
+    await run(sessionKey, "MIDRUN-NEXT");
+    const next = allText(requestWith("MIDRUN-NEXT")[0]!);
+    assert.ok(next.includes("[summary of the earlier conversation]") && !next.includes("MIDRUN-A line"), "a later run starts from the summary");
+  });
+
   it("consolidates old messages into MEMORY.md and HISTORY.md after the reply; a malformed answer changes nothing", async () => {
     await writeConfig({ compaction: { enabled: false }, memory: { window: 6 } });
     const memoryPath = join(system.workspace, "MEMORY.md");

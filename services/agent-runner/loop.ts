@@ -40,6 +40,15 @@ export interface LoopDeps extends LlmCallDeps, Omit<TurnToolDeps, "events" | "si
   hooks?: TurnHooks[];
   /** shrinks the context after a context-overflow error (run-compaction.ts) */
   compactContext?: CompactContext;
+  /** compaction between turns, when the context grew past the threshold during the run (run-compaction.ts) */
+  midRunCompaction?: MidRunCompaction;
+}
+
+/** Between two model calls of a run: the last call's prompt size (as the provider counted it) plus what was added since. */
+export interface MidRunCompaction {
+  /** `promptTokens` is the last call's prompt as billed (undefined when the provider reported no usage), `sentCount` how many of `messages` it sent */
+  overLimit(messages: readonly LlmMessage[], promptTokens: number | undefined, sentCount: number): boolean;
+  compact: CompactContext;
 }
 
 export interface LoopResult {
@@ -110,6 +119,8 @@ async function loop(deps: LoopDeps, resume: ResumeState, onTurn: (turn: number) 
 
   /** tool results of the last turn still being stored (runTurnTools' `stored`) */
   let unsaved: Promise<void> = Promise.resolve();
+  /** the last model call of this attempt: its billed prompt and how many messages it sent */
+  let lastCall: { promptTokens: number | undefined; sentCount: number } | undefined;
   const finishTurn = async (t: number, message: AssistantMessage, existing: Map<string, ToolResultMessage>, turnUsage: Usage | undefined) => {
     messages.push(message);
     const calls = message.content.filter((b): b is ToolCallBlock => b.type === "tool_call");
@@ -167,12 +178,22 @@ async function loop(deps: LoopDeps, resume: ResumeState, onTurn: (turn: number) 
     turn++;
     onTurn(turn);
     deps.events.emit({ kind: "turn_start", turn });
+    // a context that grew past the threshold during the run is compacted before the next call;
+    // the summary is stored after the last turn's tool results
+    const mid = deps.midRunCompaction;
+    if (mid && lastCall && mid.overLimit(messages, lastCall.promptTokens, lastCall.sentCount)) {
+      await unsaved;
+      const compacted = await mid.compact(messages);
+      if (compacted) messages.splice(0, messages.length, ...compacted);
+    }
     // a context overflow compacts the context and retries the call once (overflow-retry.ts);
     // the last turn's tool results are stored meanwhile, and must be before this turn goes on
     const answer = withOverflowRetry(() => callModel(deps, turn, messages), messages, deps.compactContext);
     answer.catch(() => undefined);
     await unsaved;
     const message = uniqueToolCallIds(await answer, messages, turn);
+    const billed = message.usage;
+    lastCall = { promptTokens: billed ? billed.input + billed.cacheRead + billed.cacheWrite || undefined : undefined, sentCount: messages.length };
     const text = assistantText(message);
     deps.events.emit({ kind: "message_end", turn, text });
     if (message.usage) {

@@ -2,6 +2,8 @@
  * Compaction inside a run (compaction.ts does the planning and summarizing):
  *  - `beforeRun`: the prompt estimate passes compactionLimit() -> compact first ("threshold");
  *    a failed summary is logged and the run goes on with the full context;
+ *  - `midRun`: between two model calls of a run, the last call's billed prompt plus the
+ *    messages added since (tool results) passes the limit -> compact before the next call;
  *  - `onOverflow`: the provider refused the prompt as too long -> compact; the loop retries the
  *    turn once (overflow-retry.ts);
  *  - `command`: `/compact` (run option command "compact"): compact now, keeping only
@@ -15,9 +17,9 @@ import type { Logger } from "../../shared/runtime/logger.js";
 import { compactionLimit, planCompaction, summarizeInStages } from "./compaction.js";
 import { messageRecordIds, summaryNote } from "./compaction-view.js";
 import type { RunEvents } from "./events.js";
-import type { LoopResult } from "./loop.js";
+import type { LoopResult, MidRunCompaction } from "./loop.js";
 import type { Complete } from "./model-complete.js";
-import { estimateMessagesTokens, estimatePromptTokens } from "./tokens.js";
+import { estimateMessagesTokens, estimatePromptTokens, estimateTextTokens, estimateToolsTokens } from "./tokens.js";
 
 export type CompactionReason = "threshold" | "overflow" | "command";
 
@@ -44,6 +46,8 @@ export class RunCompactor {
   private count: number;
   /** usage of the summary calls, added to the run's */
   usage: Usage = emptyUsage();
+  /** the system prompt and tool definitions, estimated once by beforeRun (a fallback when a provider bills no usage) */
+  private fixedTokens = 0;
 
   constructor(private readonly deps: RunCompactorDeps) {
     // a resumed run numbers its summaries after the ones an earlier attempt stored
@@ -78,6 +82,7 @@ export class RunCompactor {
   /** The context to start the loop with: compacted when the prompt estimate passes the limit. */
   async beforeRun(system: string, tools: ToolDefinition[], context: LlmMessage[], rest: LlmMessage[]): Promise<LlmMessage[]> {
     if (!this.deps.config.enabled) return context;
+    this.fixedTokens = estimateTextTokens(system) + estimateToolsTokens(tools);
     const tokens = estimatePromptTokens(system, tools, [...context, ...rest]);
     const limit = compactionLimit(this.deps.contextWindow, this.deps.config);
     if (tokens <= limit) return context;
@@ -88,6 +93,25 @@ export class RunCompactor {
       return context;
     }
   }
+
+  /** The loop's check between turns; a failed summary is logged and the run goes on with the full context. */
+  readonly midRun: MidRunCompaction = {
+    overLimit: (messages, promptTokens, sentCount) => {
+      if (!this.deps.config.enabled) return false;
+      const tokens = promptTokens !== undefined
+        ? promptTokens + estimateMessagesTokens(messages.slice(sentCount))
+        : this.fixedTokens + estimateMessagesTokens(messages);
+      return tokens > compactionLimit(this.deps.contextWindow, this.deps.config);
+    },
+    compact: async (messages) => {
+      try {
+        return (await this.compact(messages, "threshold"))?.messages;
+      } catch (err) {
+        this.deps.log.warn({ err }, "compaction during the run failed; the run goes on with the full context");
+        return undefined;
+      }
+    },
+  };
 
   /** The loop's hook after a context-overflow error: the compacted context, or undefined (then the error stands). */
   readonly onOverflow = async (messages: LlmMessage[]): Promise<LlmMessage[] | undefined> => {

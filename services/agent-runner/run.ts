@@ -157,6 +157,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
       },
       hooks: runHooks(rt.config, log),
       compactContext: compactor.onOverflow,
+      midRunCompaction: compactor.midRun,
     }, resume);
     Object.assign(outcome, { text: result.text, turns: result.turns, usage: addUsage(result.usage, compactor.usage) });
     if (result.stoppedAtLimit) log.warn({ turns: result.turns }, "run stopped at the iteration limit");
