@@ -86,5 +86,15 @@ export class RunEvents {
         this.log.warn({ err, kind }, "could not publish run event");
       }
     }
+    for (const resolve of this.sentWaiters.splice(0)) resolve();
+  }
+
+  private readonly sentWaiters: (() => void)[] = [];
+
+  /** Resolves once every event emitted so far was handed to the connection (a run's terminal event goes at once). */
+  sent(): Promise<void> {
+    this.flush();
+    if (this.outbox.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.sentWaiters.push(resolve));
   }
 }

@@ -8,6 +8,8 @@
  * the same external work done raw: two streamed chat completions through the openai SDK with the
  * same messages and tools to the same zero-latency fake server, and one raw NATS request to the
  * tools actor's `read`. Samples alternate loop/baseline so drift hits both alike.
+ * A loop sample ends when its run_end and done events were handed to the socket, as a real run's
+ * end does (earlier builds let the last events go out during the next sample).
  * `overheadP50` = loop p50 / baseline p50 - 1 (target: under 0.10). Checkpoints are no-ops here;
  * `withCheckpoints` adds the two appends per tool turn through the sessions actor.
  *
@@ -90,7 +92,7 @@ export async function agentLoopBench(opts: { turns?: number; sessionOps?: number
       const chain = new ModelChain({ registry, config, refs: ["openai/test-model"], sessionKey, store, log });
       const resolved = registry.resolve("openai/test-model");
       const append = (record: TranscriptRecord) => bus.call("sessions", "append", { sessionKey, records: [record] }).then(() => undefined);
-      await runLoop({
+      const result = await runLoop({
         provider: resolved.provider, providerName: "openai", model: "test-model", chain, system: SYSTEM, tools, events, log,
         signal: new AbortController().signal, llmTimeoutMs: 30_000, maxIterations: 4,
         execute: (call) => toolsClient.call(ctxOf(runId), call.id, call.name, call.args),
@@ -101,7 +103,10 @@ export async function agentLoopBench(opts: { turns?: number; sessionOps?: number
         checkpoint: (turn: number, result: ToolResultMessage, durationMs: number) =>
           checkpoints ? append({ id: `${runId}:r:${result.toolCallId}`, ts: Date.now(), runId, kind: "message", message: result, meta: { turn, durationMs } }) : Promise.resolve(),
       }, { turn: 0, context: [user], after: [], usage: emptyUsage() });
-      events.flush();
+      // the run's end events, as finish.ts sends them; the sample includes handing them to the socket
+      events.emit({ kind: "run_end", turns: result.turns });
+      events.emit({ kind: "done", text: result.text, turns: result.turns, usage: result.usage, silent: false });
+      await events.sent();
     };
 
     const client = new OpenAI({ baseURL: fake.baseUrl, apiKey: "sk-bench-000000000000", maxRetries: 0 });
