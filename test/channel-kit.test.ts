@@ -4,7 +4,9 @@
  * process: a delivery whose first part the platform accepted is, after the channel was killed
  * (SIGKILL) before its ack and restarted, resumed at the second part (the first is never sent
  * twice); a redelivered, fully sent delivery is not sent again ("duplicate" receipt); a silent
- * reply is never delivered; a reply tag becomes replyToMessageId.
+ * reply is never delivered; a reply tag becomes replyToMessageId; a delivery out of attempts
+ * (retryable errors, or a platform that keeps answering 429 with a short Retry-After) ends in
+ * one delivery_failed event and an error log.
  */
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
@@ -129,7 +131,8 @@ describe("channel kit: delivery over the bus (webhook channel process)", () => {
     nats = await TestNats.start();
     receiver = await WebhookReceiver.start();
     writeFileSync(join(nats.home, "config.json"), JSON.stringify({
-      channels: { webhook: { enabled: true, port: await freePort(), secret: "kit-test-secret-0123456789", callbackUrl: receiver.url, textLimit: 64, concurrency: 1 } },
+      channels: { webhook: { enabled: true, port: await freePort(), secret: "kit-test-secret-0123456789", callbackUrl: receiver.url, textLimit: 64, concurrency: 1, maxAttempts: 3 } },
+      bus: { backoffMs: [300] },
     }));
     admin = await nats.connect("admin");
     admin.subscribe(s.eventsOf("channel-webhook"), {
@@ -224,5 +227,30 @@ describe("channel kit: delivery over the bus (webhook channel process)", () => {
     assert.equal(event.event, "delivery_failed");
     assert.match(failed.data.error, /400/);
     assert.equal(receiver.matching((b) => b?.deliveryId === "d-refused").length, 1, "not retried");
+  });
+
+  it("a delivery out of attempts (retryable errors every time) is reported once as delivery_failed and logged", async () => {
+    receiver.answer = (body) => (body?.deliveryId === "d-exhaust" ? 503 : 200);
+    await publish(outbound("d-exhaust", "never accepted"));
+    const failed = await receiptFor("d-exhaust", "failed");
+    assert.equal(failed.event, "delivery_failed");
+    assert.equal(failed.data.attempts, 3);
+    assert.match(failed.data.error, /503/);
+    await new Promise((r) => setTimeout(r, 1_000));
+    assert.equal(receiver.matching((b) => b?.deliveryId === "d-exhaust").length, 3, "one POST per attempt, maxAttempts 3");
+    assert.equal(receipts.filter((r) => r.data.deliveryId === "d-exhaust").length, 1, "reported once");
+    assert.match(channel.output(), /"deliveryId":"d-exhaust".*"delivery failed for good"|"delivery failed for good".*"deliveryId":"d-exhaust"/);
+  });
+
+  it("a platform that keeps answering 429 with a short Retry-After is not retried forever: delivery_failed", async () => {
+    receiver.answer = (body) => (body?.deliveryId === "d-429" ? { status: 429, headers: { "retry-after": "0.2" } } : 200);
+    await publish(outbound("d-429", "rate limited forever"));
+    const failed = await receiptFor("d-429", "failed");
+    assert.equal(failed.data.attempts, 3);
+    assert.match(failed.data.error, /429/);
+    await new Promise((r) => setTimeout(r, 1_000));
+    // per attempt: the first POST and 3 in-process retries after the platform's Retry-After
+    assert.equal(receiver.matching((b) => b?.deliveryId === "d-429").length, 12);
+    assert.equal(receipts.filter((r) => r.data.deliveryId === "d-429").length, 1, "reported once");
   });
 });

@@ -4,11 +4,11 @@
  * /v1/models lists the agents; a non-streaming completion is the run's reply and the session
  * (`user`) keeps its history; a streaming completion arrives as several content deltas, a stop
  * chunk and a usage chunk; a silent run answers ""; a bad token is a 401 OpenAI error; a
- * malformed or invalid body a 400; an unknown model a 404.
+ * malformed or invalid body a 400; an unknown model a 404. The DM policy is "pairing": an API
+ * client (bearer token) is a trusted peer and never gets a pairing code; with /verbose on, the
+ * tool-call notes are not taken for the completion.
  */
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import OpenAI from "openai";
 import type { ActorProcess } from "./harness/actors.js";
@@ -26,9 +26,12 @@ describe("openai-http channel: the OpenAI SDK talks to LurkBot", () => {
   let client: OpenAI;
 
   before(async () => {
-    system = await TestSystem.start({ fake: { chunkDelayMs: 60 } });
     const port = await freePort();
-    writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({ channels: { "openai-http": { enabled: true, port, token: TOKEN } } }));
+    system = await TestSystem.start({
+      fake: { chunkDelayMs: 60 },
+      config: { channels: { "openai-http": { enabled: true, port, token: TOKEN } }, routing: { dm: { policy: "pairing" } } },
+      files: { "notes.md": "the notes file" },
+    });
     system.fake.responder = (body) => {
       const last = messageText(body.messages.filter((m) => m.role === "user").at(-1));
       if (last.includes("stream me")) return { kind: "text", text: STREAMED, chunks: 7 };
@@ -82,6 +85,19 @@ describe("openai-http channel: the OpenAI SDK talks to LurkBot", () => {
     const usage = chunks.at(-1)!;
     assert.deepEqual(usage.choices, []);
     assert.ok(usage.usage && usage.usage.total_tokens > 0);
+  });
+
+  it("under DM policy pairing an API client is a trusted peer: answered, never given a pairing code", async () => {
+    const reply = await client.chat.completions.create({ model: "lurkbot/main", messages: [{ role: "user", content: "do you know me?" }], user: "stranger-42" });
+    assert.equal(reply.choices[0]!.message.content, "echo: do you know me?");
+    assert.doesNotMatch(reply.choices[0]!.message.content ?? "", /pairing code/);
+  });
+
+  it("with /verbose on the tool-call notes are not taken for the completion", async () => {
+    const on = await client.chat.completions.create({ model: "lurkbot/main", messages: [{ role: "user", content: "/verbose on" }], user: "vera" });
+    assert.match(on.choices[0]!.message.content ?? "", /verbose: low/);
+    const reply = await client.chat.completions.create({ model: "lurkbot/main", messages: [{ role: "user", content: "read notes.md" }], user: "vera" });
+    assert.match(reply.choices[0]!.message.content ?? "", /^tool said: .*the notes file/);
   });
 
   it("a silent run (NO_REPLY) answers with empty content", async () => {

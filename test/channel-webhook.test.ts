@@ -4,10 +4,10 @@
  * and its reply comes back as a signed callback; a bad signature, a stale timestamp or missing
  * headers are refused (401) and start nothing; the same id sent twice runs once and is answered
  * once; a failing receiver (500) gets the callback again, the same delivery, until it accepts.
+ * The DM policy is "pairing": a signed request is an authenticated peer and is answered, never
+ * given a pairing code.
  */
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { sign, verify } from "../services/channel-webhook/signature.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
@@ -37,10 +37,9 @@ describe("webhook channel: signed requests in, signed callbacks out", () => {
   const callbacksFor = (id: string) => receiver.matching((b) => Array.isArray(b?.replyTo) && b.replyTo.includes(id));
 
   before(async () => {
-    system = await TestSystem.start();
     receiver = await WebhookReceiver.start();
     const port = await freePort();
-    writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({ channels: { webhook: { enabled: true, port, secret: SECRET, callbackUrl: receiver.url } } }));
+    system = await TestSystem.start({ config: { channels: { webhook: { enabled: true, port, secret: SECRET, callbackUrl: receiver.url } }, routing: { dm: { policy: "pairing" } } } });
     channel = await startActorProcess("channel-webhook", system.nats, system.env);
     url = `http://127.0.0.1:${port}/v1/messages`;
   });

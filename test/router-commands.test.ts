@@ -27,6 +27,8 @@ const cases: Array<[string, Parsed]> = [
   ["/think", { kind: "command", command: { name: "settings", directives: { thinking: "medium" }, show: ["thinking"] } }],
   ["/verbose", { kind: "command", command: { name: "settings", directives: { verbose: "off" }, show: ["verbose"] } }],
   ["/v:h", { kind: "command", command: { name: "settings", directives: { verbose: "high" }, show: ["verbose"] } }],
+  ["/verbose on", { kind: "command", command: { name: "settings", directives: { verbose: "low" }, show: ["verbose"] } }],
+  ["/v full", { kind: "command", command: { name: "settings", directives: { verbose: "high" }, show: ["verbose"] } }],
   ["/reasoning", { kind: "command", command: { name: "settings", directives: { reasoning: "on" }, show: ["reasoning"] } }],
   ["/reasoning:stream", { kind: "command", command: { name: "settings", directives: { reasoning: "stream" }, show: ["reasoning"] } }],
   ["/model", { kind: "command", command: { name: "settings", directives: {}, show: ["model"] } }],

@@ -29,6 +29,7 @@ import type { ProviderRegistry } from "./providers/registry.js";
 import type { ToolsClient } from "./tools-client.js";
 import type { TranscriptCache } from "./transcript-cache.js";
 import { runHooks } from "./hooks.js";
+import { attachRunNotes } from "./run-notes.js";
 import { inputRecords, mailboxInputRecords, recordsToMessages, resumeState } from "./transcript.js";
 
 export interface RunnerDeps {
@@ -97,6 +98,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   }
   log.info({ trigger: req.trigger, resumed: begun.prior === "started", delivery: delivery.deliveryCount }, "run started");
   const events = new RunEvents(rt.nc, rt.subjects, req.runId, req.sessionKey, req.id, log);
+  attachRunNotes(rt, req, events, log); // /verbose and /reasoning notes (run-notes.ts)
   const controller = deps.controls.register(req.runId);
   const mailbox = deps.controls.mailbox(req.runId);
   const timer = req.options.timeoutMs

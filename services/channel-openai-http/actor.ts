@@ -23,6 +23,8 @@ export const definition = defineChannelActor({
       textLimit: Infinity,
       async deliver(part) {
         const msg = part.message;
+        // /verbose and /reasoning notes are not part of a completion (the API has no place for them)
+        if (msg.note) return { platformMessageId: msg.id };
         const found = pending.find(msg);
         if (found.waiter) {
           if (msg.kind === "approval") found.waiter.onIntermediate(msg);

@@ -29,6 +29,7 @@ export function callbackBody(part: OutboundPart): WebhookCallback {
     ...(m.sessionKey ? { sessionKey: m.sessionKey } : {}),
     ...(m.errorCode ? { errorCode: m.errorCode } : {}),
     ...(m.approval ? { approval: m.approval } : {}),
+    ...(m.note ? { note: m.note } : {}),
     attachments: part.attachments,
   };
 }

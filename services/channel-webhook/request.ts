@@ -31,5 +31,7 @@ export interface WebhookCallback {
   sessionKey?: string;
   errorCode?: string;
   approval?: unknown;
+  /** a run's progress note (kind "notice"): "tool" (/verbose) or "reasoning" (/reasoning) */
+  note?: "tool" | "reasoning";
   attachments: unknown[];
 }

@@ -5,11 +5,17 @@
  * "open", "allowlist" (groups.allowFrom), "disabled"; with requireMention a group message
  * passes only when the bot was mentioned. The terminal channel `cli` is the owner and always
  * passes; owners (routing.commands.owners) pass group gating too.
+ * The API channels (openai-http: bearer token; webhook: HMAC-signed requests) authenticate every
+ * request themselves: their callers are trusted peers and DM/group policies (pairing included)
+ * do not apply to them. A pairing code would reach an API client as a completion, and a silent
+ * refusal as a timeout; to shut such a channel, disable it (`channels.<name>.enabled: false`).
  */
 import type { InboundMessage } from "../../shared/contract/index.js";
 import type { LurkConfig } from "../../shared/runtime/config.js";
 
 export const OWNER_CHANNEL = "cli";
+/** channels whose every request is authenticated by the channel (token or signature) */
+export const AUTHENTICATED_API_CHANNELS: ReadonlySet<string> = new Set(["openai-http", "webhook"]);
 
 export type AccessDecision =
   | { allow: true }
@@ -44,7 +50,7 @@ export function groupRules(channel: string, config: LurkConfig) {
  * `isCommand` lets owners' commands through mention gating.
  */
 export function decideAccess(msg: Who, config: LurkConfig, paired: (channel: string, senderId: string) => boolean, isCommand = false): AccessDecision {
-  if (msg.channel === OWNER_CHANNEL) return { allow: true };
+  if (msg.channel === OWNER_CHANNEL || AUTHENTICATED_API_CHANNELS.has(msg.channel)) return { allow: true };
   const owner = listMatches(config.routing.commands.owners, msg.channel, msg.sender.id);
   if (msg.peer.kind === "dm") {
     const { policy, allowFrom } = dmRules(msg.channel, config);

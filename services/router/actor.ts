@@ -18,6 +18,7 @@ import type { ActorDefinition, ActorRuntime } from "../../shared/runtime/actor.j
 import { defaultAgent } from "../../shared/runtime/config.js";
 import { subscribeRunEnds } from "../../shared/runtime/run-ends.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
+import { AUTHENTICATED_API_CHANNELS } from "./access.js";
 import { checkRoutingConfig } from "./bindings.js";
 import { Intake } from "./intake.js";
 import { Lanes } from "./lanes.js";
@@ -39,6 +40,9 @@ export const definition: ActorDefinition = {
   description: "bindings, DM/group policy, commands, queue modes, one run per session, run dispatch",
   async start(rt) {
     checkRoutingConfig(rt.config);
+    for (const channel of AUTHENTICATED_API_CHANNELS) {
+      if (rt.config.routing.dm.byChannel[channel] || rt.config.routing.groups.byChannel[channel]) rt.log.warn({ channel }, "routing policies for an API channel are ignored: its token or signature is its access control");
+    }
     const lanes = new Lanes();
     const pairing = new PairingStore(join(rt.config.dataDir, "router", "pairing"), rt.config.routing.pairing);
     const settings = new SettingsCache(rt);

@@ -54,7 +54,7 @@ export type Parsed =
   | { kind: "error"; message: string };
 
 const THINK: Record<string, ThinkLevel> = { off: "off", "0": "off", none: "off", low: "low", "1": "low", l: "low", medium: "medium", "2": "medium", m: "medium", default: "medium", high: "high", "3": "high", h: "high" };
-const VERBOSE: Record<string, VerboseLevel> = { off: "off", "0": "off", none: "off", default: "off", low: "low", "1": "low", l: "low", high: "high", "2": "high", h: "high" };
+const VERBOSE: Record<string, VerboseLevel> = { off: "off", "0": "off", none: "off", default: "off", on: "low", low: "low", "1": "low", l: "low", high: "high", full: "high", "2": "high", h: "high" };
 const REASONING: Record<string, ReasoningLevel> = { off: "off", on: "on", default: "on", stream: "stream" };
 const QUEUE_MODES: QueueMode[] = ["steer", "followup", "collect", "steer-backlog", "interrupt", "queue"];
 const DROPS: DropPolicy[] = ["old", "new", "summarize"];
@@ -65,8 +65,8 @@ export const COMMAND_HELP: Array<[string, string]> = [
   ["/status", "session, model, settings, active run and queue"],
   ["/model [provider/model|default]", "show or set this session's model"],
   ["/think:off|low|medium|high (/t)", "thinking level (alone: for the session; with text: for that message)"],
-  ["/verbose:off|low|high (/v)", "verbosity"],
-  ["/reasoning:off|on|stream", "show the model's reasoning"],
+  ["/verbose:off|on|high (/v)", "announce each tool call (on/low); high adds its result"],
+  ["/reasoning:off|on|stream", "send the model's reasoning before the reply"],
   ["/queue MODE [debounce:2s] [cap:N] [drop:old|new|summarize]", "steer, followup, collect, steer-backlog, interrupt or queue; /queue reset"],
   ["/compact [instructions]", "summarize older history now"],
   ["/approve ID, /deny ID", "decide a pending tool approval (owners)"],
@@ -92,7 +92,7 @@ interface LevelSpec<T> {
 
 const LEVELS: Array<LevelSpec<string>> = [
   { key: "thinking", names: ["think", "t"], table: THINK, allowed: "off, low, medium or high" },
-  { key: "verbose", names: ["verbose", "v"], table: VERBOSE, allowed: "off, low or high" },
+  { key: "verbose", names: ["verbose", "v"], table: VERBOSE, allowed: "off, on (low) or high (full)" },
   { key: "reasoning", names: ["reasoning", "reason"], table: REASONING, allowed: "off, on or stream" },
 ];
 

@@ -19,6 +19,8 @@ export const channelBaseShape = {
   maxAttempts: z.number().int().min(1).max(100).default(5),
   /** outbound deliveries handled at once (1 keeps a conversation's order strict) */
   concurrency: z.number().int().min(1).max(256).default(4),
+  /** this channel's account name: every inbound message carries it (bindings `{ channel, accountId }`) */
+  accountId: z.string().min(1).max(200).optional(),
 };
 
 /** `channels["openai-http"]`: the OpenAI-compatible HTTP API (services/channel-openai-http). */

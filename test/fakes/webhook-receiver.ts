@@ -13,7 +13,8 @@ export interface ReceivedCallback {
   status: number | "hang";
 }
 
-export type Answer = number | "hang";
+/** a status, "hang", or a status with response headers (e.g. Retry-After) */
+export type Answer = number | "hang" | { status: number; headers: Record<string, string> };
 
 export class WebhookReceiver {
   readonly received: ReceivedCallback[] = [];
@@ -29,10 +30,11 @@ export class WebhookReceiver {
       void readBody(req).then((raw) => {
         let body: any = null;
         try { body = JSON.parse(raw); } catch { /* recorded raw */ }
-        const status = receiver.answer(body, receiver.received.length);
+        const answer = receiver.answer(body, receiver.received.length);
+        const status = typeof answer === "object" ? answer.status : answer;
         receiver.received.push({ headers: req.headers, raw, body, status });
         if (status === "hang") receiver.hung.push(res);
-        else sendJson(res, status, { ok: status < 300 });
+        else sendJson(res, status, { ok: status < 300 }, typeof answer === "object" ? answer.headers : {});
       }, () => undefined);
     });
     receiver = new WebhookReceiver(server, `${await listenLoopback(server)}/callback`);

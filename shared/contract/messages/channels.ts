@@ -45,6 +45,11 @@ export const outboundMessageSchema = defineMessage("lurk.outbound.message.v1", {
   approval: z.object({ approvalId: idSchema, tool: z.string(), command: z.string().optional(), expiresAt: z.number().int() }).optional(),
   /** for kind "error": the contract error code */
   errorCode: z.string().optional(),
+  /**
+   * a progress note of a run (kind "notice", empty `replyTo`): "tool" (/verbose: a tool call or
+   * its result) or "reasoning" (/reasoning: the model's thinking). Never the run's answer.
+   */
+  note: z.enum(["tool", "reasoning"]).optional(),
 });
 export type OutboundMessage = z.infer<typeof outboundMessageSchema>;
 

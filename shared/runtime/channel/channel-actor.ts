@@ -65,14 +65,14 @@ export function defineChannelActor<S extends z.ZodType>(spec: ChannelSpec<S>): A
     description: spec.description,
     metadata: (config) => spec.metadata?.(channelSettings(spec, config)) ?? {},
     async start(rt) {
-      const settings = channelSettings(spec, rt.config) as z.output<S> & { maxAttempts?: number; concurrency?: number; textLimit?: number };
+      const settings = channelSettings(spec, rt.config) as z.output<S> & { maxAttempts?: number; concurrency?: number; textLimit?: number; accountId?: string };
       const dataDir = join(rt.config.dataDir, name);
       const ledger = new SentLedger(join(dataDir, "ledger"));
       rt.onStop({ stop: () => ledger.close() });
       const log = rt.log.child({ channel: spec.channel });
       const ctx: ChannelContext<z.output<S>> = {
         rt, channel: spec.channel, settings, config: rt.config, log, dataDir,
-        publishInbound: (input) => publishInbound({ js: rt.js, prefix: rt.subjects.prefix, channel: spec.channel, maxBytes: rt.limits.maxBytes }, input),
+        publishInbound: (input) => publishInbound({ js: rt.js, prefix: rt.subjects.prefix, channel: spec.channel, maxBytes: rt.limits.maxBytes, ...(settings.accountId ? { accountId: settings.accountId } : {}) }, input),
         watchRun: (runId, opts) => watchRun(rt.nc, rt.subjects.prefix, runId, opts),
         runIdFor: (id) => runIdFor(spec.channel, id),
         secret: (field, configured) => {

@@ -7,7 +7,11 @@
  *   sent-ledger before the next, so a redelivery resumes after it and never sends it twice;
  * - a failed part is retried by redelivery (the bus backoff: 1 s, 5 s, 15 s, 60 s by default)
  *   up to `maxAttempts` deliveries; a `DeliveryError` with `permanent` (or the last attempt)
- *   ends it: ledger "failed", `lurk.evt.channel-<name>.delivery_failed`, an error log, ack.
+ *   ends it. A platform's short retry-after (<= 30 s, e.g. a 429) is waited in process, at
+ *   most MAX_INLINE_WAITS times (and MAX_INLINE_WAIT_TOTAL_MS in all) per attempt; then the
+ *   attempt counts as failed like any other error, so a platform that keeps answering 429 ends
+ *   in `delivery_failed` after `maxAttempts` attempts too. The end of a failed delivery:
+ *   ledger "failed", `lurk.evt.channel-<name>.delivery_failed`, an error log, ack.
  *   A channel user cannot reach the user's other channels: the router or an operator surfaces
  *   the event (`lurkbot tail`);
  * - success emits `lurk.evt.channel-<name>.delivered`; a delivery found in the ledger as sent
@@ -78,6 +82,9 @@ export interface DeliveryOptions {
 
 /** a retry-after the platform asked for is waited in-process when at most this long */
 const MAX_INLINE_WAIT_MS = 30_000;
+/** in-process waits per delivery attempt, and their total, before the attempt counts as failed */
+const MAX_INLINE_WAITS = 3;
+const MAX_INLINE_WAIT_TOTAL_MS = 60_000;
 const TYPING_FRESH_MS = 30_000;
 
 export function startDelivery(rt: ActorRuntime, opts: DeliveryOptions) {
@@ -122,6 +129,8 @@ export function startDelivery(rt: ActorRuntime, opts: DeliveryOptions) {
     if (texts.length === 0) return;
     const attempt = info.deliveryCount;
     let index = known?.parts.length ?? 0;
+    let inlineWaits = 0;
+    let inlineWaited = 0;
     while (index < texts.length) {
       if (rt.signal.aborted) throw new LurkError("UNAVAILABLE", "the channel is stopping");
       const part: OutboundPart = {
@@ -135,8 +144,11 @@ export function startDelivery(rt: ActorRuntime, opts: DeliveryOptions) {
       } catch (err) {
         const e = err instanceof DeliveryError ? err : new DeliveryError((err as Error)?.message ?? String(err));
         const waitMs = e.opts.retryAfterMs;
-        if (!e.opts.permanent && waitMs !== undefined && waitMs <= MAX_INLINE_WAIT_MS && !rt.signal.aborted) {
-          log.warn({ waitMs, part: index }, "platform asked to wait; retrying the part");
+        if (!e.opts.permanent && waitMs !== undefined && waitMs <= MAX_INLINE_WAIT_MS && inlineWaits < MAX_INLINE_WAITS
+          && inlineWaited + waitMs <= MAX_INLINE_WAIT_TOTAL_MS && !rt.signal.aborted) {
+          inlineWaits++;
+          inlineWaited += waitMs;
+          log.warn({ waitMs, part: index, inlineWaits, attempt }, "platform asked to wait; retrying the part");
           await sleep(waitMs, rt.signal);
           continue;
         }

@@ -28,11 +28,13 @@ export interface InboundPublisher {
   channel: string;
   maxBytes: number;
   timeoutMs?: number;
+  /** the channel's configured account (channels.<name>.accountId): stamped on every message the adapter does not stamp itself */
+  accountId?: string;
 }
 
 /** Validates, size-checks and persists one inbound message; throws a LurkError otherwise. */
 export async function publishInbound(p: InboundPublisher, input: InboundInput): Promise<PublishedInbound> {
-  const parsed = inboundMessageSchema.safeParse({ attachments: [], mentioned: false, ts: Date.now(), ...input, type: "lurk.inbound.message.v1", channel: p.channel });
+  const parsed = inboundMessageSchema.safeParse({ attachments: [], mentioned: false, ts: Date.now(), ...(p.accountId ? { accountId: p.accountId } : {}), ...input, type: "lurk.inbound.message.v1", channel: p.channel });
   if (!parsed.success) {
     throw new LurkError("VALIDATION_FAILED", `inbound message: ${parsed.error.issues.slice(0, 5).map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
   }
