@@ -40,13 +40,17 @@ describe("discord channel end to end", () => {
   let system: TestSystem;
   let discord: FakeDiscordServer;
 
+  /** the router reads this at start: guild channels answer only when the bot is mentioned */
+  const routing = { dm: { policy: "open" }, groups: { requireMention: true } };
+  const writeConfig = () => writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({
+    channels: { discord: { enabled: true, botToken: discord.token, apiRoot: discord.apiRoot, draftIntervalMs: 200 } },
+    routing,
+  }));
+
   before(async () => {
     discord = await FakeDiscordServer.start();
-    system = await TestSystem.start({ fake: { chunkDelayMs: 60 } });
-    writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({
-      channels: { discord: { enabled: true, botToken: discord.token, apiRoot: discord.apiRoot, draftIntervalMs: 200 } },
-      routing: { dm: { policy: "open" } },
-    }));
+    system = await TestSystem.start({ fake: { chunkDelayMs: 60 }, config: { routing } });
+    writeConfig();
     await system.startActor("channel-discord");
   });
   after(async () => {
@@ -88,6 +92,32 @@ describe("discord channel end to end", () => {
     assert.equal(contents("2003").length, 1, "delivered once");
     const request = system.fake.requests.at(-1)!.body.messages.at(-1);
     assert.equal(typeof request?.content === "string" ? request.content : "", "what's up", "the mention was cut");
+  });
+
+  it("in a plain guild channel answers only the message that mentions the bot", async () => {
+    system.fake.enqueue({ kind: "text", text: "guild answer", chunks: 1 });
+    discord.userMessage({ channelId: "2004", guildId: "g1", content: "lunch anyone?" });
+    discord.userMessage({ channelId: "2004", guildId: "g1", content: `<@${discord.bot.id}> hello guild`, mentionsBot: true });
+    await waitFor(() => contents("2004").includes("guild answer"), 20_000, "the mentioned message answered");
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(system.fake.requests.length, 1, "one LLM request: the unmentioned message started no run");
+    const request = system.fake.requests[0]!.body.messages.at(-1);
+    assert.equal(typeof request?.content === "string" ? request.content : "", "hello guild");
+    assert.deepEqual(contents("2004"), ["guild answer"]);
+  });
+
+  it("a channel killed while its draft is shown edits that draft into the reply after the restart: one message", async () => {
+    const full = Array.from({ length: 6 }, (_, i) => `Sentence number ${i + 1} of a reply that streams slowly.`).join(" ");
+    system.fake.enqueue({ kind: "text", text: full, chunks: 40 });
+    discord.userMessage({ channelId: "2005", content: "tell me slowly" });
+    await waitFor(() => discord.sent.find((m) => m.channelId === "2005" && m.method === "PATCH"), 20_000, "the draft shown and edited");
+    assert.ok(contents("2005")[0]!.length < full.length, "killed in the middle of the reply");
+    await system.actors.get("channel-discord")!.kill();
+    await system.startActor("channel-discord");
+    await waitFor(() => contents("2005").includes(full), 20_000, "the full reply after the restart");
+    await new Promise((r) => setTimeout(r, 500));
+    assert.deepEqual(contents("2005"), [full], "exactly one message: the draft became the reply");
+    assert.equal(discord.sent.filter((m) => m.channelId === "2005" && m.method === "POST").length, 1, "no second message was posted");
   });
 
   it("refuses to start without a bot token, saying how to set one", async () => {

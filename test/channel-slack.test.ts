@@ -180,6 +180,20 @@ describe("slack channel end to end", () => {
     await waitFor(() => texts("D0005").some((t) => t.includes("Approved by <@UANN0005>")), 10_000, "the buttons replaced by the decision");
   });
 
+  it("a channel killed while its draft is shown edits that draft into the reply after the restart: one message", async () => {
+    const full = Array.from({ length: 6 }, (_, i) => `Sentence number ${i + 1} of a reply that streams slowly.`).join(" ");
+    system.fake.enqueue({ kind: "text", text: full, chunks: 40 });
+    slack.userMessage({ channel: "D0006", text: "tell me slowly" });
+    await waitFor(() => slack.sent.find((m) => m.channel === "D0006" && m.method === "chat.update"), 20_000, "the draft shown and edited");
+    assert.ok(texts("D0006")[0]!.length < full.length, "killed in the middle of the reply");
+    await system.actors.get("channel-slack")!.kill();
+    await system.startActor("channel-slack");
+    await waitFor(() => texts("D0006").includes(full), 20_000, "the full reply after the restart");
+    await new Promise((r) => setTimeout(r, 500));
+    assert.deepEqual(texts("D0006"), [full], "exactly one message: the draft became the reply");
+    assert.equal(slack.sent.filter((m) => m.channel === "D0006" && m.method === "chat.postMessage").length, 1, "no second message was posted");
+  });
+
   it("refuses to start without tokens, naming SLACK_BOT_TOKEN and SLACK_APP_TOKEN", async () => {
     writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({ channels: { slack: { enabled: true, apiUrl: slack.apiUrl } } }));
     await assert.rejects(startActorProcess("channel-slack", system.nats, { ...system.env, SLACK_BOT_TOKEN: "", SLACK_APP_TOKEN: "" }, 10_000), /SLACK_BOT_TOKEN[\s\S]*SLACK_APP_TOKEN/);

@@ -3,14 +3,18 @@
  * LLM and a local Bot API server (test/fakes/telegram-server.ts) that grammy's Api talks to.
  */
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, beforeEach, describe, it } from "node:test";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { inboundMessageSchema, STREAMS, subjects } from "../shared/contract/index.js";
+import { inboundMessageSchema, runIdFor, STREAMS, subjects } from "../shared/contract/index.js";
+import { textAfterBlocks } from "../shared/runtime/channel/blocks.js";
+import { chunkText, finishedBlocksEnd, type ChunkMode } from "../shared/runtime/channel/chunk.js";
 import { conversationOf, messageToInbound, normalizeCommand, targetOf, type TgMessage } from "../services/channel-telegram/inbound.js";
 import { FakeTelegramServer } from "./fakes/telegram-server.js";
 import { startActorProcess, waitFor } from "./harness/actors.js";
+import { runCli } from "./harness/cli.js";
 import { TestSystem } from "./harness/system.js";
 
 const BOT = { id: 7000001, username: "LurkTestBot" };
@@ -56,17 +60,75 @@ describe("telegram update mapping", () => {
   });
 });
 
+describe("block streaming helpers (kit)", () => {
+  it("finds finished paragraphs outside code fences, and the reply's rest after the blocks sent", () => {
+    assert.equal(finishedBlocksEnd("one paragraph still being written"), 0);
+    const two = "First.\n\nSecond, being written";
+    assert.equal(two.slice(0, finishedBlocksEnd(two)).trim(), "First.");
+    const fenced = "Intro.\n\n```\ncode\n\nmore code\n";
+    assert.equal(fenced.slice(0, finishedBlocksEnd(fenced)).trim(), "Intro.", "a blank line inside an open fence ends no block");
+    const closed = `${fenced}\`\`\`\n\nAfter.`;
+    assert.equal(closed.slice(0, finishedBlocksEnd(closed)).trim(), `${fenced}\`\`\``.trim());
+
+    const full = "Para one.\n\nPara two.\n\nPara three.";
+    assert.equal(textAfterBlocks(full, ["Para one."]), "Para two.\n\nPara three.");
+    assert.equal(textAfterBlocks(full, ["Para one.", "Para two.", "Para three."]), "");
+    assert.equal(textAfterBlocks(full, ["Let me look at that.", "Para one."]), "Para two.\n\nPara three.", "a tool turn's block is skipped");
+    assert.equal(textAfterBlocks(full, []), full);
+  });
+});
+
+describe("lurkbot setup and platform tokens", () => {
+  it("never invents a Telegram, Discord or Slack token: it says which variable or key to set, and generates only its own secrets", async () => {
+    const home = mkdtempSync(join(tmpdir(), "lurk-setup-channels-"));
+    try {
+      writeFileSync(join(home, "config.json"), JSON.stringify({ channels: { telegram: { enabled: true }, discord: { enabled: true }, slack: { enabled: true }, webhook: { enabled: true } } }));
+      const env = { PATH: process.env.PATH ?? "/usr/bin", LURKBOT_HOME: home };
+      const run = await runCli(["setup"], env);
+      assert.equal(run.code, 0, run.stderr);
+      assert.match(run.stdout, /telegram channel: botToken is missing: set TELEGRAM_BOT_TOKEN \(or channels\.telegram\.botToken in config\.json\); create a bot with @BotFather/);
+      assert.match(run.stdout, /discord channel: botToken is missing: set DISCORD_BOT_TOKEN/);
+      assert.match(run.stdout, /slack channel: botToken is missing: set SLACK_BOT_TOKEN/);
+      assert.match(run.stdout, /slack channel: appToken is missing: set SLACK_APP_TOKEN/);
+      assert.doesNotMatch(run.stdout, /generated the (telegram|discord|slack)/);
+      assert.match(run.stdout, /generated the webhook channel's secret/, "its own secrets are still generated");
+      const secretsFile = join(home, "credentials", "channels.json");
+      assert.ok(existsSync(secretsFile));
+      assert.deepEqual(Object.keys(JSON.parse(readFileSync(secretsFile, "utf8"))), ["webhook"], "no platform token written");
+
+      const withToken = await runCli(["setup"], { ...env, TELEGRAM_BOT_TOKEN: "123456:from-the-environment-abcdef" });
+      assert.equal(withToken.code, 0, withToken.stderr);
+      assert.match(withToken.stdout, /telegram channel: botToken is set/);
+      assert.doesNotMatch(withToken.stdout, /from-the-environment/, "the token is never printed");
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("telegram channel end to end", () => {
   let system: TestSystem;
   let telegram: FakeTelegramServer;
 
+  /** the router reads this at start: groups answer only when the bot is mentioned */
+  const routing = { dm: { policy: "open" }, groups: { requireMention: true } };
+  const writeConfig = (extra: Record<string, unknown> = {}) => writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({
+    channels: { telegram: { enabled: true, botToken: telegram.token, apiRoot: telegram.url, pollTimeoutSec: 1, draftIntervalMs: 200, ...extra } },
+    routing,
+  }));
+  /** stops the channel (SIGKILL with `kill`), writes its config and starts it again */
+  const restartTelegram = async (extra: Record<string, unknown> = {}, opts: { kill?: boolean } = {}) => {
+    const current = system.actors.get("channel-telegram");
+    if (opts.kill) await current?.kill();
+    else await current?.stop();
+    writeConfig(extra);
+    await system.startActor("channel-telegram");
+  };
+
   before(async () => {
     telegram = await FakeTelegramServer.start();
-    system = await TestSystem.start({ fake: { chunkDelayMs: 60 } });
-    writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({
-      channels: { telegram: { enabled: true, botToken: telegram.token, apiRoot: telegram.url, pollTimeoutSec: 1, draftIntervalMs: 200 } },
-      routing: { dm: { policy: "open" } },
-    }));
+    system = await TestSystem.start({ fake: { chunkDelayMs: 60 }, config: { routing } });
+    writeConfig();
     await system.startActor("channel-telegram");
   });
   after(async () => {
@@ -134,6 +196,116 @@ describe("telegram channel end to end", () => {
     assert.equal(stored.sender.id, "1004");
     // The button is answered right after the inbound message is stored, so it may land a moment later.
     await waitFor(() => telegram.calls.some((c) => c.method === "answerCallbackQuery"), 10_000, "the button press answered");
+  });
+
+  it("ignores an unmentioned group message when groups require a mention, and answers a mentioned one", async () => {
+    system.fake.enqueue({ kind: "text", text: "group answer", chunks: 1 });
+    telegram.userMessage({ chatId: -100500, chatType: "supergroup", text: "lunch anyone?" });
+    telegram.userMessage({ chatId: -100500, chatType: "supergroup", text: "@LurkTestBot hello group", entities: [{ type: "mention", offset: 0, length: 12 }] });
+    await waitFor(() => replyText(-100500).includes("group answer"), 20_000, "the mentioned message answered");
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(system.fake.requests.length, 1, "one LLM request: the unmentioned message started no run");
+    const last = system.fake.requests[0]!.body.messages.at(-1);
+    assert.match(typeof last?.content === "string" ? last.content : JSON.stringify(last?.content), /hello group/);
+    assert.deepEqual(replyText(-100500), ["group answer"]);
+  });
+
+  it("a channel killed while its draft is shown edits that draft into the reply after the restart: one message", async () => {
+    const full = Array.from({ length: 6 }, (_, i) => `Sentence number ${i + 1} of a reply that streams slowly.`).join(" ");
+    system.fake.enqueue({ kind: "text", text: full, chunks: 40 });
+    telegram.userMessage({ chatId: 1010, text: "tell me slowly" });
+    // an edit of the draft happens only after its id is recorded
+    await waitFor(() => telegram.sent.find((m) => m.chatId === 1010 && m.method === "editMessageText"), 20_000, "the draft shown and edited");
+    const partial = replyText(1010)[0]!;
+    assert.ok(partial.length < full.length, "killed in the middle of the reply");
+    await restartTelegram({}, { kill: true });
+    await waitFor(() => replyText(1010).includes(full), 20_000, "the full reply after the restart");
+    await new Promise((r) => setTimeout(r, 500));
+    assert.deepEqual(replyText(1010), [full], "exactly one message: the draft became the reply");
+    assert.equal(telegram.sent.filter((m) => m.chatId === 1010 && m.method === "sendMessage").length, 1, "no second message was sent");
+  });
+
+  it("stores an update before confirming it: killed after the store, the restarted channel confirms it and it runs once", async () => {
+    await restartTelegram({ streaming: "off" });
+    await waitFor(() => telegram.unconfirmed === 0, 10_000, "earlier updates confirmed");
+    system.fake.enqueue({ kind: "text", text: "counted once", chunks: 1 });
+    telegram.holdConfirmations();
+    telegram.userMessage({ chatId: 1011, text: "count me once" });
+    const admin = await system.nats.connect("admin");
+    const jsm = await jetstreamManager(admin);
+    await waitFor(async () => {
+      try {
+        const m = await jsm.streams.getMessage(STREAMS.inbound, { last_by_subj: S.inbound("telegram") });
+        return inboundMessageSchema.parse(m!.json()).text === "count me once";
+      } catch {
+        return false;
+      }
+    }, 10_000, "the update stored in LURK_INBOUND");
+    await admin.close();
+    await waitFor(() => telegram.heldPolls > 0, 10_000, "the next getUpdates (the confirmation) asked for");
+    assert.equal(telegram.unconfirmed, 1, "stored, not yet confirmed");
+    await system.actors.get("channel-telegram")!.kill();
+    telegram.releasePolls();
+    assert.equal(telegram.unconfirmed, 1, "the killed channel confirmed nothing");
+    await restartTelegram({ streaming: "off" });
+    await waitFor(() => telegram.unconfirmed === 0, 10_000, "confirmed by the restarted channel");
+    await waitFor(() => replyText(1011).includes("counted once"), 20_000, "the reply");
+    await new Promise((r) => setTimeout(r, 800));
+    assert.equal(system.fake.requests.filter((r) => JSON.stringify(r.body.messages.at(-1)).includes("count me once")).length, 1, "one run for the re-read update");
+    assert.deepEqual(replyText(1011), ["counted once"]);
+  });
+
+  it("cuts replies by the configured chunkMode (length, sentence, paragraph)", async () => {
+    const text = "Alpha beta gamma delta epsilon.\n\nZeta eta theta. Iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon phi chi psi omega and more words.";
+    const limit = 80;
+    const expected = (mode: ChunkMode) => chunkText(text, limit, mode);
+    assert.notDeepEqual(expected("length"), expected("sentence"));
+    assert.notDeepEqual(expected("sentence"), expected("paragraph"));
+    assert.notDeepEqual(expected("length"), expected("paragraph"));
+    let chatId = 1020;
+    for (const mode of ["length", "sentence", "paragraph"] as const) {
+      await restartTelegram({ streaming: "off", textLimit: limit, chunkMode: mode });
+      system.fake.enqueue({ kind: "text", text, chunks: 1 });
+      const chat = ++chatId;
+      telegram.userMessage({ chatId: chat, text: `chunk by ${mode}` });
+      await waitFor(() => replyText(chat).length === expected(mode).length, 20_000, `${mode} chunks`);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.deepEqual(replyText(chat), expected(mode), `chunkMode ${mode}`);
+    }
+  });
+
+  it("block streaming sends finished paragraphs while the model writes, and the whole text once", async () => {
+    await restartTelegram({ streaming: "block" });
+    const paragraphs = ["First paragraph, already finished while the model writes on.", "Second paragraph, also its own message.", "Third and last paragraph."];
+    system.fake.enqueue({ kind: "text", text: paragraphs.join("\n\n"), chunks: 40 });
+    const messageId = telegram.userMessage({ chatId: 1030, text: "write paragraphs" });
+    const admin = await system.nats.connect("admin");
+    let ended = false;
+    admin.subscribe(S.runEvents(runIdFor("telegram", `1030:${messageId}`)), { callback: (_e, m) => { if (/"kind":"(done|error)"/.test(m.string())) ended = true; } });
+    await admin.flush();
+    await waitFor(() => replyText(1030).length > 0, 20_000, "the first block");
+    assert.equal(ended, false, "the first paragraph arrived before the run ended");
+    assert.deepEqual(replyText(1030), [paragraphs[0]]);
+    await waitFor(() => replyText(1030).length === 3, 20_000, "all paragraphs");
+    await waitFor(() => ended, 10_000, "the run's end");
+    await new Promise((r) => setTimeout(r, 800));
+    await admin.close();
+    assert.deepEqual(replyText(1030), paragraphs, "each paragraph once, nothing repeated by the final delivery");
+    assert.equal(telegram.sent.filter((m) => m.chatId === 1030 && m.method !== "sendMessage").length, 0, "no edits or deletions");
+  });
+
+  it("block streaming survives a kill: after the restart the final delivery sends only the paragraphs not yet sent", async () => {
+    const paragraphs = ["Block one, sent before the kill.", "Block two, written while the channel is down.", "Block three, the end."];
+    system.fake.enqueue({ kind: "text", text: paragraphs.join("\n\n"), chunks: 40 });
+    telegram.userMessage({ chatId: 1031, text: "write and survive" });
+    await waitFor(() => replyText(1031).length > 0, 20_000, "the first block");
+    await system.actors.get("channel-telegram")!.kill();
+    await restartTelegram({ streaming: "block" });
+    // the paragraphs finished while the channel was down come with the final delivery, as one message
+    const rest = `${paragraphs[1]}\n\n${paragraphs[2]}`;
+    await waitFor(() => replyText(1031).includes(rest), 20_000, "the rest after the restart");
+    await new Promise((r) => setTimeout(r, 800));
+    assert.deepEqual(replyText(1031), [paragraphs[0], rest], "every paragraph exactly once");
   });
 
   it("refuses to start without a bot token, saying how to set one", async () => {

@@ -15,6 +15,7 @@ import { envelope, inboundMessageSchema, STREAMS, subjects } from "../shared/con
 import { chatOfSessionKey } from "../services/channel-web/hub.js";
 import { waitFor } from "./harness/actors.js";
 import { freePort } from "./harness/nats.js";
+import { BusClient } from "../shared/runtime/client.js";
 import { TestSystem } from "./harness/system.js";
 
 const TOKEN = "test-web-token-0123456789abcdef";
@@ -67,10 +68,13 @@ describe("web channel", () => {
   let port: number;
 
   before(async () => {
-    system = await TestSystem.start({ fake: { chunkDelayMs: 40 }, files: { "notes.txt": "the treasure is under the oak" } });
+    // the router reads this at start: the browser's user may decide approvals from chat
+    const routing = { commands: { owners: ["web:web-user"] } };
+    system = await TestSystem.start({ fake: { chunkDelayMs: 40 }, files: { "notes.txt": "the treasure is under the oak" }, config: { routing } });
     port = await freePort();
     writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({
       channels: { web: { enabled: true, port, token: TOKEN } },
+      routing,
     }));
     await system.startActor("channel-web");
   });
@@ -195,7 +199,7 @@ describe("web channel", () => {
     assert.equal(chatOfSessionKey("agent:main:web:group:x"), undefined);
   });
 
-  it("works in a real browser: streaming, tool progress, approval buttons, sessions", { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (apt-get install chromium)` }, async () => {
+  it("works in a real browser: streaming, tool progress, Approve and Deny buttons, sessions", { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (apt-get install chromium)` }, async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     let browser: Browser | undefined;
     try {
@@ -256,6 +260,32 @@ describe("web channel", () => {
       assert.equal(stored.conversation, chat);
       assert.equal(stored.sender.id, "web-user");
       assert.ok(await page.locator(".approval button.approve").isDisabled());
+
+      // a real pending approval (asked of the approvals actor as the tools actor does), denied by a click
+      const tools = await system.nats.connect("tools");
+      const { approval: pending } = await new BusClient(tools).call("approvals", "request", {
+        toolCallId: `call-${randomUUID()}`, tool: "exec", argsHash: "b".repeat(64), command: "git push --force", sessionKey: `agent:main:web:dm:${chat}`, agentId: "main",
+      });
+      const denyOut = envelope("lurk.outbound.message.v1", {
+        channel: "web", conversation: chat, kind: "approval", replyTo: [], attachments: [],
+        text: "The agent wants to force-push. Approve?",
+        approval: { approvalId: pending.approvalId, tool: "exec", command: "git push --force", expiresAt: pending.expiresAt },
+      });
+      const admin2 = await system.nats.connect("admin");
+      await jetstream(admin2).publish(S.outbound("web", chat), JSON.stringify(denyOut), { msgID: denyOut.id });
+      await admin2.close();
+      const denyCard = page.locator(".approval", { hasText: "git push --force" });
+      await denyCard.locator("button.deny").waitFor({ timeout: 15_000 });
+      await denyCard.locator("button.deny").click();
+      const decided = await waitFor(async () => {
+        const { approval: a } = await new BusClient(tools).call("approvals", "get", { approvalId: pending.approvalId });
+        return a.status !== "pending" ? a : undefined;
+      }, 15_000, "the approval decided");
+      await tools.close();
+      assert.equal(decided.status, "denied", "the Deny button denied it");
+      assert.equal(decided.decidedBy, "web:web-user");
+      assert.equal(await denyCard.locator(".decided").textContent(), "denied");
+      await page.screenshot({ path: join(ARTIFACTS, "denied.png") });
 
       // the session list shows this chat; choosing another chat switches the conversation
       await page.locator(`#sessions li[data-chat="${chat}"] .meta`, { hasText: "records" }).waitFor({ timeout: 15_000 });

@@ -3,7 +3,8 @@
  * (@discordjs/ws) MESSAGE_CREATE -> inbound.ts -> LURK_INBOUND (Discord has no acknowledgement:
  * a missed event comes back through the gateway's resume). Out: the kit's durable deliveries,
  * chunked at 2000 characters, Discord markdown; while a run writes, a draft message is edited
- * and becomes the reply. Guild channels and threads are gated by mention in the router; DMs need
+ * and becomes the reply (its id kept across restarts), or with `streaming: "block"` finished
+ * paragraphs are sent as their own messages. Guild channels and threads are gated by mention in the router; DMs need
  * the Direct Messages intent, guild text the privileged Message Content intent.
  */
 import { REST } from "@discordjs/rest";
@@ -11,7 +12,7 @@ import { WebSocketManager, WebSocketShardEvents } from "@discordjs/ws";
 import { GatewayDispatchEvents, GatewayIntentBits, type GatewayDispatchPayload } from "discord-api-types/v10";
 import { LurkError } from "../../shared/contract/index.js";
 import { defineChannelActor, DraftMessages, publishWithDraft, toDiscordMarkdown, type ChannelContext } from "../../shared/runtime/channel/index.js";
-import { discordChannelSchema, type DiscordChannelConfig } from "../../shared/runtime/config-channels.js";
+import { discordChannelSchema, streamingMode, type DiscordChannelConfig } from "../../shared/runtime/config-channels.js";
 import { messageToInbound, type DcMessage } from "./inbound.js";
 import { DiscordApi } from "./send.js";
 
@@ -23,7 +24,11 @@ async function onMessage(ctx: ChannelContext<DiscordChannelConfig>, api: Discord
   const info = msg.guild_id ? await api.channelInfo(msg.channel_id) : { id: msg.channel_id, isThread: false };
   const inbound = messageToInbound(msg, botId, info);
   if (!inbound) return;
-  await publishWithDraft({ ctx, drafts: ctx.settings.streamDrafts ? drafts : undefined, target: inbound.conversation, draftIntervalMs: ctx.settings.draftIntervalMs }, inbound);
+  const mode = streamingMode(ctx.settings);
+  await publishWithDraft({
+    ctx, drafts: mode === "draft" ? drafts : undefined, blocks: mode === "block" ? ctx.blocks : undefined,
+    target: inbound.conversation, draftIntervalMs: ctx.settings.draftIntervalMs,
+  }, inbound);
 }
 
 export const definition = defineChannelActor({
@@ -43,7 +48,7 @@ export const definition = defineChannelActor({
       send: (channelId, text) => api.send(channelId, text),
       edit: (channelId, id, text) => api.edit(channelId, id, text),
       remove: (channelId, id) => api.remove(channelId, id),
-    }, log);
+    }, log, ctx.streams);
     const gateway = new WebSocketManager({ token: settings.botToken, intents: INTENTS, rest });
     let botId = "";
     const ready = new Promise<void>((resolve) => {
@@ -62,13 +67,12 @@ export const definition = defineChannelActor({
     await ready;
     return {
       textLimit: DISCORD_TEXT_LIMIT,
-      chunkMode: "paragraph",
       async deliver(part, dctx) {
         const channelId = part.message.conversation;
         const text = toDiscordMarkdown(part.text);
         const runId = part.message.runId;
-        if (part.index === 0 && runId) {
-          const draftId = await drafts.take(runId);
+        if (part.index === 0 && runId && (part.message.kind === "reply" || part.message.kind === "error")) {
+          const draftId = await drafts.take(runId, part.message.id);
           if (draftId !== undefined) {
             await api.edit(channelId, draftId, text, dctx.signal);
             return { platformMessageId: draftId };

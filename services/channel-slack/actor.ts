@@ -5,14 +5,15 @@
  * `<channel>:<ts>` makes a redelivery count once). Approval buttons come back as `interactive`
  * envelopes -> `/approve ID` / `/deny ID` from the clicking user. Out: the kit's durable
  * deliveries through the Web API (@slack/web-api), chunked at 3900 characters, Slack mrkdwn;
- * while a run writes, a draft message is edited (chat.update) and becomes the reply. Channels
+ * while a run writes, a draft message is edited (chat.update) and becomes the reply (its ts kept
+ * across restarts), or with `streaming: "block"` finished paragraphs are posted as they finish. Channels
  * and threads are gated by mention in the router.
  */
 import { SocketModeClient } from "@slack/socket-mode";
 import { LogLevel, WebClient, type Logger as SlackLogger } from "@slack/web-api";
 import { LurkError } from "../../shared/contract/index.js";
 import { defineChannelActor, DeliveryError, DraftMessages, publishWithDraft, toSlackMrkdwn, type ChannelContext, type InboundInput } from "../../shared/runtime/channel/index.js";
-import { slackChannelSchema, type SlackChannelConfig } from "../../shared/runtime/config-channels.js";
+import { slackChannelSchema, streamingMode, type SlackChannelConfig } from "../../shared/runtime/config-channels.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import { actionToInbound, eventToInbound, platformMessageId, targetOf, type BotIdentity, type SlackBlockActions, type SlackEvent, type SlackTarget } from "./inbound.js";
 import { approvalBlocks, SlackApi } from "./send.js";
@@ -34,10 +35,11 @@ function slackLogger(log: Logger): SlackLogger {
   };
 }
 
-/** Persists one message (drafting its run when asked); returns false if it can never be stored. */
-async function publish(ctx: ChannelContext<SlackChannelConfig>, drafts: DraftMessages<SlackTarget> | undefined, inbound: InboundInput): Promise<boolean> {
+/** Persists one message (drafting or block-streaming its run when asked); returns false if it can never be stored. */
+async function publish(ctx: ChannelContext<SlackChannelConfig>, drafts: DraftMessages<SlackTarget> | undefined, inbound: InboundInput, stream = true): Promise<boolean> {
   try {
-    await publishWithDraft({ ctx, drafts, target: targetOf(inbound.conversation), draftIntervalMs: ctx.settings.draftIntervalMs }, inbound);
+    const blocks = stream && streamingMode(ctx.settings) === "block" ? ctx.blocks : undefined;
+    await publishWithDraft({ ctx, drafts: stream ? drafts : undefined, blocks, target: targetOf(inbound.conversation), draftIntervalMs: ctx.settings.draftIntervalMs }, inbound);
     return true;
   } catch (err) {
     if (err instanceof LurkError && UNSTORABLE.has(err.code)) {
@@ -62,7 +64,7 @@ async function onEnvelope(ctx: ChannelContext<SlackChannelConfig>, api: SlackApi
   if (env.type === "interactive") {
     const body = env.body as SlackBlockActions;
     const inbound = actionToInbound(body);
-    const stored = inbound ? await publish(ctx, undefined, inbound) : false;
+    const stored = inbound ? await publish(ctx, drafts, inbound, false) : false;
     await env.ack();
     const channel = body.channel?.id ?? body.container?.channel_id;
     const ts = body.message?.ts ?? body.container?.message_ts;
@@ -98,13 +100,13 @@ export const definition = defineChannelActor({
     if (!auth.user_id) throw new LurkError("CONFIG_INVALID", "auth.test returned no bot user id; check SLACK_BOT_TOKEN");
     const bot: BotIdentity = { userId: auth.user_id, ...(auth.team_id ? { teamId: auth.team_id } : {}) };
     const api = new SlackApi(web);
-    const drafts = settings.streamDrafts
+    const drafts = streamingMode(settings) === "draft"
       ? new DraftMessages<SlackTarget>({
         maxChars: SLACK_TEXT_LIMIT - 10,
         send: (t, text) => api.post(t, toSlackMrkdwn(text)),
         edit: (t, ts, text) => api.update(t.channel, ts, toSlackMrkdwn(text)),
         remove: (t, ts) => api.remove(t.channel, ts),
-      }, log)
+      }, log, ctx.streams)
       : undefined;
     const socket = new SocketModeClient({ appToken: settings.appToken, logger: slackLog, clientOptions: { slackApiUrl: settings.apiUrl } });
     socket.on("slack_event", (env: Envelope) => {
@@ -114,7 +116,6 @@ export const definition = defineChannelActor({
     log.info({ bot: bot.userId, team: bot.teamId }, "slack socket mode connected");
     return {
       textLimit: SLACK_TEXT_LIMIT,
-      chunkMode: "paragraph",
       async deliver(part) {
         let target: SlackTarget;
         try {
@@ -125,8 +126,8 @@ export const definition = defineChannelActor({
         const mrkdwn = toSlackMrkdwn(part.text);
         const runId = part.message.runId;
         const approvalId = part.message.kind === "approval" ? part.message.approval?.approvalId : undefined;
-        if (part.index === 0 && runId && drafts && !approvalId) {
-          const draftTs = await drafts.take(runId);
+        if (part.index === 0 && runId && drafts && (part.message.kind === "reply" || part.message.kind === "error")) {
+          const draftTs = await drafts.take(runId, part.message.id);
           if (draftTs !== undefined) {
             await api.update(target.channel, draftTs, mrkdwn);
             return { platformMessageId: platformMessageId(target.channel, draftTs) };

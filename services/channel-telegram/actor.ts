@@ -3,7 +3,8 @@
  * In: long polling (poller.ts) -> inbound.ts -> LURK_INBOUND, before the update is confirmed;
  * approval buttons come back as `/approve ID` / `/deny ID` from the person who pressed them.
  * Out: the kit's durable deliveries, chunked at 4096 characters, rendered as Telegram HTML;
- * while a run writes, a draft message is edited (the kit's DraftMessages) and becomes the reply.
+ * while a run writes, a draft message is edited (the kit's DraftMessages, its id kept across
+ * restarts) and becomes the reply; or, with `streaming: "block"`, finished paragraphs are sent.
  * Groups: the router decides by the `mentioned` flag (mention gating); forum topics are their
  * own conversations and sessions.
  */
@@ -11,7 +12,7 @@ import { Api } from "grammy";
 import type { Update } from "grammy/types";
 import { LurkError } from "../../shared/contract/index.js";
 import { defineChannelActor, DraftMessages, publishWithDraft, type ChannelContext } from "../../shared/runtime/channel/index.js";
-import { telegramChannelSchema, type TelegramChannelConfig } from "../../shared/runtime/config-channels.js";
+import { streamingMode, telegramChannelSchema, type TelegramChannelConfig } from "../../shared/runtime/config-channels.js";
 import { conversationOf, fullName, messageToInbound, peerOf, platformMessageId, targetOf, type BotIdentity, type TgMessage, type TgTarget } from "./inbound.js";
 import { Poller } from "./poller.js";
 import { editText, sendText, toDeliveryError } from "./send.js";
@@ -22,7 +23,11 @@ async function handleUpdate(ctx: ChannelContext<TelegramChannelConfig>, api: Api
   if (update.message) {
     const inbound = messageToInbound(update.message as unknown as TgMessage, bot);
     if (!inbound) return;
-    await publishWithDraft({ ctx, drafts: ctx.settings.streamDrafts ? drafts : undefined, target: targetOf(inbound.conversation), draftIntervalMs: ctx.settings.draftIntervalMs }, inbound);
+    const mode = streamingMode(ctx.settings);
+    await publishWithDraft({
+      ctx, drafts: mode === "draft" ? drafts : undefined, blocks: mode === "block" ? ctx.blocks : undefined,
+      target: targetOf(inbound.conversation), draftIntervalMs: ctx.settings.draftIntervalMs,
+    }, inbound);
     return;
   }
   const query = update.callback_query;
@@ -67,18 +72,17 @@ export const definition = defineChannelActor({
       send: async (t, text) => String((await api.sendMessage(t.chatId, text, t.threadId !== undefined ? { message_thread_id: t.threadId } : {})).message_id),
       edit: async (t, id, text) => void (await api.editMessageText(t.chatId, Number(id), text)),
       remove: async (t, id) => void (await api.deleteMessage(t.chatId, Number(id))),
-    }, log);
+    }, log, ctx.streams);
     const poller = new Poller({ api, log, timeoutSec: settings.pollTimeoutSec, handle: (u) => handleUpdate(ctx, api, bot, drafts, u) });
     poller.start();
     log.info({ bot: bot.username }, "telegram channel polling");
     return {
       textLimit: TELEGRAM_TEXT_LIMIT,
-      chunkMode: "paragraph",
       async deliver(part, dctx) {
         const target = targetOf(part.message.conversation);
         const runId = part.message.runId;
-        if (part.index === 0 && runId) {
-          const draftId = await drafts.take(runId);
+        if (part.index === 0 && runId && (part.message.kind === "reply" || part.message.kind === "error")) {
+          const draftId = await drafts.take(runId, part.message.id);
           if (draftId !== undefined) {
             await editText(api, target.chatId, Number(draftId), part.text, true, dctx.signal);
             return { platformMessageId: platformMessageId(target.chatId, Number(draftId)) };

@@ -32,7 +32,6 @@ export const definition = defineChannelActor({
     log.info({ host: settings.host, port: web.port, url: `http://${settings.host}:${web.port}/` }, "web channel listening (open the page with ?token=<channels.web.token>)");
     return {
       textLimit: WEB_TEXT_LIMIT,
-      chunkMode: "paragraph",
       async deliver(part) {
         const msg = part.message;
         const chat = msg.conversation;

@@ -13,7 +13,7 @@ import { allUsers, checkCredentialsMode, ensureCredentials, readCredentials, typ
 import { defaultStoreDir, parseNatsUrl } from "../../shared/runtime/nats-server.js";
 import { REPO_ROOT } from "../../shared/scripts/paths.js";
 import { ACTOR_SECRETS, LAUNCHER_ACTORS, OPTIONAL_ACTORS } from "./actors.js";
-import { CHANNEL_SECRET_ENV, enabledChannels } from "../../shared/runtime/config-channels.js";
+import { CHANNEL_SECRET_ENV, CHANNEL_TOKEN_ENV, enabledChannels } from "../../shared/runtime/config-channels.js";
 import { ensureChannelSecret } from "../../shared/runtime/channel/secrets.js";
 import { CliError } from "./errors.js";
 
@@ -69,14 +69,25 @@ export function runSetup(config: LurkConfig, say: (line: string) => void): Setup
   return { credentials, confPath, logsDir: logsDir(config), storeDir: defaultStoreDir(config.home) };
 }
 
-/** A token/secret for every enabled channel that needs one and has none configured. */
+/**
+ * For every enabled channel: a secret LurkBot makes itself (web/openai-http token, webhook
+ * secret) is generated when none is configured; a platform token (Telegram, Discord, Slack) is
+ * never invented: when it is missing, setup says which variable or config key to set and where
+ * the platform issues it.
+ */
 function ensureChannelSecrets(config: LurkConfig, say: (line: string) => void): void {
+  const settings = config.channels as Record<string, Record<string, unknown> | undefined>;
   for (const channel of enabledChannels(config.channels)) {
     const spec = CHANNEL_SECRET_ENV[channel];
-    if (!spec) continue;
-    const configured = ((config.channels as Record<string, Record<string, unknown> | undefined>)[channel]?.[spec.field]) as string | undefined;
-    const { source, path } = ensureChannelSecret(config, channel, spec.field, configured);
-    if (source === "generated") say(`generated the ${channel} channel's ${spec.field} in ${path} (mode 600; or set ${spec.env})`);
+    if (spec) {
+      const configured = settings[channel]?.[spec.field] as string | undefined;
+      const { source, path } = ensureChannelSecret(config, channel, spec.field, configured);
+      if (source === "generated") say(`generated the ${channel} channel's ${spec.field} in ${path} (mode 600; or set ${spec.env})`);
+    }
+    for (const token of CHANNEL_TOKEN_ENV.filter((t) => t.channel === channel)) {
+      if (settings[channel]?.[token.field]) say(`${channel} channel: ${token.field} is set`);
+      else say(`${channel} channel: ${token.field} is missing: set ${token.env} (or channels.${channel}.${token.field} in config.json); ${token.where}. The channel will not start without it.`);
+    }
   }
 }
 

@@ -15,6 +15,12 @@ export const channelBaseShape = {
   enabled: z.boolean().default(false),
   /** the platform's message length limit (chunks are cut below it) */
   textLimit: z.number().int().min(64).max(1_000_000).optional(),
+  /**
+   * where a reply longer than the limit is cut: "paragraph" (blank line, else line end, sentence,
+   * space), "sentence" (sentence end, else line end, space) or "length" (fill each message).
+   * Unset: the channel's own default ("paragraph").
+   */
+  chunkMode: z.enum(["length", "paragraph", "sentence"]).optional(),
   /** deliveries tried (platform errors) before the delivery is reported failed */
   maxAttempts: z.number().int().min(1).max(100).default(5),
   /** outbound deliveries handled at once (1 keeps a conversation's order strict) */
@@ -22,6 +28,20 @@ export const channelBaseShape = {
   /** this channel's account name: every inbound message carries it (bindings `{ channel, accountId }`) */
   accountId: z.string().min(1).max(200).optional(),
 };
+
+/**
+ * How a chat channel shows a reply while the model writes it: "draft" edits one message
+ * (it becomes the reply), "block" sends each finished paragraph as its own message (the final
+ * delivery sends only the rest), "off" sends the reply when the run ends. Unset: "draft", or
+ * "off" when the older `streamDrafts: false` is set.
+ */
+export const streamingSchema = z.enum(["draft", "block", "off"]).optional();
+export type StreamingMode = "draft" | "block" | "off";
+
+/** The streaming mode a chat channel's settings ask for. */
+export function streamingMode(s: { streaming?: StreamingMode | undefined; streamDrafts?: boolean | undefined }): StreamingMode {
+  return s.streaming ?? (s.streamDrafts === false ? "off" : "draft");
+}
 
 /** `channels["openai-http"]`: the OpenAI-compatible HTTP API (services/channel-openai-http). */
 export const openaiHttpChannelSchema = z.object({
@@ -61,8 +81,10 @@ export const telegramChannelSchema = z.object({
   apiRoot: z.url({ protocol: /^https?$/ }).default("https://api.telegram.org"),
   /** seconds one getUpdates long poll waits */
   pollTimeoutSec: z.number().int().min(0).max(50).default(30),
-  /** show the reply while it is written by editing one message */
-  streamDrafts: z.boolean().default(true),
+  /** "draft" | "block" | "off" (see streamingSchema) */
+  streaming: streamingSchema,
+  /** older switch: false = `streaming: "off"` (ignored when `streaming` is set) */
+  streamDrafts: z.boolean().optional(),
   /** the least time between two edits of a draft, ms (Telegram limits edits per chat) */
   draftIntervalMs: z.number().int().min(200).max(60_000).default(1_500),
 });
@@ -74,8 +96,10 @@ export const discordChannelSchema = z.object({
   botToken: z.string().min(20).max(200).optional(),
   /** the REST API root (the gateway URL is asked from it) */
   apiRoot: z.url({ protocol: /^https?$/ }).default("https://discord.com/api"),
-  /** show the reply while it is written by editing one message */
-  streamDrafts: z.boolean().default(true),
+  /** "draft" | "block" | "off" (see streamingSchema) */
+  streaming: streamingSchema,
+  /** older switch: false = `streaming: "off"` (ignored when `streaming` is set) */
+  streamDrafts: z.boolean().optional(),
   /** the least time between two draft edits, ms */
   draftIntervalMs: z.number().int().min(200).max(60_000).default(1_200),
 });
@@ -105,8 +129,10 @@ export const slackChannelSchema = z.object({
   appToken: z.string().startsWith("xapp-", "an app-level token starts with xapp-").max(300).optional(),
   /** the Web API root (apps.connections.open gives the Socket Mode URL) */
   apiUrl: z.url({ protocol: /^https?$/ }).default("https://slack.com/api/"),
-  /** show the reply while it is written by editing one message */
-  streamDrafts: z.boolean().default(true),
+  /** "draft" | "block" | "off" (see streamingSchema) */
+  streaming: streamingSchema,
+  /** older switch: false = `streaming: "off"` (ignored when `streaming` is set) */
+  streamDrafts: z.boolean().optional(),
   /** the least time between two draft edits, ms (chat.update is rate limited per channel) */
   draftIntervalMs: z.number().int().min(200).max(60_000).default(1_500),
 });
@@ -127,24 +153,30 @@ export type DiscordChannelConfig = z.infer<typeof discordChannelSchema>;
 export type SlackChannelConfig = z.infer<typeof slackChannelSchema>;
 export type WebChannelConfig = z.infer<typeof webChannelSchema>;
 
-/** Environment variables that set a channel's secret: channel -> [config field, variable]. */
+/**
+ * Secrets LurkBot makes itself (a random value is generated into channels.json when none is
+ * configured), and the environment variables that set them: channel -> config field, variable.
+ */
 export const CHANNEL_SECRET_ENV: Record<string, { field: string; env: string }> = {
   "openai-http": { field: "token", env: "LURKBOT_OPENAI_HTTP_TOKEN" },
   webhook: { field: "secret", env: "LURKBOT_WEBHOOK_SECRET" },
-  telegram: { field: "botToken", env: "TELEGRAM_BOT_TOKEN" },
-  discord: { field: "botToken", env: "DISCORD_BOT_TOKEN" },
   web: { field: "token", env: "LURKBOT_WEB_TOKEN" },
 };
 
-/** Platform tokens a channel needs several of, from the environment (never generated): channel, field, variable. */
-export const CHANNEL_TOKEN_ENV: readonly { channel: string; field: string; env: string }[] = [
-  { channel: "slack", field: "botToken", env: "SLACK_BOT_TOKEN" },
-  { channel: "slack", field: "appToken", env: "SLACK_APP_TOKEN" },
+/**
+ * Platform tokens: issued by the platform, never generated; set in the environment or config.json.
+ * `where` says where the platform gives it.
+ */
+export const CHANNEL_TOKEN_ENV: readonly { channel: string; field: string; env: string; where: string }[] = [
+  { channel: "telegram", field: "botToken", env: "TELEGRAM_BOT_TOKEN", where: "create a bot with @BotFather in Telegram" },
+  { channel: "discord", field: "botToken", env: "DISCORD_BOT_TOKEN", where: "Discord Developer Portal > your application > Bot (enable the Message Content intent)" },
+  { channel: "slack", field: "botToken", env: "SLACK_BOT_TOKEN", where: "your Slack app > OAuth & Permissions > Bot User OAuth Token (xoxb-...)" },
+  { channel: "slack", field: "appToken", env: "SLACK_APP_TOKEN", where: "your Slack app > Basic Information > App-Level Tokens with connections:write (xapp-...)" },
 ];
 
 /** Applies the environment's channel secrets to the raw config object (before validation). */
 export function channelEnvOverrides(raw: Record<string, any>, env: Record<string, string | undefined>): void {
-  const specs = [...Object.entries(CHANNEL_SECRET_ENV).map(([channel, s]) => ({ channel, ...s })), ...CHANNEL_TOKEN_ENV];
+  const specs = [...Object.entries(CHANNEL_SECRET_ENV).map(([channel, s]) => ({ channel, ...s })), ...CHANNEL_TOKEN_ENV.map(({ channel, field, env }) => ({ channel, field, env }))];
   for (const { channel, field, env: name } of specs) {
     const value = env[name];
     if (!value) continue;

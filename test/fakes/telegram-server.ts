@@ -1,8 +1,10 @@
 /**
  * A local Telegram Bot API server for the channel tests: `POST /bot<token>/<method>` with JSON
  * bodies, `{ ok, result }` / `{ ok: false, error_code, description, parameters }` answers, as
- * grammy's Api speaks it. getUpdates long-polls and honours `offset` (updates below it are
- * confirmed and dropped, as Telegram does). The test pushes user messages with `userMessage()`
+ * grammy's Api speaks it. getUpdates long-polls and honours `offset` (updates below the highest
+ * offset seen are confirmed and never returned again, as Telegram does). `holdConfirmations()`
+ * makes getUpdates calls that would confirm an update (a higher offset) wait unanswered, their
+ * offset not taken, until `releasePolls()`. The test pushes user messages with `userMessage()`
  * and reads what the bot sent in `sent`; `failNext()` makes the next calls of a method fail.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -32,6 +34,9 @@ export class FakeTelegramServer {
   private nextMessageId = 500;
   /** the highest offset getUpdates was called with (updates below it are confirmed) */
   confirmedOffset = 0;
+  private held: (() => void)[] | undefined;
+  /** getUpdates calls waiting in holdPolls() */
+  heldPolls = 0;
 
   private constructor(private readonly server: Server, readonly url: string, readonly token: string) {}
 
@@ -77,12 +82,24 @@ export class FakeTelegramServer {
     this.failures.set(method, [...(this.failures.get(method) ?? []), ...Array.from({ length: count }, () => failure)]);
   }
 
+  /** From now on getUpdates calls that confirm updates wait (offset not taken) until releasePolls(). */
+  holdConfirmations(): void {
+    this.held ??= [];
+  }
+
+  releasePolls(): void {
+    const held = this.held ?? [];
+    this.held = undefined;
+    for (const r of held) r();
+  }
+
   /** Updates not yet confirmed by an offset. */
   get unconfirmed(): number {
     return this.updates.filter((u) => (u.update_id as number) >= this.confirmedOffset).length;
   }
 
   async close(): Promise<void> {
+    this.releasePolls();
     for (const w of this.waiting) w();
     await closeLoopback(this.server);
   }
@@ -148,9 +165,16 @@ export class FakeTelegramServer {
   }
 
   private async getUpdates(body: Record<string, unknown>, req: IncomingMessage): Promise<unknown[]> {
+    if (this.held && Number(body.offset ?? 0) > this.confirmedOffset) {
+      this.heldPolls++;
+      await new Promise<void>((resolve) => this.held!.push(resolve));
+      this.heldPolls--;
+      // a caller that died while held never confirmed anything
+      if (req.socket.destroyed) return [];
+    }
     const offset = Number(body.offset ?? 0);
     if (offset > this.confirmedOffset) this.confirmedOffset = offset;
-    const pending = () => this.updates.filter((u) => (u.update_id as number) >= offset).slice(0, Number(body.limit ?? 100));
+    const pending = () => this.updates.filter((u) => (u.update_id as number) >= Math.max(offset, this.confirmedOffset)).slice(0, Number(body.limit ?? 100));
     const timeoutSec = Number(body.timeout ?? 0);
     if (pending().length === 0 && timeoutSec > 0) {
       await new Promise<void>((resolve) => {

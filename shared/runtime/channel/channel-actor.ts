@@ -7,7 +7,12 @@
  * - `watchRun(runId, handlers)`: draft/stream a run (run-watch.ts); `runIdFor(messageId)`;
  * - `settings`: `config.channels[<name>]` parsed by the channel's schema (defaults filled);
  * - `secret(field, configured)`: a configured or generated secret (secrets.ts);
- * - `dataDir`: `<dataDir>/channel-<name>/` (the sent-ledger lives in `ledger/` below it).
+ * - `dataDir`: `<dataDir>/channel-<name>/` (the sent-ledger lives in `ledger/` below it);
+ * - `streams`: what was shown of each run while it was written (draft ids, sent blocks), in
+ *   `streams/` (LMDB), so a restarted channel completes a reply instead of repeating it;
+ * - `blocks`: block streaming (blocks.ts); the kit routes every delivery through it, so a
+ *   block-streamed run's reply sends only what its blocks did not.
+ * `settings.chunkMode` (when set) overrides the adapter's chunk mode, `settings.textLimit` its limit.
  */
 import { join } from "node:path";
 import type { z } from "zod";
@@ -16,9 +21,12 @@ import type { ActorDefinition, ActorRuntime } from "../actor.js";
 import type { LurkConfig } from "../config.js";
 import { registerSecret, type Logger } from "../logger.js";
 import { LURKBOT_VERSION } from "../version.js";
+import { BlockStreams } from "./blocks.js";
+import type { ChunkMode } from "./chunk.js";
 import { startDelivery, type DeliveryAdapter } from "./delivery.js";
 import { publishInbound, type InboundInput, type PublishedInbound } from "./inbound.js";
 import { SentLedger } from "./ledger.js";
+import { RunStreamStore } from "./run-streams.js";
 import { watchRun, type RunWatch, type RunWatchOptions } from "./run-watch.js";
 import { ensureChannelSecret } from "./secrets.js";
 
@@ -29,6 +37,8 @@ export interface ChannelContext<C> {
   config: LurkConfig;
   log: Logger;
   dataDir: string;
+  streams: RunStreamStore;
+  blocks: BlockStreams;
   publishInbound(input: InboundInput): Promise<PublishedInbound>;
   watchRun(runId: string, opts: RunWatchOptions): RunWatch;
   runIdFor(platformMessageId: string): string;
@@ -65,13 +75,16 @@ export function defineChannelActor<S extends z.ZodType>(spec: ChannelSpec<S>): A
     description: spec.description,
     metadata: (config) => spec.metadata?.(channelSettings(spec, config)) ?? {},
     async start(rt) {
-      const settings = channelSettings(spec, rt.config) as z.output<S> & { maxAttempts?: number; concurrency?: number; textLimit?: number; accountId?: string };
+      const settings = channelSettings(spec, rt.config) as z.output<S> & { maxAttempts?: number; concurrency?: number; textLimit?: number; chunkMode?: ChunkMode; accountId?: string };
       const dataDir = join(rt.config.dataDir, name);
       const ledger = new SentLedger(join(dataDir, "ledger"));
       rt.onStop({ stop: () => ledger.close() });
       const log = rt.log.child({ channel: spec.channel });
+      const streams = new RunStreamStore(join(dataDir, "streams"));
+      rt.onStop({ stop: () => streams.close() });
+      const blocks = new BlockStreams(streams, spec.channel, rt.signal, log);
       const ctx: ChannelContext<z.output<S>> = {
-        rt, channel: spec.channel, settings, config: rt.config, log, dataDir,
+        rt, channel: spec.channel, settings, config: rt.config, log, dataDir, streams, blocks,
         publishInbound: (input) => publishInbound({ js: rt.js, prefix: rt.subjects.prefix, channel: spec.channel, maxBytes: rt.limits.maxBytes, ...(settings.accountId ? { accountId: settings.accountId } : {}) }, input),
         watchRun: (runId, opts) => watchRun(rt.nc, rt.subjects.prefix, runId, opts),
         runIdFor: (id) => runIdFor(spec.channel, id),
@@ -84,10 +97,13 @@ export function defineChannelActor<S extends z.ZodType>(spec: ChannelSpec<S>): A
       };
       const adapter = await spec.start(ctx);
       const limit = settings.textLimit ?? adapter.textLimit;
+      const chunkMode = settings.chunkMode ?? adapter.chunkMode ?? "paragraph";
+      const deliver = adapter.deliver.bind(adapter);
+      blocks.attach({ textLimit: limit, chunkMode, deliver }, limit, chunkMode);
       startDelivery(rt, {
         channel: spec.channel,
         ledger,
-        adapter: { ...adapter, textLimit: limit, deliver: adapter.deliver.bind(adapter), ...(adapter.typing ? { typing: adapter.typing.bind(adapter) } : {}) },
+        adapter: { ...adapter, textLimit: limit, chunkMode, deliver: (part, dctx) => blocks.deliverFinal(part, dctx, deliver), ...(adapter.typing ? { typing: adapter.typing.bind(adapter) } : {}) },
         maxAttempts: settings.maxAttempts ?? 5,
         concurrency: settings.concurrency ?? 4,
       });

@@ -102,6 +102,21 @@ export function chunkText(text: string, limit: number, mode: ChunkMode = "paragr
   return chunks;
 }
 
+/**
+ * Where the finished blocks of a text being written end: just after its last paragraph break
+ * (a blank line) outside a ``` fence; 0 when no block is finished yet. Block streaming sends
+ * `text.slice(0, end)` while the model still writes the rest.
+ */
+export function finishedBlocksEnd(text: string): number {
+  const fs = fences(text);
+  let end = 0;
+  for (const m of text.matchAll(PARAGRAPH)) {
+    const pos = m.index + m[0].length;
+    if (!insideFence(m.index, fs)) end = pos;
+  }
+  return end;
+}
+
 /** `limit`, moved back one place when it would split a surrogate pair. */
 function safeCut(text: string, limit: number): number {
   const code = text.charCodeAt(limit - 1);

@@ -3,12 +3,19 @@
  * message shows the text so far (sent on the first draft, then edited); the final delivery
  * takes that message (`take`) and edits it into the reply's first part instead of sending
  * another; a run that ends without a reply (silent, aborted) deletes it (`discard`). The
- * platform calls are the adapter's (`DraftPlatform`); drafts are plain text. Kept in memory:
- * after a restart the final reply is simply sent as a new message.
+ * platform calls are the adapter's (`DraftPlatform`); drafts are plain text. The draft's
+ * message id is also written to the channel's RunStreamStore (LMDB) before the draft is edited
+ * again, so after a restart of the channel the final reply still edits the draft: the user
+ * sees the reply once, never a stale partial plus the full reply. A draft is given to one
+ * delivery (its retries and redeliveries get it again: editing is idempotent).
+ * With `streaming: "block"` a run's finished paragraphs are sent as their own messages instead
+ * (blocks.ts); `publishWithDraft` wires either.
  */
 import type { Logger } from "../logger.js";
 import type { ChannelContext } from "./channel-actor.js";
+import type { BlockStreams } from "./blocks.js";
 import type { InboundInput, PublishedInbound } from "./inbound.js";
+import type { RunStreamStore } from "./run-streams.js";
 
 export interface DraftPlatform<T> {
   /** sends a new message to `target`; returns its platform id */
@@ -26,12 +33,14 @@ interface Draft<T> {
   messageId: Promise<string | undefined>;
   lastText: string;
   taken: boolean;
+  /** the delivery the draft was given to */
+  takenBy?: string;
 }
 
 export class DraftMessages<T> {
   private readonly byRun = new Map<string, Draft<T>>();
 
-  constructor(private readonly platform: DraftPlatform<T>, private readonly log: Logger) {}
+  constructor(private readonly platform: DraftPlatform<T>, private readonly log: Logger, private readonly store?: RunStreamStore) {}
 
   /** Shows `text` as the run's draft (errors are logged: a draft is only a preview). */
   async update(runId: string, target: T, text: string): Promise<void> {
@@ -42,7 +51,11 @@ export class DraftMessages<T> {
     if (!draft) {
       this.byRun.set(runId, {
         target, lastText: shown, taken: false,
-        messageId: this.platform.send(target, shown).catch((err) => {
+        messageId: this.platform.send(target, shown).then(async (id) => {
+          // durable before the first edit (or the final reply) uses it
+          await this.store?.setDraft(runId, id).catch((err) => this.log.warn({ err, runId }, "could not record the draft"));
+          return id;
+        }, (err) => {
           this.log.warn({ err, runId }, "could not send a draft");
           return undefined;
         }),
@@ -57,20 +70,31 @@ export class DraftMessages<T> {
     await this.platform.edit(target, id, shown).catch((err) => this.log.debug({ err, runId }, "draft edit failed"));
   }
 
-  /** The run's draft message id, once, for the final reply to replace. */
-  async take(runId: string): Promise<string | undefined> {
+  /**
+   * The run's draft message id for delivery `deliveryId` to replace (edit) with its first part:
+   * to the first delivery that asks (from memory, or from the store after a restart), and again
+   * to that same delivery on a retry; undefined to anyone else or when there is no draft.
+   */
+  async take(runId: string, deliveryId: string): Promise<string | undefined> {
     const draft = this.byRun.get(runId);
-    if (!draft || draft.taken) return undefined;
-    draft.taken = true;
-    return draft.messageId;
+    if (draft && !draft.taken) {
+      draft.taken = true;
+      const id = await draft.messageId;
+      if (id !== undefined && this.store) await this.store.takeDraft(runId, deliveryId).catch((err) => this.log.warn({ err, runId }, "could not record the draft's use"));
+      draft.takenBy = deliveryId;
+      return id;
+    }
+    if (draft && draft.takenBy === deliveryId) return draft.messageId;
+    return this.store?.takeDraft(runId, deliveryId);
   }
 
   /** Deletes the draft of a run that ends without a reply. */
   async discard(runId: string): Promise<void> {
     const draft = this.byRun.get(runId);
-    const id = await this.take(runId);
+    const id = await this.take(runId, `discard:${runId}`);
     if (id === undefined || !draft) return;
     await this.platform.remove(draft.target, id).catch((err) => this.log.debug({ err, runId }, "draft delete failed"));
+    await this.store?.dropDraft(runId).catch(() => undefined);
   }
 }
 
@@ -87,6 +111,8 @@ export interface DraftedPublish<T> {
   };
   /** the channel's drafts, or undefined when drafting is off */
   drafts: DraftMessages<T> | undefined;
+  /** block streaming (`streaming: "block"`): finished paragraphs sent as their own messages */
+  blocks?: BlockStreams | undefined;
   /** where the draft goes */
   target: T;
   draftIntervalMs: number;
@@ -95,12 +121,13 @@ export interface DraftedPublish<T> {
 /**
  * Stores an inbound message in LURK_INBOUND (await it before acknowledging the platform) and,
  * for a message the bot answers (`mentioned`), shows its run's text as a draft while it is
- * written: the watch is subscribed before the message is published, stopped on a duplicate or
+ * written (or, with `blocks`, sends its finished paragraphs): the watch is subscribed before the message is published, stopped on a duplicate or
  * a failure, and a silent or aborted run's draft is deleted.
  */
 export async function publishWithDraft<T>(p: DraftedPublish<T>, inbound: InboundInput): Promise<PublishedInbound> {
   const { ctx, drafts } = p;
   const runId = ctx.runIdFor(inbound.id);
+  const blocks = p.blocks;
   const watch = drafts && inbound.mentioned
     ? ctx.watchRun(runId, {
       draftIntervalMs: p.draftIntervalMs,
@@ -109,7 +136,9 @@ export async function publishWithDraft<T>(p: DraftedPublish<T>, inbound: Inbound
         if ((end.status === "done" && end.silent) || (end.status === "error" && end.code === "ABORTED")) void drafts.discard(runId);
       },
     })
-    : undefined;
+    : blocks && inbound.mentioned
+      ? ctx.watchRun(runId, { onBlock: (text) => blocks.add(runId, inbound.conversation, text) })
+      : undefined;
   if (watch) {
     setTimeout(() => watch.stop(), WATCH_MAX_MS).unref();
     await ctx.rt.nc.flush();

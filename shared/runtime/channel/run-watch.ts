@@ -6,6 +6,8 @@
  *   that edit a placeholder message while the model writes (Telegram, Discord, Slack, web);
  *   a new turn (after tool calls) starts a new draft text;
  * - `onAppend(delta)`: append-only text (SSE), turns separated by a blank line;
+ * - `onBlock(text)`: block streaming: each finished paragraph of a turn (a blank line after it,
+ *   outside a code fence) once, and the rest of a turn when the turn's message ends;
  * - `onEnd(end)`: the terminal event (done/error). The final text is still DELIVERED through
  *   the outbound stream (exactly once, with chunking); drafts are a preview.
  * Text that could still become the silent token (NO_REPLY) is held back, so a silent run never
@@ -13,7 +15,8 @@
  */
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { runEventSchema, safeParseJson, subjects, type RunEvent } from "../../contract/index.js";
-import { mayBecomeSilent } from "./reply.js";
+import { finishedBlocksEnd } from "./chunk.js";
+import { isSilentReply, mayBecomeSilent } from "./reply.js";
 
 export type RunEnd =
   | { status: "done"; text: string; silent: boolean; usage: Extract<RunEvent["event"], { kind: "done" }>["usage"] }
@@ -22,6 +25,7 @@ export type RunEnd =
 export interface RunWatchOptions {
   onDraft?: (text: string) => void | Promise<void>;
   onAppend?: (delta: string) => void;
+  onBlock?: (text: string) => void;
   onEvent?: (event: RunEvent) => void;
   onEnd?: (end: RunEnd) => void;
   /** least time between two drafts (platform edit rate limits), ms */
@@ -46,6 +50,8 @@ export function watchRun(nc: NatsConnection, prefix: string, runId: string, opts
   /** how much of turnText went to onAppend */
   let appended = 0;
   let anyAppended = false;
+  /** how much of turnText went to onBlock */
+  let blocked = 0;
   let lastDraft = "";
   let lastDraftAt = 0;
   let draftTimer: NodeJS.Timeout | undefined;
@@ -86,6 +92,15 @@ export function watchRun(nc: NatsConnection, prefix: string, runId: string, opts
     anyAppended = true;
     opts.onAppend(delta);
   };
+  /** hands the finished paragraphs (or, at the turn's end, all the rest) to onBlock */
+  const emitBlocks = (turnEnded: boolean) => {
+    if (!opts.onBlock || mayBecomeSilent(turnText) || (turnEnded && isSilentReply(turnText))) return;
+    const end = turnEnded ? turnText.length : finishedBlocksEnd(turnText);
+    if (end <= blocked) return;
+    const block = turnText.slice(blocked, end).trim();
+    blocked = end;
+    if (block) opts.onBlock(block);
+  };
   const finish = (end: RunEnd) => {
     if (done) return;
     if (end.status === "done" && !end.silent) append();
@@ -115,6 +130,7 @@ export function watchRun(nc: NatsConnection, prefix: string, runId: string, opts
           turn = next;
           turnText = "";
           appended = 0;
+          blocked = 0;
           lastDraft = "";
         }
       }
@@ -122,10 +138,12 @@ export function watchRun(nc: NatsConnection, prefix: string, runId: string, opts
         turnText += e.text;
         append();
         scheduleDraft();
+        emitBlocks(false);
       } else if (e.kind === "message_end" && e.turn === turn && e.text.length >= turnText.length) {
         turnText = e.text;
         append();
         scheduleDraft();
+        emitBlocks(true);
       } else if (e.kind === "done") {
         finish({ status: "done", text: e.text, silent: e.silent, usage: e.usage });
       } else if (e.kind === "error") {

@@ -1,0 +1,105 @@
+/**
+ * What a channel already showed of a run while it was written, kept in LMDB
+ * (`<dataDir>/channel-<name>/streams/`) so it survives a restart of the channel:
+ * - `draftId`: the platform message that shows the run's draft (drafts.ts); the run's final
+ *   reply edits it, also after a restart, instead of leaving it behind and sending another;
+ * - `blocks`: the finished paragraphs already sent as their own messages (block streaming,
+ *   blocks.ts), each with its platform message id; the final reply sends only the rest;
+ * - `rest`: the platform ids of the final reply's remaining parts sent so far (a kill in the
+ *   middle resumes after them).
+ * Every write is durable when its promise resolves. Entries are swept a day after their last
+ * write (a run's final delivery is long done by then).
+ */
+import { mkdirSync } from "node:fs";
+import { open, type Database, type RootDatabase } from "lmdb";
+
+export interface SentBlock {
+  /** the block's text as sent (markdown, tags removed) */
+  text: string;
+  platformMessageId: string;
+}
+
+export interface RunStreamEntry {
+  draftId?: string;
+  /** the delivery (outbound message id) that turned the draft into its reply */
+  draftTakenBy?: string;
+  blocks: SentBlock[];
+  rest: string[];
+  updatedAt: number;
+}
+
+const KEEP_MS = 24 * 3600_000;
+const SWEEP_EVERY_MS = 3600_000;
+
+export class RunStreamStore {
+  private readonly root: RootDatabase;
+  private readonly runs: Database<RunStreamEntry, string>;
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(path: string, private readonly now: () => number = Date.now) {
+    mkdirSync(path, { recursive: true, mode: 0o700 });
+    this.root = open({ path });
+    this.runs = this.root.openDB({ name: "runs" });
+    this.sweeper = setInterval(() => void this.sweep(), SWEEP_EVERY_MS);
+    this.sweeper.unref();
+    void this.sweep();
+  }
+
+  get(runId: string): RunStreamEntry | undefined {
+    return this.runs.get(runId);
+  }
+
+  private async update(runId: string, change: (e: RunStreamEntry) => RunStreamEntry): Promise<RunStreamEntry> {
+    const current = this.get(runId) ?? { blocks: [], rest: [], updatedAt: 0 };
+    const next = { ...change(current), updatedAt: this.now() };
+    await this.runs.put(runId, next);
+    return next;
+  }
+
+  setDraft(runId: string, draftId: string): Promise<RunStreamEntry> {
+    return this.update(runId, (e) => ({ ...e, draftId }));
+  }
+
+  /**
+   * The run's draft id for delivery `deliveryId`: given to the first delivery that asks, and
+   * again to that same delivery (a redelivery edits the draft again: editing is idempotent).
+   */
+  async takeDraft(runId: string, deliveryId: string): Promise<string | undefined> {
+    const e = this.get(runId);
+    if (!e?.draftId) return undefined;
+    if (e.draftTakenBy === deliveryId) return e.draftId;
+    if (e.draftTakenBy !== undefined) return undefined;
+    await this.update(runId, (cur) => ({ ...cur, draftTakenBy: deliveryId }));
+    return e.draftId;
+  }
+
+  /** Forgets the draft (deleted). */
+  dropDraft(runId: string): Promise<RunStreamEntry> {
+    return this.update(runId, ({ draftId: _d, draftTakenBy: _t, ...rest }) => rest);
+  }
+
+  addBlock(runId: string, block: SentBlock): Promise<RunStreamEntry> {
+    return this.update(runId, (e) => ({ ...e, blocks: [...e.blocks, block] }));
+  }
+
+  addRest(runId: string, platformMessageId: string): Promise<RunStreamEntry> {
+    return this.update(runId, (e) => ({ ...e, rest: [...e.rest, platformMessageId] }));
+  }
+
+  async sweep(): Promise<number> {
+    const cutoff = this.now() - KEEP_MS;
+    let removed = 0;
+    for (const { key, value } of this.runs.getRange()) {
+      if (value.updatedAt < cutoff) {
+        await this.runs.remove(key);
+        removed++;
+      }
+    }
+    return removed;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    await this.root.close();
+  }
+}
