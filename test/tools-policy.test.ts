@@ -5,7 +5,7 @@
  * with TOOL_DENIED, and `lurkbot tools --explain --json` shows the deciding layer per tool.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -16,6 +16,8 @@ import { parseConfig } from "../shared/runtime/config.js";
 import { decideTool, type PolicyContext, type PolicyLayer, type PolicyTool, SUBAGENT_DENY_LIST } from "../services/tools/policy.js";
 import { allowedCatalog, policyContext } from "../services/tools/policy-config.js";
 import { BUILTIN_TOOLS } from "../services/tools/registry.js";
+import { policyTablesMarkdown } from "../services/tools/policy-doc.js";
+import { REPO_ROOT } from "../shared/scripts/paths.js";
 import { startActorProcess, type ActorProcess } from "./harness/actors.js";
 import { runCli } from "./harness/cli.js";
 import { TestNats } from "./harness/nats.js";
@@ -68,6 +70,15 @@ const CASES: Case[] = [
   { name: "a definition's group names it", ctx: { profile: "full", global: { allow: ["group:custom"] } }, tool: "custom_thing", allowed: true, layer: "global" },
   { name: "the seeds' group names a tool without declared groups", ctx: { profile: "full", global: { deny: ["group:web"] } }, tool: "web_fetch", allowed: false, layer: "global" },
   { name: "an alias in a group counts (bash in group:runtime)", ctx: { profile: "full", global: { deny: ["bash"] } }, tool: "exec", allowed: false, layer: "global", rule: "\"bash\"" },
+  // the seeds' other groups as rule entries: group:sessions, group:memory, group:automation
+  { name: "group:sessions denies sessions_list", ctx: { profile: "full", global: { deny: ["group:sessions"] } }, tool: "sessions_list", allowed: false, layer: "global", rule: "group:sessions" },
+  { name: "group:sessions denies session_status and sessions_spawn", ctx: { profile: "full", agent: { deny: ["group:sessions"] } }, tool: "session_status", allowed: false, layer: "agent", rule: "group:sessions" },
+  { name: "group:sessions leaves message alone", ctx: { profile: "full", global: { deny: ["group:sessions"] } }, tool: "message", allowed: true },
+  { name: "group:memory denies memory_search", ctx: { profile: "full", global: { deny: ["group:memory"] } }, tool: "memory_search", allowed: false, layer: "global", rule: "group:memory" },
+  { name: "an allow of group:memory narrows: cron is out", ctx: { profile: "full", agent: { allow: ["group:memory"] } }, tool: "cron", allowed: false, layer: "agent" },
+  { name: "group:automation denies cron", ctx: { profile: "full", global: { deny: ["group:automation"] } }, tool: "cron", allowed: false, layer: "global", rule: "group:automation" },
+  { name: "an allow of group:automation lets cron in", ctx: { profile: "full", agent: { allow: ["group:automation"] } }, tool: "cron", allowed: true, layer: "agent", rule: "group:automation" },
+  { name: "an allow of group:automation keeps memory_search out", ctx: { profile: "full", agent: { allow: ["group:automation"] } }, tool: "memory_search", allowed: false, layer: "agent" },
   // layers 2-3: provider and model
   { name: "built-in: ollama has no image", ctx: { profile: "full", model: "ollama/llama3" }, tool: "image", allowed: false, layer: "provider" },
   { name: "built-in: gpt-3.5 has no browser", ctx: { profile: "full", model: "openai/gpt-3.5-turbo" }, tool: "browser", allowed: false, layer: "model" },
@@ -118,6 +129,13 @@ describe("tool policy tables", () => {
       if (!d.allowed) assert.ok(d.trace.some((v) => v.effect === "deny" && v.layer === d.layer));
     });
   }
+
+  it("services/tools/README.md shows the profile, group and deny-list tables the code has", () => {
+    const readme = readFileSync(join(REPO_ROOT, "services", "tools", "README.md"), "utf8");
+    const block = /<!-- policy-tables:begin -->\n([\s\S]*?)\n<!-- policy-tables:end -->/.exec(readme)?.[1];
+    assert.ok(block, "the README has the policy-tables block");
+    assert.equal(block, policyTablesMarkdown(), "regenerate it with: node dist/services/tools/policy-doc.js");
+  });
 
   it("builds the context from config: agent profile and rules, session type from the key", () => {
     const cfg = parseConfig({
@@ -215,6 +233,17 @@ describe("tool policy over the bus", () => {
     const subReport = JSON.parse(sub.stdout) as { sessionType: string; tools: { tool: string; allowed: boolean; layer: string }[] };
     assert.equal(subReport.sessionType, "subagent");
     assert.deepEqual(subReport.tools.find((x) => x.tool === "exec"), { ...subReport.tools.find((x) => x.tool === "exec"), allowed: false, layer: "subagent" });
+
+    // the text table: a header, then per tool: name, allowed/DENIED, deciding layer, rule
+    const text = await runCli(["tools", "--explain"], env);
+    assert.equal(text.code, 0, text.stderr);
+    const lines = text.stdout.split("\n");
+    assert.match(lines[0]!, /^agent main · main session · profile coding$/);
+    const row = (tool: string) => lines.find((l) => l.trim().split(/\s+/)[0] === tool);
+    assert.match(row("read") ?? "", /^\s+read\s+DENIED\s+global\s+deny "read" \(tools\)$/);
+    assert.match(row("exec") ?? "", /^\s+exec\s+allowed\s+profile\s+allow "group:runtime" \(profile coding\)/);
+    assert.match(row("web_fetch") ?? "", /^\s+web_fetch\s+DENIED\s+profile\s+/);
+    assert.equal(lines.filter((l) => /^\s+\S+\s+(allowed|DENIED)\s/.test(l)).length, BUILTIN_TOOLS.length, "one row per tool");
 
     const plain = await runCli(["tools"], env);
     assert.equal(plain.code, 0, plain.stderr);

@@ -152,6 +152,7 @@ describe("web_fetch over the bus", () => {
         case "/loop": return redirect("/loop");
         case "/image": return res.writeHead(200, { "content-type": "image/png" }).end(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0, 0, 0]));
         case "/big": return res.writeHead(200, { "content-type": "text/plain" }).end(`${"A".repeat(100_000)}TAIL_MARKER`);
+        case "/long": return res.writeHead(200, { "content-type": "text/plain" }).end(`${Array.from({ length: 1200 }, (_, i) => `line ${i + 1}`).join("\n")}\nLONG_TAIL_MARKER\n`);
         case "/missing": return res.writeHead(404, { "content-type": "text/html" }).end("<p>not here</p>");
         case "/search": {
           searxRequests.push(req);
@@ -265,6 +266,22 @@ describe("web_fetch over the bus", () => {
     assert.match(small, /A{500}\n\n\[/);
     assert.ok(!small.includes("A".repeat(501)));
     assert.match(small, /text cut at 500 of 16384 characters/);
+  });
+
+  it("keeps the whole text of a page cut at the output cap, and read pages past the cap", async () => {
+    const reply = await fx.call("web_fetch", { url: site_("/long") });
+    assert.equal(reply.isError, false, textOf(reply));
+    const shown = textOf(reply);
+    assert.ok(!shown.includes("LONG_TAIL_MARKER"), "the tail is past the cap");
+    assert.ok(Buffer.byteLength(shown, "utf8") <= CAP + 1024);
+    const path = reply.truncated?.fullOutputPath;
+    assert.ok(path, "the reply names the saved full text");
+    assert.match(path, /^\.lurkbot\/outputs\/.+\.txt$/);
+    assert.ok(shown.includes(path), "the note tells the model where it is");
+    assert.ok((reply.truncated?.totalBytes ?? 0) > CAP);
+    const tail = await fx.call("read", { path, offset: 1195 });
+    assert.equal(tail.isError, false, textOf(tail));
+    assert.match(textOf(tail), /line 1200\n\s*1201\tLONG_TAIL_MARKER/);
   });
 
   it("web_search (SearXNG) returns the parsed results", async () => {

@@ -58,6 +58,8 @@ describe("tools actor over the bus", () => {
     symlinkSync(join(outside, "secret.txt"), join(ws, "link-out"));
     symlinkSync(outside, join(ws, "dir-link"));
     symlinkSync("notes.txt", join(ws, "link-in"));
+    // a hard link in the workspace to the file outside (same filesystem: both under tmpdir)
+    linkSync(join(outside, "secret.txt"), join(ws, "hardlink-out"));
     execFileSync("mkfifo", [join(ws, "pipe")]);
 
     ({ nats, tools, nc, client } = await startToolsActor(ws, { tools: { outputCapBytes: CAP } }));
@@ -183,6 +185,7 @@ describe("tools actor over the bus", () => {
     ["absolute path of the outside file", () => join(outside, "secret.txt"), "PATH_ESCAPE"],
     ["a symlink to a file outside", () => "link-out", "PATH_ESCAPE"],
     ["a symlinked directory in the middle", () => "dir-link/secret.txt", "PATH_ESCAPE"],
+    ["a hard link to a file outside", () => "hardlink-out", "PATH_ESCAPE"],
     ["a NUL byte", () => "notes.txt\u0000../../etc/passwd", "TOOL_INVALID_ARGS"],
   ];
   for (const [name, path, code] of escapes) {
@@ -286,12 +289,15 @@ for (const syncIo of [false, true]) describe(`confined fs layer${syncIo ? " (syn
     assert.equal(whole.truncated, false);
   });
 
-  it("refuses hard-linked files when asked to (the mode writers use)", async () => {
+  it("refuses hard-linked files by default (reads and writes alike)", async () => {
     linkSync(join(outside, "secret.txt"), join(ws, "hardlink.txt"));
     writeFileSync(join(ws, "single.txt"), "one link");
     const fs = await ConfinedFs.create(ws, { syncIo });
-    await assert.rejects(fs.openRead("hardlink.txt", { hardlinks: "refuse" }), (err: unknown) => LurkError.is(err) && err.code === "PATH_ESCAPE" && /hard links/.test(err.message));
-    const single = await fs.openRead("single.txt", { hardlinks: "refuse" });
+    for (const opts of [{}, { hardlinks: "refuse" as const }]) {
+      await assert.rejects(fs.openRead("hardlink.txt", opts), (err: unknown) => LurkError.is(err) && err.code === "PATH_ESCAPE" && /hard links/.test(err.message));
+    }
+    await assert.rejects(fs.readFile("hardlink.txt", { maxBytes: 100 }), (err: unknown) => LurkError.is(err) && err.code === "PATH_ESCAPE");
+    const single = await fs.openRead("single.txt");
     await single.close();
   });
 

@@ -12,17 +12,22 @@
  *   background (catches actors that stopped, and anything missed).
  * One gather at a time per key; concurrent callers share it. `list` never throws.
  * Calls: `lurk.tools.call.<tool>` with the contract's request/reply; bus failures and error
- * replies come back as error tool results, so the model sees them and the run goes on.
+ * replies come back as error tool results, so the model sees them and the run goes on. A call
+ * this client gives up on (its timeout) is cancelled with `lurk.tools.cancel`; a call waiting
+ * for a human approval whose heartbeats stop (the tools instance died) is sent again (callHeld).
  */
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import {
-  LurkError, parseSessionKey, safeParseJson, toolCallReply, TOOLS_CATALOG_CHANGED_MAX_BYTES, toolsCatalogChangedSchema, toolsListReply,
+  envelope, LurkError, parseSessionKey, safeParseJson, toolCallReply, TOOLS_CATALOG_CHANGED_MAX_BYTES, toolProgressSchema, toolsCancelSchema, toolsCatalogChangedSchema, toolsListReply,
   type Origin, type Subjects, type ToolDefinition, type ToolResultMessage,
 } from "../../shared/contract/index.js";
 import type { BusClient } from "../../shared/runtime/client.js";
 import type { Logger } from "../../shared/runtime/logger.js";
+import type { z } from "zod";
 
 const GATHER_MS = 250;
+/** a call waiting for approval whose heartbeat (every <= 5 s) stops this long is sent again */
+export const APPROVAL_STALE_MS = 15_000;
 /** a cached catalog older than this is gathered again in the background (and served meanwhile) */
 export const REFRESH_MS = 60_000;
 /** an empty catalog is gathered again, in the foreground, after this long */
@@ -251,22 +256,89 @@ export class ToolsClient {
     return [...byName.values()].sort((a, b) => a.name.localeCompare(b.name));
   }
 
+  /**
+   * Tells every tools instance to stop the in-flight calls of a run (one of them with
+   * `toolCallId`): `lurk.tools.cancel`, core publish. Never throws. (A run's abort and end
+   * cancel its calls too: the tools actors follow `lurk.run.ctl` and the terminal run events.)
+   */
+  cancel(runId: string, toolCallId?: string, reason?: string): void {
+    try {
+      const message = toolsCancelSchema.parse(envelope("lurk.tools.cancel.v1", { runId, ...(toolCallId ? { toolCallId } : {}), ...(reason ? { reason: reason.slice(0, 500) } : {}) }));
+      this.nc.publish(this.subjects.toolsCancel, JSON.stringify(message));
+    } catch (err) {
+      this.log.warn({ err, runId, toolCallId }, "could not publish a tool cancel");
+    }
+  }
+
+  /**
+   * The request, re-sent when the tools instance holding it vanished while it waited for a
+   * human approval: such a call sends `waitingForApproval` heartbeats (<= 5 s apart) on
+   * `lurk.tools.progress.<runId>`; none for APPROVAL_STALE_MS means the instance died (its
+   * request is lost), so the same call goes out again and gets the same approval (the approvals
+   * actor keeps it, decided or not). Throws like callSubject (TIMEOUT at the overall deadline).
+   */
+  private async callHeld(ctx: ToolCallContext, toolCallId: string, name: string, body: Record<string, unknown>): Promise<z.output<typeof toolCallReply>> {
+    const deadline = Date.now() + this.callTimeoutMs;
+    let heardAt = 0;
+    let sub: Subscription | undefined;
+    try {
+      sub = this.nc.subscribe(this.subjects.toolProgress(ctx.runId), {
+        callback: (_err, msg) => {
+          try {
+            const note = toolProgressSchema.safeParse(safeParseJson(msg.data, { maxBytes: 8192 }));
+            if (note.success && note.data.toolCallId === toolCallId && note.data.waitingForApproval) heardAt = Date.now();
+          } catch {
+            // not a heartbeat
+          }
+        },
+      });
+    } catch (err) {
+      this.log.warn({ err }, "not following approval heartbeats; a lost tool call is not re-sent");
+    }
+    let watch: NodeJS.Timeout | undefined;
+    try {
+      for (let attempt = 1; ; attempt++) {
+        const remaining = deadline - Date.now();
+        if (remaining <= 0) throw new LurkError("TIMEOUT", `no answer within ${this.callTimeoutMs} ms`);
+        const request = this.client.callSubject(this.subjects.toolCall(name), "lurk.tools.call.v1", body, toolCallReply, { timeoutMs: remaining, runId: ctx.runId }, "tools");
+        request.catch(() => undefined); // a superseded attempt is dropped
+        heardAt = 0;
+        const stale = new Promise<"stale">((resolve) => {
+          watch = setInterval(() => {
+            if (heardAt > 0 && Date.now() - heardAt > APPROVAL_STALE_MS) resolve("stale");
+          }, 1_000);
+        });
+        const outcome = await Promise.race([request, stale]);
+        clearInterval(watch);
+        if (outcome !== "stale") return outcome;
+        this.log.warn({ runId: ctx.runId, toolCallId, tool: name, attempt }, "the tools instance holding a call that waits for approval went silent; sending the call again");
+      }
+    } finally {
+      clearInterval(watch);
+      sub?.unsubscribe();
+    }
+  }
+
   /** Executes one call; never throws (failures are error results). */
   async call(ctx: ToolCallContext, toolCallId: string, name: string, args: Record<string, unknown>): Promise<ToolResultMessage> {
     const result = (text: string, isError: boolean): ToolResultMessage => ({ role: "tool_result", toolCallId, toolName: name, content: [{ type: "text", text }], isError });
     try {
-      const reply = await this.client.callSubject(this.subjects.toolCall(name), "lurk.tools.call.v1", {
+      const reply = await this.callHeld(ctx, toolCallId, name, {
         toolCallId, runId: ctx.runId, sessionKey: ctx.sessionKey, agentId: ctx.agentId, sessionType: ctx.sessionType, tool: name, args,
         ...(ctx.model ? { model: ctx.model } : {}),
         ...(ctx.origin ? { origin: ctx.origin } : {}),
-      }, toolCallReply, { timeoutMs: this.callTimeoutMs, runId: ctx.runId }, "tools");
+      });
       const content = reply.content.length > 0 ? reply.content : [{ type: "text" as const, text: reply.isError ? "Error: the tool failed without output" : "(no output)" }];
       // a truncated reply already says so in its text (the tools actor writes the paging note)
       return { role: "tool_result", toolCallId, toolName: name, content, isError: reply.isError };
     } catch (err) {
       const e = LurkError.from(err);
       if (e.code === "UNAVAILABLE") return result(`Error: the tool ${name} is unavailable right now (${e.message}).`, true);
-      if (e.code === "TIMEOUT") return result(`Error: the tool ${name} did not answer within ${this.callTimeoutMs} ms.`, true);
+      if (e.code === "TIMEOUT") {
+        // nobody waits for it any more: the tools instance holding it stops it
+        this.cancel(ctx.runId, toolCallId, `no answer within ${this.callTimeoutMs} ms`);
+        return result(`Error: the tool ${name} did not answer within ${this.callTimeoutMs} ms.`, true);
+      }
       return result(`Error (${e.code}): ${e.message}`, true);
     }
   }

@@ -75,8 +75,13 @@ export const definition: ActorDefinition = {
     sweeper.unref();
 
     rt.serve("approvals", "request", async (req) => {
-      // a retried request for the same call while it is pending gets the same approval
-      const same = store.list("pending", 1000).find((r) => r.toolCallId === req.toolCallId && r.argsHash === req.argsHash && r.expiresAt > Date.now());
+      // a retried request for the same call (its tools actor or agent-runner restarted) gets the
+      // same approval: still pending, or decided and not yet used while its token is valid (so
+      // a decision made while the caller was away still reaches the run)
+      const now0 = Date.now();
+      const same = store.list(undefined, 1000).find((r) => r.toolCallId === req.toolCallId && r.argsHash === req.argsHash && (r.status === "pending"
+        ? r.expiresAt > now0
+        : (r.status === "approved" || r.status === "denied") && r.usedAt === undefined && (r.decidedAt ?? 0) + cfg.tokenTtlMs > now0));
       if (same) return reply(same);
       const now = Date.now();
       const record: ApprovalRecord = {

@@ -12,6 +12,7 @@ import type { ActorDefinition } from "../../shared/runtime/actor.js";
 import { serveToolCatalog } from "../../shared/runtime/tool-catalog.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { handleToolCall } from "./call.js";
+import { InflightCalls } from "./inflight.js";
 import { execHostFor, execMetadata } from "./exec/sandbox.js";
 import { allowedCatalog, explainTools } from "./policy-config.js";
 import { ToolPool } from "./pool.js";
@@ -37,7 +38,10 @@ export const definition: ActorDefinition = {
     // background jobs (the process tool) live here; calls about another instance's job go there
     const jobs = new JobTable(newInstanceId(), rt.config.tools.jobs, exec);
     const processTool = builtinTool("process");
-    const jobHost = serveJobRoutes(rt, jobs, (req) => handleToolCall(rt, pool, processTool!, req, exec, { jobs: jobHost }));
+    // the calls running here, cancelled by lurk.tools.cancel or when their run is aborted or ends
+    const inflight = new InflightCalls(rt);
+    inflight.listen();
+    const jobHost = serveJobRoutes(rt, jobs, (req) => handleToolCall(rt, pool, processTool!, req, exec, { jobs: jobHost, inflight }));
     rt.log.info({ toolsInstance: jobs.instanceId }, "tools instance ready");
 
     // the tool policy (policy.ts) filters the catalog per agent and session; call.ts enforces it
@@ -47,7 +51,7 @@ export const definition: ActorDefinition = {
     for (const tool of BUILTIN_TOOLS) {
       for (const name of [tool.name, ...(tool.aliases ?? [])]) {
         rt.serveSubject(`call-${name}`, rt.subjects.toolCall(name), toolCallRequest, toolCallReply,
-          (req) => handleToolCall(rt, pool, tool, req, exec, { jobs: jobHost }), { queue: TOOLS_QUEUE });
+          (req) => handleToolCall(rt, pool, tool, req, exec, { jobs: jobHost, inflight }), { queue: TOOLS_QUEUE });
       }
     }
     return {

@@ -66,7 +66,7 @@ export async function runAttempt(piscina: Piscina<ToolTask, ToolResult>, opts: A
       }
     }
   });
-  const onCancel = () => stop(new LurkError("ABORTED", "the tool call was cancelled"));
+  const onCancel = () => stop(cancelReason(opts.signal));
   if (opts.signal?.aborted) onCancel();
   opts.signal?.addEventListener("abort", onCancel, { once: true });
 
@@ -88,4 +88,10 @@ export async function runAttempt(piscina: Piscina<ToolTask, ToolResult>, opts: A
     opts.signal?.removeEventListener("abort", onCancel);
     port1.close();
   }
+}
+
+/** The caller's reason when it is an ABORTED LurkError (it says why), else a plain one. */
+export function cancelReason(signal: AbortSignal | undefined): LurkError {
+  const reason: unknown = signal?.reason;
+  return reason instanceof LurkError && reason.code === "ABORTED" ? reason : new LurkError("ABORTED", "the tool call was cancelled");
 }

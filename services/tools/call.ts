@@ -12,13 +12,15 @@
  */
 import { LurkError, toolProgressSchema, type ToolCallReply, type ToolCallRequest } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
-import { agentWorkspace } from "../../shared/runtime/config.js";
+import { agentWorkspace, type LurkConfig } from "../../shared/runtime/config.js";
+import { approvalHeartbeat } from "../../shared/runtime/approval-gate.js";
 import { approvalGateFor } from "./approval-gate.js";
 import { errorResult, resultFromError } from "./content.js";
 import type { ExecHost } from "./exec/sandbox.js";
 import type { RunToolOptions, ToolPool } from "./pool.js";
 import { deniedMessage } from "./policy.js";
 import { decideForRequest } from "./policy-config.js";
+import type { InflightCalls } from "./inflight.js";
 import { runProcessTool, type ProcessHostExtras } from "./process-tools.js";
 import { skillRoots } from "./skill-roots.js";
 import { describeIssues, type Tool, type ToolLimits, type ToolResult } from "./tool.js";
@@ -38,7 +40,14 @@ export function toolLimits(rt: ActorRuntime): ToolLimits {
   };
 }
 
-export async function handleToolCall(rt: ActorRuntime, pool: ToolPool, tool: Tool, req: ToolCallRequest, exec?: ExecHost, extras: ProcessHostExtras = {}): Promise<ToolCallReply> {
+/** What the actor adds to a call besides the pool: the exec sandbox, jobs, and cancellation. */
+export interface CallHost extends ProcessHostExtras {
+  /** this instance's in-flight calls: `lurk.tools.cancel`, a run's abort or end cancel them */
+  inflight?: InflightCalls;
+}
+
+export async function handleToolCall(rt: ActorRuntime, pool: ToolPool, tool: Tool, req: ToolCallRequest, exec?: ExecHost, host: CallHost = {}): Promise<ToolCallReply> {
+  const { inflight, ...extras } = host;
   if (req.tool !== tool.name && !(tool.aliases ?? []).includes(req.tool)) {
     throw new LurkError("VALIDATION_FAILED", `the request names the tool "${req.tool}" but was sent to ${rt.subjects.toolCall(tool.name)}`);
   }
@@ -46,6 +55,18 @@ export async function handleToolCall(rt: ActorRuntime, pool: ToolPool, tool: Too
   if (!agent) throw new LurkError("NOT_FOUND", `no agent "${req.agentId}" is configured`);
 
   const started = Date.now();
+  // cancelled by the caller (lurk.tools.cancel), the run's abort or end, or the actor stopping
+  const tracked = inflight?.track(req.runId, req.toolCallId, rt.signal);
+  const signal = tracked?.signal ?? rt.signal;
+  try {
+    return fitReply(rt, { ...(await runCall(rt, pool, tool, req, agent, signal, exec, extras)), durationMs: Date.now() - started });
+  } finally {
+    tracked?.done();
+  }
+}
+
+async function runCall(rt: ActorRuntime, pool: ToolPool, tool: Tool, req: ToolCallRequest, agent: LurkConfig["agents"][number], signal: AbortSignal,
+  exec: ExecHost | undefined, extras: ProcessHostExtras): Promise<Omit<ToolCallReply, "durationMs">> {
   let result: ToolResult;
   let gated: ToolResult | null;
   // the tool policy, again at call time: a runner cannot call what the list left out
@@ -56,7 +77,7 @@ export async function handleToolCall(rt: ActorRuntime, pool: ToolPool, tool: Too
     result = errorResult("TOOL_DENIED", deniedMessage(decision, req.tool));
   } else if (!parsed.success) {
     result = errorResult("TOOL_INVALID_ARGS", `invalid arguments for ${tool.name}: ${describeIssues(parsed.error)}. Fix them and call ${tool.name} again.`);
-  } else if ((gated = await approvalGateFor(rt).check(tool, req))) {
+  } else if ((gated = await approvalGateFor(rt).check(tool, req, { signal, onWaiting: approvalHeartbeat(rt, req) }))) {
     // needs a human approval (approval-gate.ts) and has none: denied, expired or a bad token
     result = gated;
   } else {
@@ -72,7 +93,7 @@ export async function handleToolCall(rt: ActorRuntime, pool: ToolPool, tool: Too
           ...(req.origin ? { origin: req.origin } : {}),
         },
         readOnlyRoots: skillRoots(rt.config),
-        signal: rt.signal,
+        signal,
         onProgress: progressPublisher(rt, req),
         web: rt.config.tools.web,
       };
@@ -81,14 +102,13 @@ export async function handleToolCall(rt: ActorRuntime, pool: ToolPool, tool: Too
       result = resultFromError(err);
     }
   }
-  return fitReply(rt, {
+  return {
     toolCallId: req.toolCallId,
     content: result.content,
     isError: result.isError ?? false,
     ...(result.errorCode ? { errorCode: result.errorCode } : {}),
     ...(result.truncated ? { truncated: result.truncated } : {}),
-    durationMs: Date.now() - started,
-  });
+  };
 }
 
 /** A reply over the bus payload cap would not be delivered at all: say so instead. */

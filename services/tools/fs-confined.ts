@@ -15,10 +15,11 @@
  *  4. only regular files are opened for reading (no devices, FIFOs or sockets).
  *
  * Hard links: a hard link inside the workspace to a file elsewhere cannot be told from a
- * normal file by path. Reads allow them by default (creating one needs write access to the
- * workspace and, with fs.protected_hardlinks, ownership of the target; the data was readable
- * by this user anyway). Writers pass `hardlinks: "refuse"`, which refuses regular files with
- * more than one link, so a write can never land outside the workspace.
+ * normal file by path, and where the other links are cannot be found out. So a regular file
+ * with more than one link is refused (PATH_ESCAPE), for reads and writes alike: no tool reads
+ * or writes a file that may be shared with one outside the workspace. (`hardlinks: "allow"`
+ * exists for callers that need it; no tool passes it. The read-only skill roots are outside
+ * the workspace by design and not subject to this rule.)
  *
  * I/O: the read path (create, openRead and the reads through its handle) runs synchronous fs
  * calls when `syncIo` is set (the piscina worker: one task per thread, so blocking it costs
@@ -75,7 +76,7 @@ export interface WriteResult {
 }
 
 export interface OpenReadOptions {
-  /** "refuse": regular files with more than one hard link are refused (writers use this) */
+  /** "refuse" (default): regular files with more than one hard link are refused */
   hardlinks?: "allow" | "refuse";
   /** an absolute path inside one of the options' readOnlyRoots is allowed too (`read` only) */
   readOnlyRoots?: boolean;
@@ -186,7 +187,7 @@ export class ConfinedFs {
       }
       if (st.isDirectory()) throw new LurkError("TOOL_INVALID_ARGS", `"${shown}" is a directory, not a file`);
       if (!st.isFile()) throw new LurkError("TOOL_INVALID_ARGS", `"${shown}" is not a regular file (device, FIFO or socket); refused`);
-      if (opts.hardlinks === "refuse" && st.nlink > 1) {
+      if ((opts.hardlinks ?? "refuse") === "refuse" && st.nlink > 1) {
         throw new LurkError("PATH_ESCAPE", `"${shown}" has ${st.nlink} hard links and may be shared with a file outside the workspace; refused`);
       }
       return { handle, path: shown, realPath: real, stat: st, close: () => handle.close().catch(() => undefined) };

@@ -6,6 +6,7 @@
  * an error result; text is byte-capped like the worker does.
  */
 import { LurkError } from "../../shared/contract/index.js";
+import { cancelReason } from "./attempt.js";
 import { capTextContent, resultFromError } from "./content.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import type { ExecHost } from "./exec/sandbox.js";
@@ -24,7 +25,7 @@ export async function runProcessTool(tool: Tool, opts: RunToolOptions, exec: Exe
   if (!exec) return resultFromError(new LurkError("TOOL_FAILED", `the ${tool.name} tool is not set up in this actor`));
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new LurkError("TIMEOUT", `the ${tool.name} tool ran longer than ${opts.timeoutMs} ms and was stopped`)), opts.timeoutMs);
-  const onCancel = () => controller.abort(new LurkError("ABORTED", "the tool call was cancelled"));
+  const onCancel = () => controller.abort(cancelReason(opts.signal));
   if (opts.signal?.aborted) onCancel();
   opts.signal?.addEventListener("abort", onCancel, { once: true });
   try {

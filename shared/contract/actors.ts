@@ -86,7 +86,8 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       // $SRV.INFO.approvals: the approvals actor's public key, to verify approval tokens
       // toolJobAll, toolJobsList: a background job's calls go to the instance that owns it
       publish: [s.toolProgressAll, ops("approvals"), "$SRV.INFO.approvals", ops("sessions"), ops("subagents"), ops("cron"), s.outboundAll, s.injectAll, s.toolJobAll, s.toolJobsList, s.toolsCatalogChanged],
-      subscribe: [],
+      // a run's in-flight calls are cancelled on lurk.tools.cancel, on its abort control and when it ends
+      subscribe: [s.toolsCancel, s.runControlAll, ...s.runTerminalAll],
       responder: true,
     }),
     // a tool actor of your own (test/fixtures/ext-tools-actor.ts shows one): it answers
@@ -96,8 +97,10 @@ export function actorGrants(prefix?: string): ActorGrant[] {
     grant({
       user: "tools-ext",
       description: "extra tool actors: their own tools in the catalog, their calls",
-      publish: [s.toolProgressAll, s.toolsCatalogChanged],
-      subscribe: [s.op("tools", "list"), s.op("tools", "explain"), s.toolCallAll],
+      // approvals request/wait/redeem and $SRV.INFO.approvals: a tool that needs approval runs only
+      // with a valid token (shared/runtime/tool-serve.ts); never decide, list or get
+      publish: [s.toolProgressAll, s.toolsCatalogChanged, s.op("approvals", "request"), s.op("approvals", "wait"), s.op("approvals", "redeem"), "$SRV.INFO.approvals"],
+      subscribe: [s.op("tools", "list"), s.op("tools", "explain"), s.toolCallAll, s.toolsCancel],
       responder: true,
     }),
     grant({

@@ -11,7 +11,7 @@ import { deliveryReceiptSchema, inboundMessageSchema, outboundMessageSchema } fr
 import { actorEventSchema, deadLetterDataSchema } from "./messages/events.js";
 import { heartbeatEventSchema } from "./messages/heartbeat.js";
 import { runControlReplySchema, runControlSchema, runEventSchema, runRequestSchema, systemInjectSchema } from "./messages/runs.js";
-import { toolCallReply, toolCallRequest, toolProgressSchema, toolsCatalogChangedSchema } from "./messages/tools.js";
+import { toolCallReply, toolCallRequest, toolProgressSchema, toolsCancelSchema, toolsCatalogChangedSchema } from "./messages/tools.js";
 import { DEFAULT_PREFIX, STREAMS } from "./subjects.js";
 
 const schema = (s: z.ZodType) => z.toJSONSchema(s, { io: "input", unrepresentable: "any" });
@@ -26,6 +26,7 @@ export const STREAMED_MESSAGES = {
   "lurk.out.<channel>.<conversation>": outboundMessageSchema,
   "lurk.tools.progress.<runId>": toolProgressSchema,
   "lurk.tools.catalog": toolsCatalogChangedSchema,
+  "lurk.tools.cancel": toolsCancelSchema,
   "lurk.evt.<actor>.<event>": actorEventSchema,
   "lurk.evt.<channel actor>.delivered": deliveryReceiptSchema,
   "lurk.evt.heartbeat.<status>": heartbeatEventSchema,

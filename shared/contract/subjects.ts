@@ -131,6 +131,8 @@ export function subjects(prefix: string = DEFAULT_PREFIX) {
      * start and on change); runners refresh their cached catalogs in the background
      */
     toolsCatalogChanged: `${p}.tools.catalog`,
+    /** agent-runners -> tools actors: cancel a run's in-flight tool calls (core publish, no queue group) */
+    toolsCancel: `${p}.tools.cancel`,
     /** monitoring events: `lurk.evt.<actor>.<event>`. */
     event: (actor: string, event: string) => `${p}.evt.${token(actor, "actor")}.${token(event, "event")}`,
     eventsOf: (actor: string) => `${p}.evt.${token(actor, "actor")}.>`,

@@ -11,6 +11,7 @@ import { z } from "zod";
 import { modelsConfigSchema } from "./config-models.js";
 import { providerSecrets, providersConfigSchema } from "./config-providers.js";
 import { jobsConfigSchema } from "./config-tools-jobs.js";
+import { requireApprovalSchema } from "./config-tools-approval.js";
 import { heartbeatConfigSchema } from "./config-heartbeat.js";
 import { compactionConfigSchema, memoryConfigSchema } from "./config-compaction.js";
 import { subagentsConfigSchema } from "./config-subagents.js";
@@ -55,6 +56,8 @@ export const agentConfigSchema = z.object({
   promptMode: promptModeSchema.default("full"),
   /** this agent's tool policy layer (narrows the profile and the global rules) */
   tools: toolRulesSchema.optional(),
+  /** tools whose calls by this agent need a human approval, added to tools.requireApproval (config-tools-approval.ts) */
+  requireApproval: requireApprovalSchema.optional(),
 });
 export type AgentConfig = z.infer<typeof agentConfigSchema>;
 
@@ -174,6 +177,8 @@ export const configSchema = z.object({
     web: webConfigSchema.prefault({}),
     /** background jobs of the `process` tool (config-tools-jobs.ts) */
     jobs: jobsConfigSchema.prefault({}),
+    /** tools (names, aliases, "group:x", globs) whose calls need a human approval (config-tools-approval.ts) */
+    requireApproval: requireApprovalSchema,
     /** tool policy, global layer: every agent and session */
     allow: z.array(z.string().min(1)).default(TOOL_POLICY_DEFAULTS.allow),
     deny: z.array(z.string().min(1)).default(TOOL_POLICY_DEFAULTS.deny),

@@ -11,20 +11,17 @@
  * the deadline is TIMEOUT, cancellation ABORTED; without a sandbox the call is refused with
  * SANDBOX_UNAVAILABLE (unless tools.exec.allowUnsandboxed).
  */
-import { constants } from "node:fs";
-import { open, readlink, unlink } from "node:fs/promises";
 import { createReadStream } from "node:fs";
-import { join } from "node:path";
 import { z } from "zod";
 import { LurkError } from "../../../shared/contract/index.js";
 import { cutUtf8 } from "../content.js";
 import { runCommand, type CommandOutcome } from "../exec/run.js";
 import { unavailableMessage } from "../exec/sandbox.js";
 import type { ConfinedFs } from "../fs-confined.js";
-import { fileStem, lurkbotDir } from "../lurkbot-dir.js";
+import { saveOutput } from "../saved-output.js";
 import { defineTool } from "../tool.js";
 
-export const OUTPUTS_DIR = ".lurkbot/outputs";
+export { OUTPUTS_DIR } from "../saved-output.js";
 /** bytes of the cap kept for the notes around the output */
 const NOTE_RESERVE = 700;
 
@@ -82,7 +79,7 @@ async function describeOutcome(outcome: CommandOutcome, fs: ConfinedFs, toolCall
     let where = "";
     if (outcome.spool) {
       try {
-        const path = await saveOutput(fs, outcome.spool.path, toolCallId);
+        const path = await saveOutput(fs, createReadStream(outcome.spool.path), toolCallId);
         truncated = { fullOutputPath: path, totalBytes: outcome.spool.bytes };
         where = outcome.spool.complete
           ? `; the full output is saved in ${path}: page through it with read (path "${path}", offset)`
@@ -114,36 +111,4 @@ function tailUtf8(text: string, maxBytes: number): string {
   let start = bytes.length - Math.max(0, maxBytes);
   while (start < bytes.length && (bytes[start]! & 0xc0) === 0x80) start++;
   return bytes.subarray(start).toString("utf8");
-}
-
-/**
- * Copies the spooled output to `.lurkbot/outputs/<id>.txt` in the workspace. The command may
- * have planted symlinks there: the directories must be real ones, the file is created new
- * (O_EXCL, O_NOFOLLOW), and the opened fd must be inside the workspace.
- */
-async function saveOutput(fs: ConfinedFs, spoolPath: string, toolCallId: string): Promise<string> {
-  const dir = await lurkbotDir(fs.realRoot, "outputs");
-  const stem = fileStem(toolCallId) || "output";
-  for (let n = 0; n < 100; n++) {
-    const name = n === 0 ? `${stem}.txt` : `${stem}-${n}.txt`;
-    let handle;
-    try {
-      handle = await open(join(dir, name), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "EEXIST") continue;
-      throw err;
-    }
-    try {
-      const real = await readlink(`/proc/self/fd/${handle.fd}`);
-      if (!fs.isInside(real)) {
-        await unlink(real).catch(() => undefined);
-        throw new LurkError("PATH_ESCAPE", "the outputs directory was moved outside the workspace");
-      }
-      for await (const chunk of createReadStream(spoolPath)) await handle.write(chunk as Buffer);
-    } finally {
-      await handle.close();
-    }
-    return `${OUTPUTS_DIR}/${name}`;
-  }
-  throw new LurkError("CONFLICT", "too many saved outputs with this name");
 }

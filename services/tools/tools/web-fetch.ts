@@ -4,11 +4,14 @@
  * web/http.ts (tools.web.allowPrivateHosts names the exceptions). HTML is converted to text
  * (web/html.ts), other text types come back as they are, binary content is refused. The body is
  * read up to tools.web.maxBodyBytes; the text up to `maxChars` and config.tools.outputCapBytes.
+ * Text cut at either limit is kept whole in the workspace (`.lurkbot/outputs/<toolCallId>.txt`,
+ * named in the reply's `truncated`), so `read` can page past the cap, as with exec.
  * Network I/O, so it runs in the tools actor's main thread (`runsIn: "process"`).
  */
 import { z } from "zod";
 import { LurkError } from "../../../shared/contract/index.js";
 import { cutUtf8, looksBinary } from "../content.js";
+import { saveOutput } from "../saved-output.js";
 import { defineTool, type ToolResult } from "../tool.js";
 import { htmlToText } from "../web/html.js";
 import { guardedFetch, type FetchResult } from "../web/http.js";
@@ -76,7 +79,7 @@ export const webFetchTool = defineTool({
     const maxChars = args.maxChars ?? DEFAULT_MAX_CHARS;
     let text = converted.text;
     if (text.length > maxChars) {
-      notes.push(`[text cut at ${maxChars} of ${text.length} characters; pass a larger maxChars for more]`);
+      notes.push(`[text cut at ${maxChars} of ${text.length} characters]`);
       text = text.slice(0, maxChars);
     }
     const headerText = `${header.join("\n")}\n\n`;
@@ -85,8 +88,23 @@ export const webFetchTool = defineTool({
       text = cutUtf8(text, budget);
       notes.push(`[text cut at ${ctx.limits.outputCapBytes} bytes of output (tools.outputCapBytes)]`);
     }
+    let truncated: ToolResult["truncated"];
+    if (text.length < converted.text.length) {
+      // keep the whole text where read can page through it
+      const full = Buffer.from(converted.text, "utf8");
+      try {
+        const path = await saveOutput(ctx.fs, [full], ctx.call?.toolCallId ?? `web-fetch-${Date.now()}`);
+        truncated = { fullOutputPath: path, totalBytes: full.length };
+        notes.push(`[the full text (${full.length} bytes) is saved in ${path}: page through it with read (path "${path}", offset)]`);
+      } catch (err) {
+        notes.push(`[the full text could not be saved (${LurkError.from(err).message}); pass a smaller maxChars]`);
+      }
+    }
     const body = text.length > 0 ? text : "(no text content)";
-    const result: ToolResult = { content: [{ type: "text", text: `${headerText}${body}${notes.length > 0 ? `\n\n${notes.join("\n")}` : ""}` }] };
+    const result: ToolResult = {
+      content: [{ type: "text", text: `${headerText}${body}${notes.length > 0 ? `\n\n${notes.join("\n")}` : ""}` }],
+      ...(truncated ? { truncated } : {}),
+    };
     if (res.status >= 400) return { ...result, isError: true, errorCode: "TOOL_FAILED" };
     return result;
   },

@@ -28,6 +28,21 @@ export type ToolsCatalogChanged = z.infer<typeof toolsCatalogChangedSchema>;
 /** announcements are tiny; anything larger is refused unparsed */
 export const TOOLS_CATALOG_CHANGED_MAX_BYTES = 4096;
 
+/**
+ * `lurk.tools.cancel`: a caller gives up on tool calls (core publish, every tools instance
+ * listens): the calls of `runId` (all of them, or only `toolCallId`) still running or waiting
+ * for an approval are cancelled (the worker task aborted, an exec child's process group
+ * killed); their replies say ABORTED. Tools instances also cancel a run's calls on its abort
+ * control (`lurk.run.ctl.<runId>`) and on its terminal events (`lurk.run.evt.<runId>.done|error`).
+ */
+export const toolsCancelSchema = defineMessage("lurk.tools.cancel.v1", {
+  runId: idSchema,
+  toolCallId: idSchema.optional(),
+  reason: z.string().max(500).optional(),
+});
+export type ToolsCancel = z.infer<typeof toolsCancelSchema>;
+export const TOOLS_CANCEL_MAX_BYTES = 4096;
+
 export const toolCallRequest = defineMessage("lurk.tools.call.v1", {
   toolCallId: idSchema,
   runId: idSchema,
@@ -64,6 +79,12 @@ export const toolProgressSchema = defineMessage("lurk.tools.progress.v1", {
   toolCallId: idSchema,
   message: z.string().max(2000),
   fraction: z.number().min(0).max(1).optional(),
+  /**
+   * the call waits for this human approval: sent again at least every 5 s while it waits, so
+   * the caller knows the tools instance holding the call is alive (none for 15 s: it re-sends
+   * the same call, which gets the same approval)
+   */
+  waitingForApproval: idSchema.optional(),
 });
 
 /**

@@ -1,0 +1,43 @@
+/**
+ * The full output of a tool whose reply was cut at the output cap, kept in the workspace as
+ * `.lurkbot/outputs/<toolCallId>.txt` for `read` to page through (exec, web_fetch). The command
+ * or anything else may have planted symlinks there: the directories must be real ones
+ * (lurkbot-dir.ts), the file is created new (O_EXCL, O_NOFOLLOW), and the opened fd must be
+ * inside the workspace.
+ */
+import { constants } from "node:fs";
+import { open, readlink, unlink } from "node:fs/promises";
+import { join } from "node:path";
+import { LurkError } from "../../shared/contract/index.js";
+import type { ConfinedFs } from "./fs-confined.js";
+import { fileStem, lurkbotDir } from "./lurkbot-dir.js";
+
+export const OUTPUTS_DIR = ".lurkbot/outputs";
+
+/** Writes `chunks` to a new file in the outputs directory; its workspace-relative path. */
+export async function saveOutput(fs: ConfinedFs, chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, toolCallId: string): Promise<string> {
+  const dir = await lurkbotDir(fs.realRoot, "outputs");
+  const stem = fileStem(toolCallId) || "output";
+  for (let n = 0; n < 100; n++) {
+    const name = n === 0 ? `${stem}.txt` : `${stem}-${n}.txt`;
+    let handle;
+    try {
+      handle = await open(join(dir, name), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "EEXIST") continue;
+      throw err;
+    }
+    try {
+      const real = await readlink(`/proc/self/fd/${handle.fd}`);
+      if (!fs.isInside(real)) {
+        await unlink(real).catch(() => undefined);
+        throw new LurkError("PATH_ESCAPE", "the outputs directory was moved outside the workspace");
+      }
+      for await (const chunk of chunks) await handle.write(chunk);
+    } finally {
+      await handle.close();
+    }
+    return `${OUTPUTS_DIR}/${name}`;
+  }
+  throw new LurkError("CONFLICT", "too many saved outputs with this name");
+}

@@ -1,0 +1,208 @@
+/**
+ * The approval gate of a tool call (seeds 000 §5, 001 §19.2), for every actor that executes
+ * tools: the built-in tools actor (services/tools/approval-gate.ts decides which of its calls
+ * need one) and tool actors of their own (shared/runtime/tool-serve.ts). A call that needs a
+ * human approval runs only with a valid approval token.
+ *
+ * With `approvalToken` in the request the token must verify with the approvals actor's public
+ * key ($SRV.INFO metadata `approvalsPublicKey`, cached), name this tool call id and the sha256
+ * of this call's canonical arguments, be unexpired, and not have been used before: the gate
+ * redeems it with the approvals actor (`redeem`, which marks the approval used in its LMDB and
+ * refuses a second redeem), so a token runs one call across every instance; a local used-token
+ * set answers repeats without a round trip. Without a token the gate asks the approvals actor
+ * (`request` with the run's origin, where the notice goes; then `wait` until decided or
+ * expired) and checks the token it gets the same way. Denied, expired or invalid: a TOOL_DENIED
+ * denial the model sees; the tool does not run. Arguments never bypass the gate.
+ * Needs the NATS grants approvals.request/wait/redeem and $SRV.INFO.approvals.
+ */
+import type { KeyObject } from "node:crypto";
+import { Svcm } from "@nats-io/services";
+import { LurkError, toolProgressSchema, type ApprovalRecord, type ToolCallRequest } from "../contract/index.js";
+import type { ActorRuntime } from "./actor.js";
+import { argsHash, publicKeyFromBase64, verifyApprovalToken } from "./approval-token.js";
+
+/** one `wait` holds this long at most, so a restarted approvals actor is noticed soon */
+const WAIT_SLICE_MS = 5_000;
+
+export const DENIED_TEXT = "Tool execution denied";
+
+/** Why a gated call may not run (the text goes to the model as an error result). */
+export interface ApprovalDenial {
+  code: "TOOL_DENIED" | "ABORTED";
+  text: string;
+}
+
+/** How a gated call is held: its cancellation, and a heartbeat while it waits for a human. */
+export interface GateOptions {
+  /** ends a wait for a human with ABORTED (default: the actor's signal) */
+  signal?: AbortSignal;
+  /** called right after the approval is asked for, then before every wait slice (<= 5 s apart) */
+  onWaiting?(approvalId: string): void;
+}
+
+export class ApprovalGate {
+  private publicKey: { key: KeyObject; fetchedAt: number } | undefined;
+  /** approval ids of tokens used here -> when the token expires */
+  private readonly used = new Map<string, number>();
+
+  constructor(private readonly rt: ActorRuntime) {}
+
+  /**
+   * For a call that needs approval (the caller decided): null when it may run, otherwise the
+   * denial. `signal` (the call's cancellation) ends a wait for a human with ABORTED.
+   */
+  async check(tool: string, req: ToolCallRequest, opts: GateOptions = {}): Promise<ApprovalDenial | null> {
+    const signal = opts.signal ?? this.rt.signal;
+    const hash = argsHash(req.args);
+    if (req.approvalToken !== undefined) {
+      const problem = await this.accept(req.approvalToken, req.toolCallId, hash);
+      if (problem) {
+        this.rt.log.warn({ tool: req.tool, toolCallId: req.toolCallId, runId: req.runId, problem }, "approval token refused");
+        return { code: "TOOL_DENIED", text: `${DENIED_TEXT}: the approval token was refused (${problem}).` };
+      }
+      return null;
+    }
+    let record: ApprovalRecord;
+    let token: string | undefined;
+    try {
+      ({ approval: record, token } = await this.ask(tool, req, hash, signal, opts.onWaiting));
+    } catch (err) {
+      const e = LurkError.from(err);
+      if (e.code === "ABORTED") return { code: "ABORTED", text: `the tool call was cancelled while it waited for an approval (${e.message})` };
+      this.rt.log.warn({ err: e, tool: req.tool, toolCallId: req.toolCallId, runId: req.runId }, "approval could not be asked for");
+      return { code: "TOOL_DENIED", text: `${DENIED_TEXT}: this call needs a human approval, and none could be obtained (${e.message}).` };
+    }
+    if (record.status !== "approved" || !token) {
+      const why = record.status === "expired" ? "nobody approved it in time" : record.status === "denied" ? `denied by ${record.decidedBy ?? "a human"}` : "no decision";
+      return { code: "TOOL_DENIED", text: `${DENIED_TEXT} (approval ${record.approvalId}: ${why}). Do not retry the same call unless the user asks for it.` };
+    }
+    const problem = await this.accept(token, req.toolCallId, hash);
+    if (problem) return { code: "TOOL_DENIED", text: `${DENIED_TEXT}: the approval token was refused (${problem}).` };
+    return null;
+  }
+
+  private async ask(tool: string, req: ToolCallRequest, hash: string, signal: AbortSignal, onWaiting?: (approvalId: string) => void): Promise<{ approval: ApprovalRecord; token?: string | undefined }> {
+    const client = this.rt.client;
+    const command = typeof req.args.command === "string" ? req.args.command.slice(0, 20_000) : undefined;
+    // the notice goes where the run came from (not where the session last heard from); a
+    // system run without an origin has no notice: `lurkbot approvals list` shows it
+    let answer = await client.call("approvals", "request", {
+      toolCallId: req.toolCallId,
+      tool,
+      argsHash: hash,
+      ...(command !== undefined ? { command } : {}),
+      sessionKey: req.sessionKey,
+      agentId: req.agentId,
+      ...(req.origin ? { origin: req.origin } : {}),
+    }, { causationId: req.id, runId: req.runId });
+    const { approvalId, expiresAt } = answer.approval;
+    while (answer.approval.status === "pending") {
+      if (signal.aborted) throw new LurkError("ABORTED", signal.reason instanceof Error ? signal.reason.message : "the call was cancelled");
+      try {
+        onWaiting?.(approvalId);
+      } catch {
+        // a heartbeat must not break the wait
+      }
+      const waitMs = Math.max(0, Math.min(WAIT_SLICE_MS, expiresAt - Date.now() + 100));
+      try {
+        answer = await abortable(client.call("approvals", "wait", { approvalId, waitMs }, { timeoutMs: waitMs + 2_000, causationId: req.id }), signal);
+      } catch (err) {
+        // the approvals actor restarting (its records are on disk): keep asking until well past the expiry
+        const code = LurkError.from(err).code;
+        if ((code !== "TIMEOUT" && code !== "UNAVAILABLE") || Date.now() > expiresAt + 10_000) throw err;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+    return answer;
+  }
+
+  /** A problem with the token, or null when it is valid for this call (it is then marked used). */
+  private async accept(token: string, toolCallId: string, hash: string): Promise<string | null> {
+    let key: KeyObject;
+    try {
+      key = await this.key(false);
+    } catch (err) {
+      return `the approvals actor's public key is not available: ${LurkError.from(err).message}`;
+    }
+    let payload = verifyApprovalToken(key, token);
+    if (!payload) {
+      // the approvals actor may have a new key (a new data dir): ask again, at most once a minute
+      const fresh = await this.key(true).catch(() => undefined);
+      if (fresh && fresh !== key) payload = verifyApprovalToken(fresh, token);
+    }
+    if (!payload) return "bad signature or malformed token";
+    if (payload.decision !== "approve") return "not an approval";
+    if (payload.toolCallId !== toolCallId) return "it was issued for another tool call";
+    if (payload.argsHash !== hash) return "it was issued for other arguments";
+    const now = Date.now();
+    if (payload.expiresAt <= now) return "it has expired";
+    for (const [id, expiresAt] of this.used) if (expiresAt <= now) this.used.delete(id);
+    if (this.used.has(payload.approvalId)) return "it was used already";
+    this.used.set(payload.approvalId, payload.expiresAt);
+    try {
+      await this.rt.client.call("approvals", "redeem", { approvalId: payload.approvalId, toolCallId, argsHash: hash }, { timeoutMs: 5_000 });
+    } catch (err) {
+      const e = LurkError.from(err);
+      if (e.code === "CONFLICT") return e.message.includes("used already") ? "it was used already" : e.message;
+      // not known to be unused: let a later attempt try again
+      this.used.delete(payload.approvalId);
+      return `it could not be redeemed with the approvals actor (${e.code}: ${e.message})`;
+    }
+    return null;
+  }
+
+  private async key(refresh: boolean): Promise<KeyObject> {
+    const cached = this.publicKey;
+    if (cached && (!refresh || Date.now() - cached.fetchedAt < 60_000)) return cached.key;
+    const client = new Svcm(this.rt.nc).client({ strategy: "stall", maxWait: 2_000, stall: 300 });
+    for await (const info of await client.info("approvals")) {
+      const b64 = info.metadata?.approvalsPublicKey;
+      if (!b64) continue;
+      const key = publicKeyFromBase64(b64);
+      this.publicKey = { key, fetchedAt: Date.now() };
+      return key;
+    }
+    if (cached) return cached.key;
+    throw new LurkError("UNAVAILABLE", "no approvals service answered $SRV.INFO (is the approvals actor running?)");
+  }
+}
+
+/** `work`, or ABORTED as soon as `signal` fires (the work itself is left to finish). */
+function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(new LurkError("ABORTED", "the call was cancelled"));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new LurkError("ABORTED", signal.reason instanceof Error ? signal.reason.message : "the call was cancelled"));
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+/**
+ * The `onWaiting` of a tool call's gate: `lurk.tools.progress.<runId>` with `waitingForApproval`,
+ * which tells the caller the instance holding the call is alive (the agent-runner re-sends a
+ * call whose heartbeat stops).
+ */
+export function approvalHeartbeat(rt: ActorRuntime, req: ToolCallRequest): (approvalId: string) => void {
+  return (approvalId) => {
+    const now = Date.now();
+    const parsed = toolProgressSchema.safeParse({
+      type: "lurk.tools.progress.v1", id: `${req.toolCallId}-wait-${now}`, ts: now, runId: req.runId, sessionKey: req.sessionKey, causationId: req.id,
+      toolCallId: req.toolCallId, message: `waiting for approval ${approvalId}`, waitingForApproval: approvalId,
+    });
+    if (!parsed.success) return;
+    try {
+      rt.nc.publish(rt.subjects.toolProgress(req.runId), JSON.stringify(parsed.data));
+    } catch (err) {
+      rt.log.warn({ err }, "could not publish an approval heartbeat");
+    }
+  };
+}
+
+const gates = new WeakMap<ActorRuntime, ApprovalGate>();
+
+/** The gate of one actor runtime (its public key cache and used-token set). */
+export function approvalGateFor(rt: ActorRuntime): ApprovalGate {
+  let gate = gates.get(rt);
+  if (!gate) gates.set(rt, (gate = new ApprovalGate(rt)));
+  return gate;
+}
