@@ -1,8 +1,7 @@
 /**
  * The cron actor over a real bus. (1) With the whole system (fake LLM): an agentTurn job fires,
  * the run happens in the job's cron session and its reply is delivered; systemEvent injects land
- * in the main session (or start a run with wake "now"); after the actor was down a missed job
- * fires once; the CLI; the cron tool through the tools actor (and its clear error while no cron
+ * in the main session (or start a run with wake "now"); the CLI; the cron tool through the tools actor (and its clear error while no cron
  * actor runs). (2) Two cron actors on one store: one is active (lease), every fire happens
  * once, and the standby takes over when the active one is killed.
  */
@@ -17,7 +16,7 @@ import { BusClient } from "../shared/runtime/client.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
 import { runCli } from "./harness/cli.js";
 import { TestNats } from "./harness/nats.js";
-import { TestSystem } from "./harness/system.js";
+import { CliClient, TestSystem } from "./harness/system.js";
 
 const CRON_CONFIG = { cron: { leaseTtlMs: 2_000, leaseRenewMs: 400 } };
 const s = subjects();
@@ -33,7 +32,9 @@ describe("cron actor in the whole system", () => {
   let agentNc: NatsConnection;
   let agentBus: BusClient;
   const outbound: OutboundMessage[] = [];
+  const cronEvents: Array<{ event: string; data: Record<string, unknown> }> = [];
   let cliEnv: Record<string, string>;
+  let admin: NatsConnection;
 
   const add = async (body: Record<string, unknown>) => (await bus.call("cron", "add", body as AddBody as never)).job as CronJob;
   const runsOf = async (jobId: string) => (await bus.call("cron", "runs", { jobId, limit: 100 })).runs;
@@ -44,14 +45,21 @@ describe("cron actor in the whole system", () => {
   const history = async (sessionKey: string) => (await bus.call("sessions", "history", { sessionKey, limit: 200 })).records;
 
   before(async () => {
-    system = await TestSystem.start({ config: { ...CRON_CONFIG, agents: [{ id: "main", default: true, toolProfile: "full" }] } });
+    system = await TestSystem.start({ config: { ...CRON_CONFIG, agents: [{ id: "main", default: true, toolProfile: "full" }, { id: "ops" }] } });
     cron = await system.startActor("cron");
     nc = await system.nats.connect("cli");
     bus = new BusClient(nc);
     agentNc = await system.nats.connect("agent-runner");
     agentBus = new BusClient(agentNc);
     nc.subscribe(s.outboundChannel("cli"), { callback: (_e, m) => void outbound.push(outboundMessageSchema.parse(safeParseJson(m.data))) });
+    nc.subscribe(s.eventsOf("cron"), {
+      callback: (_e, m) => {
+        const ev = actorEventSchema.parse(safeParseJson(m.data));
+        cronEvents.push({ event: ev.event, data: ev.data as Record<string, unknown> });
+      },
+    });
     await nc.flush();
+    admin = await system.nats.connect("admin");
     cliEnv = system.nats.env(system.nats.passwordEnv("cli"));
     await waitFor(async () => (await bus.call("cron", "status", {})).active, 10_000, "the cron actor to take the lease");
   });
@@ -59,6 +67,7 @@ describe("cron actor in the whole system", () => {
   after(async () => {
     await nc?.close();
     await agentNc?.close();
+    await admin?.close();
     await system?.actors.get("cron")?.stop();
     await system?.stop();
   });
@@ -130,26 +139,80 @@ describe("cron actor in the whole system", () => {
     await bus.call("cron", "rm", { jobId: job.id });
   });
 
-  it("after the actor was down for several slots, the missed job fires once", async () => {
-    const job = await add({ name: "tick", schedule: { kind: "every", everyMs: 1_500 }, sessionTarget: "main", payload: { kind: "systemEvent", text: "tick" } });
-    await finished(job.id, 1);
-    await cron.stop();
-    const downAt = Date.now();
-    await sleep(5_000); // three slots or more pass
-    const upAt = Date.now();
-    cron = await system.startActor("cron");
-    await waitFor(async () => (await runsOf(job.id)).some((r) => r.startedAtMs >= upAt), 10_000, "the catch-up fire");
-    await bus.call("cron", "edit", { jobId: job.id, patch: { enabled: false } });
+  it("delivery: channel last (the default) reaches the last conversation; bestEffortDeliver runs undelivered; nowhere to deliver is a visible error", async () => {
+    // agent ops' main session has never seen a conversation
+    const nowhere = await add({ name: "nowhere", agentId: "ops", schedule: { kind: "every", everyMs: 3_600_000 }, sessionTarget: "isolated", payload: { kind: "agentTurn", message: "ops report" } });
+    assert.equal(nowhere.payload.kind === "agentTurn" && nowhere.payload.channel, "last", "channel last is the default");
+    const failed = await bus.call("cron", "run", { jobId: nowhere.id, mode: "force" });
+    assert.equal(failed.status, "skipped");
+    assert.match(failed.reason ?? "", /nowhere to deliver: agent ops's main session has no last conversation/);
+    const state = (await bus.call("cron", "get", { jobId: nowhere.id })).job.state;
+    assert.equal(state.lastStatus, "error");
+    assert.match(state.lastError ?? "", /nowhere to deliver/);
+    assert.equal(state.runningAtMs, undefined);
+    const [entry] = await runsOf(nowhere.id);
+    assert.deepEqual([entry!.status, entry!.runId], ["error", undefined]);
+    const list = await runCli(["cron", "list", "--agent", "ops"], cliEnv);
+    assert.equal(list.code, 0, list.stderr);
+    assert.match(list.stdout, /nowhere .*error.*: nowhere to deliver/);
+    const runs = await runCli(["cron", "runs", nowhere.id], cliEnv);
+    assert.match(runs.stdout, new RegExp(`${nowhere.id}:\\d+\\s+error[\\s\\S]*nowhere to deliver`));
+
+    const lenient = await add({ name: "lenient", agentId: "ops", schedule: { kind: "every", everyMs: 3_600_000 }, sessionTarget: "isolated", payload: { kind: "agentTurn", message: "lenient report", bestEffortDeliver: true } });
+    assert.equal((await bus.call("cron", "run", { jobId: lenient.id, mode: "force" })).status, "fired");
+    const [okRun] = await finished(lenient.id);
+    assert.equal(okRun!.status, "ok");
+    assert.ok((await history(`agent:ops:cron:${lenient.id}`)).some((r) => r.kind === "message" && r.message?.role === "user"), "the run happened");
+    await sleep(500);
+    assert.ok(!outbound.some((m) => m.text.includes("lenient report")), "nothing delivered: there was nowhere to deliver");
+
+    // the main agent's main session has a last conversation once the user wrote there
+    const user = await CliClient.connect(system.nats, "cron-last");
+    await user.send("hello from the last conversation");
+    await user.close();
+    const last = await add({ name: "last", schedule: { kind: "every", everyMs: 3_600_000 }, sessionTarget: "isolated", payload: { kind: "agentTurn", message: "status to the last chat" } });
+    await bus.call("cron", "run", { jobId: last.id, mode: "force" });
+    const delivered = await waitFor(() => outbound.find((m) => m.text === "echo: status to the last chat"), 15_000, "the delivery to the last conversation");
+    assert.equal(delivered.conversation, "cron-last");
+    for (const id of [nowhere.id, lenient.id, last.id]) await bus.call("cron", "rm", { jobId: id });
+  });
+
+  it("runningAtMs while a run goes; a due slot while the previous run still runs is skipped and logged; CLI --disable/--enable and run --due", async () => {
+    system.fake.enqueue({ kind: "hang", text: "working" });
+    const job = await add({ name: "slow", schedule: { kind: "every", everyMs: 1_000 }, sessionTarget: "isolated", payload: { kind: "agentTurn", message: "slow work", deliver: false, timeoutSeconds: 120 } });
+    const running = await waitFor(async () => {
+      const j = (await bus.call("cron", "get", { jobId: job.id })).job;
+      return j.state.runningAtMs !== undefined ? j : undefined;
+    }, 10_000, "runningAtMs while the run goes");
+    const skipped = await waitFor(() => cronEvents.find((e) => e.event === "fire_skipped" && e.data.jobId === job.id), 10_000, "the next slot skipped");
+    assert.match(String(skipped.data.reason), /the previous run \(since .*\) is still running/);
+    const disabled = await runCli(["cron", "edit", job.id, "--disable", "--json"], cliEnv);
+    assert.equal(disabled.code, 0, disabled.stderr);
+    assert.equal((JSON.parse(disabled.stdout) as CronJob).enabled, false);
     const runs = await runsOf(job.id);
-    const shape = JSON.stringify(runs.map((r) => [r.scheduledAtMs - downAt, r.startedAtMs - upAt]));
-    assert.equal(runs.filter((r) => r.startedAtMs > downAt && r.startedAtMs < upAt).length, 0, `nothing fired while down: ${shape}`);
-    const catchUp = runs.filter((r) => r.startedAtMs >= upAt && r.scheduledAtMs < upAt);
-    assert.equal(catchUp.length, 1, `one fire for the three or more missed slots: ${shape}`);
-    assert.ok(catchUp[0]!.scheduledAtMs <= downAt + 1_500, "it is the first missed slot");
-    const injected = await history("agent:main:main");
-    const ids = injected.filter((r) => r.kind === "system_event" && r.text === "tick").map((r) => r.id);
-    assert.equal(new Set(ids).size, ids.length, "no inject recorded twice");
-    assert.equal(ids.length, runs.length, "every fire is one inject");
+    const first = runs.find((r) => r.status === "running");
+    assert.ok(first?.runId, JSON.stringify(runs));
+    assert.equal(first!.startedAtMs, running.state.runningAtMs);
+    assert.ok(runs.some((r) => r.status === "skipped" && /still running/.test(r.error ?? "")), "the skip is in the run log");
+    // the run ends (aborted): its end is recorded and runningAtMs goes
+    admin.publish(s.runControl(first!.runId!), JSON.stringify({ type: "lurk.run.control.v1", id: "ctl-cron-1", ts: Date.now(), runId: first!.runId, action: "abort", reason: "test" }));
+    const ended = await waitFor(async () => {
+      const j = (await bus.call("cron", "get", { jobId: job.id })).job;
+      return j.state.runningAtMs === undefined && j.state.lastStatus ? j : undefined;
+    }, 15_000, "the end of the hanging run");
+    assert.equal(ended.state.lastStatus, "error");
+    const enabled = await runCli(["cron", "edit", job.id, "--enable", "--json"], cliEnv);
+    assert.equal(enabled.code, 0, enabled.stderr);
+    const re = JSON.parse(enabled.stdout) as CronJob;
+    assert.equal(re.enabled, true);
+    assert.ok(re.state.nextRunAtMs !== undefined);
+    const both = await runCli(["cron", "edit", job.id, "--enable", "--disable"], cliEnv);
+    assert.equal(both.code, 64);
+    assert.match(both.stderr, /--enable and --disable contradict each other/);
+    await bus.call("cron", "edit", { jobId: job.id, patch: { schedule: { kind: "every", everyMs: 3_600_000 } } });
+    const due = await runCli(["cron", "run", job.id, "--due"], cliEnv);
+    assert.equal(due.code, 0, due.stderr);
+    assert.match(due.stdout, new RegExp(`skipped ${job.id}: not due until`));
     await bus.call("cron", "rm", { jobId: job.id });
   });
 
@@ -222,6 +285,19 @@ describe("cron actor in the whole system", () => {
     const ran = await tool({ action: "run", jobId: id });
     assert.match(text(ran), /^fired /);
     await waitFor(async () => (await history("agent:main:main")).some((r) => r.kind === "system_event" && r.text === "stand up"), 10_000, "the tool job's inject");
+    // runs: the caller's own runs only, with or without a job id
+    const foreign = await add({ name: "ops note", agentId: "ops", schedule: { kind: "every", everyMs: 3_600_000 }, sessionTarget: "main", payload: { kind: "systemEvent", text: "ops only" } });
+    const foreignFire = await bus.call("cron", "run", { jobId: foreign.id, mode: "force" });
+    assert.ok((await bus.call("cron", "runs", {})).runs.some((r) => r.fireId === foreignFire.fireId), "the operator sees every agent's runs");
+    const allRuns = text(await tool({ action: "runs" }));
+    assert.match(allRuns, new RegExp(`${id}:\\d+\\s+ok`), allRuns);
+    assert.ok(!allRuns.includes(foreign.id), `another agent's runs are not shown: ${allRuns}`);
+    const jobRuns = text(await tool({ action: "runs", jobId: id }));
+    assert.match(jobRuns, new RegExp(`^${id}:\\d+\\s+ok`));
+    const forbidden = await tool({ action: "runs", jobId: foreign.id });
+    assert.equal(forbidden.isError, true);
+    assert.match(text(forbidden), /belongs to agent ops, not to you/);
+    await bus.call("cron", "rm", { jobId: foreign.id });
     const bad = await tool({ action: "add", name: "x", every: "30m", cron: "* * * * *", message: "m" });
     assert.equal(bad.isError, true);
     assert.match(text(bad), /give exactly one schedule/);

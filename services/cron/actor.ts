@@ -5,10 +5,12 @@
  * store under `<dataDir>/cron`.
  *
  * One instance is active (a lease in the KV bucket lurk_leases, shared/runtime/lease.ts); only
- * the active one runs the scheduler. Any instance answers requests (they share the store when
- * they share the data dir; the active one notices changes through the store's generation).
- * After downtime a missed job fires once; the fire id `jobId:scheduledAt` is the Nats-Msg-Id,
- * so a fire doubled during a hand-over is stored once. A run's terminal event
+ * the active one runs the scheduler. Any instance answers requests. Every instance keeps every
+ * job: LMDB is the local store and the KV bucket lurk_cron_jobs replicates it between hosts
+ * (replica.ts); instances on one data dir also notice changes through the store's generation.
+ * After downtime a missed job fires once; the fire id `jobId:scheduledAt` is claimed
+ * cluster-wide in the KV bucket lurk_cron_fires before it is published (claims.ts) and is the
+ * Nats-Msg-Id, so each fire is published once across instances and hosts. A run's terminal event
  * (`lurk.run.evt.<runId>.done|error`) records lastStatus and lastDurationMs; runs whose end was
  * missed are reconciled through `lurk.sessions.run`.
  */
@@ -20,9 +22,11 @@ import type { ActorDefinition, ActorRuntime } from "../../shared/runtime/actor.j
 import { Lease, LeaseKeeper } from "../../shared/runtime/lease.js";
 import { subscribeRunEnds } from "../../shared/runtime/run-ends.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
+import { FireClaims } from "./claims.js";
 import { cronSessionKey, Firer, runTimeoutMs, type FireBus } from "./fire.js";
 import { applyPatch, createJob, newJobId } from "./jobs.js";
-import { Scheduler, systemClock } from "./scheduler.js";
+import { JobReplica } from "./replica.js";
+import { Scheduler, systemClock, type Clock } from "./scheduler.js";
 import { CronStore } from "./store.js";
 
 const GENERATION_POLL_MS = 1_000;
@@ -32,169 +36,192 @@ const RECONCILE_AFTER_MS = 15_000;
 /** past its timeout plus this, a run whose end never showed counts as failed */
 const LOST_RUN_GRACE_MS = 60_000;
 
-export const definition: ActorDefinition = {
-  name: "cron",
-  version: LURKBOT_VERSION,
-  description: "scheduled jobs: at / every / cron expressions, systemEvent and agentTurn (LMDB)",
-  async start(rt) {
-    const cfg = rt.config.cron;
-    const clock = systemClock;
-    const store = new CronStore(join(rt.config.dataDir, "cron"), cfg.runLogMax);
-    const agentIds = rt.config.agents.map((a) => a.id);
-    const firer = new Firer(store, busFor(rt), clock, rt.log, (event, data) => rt.emit(event, data));
+export interface CronActorOptions {
+  /** "now" and timers; tests run the actor in-process with a clock they move (test/harness/clock.ts) */
+  clock?: Clock;
+}
 
-    const scheduler = new Scheduler(clock, async (jobIds) => {
-      for (const jobId of jobIds) {
-        if (!keeper.isActive) {
-          scheduler.set(jobId, clock.now() + cfg.leaseRenewMs);
-          continue;
-        }
-        try {
-          const result = await firer.fire(jobId, "due");
-          scheduler.set(jobId, result.checkAgainAt);
-        } catch (err) {
-          rt.log.warn({ err, jobId }, "cron fire failed; retrying shortly");
-          scheduler.set(jobId, clock.now() + 5_000);
-        }
+export function cronActor(opts: CronActorOptions = {}): ActorDefinition {
+  return {
+    name: "cron",
+    version: LURKBOT_VERSION,
+    description: "scheduled jobs: at / every / cron expressions, systemEvent and agentTurn (LMDB + KV)",
+    start: (rt) => start(rt, opts.clock ?? systemClock),
+  };
+}
+
+export const definition: ActorDefinition = cronActor();
+
+async function start(rt: ActorRuntime, clock: Clock) {
+  const cfg = rt.config.cron;
+  const store = new CronStore(join(rt.config.dataDir, "cron"), cfg.runLogMax);
+  const agentIds = rt.config.agents.map((a) => a.id);
+  const holder = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
+  const claims = await FireClaims.open(rt.nc, holder, cfg.leaseTtlMs, () => clock.now());
+  const firer = new Firer(store, busFor(rt, claims), clock, rt.log, (event, data) => rt.emit(event, data));
+  // jobs changed on another instance reach the scheduler (set once the lease keeper exists)
+  let planRemote: (jobId: string, job: CronJob | undefined) => void = () => undefined;
+  const replica = await JobReplica.open(rt.nc, store, rt.log, (jobId, job) => planRemote(jobId, job));
+  await replica.start();
+
+  const scheduler = new Scheduler(clock, async (jobIds) => {
+    for (const jobId of jobIds) {
+      if (!keeper.isActive) {
+        scheduler.set(jobId, clock.now() + cfg.leaseRenewMs);
+        continue;
       }
-    });
-    let generation = -1;
-    const reload = () => {
-      generation = store.generation();
-      const entries: Array<[string, number | undefined]> = [];
-      for (const job of store.jobs()) entries.push([job.id, job.enabled ? job.state.nextRunAtMs : undefined]);
-      scheduler.rebuild(entries);
-    };
-
-    const holder = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
-    const lease = await Lease.open(rt.nc, { key: "cron", holder, ttlMs: cfg.leaseTtlMs });
-    const keeper = new LeaseKeeper(lease, {
-      intervalMs: cfg.leaseRenewMs,
-      onChange(active) {
-        rt.log.info({ holder, active }, active ? "cron lease taken: this instance schedules" : "cron lease lost: standing by");
-        rt.emit(active ? "active" : "standby", { holder });
-        if (active) {
-          reload();
-          scheduler.start();
-        } else {
-          void scheduler.stop();
-        }
-      },
-      onError: (err) => rt.log.warn({ err }, "cron lease check failed"),
-    });
-    if (cfg.enabled) {
-      await keeper.tick();
-      keeper.start();
+      try {
+        const result = await firer.fire(jobId, "due");
+        scheduler.set(jobId, result.checkAgainAt);
+      } catch (err) {
+        rt.log.warn({ err, jobId }, "cron fire failed; retrying shortly");
+        scheduler.set(jobId, clock.now() + 5_000);
+      }
     }
-    const poll = setInterval(() => {
-      if (keeper.isActive && store.generation() !== generation) reload();
-    }, GENERATION_POLL_MS);
+  });
+  let generation = -1;
+  const reload = () => {
+    generation = store.generation();
+    const entries: Array<[string, number | undefined]> = [];
+    for (const job of store.jobs()) entries.push([job.id, job.enabled ? job.state.nextRunAtMs : undefined]);
+    scheduler.rebuild(entries);
+  };
 
-    // a run's terminal event ends its fire
-    const terminal = subscribeRunEnds(rt.nc, rt.subjects, rt.limits, rt.log, (runId, kind, read) => {
-      const fireId = store.fireIdOfRun(runId);
-      if (!fireId) return;
-      // a malformed event is judged by its subject
-      const event = read();
-      const status = kind === "done" && event?.kind !== "error" ? "ok" : "error";
-      const error = event?.kind === "error" ? `${event.code}: ${event.message}` : undefined;
-      const reply = event?.kind === "done" && !event.silent ? event.text : "";
-      endFire(firer, fireId, status, reply, error).catch((err) => rt.log.warn({ err, runId }, "could not record the end of a cron run"));
-    });
-
-    const reconcile = setInterval(() => void reconcileRuns(rt, store, firer).catch((err) => rt.log.warn({ err }, "cron reconcile failed")), RECONCILE_EVERY_MS);
-    reconcile.unref();
-
-    const find = (jobId: string): CronJob => {
-      const job = store.job(jobId);
-      if (!job) throw new LurkError("NOT_FOUND", `no cron job ${jobId} (see \`lurkbot cron list\`)`);
-      return job;
-    };
-    const plan = (job: CronJob | undefined, jobId: string) => {
-      if (keeper.isActive) scheduler.set(jobId, job?.enabled ? job.state.nextRunAtMs : undefined);
-    };
-
-    rt.serve("cron", "add", async (req) => {
-      const now = clock.now();
-      const job = createJob(req, newJobId(), now, agentIds);
-      const added = await store.txn(() => {
-        if (store.jobCount() >= cfg.maxJobs) return false;
-        store.putJob(job, true);
-        return true;
-      });
-      if (!added) throw new LurkError("LIMIT_EXCEEDED", `there are ${cfg.maxJobs} cron jobs already (cron.maxJobs); remove some with \`lurkbot cron rm ID\``);
-      plan(job, job.id);
-      rt.emit("job_added", { jobId: job.id, name: job.name, kind: job.schedule.kind });
-      return { job };
-    });
-
-    rt.serve("cron", "list", (req) => {
-      const jobs = [...store.jobs()].filter((j) => (req.agentId === undefined || j.agentId === req.agentId) && (req.includeDisabled || j.enabled));
-      jobs.sort((a, b) => (a.state.nextRunAtMs ?? Infinity) - (b.state.nextRunAtMs ?? Infinity) || a.createdAtMs - b.createdAtMs);
-      return { jobs };
-    });
-
-    rt.serve("cron", "get", (req) => ({ job: find(req.jobId) }));
-
-    rt.serve("cron", "edit", async (req) => {
-      const updated = await store.txn(() => {
-        const job = store.job(req.jobId);
-        if (!job) return undefined;
-        const next = applyPatch(job, req.patch, clock.now(), agentIds);
-        store.putJob(next, true);
-        return next;
-      });
-      if (!updated) find(req.jobId);
-      plan(updated, req.jobId);
-      return { job: updated! };
-    });
-
-    rt.serve("cron", "rm", async (req) => {
-      const removed = await store.txn(() => store.deleteJob(req.jobId, true));
-      plan(undefined, req.jobId);
-      if (removed) rt.emit("job_removed", { jobId: req.jobId });
-      return { removed };
-    });
-
-    rt.serve("cron", "run", async (req) => {
-      find(req.jobId);
-      const result = await firer.fire(req.jobId, req.mode);
-      if (req.mode === "due") plan(store.job(req.jobId), req.jobId);
-      return { status: result.status, ...(result.fireId ? { fireId: result.fireId } : {}), ...(result.reason ? { reason: result.reason } : {}) };
-    });
-
-    rt.serve("cron", "runs", (req) => {
-      if (req.jobId !== undefined && !store.job(req.jobId) && store.runs(req.jobId, 1).length === 0) find(req.jobId);
-      return { runs: store.runs(req.jobId, req.limit) };
-    });
-
-    rt.serve("cron", "status", () => {
-      let next: number | undefined = keeper.isActive ? scheduler.nextAt : undefined;
-      if (next === undefined) {
-        for (const j of store.jobs()) if (j.enabled && j.state.nextRunAtMs !== undefined && (next === undefined || j.state.nextRunAtMs < next)) next = j.state.nextRunAtMs;
+  const lease = await Lease.open(rt.nc, { key: "cron", holder, ttlMs: cfg.leaseTtlMs });
+  const keeper = new LeaseKeeper(lease, {
+    intervalMs: cfg.leaseRenewMs,
+    onChange(active) {
+      rt.log.info({ holder, active }, active ? "cron lease taken: this instance schedules" : "cron lease lost: standing by");
+      rt.emit(active ? "active" : "standby", { holder });
+      if (active) {
+        reload();
+        scheduler.start();
+      } else {
+        void scheduler.stop();
       }
-      return { running: cfg.enabled, active: keeper.isActive, jobs: store.jobCount(), ...(next !== undefined ? { nextRunAtMs: next } : {}) };
-    });
+    },
+    onError: (err) => rt.log.warn({ err }, "cron lease check failed"),
+  });
+  if (cfg.enabled) {
+    await keeper.tick();
+    keeper.start();
+  }
+  const poll = setInterval(() => {
+    if (keeper.isActive && store.generation() !== generation) reload();
+  }, GENERATION_POLL_MS);
 
-    return {
-      async stop() {
-        clearInterval(poll);
-        clearInterval(reconcile);
-        terminal.stop();
-        await keeper.stop();
-        await scheduler.stop();
-        await store.close();
-      },
-    };
-  },
-};
+  // a run's terminal event ends its fire
+  const terminal = subscribeRunEnds(rt.nc, rt.subjects, rt.limits, rt.log, (runId, kind, read) => {
+    const fireId = store.fireIdOfRun(runId);
+    if (!fireId) return;
+    // a malformed event is judged by its subject
+    const event = read();
+    const status = kind === "done" && event?.kind !== "error" ? "ok" : "error";
+    const error = event?.kind === "error" ? `${event.code}: ${event.message}` : undefined;
+    const reply = event?.kind === "done" && !event.silent ? event.text : "";
+    endFire(firer, fireId, status, reply, error).catch((err) => rt.log.warn({ err, runId }, "could not record the end of a cron run"));
+  });
+
+  const reconcile = setInterval(() => void reconcileRuns(rt, store, firer, clock).catch((err) => rt.log.warn({ err }, "cron reconcile failed")), RECONCILE_EVERY_MS);
+  reconcile.unref();
+
+  const find = (jobId: string): CronJob => {
+    const job = store.job(jobId);
+    if (!job) throw new LurkError("NOT_FOUND", `no cron job ${jobId} (see \`lurkbot cron list\`)`);
+    return job;
+  };
+  const plan = (job: CronJob | undefined, jobId: string) => {
+    if (keeper.isActive) scheduler.set(jobId, job?.enabled ? job.state.nextRunAtMs : undefined);
+  };
+  planRemote = (jobId, job) => plan(job, jobId);
+
+  rt.serve("cron", "add", async (req) => {
+    const now = clock.now();
+    const job = createJob(req, newJobId(), now, agentIds);
+    const added = await store.txn(() => {
+      if (store.jobCount() >= cfg.maxJobs) return false;
+      store.putJob(job, true);
+      return true;
+    }, "request");
+    await replica.drain();
+    if (!added) throw new LurkError("LIMIT_EXCEEDED", `there are ${cfg.maxJobs} cron jobs already (cron.maxJobs); remove some with \`lurkbot cron rm ID\``);
+    plan(job, job.id);
+    rt.emit("job_added", { jobId: job.id, name: job.name, kind: job.schedule.kind });
+    return { job };
+  });
+
+  rt.serve("cron", "list", (req) => {
+    const jobs = [...store.jobs()].filter((j) => (req.agentId === undefined || j.agentId === req.agentId) && (req.includeDisabled || j.enabled));
+    jobs.sort((a, b) => (a.state.nextRunAtMs ?? Infinity) - (b.state.nextRunAtMs ?? Infinity) || a.createdAtMs - b.createdAtMs);
+    return { jobs };
+  });
+
+  rt.serve("cron", "get", (req) => ({ job: find(req.jobId) }));
+
+  rt.serve("cron", "edit", async (req) => {
+    const updated = await store.txn(() => {
+      const job = store.job(req.jobId);
+      if (!job) return undefined;
+      const next = applyPatch(job, req.patch, clock.now(), agentIds);
+      store.putJob(next, true);
+      return next;
+    }, "request");
+    await replica.drain();
+    if (!updated) find(req.jobId);
+    plan(updated, req.jobId);
+    return { job: updated! };
+  });
+
+  rt.serve("cron", "rm", async (req) => {
+    const removed = await store.txn(() => store.deleteJob(req.jobId, true), "request");
+    await replica.drain();
+    plan(undefined, req.jobId);
+    if (removed) rt.emit("job_removed", { jobId: req.jobId });
+    return { removed };
+  });
+
+  rt.serve("cron", "run", async (req) => {
+    find(req.jobId);
+    const result = await firer.fire(req.jobId, req.mode);
+    if (req.mode === "due") plan(store.job(req.jobId), req.jobId);
+    return { status: result.status, ...(result.fireId ? { fireId: result.fireId } : {}), ...(result.reason ? { reason: result.reason } : {}) };
+  });
+
+  rt.serve("cron", "runs", (req) => {
+    if (req.jobId !== undefined && !store.job(req.jobId) && store.runs(req.jobId, 1).length === 0) find(req.jobId);
+    return { runs: store.runs(req.jobId, req.limit, req.agentId) };
+  });
+
+  rt.serve("cron", "status", () => {
+    let next: number | undefined = keeper.isActive ? scheduler.nextAt : undefined;
+    if (next === undefined) {
+      for (const j of store.jobs()) if (j.enabled && j.state.nextRunAtMs !== undefined && (next === undefined || j.state.nextRunAtMs < next)) next = j.state.nextRunAtMs;
+    }
+    return { running: cfg.enabled, active: keeper.isActive, jobs: store.jobCount(), ...(next !== undefined ? { nextRunAtMs: next } : {}) };
+  });
+
+  return {
+    async stop() {
+      clearInterval(poll);
+      clearInterval(reconcile);
+      terminal.stop();
+      await keeper.stop();
+      await scheduler.stop();
+      await replica.drain();
+      await replica.stop();
+      await store.close();
+    },
+  };
+}
 
 /** The bus side of a fire: JetStream publishes deduplicated by the fire id, sessions calls. */
-function busFor(rt: ActorRuntime): FireBus {
+function busFor(rt: ActorRuntime, claims: FireClaims): FireBus {
   const publish = async (subject: string, body: { id: string }) => {
     await rt.js.publish(subject, JSON.stringify(body), { msgID: body.id, timeout: 5_000 });
   };
   return {
+    claimFire: (fireId) => claims.claim(fireId),
+    firePublished: (fireId) => claims.published(fireId),
     publishInject: (agentId, inject) => publish(rt.subjects.inject(agentId), inject),
     publishRun: (agentId, request) => publish(rt.subjects.runRequest(agentId), request),
     async lastOrigin(agentId) {
@@ -219,8 +246,8 @@ async function endFire(firer: Firer, fireId: string, status: "ok" | "error", rep
 }
 
 /** Runs that never reported their end: ask their transcript, or give up after their timeout. */
-async function reconcileRuns(rt: ActorRuntime, store: CronStore, firer: Firer): Promise<void> {
-  const now = Date.now();
+async function reconcileRuns(rt: ActorRuntime, store: CronStore, firer: Firer, clock: Clock): Promise<void> {
+  const now = clock.now();
   for (const entry of store.running()) {
     if (now - entry.startedAtMs < RECONCILE_AFTER_MS || !entry.runId) continue;
     const job = store.job(entry.jobId);

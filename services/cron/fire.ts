@@ -28,6 +28,10 @@ export interface FireBus {
   lastOrigin(agentId: string): Promise<Origin | undefined>;
   /** a fresh transcript for the cron session (best effort) */
   resetSession(sessionKey: string): Promise<void>;
+  /** the cluster-wide claim of a fire id (claims.ts): "ours" to publish it */
+  claimFire(fireId: string): Promise<"ours" | "published" | "busy">;
+  /** the fire is stored in its stream (best effort) */
+  firePublished(fireId: string): Promise<void>;
 }
 
 export interface FireResult {
@@ -139,14 +143,23 @@ export class Firer {
       const after = await this.advance(job.id, plan.scheduledAtMs, plan.nextRunAtMs, mode);
       return { status: "fired", fireId, reason: "fired before", checkAgainAt: after };
     }
-    const base = { jobId: job.id, fireId, scheduledAtMs: plan.scheduledAtMs, startedAtMs: now };
+    const base = { jobId: job.id, agentId: job.agentId, fireId, scheduledAtMs: plan.scheduledAtMs, startedAtMs: now };
     const state = job.state;
     if (state.runningAtMs !== undefined && now - state.runningAtMs < runTimeoutMs(job)) {
       const reason = `the previous run (since ${new Date(state.runningAtMs).toISOString()}) is still running`;
       const after = await this.record(job, { ...base, status: "skipped", error: reason, endedAtMs: now }, plan.nextRunAtMs, mode);
       log.info({ reason }, "cron fire skipped");
+      this.emit("fire_skipped", { jobId: job.id, fireId, reason });
       return { status: "skipped", fireId, reason, checkAgainAt: after };
     }
+    const claim = await this.bus.claimFire(fireId);
+    if (claim === "published") {
+      // another instance (or this host before it lost its store) fired this slot
+      const after = await this.advance(job.id, plan.scheduledAtMs, plan.nextRunAtMs, mode);
+      log.info("cron fire already published by another instance");
+      return { status: "fired", fireId, reason: "fired before", checkAgainAt: after };
+    }
+    if (claim === "busy") return { status: "skipped", fireId, reason: "another cron instance is publishing this fire", checkAgainAt: now + PUBLISH_RETRY_MS };
     let runId: string | undefined;
     try {
       runId = await this.publish(job, fireId, now);
@@ -156,6 +169,7 @@ export class Firer {
         // nothing to retry: the job cannot run as configured (e.g. no conversation to deliver to)
         const after = await this.record(job, { ...base, status: "error", error: error.message, endedAtMs: now }, plan.nextRunAtMs, mode);
         log.warn({ err: error.message }, "cron fire failed");
+        await this.bus.firePublished(fireId).catch(() => undefined); // settled: nobody retries this slot
         this.emit("fire_failed", { jobId: job.id, fireId, error: error.message });
         return { status: "skipped", fireId, reason: error.message, checkAgainAt: after };
       }
@@ -163,6 +177,7 @@ export class Firer {
       if (mode === "force") throw error;
       return { status: "skipped", fireId, reason: error.message, checkAgainAt: now + PUBLISH_RETRY_MS };
     }
+    await this.bus.firePublished(fireId).catch((err) => log.warn({ err }, "could not mark the fire claim published"));
     const entry: RunLogEntry = runId ? { ...base, status: "running", runId } : { ...base, status: "ok", endedAtMs: this.clock.now() };
     const after = await this.record(job, entry, plan.nextRunAtMs, mode);
     log.info({ runId, kind: job.payload.kind, mode }, "cron job fired");
@@ -236,6 +251,8 @@ export class Firer {
         ...rest,
         ...(next !== undefined ? { nextRunAtMs: next } : {}),
         ...(entry.status === "running" ? { runningAtMs: entry.startedAtMs } : {}),
+        // a slot skipped because the previous run still goes: that run stays the running one
+        ...(entry.status === "skipped" && current.state.runningAtMs !== undefined ? { runningAtMs: current.state.runningAtMs } : {}),
         lastRunAtMs: entry.startedAtMs,
         ...(entry.status !== "running" ? { lastStatus: entry.status, lastDurationMs: (entry.endedAtMs ?? entry.startedAtMs) - entry.startedAtMs } : {}),
         ...(entry.error !== undefined ? { lastError: entry.error } : {}),

@@ -18,6 +18,11 @@ import type { z } from "zod";
 export type RunLogEntry = z.infer<typeof cronRunLogSchema>;
 type RunKey = [string, number, string];
 
+/** Who changed a job: a request (add/edit/rm), a fire (its state), or the replica (a change from another instance). */
+export type ChangeOrigin = "request" | "fire" | "replica";
+/** Called after a transaction committed, with the jobs it wrote or removed (replica writes are not reported). */
+export type JobChangeListener = (jobIds: string[], origin: Exclude<ChangeOrigin, "replica">) => void;
+
 export class CronStore {
   private readonly root: RootDatabase;
   private readonly jobsDb: Database<CronJob, string>;
@@ -27,6 +32,9 @@ export class CronStore {
   private readonly byTimeDb: Database<RunKey, [number, string]>;
   private readonly metaDb: Database<number, string>;
   private readonly runningDb: Database<RunKey, string>;
+
+  private changed: Set<string> | undefined;
+  private listener: JobChangeListener | undefined;
 
   constructor(path: string, private readonly runLogMax: number) {
     mkdirSync(path, { recursive: true, mode: 0o700 });
@@ -40,12 +48,27 @@ export class CronStore {
     this.runningDb = this.root.openDB({ name: "running" });
   }
 
-  /** Runs `fn` in one write transaction (reads inside see the latest data). */
-  txn<T>(fn: () => T): Promise<T> {
+  /** The replica (replica.ts) hears of every committed job change made here. */
+  onJobChange(listener: JobChangeListener): void {
+    this.listener = listener;
+  }
+
+  /** Runs `fn` in one write transaction (reads inside see the latest data); `origin` tells the listener who changed jobs. */
+  txn<T>(fn: () => T, origin: ChangeOrigin = "fire"): Promise<T> {
     let result!: T;
+    const changed = new Set<string>();
     return this.root.transaction(() => {
-      result = fn();
-    }).then(() => result);
+      changed.clear();
+      this.changed = origin === "replica" ? undefined : changed;
+      try {
+        result = fn();
+      } finally {
+        this.changed = undefined;
+      }
+    }).then(() => {
+      if (changed.size > 0 && origin !== "replica") this.listener?.([...changed], origin);
+      return result;
+    });
   }
 
   // ------------------------------------------------------------------ jobs
@@ -65,6 +88,7 @@ export class CronStore {
   /** Inside txn: writes the job; `definitionChanged` bumps the generation. */
   putJob(job: CronJob, definitionChanged: boolean): void {
     void this.jobsDb.put(job.id, job);
+    this.changed?.add(job.id);
     if (definitionChanged) this.bump();
   }
 
@@ -72,6 +96,7 @@ export class CronStore {
   deleteJob(jobId: string, withRuns: boolean): boolean {
     const existed = this.jobsDb.get(jobId) !== undefined;
     void this.jobsDb.remove(jobId);
+    if (existed) this.changed?.add(jobId);
     if (withRuns) for (const { key, value } of this.runsDb.getRange({ start: [jobId], end: [`${jobId}\u0000`] })) this.dropRun(key, value);
     if (existed) this.bump();
     return existed;
@@ -115,16 +140,21 @@ export class CronStore {
     else void this.runningDb.remove(entry.fireId);
   }
 
-  /** Newest first; one job's or all jobs'. */
-  runs(jobId: string | undefined, limit: number): RunLogEntry[] {
+  /** Newest first; one job's or all jobs', optionally only those of one agent. */
+  runs(jobId: string | undefined, limit: number, agentId?: string): RunLogEntry[] {
     const out: RunLogEntry[] = [];
+    const ofAgent = (entry: RunLogEntry) => agentId === undefined || (entry.agentId ?? this.jobsDb.get(entry.jobId)?.agentId) === agentId;
     if (jobId !== undefined) {
-      for (const { value } of this.runsDb.getRange({ start: [`${jobId}\u0000`], end: [jobId], reverse: true, limit })) out.push(value);
+      for (const { value } of this.runsDb.getRange({ start: [`${jobId}\u0000`], end: [jobId], reverse: true })) {
+        if (out.length >= limit) break;
+        if (ofAgent(value)) out.push(value);
+      }
       return out;
     }
-    for (const { value } of this.byTimeDb.getRange({ reverse: true, limit })) {
+    for (const { value } of this.byTimeDb.getRange({ reverse: true })) {
+      if (out.length >= limit) break;
       const entry = this.runsDb.get(value);
-      if (entry) out.push(entry);
+      if (entry && ofAgent(entry)) out.push(entry);
     }
     return out;
   }

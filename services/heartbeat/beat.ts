@@ -12,8 +12,8 @@
  * The run under way is persisted, so a restarted actor finishes it (from the transcript's marker).
  */
 import {
-  buildSessionKey, emptyUsage, envelope, heartbeatEventSchema, LurkError, outboundMessageSchema, runIdFor, systemInjectSchema,
-  type HeartbeatEvent, type Origin, type SessionEntry, type Usage,
+  addUsage, buildSessionKey, emptyUsage, envelope, heartbeatEventSchema, LurkError, outboundMessageSchema, runIdFor, systemInjectSchema,
+  type HeartbeatEvent, type Origin, type SessionEntry, type TranscriptRecord, type Usage,
 } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import { agentWorkspace } from "../../shared/runtime/config.js";
@@ -183,7 +183,7 @@ export class HeartbeatRunner {
         waiter.cancel();
         const marker = records.find((r) => r.kind === "run_marker" && r.runStatus === status);
         end = status === "done"
-          ? { kind: "done", text: marker?.text ?? "", usage: emptyUsage(), silent: marker?.meta?.silent === true }
+          ? { kind: "done", text: marker?.text ?? "", usage: runUsage(records), silent: marker?.meta?.silent === true }
           : { kind: "error", code: String(marker?.meta?.errorCode ?? status.toUpperCase()), message: marker?.text ?? `the run ended: ${status}` };
       } else {
         end = await waiter.wait;
@@ -215,6 +215,13 @@ export class HeartbeatRunner {
     this.rt.log.info({ agentId, status, reason: event.reason }, "heartbeat");
     return event;
   }
+}
+
+/** What a run spent: the usage its assistant messages carry in the transcript. */
+function runUsage(records: TranscriptRecord[]): Usage {
+  let usage = emptyUsage();
+  for (const r of records) if (r.kind === "message" && r.message?.role === "assistant" && r.message.usage) usage = addUsage(usage, r.message.usage);
+  return usage;
 }
 
 function usedTokens(usage: Usage): number {

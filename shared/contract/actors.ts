@@ -29,6 +29,9 @@ export type ChannelName = (typeof CHANNELS)[number];
 
 /** The lease bucket stateful actors use to keep one active instance. */
 export const LEASE_BUCKET = "lurk_leases";
+/** The cron actor's replicated jobs (key: job id, history 1) and fire claims (key: `<jobId>.<scheduledAtMs>`, max age a few days). */
+export const CRON_JOBS_BUCKET = "lurk_cron_jobs";
+export const CRON_FIRES_BUCKET = "lurk_cron_fires";
 
 /** JetStream consumer names of the contract. */
 export const CONSUMERS = {
@@ -128,11 +131,12 @@ export function actorGrants(prefix?: string): ActorGrant[] {
     }),
     grant({
       user: "cron",
-      description: "scheduled jobs (LMDB), one active instance through a lease",
-      publish: [s.injectAll, s.runRequestAll, ops("sessions")],
+      description: "scheduled jobs (LMDB, replicated through KV), one active instance through a lease",
+      // watching the jobs bucket: an ordered push consumer (create, info, delete, flow control)
+      publish: [s.injectAll, s.runRequestAll, ops("sessions"), ...kvWatchSubjects(CRON_JOBS_BUCKET)],
       subscribe: [...s.runTerminalAll],
       responder: true,
-      kvBuckets: [LEASE_BUCKET],
+      kvBuckets: [LEASE_BUCKET, CRON_JOBS_BUCKET, CRON_FIRES_BUCKET],
     }),
     // the terminal channel is also the operator's console: status, tail and admin commands
     grant({
@@ -149,6 +153,12 @@ export function actorGrants(prefix?: string): ActorGrant[] {
     channel("webhook"),
     channel("openai-http"),
   ];
+}
+
+/** What a KV watcher on `bucket` publishes (ordered consumer: create, info, delete, flow control replies). */
+export function kvWatchSubjects(bucket: string): string[] {
+  const stream = `KV_${bucket}`;
+  return [`$JS.API.CONSUMER.CREATE.${stream}`, `$JS.API.CONSUMER.CREATE.${stream}.>`, `$JS.API.CONSUMER.INFO.${stream}.>`, `$JS.API.CONSUMER.DELETE.${stream}.>`, `$JS.FC.${stream}.>`];
 }
 
 /** The full publish/subscribe allow lists of a grant, JetStream and services plumbing included. */

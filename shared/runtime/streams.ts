@@ -7,7 +7,7 @@
 import { jetstreamManager, RetentionPolicy, StorageType, DiscardPolicy, type StreamConfig } from "@nats-io/jetstream";
 import { nanos, type NatsConnection } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
-import { LEASE_BUCKET, STREAMS, subjects } from "../contract/index.js";
+import { CRON_FIRES_BUCKET, CRON_JOBS_BUCKET, LEASE_BUCKET, STREAMS, subjects } from "../contract/index.js";
 
 const DAY_MS = 24 * 3600_000;
 const DUPLICATE_WINDOW_MS = 2 * 60_000;
@@ -37,6 +37,14 @@ export async function ensureStreams(nc: NatsConnection, prefix?: string, replica
     }
   }
   await ensureLeaseBucket(nc, replicas);
+  await ensureCronBuckets(nc, replicas);
+}
+
+/** The cron actor's replicated jobs (kept until removed) and its fire claims (kept three days: longer than any catch-up gap they guard). */
+export async function ensureCronBuckets(nc: NatsConnection, replicas = 1): Promise<void> {
+  const kvm = new Kvm(nc);
+  await kvm.create(CRON_JOBS_BUCKET, { history: 1, replicas, description: "cron jobs, replicated between cron instances" });
+  await kvm.create(CRON_FIRES_BUCKET, { history: 1, replicas, ttl: 3 * DAY_MS, description: "cron fire claims: each fire id once across instances" });
 }
 
 /** Lease values live one revision per key; the bucket TTL only sweeps leases nobody renewed for a day. */

@@ -143,7 +143,8 @@ export const cronTool = defineTool({
       }
       case "runs": {
         if (args.jobId) await own(args.jobId);
-        const { runs } = await cron(rt, "runs", { ...(args.jobId ? { jobId: args.jobId } : {}), limit: args.limit ?? 20 });
+        // without a job id: the calling agent's runs only
+        const { runs } = await cron(rt, "runs", { ...(args.jobId ? { jobId: args.jobId } : {}), agentId: call.agentId, limit: args.limit ?? 20 });
         if (runs.length === 0) return text("no runs yet");
         return text(runs.map((r) => `${r.fireId}  ${r.status}  ${when(r.startedAtMs)}${r.endedAtMs !== undefined ? `  ${formatDuration(r.endedAtMs - r.startedAtMs)}` : ""}${r.error ? `  ${r.error.slice(0, 200)}` : ""}`).join("\n"));
       }

@@ -82,6 +82,8 @@ export const cronRunLogSchema = z.object({
   status: z.enum(["running", "ok", "error", "skipped"]),
   error: z.string().optional(),
   runId: idSchema.optional(),
+  /** the job's agent (entries written before this field existed have none) */
+  agentId: agentIdSchema.optional(),
 });
 
 export const cronAddRequest = defineMessage("lurk.cron.add.v1", cronJobFields).refine(targetMatchesPayload, targetMessage);
@@ -98,7 +100,8 @@ const cronJobPatchFields = {
 export const cronEditRequest = defineMessage("lurk.cron.edit.v1", { jobId: idSchema, patch: z.object(cronJobPatchFields).partial() });
 export const cronRmRequest = defineMessage("lurk.cron.rm.v1", { jobId: idSchema });
 export const cronRunRequest = defineMessage("lurk.cron.run.v1", { jobId: idSchema, mode: z.enum(["due", "force"]).default("force") });
-export const cronRunsRequest = defineMessage("lurk.cron.runs.v1", { jobId: idSchema.optional(), limit: z.number().int().min(1).max(1000).default(50) });
+/** `agentId`: only that agent's runs (the cron tool confines an agent to its own). */
+export const cronRunsRequest = defineMessage("lurk.cron.runs.v1", { jobId: idSchema.optional(), agentId: agentIdSchema.optional(), limit: z.number().int().min(1).max(1000).default(50) });
 export const cronStatusRequest = defineMessage("lurk.cron.status.v1", {});
 
 export const cronJobReply = z.object({ job: cronJobSchema });
