@@ -5,7 +5,8 @@
  * real processes; a scripted runner ("agent-runner" user) consumes RUNS and ends each run at
  * once (terminal event), so the router's lanes free as fast as the bus allows.
  * The router path is two JetStream hops (INBOUND, RUNS) plus the router's work; the raw figure
- * is one hop, so `addedP50Ms` = router p50 - 2 x raw p50.
+ * is one hop, so `addedP50Ms` = router p50 - 2 x raw p50. Raw core NATS request/reply (an echo
+ * responder, same payload size, same server) is measured too: `latencyRatioToCoreRequest`.
  */
 import { randomUUID } from "node:crypto";
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
@@ -21,7 +22,9 @@ export interface RouterBenchResult {
   messages: number;
   router: { messagesPerSecond: number; latency: LatencyStats };
   rawJetStream: { messagesPerSecond: number; latency: LatencyStats };
+  rawCoreRequest: { requestsPerSecond: number; latency: LatencyStats };
   addedP50Ms: number;
+  latencyRatioToCoreRequest: number;
   throughputRatioToRaw: number;
 }
 
@@ -155,6 +158,30 @@ async function rawJetStream(nats: TestNats, latencyN: number, total: number): Pr
   }
 }
 
+/** Core NATS request/reply to an echo responder: the cheapest round trip the bus offers. */
+async function rawCoreRequest(nats: TestNats, latencyN: number, total: number): Promise<RouterBenchResult["rawCoreRequest"]> {
+  const admin = await nats.connect("admin");
+  const echo = admin.subscribe("bench.echo", { callback: (_e, m) => void m.respond(m.data) });
+  const payload = JSON.stringify({ type: "bench", text: "x".repeat(200) });
+  try {
+    for (let i = 0; i < 100; i++) await admin.request("bench.echo", payload, { timeout: 5_000 });
+    const samples: number[] = [];
+    for (let i = 0; i < latencyN; i++) {
+      const t0 = performance.now();
+      await admin.request("bench.echo", payload, { timeout: 5_000 });
+      samples.push(performance.now() - t0);
+    }
+    const start = performance.now();
+    for (let done = 0; done < total; done += 100) {
+      await Promise.all(Array.from({ length: Math.min(100, total - done) }, () => admin.request("bench.echo", payload, { timeout: 5_000 })));
+    }
+    return { requestsPerSecond: Math.round(total / ((performance.now() - start) / 1000)), latency: latencyStats(samples) };
+  } finally {
+    echo.unsubscribe();
+    await admin.close();
+  }
+}
+
 export async function routerBench(opts: { sessions?: number; latencyN?: number; perSession?: number } = {}): Promise<RouterBenchResult> {
   const sessions = opts.sessions ?? 100;
   const latencyN = opts.latencyN ?? 300;
@@ -166,13 +193,17 @@ export async function routerBench(opts: { sessions?: number; latencyN?: number; 
     for (const name of ["sessions", "router"]) actors.push(await startActorProcess(name, nats, { LURKBOT_LOG_LEVEL: "warn" }));
     progress("raw JetStream baseline");
     const raw = await rawJetStream(nats, latencyN, sessions * perSession);
+    progress("raw core NATS request/reply baseline");
+    const core = await rawCoreRequest(nats, latencyN, sessions * perSession);
     const router = await routerPath(nats, sessions, latencyN, perSession);
     return {
       sessions,
       messages: sessions * perSession,
       router,
       rawJetStream: raw,
+      rawCoreRequest: core,
       addedP50Ms: round(router.latency.p50Ms - 2 * raw.latency.p50Ms),
+      latencyRatioToCoreRequest: round(router.latency.p50Ms / core.latency.p50Ms),
       throughputRatioToRaw: round(router.messagesPerSecond / raw.messagesPerSecond),
     };
   } finally {
