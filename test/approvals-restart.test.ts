@@ -11,17 +11,20 @@
  *   is reused, and the approval reaches the new runner; the write runs once.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { subjects } from "../shared/contract/index.js";
+import { outboundMessageSchema, subjects, type OutboundMessage } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { createLogger } from "../shared/runtime/logger.js";
 import { ToolsClient } from "../services/agent-runner/tools-client.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
 import { TestNats } from "./harness/nats.js";
+import { runCli } from "./harness/cli.js";
+import { CliClient, TestSystem } from "./harness/system.js";
+import { messageText } from "./fakes/openai-server.js";
 
 const S = subjects();
 const log = createLogger("test", "silent");
@@ -101,5 +104,95 @@ describe("pending approvals across restarts of the tools actor and the agent-run
     assert.equal(result.isError, false, textOf(result));
     assert.equal(readFileSync(join(ws, "after-runner-restart.txt"), "utf8"), "once");
     second.tools.close();
+  });
+});
+
+/**
+ * The whole system (every actor a process, the fake OpenAI server): the model calls exec with a
+ * command that needs an approval (`tools.exec.ask: "always"`); while the approval is pending the
+ * agent-runner and the router are SIGKILLed and restarted and the approvals actor is restarted;
+ * then a human approves through `lurkbot approvals approve ID`. The command runs exactly once,
+ * its output reaches the model, the user gets exactly one reply and the approval is listed as
+ * approved (and redeemed).
+ */
+describe("a pending approval inside a real run survives restarts of the runner, the router and the approvals actor", () => {
+  const CONVERSATION = "approval-restarts";
+  let system: TestSystem;
+  let client: CliClient;
+  let cliNc: NatsConnection;
+  let cli: BusClient;
+  const delivered: OutboundMessage[] = [];
+
+  before(async () => {
+    system = await TestSystem.start({
+      // redeliver an unacknowledged run soon after its runner died
+      env: { LURKBOT_ACK_WAIT_MS: "3000" },
+      config: {
+        tools: { timeoutMs: 5_000, exec: { ask: "always", ...(existsSync("/usr/bin/bwrap") ? {} : { allowUnsandboxed: true }) } },
+        approvals: { timeoutMs: 90_000 },
+      },
+    });
+    client = await CliClient.connect(system.nats, CONVERSATION);
+    cliNc = await system.nats.connect("cli");
+    cli = new BusClient(cliNc);
+    cliNc.subscribe(subjects().outbound("cli", CONVERSATION), { callback: (_e, m) => void delivered.push(outboundMessageSchema.parse(m.json())) });
+    await cliNc.flush();
+  });
+  after(async () => {
+    await client?.close();
+    await cliNc?.close();
+    await system?.stop();
+  });
+
+  const restart = async (name: string) => {
+    await system.actors.get(name)!.kill();
+    await system.startActor(name);
+  };
+
+  it("the command runs once, its output reaches the model, one reply, the approval is decided", async () => {
+    const marker = join(system.workspace, "marker.log");
+    const markerLines = () => (existsSync(marker) ? readFileSync(marker, "utf8").split("\n").filter(Boolean) : []);
+    system.fake.enqueue({ kind: "tool_calls", calls: [{ id: "call-restart-1", name: "exec", arguments: { command: "echo ok >> marker.log && echo marker-written" } }] });
+    const { id: messageId } = await client.publish("append to the marker");
+    const pending = await waitFor(async () => (await cli.call("approvals", "list", { status: "pending" })).approvals[0], 20_000, "the pending approval");
+    assert.equal(pending.tool, "exec");
+    assert.equal(pending.command, "echo ok >> marker.log && echo marker-written");
+
+    await restart("agent-runner");
+    await restart("router");
+    await restart("approvals");
+    // the redelivered run asks again: still the one pending approval, nothing ran
+    await new Promise((r) => setTimeout(r, 5_000));
+    const stillPending = (await cli.call("approvals", "list", {})).approvals;
+    assert.equal(stillPending.length, 1, JSON.stringify(stillPending));
+    assert.equal(stillPending[0]!.status, "pending");
+    assert.deepEqual(markerLines(), [], "nothing ran before the approval");
+
+    const env = system.nats.env(system.nats.passwordEnv("cli"));
+    const approved = await runCli(["approvals", "approve", pending.approvalId], env);
+    assert.equal(approved.code, 0, approved.stderr);
+    assert.match(approved.stdout, /approved by cli:/);
+
+    const reply = await waitFor(() => delivered.find((m) => m.kind === "reply"), 30_000, "the run's reply");
+    assert.match(reply.text, /^tool said: marker-written/);
+    assert.ok(reply.replyTo.includes(messageId));
+    // a late duplicate (a second run, a redelivered reply) would show up within a few seconds
+    await new Promise((r) => setTimeout(r, 4_000));
+    assert.equal(delivered.filter((m) => m.kind === "reply").length, 1, JSON.stringify(delivered.map((m) => [m.kind, m.text])));
+    assert.deepEqual(markerLines(), ["ok"], "the command ran exactly once");
+
+    const toolResults = system.fake.requests.flatMap((r) => r.body.messages.filter((m) => m.role === "tool"));
+    assert.ok(toolResults.some((m) => m.tool_call_id === "call-restart-1" && /marker-written/.test(messageText(m))), "the tool's result reached the model");
+    // the resumed run did not ask the model again for the call: the tool call, then its result
+    assert.equal(system.fake.requests.length, 2, JSON.stringify(system.fake.requests.map((r) => r.body.messages.at(-1))));
+    assert.equal(system.fake.requests[1]!.body.messages.at(-1)?.role, "tool");
+
+    const listed = await runCli(["approvals", "list", "--json"], env);
+    assert.equal(listed.code, 0, listed.stderr);
+    const records = JSON.parse(listed.stdout) as Array<{ approvalId: string; status: string; usedAt?: number }>;
+    assert.equal(records.length, 1);
+    assert.equal(records[0]!.approvalId, pending.approvalId);
+    assert.equal(records[0]!.status, "approved");
+    assert.ok(records[0]!.usedAt, "the token was redeemed");
   });
 });

@@ -2,11 +2,12 @@
  * `lurkbot tools [--session KEY] [--agent ID] [--explain] [--json]`: the effective tool list of
  * an agent in a session, as the tools actors decide it (scatter-gather on `lurk.tools.explain`,
  * every tools actor kind answers for the tools it serves). With --explain, every known tool,
- * allowed or denied, with the policy layer and rule that decided.
+ * allowed or denied, with the policy layer and rule that decided, and for a tool whose calls
+ * wait for a human approval: all or some of them, and which rules say so (`approval` in --json).
  */
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  errorReplySchema, LurkError, parseSessionKey, requestType, safeParseJson, subjects, toolsExplainReply, type ToolDecisionReply,
+  errorReplySchema, LurkError, parseSessionKey, requestType, safeParseJson, subjects, toolsExplainReply, type ToolApproval, type ToolDecisionReply,
 } from "../../shared/contract/index.js";
 import { SERVICE_ERROR_HEADER } from "../../shared/runtime/client.js";
 import { loadConfig, type Env } from "../../shared/runtime/config.js";
@@ -72,9 +73,19 @@ export function formatTools(report: ToolsReport, explain: boolean): string {
     lines.push(allowed.length ? allowed.map((t) => `  ${t.tool}${t.aliases.length ? ` (${t.aliases.join(", ")})` : ""}`).join("\n") : "  (no tools)");
   } else {
     const width = Math.max(4, ...report.tools.map((t) => t.tool.length));
-    for (const t of report.tools) lines.push(`  ${t.tool.padEnd(width)}  ${t.allowed ? "allowed" : "DENIED "}  ${t.layer.padEnd(8)}  ${t.rule}`);
+    for (const t of report.tools) {
+      lines.push(`  ${t.tool.padEnd(width)}  ${t.allowed ? "allowed" : "DENIED "}  ${t.layer.padEnd(8)}  ${t.rule}`);
+      if (t.approval) lines.push(`  ${"".padEnd(width)}  ${formatApproval(t.approval)}`);
+    }
+    const gated = report.tools.filter((t) => t.approval).length;
+    lines.push(gated ? `${gated} tool${gated === 1 ? "" : "s"} need${gated === 1 ? "s" : ""} a human approval (lurkbot approvals list|approve|deny)` : "no tool needs a human approval");
   }
   return lines.join("\n") + "\n";
+}
+
+/** e.g. `approval: every call (tools.requireApproval: "write")` */
+export function formatApproval(approval: ToolApproval): string {
+  return `approval: ${approval.calls === "all" ? "every call" : "some calls"} (${approval.reasons.map((r) => r.rule).join("; ")})`;
 }
 
 export async function cmdTools(p: ParsedCommand, env: Env, io: { out: (line: string) => void }): Promise<number> {

@@ -1,10 +1,12 @@
 /**
  * The tool policy's context from the configuration and a request: which agent (its profile,
  * its own rules, its model), which session type (from the session key when there is one), and
- * the global, provider, model, session and subagent rules of `config.tools`.
+ * the global, provider, model, session and subagent rules of `config.tools`. `explainTools`
+ * also says which tools need a human approval and why.
  */
 import { LurkError, parseSessionKey, type SessionType } from "../../shared/contract/index.js";
 import type { AgentConfig, LurkConfig } from "../../shared/runtime/config.js";
+import { approvalExplanation, type ExplainedTool } from "./approval-explain.js";
 import { decideTool, decideTools, type PolicyContext, type PolicyTool, type ToolDecision } from "./policy.js";
 
 export interface PolicyRequest {
@@ -59,7 +61,7 @@ export function allowedCatalog<D extends { name: string }>(config: LurkConfig, t
 }
 
 /** `lurk.tools.explain`: every tool's decision in this request's context. */
-export function explainTools(config: LurkConfig, actor: string, tools: readonly PolicyTool[], req: PolicyRequest) {
+export function explainTools(config: LurkConfig, actor: string, tools: readonly ExplainedTool[], req: PolicyRequest) {
   const agent = policyAgent(config, req.agentId);
   if (!agent) throw new LurkError("NOT_FOUND", `no agent "${req.agentId}" is configured`);
   const ctx = policyContext(config, agent, req);
@@ -69,6 +71,10 @@ export function explainTools(config: LurkConfig, actor: string, tools: readonly 
     sessionType: ctx.sessionType,
     profile: ctx.profile,
     ...(ctx.model ? { model: ctx.model } : {}),
-    decisions: decideTools(tools, ctx).map((d, i) => ({ ...d, groups: [...(tools[i]!.groups ?? [])], aliases: [...(tools[i]!.aliases ?? [])] })),
+    decisions: decideTools(tools, ctx).map((d, i) => {
+      // which calls of it wait for a human, and why (approval-explain.ts)
+      const approval = approvalExplanation(config, agent.id, tools[i]!);
+      return { ...d, groups: [...(tools[i]!.groups ?? [])], aliases: [...(tools[i]!.aliases ?? [])], ...(approval ? { approval } : {}) };
+    }),
   };
 }

@@ -103,7 +103,8 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       // approvals request/wait/redeem and $SRV.INFO.approvals: a tool that needs approval runs only
       // with a valid token (shared/runtime/tool-serve.ts); never decide, list or get
       publish: [s.toolProgressAll, s.toolsCatalogChanged, s.op("approvals", "request"), s.op("approvals", "wait"), s.op("approvals", "redeem"), "$SRV.INFO.approvals"],
-      subscribe: [s.op("tools", "list"), s.op("tools", "explain"), s.toolCallAll, s.toolsCancel],
+      // a call's cancellation (shared/runtime/tool-serve.ts): lurk.tools.cancel, its run's abort and end
+      subscribe: [s.op("tools", "list"), s.op("tools", "explain"), s.toolCallAll, s.toolsCancel, s.runControlAll, ...s.runTerminalAll],
       responder: true,
     }),
     grant({

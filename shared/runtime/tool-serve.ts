@@ -7,21 +7,33 @@
  * runs only after a human approved that exact call (approval-gate.ts: request, wait, signed
  * token, redeemed once); the catalog shows `needsApproval: true` for it. A denial, an expiry or
  * a bad token is a TOOL_DENIED reply the model reads; the handler is not called.
- * Grants: the actor's NATS user needs approvals request/wait/redeem and $SRV.INFO.approvals
- * (the `tools-ext` user has them).
+ * Cancellation: the handler gets `ctx.signal` (tool-inflight.ts), fired by `lurk.tools.cancel`
+ * naming the call (or its run), by a newer request for the same call, by the actor stopping,
+ * and, when the actor's NATS user may subscribe to them, by its run's abort (`lurk.run.ctl`)
+ * and end (terminal run events). The caller gets an ABORTED reply at once; the handler should
+ * stop its work (its late result is dropped). A wait for an approval is cancelled the same way.
+ * Grants: the actor's NATS user needs approvals request/wait/redeem, $SRV.INFO.approvals and
+ * lurk.tools.cancel, and for the run abort/end the run control and terminal run event subjects
+ * (the `tools-ext` user has them all).
  */
-import { toolCallReply, toolCallRequest, type ToolCallReply, type ToolCallRequest, type ToolDefinition } from "../contract/index.js";
+import { actorGrants, LurkError, toolCallReply, toolCallRequest, type ToolCallReply, type ToolCallRequest, type ToolDefinition } from "../contract/index.js";
 import type { ActorRuntime } from "./actor.js";
 import { approvalGateFor, approvalHeartbeat } from "./approval-gate.js";
 import { configRequiresApproval } from "./config-tools-approval.js";
 import type { EndpointHandlerContext } from "./service.js";
 import { serveToolCatalog, type ServedToolCatalog } from "./tool-catalog.js";
+import { InflightCalls } from "./tool-inflight.js";
+
+export interface ServedToolContext extends EndpointHandlerContext {
+  /** fires when the call is cancelled (see above); its reason is a LurkError ABORTED */
+  signal: AbortSignal;
+}
 
 export interface ServedTool {
   /** the catalog entry; `actor` is this actor's name */
   definition: Omit<ToolDefinition, "actor">;
-  /** runs an allowed (and, when needed, approved) call */
-  handler(req: ToolCallRequest, ctx: EndpointHandlerContext): Promise<ToolCallReply> | ToolCallReply;
+  /** runs an allowed (and, when needed, approved) call; should stop when `ctx.signal` fires */
+  handler(req: ToolCallRequest, ctx: ServedToolContext): Promise<ToolCallReply> | ToolCallReply;
 }
 
 /** Whether a call of this tool by `agentId` needs a human approval (definition or config). */
@@ -29,9 +41,39 @@ export function servedToolNeedsApproval(rt: ActorRuntime, definition: ServedTool
   return definition.needsApproval || configRequiresApproval(rt.config, agentId, definition);
 }
 
+/** Whether the contract lets `rt`'s NATS user follow run aborts and run ends. */
+function mayFollowRuns(rt: ActorRuntime): boolean {
+  const grant = actorGrants(rt.subjects.prefix).find((g) => g.user === rt.name);
+  return !!grant && [rt.subjects.runControlAll, ...rt.subjects.runTerminalAll].every((subject) => grant.subscribe.includes(subject));
+}
+
+/** The handler's reply, or ABORTED as soon as `signal` fires (the handler is told by the signal). */
+async function untilCancelled(work: () => Promise<ToolCallReply> | ToolCallReply, req: ToolCallRequest, signal: AbortSignal, started: number): Promise<ToolCallReply> {
+  const aborted = (): ToolCallReply => ({
+    toolCallId: req.toolCallId,
+    content: [{ type: "text", text: signal.reason instanceof Error ? signal.reason.message : "the tool call was cancelled" }],
+    isError: true, errorCode: "ABORTED", durationMs: Date.now() - started,
+  });
+  if (signal.aborted) return aborted();
+  let onAbort!: () => void;
+  const cancelled = new Promise<ToolCallReply>((resolve) => (onAbort = () => resolve(aborted())));
+  signal.addEventListener("abort", onAbort, { once: true });
+  try {
+    const running = Promise.resolve().then(work);
+    // a handler failing because it was cancelled is a cancellation, not an error
+    running.catch(() => undefined);
+    return await Promise.race([running.catch((err: unknown) => (signal.aborted ? aborted() : Promise.reject(err))), cancelled]);
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+  }
+}
+
 /** Serves the catalog and the calls of `tools` in queue group `queue`. */
 export function serveTools(rt: ActorRuntime, tools: readonly ServedTool[], opts: { queue: string }): ServedToolCatalog {
   const gate = approvalGateFor(rt);
+  // cancelled by lurk.tools.cancel, a retry of the same call, the actor stopping (and the run's abort or end when granted)
+  const inflight = new InflightCalls(rt, { followRuns: mayFollowRuns(rt) });
+  inflight.listen();
   const catalog = serveToolCatalog(rt, (req) => ({
     actor: rt.name,
     tools: tools.map(({ definition }) => ({ ...definition, actor: rt.name, needsApproval: servedToolNeedsApproval(rt, definition, req.agentId) })),
@@ -39,15 +81,24 @@ export function serveTools(rt: ActorRuntime, tools: readonly ServedTool[], opts:
   for (const tool of tools) {
     const { name } = tool.definition;
     rt.serveSubject(`call-${name}`, rt.subjects.toolCall(name), toolCallRequest, toolCallReply, async (req, ctx): Promise<ToolCallReply> => {
-      if (servedToolNeedsApproval(rt, tool.definition, req.agentId)) {
-        const started = Date.now();
-        const denial = await gate.check(name, req, { onWaiting: approvalHeartbeat(rt, req) });
-        if (denial) {
-          rt.log.info({ tool: name, runId: req.runId, sessionKey: req.sessionKey, code: denial.code }, "tool call not approved");
-          return { toolCallId: req.toolCallId, content: [{ type: "text", text: denial.text }], isError: true, errorCode: denial.code, durationMs: Date.now() - started };
-        }
+      const started = Date.now();
+      const tracked = inflight.track(req.runId, req.toolCallId, rt.signal);
+      const { signal } = tracked;
+      try {
+        return await untilCancelled(async () => {
+          if (servedToolNeedsApproval(rt, tool.definition, req.agentId)) {
+            const denial = await gate.check(name, req, { signal, onWaiting: approvalHeartbeat(rt, req) });
+            if (denial) {
+              rt.log.info({ tool: name, runId: req.runId, sessionKey: req.sessionKey, code: denial.code }, "tool call not approved");
+              return { toolCallId: req.toolCallId, content: [{ type: "text", text: denial.text }], isError: true, errorCode: denial.code, durationMs: Date.now() - started };
+            }
+          }
+          if (signal.aborted) throw new LurkError("ABORTED", "the tool call was cancelled");
+          return tool.handler(req, { ...ctx, signal });
+        }, req, signal, started);
+      } finally {
+        tracked.done();
       }
-      return tool.handler(req, ctx);
     }, opts);
   }
   return catalog;

@@ -100,6 +100,17 @@ export const toolsExplainRequest = defineMessage("lurk.tools.explain.v1", {
   model: z.string().max(200).optional(),
 });
 export const policyLayerSchema = z.enum(["profile", "provider", "model", "global", "agent", "session", "sandbox", "subagent"]);
+/**
+ * Why calls of a tool wait for a human approval (`lurkbot tools --explain`); absent: they never
+ * do. `calls`: "all", or "some" (exec with tools.exec.ask "on-miss": commands outside the
+ * allowlist; process: its start action). `source`: the tool's own definition (needsApproval),
+ * tools.requireApproval ("global"), the agent's requireApproval, or tools.exec.ask.
+ */
+export const toolApprovalSchema = z.object({
+  calls: z.enum(["all", "some"]),
+  reasons: z.array(z.object({ source: z.enum(["tool", "global", "agent", "exec-ask"]), rule: z.string() })),
+});
+export type ToolApproval = z.infer<typeof toolApprovalSchema>;
 export const toolDecisionSchema = z.object({
   tool: z.string(),
   allowed: z.boolean(),
@@ -108,6 +119,7 @@ export const toolDecisionSchema = z.object({
   groups: z.array(z.string()).default([]),
   aliases: z.array(z.string()).default([]),
   trace: z.array(z.object({ layer: policyLayerSchema, effect: z.enum(["allow", "deny"]), rule: z.string() })).default([]),
+  approval: toolApprovalSchema.optional(),
 });
 export type ToolDecisionReply = z.infer<typeof toolDecisionSchema>;
 export const toolsExplainReply = z.object({
