@@ -10,22 +10,16 @@
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import {
-  envelope, inboundMsgId, outboundMessageSchema, runControlSchema, runIdFor, safeParseJson, subjects,
-  type OutboundMessage, type RunControl, type RunRequest,
-} from "../shared/contract/index.js";
+import { outboundMessageSchema, safeParseJson, subjects, type OutboundMessage } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
+import { RouterRig } from "./harness/router-rig.js";
 import { broadcastRunId } from "../services/router/broadcast.js";
-import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
+import { waitFor } from "./harness/actors.js";
 import { runCli } from "./harness/cli.js";
 import { TestNats } from "./harness/nats.js";
 import { CliClient, TestSystem } from "./harness/system.js";
-import { storedRunRequests } from "./harness/streams.js";
 
 const s = subjects();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -40,61 +34,18 @@ const ROUTING = {
 };
 
 describe("router: queue modes, commands, policies (router process, scripted runner)", () => {
+  const rig = new RouterRig();
+  const { outbound, controls, send, web, runRequests, runOf, noRun, noticeFor, finish } = rig;
   let nats: TestNats;
-  const actors: ActorProcess[] = [];
   let admin: NatsConnection;
   let runner: NatsConnection;
   let bus: BusClient;
-  const outbound: OutboundMessage[] = [];
-  const controls: RunControl[] = [];
-  let acceptControls = false;
 
   before(async () => {
-    nats = await TestNats.start();
-    writeFileSync(join(nats.home, "config.json"), JSON.stringify({ agents: [{ id: "main", default: true }, { id: "helper" }], routing: ROUTING }));
-    for (const name of ["sessions", "approvals", "router"]) actors.push(await startActorProcess(name, nats));
-    admin = await nats.connect("admin");
-    runner = await nats.connect("agent-runner");
-    bus = new BusClient(admin);
-    admin.subscribe(s.outboundAll, { callback: (_e, m) => void outbound.push(outboundMessageSchema.parse(safeParseJson(m.data))) });
-    runner.subscribe(s.runControlAll, {
-      callback: (_e, m) => {
-        const ctl = runControlSchema.parse(safeParseJson(m.data));
-        controls.push(ctl);
-        if (m.reply && ctl.action !== "abort" && acceptControls) m.respond(JSON.stringify({ runId: ctl.runId, action: ctl.action, accepted: true }));
-      },
-    });
-    await Promise.all([admin.flush(), runner.flush()]);
+    await rig.start({ agents: [{ id: "main", default: true }, { id: "helper" }], routing: ROUTING }, ["sessions", "approvals", "router"]);
+    ({ nats, admin, runner, bus } = rig);
   });
-  after(async () => {
-    await Promise.all([admin?.close(), runner?.close()]);
-    for (const a of actors.reverse()) await a.stop();
-    await nats?.stop();
-  });
-
-  type Peer = { kind: "dm" | "group"; id: string };
-  const send = async (channel: string, peer: Peer, text: string, opts: { sender?: string; mentioned?: boolean } = {}) => {
-    const id = randomUUID();
-    const msg = envelope("lurk.inbound.message.v1", {
-      id, channel, conversation: `c-${peer.id}`, peer, sender: { id: opts.sender ?? "owner" }, text, attachments: [], mentioned: opts.mentioned ?? false,
-    });
-    await jetstream(admin).publish(s.inbound(channel), JSON.stringify(msg), { msgID: inboundMsgId(channel, id) });
-    return { id, runId: runIdFor(channel, id) };
-  };
-  const web = (group: string, text: string, sender = "owner") => send("web", { kind: "group", id: group }, text, { sender });
-  const runRequests = () => storedRunRequests(admin);
-  const runOf = (runId: string, what = "run request") => waitFor(async () => (await runRequests()).find((r) => r.runId === runId), 10_000, what);
-  const noRun = async (runId: string, ms = 800) => {
-    await sleep(ms);
-    assert.equal((await runRequests()).some((r) => r.runId === runId), false, `no run for ${runId}`);
-  };
-  const noticeFor = (messageId: string) => waitFor(() => outbound.find((o) => o.replyTo.includes(messageId)), 10_000, "notice");
-  const finish = (req: RunRequest, kind: "done" | "error" = "done") => {
-    const event = kind === "done"
-      ? { kind: "done" as const, text: "ok", turns: 1, usage: {}, silent: false }
-      : { kind: "error" as const, code: "ABORTED", message: "aborted", retryable: false };
-    runner.publish(s.runEvent(req.runId, kind), JSON.stringify(envelope("lurk.run.event.v1", { runId: req.runId, sessionKey: req.sessionKey, seq: 9, event })));
-  };
+  after(() => rig.stop());
 
   it("inline directives apply to one run; a directive alone changes the session", async () => {
     const a = await web("g-dir", "/think:high explain monads");
@@ -132,7 +83,7 @@ describe("router: queue modes, commands, policies (router process, scripted runn
     await web("g-steer", "/queue steer");
     const first = await web("g-steer", "first");
     const r1 = await runOf(first.runId);
-    acceptControls = true;
+    rig.acceptControls = true;
     try {
       const second = await web("g-steer", "actually, do this instead");
       const ctl = await waitFor(() => controls.find((c) => c.runId === r1.runId && c.action === "steer"), 10_000, "steer control");
@@ -143,7 +94,7 @@ describe("router: queue modes, commands, policies (router process, scripted runn
       finish(r1);
       await noRun(second.runId, 300);
     } finally {
-      acceptControls = false;
+      rig.acceptControls = false;
     }
   });
 

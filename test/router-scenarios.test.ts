@@ -9,22 +9,17 @@
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import {
-  actorEventSchema, envelope, inboundMsgId, outboundMessageSchema, runControlSchema, runIdFor, safeParseJson, subjects,
-  type OutboundMessage, type RunControl, type RunRequest,
-} from "../shared/contract/index.js";
+import { actorEventSchema, safeParseJson, subjects } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
+import { RouterRig } from "./harness/router-rig.js";
 import { broadcastRunId } from "../services/router/broadcast.js";
 import { COMMAND_HELP } from "../services/router/commands.js";
 import { sign } from "../services/channel-webhook/signature.js";
-import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
+import { waitFor } from "./harness/actors.js";
 import { freePort, TestNats } from "./harness/nats.js";
-import { storedRunRequests } from "./harness/streams.js";
 import { CliClient, TestSystem } from "./harness/system.js";
 
 const s = subjects();
@@ -32,22 +27,19 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const SECRET = "scenario-webhook-secret-0123456789";
 
 describe("router scenarios (router, sessions, approvals, webhook channel as processes; scripted runner)", () => {
+  const rig = new RouterRig();
+  const { outbound, controls, send, web, runOf, noRun, noticeFor, finish } = rig;
   let nats: TestNats;
-  const actors: ActorProcess[] = [];
   let admin: NatsConnection;
   let runner: NatsConnection;
   let bus: BusClient;
   let webhookUrl: string;
-  const outbound: OutboundMessage[] = [];
-  const controls: RunControl[] = [];
   const routerEvents: Array<{ event: string; data: any }> = [];
-  let acceptControls = false;
 
   before(async () => {
-    nats = await TestNats.start();
     const port = await freePort();
     webhookUrl = `http://127.0.0.1:${port}/v1/messages`;
-    writeFileSync(join(nats.home, "config.json"), JSON.stringify({
+    await rig.start({
       agents: [{ id: "main", default: true }, { id: "helper" }],
       channels: { webhook: { enabled: true, port, secret: SECRET, accountId: "work-bot" } },
       routing: {
@@ -61,54 +53,19 @@ describe("router scenarios (router, sessions, approvals, webhook channel as proc
         commands: { owners: ["telegram:boss", "web:owner"] },
         queue: { controlTimeoutMs: 300 },
       },
-    }));
-    for (const name of ["sessions", "approvals", "router", "channel-webhook"]) actors.push(await startActorProcess(name, nats));
-    admin = await nats.connect("admin");
-    runner = await nats.connect("agent-runner");
-    bus = new BusClient(admin);
-    admin.subscribe(s.outboundAll, { callback: (_e, m) => void outbound.push(outboundMessageSchema.parse(safeParseJson(m.data))) });
+    }, ["sessions", "approvals", "router", "channel-webhook"]);
+    ({ nats, admin, runner, bus } = rig);
     admin.subscribe(s.eventsOf("router"), {
       callback: (_e, m) => {
         const ev = actorEventSchema.parse(safeParseJson(m.data));
         routerEvents.push({ event: ev.event, data: ev.data });
       },
     });
-    runner.subscribe(s.runControlAll, {
-      callback: (_e, m) => {
-        const ctl = runControlSchema.parse(safeParseJson(m.data));
-        controls.push(ctl);
-        if (m.reply && ctl.action !== "abort" && acceptControls) m.respond(JSON.stringify({ runId: ctl.runId, action: ctl.action, accepted: true }));
-      },
-    });
-    await Promise.all([admin.flush(), runner.flush()]);
+    await admin.flush();
   });
-  after(async () => {
-    await Promise.all([admin?.close(), runner?.close()]);
-    for (const a of actors.reverse()) await a.stop();
-    await nats?.stop();
-  });
+  after(() => rig.stop());
 
-  type Peer = { kind: "dm" | "group"; id: string };
-  const send = async (channel: string, peer: Peer, text: string, opts: { sender?: string } = {}) => {
-    const id = randomUUID();
-    const msg = envelope("lurk.inbound.message.v1", {
-      id, channel, conversation: `c-${peer.id}`, peer, sender: { id: opts.sender ?? "owner" }, text, attachments: [], mentioned: false,
-    });
-    await jetstream(admin).publish(s.inbound(channel), JSON.stringify(msg), { msgID: inboundMsgId(channel, id) });
-    return { id, runId: runIdFor(channel, id) };
-  };
-  const web = (group: string, text: string, sender = "owner") => send("web", { kind: "group", id: group }, text, { sender });
-  const runRequests = () => storedRunRequests(admin);
-  const runOf = (runId: string, what = "run request") => waitFor(async () => (await runRequests()).find((r) => r.runId === runId), 10_000, what);
-  const noRun = async (runId: string, ms = 800) => {
-    await sleep(ms);
-    assert.equal((await runRequests()).some((r) => r.runId === runId), false, `no run for ${runId}`);
-  };
-  const noticeFor = (messageId: string) => waitFor(() => outbound.find((o) => o.replyTo.includes(messageId)), 10_000, "notice");
   const refused = (reason: string, channel: string) => waitFor(() => routerEvents.find((e) => e.event === "refused" && e.data.reason === reason && e.data.channel === channel), 10_000, `refused ${reason}`);
-  const finish = (req: RunRequest) => runner.publish(s.runEvent(req.runId, "done"), JSON.stringify(envelope("lurk.run.event.v1", {
-    runId: req.runId, sessionKey: req.sessionKey, seq: 9, event: { kind: "done" as const, text: "ok", turns: 1, usage: {}, silent: false },
-  })));
   /** a busy session: its first message's run holds the lane until `finish` */
   const busy = async (group: string) => runOf((await web(group, "first")).runId);
 
@@ -171,7 +128,7 @@ describe("router scenarios (router, sessions, approvals, webhook channel as proc
   it("steer-backlog: the message is steered into the active run and also runs on its own afterwards", async () => {
     await web("g-sb", "/queue steer-backlog");
     const r1 = await busy("g-sb");
-    acceptControls = true;
+    rig.acceptControls = true;
     try {
       const second = await web("g-sb", "also this", "u2");
       const ctl = await waitFor(() => controls.find((c) => c.runId === r1.runId && c.action === "steer"), 10_000, "steer control");
@@ -182,7 +139,7 @@ describe("router scenarios (router, sessions, approvals, webhook channel as proc
       assert.equal(r2.inputs[0]!.text, "also this");
       finish(r2);
     } finally {
-      acceptControls = false;
+      rig.acceptControls = false;
     }
   });
 
