@@ -280,21 +280,7 @@ export class ToolsClient {
   private async callHeld(ctx: ToolCallContext, toolCallId: string, name: string, body: Record<string, unknown>): Promise<z.output<typeof toolCallReply>> {
     const deadline = Date.now() + this.callTimeoutMs;
     let heardAt = 0;
-    let sub: Subscription | undefined;
-    try {
-      sub = this.nc.subscribe(this.subjects.toolProgress(ctx.runId), {
-        callback: (_err, msg) => {
-          try {
-            const note = toolProgressSchema.safeParse(safeParseJson(msg.data, { maxBytes: 8192 }));
-            if (note.success && note.data.toolCallId === toolCallId && note.data.waitingForApproval) heardAt = Date.now();
-          } catch {
-            // not a heartbeat
-          }
-        },
-      });
-    } catch (err) {
-      this.log.warn({ err }, "not following approval heartbeats; a lost tool call is not re-sent");
-    }
+    const unfollow = this.followApprovalHeartbeats(ctx.runId, toolCallId, () => (heardAt = Date.now()));
     let watch: NodeJS.Timeout | undefined;
     try {
       for (let attempt = 1; ; attempt++) {
@@ -315,8 +301,46 @@ export class ToolsClient {
       }
     } finally {
       clearInterval(watch);
-      sub?.unsubscribe();
+      unfollow();
     }
+  }
+
+  /** open calls by run id, then tool call id: who to tell about a `waitingForApproval` heartbeat */
+  private readonly heartbeatListeners = new Map<string, Map<string, () => void>>();
+  private heartbeatSub: Subscription | undefined;
+
+  /**
+   * `heard()` on each `waitingForApproval` heartbeat of one call; returns the unfollow function.
+   * One wildcard subscription serves every call (no SUB/UNSUB per call); a message of a run
+   * with no open call here is dropped by its subject before any parsing.
+   */
+  private followApprovalHeartbeats(runId: string, toolCallId: string, heard: () => void): () => void {
+    if (!this.heartbeatSub) {
+      const prefix = this.subjects.toolProgress("x").slice(0, -1);
+      try {
+        this.heartbeatSub = this.nc.subscribe(this.subjects.toolProgressAll, {
+          callback: (_err, msg) => {
+            const calls = this.heartbeatListeners.get(msg.subject.slice(prefix.length));
+            if (!calls) return;
+            try {
+              const note = toolProgressSchema.safeParse(safeParseJson(msg.data, { maxBytes: 8192 }));
+              if (note.success && note.data.waitingForApproval) calls.get(note.data.toolCallId)?.();
+            } catch {
+              // not a heartbeat
+            }
+          },
+        });
+      } catch (err) {
+        this.log.warn({ err }, "not following approval heartbeats; a lost tool call is not re-sent");
+      }
+    }
+    let calls = this.heartbeatListeners.get(runId);
+    if (!calls) this.heartbeatListeners.set(runId, (calls = new Map()));
+    calls.set(toolCallId, heard);
+    return () => {
+      calls.delete(toolCallId);
+      if (calls.size === 0 && this.heartbeatListeners.get(runId) === calls) this.heartbeatListeners.delete(runId);
+    };
   }
 
   /** Executes one call; never throws (failures are error results). */
