@@ -10,7 +10,6 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
 import type { LlmMessage, TranscriptRecord } from "../shared/contract/index.js";
 import { parseConfig } from "../shared/runtime/config.js";

@@ -12,7 +12,7 @@ import { after, before, describe, it } from "node:test";
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { subjects, type RunRequest, type ToolDefinition } from "../shared/contract/index.js";
-import { DIST_ROOT, REPO_ROOT } from "../shared/scripts/paths.js";
+import { DIST_ROOT } from "../shared/scripts/paths.js";
 import {
   BOOTSTRAP_FILES, BOOTSTRAP_MAX_CHARS, bootstrapNamesFor, loadBootstrapFiles, trimBootstrap, type BootstrapFile,
 } from "../services/agent-runner/bootstrap.js";

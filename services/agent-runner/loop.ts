@@ -17,7 +17,7 @@ import { withOverflowRetry, type CompactContext } from "./overflow-retry.js";
 import type { ToolCallBlock } from "./providers/types.js";
 import { assistantText, type ResumeState } from "./transcript.js";
 import type { MailboxInput, RunMailbox } from "./mailbox.js";
-import { runTurnTools, type TurnToolDeps } from "./turn-tools.js";
+import { runTurnTools, toolsByName, type TurnToolDeps } from "./turn-tools.js";
 
 /** Observers of the loop (seed 002 turn hooks). Hooks must not throw; an exception is logged and ignored. */
 export interface TurnHooks {
@@ -66,6 +66,7 @@ export interface LoopResult {
  * message is stored or sent back.
  */
 export function uniqueToolCallIds(message: AssistantMessage, history: LlmMessage[], turn: number): AssistantMessage {
+  if (!message.content.some((b) => b.type === "tool_call")) return message; // a final answer: no history scan
   const used = new Set<string>();
   for (const m of history) if (m.role === "assistant") for (const b of m.content) if (b.type === "tool_call") used.add(b.id);
   let changed = false;
@@ -85,7 +86,9 @@ export function uniqueToolCallIds(message: AssistantMessage, history: LlmMessage
 /** True when the message has tool calls and every one names a known tool without side effects. */
 function callsWithoutSideEffects(message: AssistantMessage, tools: ToolDefinition[]): boolean {
   const calls = message.content.filter((b) => b.type === "tool_call");
-  return calls.length > 0 && calls.every((c) => tools.find((t) => t.name === c.name)?.sideEffects === false);
+  if (calls.length === 0) return false;
+  const byName = toolsByName(tools);
+  return calls.every((c) => byName.get(c.name)?.sideEffects === false);
 }
 
 export async function runLoop(deps: LoopDeps, resume: ResumeState): Promise<LoopResult> {
@@ -117,6 +120,9 @@ async function loop(deps: LoopDeps, resume: ResumeState, onTurn: (turn: number) 
     return true;
   };
 
+  /** what runTurnTools needs, made once per run: steering skips the calls not yet started */
+  const mailbox = deps.mailbox;
+  const toolDeps: TurnToolDeps = mailbox ? { ...deps, skipRemaining: () => mailbox.hasSteering() } : deps;
   /** tool results of the last turn still being stored (runTurnTools' `stored`) */
   let unsaved: Promise<void> = Promise.resolve();
   /** the last model call of this attempt: its billed prompt and how many messages it sent */
@@ -126,19 +132,18 @@ async function loop(deps: LoopDeps, resume: ResumeState, onTurn: (turn: number) 
     const calls = message.content.filter((b): b is ToolCallBlock => b.type === "tool_call");
     let skipped: string[] = [];
     if (calls.length > 0) {
-      const mailbox = deps.mailbox;
-      const ran = await runTurnTools({ ...deps, ...(mailbox ? { skipRemaining: () => mailbox.hasSteering() } : {}) }, t, calls, existing);
+      const ran = await runTurnTools(toolDeps, t, calls, existing);
       messages.push(...ran.results);
       skipped = ran.skipped;
       unsaved = ran.stored;
     }
     deps.events.emit({ kind: "turn_end", turn: t, stopReason: message.stopReason });
     let more = calls.length > 0;
-    if (deps.mailbox) {
-      const steering = deps.mailbox.takeSteering();
+    if (mailbox) {
+      const steering = mailbox.takeSteering();
       if (await takeInputs(t, steering, skipped)) more = true;
       else if (!more) {
-        const waiting = deps.mailbox.takeAllOrClose();
+        const waiting = mailbox.takeAllOrClose();
         if (await takeInputs(t, waiting, [])) {
           more = true;
           const answer = assistantText(message);

@@ -5,6 +5,7 @@
  */
 import { emptyUsage, LurkError, type Usage } from "../../shared/contract/index.js";
 import type { Provider } from "./providers/types.js";
+import { assistantText } from "./transcript.js";
 
 export interface Completion {
   text: string;
@@ -28,7 +29,7 @@ export function providerComplete(provider: Provider, model: string, opts: { sign
       })) {
         if (ev.type === "error") throw ev.error;
         if (ev.type === "done") {
-          const text = ev.message.content.map((b) => (b.type === "text" ? b.text : "")).join("").trim();
+          const text = assistantText(ev.message).trim();
           if (!text) throw new LurkError("PROVIDER_ERROR", `${provider.name} answered with an empty text`);
           return { text, usage: ev.message.usage ?? emptyUsage() };
         }

@@ -120,11 +120,12 @@ export function resumeState(runId: string, older: TranscriptRecord[], mine: Tran
   const results = new Map<string, ToolResultMessage>();
   const before: TranscriptRecord[] = [];
   const later: TranscriptRecord[] = [];
+  const mailboxPrefix = recordIds.mailboxInput(runId, "");
   mine.forEach((r, i) => {
     if (i === lastIndex) return;
     const m = r.message;
     if (i > lastIndex && m?.role === "tool_result" && callIds.has(m.toolCallId)) results.set(m.toolCallId, m);
-    else if (i > lastIndex && r.id.startsWith(`${runId}:u:`)) later.push(r);
+    else if (i > lastIndex && r.id.startsWith(mailboxPrefix)) later.push(r);
     else before.push(r);
   });
   const context = sanitizeMessages(recordsToMessages([...older, ...before]));

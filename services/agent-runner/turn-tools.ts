@@ -37,8 +37,18 @@ export const SKIPPED_TEXT = "Skipped: the user sent a new message before this to
 
 const MAX_ARGS_EVENT_CHARS = 4_000;
 
+/** tool lists by name, once per list (a cached catalog hands every run the same array) */
+const indexes = new WeakMap<readonly ToolDefinition[], ReadonlyMap<string, ToolDefinition>>();
+
+/** The tools of a list by name (built once per list object; lists are not changed after they are handed out). */
+export function toolsByName(tools: readonly ToolDefinition[]): ReadonlyMap<string, ToolDefinition> {
+  let index = indexes.get(tools);
+  if (!index) indexes.set(tools, (index = new Map(tools.map((t) => [t.name, t]))));
+  return index;
+}
+
 export async function runTurnTools(deps: TurnToolDeps, turn: number, calls: ToolCallBlock[], existing: Map<string, ToolResultMessage>): Promise<TurnToolsResult> {
-  const byName = new Map(deps.tools.map((t) => [t.name, t]));
+  const byName = toolsByName(deps.tools);
   const parallel = calls.every((c) => existing.has(c.id) || c.argsError !== undefined || !byName.has(c.name) || byName.get(c.name)!.parallelSafe);
   const writes: Promise<void>[] = [];
   const store = (result: ToolResultMessage, durationMs: number) => {
@@ -91,7 +101,7 @@ export async function runTurnTools(deps: TurnToolDeps, turn: number, calls: Tool
   return { results, skipped, stored: stored() };
 }
 
-async function produce(deps: TurnToolDeps, byName: Map<string, ToolDefinition>, call: ToolCallBlock): Promise<ToolResultMessage> {
+async function produce(deps: TurnToolDeps, byName: ReadonlyMap<string, ToolDefinition>, call: ToolCallBlock): Promise<ToolResultMessage> {
   const error = (text: string): ToolResultMessage => ({ role: "tool_result", toolCallId: call.id, toolName: call.name, isError: true, content: [{ type: "text", text }] });
   if (call.argsError !== undefined) {
     return error(`Error: the tool was not called because its arguments could not be parsed: ${call.argsError}. Call ${call.name} again with the arguments as one valid JSON object.`);

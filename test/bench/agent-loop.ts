@@ -17,7 +17,7 @@
  * through BusClient to the sessions actor process, against a raw NATS request/reply echo of the
  * same payload size; rates in operations per second.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
@@ -68,7 +68,7 @@ export async function agentLoopBench(opts: { turns?: number; sessionOps?: number
   const actors: ActorProcess[] = [];
   const store = new AuthStateStore(join(work, "auth-state"));
   try {
-    (await import("node:fs")).mkdirSync(workspace, { recursive: true });
+    mkdirSync(workspace, { recursive: true });
     writeFileSync(join(workspace, "notes.txt"), "benchmark file\n");
     writeFileSync(join(nats.home, "config.json"), JSON.stringify({ workspace, log: { level: "warn" } }));
     actors.push(await startActorProcess("sessions", nats), await startActorProcess("tools", nats, { LURKBOT_WORKSPACE: workspace }));
@@ -82,7 +82,8 @@ export async function agentLoopBench(opts: { turns?: number; sessionOps?: number
     const registry = new ProviderRegistry(config);
     const user: LlmMessage = { role: "user", content: [{ type: "text", text: "read notes.txt" }] };
     const sessionKey = "agent:main:main";
-    const sessionId = await bus.call("sessions", "begin", { sessionKey, runId: "bench-setup", agentId: "main", sessionType: "main", records: [], historyLimit: 10 }).then((b) => b.session.sessionId);
+    // the session the checkpoints are appended to
+    await bus.call("sessions", "begin", { sessionKey, runId: "bench-setup", agentId: "main", sessionType: "main", records: [], historyLimit: 10 });
     let runN = 0;
     const ctxOf = (runId: string) => ({ runId, sessionKey, agentId: "main", sessionType: "main", model: "openai/test-model" });
 
@@ -170,7 +171,6 @@ export async function agentLoopBench(opts: { turns?: number; sessionOps?: number
     await rate(200, () => requester.request("bench.echo", payload));
     const rawRequestReplyPerSecond = await rate(sessionOps, () => requester.request("bench.echo", payload));
     await Promise.all([echo.close(), requester.close(), nc.close()]);
-    void sessionId;
 
     return {
       loop: {
