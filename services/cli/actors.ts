@@ -70,11 +70,11 @@ export const actorModulePath = (actor: string) => join(DIST_ROOT, "services", ac
 export function selectActors(only: string | undefined): string[] {
   if (only === undefined) return [...LAUNCHER_ACTORS];
   const wanted = only.split(",").map((s) => s.trim()).filter(Boolean);
-  const known = new Set<string>([...LAUNCHER_ACTORS, ...OPTIONAL_ACTORS, ...CHANNEL_ACTORS]);
+  const order: string[] = [...LAUNCHER_ACTORS, ...OPTIONAL_ACTORS, ...CHANNEL_ACTORS];
+  const known = new Set(order);
   const unknown = wanted.filter((a) => !known.has(a));
   if (unknown.length || wanted.length === 0) {
-    throw new UsageError(`--only: ${unknown.length ? `unknown actor ${unknown.map((a) => `"${a}"`).join(", ")}` : "no actor named"}; choose from ${[...known].join(", ")}.`, "start");
+    throw new UsageError(`--only: ${unknown.length ? `unknown actor ${unknown.map((a) => `"${a}"`).join(", ")}` : "no actor named"}; choose from ${order.join(", ")}.`, "start");
   }
-  const order = [...LAUNCHER_ACTORS, ...OPTIONAL_ACTORS, ...CHANNEL_ACTORS] as string[];
   return [...new Set(wanted)].sort((a, b) => order.indexOf(a) - order.indexOf(b));
 }

@@ -8,6 +8,7 @@ import { cliDecider } from "./approvals.js";
 import type { ParsedCommand } from "./args.js";
 import { withCliBus } from "./bus.js";
 import { EXIT, UsageError } from "./errors.js";
+import { checkSubcommand, type SubcommandSpec } from "./subcommands.js";
 
 export interface PairingIo {
   out(line: string): void;
@@ -15,15 +16,18 @@ export interface PairingIo {
 
 type Sub = "list" | "approve" | "deny" | "revoke";
 
-export function checkPairingArgs(p: ParsedCommand): { sub: Sub; arg?: string } {
-  const [sub, arg] = p.args;
-  if (sub !== "list" && sub !== "approve" && sub !== "deny" && sub !== "revoke") {
-    throw new UsageError(`${sub ? `unknown subcommand "${sub}"` : "a subcommand is needed"}: lurkbot pairing list|approve CODE|deny CODE|revoke CHANNEL:SENDER.`, "pairing");
-  }
-  if (sub === "list" && arg !== undefined) throw new UsageError(`\`lurkbot pairing list\` takes no argument; unexpected "${arg}".`, "pairing");
-  if ((sub === "approve" || sub === "deny") && !arg) throw new UsageError(`\`lurkbot pairing ${sub}\` needs the CODE the sender was given (see \`lurkbot pairing list\`).`, "pairing");
+const SUBCOMMANDS: Record<Sub, SubcommandSpec> = {
+  list: { arg: "none", options: ["json"] },
+  approve: { arg: "required", options: ["json"] },
+  deny: { arg: "required", options: ["json"] },
+  // its CHANNEL:SENDER is checked below, with its own message
+  revoke: { arg: "optional", options: ["json"] },
+};
+
+function checkPairingArgs(p: ParsedCommand): { sub: Sub; arg?: string } {
+  const { sub, arg } = checkSubcommand(p, "pairing", SUBCOMMANDS, "the CODE the sender was given");
   if (sub === "revoke" && !/^[^:]+:.+$/.test(arg ?? "")) throw new UsageError("`lurkbot pairing revoke` needs CHANNEL:SENDER, e.g. telegram:12345 (see `lurkbot pairing list`).", "pairing");
-  return { sub, ...(arg !== undefined ? { arg } : {}) };
+  return { sub: sub as Sub, ...(arg !== undefined ? { arg } : {}) };
 }
 
 export async function cmdPairing(p: ParsedCommand, env: Env, io: PairingIo): Promise<number> {

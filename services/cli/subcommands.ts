@@ -1,4 +1,4 @@
-/** The shared check of `lurkbot <command> <subcommand> [ARG] [--options]` (approvals, cron, sessions). */
+/** The shared check of `lurkbot <command> <subcommand> [ARG] [--options]` (approvals, cron, pairing, sessions). */
 import type { ParsedCommand } from "./args.js";
 import { UsageError } from "./errors.js";
 

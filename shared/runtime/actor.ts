@@ -38,6 +38,9 @@ export interface ActorDefinition {
   metadata?(config: LurkConfig, log: Logger): Promise<Record<string, string>> | Record<string, string>;
 }
 
+/** this process, as events name it (read once: `hostname()` is a system call) */
+const INSTANCE = { host: hostname(), pid: process.pid };
+
 export class ActorRuntime {
   readonly subjects: Subjects;
   readonly client: BusClient;
@@ -116,7 +119,7 @@ export class ActorRuntime {
         actor: this.name,
         event,
         level,
-        instance: { host: hostname(), pid: process.pid },
+        instance: INSTANCE,
         data: redactSecrets(data),
       });
       this.nc.publish(this.subjects.event(this.name, event), JSON.stringify(message));

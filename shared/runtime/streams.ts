@@ -1,8 +1,8 @@
 /**
  * The JetStream streams of the contract and their idempotent creation (by the admin user:
  * `lurkbot setup`, the launcher, the test harness). Actors only bind durable consumers.
- * The lease bucket (LEASE_BUCKET, shared/runtime/lease.ts) is created here too: actors may
- * only read and write it.
+ * The KV buckets (leases, shared/runtime/lease.ts; the cron actor's) are created here too:
+ * actors may only read and write them.
  */
 import { jetstreamManager, RetentionPolicy, StorageType, DiscardPolicy, type StreamConfig } from "@nats-io/jetstream";
 import { nanos, type NatsConnection } from "@nats-io/transport-node";
@@ -23,7 +23,18 @@ export function streamConfigs(prefix?: string): Array<Partial<StreamConfig> & { 
   ];
 }
 
-/** Creates or updates every stream; safe to run on every start. `replicas` > 1 in a cluster. */
+/**
+ * The KV buckets of the contract (one revision per key): the leases (the TTL only sweeps leases
+ * nobody renewed for a day), the cron actor's replicated jobs (kept until removed) and its fire
+ * claims (kept three days: longer than any catch-up gap they guard).
+ */
+const BUCKETS = [
+  { name: LEASE_BUCKET, ttl: DAY_MS, description: "leases: one active instance per stateful actor" },
+  { name: CRON_JOBS_BUCKET, description: "cron jobs, replicated between cron instances" },
+  { name: CRON_FIRES_BUCKET, ttl: 3 * DAY_MS, description: "cron fire claims: each fire id once across instances" },
+];
+
+/** Creates or updates every stream, then creates the buckets; safe to run on every start. `replicas` > 1 in a cluster. */
 export async function ensureStreams(nc: NatsConnection, prefix?: string, replicas = 1): Promise<void> {
   const jsm = await jetstreamManager(nc);
   for (const config of streamConfigs(prefix)) {
@@ -36,20 +47,8 @@ export async function ensureStreams(nc: NatsConnection, prefix?: string, replica
       await jsm.streams.add(wanted);
     }
   }
-  await ensureLeaseBucket(nc, replicas);
-  await ensureCronBuckets(nc, replicas);
-}
-
-/** The cron actor's replicated jobs (kept until removed) and its fire claims (kept three days: longer than any catch-up gap they guard). */
-export async function ensureCronBuckets(nc: NatsConnection, replicas = 1): Promise<void> {
   const kvm = new Kvm(nc);
-  await kvm.create(CRON_JOBS_BUCKET, { history: 1, replicas, description: "cron jobs, replicated between cron instances" });
-  await kvm.create(CRON_FIRES_BUCKET, { history: 1, replicas, ttl: 3 * DAY_MS, description: "cron fire claims: each fire id once across instances" });
-}
-
-/** Lease values live one revision per key; the bucket TTL only sweeps leases nobody renewed for a day. */
-export async function ensureLeaseBucket(nc: NatsConnection, replicas = 1): Promise<void> {
-  await new Kvm(nc).create(LEASE_BUCKET, { history: 1, replicas, ttl: DAY_MS, description: "leases: one active instance per stateful actor" });
+  for (const { name, ...opts } of BUCKETS) await kvm.create(name, { history: 1, replicas, ...opts });
 }
 
 function isStreamNotFound(err: unknown): boolean {
