@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, beforeEach, describe, it } from "node:test";
+import { runIdFor, subjects } from "../shared/contract/index.js";
 import { messageToInbound, type DcMessage } from "../services/channel-discord/inbound.js";
 import { FakeDiscordServer } from "./fakes/discord-server.js";
 import { startActorProcess, waitFor } from "./harness/actors.js";
@@ -15,6 +16,7 @@ import { TestSystem } from "./harness/system.js";
 const BOT = "900000000000000001";
 const msg = (over: Partial<DcMessage>): DcMessage => ({ id: "m1", channel_id: "c1", author: { id: "u1", username: "ann", global_name: "Ann" }, content: "hi", ...over });
 const plainChannel = { id: "c1", isThread: false };
+const S = subjects();
 
 describe("discord message mapping", () => {
   it("maps DMs, guild channels, threads and mentions", () => {
@@ -42,8 +44,8 @@ describe("discord channel end to end", () => {
 
   /** the router reads this at start: guild channels answer only when the bot is mentioned */
   const routing = { dm: { policy: "open" }, groups: { requireMention: true } };
-  const writeConfig = () => writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({
-    channels: { discord: { enabled: true, botToken: discord.token, apiRoot: discord.apiRoot, draftIntervalMs: 200 } },
+  const writeConfig = (extra: Record<string, unknown> = {}) => writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({
+    channels: { discord: { enabled: true, botToken: discord.token, apiRoot: discord.apiRoot, draftIntervalMs: 200, ...extra } },
     routing,
   }));
 
@@ -118,6 +120,28 @@ describe("discord channel end to end", () => {
     await new Promise((r) => setTimeout(r, 500));
     assert.deepEqual(contents("2005"), [full], "exactly one message: the draft became the reply");
     assert.equal(discord.sent.filter((m) => m.channelId === "2005" && m.method === "POST").length, 1, "no second message was posted");
+  });
+
+  it("block streaming sends finished paragraphs while the model writes, and the whole text once", async () => {
+    await system.actors.get("channel-discord")?.stop();
+    writeConfig({ streaming: "block" });
+    await system.startActor("channel-discord");
+    const paragraphs = ["First paragraph, already finished while the model writes on.", "Second paragraph, also its own message.", "Third and last paragraph."];
+    system.fake.enqueue({ kind: "text", text: paragraphs.join("\n\n"), chunks: 40 });
+    const messageId = discord.userMessage({ channelId: "2006", content: "write paragraphs" });
+    const admin = await system.nats.connect("admin");
+    let ended = false;
+    admin.subscribe(S.runEvents(runIdFor("discord", messageId)), { callback: (_e, m) => { if (/"kind":"(done|error)"/.test(m.string())) ended = true; } });
+    await admin.flush();
+    await waitFor(() => contents("2006").length > 0, 20_000, "the first block");
+    assert.equal(ended, false, "the first paragraph arrived before the run ended");
+    assert.deepEqual(contents("2006"), [paragraphs[0]]);
+    await waitFor(() => contents("2006").length === 3, 20_000, "all paragraphs");
+    await waitFor(() => ended, 10_000, "the run's end");
+    await new Promise((r) => setTimeout(r, 800));
+    await admin.close();
+    assert.deepEqual(contents("2006"), paragraphs, "each paragraph once, nothing repeated by the final delivery");
+    assert.equal(discord.sent.filter((m) => m.channelId === "2006" && m.method !== "POST").length, 0, "no edits or deletions");
   });
 
   it("refuses to start without a bot token, saying how to set one", async () => {

@@ -9,14 +9,15 @@
  * one delivery_failed event and an error log.
  */
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { actorEventSchema, safeParseJson, subjects, type OutboundMessage } from "../shared/contract/index.js";
 import {
-  chunkText, isSilentReply, watchRun, mayBecomeSilent, parseReplyTags, toDiscordMarkdown, toPlainText, toSlackMrkdwn, toTelegramHtml, toTelegramMarkdownV2,
+  chunkText, ExpiringDb, isSilentReply, watchRun, mayBecomeSilent, parseReplyTags, toDiscordMarkdown, toPlainText, toSlackMrkdwn, toTelegramHtml, toTelegramMarkdownV2,
 } from "../shared/runtime/channel/index.js";
 import { configSecrets, parseConfig } from "../shared/runtime/config.js";
 import { actorEnv, configuredChannelActors, selectActors } from "../services/cli/actors.js";
@@ -90,6 +91,30 @@ describe("channel kit: reply tags and silent replies", () => {
   it("a streamed prefix of NO_REPLY is held back", () => {
     assert.equal(mayBecomeSilent("NO_"), true);
     assert.equal(mayBecomeSilent("No problem"), false);
+  });
+});
+
+describe("channel kit: expiring LMDB stores", () => {
+  it("a sweep removes the entries older than keepMs in one go and keeps the rest; they survive a reopen", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "lurk-expiring-"));
+    let now = 1_000_000;
+    try {
+      const open = () => new ExpiringDb<{ at: number }>(dir, "t", { keepMs: 1_000, sweepEveryMs: 3_600_000, stampOf: (e) => e.at, now: () => now });
+      const store = open();
+      assert.equal(await store.sweep(), 0, "a new store has nothing to sweep");
+      await Promise.all([store.db.put("old-1", { at: now - 5_000 }), store.db.put("old-2", { at: now - 1_001 }), store.db.put("fresh", { at: now - 10 })]);
+      assert.equal(store.expired({ at: now - 5_000 }), true);
+      assert.equal(store.expired({ at: now - 10 }), false);
+      assert.equal(await store.sweep(), 2);
+      assert.deepEqual([...store.db.getKeys()], ["fresh"]);
+      await store.close();
+      now += 2_000;
+      const reopened = open();
+      await waitFor(() => reopened.db.get("fresh") === undefined, 5_000, "swept when opened");
+      await reopened.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -70,13 +70,10 @@ export const definition = defineChannelActor({
       async deliver(part, dctx) {
         const channelId = part.message.conversation;
         const text = toDiscordMarkdown(part.text);
-        const runId = part.message.runId;
-        if (part.index === 0 && runId && (part.message.kind === "reply" || part.message.kind === "error")) {
-          const draftId = await drafts.take(runId, part.message.id);
-          if (draftId !== undefined) {
-            await api.edit(channelId, draftId, text, dctx.signal);
-            return { platformMessageId: draftId };
-          }
+        const draftId = await drafts.takeFor(part);
+        if (draftId !== undefined) {
+          await api.edit(channelId, draftId, text, dctx.signal);
+          return { platformMessageId: draftId };
         }
         return { platformMessageId: await api.send(channelId, text, part.replyToMessageId, dctx.signal) };
       },

@@ -124,14 +124,11 @@ export const definition = defineChannelActor({
           throw new DeliveryError((err as Error).message, { permanent: true });
         }
         const mrkdwn = toSlackMrkdwn(part.text);
-        const runId = part.message.runId;
         const approvalId = part.message.kind === "approval" ? part.message.approval?.approvalId : undefined;
-        if (part.index === 0 && runId && drafts && (part.message.kind === "reply" || part.message.kind === "error")) {
-          const draftTs = await drafts.take(runId, part.message.id);
-          if (draftTs !== undefined) {
-            await api.update(target.channel, draftTs, mrkdwn);
-            return { platformMessageId: platformMessageId(target.channel, draftTs) };
-          }
+        const draftTs = await drafts?.takeFor(part);
+        if (draftTs !== undefined) {
+          await api.update(target.channel, draftTs, mrkdwn);
+          return { platformMessageId: platformMessageId(target.channel, draftTs) };
         }
         const blocks = approvalId && part.index === part.count - 1 ? approvalBlocks(mrkdwn, approvalId) : undefined;
         return { platformMessageId: platformMessageId(target.channel, await api.post(target, mrkdwn, blocks)) };

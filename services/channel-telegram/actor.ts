@@ -80,13 +80,10 @@ export const definition = defineChannelActor({
       textLimit: TELEGRAM_TEXT_LIMIT,
       async deliver(part, dctx) {
         const target = targetOf(part.message.conversation);
-        const runId = part.message.runId;
-        if (part.index === 0 && runId && (part.message.kind === "reply" || part.message.kind === "error")) {
-          const draftId = await drafts.take(runId, part.message.id);
-          if (draftId !== undefined) {
-            await editText(api, target.chatId, Number(draftId), part.text, true, dctx.signal);
-            return { platformMessageId: platformMessageId(target.chatId, Number(draftId)) };
-          }
+        const draftId = await drafts.takeFor(part);
+        if (draftId !== undefined) {
+          await editText(api, target.chatId, Number(draftId), part.text, true, dctx.signal);
+          return { platformMessageId: platformMessageId(target.chatId, Number(draftId)) };
         }
         const [chat, message] = (part.replyToMessageId ?? "").split(":");
         const replyTo = chat === String(target.chatId) && message ? Number(message) : undefined;

@@ -4,38 +4,27 @@
  * without publishing again (JetStream's own duplicate window is only 2 minutes); one outside the
  * window is refused by its timestamp.
  */
-import { mkdirSync } from "node:fs";
-import { open, type RootDatabase, type Database } from "lmdb";
+import { ExpiringDb } from "../../shared/runtime/channel/index.js";
+
+interface Seen { at: number; runId: string }
 
 export class SeenIds {
-  private readonly root: RootDatabase;
-  private readonly ids: Database<{ at: number; runId: string }, string>;
-  private readonly timer: NodeJS.Timeout;
+  private readonly store: ExpiringDb<Seen>;
 
-  constructor(path: string, private readonly keepMs: number) {
-    mkdirSync(path, { recursive: true, mode: 0o700 });
-    this.root = open({ path });
-    this.ids = this.root.openDB({ name: "seen" });
-    this.timer = setInterval(() => void this.sweep(), Math.min(keepMs, 60_000));
-    this.timer.unref();
+  constructor(path: string, keepMs: number) {
+    this.store = new ExpiringDb(path, "seen", { keepMs, sweepEveryMs: Math.min(keepMs, 60_000), stampOf: (e) => e.at });
   }
 
-  get(id: string): { at: number; runId: string } | undefined {
-    const entry = this.ids.get(id);
-    return entry && Date.now() - entry.at < this.keepMs ? entry : undefined;
+  get(id: string): Seen | undefined {
+    const entry = this.store.db.get(id);
+    return entry && !this.store.expired(entry) ? entry : undefined;
   }
 
   async add(id: string, runId: string): Promise<void> {
-    await this.ids.put(id, { at: Date.now(), runId });
+    await this.store.db.put(id, { at: Date.now(), runId });
   }
 
-  async sweep(): Promise<void> {
-    const cutoff = Date.now() - this.keepMs;
-    for (const { key, value } of this.ids.getRange()) if (value.at < cutoff) await this.ids.remove(key);
-  }
-
-  async close(): Promise<void> {
-    clearInterval(this.timer);
-    await this.root.close();
+  close(): Promise<void> {
+    return this.store.close();
   }
 }

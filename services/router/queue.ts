@@ -136,7 +136,7 @@ export class SessionQueues {
       case "steer-backlog":
         return (work.done = this.hand(work, "steer", active).then(() => this.enqueue(work)));
       case "interrupt":
-        this.dropWaiting(key, false);
+        this.dropWaiting(key);
         if (active) this.deps.abort(active, "interrupted by a new message");
         return (work.done = this.enqueue(work));
     }
@@ -144,7 +144,7 @@ export class SessionQueues {
 
   /** /stop: drops the waiting works and aborts the active run. */
   stop(sessionKey: string, reason: string): { activeRunId?: string; dropped: number } {
-    const dropped = this.dropWaiting(sessionKey, false);
+    const dropped = this.dropWaiting(sessionKey);
     this.digests.delete(sessionKey);
     const active = this.deps.lanes.activeRun(sessionKey);
     if (active) this.deps.abort(active, reason);
@@ -203,14 +203,10 @@ export class SessionQueues {
     }
   }
 
-  private dropWaiting(sessionKey: string, summarize: boolean): number {
+  private dropWaiting(sessionKey: string): number {
     const { lanes } = this.deps;
     let dropped = 0;
-    for (const runId of lanes.waitingRuns(sessionKey)) {
-      const work = this.works.get(runId);
-      if (summarize && work) this.addDigest(sessionKey, work.digestLine());
-      if (lanes.withdraw(sessionKey, runId)) dropped++;
-    }
+    for (const runId of lanes.waitingRuns(sessionKey)) if (lanes.withdraw(sessionKey, runId)) dropped++;
     this.collecting.delete(sessionKey);
     return dropped;
   }

@@ -46,11 +46,11 @@ export class BlockStreams {
 
   constructor(private readonly store: RunStreamStore, private readonly channel: ChannelName, private readonly signal: AbortSignal, private readonly log: Logger) {}
 
-  /** The adapter that sends blocks, its limit and chunk mode (set once the adapter started). */
-  attach(adapter: DeliveryAdapter, limit: number, mode: ChunkMode): void {
+  /** The adapter that sends blocks, with the limit and chunk mode in force (set once the adapter started). */
+  attach(adapter: DeliveryAdapter): void {
     this.adapter = adapter;
-    this.limit = limit;
-    this.mode = mode;
+    this.limit = adapter.textLimit;
+    this.mode = adapter.chunkMode ?? "paragraph";
   }
 
   private state(runId: string): RunBlocks {

@@ -99,7 +99,7 @@ export function defineChannelActor<S extends z.ZodType>(spec: ChannelSpec<S>): A
       const limit = settings.textLimit ?? adapter.textLimit;
       const chunkMode = settings.chunkMode ?? adapter.chunkMode ?? "paragraph";
       const deliver = adapter.deliver.bind(adapter);
-      blocks.attach({ textLimit: limit, chunkMode, deliver }, limit, chunkMode);
+      blocks.attach({ textLimit: limit, chunkMode, deliver });
       startDelivery(rt, {
         channel: spec.channel,
         ledger,

@@ -107,8 +107,8 @@ export function startDelivery(rt: ActorRuntime, opts: DeliveryOptions) {
   };
 
   const handle = async (msg: OutboundMessage, info: DeliveryInfo) => {
-    const log = rt.log.child({ deliveryId: msg.id, ...(msg.runId ? { runId: msg.runId } : {}), ...(msg.sessionKey ? { sessionKey: msg.sessionKey } : {}) });
     if (msg.channel !== channel) return;
+    const log = rt.log.child({ deliveryId: msg.id, ...(msg.runId ? { runId: msg.runId } : {}), ...(msg.sessionKey ? { sessionKey: msg.sessionKey } : {}) });
     if (msg.kind === "typing") {
       if (!info.redelivered && Date.now() - msg.ts < TYPING_FRESH_MS) await adapter.typing?.(msg).catch((err) => log.debug({ err }, "typing failed"));
       return;

@@ -14,6 +14,7 @@
 import type { Logger } from "../logger.js";
 import type { ChannelContext } from "./channel-actor.js";
 import type { BlockStreams } from "./blocks.js";
+import type { OutboundPart } from "./delivery.js";
 import type { InboundInput, PublishedInbound } from "./inbound.js";
 import type { RunStreamStore } from "./run-streams.js";
 
@@ -86,6 +87,13 @@ export class DraftMessages<T> {
     }
     if (draft && draft.takenBy === deliveryId) return draft.messageId;
     return this.store?.takeDraft(runId, deliveryId);
+  }
+
+  /** `take` for an outbound part: only the first part of a run's reply (or error) replaces the draft. */
+  takeFor(part: OutboundPart): Promise<string | undefined> {
+    const { runId, kind, id } = part.message;
+    if (part.index !== 0 || !runId || (kind !== "reply" && kind !== "error")) return Promise.resolve(undefined);
+    return this.take(runId, id);
   }
 
   /** Deletes the draft of a run that ends without a reply. */

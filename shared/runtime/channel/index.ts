@@ -10,3 +10,4 @@ export * from "./reply.js";
 export * from "./run-watch.js";
 export * from "./secrets.js";
 export * from "./drafts.js";
+export * from "./expiring-db.js";

@@ -5,8 +5,7 @@
  * part and a fully sent one is never sent again. Entries older than the OUTBOUND stream's
  * max age (plus a day) are swept.
  */
-import { mkdirSync } from "node:fs";
-import { open, type Database, type RootDatabase } from "lmdb";
+import { ExpiringDb } from "./expiring-db.js";
 
 export interface LedgerEntry {
   status: "sending" | "sent" | "failed";
@@ -23,21 +22,14 @@ const KEEP_MS = 8 * 24 * 3600_000;
 const SWEEP_EVERY_MS = 3600_000;
 
 export class SentLedger {
-  private readonly root: RootDatabase;
-  private readonly entries: Database<LedgerEntry, string>;
-  private readonly sweeper: NodeJS.Timeout;
+  private readonly store: ExpiringDb<LedgerEntry>;
 
   constructor(path: string, private readonly now: () => number = Date.now) {
-    mkdirSync(path, { recursive: true, mode: 0o700 });
-    this.root = open({ path });
-    this.entries = this.root.openDB({ name: "sent" });
-    this.sweeper = setInterval(() => void this.sweep(), SWEEP_EVERY_MS);
-    this.sweeper.unref();
-    void this.sweep();
+    this.store = new ExpiringDb(path, "sent", { keepMs: KEEP_MS, sweepEveryMs: SWEEP_EVERY_MS, stampOf: (e) => e.updatedAt, now });
   }
 
   get(deliveryId: string): LedgerEntry | undefined {
-    return this.entries.get(deliveryId);
+    return this.store.db.get(deliveryId);
   }
 
   /** Records one more accepted part (durable when the promise resolves). */
@@ -46,7 +38,7 @@ export class SentLedger {
     const current = this.get(deliveryId);
     const parts = [...(current?.parts ?? []), platformMessageId ?? ""];
     const entry: LedgerEntry = { status: parts.length >= count ? "sent" : "sending", parts, count, attempts, firstAt: current?.firstAt ?? now, updatedAt: now };
-    await this.entries.put(deliveryId, entry);
+    await this.store.db.put(deliveryId, entry);
     return entry;
   }
 
@@ -54,24 +46,11 @@ export class SentLedger {
     const now = this.now();
     const current = this.get(deliveryId);
     const entry: LedgerEntry = { status, parts: current?.parts ?? [], count: current?.count ?? 0, attempts, firstAt: current?.firstAt ?? now, updatedAt: now, ...(error ? { error: error.slice(0, 500) } : {}) };
-    await this.entries.put(deliveryId, entry);
+    await this.store.db.put(deliveryId, entry);
     return entry;
   }
 
-  async sweep(): Promise<number> {
-    const cutoff = this.now() - KEEP_MS;
-    let removed = 0;
-    for (const { key, value } of this.entries.getRange()) {
-      if (value.updatedAt < cutoff) {
-        await this.entries.remove(key);
-        removed++;
-      }
-    }
-    return removed;
-  }
-
-  async close(): Promise<void> {
-    clearInterval(this.sweeper);
-    await this.root.close();
+  close(): Promise<void> {
+    return this.store.close();
   }
 }

@@ -10,8 +10,7 @@
  * Every write is durable when its promise resolves. Entries are swept a day after their last
  * write (a run's final delivery is long done by then).
  */
-import { mkdirSync } from "node:fs";
-import { open, type Database, type RootDatabase } from "lmdb";
+import { ExpiringDb } from "./expiring-db.js";
 
 export interface SentBlock {
   /** the block's text as sent (markdown, tags removed) */
@@ -32,27 +31,20 @@ const KEEP_MS = 24 * 3600_000;
 const SWEEP_EVERY_MS = 3600_000;
 
 export class RunStreamStore {
-  private readonly root: RootDatabase;
-  private readonly runs: Database<RunStreamEntry, string>;
-  private readonly sweeper: NodeJS.Timeout;
+  private readonly store: ExpiringDb<RunStreamEntry>;
 
   constructor(path: string, private readonly now: () => number = Date.now) {
-    mkdirSync(path, { recursive: true, mode: 0o700 });
-    this.root = open({ path });
-    this.runs = this.root.openDB({ name: "runs" });
-    this.sweeper = setInterval(() => void this.sweep(), SWEEP_EVERY_MS);
-    this.sweeper.unref();
-    void this.sweep();
+    this.store = new ExpiringDb(path, "runs", { keepMs: KEEP_MS, sweepEveryMs: SWEEP_EVERY_MS, stampOf: (e) => e.updatedAt, now });
   }
 
   get(runId: string): RunStreamEntry | undefined {
-    return this.runs.get(runId);
+    return this.store.db.get(runId);
   }
 
   private async update(runId: string, change: (e: RunStreamEntry) => RunStreamEntry): Promise<RunStreamEntry> {
     const current = this.get(runId) ?? { blocks: [], rest: [], updatedAt: 0 };
     const next = { ...change(current), updatedAt: this.now() };
-    await this.runs.put(runId, next);
+    await this.store.db.put(runId, next);
     return next;
   }
 
@@ -86,20 +78,7 @@ export class RunStreamStore {
     return this.update(runId, (e) => ({ ...e, rest: [...e.rest, platformMessageId] }));
   }
 
-  async sweep(): Promise<number> {
-    const cutoff = this.now() - KEEP_MS;
-    let removed = 0;
-    for (const { key, value } of this.runs.getRange()) {
-      if (value.updatedAt < cutoff) {
-        await this.runs.remove(key);
-        removed++;
-      }
-    }
-    return removed;
-  }
-
-  async close(): Promise<void> {
-    clearInterval(this.sweeper);
-    await this.root.close();
+  close(): Promise<void> {
+    return this.store.close();
   }
 }
