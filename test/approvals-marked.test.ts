@@ -21,7 +21,7 @@ import { BusClient } from "../shared/runtime/client.js";
 import { startActorProcess, startModuleActor, waitFor, type ActorProcess } from "./harness/actors.js";
 import { runCli } from "./harness/cli.js";
 import { TestNats } from "./harness/nats.js";
-import { textOf } from "./harness/tools-actor.js";
+import { pendingApproval, textOf } from "./harness/tools-actor.js";
 
 const BWRAP = "/usr/bin/bwrap";
 
@@ -44,10 +44,7 @@ describe("approvals: tools marked by config or by their definition", () => {
     }, toolCallReply, { timeoutMs: 60_000 });
     return { toolCallId, reply };
   };
-  const pendingFor = (toolCallId: string) => waitFor(async () => {
-    const { approvals: list } = await cli.call("approvals", "list", { status: "pending" });
-    return list.find((a) => a.toolCallId === toolCallId);
-  }, 15_000, `a pending approval for ${toolCallId}`);
+  const pendingFor = (toolCallId: string) => pendingApproval(cli, toolCallId);
   const decide = (record: ApprovalRecord, decision: "approve" | "deny") => cli.call("approvals", "decide", { approvalId: record.approvalId, decision, decidedBy: "cli:test" });
 
   before(async () => {

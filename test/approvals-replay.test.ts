@@ -13,9 +13,9 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { toolCallReply, type ToolCallReply } from "../shared/contract/index.js";
 import { argsHash } from "../shared/runtime/approval-token.js";
 import { BusClient } from "../shared/runtime/client.js";
-import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
+import { startActorProcess, type ActorProcess } from "./harness/actors.js";
 import { TestNats } from "./harness/nats.js";
-import { textOf } from "./harness/tools-actor.js";
+import { pendingApproval, textOf } from "./harness/tools-actor.js";
 
 const BWRAP = "/usr/bin/bwrap";
 
@@ -62,7 +62,7 @@ describe("approval tokens are single-use across tools instances", () => {
   it("a token used on one instance is refused on another", async () => {
     const args = { command: "echo once >> ran.log" };
     const pending = call("replay-1", args);
-    const record = await waitFor(async () => (await cli.call("approvals", "list", { status: "pending" })).approvals.find((a) => a.toolCallId === "replay-1"), 15_000, "the approval");
+    const record = await pendingApproval(cli, "replay-1");
     const { token } = await cli.call("approvals", "decide", { approvalId: record.approvalId, decision: "approve", decidedBy: "cli:test" });
     assert.ok(token);
     const reply = await pending;
@@ -91,7 +91,7 @@ describe("approval tokens are single-use across tools instances", () => {
   it("a token decided but not yet used runs once, on whichever instance gets it", async () => {
     const args = { command: "echo direct >> ran.log" };
     const pending = call("replay-2", args);
-    const record = await waitFor(async () => (await cli.call("approvals", "list", { status: "pending" })).approvals.find((a) => a.toolCallId === "replay-2"), 15_000, "the approval");
+    const record = await pendingApproval(cli, "replay-2");
     const { token } = await cli.call("approvals", "decide", { approvalId: record.approvalId, decision: "approve", decidedBy: "cli:test" });
     assert.equal((await pending).isError, false);
     assert.equal(ran(), 2);

@@ -110,12 +110,12 @@ describe("pending approvals across restarts of the tools actor and the agent-run
 /**
  * The whole system (every actor a process, the fake OpenAI server): the model calls exec with a
  * command that needs an approval (`tools.exec.ask: "always"`); while the approval is pending the
- * agent-runner and the router are SIGKILLed and restarted and the approvals actor is restarted;
- * then a human approves through `lurkbot approvals approve ID`. The command runs exactly once,
+ * agent-runner, the router, the sessions actor and the approvals actor are SIGKILLed and
+ * restarted; then a human approves through `lurkbot approvals approve ID`. The command runs exactly once,
  * its output reaches the model, the user gets exactly one reply and the approval is listed as
  * approved (and redeemed).
  */
-describe("a pending approval inside a real run survives restarts of the runner, the router and the approvals actor", () => {
+describe("a pending approval inside a real run survives restarts of the runner, the router, the sessions and the approvals actor", () => {
   const CONVERSATION = "approval-restarts";
   let system: TestSystem;
   let client: CliClient;
@@ -160,6 +160,7 @@ describe("a pending approval inside a real run survives restarts of the runner, 
 
     await restart("agent-runner");
     await restart("router");
+    await restart("sessions");
     await restart("approvals");
     // the redelivered run asks again: still the one pending approval, nothing ran
     await new Promise((r) => setTimeout(r, 5_000));

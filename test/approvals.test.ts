@@ -27,7 +27,7 @@ import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.
 import { runCli } from "./harness/cli.js";
 import { CliClient, TestSystem } from "./harness/system.js";
 import { TestNats } from "./harness/nats.js";
-import { textOf } from "./harness/tools-actor.js";
+import { pendingApproval, textOf } from "./harness/tools-actor.js";
 
 const APPROVAL_TIMEOUT_MS = 8_000;
 const BWRAP = "/usr/bin/bwrap";
@@ -53,10 +53,7 @@ describe("approvals: exec gated by a human decision", () => {
     ...extra,
   }, toolCallReply, { timeoutMs: 60_000 });
 
-  const pendingFor = (toolCallId: string) => waitFor(async () => {
-    const { approvals: list } = await cli.call("approvals", "list", { status: "pending" });
-    return list.find((a) => a.toolCallId === toolCallId);
-  }, 15_000, `a pending approval for ${toolCallId}`);
+  const pendingFor = (toolCallId: string) => pendingApproval(cli, toolCallId);
 
   const lines = () => (existsSync(join(ws, "runs.log")) ? readFileSync(join(ws, "runs.log"), "utf8").split("\n").filter(Boolean) : []);
 

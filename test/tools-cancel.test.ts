@@ -22,7 +22,7 @@ import { createLogger } from "../shared/runtime/logger.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
 import { TestNats } from "./harness/nats.js";
 import { CliClient, TestSystem } from "./harness/system.js";
-import { textOf } from "./harness/tools-actor.js";
+import { pendingApproval, textOf } from "./harness/tools-actor.js";
 
 const BWRAP = "/usr/bin/bwrap";
 const s = subjects();
@@ -128,7 +128,7 @@ describe("tool call cancellation over the bus", () => {
 
   it("a call waiting for an approval is cancelled by the run's abort; nothing runs", async () => {
     const reply = call("run-cancel-3", "c-wait-3", "write", { path: "never.txt", content: "x" });
-    const pending = await waitFor(async () => (await cli.call("approvals", "list", { status: "pending" })).approvals.find((a) => a.toolCallId === "c-wait-3"), 15_000, "the pending approval");
+    const pending = await pendingApproval(cli, "c-wait-3");
     router.publish(s.runControl("run-cancel-3"), JSON.stringify(envelope("lurk.run.control.v1", { runId: "run-cancel-3", action: "abort" })));
     const answer = await reply;
     assert.equal(answer.errorCode, "ABORTED", textOf(answer));

@@ -11,12 +11,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { toolCallReply, type ToolCallReply } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { chunkMarkdown, searchDocs, tokenize, type IndexedDoc } from "../services/tools/memory-index.js";
 import { ConfinedFs } from "../services/tools/fs-confined.js";
 import { indexStats, isMemoryPath, memorySearchTool } from "../services/tools/tools/memory.js";
-import { startActorProcess, type ActorProcess } from "./harness/actors.js";
+import type { ActorProcess } from "./harness/actors.js";
 import { TestNats } from "./harness/nats.js";
 import { startToolsActor, textOf, toolCaller } from "./harness/tools-actor.js";
 

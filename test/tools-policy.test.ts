@@ -18,7 +18,7 @@ import { allowedCatalog, policyContext } from "../services/tools/policy-config.j
 import { BUILTIN_TOOLS } from "../services/tools/registry.js";
 import { policyTablesMarkdown } from "../services/tools/policy-doc.js";
 import { REPO_ROOT } from "../shared/scripts/paths.js";
-import { startActorProcess, type ActorProcess } from "./harness/actors.js";
+import type { ActorProcess } from "./harness/actors.js";
 import { runCli } from "./harness/cli.js";
 import { TestNats } from "./harness/nats.js";
 import { startToolsActor } from "./harness/tools-actor.js";

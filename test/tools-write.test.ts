@@ -11,10 +11,10 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { LurkError, toolCallReply, type ToolCallReply } from "../shared/contract/index.js";
+import { LurkError, type ToolCallReply } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { ConfinedFs } from "../services/tools/fs-confined.js";
-import { startActorProcess, type ActorProcess } from "./harness/actors.js";
+import type { ActorProcess } from "./harness/actors.js";
 import { TestNats } from "./harness/nats.js";
 import { startToolsActor, textOf, toolCaller } from "./harness/tools-actor.js";
 

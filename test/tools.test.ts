@@ -14,7 +14,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { LurkError, toolCallReply, toolDefinitionSchema } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { ConfinedFs } from "../services/tools/fs-confined.js";
-import { startActorProcess, type ActorProcess } from "./harness/actors.js";
+import type { ActorProcess } from "./harness/actors.js";
 import { TestNats } from "./harness/nats.js";
 import { startToolsActor, textOf } from "./harness/tools-actor.js";
 

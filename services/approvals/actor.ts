@@ -1,6 +1,6 @@
 /**
  * The approvals actor: human-in-the-loop decisions on tool calls (seeds 000 §5, 001 §19.2).
- * Serves `lurk.approvals.request|wait|decide|get|list` from its LMDB store under
+ * Serves `lurk.approvals.request|wait|decide|get|redeem|list` from its LMDB store under
  * `<dataDir>/approvals`. An approved record comes with a token signed by this actor's ed25519
  * key (generated on first start, `<dataDir>/approvals/signing-key.pem`, mode 0600) and bound
  * to the approval, the tool call id, the args hash and an expiry; the public key is the
@@ -78,12 +78,11 @@ export const definition: ActorDefinition = {
       // a retried request for the same call (its tools actor or agent-runner restarted) gets the
       // same approval: still pending, or decided and not yet used while its token is valid (so
       // a decision made while the caller was away still reaches the run)
-      const now0 = Date.now();
-      const same = store.list(undefined, 1000).find((r) => r.toolCallId === req.toolCallId && r.argsHash === req.argsHash && (r.status === "pending"
-        ? r.expiresAt > now0
-        : (r.status === "approved" || r.status === "denied") && r.usedAt === undefined && (r.decidedAt ?? 0) + cfg.tokenTtlMs > now0));
-      if (same) return reply(same);
       const now = Date.now();
+      const same = store.newest((r) => r.toolCallId === req.toolCallId && r.argsHash === req.argsHash && (r.status === "pending"
+        ? r.expiresAt > now
+        : (r.status === "approved" || r.status === "denied") && r.usedAt === undefined && (r.decidedAt ?? 0) + cfg.tokenTtlMs > now));
+      if (same) return reply(same);
       const record: ApprovalRecord = {
         approvalId: newApprovalId(),
         toolCallId: req.toolCallId,

@@ -102,6 +102,13 @@ export class ApprovalStore {
     return done;
   }
 
+  /** The newest record `match` accepts (one scan, nothing sorted). */
+  newest(match: (record: ApprovalRecord) => boolean): ApprovalRecord | undefined {
+    let found: ApprovalRecord | undefined;
+    for (const { value } of this.records.getRange()) if (match(value) && (!found || value.createdAt > found.createdAt)) found = value;
+    return found;
+  }
+
   /** Newest first. */
   list(status: ApprovalRecord["status"] | undefined, limit: number): ApprovalRecord[] {
     const all: ApprovalRecord[] = [];

@@ -10,9 +10,9 @@
 import { toolCallRequest, toolCallReply } from "../../shared/contract/index.js";
 import type { ActorDefinition } from "../../shared/runtime/actor.js";
 import { serveToolCatalog } from "../../shared/runtime/tool-catalog.js";
+import { InflightCalls } from "../../shared/runtime/tool-inflight.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { handleToolCall } from "./call.js";
-import { InflightCalls } from "./inflight.js";
 import { execHostFor, execMetadata } from "./exec/sandbox.js";
 import { allowedCatalog, explainTools } from "./policy-config.js";
 import { ToolPool } from "./pool.js";

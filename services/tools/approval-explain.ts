@@ -6,7 +6,7 @@
  */
 import type { ToolApproval } from "../../shared/contract/index.js";
 import type { LurkConfig } from "../../shared/runtime/config.js";
-import { approvalEntryMatches } from "../../shared/runtime/config-tools-approval.js";
+import { toolEntryMatches } from "../../shared/runtime/config-tools-approval.js";
 import { TOOL_GROUPS, type PolicyTool } from "./policy.js";
 
 export type ExplainedTool = PolicyTool & { needsApproval?: boolean | undefined };
@@ -29,11 +29,11 @@ export function approvalExplanation(config: LurkConfig, agentId: string, tool: E
   const reasons: Reason[] = [];
   if (tool.needsApproval) reasons.push({ source: "tool", rule: "the tool's own definition (needsApproval)", calls: "all" });
   for (const entry of config.tools.requireApproval) {
-    if (approvalEntryMatches(entry, tool, TOOL_GROUPS)) reasons.push({ source: "global", rule: `tools.requireApproval: "${entry}"`, calls: "all" });
+    if (toolEntryMatches(entry, tool, TOOL_GROUPS)) reasons.push({ source: "global", rule: `tools.requireApproval: "${entry}"`, calls: "all" });
   }
   const agent = config.agents.find((a) => a.id === agentId);
   for (const entry of agent?.requireApproval ?? []) {
-    if (approvalEntryMatches(entry, tool, TOOL_GROUPS)) reasons.push({ source: "agent", rule: `agents[${agentId}].requireApproval: "${entry}"`, calls: "all" });
+    if (toolEntryMatches(entry, tool, TOOL_GROUPS)) reasons.push({ source: "agent", rule: `agents[${agentId}].requireApproval: "${entry}"`, calls: "all" });
   }
   const exec = execAskReason(config, tool);
   if (exec) reasons.push(exec);

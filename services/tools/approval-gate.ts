@@ -9,14 +9,12 @@
  */
 import type { ToolCallRequest } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
-import { approvalGateFor as sharedGateFor, type GateOptions } from "../../shared/runtime/approval-gate.js";
+import { approvalGateFor } from "../../shared/runtime/approval-gate.js";
 import type { LurkConfig } from "../../shared/runtime/config.js";
 import { configRequiresApproval } from "../../shared/runtime/config-tools-approval.js";
 import { errorResult } from "./content.js";
 import { TOOL_GROUPS } from "./policy.js";
 import type { Tool, ToolResult } from "./tool.js";
-
-export { DENIED_TEXT } from "../../shared/runtime/approval-gate.js";
 
 /** Characters that make a command more than one simple command (lists, pipes, redirections, substitutions, globs of other commands). */
 const SHELL_SYNTAX = /[;&|`$<>(){}\n\r\\!*?[\]~'"#=]/;
@@ -41,14 +39,12 @@ export function callNeedsApproval(config: LurkConfig, tool: Tool, args: Record<s
   return !execCommandAllowlisted(typeof args.command === "string" ? args.command : "", config.tools.exec.allowlist);
 }
 
-/** The gate of one tools actor runtime: null when the call may run, otherwise the result to answer with. */
-export function approvalGateFor(rt: ActorRuntime) {
-  const gate = sharedGateFor(rt);
-  return {
-    async check(tool: Tool, req: ToolCallRequest, opts: GateOptions = {}): Promise<ToolResult | null> {
-      if (!callNeedsApproval(rt.config, tool, req.args, req.agentId)) return null;
-      const denial = await gate.check(tool.name, req, opts);
-      return denial ? errorResult(denial.code, denial.text) : null;
-    },
-  };
+/**
+ * A built-in tool call at the gate: null when it may run (no approval needed, or approved),
+ * otherwise the result to answer with (denied, expired, a bad token, or cancelled by `signal`).
+ */
+export async function gateToolCall(rt: ActorRuntime, tool: Tool, req: ToolCallRequest, signal: AbortSignal): Promise<ToolResult | null> {
+  if (!callNeedsApproval(rt.config, tool, req.args, req.agentId)) return null;
+  const denial = await approvalGateFor(rt).check(tool.name, req, signal);
+  return denial ? errorResult(denial.code, denial.text) : null;
 }

@@ -13,14 +13,13 @@
 import { LurkError, toolProgressSchema, type ToolCallReply, type ToolCallRequest } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import { agentWorkspace, type LurkConfig } from "../../shared/runtime/config.js";
-import { approvalHeartbeat } from "../../shared/runtime/approval-gate.js";
-import { approvalGateFor } from "./approval-gate.js";
+import { gateToolCall } from "./approval-gate.js";
 import { errorResult, resultFromError } from "./content.js";
 import type { ExecHost } from "./exec/sandbox.js";
 import type { RunToolOptions, ToolPool } from "./pool.js";
 import { deniedMessage } from "./policy.js";
 import { decideForRequest } from "./policy-config.js";
-import type { InflightCalls } from "./inflight.js";
+import type { InflightCalls } from "../../shared/runtime/tool-inflight.js";
 import { runProcessTool, type ProcessHostExtras } from "./process-tools.js";
 import { skillRoots } from "./skill-roots.js";
 import { describeIssues, type Tool, type ToolLimits, type ToolResult } from "./tool.js";
@@ -77,7 +76,7 @@ async function runCall(rt: ActorRuntime, pool: ToolPool, tool: Tool, req: ToolCa
     result = errorResult("TOOL_DENIED", deniedMessage(decision, req.tool));
   } else if (!parsed.success) {
     result = errorResult("TOOL_INVALID_ARGS", `invalid arguments for ${tool.name}: ${describeIssues(parsed.error)}. Fix them and call ${tool.name} again.`);
-  } else if ((gated = await approvalGateFor(rt).check(tool, req, { signal, onWaiting: approvalHeartbeat(rt, req) }))) {
+  } else if ((gated = await gateToolCall(rt, tool, req, signal))) {
     // needs a human approval (approval-gate.ts) and has none: denied, expired or a bad token
     result = gated;
   } else {

@@ -21,6 +21,7 @@
  * list that is present and non-empty narrows (a tool matching none of it is denied there).
  */
 import type { SessionType } from "../../shared/contract/index.js";
+import { glob, toolEntryMatches } from "../../shared/runtime/config-tools-approval.js";
 
 export type ToolProfile = "minimal" | "coding" | "messaging" | "full";
 export type PolicyLayer = "profile" | "provider" | "model" | "global" | "agent" | "session" | "sandbox" | "subagent";
@@ -119,21 +120,9 @@ export function normalizeGroup(group: string): string {
   return group.startsWith("group:") ? group : `group:${group}`;
 }
 
-function glob(pattern: string, value: string): boolean {
-  if (!pattern.includes("*")) return pattern === value;
-  const re = new RegExp(`^${pattern.split("*").map((s) => s.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`);
-  return re.test(value);
-}
-
-/** Whether a rule entry names this tool (by name, alias, group, "*" or glob). */
-export function entryMatches(entry: string, tool: PolicyTool): boolean {
-  const names = [tool.name, ...(tool.aliases ?? [])];
-  if (entry.startsWith("group:")) {
-    if ((tool.groups ?? []).some((g) => normalizeGroup(g) === entry)) return true;
-    const members = TOOL_GROUPS[entry] ?? [];
-    return names.some((n) => members.includes(n));
-  }
-  return names.some((n) => glob(entry, n));
+/** Whether a rule entry names this tool (by name, alias, group with this table, "*" or glob). */
+function entryMatches(entry: string, tool: PolicyTool): boolean {
+  return toolEntryMatches(entry, tool, TOOL_GROUPS);
 }
 
 function splitModel(model: string | undefined): { provider?: string; full?: string; bare?: string } {

@@ -6,11 +6,10 @@
  * inside the workspace.
  */
 import { constants } from "node:fs";
-import { open, readlink, unlink } from "node:fs/promises";
-import { join } from "node:path";
+import type { FileHandle } from "node:fs/promises";
 import { LurkError } from "../../shared/contract/index.js";
 import type { ConfinedFs } from "./fs-confined.js";
-import { fileStem, lurkbotDir } from "./lurkbot-dir.js";
+import { createNewFile, fileStem, lurkbotDir } from "./lurkbot-dir.js";
 
 export const OUTPUTS_DIR = ".lurkbot/outputs";
 
@@ -20,19 +19,14 @@ export async function saveOutput(fs: ConfinedFs, chunks: AsyncIterable<Uint8Arra
   const stem = fileStem(toolCallId) || "output";
   for (let n = 0; n < 100; n++) {
     const name = n === 0 ? `${stem}.txt` : `${stem}-${n}.txt`;
-    let handle;
+    let handle: FileHandle;
     try {
-      handle = await open(join(dir, name), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
+      handle = await createNewFile(fs.realRoot, dir, name, constants.O_WRONLY);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "EEXIST") continue;
       throw err;
     }
     try {
-      const real = await readlink(`/proc/self/fd/${handle.fd}`);
-      if (!fs.isInside(real)) {
-        await unlink(real).catch(() => undefined);
-        throw new LurkError("PATH_ESCAPE", "the outputs directory was moved outside the workspace");
-      }
       for await (const chunk of chunks) await handle.write(chunk);
     } finally {
       await handle.close();

@@ -24,20 +24,12 @@ import { argsHash, publicKeyFromBase64, verifyApprovalToken } from "./approval-t
 /** one `wait` holds this long at most, so a restarted approvals actor is noticed soon */
 const WAIT_SLICE_MS = 5_000;
 
-export const DENIED_TEXT = "Tool execution denied";
+const DENIED_TEXT = "Tool execution denied";
 
 /** Why a gated call may not run (the text goes to the model as an error result). */
 export interface ApprovalDenial {
   code: "TOOL_DENIED" | "ABORTED";
   text: string;
-}
-
-/** How a gated call is held: its cancellation, and a heartbeat while it waits for a human. */
-export interface GateOptions {
-  /** ends a wait for a human with ABORTED (default: the actor's signal) */
-  signal?: AbortSignal;
-  /** called right after the approval is asked for, then before every wait slice (<= 5 s apart) */
-  onWaiting?(approvalId: string): void;
 }
 
 export class ApprovalGate {
@@ -49,40 +41,37 @@ export class ApprovalGate {
 
   /**
    * For a call that needs approval (the caller decided): null when it may run, otherwise the
-   * denial. `signal` (the call's cancellation) ends a wait for a human with ABORTED.
+   * denial. The request's own token is checked; without one the gate asks for an approval and,
+   * while a human decides, sends heartbeats (approvalHeartbeat) right away and before every
+   * wait slice (<= 5 s apart). `signal` (the call's cancellation) ends that wait with ABORTED.
    */
-  async check(tool: string, req: ToolCallRequest, opts: GateOptions = {}): Promise<ApprovalDenial | null> {
-    const signal = opts.signal ?? this.rt.signal;
+  async check(tool: string, req: ToolCallRequest, signal: AbortSignal = this.rt.signal): Promise<ApprovalDenial | null> {
     const hash = argsHash(req.args);
-    if (req.approvalToken !== undefined) {
-      const problem = await this.accept(req.approvalToken, req.toolCallId, hash);
-      if (problem) {
-        this.rt.log.warn({ tool: req.tool, toolCallId: req.toolCallId, runId: req.runId, problem }, "approval token refused");
-        return { code: "TOOL_DENIED", text: `${DENIED_TEXT}: the approval token was refused (${problem}).` };
+    let token = req.approvalToken;
+    if (token === undefined) {
+      let record: ApprovalRecord;
+      try {
+        ({ approval: record, token } = await this.ask(tool, req, hash, signal));
+      } catch (err) {
+        const e = LurkError.from(err);
+        if (e.code === "ABORTED") return { code: "ABORTED", text: `the tool call was cancelled while it waited for an approval (${e.message})` };
+        this.rt.log.warn({ err: e, tool: req.tool, toolCallId: req.toolCallId, runId: req.runId }, "approval could not be asked for");
+        return { code: "TOOL_DENIED", text: `${DENIED_TEXT}: this call needs a human approval, and none could be obtained (${e.message}).` };
       }
-      return null;
-    }
-    let record: ApprovalRecord;
-    let token: string | undefined;
-    try {
-      ({ approval: record, token } = await this.ask(tool, req, hash, signal, opts.onWaiting));
-    } catch (err) {
-      const e = LurkError.from(err);
-      if (e.code === "ABORTED") return { code: "ABORTED", text: `the tool call was cancelled while it waited for an approval (${e.message})` };
-      this.rt.log.warn({ err: e, tool: req.tool, toolCallId: req.toolCallId, runId: req.runId }, "approval could not be asked for");
-      return { code: "TOOL_DENIED", text: `${DENIED_TEXT}: this call needs a human approval, and none could be obtained (${e.message}).` };
-    }
-    if (record.status !== "approved" || !token) {
-      const why = record.status === "expired" ? "nobody approved it in time" : record.status === "denied" ? `denied by ${record.decidedBy ?? "a human"}` : "no decision";
-      return { code: "TOOL_DENIED", text: `${DENIED_TEXT} (approval ${record.approvalId}: ${why}). Do not retry the same call unless the user asks for it.` };
+      if (record.status !== "approved" || !token) {
+        const why = record.status === "expired" ? "nobody approved it in time" : record.status === "denied" ? `denied by ${record.decidedBy ?? "a human"}` : "no decision";
+        return { code: "TOOL_DENIED", text: `${DENIED_TEXT} (approval ${record.approvalId}: ${why}). Do not retry the same call unless the user asks for it.` };
+      }
     }
     const problem = await this.accept(token, req.toolCallId, hash);
-    if (problem) return { code: "TOOL_DENIED", text: `${DENIED_TEXT}: the approval token was refused (${problem}).` };
-    return null;
+    if (!problem) return null;
+    this.rt.log.warn({ tool: req.tool, toolCallId: req.toolCallId, runId: req.runId, problem }, "approval token refused");
+    return { code: "TOOL_DENIED", text: `${DENIED_TEXT}: the approval token was refused (${problem}).` };
   }
 
-  private async ask(tool: string, req: ToolCallRequest, hash: string, signal: AbortSignal, onWaiting?: (approvalId: string) => void): Promise<{ approval: ApprovalRecord; token?: string | undefined }> {
+  private async ask(tool: string, req: ToolCallRequest, hash: string, signal: AbortSignal): Promise<{ approval: ApprovalRecord; token?: string | undefined }> {
     const client = this.rt.client;
+    const heartbeat = approvalHeartbeat(this.rt, req);
     const command = typeof req.args.command === "string" ? req.args.command.slice(0, 20_000) : undefined;
     // the notice goes where the run came from (not where the session last heard from); a
     // system run without an origin has no notice: `lurkbot approvals list` shows it
@@ -98,11 +87,7 @@ export class ApprovalGate {
     const { approvalId, expiresAt } = answer.approval;
     while (answer.approval.status === "pending") {
       if (signal.aborted) throw new LurkError("ABORTED", signal.reason instanceof Error ? signal.reason.message : "the call was cancelled");
-      try {
-        onWaiting?.(approvalId);
-      } catch {
-        // a heartbeat must not break the wait
-      }
+      heartbeat(approvalId);
       const waitMs = Math.max(0, Math.min(WAIT_SLICE_MS, expiresAt - Date.now() + 100));
       try {
         answer = await abortable(client.call("approvals", "wait", { approvalId, waitMs }, { timeoutMs: waitMs + 2_000, causationId: req.id }), signal);
@@ -178,11 +163,11 @@ function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 }
 
 /**
- * The `onWaiting` of a tool call's gate: `lurk.tools.progress.<runId>` with `waitingForApproval`,
- * which tells the caller the instance holding the call is alive (the agent-runner re-sends a
- * call whose heartbeat stops).
+ * The heartbeat of a call waiting for a human: `lurk.tools.progress.<runId>` with
+ * `waitingForApproval`, which tells the caller the instance holding the call is alive (the
+ * agent-runner re-sends a call whose heartbeat stops). Never throws.
  */
-export function approvalHeartbeat(rt: ActorRuntime, req: ToolCallRequest): (approvalId: string) => void {
+function approvalHeartbeat(rt: ActorRuntime, req: ToolCallRequest): (approvalId: string) => void {
   return (approvalId) => {
     const now = Date.now();
     const parsed = toolProgressSchema.safeParse({

@@ -24,12 +24,13 @@ interface ApprovalRuleConfig {
 }
 
 /** The configured entries for calls of one agent: the global ones and the agent's own. */
-export function requireApprovalEntries(config: ApprovalRuleConfig, agentId: string | undefined): string[] {
+function requireApprovalEntries(config: ApprovalRuleConfig, agentId: string | undefined): string[] {
   const agent = agentId === undefined ? undefined : config.agents.find((a) => a.id === agentId);
   return [...config.tools.requireApproval, ...(agent?.requireApproval ?? [])];
 }
 
-function glob(pattern: string, value: string): boolean {
+/** `*` matches any run of characters; everything else is literal. */
+export function glob(pattern: string, value: string): boolean {
   if (!pattern.includes("*")) return pattern === value;
   const re = new RegExp(`^${pattern.split("*").map((s) => s.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`);
   return re.test(value);
@@ -38,9 +39,10 @@ function glob(pattern: string, value: string): boolean {
 /**
  * Whether an entry names this tool: its name or an alias (exact or glob), or one of the groups
  * its definition declares. `groupMembers` adds the members of built-in groups (the tools actor
- * passes its policy table, so "group:runtime" also names "bash").
+ * passes its policy table, so "group:runtime" also names "bash"). The tool policy's allow and
+ * deny entries (services/tools/policy.ts) match the same way.
  */
-export function approvalEntryMatches(entry: string, tool: ApprovalRuleTool, groupMembers: Readonly<Record<string, readonly string[]>> = {}): boolean {
+export function toolEntryMatches(entry: string, tool: ApprovalRuleTool, groupMembers: Readonly<Record<string, readonly string[]>> = {}): boolean {
   const names = [tool.name, ...(tool.aliases ?? [])];
   if (entry.startsWith("group:")) {
     if ((tool.groups ?? []).some((g) => (g.startsWith("group:") ? g : `group:${g}`) === entry)) return true;
@@ -51,5 +53,5 @@ export function approvalEntryMatches(entry: string, tool: ApprovalRuleTool, grou
 
 /** Whether configuration marks this tool as needing approval for this agent's calls. */
 export function configRequiresApproval(config: ApprovalRuleConfig, agentId: string | undefined, tool: ApprovalRuleTool, groupMembers?: Readonly<Record<string, readonly string[]>>): boolean {
-  return requireApprovalEntries(config, agentId).some((entry) => approvalEntryMatches(entry, tool, groupMembers));
+  return requireApprovalEntries(config, agentId).some((entry) => toolEntryMatches(entry, tool, groupMembers));
 }

@@ -5,21 +5,14 @@
  */
 import { z } from "zod";
 
-export const JOBS_DEFAULTS = {
-  maxJobs: 8,
-  maxRuntimeMs: 30 * 60_000,
-  maxOutputMb: 16,
-  keepFinishedMs: 30 * 60_000,
-};
-
 export const jobsConfigSchema = z.object({
   /** jobs (running or finished, not yet forgotten) one tools instance keeps at once */
-  maxJobs: z.number().int().min(1).max(256).default(JOBS_DEFAULTS.maxJobs),
+  maxJobs: z.number().int().min(1).max(256).default(8),
   /** a job is killed this long after it started (its own timeoutSeconds may be shorter) */
-  maxRuntimeMs: z.number().int().min(1_000).max(24 * 3600_000).default(JOBS_DEFAULTS.maxRuntimeMs),
+  maxRuntimeMs: z.number().int().min(1_000).max(24 * 3600_000).default(30 * 60_000),
   /** output kept per job in `<workspace>/.lurkbot/jobs/<jobId>.log`, MB; more is dropped (and said so) */
-  maxOutputMb: z.number().int().min(1).max(4096).default(JOBS_DEFAULTS.maxOutputMb),
+  maxOutputMb: z.number().int().min(1).max(4096).default(16),
   /** a finished job is forgotten this long after it ended (its log file stays) */
-  keepFinishedMs: z.number().int().min(0).max(7 * 24 * 3600_000).default(JOBS_DEFAULTS.keepFinishedMs),
+  keepFinishedMs: z.number().int().min(0).max(7 * 24 * 3600_000).default(30 * 60_000),
 });
 export type JobsConfig = z.infer<typeof jobsConfigSchema>;

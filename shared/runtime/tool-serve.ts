@@ -18,7 +18,7 @@
  */
 import { actorGrants, LurkError, toolCallReply, toolCallRequest, type ToolCallReply, type ToolCallRequest, type ToolDefinition } from "../contract/index.js";
 import type { ActorRuntime } from "./actor.js";
-import { approvalGateFor, approvalHeartbeat } from "./approval-gate.js";
+import { approvalGateFor } from "./approval-gate.js";
 import { configRequiresApproval } from "./config-tools-approval.js";
 import type { EndpointHandlerContext } from "./service.js";
 import { serveToolCatalog, type ServedToolCatalog } from "./tool-catalog.js";
@@ -87,7 +87,7 @@ export function serveTools(rt: ActorRuntime, tools: readonly ServedTool[], opts:
       try {
         return await untilCancelled(async () => {
           if (servedToolNeedsApproval(rt, tool.definition, req.agentId)) {
-            const denial = await gate.check(name, req, { signal, onWaiting: approvalHeartbeat(rt, req) });
+            const denial = await gate.check(name, req, signal);
             if (denial) {
               rt.log.info({ tool: name, runId: req.runId, sessionKey: req.sessionKey, code: denial.code }, "tool call not approved");
               return { toolCallId: req.toolCallId, content: [{ type: "text", text: denial.text }], isError: true, errorCode: denial.code, durationMs: Date.now() - started };

@@ -3,9 +3,9 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { toolCallReply, type ToolCallReply } from "../../shared/contract/index.js";
+import { toolCallReply, type ApprovalRecord, type ToolCallReply } from "../../shared/contract/index.js";
 import { BusClient } from "../../shared/runtime/client.js";
-import { startActorProcess, type ActorProcess } from "./actors.js";
+import { startActorProcess, waitFor, type ActorProcess } from "./actors.js";
 import { TestNats } from "./nats.js";
 
 export interface ToolsActorUnderTest {
@@ -50,4 +50,12 @@ export function toolCaller(client: () => BusClient, { idPrefix = "call" }: { idP
     return textOf(reply);
   };
   return { call, ok };
+}
+
+/** The pending approval of a tool call, once the approvals actor lists it (`cli`: a bus client as the cli user). */
+export function pendingApproval(cli: BusClient, toolCallId: string, timeoutMs = 15_000): Promise<ApprovalRecord> {
+  return waitFor(async () => {
+    const { approvals } = await cli.call("approvals", "list", { status: "pending" });
+    return approvals.find((a) => a.toolCallId === toolCallId);
+  }, timeoutMs, `a pending approval for ${toolCallId}`);
 }

@@ -150,7 +150,7 @@ class OutputCollector {
 }
 
 /** `pid` and its descendants now (from /proc/<pid>/task/<tid>/children), deepest last. */
-export function processTree(pid: number): number[] {
+function processTree(pid: number): number[] {
   const out: number[] = [];
   const visit = (p: number, depth: number) => {
     if (depth > 64 || out.includes(p)) return;
@@ -178,7 +178,8 @@ export function processTree(pid: number): number[] {
 /**
  * SIGKILL to the process group and to every descendant found now: a sandbox that is still
  * starting (bubblewrap's inner process in a new session, before --die-with-parent is armed)
- * would otherwise survive its parent.
+ * would otherwise survive its parent. exec (deadline, cancellation) and background jobs stop
+ * a command with this.
  */
 export function killTree(pid: number | undefined): void {
   if (pid === undefined) return;
@@ -193,7 +194,7 @@ export function killTree(pid: number | undefined): void {
   }
 }
 
-export function killGroup(pid: number | undefined): void {
+function killGroup(pid: number | undefined): void {
   if (pid === undefined) return;
   try {
     process.kill(-pid, "SIGKILL");
@@ -268,7 +269,7 @@ export async function runCommand(host: ExecHost, opts: RunCommandOptions): Promi
       const stop = (err: LurkError) => {
         if (stopped) return;
         stopped = err;
-        killGroup(child.pid);
+        killTree(child.pid);
         void cgroup?.killAll();
       };
       const timer = setTimeout(() => stop(new LurkError("TIMEOUT", `the command ran longer than ${opts.timeoutMs} ms and was killed`)), opts.timeoutMs);

@@ -7,11 +7,11 @@
  * changes nothing for us.
  */
 import { constants } from "node:fs";
-import { open, readlink, unlink, type FileHandle } from "node:fs/promises";
-import { join, relative, sep } from "node:path";
+import type { FileHandle } from "node:fs/promises";
+import { join, relative } from "node:path";
 import { LurkError } from "../../../shared/contract/index.js";
 import { readAt } from "../fs-confined.js";
-import { fileStem, lurkbotDir } from "../lurkbot-dir.js";
+import { createNewFile, fileStem, lurkbotDir } from "../lurkbot-dir.js";
 
 export const JOBS_DIR = ".lurkbot/jobs";
 
@@ -34,15 +34,10 @@ export async function openJobLog(workspace: string, jobId: string): Promise<JobL
   const name = `${fileStem(jobId)}.log`;
   let handle: FileHandle;
   try {
-    handle = await open(join(dir, name), constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
+    handle = await createNewFile(workspace, dir, name, constants.O_RDWR);
   } catch (err) {
+    if (err instanceof LurkError) throw err;
     throw new LurkError("TOOL_FAILED", `cannot create the job's log file ${JOBS_DIR}/${name}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-  }
-  const real = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => undefined);
-  if (real !== undefined && real !== workspace && !real.startsWith(workspace + sep)) {
-    await handle.close();
-    await unlink(real).catch(() => undefined);
-    throw new LurkError("PATH_ESCAPE", "the jobs directory was moved outside the workspace");
   }
 
   let size = 0;

@@ -7,7 +7,7 @@
  * were killed with it) makes the call NOT_FOUND.
  */
 import {
-  LurkError, safeParseJson, toolCallReply, toolCallRequest, toolJobsListReply, toolJobsListRequest,
+  envelope, LurkError, safeParseJson, toolCallReply, toolCallRequest, toolJobsListReply, toolJobsListRequest,
   type ToolCallRequest, type ToolJobSummary,
 } from "../../../shared/contract/index.js";
 import type { z } from "zod";
@@ -66,12 +66,19 @@ export function serveJobRoutes(rt: ActorRuntime, table: JobTable, handle: (req: 
       }
     },
     async listElsewhere(owner) {
-      const request = { type: "lurk.tools.jobs.list.v1", id: `jobs-list-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`, ts: Date.now(), ...owner };
+      const request = envelope("lurk.tools.jobs.list.v1", { ...owner });
       const found: ToolJobSummary[] = [];
       try {
         const replies = await rt.nc.requestMany(rt.subjects.toolJobsList, JSON.stringify(request), { strategy: "timer", maxWait: GATHER_MS });
         for await (const msg of replies) {
-          const parsed = toolJobsListReply.safeParse(msg.data.length > 0 ? safeParseJson(msg.data) : undefined);
+          // a malformed reply (one instance) is skipped; the others still count
+          let body: unknown;
+          try {
+            body = msg.data.length > 0 ? safeParseJson(msg.data, rt.limits) : undefined;
+          } catch {
+            continue;
+          }
+          const parsed = toolJobsListReply.safeParse(body);
           if (parsed.success && parsed.data.instanceId !== table.instanceId) found.push(...parsed.data.jobs);
         }
       } catch (err) {
