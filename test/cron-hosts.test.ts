@@ -13,9 +13,10 @@ import { after, before, describe, it } from "node:test";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { actorEventSchema, CRON_FIRES_BUCKET, safeParseJson, STREAMS, subjects, type CronJob } from "../shared/contract/index.js";
+import { CRON_FIRES_BUCKET, STREAMS, subjects, type CronJob } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
+import { collectActorEvents, type SeenActorEvent } from "./harness/events.js";
 import { TestNats } from "./harness/nats.js";
 
 const CRON_CONFIG = { cron: { leaseTtlMs: 2_000, leaseRenewMs: 400 } };
@@ -30,7 +31,7 @@ describe("cron on two hosts: jobs replicated, each fire once", () => {
   let nc: NatsConnection;
   let admin: NatsConnection;
   let bus: BusClient;
-  const events: Array<{ event: string; pid: number; ts: number; data: Record<string, unknown> }> = [];
+  let events: SeenActorEvent[];
   const start = (home: string) => startActorProcess("cron", nats, { LURKBOT_HOME: home });
 
   before(async () => {
@@ -43,13 +44,7 @@ describe("cron on two hosts: jobs replicated, each fire once", () => {
     nc = await nats.connect("cli");
     admin = await nats.connect("admin");
     bus = new BusClient(nc);
-    nc.subscribe(s.eventsOf("cron"), {
-      callback: (_e, m) => {
-        const ev = actorEventSchema.parse(safeParseJson(m.data));
-        events.push({ event: ev.event, pid: ev.instance.pid, ts: ev.ts, data: ev.data as Record<string, unknown> });
-      },
-    });
-    await nc.flush();
+    events = await collectActorEvents(nc, "cron");
   });
 
   after(async () => {

@@ -10,11 +10,12 @@ import { after, before, describe, it } from "node:test";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  actorEventSchema, outboundMessageSchema, safeParseJson, STREAMS, subjects, toolCallReply, type CronJob, type OutboundMessage,
+  outboundMessageSchema, safeParseJson, STREAMS, subjects, toolCallReply, type CronJob, type OutboundMessage,
 } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
 import { runCli } from "./harness/cli.js";
+import { collectActorEvents, type SeenActorEvent } from "./harness/events.js";
 import { TestNats } from "./harness/nats.js";
 import { CliClient, TestSystem } from "./harness/system.js";
 
@@ -32,7 +33,7 @@ describe("cron actor in the whole system", () => {
   let agentNc: NatsConnection;
   let agentBus: BusClient;
   const outbound: OutboundMessage[] = [];
-  const cronEvents: Array<{ event: string; data: Record<string, unknown> }> = [];
+  let cronEvents: SeenActorEvent[];
   let cliEnv: Record<string, string>;
   let admin: NatsConnection;
 
@@ -52,13 +53,7 @@ describe("cron actor in the whole system", () => {
     agentNc = await system.nats.connect("agent-runner");
     agentBus = new BusClient(agentNc);
     nc.subscribe(s.outboundChannel("cli"), { callback: (_e, m) => void outbound.push(outboundMessageSchema.parse(safeParseJson(m.data))) });
-    nc.subscribe(s.eventsOf("cron"), {
-      callback: (_e, m) => {
-        const ev = actorEventSchema.parse(safeParseJson(m.data));
-        cronEvents.push({ event: ev.event, data: ev.data as Record<string, unknown> });
-      },
-    });
-    await nc.flush();
+    cronEvents = await collectActorEvents(nc, "cron");
     admin = await system.nats.connect("admin");
     cliEnv = system.nats.env(system.nats.passwordEnv("cli"));
     await waitFor(async () => (await bus.call("cron", "status", {})).active, 10_000, "the cron actor to take the lease");
@@ -320,7 +315,7 @@ describe("two cron actors: one lease, every fire once", () => {
   let nc: NatsConnection;
   let admin: NatsConnection;
   let jsm: JetStreamManager;
-  const events: Array<{ event: string; pid: number; ts: number; data: Record<string, unknown> }> = [];
+  let events: SeenActorEvent[];
 
   before(async () => {
     nats = await TestNats.start();
@@ -330,13 +325,7 @@ describe("two cron actors: one lease, every fire once", () => {
     nc = await nats.connect("cli");
     admin = await nats.connect("admin");
     jsm = await jetstreamManager(admin);
-    nc.subscribe(s.eventsOf("cron"), {
-      callback: (_e, m) => {
-        const ev = actorEventSchema.parse(safeParseJson(m.data));
-        events.push({ event: ev.event, pid: ev.instance.pid, ts: ev.ts, data: ev.data as Record<string, unknown> });
-      },
-    });
-    await nc.flush();
+    events = await collectActorEvents(nc, "cron");
     a = await startActorProcess("cron", nats);
     b = await startActorProcess("cron", nats);
   });

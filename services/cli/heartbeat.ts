@@ -4,7 +4,7 @@
  * and disable cover every agent; last and run the default agent.
  */
 import type { z } from "zod";
-import type { HeartbeatEvent, heartbeatAgentStatusSchema } from "../../shared/contract/index.js";
+import { agentIdSchema, type HeartbeatEvent, type heartbeatAgentStatusSchema } from "../../shared/contract/index.js";
 import { loadConfig, type Env } from "../../shared/runtime/config.js";
 import { resolveHeartbeatConfig } from "../../shared/runtime/config-heartbeat.js";
 import type { ParsedCommand } from "./args.js";
@@ -28,7 +28,7 @@ export function checkHeartbeatArgs(p: ParsedCommand): { sub: Sub; agentId?: stri
   }
   if (extra !== undefined) throw new UsageError(`\`lurkbot heartbeat ${sub}\` takes no argument; unexpected "${extra}" (use --agent ID for an agent).`, "heartbeat");
   const agent = p.options.agent;
-  if (agent !== undefined && (typeof agent !== "string" || !/^[a-z0-9][a-z0-9_-]{0,63}$/.test(agent))) {
+  if (agent !== undefined && !agentIdSchema.safeParse(agent).success) {
     throw new UsageError(`--agent must be an agent id (lower-case letters, digits, '-' or '_'), not "${String(agent)}".`, "heartbeat");
   }
   return { sub: sub as Sub, ...(typeof agent === "string" ? { agentId: agent } : {}) };

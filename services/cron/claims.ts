@@ -13,7 +13,7 @@ import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { z } from "zod";
 import { CRON_FIRES_BUCKET, safeParseJson } from "../../shared/contract/index.js";
-import { isWrongRevision } from "./replica.js";
+import { isWrongRevision } from "../../shared/runtime/lease.js";
 
 export type ClaimResult = "ours" | "published" | "busy";
 

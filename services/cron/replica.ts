@@ -20,6 +20,7 @@
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { CRON_JOBS_BUCKET, cronJobSchema, safeParseJson, type CronJob } from "../../shared/contract/index.js";
+import { isWrongRevision } from "../../shared/runtime/lease.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import type { CronStore } from "./store.js";
 
@@ -203,10 +204,4 @@ function parseJob(data: Uint8Array): CronJob | undefined {
   } catch {
     return undefined;
   }
-}
-
-export function isWrongRevision(err: unknown): boolean {
-  const e = err as { code?: number | string; api_error?: { err_code?: number }; message?: string };
-  const code = e?.api_error?.err_code ?? e?.code;
-  return code === 10071 || code === 10164 || /wrong last sequence|key exists/i.test(e?.message ?? "");
 }

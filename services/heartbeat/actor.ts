@@ -30,7 +30,17 @@ export interface HeartbeatActorOptions {
   clock?: Clock;
   /** how often due heartbeats are looked for */
   tickMs?: number;
+  /**
+   * Calls `tick` every `ms` until stopped (default: setInterval). test/bench/heartbeat.ts passes
+   * its own to time the actor's real tick directly.
+   */
+  every?: (tick: () => Promise<void>, ms: number) => { stop(): void };
 }
+
+const intervalTimer = (tick: () => Promise<void>, ms: number) => {
+  const timer = setInterval(() => void tick(), ms);
+  return { stop: () => clearInterval(timer) };
+};
 
 export function heartbeatActor(opts: HeartbeatActorOptions = {}): ActorDefinition {
   const clock = opts.clock ?? systemClock;
@@ -38,13 +48,13 @@ export function heartbeatActor(opts: HeartbeatActorOptions = {}): ActorDefinitio
     name: "heartbeat",
     version: LURKBOT_VERSION,
     description: "periodic HEARTBEAT.md checks per agent (LMDB)",
-    start: (rt) => start(rt, clock, opts.tickMs ?? TICK_MS),
+    start: (rt) => start(rt, clock, opts.tickMs ?? TICK_MS, opts.every ?? intervalTimer),
   };
 }
 
 export const definition: ActorDefinition = heartbeatActor();
 
-async function start(rt: ActorRuntime, clock: Clock, tickMs: number) {
+async function start(rt: ActorRuntime, clock: Clock, tickMs: number, every: NonNullable<HeartbeatActorOptions["every"]>) {
   const store = new HeartbeatStore(heartbeatDir(rt.config));
   const runEnds = new RunEndWatcher(rt.nc, rt.subjects, rt.limits, rt.log);
   const runner = new HeartbeatRunner(rt, store, runEnds, clock);
@@ -66,6 +76,9 @@ async function start(rt: ActorRuntime, clock: Clock, tickMs: number) {
   };
   const statusReply = (agentId: string | undefined) => ({ agents: (agentId ? [agentOf(agentId)] : agentIds).map(statusOf) });
 
+  /** each agent's interval, in `agentIds` order (the config does not change while the actor runs) */
+  const everyMsOf = agentIds.map((id) => runner.settings(id).everyMs);
+
   /** Due heartbeats start (each agent at most one at a time); the due time moves on first. */
   let ticking = false;
   const tick = async () => {
@@ -73,15 +86,20 @@ async function start(rt: ActorRuntime, clock: Clock, tickMs: number) {
     ticking = true;
     try {
       const now = clock.now();
-      for (const agentId of agentIds) {
+      for (let i = 0; i < agentIds.length; i++) {
+        const agentId = agentIds[i]!;
         if (runner.isBusy(agentId)) continue;
         const state = store.get(agentId);
+        // the idle case, decided on the state alone: planned, not yet due, within one interval
+        // (nextDueAt would keep it), no run left over; enabled or not, nothing to do
+        const planned = state.nextDueAt;
+        if (planned !== undefined && now < planned && planned <= now + everyMsOf[i]! && !state.pending) continue;
         if (state.pending) {
           void runner.recover(agentId).catch(() => undefined); // a run a previous instance injected
           continue;
         }
         if (!runner.enabled(agentId)) continue;
-        const { everyMs } = runner.settings(agentId);
+        const everyMs = everyMsOf[i]!;
         const due = nextDueAt(state.nextDueAt, now, everyMs);
         if (now < due) {
           if (due !== state.nextDueAt) await store.update(agentId, (s) => ({ ...s, nextDueAt: due }));
@@ -96,7 +114,7 @@ async function start(rt: ActorRuntime, clock: Clock, tickMs: number) {
       ticking = false;
     }
   };
-  const timer = setInterval(() => void tick(), tickMs);
+  const timer = every(tick, tickMs);
   const sweeper = setInterval(() => void store.sweepAlerts(clock.now()).catch((err) => rt.log.warn({ err }, "alert sweep failed")), SWEEP_EVERY_MS);
   sweeper.unref();
   void tick();
@@ -118,7 +136,7 @@ async function start(rt: ActorRuntime, clock: Clock, tickMs: number) {
 
   return {
     async stop() {
-      clearInterval(timer);
+      timer.stop();
       clearInterval(sweeper);
       runEnds.stop();
       await store.close();

@@ -4,6 +4,7 @@
  * (any field but `agents`). `resolveHeartbeatConfig` merges them for one agent.
  */
 import { z } from "zod";
+import { agentIdSchema } from "../contract/index.js";
 import { isValidTimeZone } from "./time-zone.js";
 
 /** seeds: DEFAULT_HEARTBEAT_ACK_MAX_CHARS */
@@ -63,7 +64,7 @@ export const heartbeatConfigSchema = z.object({
   prompt: heartbeatFields.prompt,
   runTimeoutMs: heartbeatFields.runTimeoutMs.default(HEARTBEAT_DEFAULTS.runTimeoutMs),
   /** per-agent overrides keyed by agent id */
-  agents: z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, "heartbeat.agents: keys are agent ids"), heartbeatAgentOverrideSchema).default(HEARTBEAT_DEFAULTS.agents),
+  agents: z.record(agentIdSchema, heartbeatAgentOverrideSchema).default(HEARTBEAT_DEFAULTS.agents),
 }).default(HEARTBEAT_DEFAULTS);
 export type HeartbeatConfig = z.infer<typeof heartbeatConfigSchema>;
 

@@ -119,10 +119,11 @@ function parseValue(data: Uint8Array): LeaseValue | undefined {
   }
 }
 
-function isWrongRevision(err: unknown): boolean {
-  const e = err as { code?: number; api_error?: { err_code?: number }; message?: string };
+/** A KV create/update/delete refused because the key's revision moved (compare-and-set lost). */
+export function isWrongRevision(err: unknown): boolean {
+  const e = err as { code?: number | string; api_error?: { err_code?: number }; message?: string };
   const code = e?.api_error?.err_code ?? e?.code;
-  return code === 10071 || code === 10164 || /wrong last sequence/i.test(e?.message ?? "");
+  return code === 10071 || code === 10164 || /wrong last sequence|key exists/i.test(e?.message ?? "");
 }
 
 export interface LeaseKeeperOptions {

@@ -14,6 +14,34 @@ export function latencyStats(samplesMs: number[]): LatencyStats {
   return { n: sorted.length, p50Ms: round(at(0.5)), p99Ms: round(at(0.99)), meanMs: round(sorted.reduce((a, b) => a + b, 0) / Math.max(1, sorted.length)) };
 }
 
+/** `a` over `base` at the p50, two decimals (a base under a microsecond counts as one). */
+export function p50Ratio(a: LatencyStats, base: LatencyStats): number {
+  return Math.round((a.p50Ms / Math.max(0.001, base.p50Ms)) * 100) / 100;
+}
+
+/** Statistics of calls too short for milliseconds: microseconds per call. */
+export interface MicroStats {
+  n: number;
+  p50Us: number;
+  p99Us: number;
+  meanUs: number;
+}
+
+/**
+ * Times `fn` in `samples` batches of `batch` sequential calls; each sample is the batch's time
+ * divided by `batch` (one call alone is below the timer's resolution).
+ */
+export async function timePerCallUs(samples: number, batch: number, fn: () => Promise<unknown>): Promise<MicroStats> {
+  const perCallUs: number[] = [];
+  for (let i = 0; i < samples; i++) {
+    const start = process.hrtime.bigint();
+    for (let j = 0; j < batch; j++) await fn();
+    perCallUs.push(Number(process.hrtime.bigint() - start) / 1e3 / batch);
+  }
+  const s = latencyStats(perCallUs); // the same order statistics; the unit is microseconds
+  return { n: s.n, p50Us: s.p50Ms, p99Us: s.p99Ms, meanUs: s.meanMs };
+}
+
 /** Runs `fn` n times sequentially and returns the per-call milliseconds. */
 export async function timeEach(n: number, fn: (i: number) => Promise<unknown>): Promise<number[]> {
   const out: number[] = [];
