@@ -13,9 +13,6 @@ import { UsageError } from "./errors.js";
 
 export const LAUNCHER_ACTORS = ["sessions", "approvals", "tools", "router", "agent-runner", "subagents", "heartbeat", "cron"] as const;
 
-/** Actors of the contract the launcher does not run (yet); `status` mentions them when absent. */
-export const OPTIONAL_ACTORS = [] as const;
-
 /** Secrets an actor gets from the launcher's environment, beyond its own NATS password. */
 export const ACTOR_SECRETS: Record<string, readonly string[]> = {
   "channel-openai-http": ["LURKBOT_OPENAI_HTTP_TOKEN"],
@@ -70,7 +67,7 @@ export const actorModulePath = (actor: string) => join(DIST_ROOT, "services", ac
 export function selectActors(only: string | undefined): string[] {
   if (only === undefined) return [...LAUNCHER_ACTORS];
   const wanted = only.split(",").map((s) => s.trim()).filter(Boolean);
-  const order: string[] = [...LAUNCHER_ACTORS, ...OPTIONAL_ACTORS, ...CHANNEL_ACTORS];
+  const order: string[] = [...LAUNCHER_ACTORS, ...CHANNEL_ACTORS];
   const known = new Set(order);
   const unknown = wanted.filter((a) => !known.has(a));
   if (unknown.length || wanted.length === 0) {

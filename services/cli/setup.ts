@@ -12,7 +12,7 @@ import type { LurkConfig } from "../../shared/runtime/config.js";
 import { allUsers, checkCredentialsMode, ensureCredentials, readCredentials, type Credentials } from "../../shared/runtime/credentials.js";
 import { defaultStoreDir, parseNatsUrl } from "../../shared/runtime/nats-server.js";
 import { REPO_ROOT } from "../../shared/scripts/paths.js";
-import { ACTOR_SECRETS, LAUNCHER_ACTORS, OPTIONAL_ACTORS } from "./actors.js";
+import { ACTOR_SECRETS, LAUNCHER_ACTORS } from "./actors.js";
 import { CHANNEL_SECRET_ENV, CHANNEL_TOKEN_ENV, enabledChannels } from "../../shared/runtime/config-channels.js";
 import { ensureChannelSecret } from "../../shared/runtime/channel/secrets.js";
 import { CliError } from "./errors.js";
@@ -132,7 +132,7 @@ export function writeSystemdFiles(dir: string, config: LurkConfig, setup: SetupR
   write("nats.env", envFile({ ...common, LURKBOT_NATS_HOST: host, LURKBOT_NATS_PORT: String(port), LURKBOT_NATS_STORE: setup.storeDir, ...passwords },
     ["lurkbot-nats.service: every user's password (nats-server checks them) and the admin's for `lurkbot streams`."]));
 
-  for (const actor of [...LAUNCHER_ACTORS, ...OPTIONAL_ACTORS]) {
+  for (const actor of LAUNCHER_ACTORS) {
     const password = setup.credentials.users[actor];
     if (!password) continue;
     const vars: Record<string, string> = { ...common, [passwordEnvName(actor)]: password };
