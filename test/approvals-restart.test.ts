@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { outboundMessageSchema, subjects, type OutboundMessage } from "../shared/contract/index.js";
+import { outboundMessageSchema, subjects, toolProgressSchema, type OutboundMessage } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { createLogger } from "../shared/runtime/logger.js";
 import { ToolsClient } from "../services/agent-runner/tools-client.js";
@@ -67,11 +67,18 @@ describe("pending approvals across restarts of the tools actor and the agent-run
 
   it("the tools actor restarts while a call waits; the approval still reaches the run", async () => {
     const runner = await runnerClient();
+    // the runner knows the call is held once it heard the tools instance's first heartbeat: the
+    // kill comes after it (a kill between the approval record and that heartbeat is the known
+    // window in which the run waits out its call timeout instead, see services/tools/README.md)
+    let heartbeats = 0;
+    const watcher = cliNc.subscribe(S.toolProgress("run-rs-1"), { callback: (_e, m) => void (toolProgressSchema.safeParse(m.json()).data?.waitingForApproval && heartbeats++) });
+    await cliNc.flush();
     const pending = runner.tools.call(ctx("run-rs-1"), "rs-call-1", "write", { path: "after-tools-restart.txt", content: "once" });
     const [record] = await waitFor(async () => {
       const list = await approvalsOf("rs-call-1");
-      return list.length > 0 ? list : null;
-    }, 15_000, "the pending approval");
+      return list.length > 0 && heartbeats > 0 ? list : null;
+    }, 15_000, "the pending approval and its first heartbeat");
+    watcher.unsubscribe();
     await tools.kill();
     await cli.call("approvals", "decide", { approvalId: record!.approvalId, decision: "approve", decidedBy: "cli:test" });
     tools = await startActorProcess("tools", nats, { LURKBOT_WORKSPACE: ws });

@@ -24,7 +24,16 @@ import { argsHash, publicKeyFromBase64, verifyApprovalToken } from "./approval-t
 /** one `wait` holds this long at most, so a restarted approvals actor is noticed soon */
 const WAIT_SLICE_MS = 5_000;
 
+/** how long a first approval request rides over an approvals actor that is not answering */
+const REQUEST_RETRY_MS = 30_000;
+
 const DENIED_TEXT = "Tool execution denied";
+
+/** the errors of an approvals actor that is restarting (no responder, no answer in time) */
+function restarting(err: unknown): boolean {
+  const code = LurkError.from(err).code;
+  return code === "TIMEOUT" || code === "UNAVAILABLE";
+}
 
 /** Why a gated call may not run (the text goes to the model as an error result). */
 export interface ApprovalDenial {
@@ -75,7 +84,7 @@ export class ApprovalGate {
     const command = typeof req.args.command === "string" ? req.args.command.slice(0, 20_000) : undefined;
     // the notice goes where the run came from (not where the session last heard from); a
     // system run without an origin has no notice: `lurkbot approvals list` shows it
-    let answer = await client.call("approvals", "request", {
+    const body = {
       toolCallId: req.toolCallId,
       tool,
       argsHash: hash,
@@ -83,7 +92,20 @@ export class ApprovalGate {
       sessionKey: req.sessionKey,
       agentId: req.agentId,
       ...(req.origin ? { origin: req.origin } : {}),
-    }, { causationId: req.id, runId: req.runId });
+    };
+    // a request that meets the approvals actor restarting is asked again (it answers a repeated
+    // request for the same call with the same approval) for up to REQUEST_RETRY_MS
+    const giveUpAt = Date.now() + REQUEST_RETRY_MS;
+    let answer;
+    for (;;) {
+      try {
+        answer = await abortable(client.call("approvals", "request", body, { causationId: req.id, runId: req.runId }), signal);
+        break;
+      } catch (err) {
+        if (!restarting(err) || Date.now() > giveUpAt) throw err;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
     const { approvalId, expiresAt } = answer.approval;
     while (answer.approval.status === "pending") {
       if (signal.aborted) throw new LurkError("ABORTED", signal.reason instanceof Error ? signal.reason.message : "the call was cancelled");
@@ -93,8 +115,7 @@ export class ApprovalGate {
         answer = await abortable(client.call("approvals", "wait", { approvalId, waitMs }, { timeoutMs: waitMs + 2_000, causationId: req.id }), signal);
       } catch (err) {
         // the approvals actor restarting (its records are on disk): keep asking until well past the expiry
-        const code = LurkError.from(err).code;
-        if ((code !== "TIMEOUT" && code !== "UNAVAILABLE") || Date.now() > expiresAt + 10_000) throw err;
+        if (!restarting(err) || Date.now() > expiresAt + 10_000) throw err;
         await new Promise((r) => setTimeout(r, 250));
       }
     }
