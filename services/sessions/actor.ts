@@ -14,6 +14,7 @@ export const definition: ActorDefinition = {
       resetPolicy: policy,
       // daily/idle resets done while a run begins (or a session is ensured)
       onReset: (r) => rt.emit("reset", { ...r, lastActivity: new Date(r.lastActivity).toISOString() }),
+      onFlushError: (err) => rt.log.error({ err }, "flushing the sessions store to disk failed; the next write retries"),
     });
     rt.serve("sessions", "begin", (req) => store.begin({ ...req, ...(req.origin ? { lastOrigin: req.origin } : {}) }));
     rt.serve("sessions", "ensure", async (req) => ({ session: await store.ensure({ ...req, ...(req.origin ? { lastOrigin: req.origin } : {}) }) }));
