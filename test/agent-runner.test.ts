@@ -16,6 +16,7 @@ import { BusClient } from "../shared/runtime/client.js";
 import { createLogger } from "../shared/runtime/logger.js";
 import { RunEvents } from "../services/agent-runner/events.js";
 import { uniqueToolCallIds } from "../services/agent-runner/loop.js";
+import { runTurnTools } from "../services/agent-runner/turn-tools.js";
 import { classifyProviderError } from "../services/agent-runner/providers/errors.js";
 import { parseToolArgs } from "../services/agent-runner/providers/json-repair.js";
 import { sanitizeMessages } from "../services/agent-runner/transcript.js";
@@ -225,6 +226,34 @@ describe("agent-runner", () => {
       ["message_delta", "abc"], ["message_delta", "d"], ["thinking_delta", "t"], ["message_end", "abcd"],
     ]);
     assert.deepEqual(got.map((e) => e.seq), [0, 1, 2, 3]);
+    await publisher.close();
+  });
+
+  it("a tool_start event leaves with its tool call, ahead of it on the bus", async () => {
+    const runId = `run-piggyback-${Date.now().toString(36)}`;
+    const seen: string[] = [];
+    const subs = [
+      admin.subscribe(S.runEvents(runId), { callback: (_e, m) => void seen.push(runEventSchema.parse(m.json()).event.kind) }),
+      admin.subscribe(S.toolCall("read"), { callback: () => void seen.push("tools.call") }),
+    ];
+    await admin.flush();
+    const publisher = await nats.connect("agent-runner");
+    const events = new RunEvents(publisher, S, runId, "agent:main:main", "cause", createLogger("test", "silent"));
+    const read = { name: "read", description: "read a file", parameters: { type: "object" }, actor: "tools", sideEffects: false, parallelSafe: true, groups: [], needsApproval: false };
+    const ran = await runTurnTools({
+      tools: [read], events, signal: new AbortController().signal,
+      // the request goes out the way ToolsClient sends one: published on the run's connection in the same tick
+      execute: async (call) => {
+        publisher.publish(S.toolCall("read"), "{}");
+        return { role: "tool_result", toolCallId: call.id, toolName: call.name, isError: false, content: [{ type: "text", text: "ok" }] };
+      },
+      checkpoint: async () => undefined,
+    }, 1, [{ type: "tool_call", id: "c1", name: "read", args: { path: "notes.txt" } }], new Map());
+    assert.equal(ran.results.length, 1);
+    await waitFor(() => seen.length >= 3, 5000, "tool_start, the call and tool_end");
+    // without the hand-over, the request (flushed at the end of the tick) went out before the event (next turn of the loop)
+    assert.deepEqual(seen, ["tool_start", "tools.call", "tool_end"]);
+    for (const sub of subs) sub.unsubscribe();
     await publisher.close();
   });
 

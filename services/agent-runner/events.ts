@@ -6,8 +6,9 @@
  * event after DELTA_WINDOW_MS, at DELTA_MAX_CHARS, or before any other event, so a fast stream
  * costs a few bus messages, not one per token. Order and the concatenated text are unchanged.
  * Events emitted during one turn of the event loop go out together on the next (setImmediate):
- * one socket write for them all instead of one per microtask batch. They are observations, so
- * a bus request made in the same turn (a tool call after its tool_start) may arrive first.
+ * one socket write for them all instead of one per microtask batch; a run's bus request made
+ * meanwhile takes them along first (`flushNow`), in the same write. They are observations:
+ * nothing orders them against the run's requests.
  */
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { z } from "zod";
@@ -90,6 +91,14 @@ export class RunEvents {
   }
 
   private readonly sentWaiters: (() => void)[] = [];
+
+  /**
+   * Hands the events emitted so far to the connection now (no delta is cut short): called right
+   * before the run sends a bus request, so both leave in the connection's one socket write.
+   */
+  flushNow(): void {
+    if (this.outbox.length > 0) this.send();
+  }
 
   /** Resolves once every event emitted so far was handed to the connection (a run's terminal event goes at once). */
   sent(): Promise<void> {

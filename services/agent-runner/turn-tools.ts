@@ -110,6 +110,7 @@ async function produce(deps: TurnToolDeps, byName: ReadonlyMap<string, ToolDefin
     const names = [...byName.keys()];
     return error(`Error: there is no tool named "${call.name}". ${names.length > 0 ? `Available tools: ${names.join(", ")}.` : "No tools are available right now."}`);
   }
+  deps.events.flushNow(); // the tool_start event leaves with the call
   return deps.execute(call);
 }
 
