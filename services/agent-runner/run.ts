@@ -68,10 +68,11 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   const key = { sessionKey: req.sessionKey };
   const opts = { runId: req.runId, causationId: req.id };
   const lastDelivery = delivery.deliveryCount >= rt.config.bus.maxDeliver;
-  let runEvents: RunEvents | undefined;
+  // publishes nothing until run_start (a finished run only re-publishes its reply)
+  const events = new RunEvents(rt.nc, rt.subjects, req.runId, req.sessionKey, req.id, log);
   const append = (records: TranscriptRecord[], usage?: UsageUpdate) => {
     messageRecordIds.register(records); // the compactor names its boundary by record id
-    runEvents?.flushNow(); // events emitted so far leave in the same socket write
+    events.flushNow(); // events emitted so far leave in the same socket write
     return bus(() => rt.client.call("sessions", "append", { ...key, records, ...(usage ? { usage } : {}) }, opts)).then(() => undefined);
   };
   /** checkpoints that go out with the end marker: one write for a final answer and the run's end */
@@ -99,8 +100,6 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
     return;
   }
   log.info({ trigger: req.trigger, resumed: begun.prior === "started", delivery: delivery.deliveryCount }, "run started");
-  const events = new RunEvents(rt.nc, rt.subjects, req.runId, req.sessionKey, req.id, log);
-  runEvents = events;
   attachRunNotes(rt, req, events, log); // /verbose and /reasoning notes (run-notes.ts)
   const controller = deps.controls.register(req.runId);
   const mailbox = deps.controls.mailbox(req.runId);
