@@ -10,32 +10,17 @@ import { after, before, describe, it } from "node:test";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { outboundMessageSchema, safeParseJson, subjects, type OutboundMessage } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
-import { messageText, type ChatRequestBody, type FakeReply } from "./fakes/openai-server.js";
+import { messageText, type FakeReply } from "./fakes/openai-server.js";
 import { waitFor } from "./harness/actors.js";
+import { ANNOUNCE, childTask, Gates, isChild, lastText } from "./harness/subagents-llm.js";
 import { CliClient, TestSystem } from "./harness/system.js";
-
-const ANNOUNCE = "[system event] A background task";
-const systemText = (body: ChatRequestBody) => messageText(body.messages.find((m) => m.role === "system"));
-const isChild = (body: ChatRequestBody) => systemText(body).includes("## Subagent Context");
-const lastText = (body: ChatRequestBody) => messageText(body.messages.at(-1));
-const childTask = (body: ChatRequestBody) => messageText(body.messages.find((m) => m.role === "user"));
 
 describe("subagents: chat commands and announce durability across router and runner kills", () => {
   let system: TestSystem;
   let cli: CliClient;
   let cliNc: NatsConnection;
   let bus: BusClient;
-  const gates = new Map<string, { promise: Promise<void>; release: () => void }>();
-  const gate = (name: string) => {
-    let g = gates.get(name);
-    if (!g) {
-      let release!: () => void;
-      const promise = new Promise<void>((r) => (release = r));
-      g = { promise, release };
-      gates.set(name, g);
-    }
-    return g;
-  };
+  const gates = new Gates();
   const outbound: OutboundMessage[] = [];
   /** announce LLM calls held ("hang") while this is true */
   let holdAnnounce = false;
@@ -50,7 +35,7 @@ describe("subagents: chat commands and announce durability across router and run
     system.fake.responder = async (body): Promise<FakeReply | undefined> => {
       if (isChild(body)) {
         const hold = /\[hold:(\w+)\]/.exec(childTask(body));
-        if (hold) await gate(hold[1]!).promise;
+        if (hold) await gates.get(hold[1]!).promise;
         return { kind: "text", text: `child result for: ${childTask(body)}` };
       }
       const last = body.messages.at(-1);
@@ -73,7 +58,7 @@ describe("subagents: chat commands and announce durability across router and run
   });
 
   after(async () => {
-    for (const g of gates.values()) g.release();
+    gates.releaseAll();
     await cli?.close();
     await cliNc?.close();
     await system?.stop();
@@ -120,7 +105,7 @@ describe("subagents: chat commands and announce durability across router and run
     // the router dies; the child ends; its announce waits in INBOUND
     await system.actors.get("router")!.kill();
     holdAnnounce = true;
-    gate("delta").release();
+    gates.release("delta");
     await waitFor(async () => (await childOf("delta"))?.status !== "running", 15_000, "the child to end");
     await system.startActor("router");
     // the announce run reaches the model and hangs there; the runner dies mid-run

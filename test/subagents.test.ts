@@ -20,36 +20,10 @@ import { BusClient } from "../shared/runtime/client.js";
 import { messageText, type ChatRequestBody, type FakeReply } from "./fakes/openai-server.js";
 import { waitFor } from "./harness/actors.js";
 import { runCli } from "./harness/cli.js";
+import { ANNOUNCE, childTask, Gates, isChild, lastText, systemText } from "./harness/subagents-llm.js";
 import { CliClient, TestSystem } from "./harness/system.js";
 
 const PARENT = "agent:main:cli:dm:spawner";
-const ANNOUNCE = "[system event] A background task";
-
-/** Held LLM calls: a child whose task contains `[hold:NAME]` waits until NAME is released. */
-class Gates {
-  private readonly gates = new Map<string, { promise: Promise<void>; release: () => void }>();
-  get(name: string) {
-    let gate = this.gates.get(name);
-    if (!gate) {
-      let release!: () => void;
-      const promise = new Promise<void>((r) => (release = r));
-      gate = { promise, release };
-      this.gates.set(name, gate);
-    }
-    return gate;
-  }
-  release(name: string) {
-    this.get(name).release();
-  }
-  releaseAll() {
-    for (const g of this.gates.values()) g.release();
-  }
-}
-
-const systemText = (body: ChatRequestBody) => messageText(body.messages.find((m) => m.role === "system"));
-const isChild = (body: ChatRequestBody) => systemText(body).includes("## Subagent Context");
-const lastText = (body: ChatRequestBody) => messageText(body.messages.at(-1));
-const childTask = (body: ChatRequestBody) => messageText(body.messages.find((m) => m.role === "user"));
 
 describe("subagents: spawn, announce, limits, stop, durability", () => {
   let system: TestSystem;

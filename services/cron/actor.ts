@@ -20,7 +20,7 @@ import { join } from "node:path";
 import { buildSessionKey, LurkError, type CronJob } from "../../shared/contract/index.js";
 import type { ActorDefinition, ActorRuntime } from "../../shared/runtime/actor.js";
 import { Lease, LeaseKeeper } from "../../shared/runtime/lease.js";
-import { subscribeRunEnds } from "../../shared/runtime/run-ends.js";
+import { runEndFromRecords, subscribeRunEnds } from "../../shared/runtime/run-ends.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { FireClaims } from "./claims.js";
 import { cronSessionKey, Firer, runTimeoutMs, type FireBus } from "./fire.js";
@@ -59,10 +59,6 @@ async function start(rt: ActorRuntime, clock: Clock) {
   const holder = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
   const claims = await FireClaims.open(rt.nc, holder, cfg.leaseTtlMs, () => clock.now());
   const firer = new Firer(store, busFor(rt, claims), clock, rt.log, (event, data) => rt.emit(event, data));
-  // jobs changed on another instance reach the scheduler (set once the lease keeper exists)
-  let planRemote: (jobId: string, job: CronJob | undefined) => void = () => undefined;
-  const replica = await JobReplica.open(rt.nc, store, rt.log, (jobId, job) => planRemote(jobId, job));
-  await replica.start();
 
   const scheduler = new Scheduler(clock, async (jobIds) => {
     for (const jobId of jobIds) {
@@ -83,7 +79,7 @@ async function start(rt: ActorRuntime, clock: Clock) {
   const reload = () => {
     generation = store.generation();
     const entries: Array<[string, number | undefined]> = [];
-    for (const job of store.jobs()) entries.push([job.id, job.enabled ? job.state.nextRunAtMs : undefined]);
+    for (const job of store.jobs()) entries.push([job.id, slotOf(job)]);
     scheduler.rebuild(entries);
   };
 
@@ -102,6 +98,14 @@ async function start(rt: ActorRuntime, clock: Clock) {
     },
     onError: (err) => rt.log.warn({ err }, "cron lease check failed"),
   });
+  /** The active instance's scheduler follows a job's change (undefined: removed). */
+  const plan = (jobId: string, job: CronJob | undefined) => {
+    if (keeper.isActive) scheduler.set(jobId, slotOf(job));
+  };
+  // the bucket's jobs are in LMDB before this instance may schedule; jobs changed on another
+  // instance later reach the scheduler
+  const replica = await JobReplica.open(rt.nc, store, rt.log, plan);
+  await replica.start();
   if (cfg.enabled) {
     await keeper.tick();
     keeper.start();
@@ -130,10 +134,6 @@ async function start(rt: ActorRuntime, clock: Clock) {
     if (!job) throw new LurkError("NOT_FOUND", `no cron job ${jobId} (see \`lurkbot cron list\`)`);
     return job;
   };
-  const plan = (job: CronJob | undefined, jobId: string) => {
-    if (keeper.isActive) scheduler.set(jobId, job?.enabled ? job.state.nextRunAtMs : undefined);
-  };
-  planRemote = (jobId, job) => plan(job, jobId);
 
   rt.serve("cron", "add", async (req) => {
     const now = clock.now();
@@ -145,7 +145,7 @@ async function start(rt: ActorRuntime, clock: Clock) {
     }, "request");
     await replica.drain();
     if (!added) throw new LurkError("LIMIT_EXCEEDED", `there are ${cfg.maxJobs} cron jobs already (cron.maxJobs); remove some with \`lurkbot cron rm ID\``);
-    plan(job, job.id);
+    plan(job.id, job);
     rt.emit("job_added", { jobId: job.id, name: job.name, kind: job.schedule.kind });
     return { job };
   });
@@ -168,14 +168,14 @@ async function start(rt: ActorRuntime, clock: Clock) {
     }, "request");
     await replica.drain();
     if (!updated) find(req.jobId);
-    plan(updated, req.jobId);
+    plan(req.jobId, updated);
     return { job: updated! };
   });
 
   rt.serve("cron", "rm", async (req) => {
     const removed = await store.txn(() => store.deleteJob(req.jobId, true), "request");
     await replica.drain();
-    plan(undefined, req.jobId);
+    plan(req.jobId, undefined);
     if (removed) rt.emit("job_removed", { jobId: req.jobId });
     return { removed };
   });
@@ -183,7 +183,7 @@ async function start(rt: ActorRuntime, clock: Clock) {
   rt.serve("cron", "run", async (req) => {
     find(req.jobId);
     const result = await firer.fire(req.jobId, req.mode);
-    if (req.mode === "due") plan(store.job(req.jobId), req.jobId);
+    if (req.mode === "due") plan(req.jobId, store.job(req.jobId));
     return { status: result.status, ...(result.fireId ? { fireId: result.fireId } : {}), ...(result.reason ? { reason: result.reason } : {}) };
   });
 
@@ -212,6 +212,11 @@ async function start(rt: ActorRuntime, clock: Clock) {
       await store.close();
     },
   };
+}
+
+/** The time the scheduler holds for a job: its next slot while enabled. */
+function slotOf(job: CronJob | undefined): number | undefined {
+  return job?.enabled ? job.state.nextRunAtMs : undefined;
 }
 
 /** The bus side of a fire: JetStream publishes deduplicated by the fire id, sessions calls. */
@@ -254,8 +259,7 @@ async function reconcileRuns(rt: ActorRuntime, store: CronStore, firer: Firer, c
     if (job) {
       try {
         const { status, records } = await rt.client.call("sessions", "run", { sessionKey: cronSessionKey(job), runId: entry.runId });
-        const reply = records.find((r) => r.kind === "run_marker" && r.runStatus === "done")?.text ?? "";
-        if (status === "done") await endFire(firer, entry.fireId, "ok", reply);
+        if (status === "done") await endFire(firer, entry.fireId, "ok", runEndFromRecords(records)?.text ?? "");
         else if (status === "error" || status === "aborted") await firer.finish(entry.fireId, "error", `the run ended with ${status}`);
         if (status !== "unknown" && status !== "started") continue;
       } catch (err) {

@@ -12,8 +12,8 @@
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { z } from "zod";
-import { CRON_FIRES_BUCKET, safeParseJson } from "../../shared/contract/index.js";
-import { isWrongRevision } from "../../shared/runtime/lease.js";
+import { CRON_FIRES_BUCKET } from "../../shared/contract/index.js";
+import { isWrongRevision, parseKvValue } from "../../shared/runtime/lease.js";
 
 export type ClaimResult = "ours" | "published" | "busy";
 
@@ -43,7 +43,7 @@ export class FireClaims {
     }
     const entry = await this.kv.get(key);
     if (!entry || entry.operation !== "PUT") return this.claim(fireId);
-    const current = parse(entry.value);
+    const current = parseKvValue(claimSchema, entry.value);
     if (current?.state === "published") return "published";
     const mine = current?.holder === this.holder;
     if (!mine && current && this.now() - current.at < this.staleAfterMs) return "busy";
@@ -71,15 +71,6 @@ export class FireClaims {
 }
 
 /** `jobId:scheduledAtMs` -> `jobId.scheduledAtMs` (a KV key has no colon). */
-export function keyOf(fireId: string): string {
+function keyOf(fireId: string): string {
   return fireId.replace(/[^A-Za-z0-9_=/-]/g, ".");
-}
-
-function parse(data: Uint8Array): z.infer<typeof claimSchema> | undefined {
-  try {
-    const parsed = claimSchema.safeParse(safeParseJson(data));
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    return undefined;
-  }
 }

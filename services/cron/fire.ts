@@ -17,6 +17,7 @@ import {
   buildSessionKey, envelope, LurkError, runIdFor, type CronJob, type Origin, type RunRequest, type SystemInject,
 } from "../../shared/contract/index.js";
 import type { Logger } from "../../shared/runtime/logger.js";
+import type { ClaimResult } from "./claims.js";
 import { fireIdFor, planDue } from "./schedule.js";
 import type { Clock } from "./scheduler.js";
 import type { CronStore, RunLogEntry } from "./store.js";
@@ -29,7 +30,7 @@ export interface FireBus {
   /** a fresh transcript for the cron session (best effort) */
   resetSession(sessionKey: string): Promise<void>;
   /** the cluster-wide claim of a fire id (claims.ts): "ours" to publish it */
-  claimFire(fireId: string): Promise<"ours" | "published" | "busy">;
+  claimFire(fireId: string): Promise<ClaimResult>;
   /** the fire is stored in its stream (best effort) */
   firePublished(fireId: string): Promise<void>;
 }

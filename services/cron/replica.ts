@@ -19,8 +19,8 @@
  */
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { CRON_JOBS_BUCKET, cronJobSchema, safeParseJson, type CronJob } from "../../shared/contract/index.js";
-import { isWrongRevision } from "../../shared/runtime/lease.js";
+import { CRON_JOBS_BUCKET, cronJobSchema, type CronJob } from "../../shared/contract/index.js";
+import { isWrongRevision, parseKvValue } from "../../shared/runtime/lease.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import type { CronStore } from "./store.js";
 
@@ -144,7 +144,7 @@ export class JobReplica {
         continue;
       }
       this.revisions.set(jobId, remote.revision);
-      const theirs = remote.operation === "PUT" ? parseJob(remote.value) : undefined;
+      const theirs = remote.operation === "PUT" ? parseKvValue(cronJobSchema, remote.value) : undefined;
       if (!theirs) {
         // removed elsewhere: a removal wins
         await this.store.txn(() => this.store.deleteJob(jobId, false), "replica");
@@ -165,7 +165,7 @@ export class JobReplica {
     if (entry.revision <= (this.revisions.get(jobId) ?? 0)) return;
     if (this.pending.has(jobId) || this.inflight.has(jobId)) return;
     this.revisions.set(jobId, entry.revision);
-    const job = entry.operation === "PUT" ? parseJob(entry.value) : undefined;
+    const job = entry.operation === "PUT" ? parseKvValue(cronJobSchema, entry.value) : undefined;
     if (entry.operation === "PUT" && !job) {
       this.log.warn({ jobId, revision: entry.revision }, "a replicated cron job did not parse; ignored");
       return;
@@ -186,7 +186,7 @@ const FIRE_STATE = ["lastRunAtMs", "lastStatus", "lastError", "lastDurationMs", 
  * fired (`ours` "fire": local, else remote); nextRunAtMs from the newer definition when the
  * definitions differ (a new schedule re-plans), else from the side that fired.
  */
-export function mergeJobs(local: CronJob, remote: CronJob, ours: Origin): CronJob {
+function mergeJobs(local: CronJob, remote: CronJob, ours: Origin): CronJob {
   const definitionIsLocal = local.updatedAtMs > remote.updatedAtMs || (local.updatedAtMs === remote.updatedAtMs && ours === "request");
   const definition = definitionIsLocal ? local : remote;
   const fired = ours === "fire" ? local : remote;
@@ -195,13 +195,4 @@ export function mergeJobs(local: CronJob, remote: CronJob, ours: Origin): CronJo
   for (const key of FIRE_STATE) if (fired.state[key] !== undefined) (state as Record<string, unknown>)[key] = fired.state[key];
   if (definition.enabled && planned.state.nextRunAtMs !== undefined) state.nextRunAtMs = planned.state.nextRunAtMs;
   return { ...definition, state };
-}
-
-function parseJob(data: Uint8Array): CronJob | undefined {
-  try {
-    const parsed = cronJobSchema.safeParse(safeParseJson(data));
-    return parsed.success ? (parsed.data as CronJob) : undefined;
-  } catch {
-    return undefined;
-  }
 }

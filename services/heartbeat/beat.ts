@@ -12,12 +12,13 @@
  * The run under way is persisted, so a restarted actor finishes it (from the transcript's marker).
  */
 import {
-  addUsage, buildSessionKey, emptyUsage, envelope, heartbeatEventSchema, LurkError, outboundMessageSchema, runIdFor, systemInjectSchema,
-  type HeartbeatEvent, type Origin, type SessionEntry, type TranscriptRecord, type Usage,
+  buildSessionKey, emptyUsage, envelope, heartbeatEventSchema, LurkError, outboundMessageSchema, runIdFor, systemInjectSchema,
+  type HeartbeatEvent, type Origin, type SessionEntry, type Usage,
 } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import { agentWorkspace } from "../../shared/runtime/config.js";
 import { resolveHeartbeatConfig, type AgentHeartbeatConfig } from "../../shared/runtime/config-heartbeat.js";
+import { runEndFromRecords } from "../../shared/runtime/run-ends.js";
 import { heartbeatPrompt, isEffectivelyEmpty, readChecklist } from "./checklist.js";
 import type { Clock } from "./clock.js";
 import { alertHash, classifyReply } from "./reply.js";
@@ -181,10 +182,10 @@ export class HeartbeatRunner {
       let end: RunEnd;
       if (status === "done" || status === "error" || status === "aborted") {
         waiter.cancel();
-        const marker = records.find((r) => r.kind === "run_marker" && r.runStatus === status);
+        const ended = runEndFromRecords(records);
         end = status === "done"
-          ? { kind: "done", text: marker?.text ?? "", usage: runUsage(records), silent: marker?.meta?.silent === true }
-          : { kind: "error", code: String(marker?.meta?.errorCode ?? status.toUpperCase()), message: marker?.text ?? `the run ended: ${status}` };
+          ? { kind: "done", text: ended?.text ?? "", usage: ended?.usage ?? emptyUsage(), silent: ended?.silent === true }
+          : { kind: "error", code: ended?.errorCode ?? status.toUpperCase(), message: ended?.text ?? `the run ended: ${status}` };
       } else {
         end = await waiter.wait;
       }
@@ -215,13 +216,6 @@ export class HeartbeatRunner {
     this.rt.log.info({ agentId, status, reason: event.reason }, "heartbeat");
     return event;
   }
-}
-
-/** What a run spent: the usage its assistant messages carry in the transcript. */
-function runUsage(records: TranscriptRecord[]): Usage {
-  let usage = emptyUsage();
-  for (const r of records) if (r.kind === "message" && r.message?.role === "assistant" && r.message.usage) usage = addUsage(usage, r.message.usage);
-  return usage;
 }
 
 function usedTokens(usage: Usage): number {

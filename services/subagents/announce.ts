@@ -7,7 +7,7 @@
  * origin.
  */
 import {
-  addUsage, emptyUsage, envelope, parseSessionKey, systemInjectSchema, type SubagentRecord, type TranscriptRecord, type Usage,
+  envelope, parseSessionKey, systemInjectSchema, type SubagentRecord,
 } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import type { ChildRecord } from "./store.js";
@@ -66,21 +66,4 @@ export async function publishAnnounce(rt: ActorRuntime, record: ChildRecord): Pr
     deliverTo: "last" as const,
   }));
   await rt.js.publish(rt.subjects.inject(agentId), JSON.stringify(inject), { msgID: id });
-}
-
-/** The end of a child's run read from its transcript records: the reply and summed usage. */
-export function outcomeFromRecords(records: readonly TranscriptRecord[]): { status: "done" | "error" | "aborted"; reply: string; usage: Usage; errorCode?: string } | null {
-  const marker = records.find((r) => r.kind === "run_marker" && r.runStatus && r.runStatus !== "started");
-  if (!marker) return null;
-  let usage = emptyUsage();
-  let lastAssistant = "";
-  for (const r of records) {
-    const m = r.message;
-    if (m?.role !== "assistant") continue;
-    if (m.usage) usage = addUsage(usage, m.usage);
-    const text = m.content.filter((b) => b.type === "text").map((b) => (b as { text: string }).text).join("");
-    if (text.trim()) lastAssistant = text;
-  }
-  const errorCode = typeof marker.meta?.errorCode === "string" ? marker.meta.errorCode : undefined;
-  return { status: marker.runStatus as "done" | "error" | "aborted", reply: marker.text ?? lastAssistant, usage, ...(errorCode ? { errorCode } : {}) };
 }

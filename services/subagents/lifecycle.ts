@@ -12,7 +12,8 @@ import {
   envelope, LurkError, runControlSchema, type RunEventBody, type Usage,
 } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
-import { outcomeFromRecords, publishAnnounce } from "./announce.js";
+import { runEndFromRecords, type RecordedRunEnd } from "../../shared/runtime/run-ends.js";
+import { publishAnnounce } from "./announce.js";
 import type { ChildRecord, ChildStore } from "./store.js";
 
 /** the seeds' "+5 s buffer" over the child's own deadline */
@@ -23,6 +24,9 @@ interface Ending {
   reply: string;
   usage?: Usage;
 }
+
+/** A child's findings: its end marker's text, else its last words. */
+const replyOf = (end: RecordedRunEnd): string => end.text ?? end.lastAssistantText;
 
 export class ChildLifecycle {
   private readonly timers = new Map<string, NodeJS.Timeout>();
@@ -53,10 +57,10 @@ export class ChildLifecycle {
     if (record.status !== "running") return;
     if (!this.timers.has(record.runId)) this.watch(record);
     const run = await this.rt.client.call("sessions", "run", { sessionKey: record.childSessionKey, runId: record.runId });
-    const ended = outcomeFromRecords(run.records);
+    const ended = runEndFromRecords(run.records);
     if (ended) {
       const outcome = ended.status === "done" ? "ok" : ended.errorCode === "TIMEOUT" ? "timeout" : "error";
-      await this.finish(record.runId, { outcome, reply: ended.reply, usage: ended.usage });
+      await this.finish(record.runId, { outcome, reply: replyOf(ended), usage: ended.usage });
     }
   }
 
@@ -94,9 +98,9 @@ export class ChildLifecycle {
     let usage: Usage | undefined;
     try {
       const run = await this.rt.client.call("sessions", "run", { sessionKey: record.childSessionKey, runId });
-      const ended = outcomeFromRecords(run.records);
-      if (ended?.status === "done") return this.finish(runId, { outcome: "ok", reply: ended.reply, usage: ended.usage });
-      reply = ended?.reply ?? "";
+      const ended = runEndFromRecords(run.records);
+      if (ended?.status === "done") return this.finish(runId, { outcome: "ok", reply: replyOf(ended), usage: ended.usage });
+      reply = ended ? replyOf(ended) : "";
       usage = ended?.usage;
     } catch (err) {
       this.log(record).debug({ err }, "could not read the timed-out child's transcript");

@@ -63,7 +63,7 @@ export class Lease {
     const entry = await this.kv.get(this.opts.key);
     const now = this.opts.now();
     if (!entry || entry.operation !== "PUT") return this.write(() => this.kv.create(this.opts.key, this.value()), now);
-    const current = parseValue(entry.value);
+    const current = parseKvValue(leaseValueSchema, entry.value);
     if (current?.holder === this.opts.holder && entry.revision === this.revision) {
       return this.write(() => this.kv.update(this.opts.key, this.value(), entry.revision), now);
     }
@@ -110,9 +110,10 @@ export class Lease {
   }
 }
 
-function parseValue(data: Uint8Array): LeaseValue | undefined {
+/** A KV entry's value checked against `schema`; undefined when it is not JSON or does not match. */
+export function parseKvValue<T>(schema: z.ZodType<T>, data: Uint8Array): T | undefined {
   try {
-    const parsed = leaseValueSchema.safeParse(safeParseJson(data));
+    const parsed = schema.safeParse(safeParseJson(data));
     return parsed.success ? parsed.data : undefined;
   } catch {
     return undefined;

@@ -3,10 +3,13 @@
  * started or dispatched (router, heartbeat, cron, subagents). The run id and the kind come from
  * the subject, so a handler can drop other runs' ends without parsing them; `read()` parses the
  * payload (capped, validated, its runId checked against the subject) and returns undefined for a
- * malformed one, after logging it.
+ * malformed one, after logging it. An actor that missed the event reads the same end from the
+ * run's transcript (`sessions.run`) with `runEndFromRecords`.
  */
 import type { NatsConnection } from "@nats-io/transport-node";
-import { runEventSchema, safeParseJson, type RunEvent, type SafeParseLimits, type Subjects } from "../contract/index.js";
+import {
+  addUsage, emptyUsage, runEventSchema, safeParseJson, type RunEvent, type SafeParseLimits, type Subjects, type TranscriptRecord, type Usage,
+} from "../contract/index.js";
 import type { Logger } from "./logger.js";
 
 export type TerminalRunEvent = Extract<RunEvent["event"], { kind: "done" | "error" }>;
@@ -40,4 +43,34 @@ export function subscribeRunEnds(nc: NatsConnection, subjects: Subjects, limits:
     },
   }));
   return { stop: () => subs.forEach((s) => s.unsubscribe()) };
+}
+
+/** A run's end as its transcript records hold it (the records `sessions.run` returns). */
+export interface RecordedRunEnd {
+  status: "done" | "error" | "aborted";
+  /** the end marker's text: the reply, or the error message */
+  text: string | undefined;
+  errorCode: string | undefined;
+  silent: boolean;
+  /** what the run spent: the usage its assistant messages carry */
+  usage: Usage;
+  /** the text of the run's last assistant message that has any */
+  lastAssistantText: string;
+}
+
+/** The run's terminal end marker (the last one, as the sessions actor's run status) read with its usage; null while there is none. */
+export function runEndFromRecords(records: readonly TranscriptRecord[]): RecordedRunEnd | null {
+  const marker = records.findLast((r) => r.kind === "run_marker" && r.runStatus !== undefined && r.runStatus !== "started");
+  if (!marker) return null;
+  let usage = emptyUsage();
+  let lastAssistantText = "";
+  for (const r of records) {
+    const m = r.message;
+    if (m?.role !== "assistant") continue;
+    if (m.usage) usage = addUsage(usage, m.usage);
+    const text = m.content.filter((b) => b.type === "text").map((b) => (b as { text: string }).text).join("");
+    if (text.trim()) lastAssistantText = text;
+  }
+  const errorCode = typeof marker.meta?.errorCode === "string" ? marker.meta.errorCode : undefined;
+  return { status: marker.runStatus as RecordedRunEnd["status"], text: marker.text, errorCode, silent: marker.meta?.silent === true, usage, lastAssistantText };
 }
