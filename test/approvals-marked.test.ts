@@ -10,15 +10,15 @@
  * asks for another, and a successful `lurkbot approvals deny` from the CLI.
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { outboundMessageSchema, STREAMS, subjects, toolCallReply, toolsListReply, type ApprovalRecord, type Origin } from "../shared/contract/index.js";
-import { BusClient } from "../shared/runtime/client.js";
-import { startActorProcess, startModuleActor, waitFor, type ActorProcess } from "./harness/actors.js";
+import type { BusClient } from "../shared/runtime/client.js";
+import { waitFor } from "./harness/actors.js";
+import { ApprovalRig } from "./harness/approval-rig.js";
 import { runCli } from "./harness/cli.js";
 import { TestNats } from "./harness/nats.js";
 import { pendingApproval, textOf } from "./harness/tools-actor.js";
@@ -26,12 +26,9 @@ import { pendingApproval, textOf } from "./harness/tools-actor.js";
 const BWRAP = "/usr/bin/bwrap";
 
 describe("approvals: tools marked by config or by their definition", () => {
+  const rig = new ApprovalRig();
   let nats: TestNats;
-  let approvals: ActorProcess;
-  let tools: ActorProcess;
-  const exts: ActorProcess[] = [];
   let runner: NatsConnection;
-  let cliNc: NatsConnection;
   let runnerBus: BusClient;
   let cli: BusClient;
   let ws: string;
@@ -48,10 +45,7 @@ describe("approvals: tools marked by config or by their definition", () => {
   const decide = (record: ApprovalRecord, decision: "approve" | "deny") => cli.call("approvals", "decide", { approvalId: record.approvalId, decision, decidedBy: "cli:test" });
 
   before(async () => {
-    ws = realpathSync(mkdtempSync(join(tmpdir(), "lurk-mark-ws-")));
-    writeFileSync(join(ws, "notes.txt"), "the secret plan\n");
-    nats = await TestNats.start();
-    writeFileSync(join(nats.home, "config.json"), JSON.stringify({
+    await rig.start({
       agents: [{ id: "main", default: true, toolProfile: "full", requireApproval: ["web_fetch"] }],
       tools: {
         timeoutMs: 20_000,
@@ -59,25 +53,13 @@ describe("approvals: tools marked by config or by their definition", () => {
         exec: { ask: "on-miss", allowlist: ["echo"], ...(existsSync(BWRAP) ? {} : { allowUnsandboxed: true }) },
       },
       approvals: { timeoutMs: 30_000 },
-    }));
-    approvals = await startActorProcess("approvals", nats);
-    tools = await startActorProcess("tools", nats, { LURKBOT_WORKSPACE: ws });
-    exts.push(await startModuleActor("test/fixtures/ext-tools/main.js", "tools-ext", nats));
-    exts.push(await startModuleActor("test/fixtures/ext-tools/main.js", "tools-ext", nats, { EXT_TOOL_NAME: "secret_lookup", EXT_TOOL_NEEDS_APPROVAL: "1", EXT_TOOL_QUEUE: "tools-ext-secret" }));
-    runner = await nats.connect("agent-runner");
-    cliNc = await nats.connect("cli");
-    runnerBus = new BusClient(runner);
-    cli = new BusClient(cliNc);
+    });
+    await rig.startModule("test/fixtures/ext-tools/main.js", "tools-ext");
+    await rig.startModule("test/fixtures/ext-tools/main.js", "tools-ext", { EXT_TOOL_NAME: "secret_lookup", EXT_TOOL_NEEDS_APPROVAL: "1", EXT_TOOL_QUEUE: "tools-ext-secret" });
+    ({ nats, runnerNc: runner, runnerBus, cli, ws } = rig);
+    writeFileSync(join(ws, "notes.txt"), "the secret plan\n");
   });
-  after(async () => {
-    await runner?.close();
-    await cliNc?.close();
-    for (const ext of exts) await ext.stop();
-    await tools?.stop();
-    await approvals?.stop();
-    await nats?.stop();
-    rmSync(ws, { recursive: true, force: true });
-  });
+  after(() => rig.stop());
 
   it("the catalog says which tools need approval (config and definition)", async () => {
     const replies = await runner.requestMany("lurk.tools.list", JSON.stringify({ type: "lurk.tools.list.v1", id: "list-mark", ts: Date.now(), agentId: "main" }), { strategy: "timer", maxWait: 500 });

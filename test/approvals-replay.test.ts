@@ -5,27 +5,22 @@
  * it; redeeming twice is CONFLICT; the mark survives a restart of the approvals actor.
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import type { NatsConnection } from "@nats-io/transport-node";
 import { toolCallReply, type ToolCallReply } from "../shared/contract/index.js";
 import { argsHash } from "../shared/runtime/approval-token.js";
-import { BusClient } from "../shared/runtime/client.js";
-import { startActorProcess, type ActorProcess } from "./harness/actors.js";
-import { TestNats } from "./harness/nats.js";
+import type { BusClient } from "../shared/runtime/client.js";
+import type { ActorProcess } from "./harness/actors.js";
+import { ApprovalRig } from "./harness/approval-rig.js";
 import { pendingApproval, textOf } from "./harness/tools-actor.js";
 
 const BWRAP = "/usr/bin/bwrap";
 
 describe("approval tokens are single-use across tools instances", () => {
-  let nats: TestNats;
+  const rig = new ApprovalRig();
   let approvals: ActorProcess;
   let first: ActorProcess;
-  let second: ActorProcess | undefined;
-  let runnerNc: NatsConnection;
-  let cliNc: NatsConnection;
   let runner: BusClient;
   let cli: BusClient;
   let ws: string;
@@ -37,27 +32,12 @@ describe("approval tokens are single-use across tools instances", () => {
   const ran = () => (existsSync(join(ws, "ran.log")) ? readFileSync(join(ws, "ran.log"), "utf8").split("\n").filter(Boolean).length : 0);
 
   before(async () => {
-    ws = realpathSync(mkdtempSync(join(tmpdir(), "lurk-replay-ws-")));
-    nats = await TestNats.start({ streams: false });
-    writeFileSync(join(nats.home, "config.json"), JSON.stringify({
+    await rig.start({
       tools: { timeoutMs: 20_000, exec: { ask: "always", ...(existsSync(BWRAP) ? {} : { allowUnsandboxed: true }) } },
-    }));
-    approvals = await startActorProcess("approvals", nats);
-    first = await startActorProcess("tools", nats, { LURKBOT_WORKSPACE: ws });
-    runnerNc = await nats.connect("agent-runner");
-    cliNc = await nats.connect("cli");
-    runner = new BusClient(runnerNc);
-    cli = new BusClient(cliNc);
+    }, { streams: false });
+    ({ approvals, tools: first, runnerBus: runner, cli, ws } = rig);
   });
-  after(async () => {
-    await runnerNc?.close();
-    await cliNc?.close();
-    await first?.stop();
-    await second?.stop();
-    await approvals?.stop();
-    await nats?.stop();
-    rmSync(ws, { recursive: true, force: true });
-  });
+  after(() => rig.stop());
 
   it("a token used on one instance is refused on another", async () => {
     const args = { command: "echo once >> ran.log" };
@@ -72,7 +52,7 @@ describe("approval tokens are single-use across tools instances", () => {
     assert.ok(used.usedAt !== undefined, "the approvals actor marked it used");
 
     // a second tools instance that never saw the token; the first one goes away
-    second = await startActorProcess("tools", nats, { LURKBOT_WORKSPACE: ws });
+    await rig.startActor("tools");
     await first.stop();
     const replayed = await call("replay-1", args, { approvalToken: token });
     assert.equal(replayed.isError, true);
@@ -82,7 +62,7 @@ describe("approval tokens are single-use across tools instances", () => {
 
     // the mark is on disk: it holds after the approvals actor restarts
     await approvals.kill();
-    approvals = await startActorProcess("approvals", nats);
+    approvals = await rig.startActor("approvals");
     const again = await call("replay-1", args, { approvalToken: token });
     assert.equal(again.errorCode, "TOOL_DENIED");
     assert.equal(ran(), 1);

@@ -11,8 +11,7 @@
  *   is reused, and the approval reaches the new runner; the write runs once.
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -20,8 +19,8 @@ import { outboundMessageSchema, subjects, toolProgressSchema, type OutboundMessa
 import { BusClient } from "../shared/runtime/client.js";
 import { createLogger } from "../shared/runtime/logger.js";
 import { ToolsClient } from "../services/agent-runner/tools-client.js";
-import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
-import { TestNats } from "./harness/nats.js";
+import { waitFor, type ActorProcess } from "./harness/actors.js";
+import { ApprovalRig } from "./harness/approval-rig.js";
 import { runCli } from "./harness/cli.js";
 import { CliClient, TestSystem } from "./harness/system.js";
 import { messageText } from "./fakes/openai-server.js";
@@ -31,39 +30,24 @@ const log = createLogger("test", "silent");
 const textOf = (r: { content: Array<{ type: string; text?: string }> }) => r.content.map((b) => b.text ?? "").join("");
 
 describe("pending approvals across restarts of the tools actor and the agent-runner", () => {
-  let nats: TestNats;
-  let approvals: ActorProcess;
+  const rig = new ApprovalRig();
   let tools: ActorProcess;
   let cliNc: NatsConnection;
   let cli: BusClient;
   let ws: string;
-  const conns: NatsConnection[] = [];
 
   const runnerClient = async () => {
-    const nc = await nats.connect("agent-runner");
-    conns.push(nc);
+    const nc = await rig.connect("agent-runner");
     return { nc, tools: new ToolsClient(nc, new BusClient(nc), S, log, 120_000) };
   };
   const ctx = (runId: string) => ({ runId, sessionKey: "agent:main:main", agentId: "main", sessionType: "main" });
   const approvalsOf = async (toolCallId: string) => (await cli.call("approvals", "list", {})).approvals.filter((a) => a.toolCallId === toolCallId);
 
   before(async () => {
-    ws = realpathSync(mkdtempSync(join(tmpdir(), "lurk-restart-ws-")));
-    nats = await TestNats.start();
-    writeFileSync(join(nats.home, "config.json"), JSON.stringify({ tools: { requireApproval: ["write"] }, approvals: { timeoutMs: 90_000 } }));
-    approvals = await startActorProcess("approvals", nats);
-    tools = await startActorProcess("tools", nats, { LURKBOT_WORKSPACE: ws });
-    cliNc = await nats.connect("cli");
-    cli = new BusClient(cliNc);
+    await rig.start({ tools: { requireApproval: ["write"] }, approvals: { timeoutMs: 90_000 } });
+    ({ tools, cliNc, cli, ws } = rig);
   });
-  after(async () => {
-    for (const nc of conns) await nc.close().catch(() => undefined);
-    await cliNc?.close();
-    await tools?.stop();
-    await approvals?.stop();
-    await nats?.stop();
-    rmSync(ws, { recursive: true, force: true });
-  });
+  after(() => rig.stop());
 
   it("the tools actor restarts while a call waits; the approval still reaches the run", async () => {
     const runner = await runnerClient();
@@ -81,7 +65,7 @@ describe("pending approvals across restarts of the tools actor and the agent-run
     watcher.unsubscribe();
     await tools.kill();
     await cli.call("approvals", "decide", { approvalId: record!.approvalId, decision: "approve", decidedBy: "cli:test" });
-    tools = await startActorProcess("tools", nats, { LURKBOT_WORKSPACE: ws });
+    tools = await rig.startActor("tools");
     const result = await pending;
     assert.equal(result.isError, false, textOf(result));
     assert.equal(readFileSync(join(ws, "after-tools-restart.txt"), "utf8"), "once");

@@ -9,8 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { createPrivateKey, createPublicKey, generateKeyPairSync } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -23,7 +22,8 @@ import { parseConfig } from "../shared/runtime/config.js";
 import { execTool } from "../services/tools/tools/exec.js";
 import { readTool } from "../services/tools/tools/read.js";
 import { callNeedsApproval, execCommandAllowlisted } from "../services/tools/approval-gate.js";
-import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
+import { waitFor, type ActorProcess } from "./harness/actors.js";
+import { ApprovalRig } from "./harness/approval-rig.js";
 import { runCli } from "./harness/cli.js";
 import { CliClient, TestSystem } from "./harness/system.js";
 import { TestNats } from "./harness/nats.js";
@@ -33,11 +33,9 @@ const APPROVAL_TIMEOUT_MS = 8_000;
 const BWRAP = "/usr/bin/bwrap";
 
 describe("approvals: exec gated by a human decision", () => {
+  const rig = new ApprovalRig();
   let nats: TestNats;
   let approvals: ActorProcess;
-  let tools: ActorProcess;
-  let runner: NatsConnection;
-  let cliNc: NatsConnection;
   let runnerBus: BusClient;
   let cli: BusClient;
   let ws: string;
@@ -58,27 +56,13 @@ describe("approvals: exec gated by a human decision", () => {
   const lines = () => (existsSync(join(ws, "runs.log")) ? readFileSync(join(ws, "runs.log"), "utf8").split("\n").filter(Boolean) : []);
 
   before(async () => {
-    ws = realpathSync(mkdtempSync(join(tmpdir(), "lurk-appr-ws-")));
-    nats = await TestNats.start();
-    writeFileSync(join(nats.home, "config.json"), JSON.stringify({
+    await rig.start({
       tools: { timeoutMs: 20_000, exec: { ask: "always", ...(existsSync(BWRAP) ? {} : { allowUnsandboxed: true }) } },
       approvals: { timeoutMs: APPROVAL_TIMEOUT_MS },
-    }));
-    approvals = await startActorProcess("approvals", nats);
-    tools = await startActorProcess("tools", nats, { LURKBOT_WORKSPACE: ws });
-    runner = await nats.connect("agent-runner");
-    cliNc = await nats.connect("cli");
-    runnerBus = new BusClient(runner);
-    cli = new BusClient(cliNc);
+    });
+    ({ nats, approvals, runnerBus, cli, ws } = rig);
   });
-  after(async () => {
-    await runner?.close();
-    await cliNc?.close();
-    await tools?.stop();
-    await approvals?.stop();
-    await nats?.stop();
-    rmSync(ws, { recursive: true, force: true });
-  });
+  after(() => rig.stop());
 
   it("keeps its signing key in the data dir with mode 0600 and publishes the public key", async () => {
     const file = join(nats.home, "data", "approvals", "signing-key.pem");
@@ -193,7 +177,7 @@ describe("approvals: exec gated by a human decision", () => {
     const pending = call({ command: "echo after-restart >> runs.log" });
     const record = await pendingFor(`appr-call-${n}`);
     await approvals.kill();
-    approvals = await startActorProcess("approvals", nats);
+    approvals = await rig.startActor("approvals");
     const { approval } = await cli.call("approvals", "get", { approvalId: record.approvalId });
     assert.equal(approval.status, "pending");
     await cli.call("approvals", "decide", { approvalId: record.approvalId, decision: "approve", decidedBy: "cli:test" });

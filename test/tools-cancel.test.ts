@@ -10,17 +10,16 @@
  * - a whole system: the model calls exec `sleep`, the user sends /stop, the child is gone.
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { envelope, subjects, toolCallReply } from "../shared/contract/index.js";
 import { ToolsClient } from "../services/agent-runner/tools-client.js";
-import { BusClient } from "../shared/runtime/client.js";
+import type { BusClient } from "../shared/runtime/client.js";
 import { createLogger } from "../shared/runtime/logger.js";
-import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
-import { TestNats } from "./harness/nats.js";
+import { waitFor } from "./harness/actors.js";
+import { ApprovalRig } from "./harness/approval-rig.js";
 import { CliClient, TestSystem } from "./harness/system.js";
 import { pendingApproval, textOf } from "./harness/tools-actor.js";
 
@@ -44,14 +43,11 @@ const running = (seconds: string) => waitFor(() => (sleepers(seconds).length > 0
 const gone = (seconds: string) => waitFor(() => sleepers(seconds).length === 0, 5_000, `sleep ${seconds} gone`);
 
 describe("tool call cancellation over the bus", () => {
-  let nats: TestNats;
-  let tools: ActorProcess;
-  let approvals: ActorProcess;
+  const rig = new ApprovalRig();
   let runner: NatsConnection;
   let router: NatsConnection;
   let bus: BusClient;
   let cli: BusClient;
-  let cliNc: NatsConnection;
   let ws: string;
 
   const call = (runId: string, toolCallId: string, tool: string, args: Record<string, unknown>) => bus.callSubject(`lurk.tools.call.${tool}`, "lurk.tools.call.v1", {
@@ -59,28 +55,13 @@ describe("tool call cancellation over the bus", () => {
   }, toolCallReply, { timeoutMs: 60_000 });
 
   before(async () => {
-    ws = realpathSync(mkdtempSync(join(tmpdir(), "lurk-cancel-ws-")));
-    nats = await TestNats.start();
-    writeFileSync(join(nats.home, "config.json"), JSON.stringify({
+    await rig.start({
       tools: { timeoutMs: 60_000, requireApproval: ["write"], exec: existsSync(BWRAP) ? {} : { allowUnsandboxed: true } },
-    }));
-    approvals = await startActorProcess("approvals", nats);
-    tools = await startActorProcess("tools", nats, { LURKBOT_WORKSPACE: ws });
-    runner = await nats.connect("agent-runner");
-    router = await nats.connect("router");
-    cliNc = await nats.connect("cli");
-    bus = new BusClient(runner);
-    cli = new BusClient(cliNc);
+    });
+    router = await rig.connect("router");
+    ({ runnerNc: runner, runnerBus: bus, cli, ws } = rig);
   });
-  after(async () => {
-    await runner?.close();
-    await router?.close();
-    await cliNc?.close();
-    await tools?.stop();
-    await approvals?.stop();
-    await nats?.stop();
-    rmSync(ws, { recursive: true, force: true });
-  });
+  after(() => rig.stop());
 
   it("a run abort (what /stop sends) cancels its exec call and kills the child", async () => {
     const started = Date.now();

@@ -18,6 +18,7 @@
 import type { KeyObject } from "node:crypto";
 import { Svcm } from "@nats-io/services";
 import { LurkError, toolProgressSchema, type ApprovalRecord, type ToolCallRequest } from "../contract/index.js";
+import { sleepUnlessAborted } from "./abortable-sleep.js";
 import type { ActorRuntime } from "./actor.js";
 import { argsHash, publicKeyFromBase64, verifyApprovalToken } from "./approval-token.js";
 
@@ -29,10 +30,15 @@ const REQUEST_RETRY_MS = 30_000;
 
 const DENIED_TEXT = "Tool execution denied";
 
-/** the errors of an approvals actor that is restarting (no responder, no answer in time) */
-function restarting(err: unknown): boolean {
+/**
+ * Rethrows `err` unless it is the approvals actor restarting (no responder, no answer in time)
+ * and `giveUpAt` has not passed; then pauses a moment (less if `signal` fires) before the
+ * caller asks again.
+ */
+async function pauseIfRestarting(err: unknown, giveUpAt: number, signal: AbortSignal): Promise<void> {
   const code = LurkError.from(err).code;
-  return code === "TIMEOUT" || code === "UNAVAILABLE";
+  if ((code !== "TIMEOUT" && code !== "UNAVAILABLE") || Date.now() > giveUpAt) throw err;
+  await sleepUnlessAborted(250, signal);
 }
 
 /** Why a gated call may not run (the text goes to the model as an error result). */
@@ -102,21 +108,19 @@ export class ApprovalGate {
         answer = await abortable(client.call("approvals", "request", body, { causationId: req.id, runId: req.runId }), signal);
         break;
       } catch (err) {
-        if (!restarting(err) || Date.now() > giveUpAt) throw err;
-        await new Promise((r) => setTimeout(r, 250));
+        await pauseIfRestarting(err, giveUpAt, signal);
       }
     }
     const { approvalId, expiresAt } = answer.approval;
     while (answer.approval.status === "pending") {
-      if (signal.aborted) throw new LurkError("ABORTED", signal.reason instanceof Error ? signal.reason.message : "the call was cancelled");
+      if (signal.aborted) throw abortError(signal);
       heartbeat(approvalId);
       const waitMs = Math.max(0, Math.min(WAIT_SLICE_MS, expiresAt - Date.now() + 100));
       try {
         answer = await abortable(client.call("approvals", "wait", { approvalId, waitMs }, { timeoutMs: waitMs + 2_000, causationId: req.id }), signal);
       } catch (err) {
         // the approvals actor restarting (its records are on disk): keep asking until well past the expiry
-        if (!restarting(err) || Date.now() > expiresAt + 10_000) throw err;
-        await new Promise((r) => setTimeout(r, 250));
+        await pauseIfRestarting(err, expiresAt + 10_000, signal);
       }
     }
     return answer;
@@ -175,12 +179,16 @@ export class ApprovalGate {
 
 /** `work`, or ABORTED as soon as `signal` fires (the work itself is left to finish). */
 function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(new LurkError("ABORTED", "the call was cancelled"));
+  if (signal.aborted) return Promise.reject(abortError(signal));
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new LurkError("ABORTED", signal.reason instanceof Error ? signal.reason.message : "the call was cancelled"));
+    const onAbort = () => reject(abortError(signal));
     signal.addEventListener("abort", onAbort, { once: true });
     work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
   });
+}
+
+function abortError(signal: AbortSignal): LurkError {
+  return new LurkError("ABORTED", signal.reason instanceof Error ? signal.reason.message : "the call was cancelled");
 }
 
 /**

@@ -37,7 +37,7 @@ export interface ServedTool {
 }
 
 /** Whether a call of this tool by `agentId` needs a human approval (definition or config). */
-export function servedToolNeedsApproval(rt: ActorRuntime, definition: ServedTool["definition"], agentId?: string): boolean {
+function servedToolNeedsApproval(rt: ActorRuntime, definition: ServedTool["definition"], agentId?: string): boolean {
   return definition.needsApproval || configRequiresApproval(rt.config, agentId, definition);
 }
 
