@@ -14,6 +14,7 @@ import {
 } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import type { Logger } from "../../shared/runtime/logger.js";
+import { runEndFromRecords } from "../../shared/runtime/run-ends.js";
 import type { RunEvents } from "./events.js";
 import { settleNotes } from "./run-notes.js";
 import { SILENT_TOKEN } from "./system-prompt.js";
@@ -111,12 +112,10 @@ export async function finishRun(deps: FinishDeps, outcome: Outcome): Promise<voi
 
 /** A finished run delivered again: re-publish its reply (the stream drops the duplicate). */
 export async function replayFinished(rt: ActorRuntime, req: RunRequest, records: TranscriptRecord[], log: Logger): Promise<void> {
-  const marker = records.find((r) => r.kind === "run_marker" && r.runStatus && r.runStatus !== "started");
-  if (!marker) return;
-  const status = marker.runStatus as Outcome["status"];
-  const text = marker.text ?? "";
-  log.info({ status }, "run already finished; re-publishing its reply only");
-  if (!deliverable(req, status, text)) return;
-  const errorCode = typeof marker.meta?.errorCode === "string" ? marker.meta.errorCode : undefined;
-  await publishReply(rt, req, status === "done" ? "reply" : "error", text, errorCode);
+  const end = runEndFromRecords(records);
+  if (!end) return;
+  const text = end.text ?? "";
+  log.info({ status: end.status }, "run already finished; re-publishing its reply only");
+  if (!deliverable(req, end.status, text)) return;
+  await publishReply(rt, req, end.status === "done" ? "reply" : "error", text, end.errorCode);
 }

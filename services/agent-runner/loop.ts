@@ -11,11 +11,11 @@
  * model sees them. Turn hooks observe each message, turn end and error; an onTurnEnd hook may
  * stop the loop.
  */
-import { addUsage, LurkError, type AssistantMessage, type LlmMessage, type ToolDefinition, type ToolResultMessage, type Usage } from "../../shared/contract/index.js";
+import { addUsage, assistantText, LurkError, type AssistantMessage, type LlmMessage, type ToolDefinition, type ToolResultMessage, type Usage } from "../../shared/contract/index.js";
 import { callModel, type LlmCallDeps } from "./llm-call.js";
 import { withOverflowRetry, type CompactContext } from "./overflow-retry.js";
 import type { ToolCallBlock } from "./providers/types.js";
-import { assistantText, type ResumeState } from "./transcript.js";
+import type { ResumeState } from "./transcript.js";
 import type { MailboxInput, RunMailbox } from "./mailbox.js";
 import { runTurnTools, toolsByName, type TurnToolDeps } from "./turn-tools.js";
 

@@ -3,9 +3,8 @@
  * memory consolidation): the provider's stream() is drained and nothing is published as run
  * events. Throws the provider's LurkError; an empty answer is a PROVIDER_ERROR.
  */
-import { emptyUsage, LurkError, type Usage } from "../../shared/contract/index.js";
+import { assistantText, emptyUsage, LurkError, type Usage } from "../../shared/contract/index.js";
 import type { Provider } from "./providers/types.js";
-import { assistantText } from "./transcript.js";
 
 export interface Completion {
   text: string;

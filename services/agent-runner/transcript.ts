@@ -140,7 +140,3 @@ export function resumeState(runId: string, older: TranscriptRecord[], mine: Tran
 export function mailboxInputRecords(runId: string, turn: number, inputs: { id: string; input: RunInput }[], now = Date.now()): TranscriptRecord[] {
   return inputs.map(({ id, input }) => inputRecord(recordIds.mailboxInput(runId, id), runId, input, now, { turn }));
 }
-
-export function assistantText(message: AssistantMessage): string {
-  return message.content.filter((b) => b.type === "text").map((b) => (b as { text: string }).text).join("");
-}

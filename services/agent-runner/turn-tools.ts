@@ -10,6 +10,7 @@
  * calls not yet started: each gets an error result saying so, checkpointed like any other, so
  * the model sees why and a resumed run does not start them either.
  */
+import { abortable } from "../../shared/runtime/abortable-sleep.js";
 import type { ToolDefinition, ToolResultMessage } from "../../shared/contract/index.js";
 import type { RunEvents } from "./events.js";
 import { abortError } from "./llm-call.js";
@@ -70,7 +71,7 @@ export async function runTurnTools(deps: TurnToolDeps, turn: number, calls: Tool
       return prior;
     }
     const started = Date.now();
-    const result = await abortable(produce(deps, byName, call), deps.signal);
+    const result = await abortable(produce(deps, byName, call), deps.signal, abortError);
     const durationMs = Date.now() - started;
     store(result, durationMs);
     deps.events.emit({ kind: "tool_end", turn, toolCallId: call.id, name: call.name, isError: result.isError, preview: preview(result), durationMs, resumed: false });
@@ -114,14 +115,6 @@ async function produce(deps: TurnToolDeps, byName: ReadonlyMap<string, ToolDefin
   return deps.execute(call);
 }
 
-function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(abortError(signal));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(abortError(signal));
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
-}
 
 export function preview(result: ToolResultMessage, max = 2_000): string {
   const text = result.content.map((b) => (b.type === "text" ? b.text : `[image ${b.mime}]`)).join("\n");

@@ -132,6 +132,11 @@ export const toolResultMessageSchema = z.object({
 export const llmMessageSchema = z.discriminatedUnion("role", [userMessageSchema, assistantMessageSchema, toolResultMessageSchema]);
 export type LlmMessage = z.infer<typeof llmMessageSchema>;
 export type AssistantMessage = z.infer<typeof assistantMessageSchema>;
+
+/** The text blocks of an assistant message, joined (its answer without thinking and tool calls). */
+export function assistantText(message: AssistantMessage): string {
+  return message.content.filter((b) => b.type === "text").map((b) => (b as { text: string }).text).join("");
+}
 export type ToolResultMessage = z.infer<typeof toolResultMessageSchema>;
 export type UserMessage = z.infer<typeof userMessageSchema>;
 

@@ -18,7 +18,7 @@
 import type { KeyObject } from "node:crypto";
 import { Svcm } from "@nats-io/services";
 import { LurkError, toolProgressSchema, type ApprovalRecord, type ToolCallRequest } from "../contract/index.js";
-import { sleepUnlessAborted } from "./abortable-sleep.js";
+import { abortable, sleepUnlessAborted } from "./abortable-sleep.js";
 import type { ActorRuntime } from "./actor.js";
 import { argsHash, publicKeyFromBase64, verifyApprovalToken } from "./approval-token.js";
 
@@ -105,7 +105,7 @@ export class ApprovalGate {
     let answer;
     for (;;) {
       try {
-        answer = await abortable(client.call("approvals", "request", body, { causationId: req.id, runId: req.runId }), signal);
+        answer = await abortable(client.call("approvals", "request", body, { causationId: req.id, runId: req.runId }), signal, abortError);
         break;
       } catch (err) {
         await pauseIfRestarting(err, giveUpAt, signal);
@@ -117,7 +117,7 @@ export class ApprovalGate {
       heartbeat(approvalId);
       const waitMs = Math.max(0, Math.min(WAIT_SLICE_MS, expiresAt - Date.now() + 100));
       try {
-        answer = await abortable(client.call("approvals", "wait", { approvalId, waitMs }, { timeoutMs: waitMs + 2_000, causationId: req.id }), signal);
+        answer = await abortable(client.call("approvals", "wait", { approvalId, waitMs }, { timeoutMs: waitMs + 2_000, causationId: req.id }), signal, abortError);
       } catch (err) {
         // the approvals actor restarting (its records are on disk): keep asking until well past the expiry
         await pauseIfRestarting(err, expiresAt + 10_000, signal);
@@ -178,14 +178,6 @@ export class ApprovalGate {
 }
 
 /** `work`, or ABORTED as soon as `signal` fires (the work itself is left to finish). */
-function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(abortError(signal));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(abortError(signal));
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
-}
 
 function abortError(signal: AbortSignal): LurkError {
   return new LurkError("ABORTED", signal.reason instanceof Error ? signal.reason.message : "the call was cancelled");

@@ -8,7 +8,7 @@
  */
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  addUsage, emptyUsage, runEventSchema, safeParseJson, type RunEvent, type SafeParseLimits, type Subjects, type TranscriptRecord, type Usage,
+  addUsage, assistantText, emptyUsage, runEventSchema, safeParseJson, type RunEvent, type SafeParseLimits, type Subjects, type TranscriptRecord, type Usage,
 } from "../contract/index.js";
 import type { Logger } from "./logger.js";
 
@@ -68,7 +68,7 @@ export function runEndFromRecords(records: readonly TranscriptRecord[]): Recorde
     const m = r.message;
     if (m?.role !== "assistant") continue;
     if (m.usage) usage = addUsage(usage, m.usage);
-    const text = m.content.filter((b) => b.type === "text").map((b) => (b as { text: string }).text).join("");
+    const text = assistantText(m);
     if (text.trim()) lastAssistantText = text;
   }
   const errorCode = typeof marker.meta?.errorCode === "string" ? marker.meta.errorCode : undefined;

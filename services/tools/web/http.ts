@@ -17,6 +17,7 @@ import { isIP, type LookupFunction } from "node:net";
 import type { Readable } from "node:stream";
 import zlib from "node:zlib";
 import { LurkError } from "../../../shared/contract/index.js";
+import { abortable } from "../../../shared/runtime/abortable-sleep.js";
 import { isPublicAddress } from "./address.js";
 
 export const MAX_REDIRECTS = 5;
@@ -94,7 +95,7 @@ export async function checkTarget(url: URL, allow: readonly string[], signal: Ab
     addresses = [{ address: host, family: literal as 4 | 6 }];
   } else {
     try {
-      const found = await abortable(dnsLookup(host, { all: true, verbatim: true }), signal);
+      const found = await abortable(dnsLookup(host, { all: true, verbatim: true }), signal, abortError);
       addresses = found.map((a) => ({ address: a.address, family: a.family as 4 | 6 }));
     } catch (err) {
       if (LurkError.is(err)) throw err;
@@ -120,14 +121,6 @@ function pinnedLookup(target: Target): LookupFunction {
   }) as unknown as LookupFunction;
 }
 
-function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(abortError(signal));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(abortError(signal));
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
-}
 
 function abortError(signal: AbortSignal): LurkError {
   const reason: unknown = signal.reason;
