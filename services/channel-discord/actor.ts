@@ -12,7 +12,7 @@ import { WebSocketManager, WebSocketShardEvents } from "@discordjs/ws";
 import { GatewayDispatchEvents, GatewayIntentBits, type GatewayDispatchPayload } from "discord-api-types/v10";
 import { LurkError } from "../../shared/contract/index.js";
 import { defineChannelActor, DraftMessages, publishWithDraft, toDiscordMarkdown, type ChannelContext } from "../../shared/runtime/channel/index.js";
-import { discordChannelSchema, streamingMode, type DiscordChannelConfig } from "../../shared/runtime/config-channels.js";
+import { discordChannelSchema, type DiscordChannelConfig } from "../../shared/runtime/config-channels.js";
 import { messageToInbound, type DcMessage } from "./inbound.js";
 import { DiscordApi } from "./send.js";
 
@@ -24,11 +24,7 @@ async function onMessage(ctx: ChannelContext<DiscordChannelConfig>, api: Discord
   const info = msg.guild_id ? await api.channelInfo(msg.channel_id) : { id: msg.channel_id, isThread: false };
   const inbound = messageToInbound(msg, botId, info);
   if (!inbound) return;
-  const mode = streamingMode(ctx.settings);
-  await publishWithDraft({
-    ctx, drafts: mode === "draft" ? drafts : undefined, blocks: mode === "block" ? ctx.blocks : undefined,
-    target: inbound.conversation, draftIntervalMs: ctx.settings.draftIntervalMs,
-  }, inbound);
+  await publishWithDraft({ ctx, drafts, target: inbound.conversation }, inbound);
 }
 
 export const definition = defineChannelActor({

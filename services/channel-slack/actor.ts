@@ -35,11 +35,13 @@ function slackLogger(log: Logger): SlackLogger {
   };
 }
 
-/** Persists one message (drafting or block-streaming its run when asked); returns false if it can never be stored. */
+/**
+ * Persists one message (streaming its run as the settings ask, unless `stream` is false: a button
+ * click starts no run); returns false if it can never be stored.
+ */
 async function publish(ctx: ChannelContext<SlackChannelConfig>, drafts: DraftMessages<SlackTarget> | undefined, inbound: InboundInput, stream = true): Promise<boolean> {
   try {
-    const blocks = stream && streamingMode(ctx.settings) === "block" ? ctx.blocks : undefined;
-    await publishWithDraft({ ctx, drafts: stream ? drafts : undefined, blocks, target: targetOf(inbound.conversation), draftIntervalMs: ctx.settings.draftIntervalMs }, inbound);
+    await (stream ? publishWithDraft({ ctx, drafts, target: targetOf(inbound.conversation) }, inbound) : ctx.publishInbound(inbound));
     return true;
   } catch (err) {
     if (err instanceof LurkError && UNSTORABLE.has(err.code)) {

@@ -12,7 +12,7 @@ import { Api } from "grammy";
 import type { Update } from "grammy/types";
 import { LurkError } from "../../shared/contract/index.js";
 import { defineChannelActor, DraftMessages, publishWithDraft, type ChannelContext } from "../../shared/runtime/channel/index.js";
-import { streamingMode, telegramChannelSchema, type TelegramChannelConfig } from "../../shared/runtime/config-channels.js";
+import { telegramChannelSchema, type TelegramChannelConfig } from "../../shared/runtime/config-channels.js";
 import { conversationOf, fullName, messageToInbound, peerOf, platformMessageId, targetOf, type BotIdentity, type TgMessage, type TgTarget } from "./inbound.js";
 import { Poller } from "./poller.js";
 import { editText, sendText, toDeliveryError } from "./send.js";
@@ -23,11 +23,7 @@ async function handleUpdate(ctx: ChannelContext<TelegramChannelConfig>, api: Api
   if (update.message) {
     const inbound = messageToInbound(update.message as unknown as TgMessage, bot);
     if (!inbound) return;
-    const mode = streamingMode(ctx.settings);
-    await publishWithDraft({
-      ctx, drafts: mode === "draft" ? drafts : undefined, blocks: mode === "block" ? ctx.blocks : undefined,
-      target: targetOf(inbound.conversation), draftIntervalMs: ctx.settings.draftIntervalMs,
-    }, inbound);
+    await publishWithDraft({ ctx, drafts, target: targetOf(inbound.conversation) }, inbound);
     return;
   }
   const query = update.callback_query;

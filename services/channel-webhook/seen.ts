@@ -8,23 +8,18 @@ import { ExpiringDb } from "../../shared/runtime/channel/index.js";
 
 interface Seen { at: number; runId: string }
 
-export class SeenIds {
-  private readonly store: ExpiringDb<Seen>;
-
+export class SeenIds extends ExpiringDb<Seen> {
   constructor(path: string, keepMs: number) {
-    this.store = new ExpiringDb(path, "seen", { keepMs, sweepEveryMs: Math.min(keepMs, 60_000), stampOf: (e) => e.at });
+    super(path, "seen", { keepMs, sweepEveryMs: Math.min(keepMs, 60_000), stampOf: (e) => e.at });
   }
 
-  get(id: string): Seen | undefined {
-    const entry = this.store.db.get(id);
-    return entry && !this.store.expired(entry) ? entry : undefined;
+  /** The id's entry while it is inside the window (an expired one not yet swept counts as unseen). */
+  override get(id: string): Seen | undefined {
+    const entry = super.get(id);
+    return entry && !this.expired(entry) ? entry : undefined;
   }
 
   async add(id: string, runId: string): Promise<void> {
-    await this.store.db.put(id, { at: Date.now(), runId });
-  }
-
-  close(): Promise<void> {
-    return this.store.close();
+    await this.db.put(id, { at: this.now(), runId });
   }
 }

@@ -29,14 +29,19 @@ export const channelBaseShape = {
   accountId: z.string().min(1).max(200).optional(),
 };
 
-/**
- * How a chat channel shows a reply while the model writes it: "draft" edits one message
- * (it becomes the reply), "block" sends each finished paragraph as its own message (the final
- * delivery sends only the rest), "off" sends the reply when the run ends. Unset: "draft", or
- * "off" when the older `streamDrafts: false` is set.
- */
-export const streamingSchema = z.enum(["draft", "block", "off"]).optional();
-export type StreamingMode = "draft" | "block" | "off";
+/** The streaming fields of a chat channel (Telegram, Discord, Slack). */
+const streamingShape = {
+  /**
+   * How the reply is shown while the model writes it: "draft" edits one message (it becomes
+   * the reply), "block" sends each finished paragraph as its own message (the final delivery
+   * sends only the rest), "off" sends the reply when the run ends. Unset: "draft", or "off"
+   * when the older `streamDrafts: false` is set.
+   */
+  streaming: z.enum(["draft", "block", "off"]).optional(),
+  /** older switch: false = `streaming: "off"` (ignored when `streaming` is set) */
+  streamDrafts: z.boolean().optional(),
+};
+export type StreamingMode = NonNullable<z.infer<typeof streamingShape.streaming>>;
 
 /** The streaming mode a chat channel's settings ask for. */
 export function streamingMode(s: { streaming?: StreamingMode | undefined; streamDrafts?: boolean | undefined }): StreamingMode {
@@ -81,10 +86,7 @@ export const telegramChannelSchema = z.object({
   apiRoot: z.url({ protocol: /^https?$/ }).default("https://api.telegram.org"),
   /** seconds one getUpdates long poll waits */
   pollTimeoutSec: z.number().int().min(0).max(50).default(30),
-  /** "draft" | "block" | "off" (see streamingSchema) */
-  streaming: streamingSchema,
-  /** older switch: false = `streaming: "off"` (ignored when `streaming` is set) */
-  streamDrafts: z.boolean().optional(),
+  ...streamingShape,
   /** the least time between two edits of a draft, ms (Telegram limits edits per chat) */
   draftIntervalMs: z.number().int().min(200).max(60_000).default(1_500),
 });
@@ -96,10 +98,7 @@ export const discordChannelSchema = z.object({
   botToken: z.string().min(20).max(200).optional(),
   /** the REST API root (the gateway URL is asked from it) */
   apiRoot: z.url({ protocol: /^https?$/ }).default("https://discord.com/api"),
-  /** "draft" | "block" | "off" (see streamingSchema) */
-  streaming: streamingSchema,
-  /** older switch: false = `streaming: "off"` (ignored when `streaming` is set) */
-  streamDrafts: z.boolean().optional(),
+  ...streamingShape,
   /** the least time between two draft edits, ms */
   draftIntervalMs: z.number().int().min(200).max(60_000).default(1_200),
 });
@@ -129,10 +128,7 @@ export const slackChannelSchema = z.object({
   appToken: z.string().startsWith("xapp-", "an app-level token starts with xapp-").max(300).optional(),
   /** the Web API root (apps.connections.open gives the Socket Mode URL) */
   apiUrl: z.url({ protocol: /^https?$/ }).default("https://slack.com/api/"),
-  /** "draft" | "block" | "off" (see streamingSchema) */
-  streaming: streamingSchema,
-  /** older switch: false = `streaming: "off"` (ignored when `streaming` is set) */
-  streamDrafts: z.boolean().optional(),
+  ...streamingShape,
   /** the least time between two draft edits, ms (chat.update is rate limited per channel) */
   draftIntervalMs: z.number().int().min(200).max(60_000).default(1_500),
 });

@@ -11,6 +11,7 @@
  * With `streaming: "block"` a run's finished paragraphs are sent as their own messages instead
  * (blocks.ts); `publishWithDraft` wires either.
  */
+import { streamingMode, type StreamingMode } from "../config-channels.js";
 import type { Logger } from "../logger.js";
 import type { ChannelContext } from "./channel-actor.js";
 import type { BlockStreams } from "./blocks.js";
@@ -110,42 +111,42 @@ export class DraftMessages<T> {
 const WATCH_MAX_MS = 30 * 60_000;
 
 export interface DraftedPublish<T> {
-  /** the kit's channel context parts used here */
+  /** the kit's channel context parts used here (`settings`: a chat channel's streaming settings) */
   ctx: {
     rt: { nc: { flush(): Promise<void> } };
+    settings: { streaming?: StreamingMode | undefined; streamDrafts?: boolean | undefined; draftIntervalMs: number };
+    blocks: BlockStreams;
     runIdFor(platformMessageId: string): string;
     watchRun: ChannelContext<unknown>["watchRun"];
     publishInbound: ChannelContext<unknown>["publishInbound"];
   };
-  /** the channel's drafts, or undefined when drafting is off */
+  /** the channel's drafts (used with `streaming: "draft"`; undefined: no drafts) */
   drafts: DraftMessages<T> | undefined;
-  /** block streaming (`streaming: "block"`): finished paragraphs sent as their own messages */
-  blocks?: BlockStreams | undefined;
   /** where the draft goes */
   target: T;
-  draftIntervalMs: number;
 }
 
 /**
  * Stores an inbound message in LURK_INBOUND (await it before acknowledging the platform) and,
- * for a message the bot answers (`mentioned`), shows its run's text as a draft while it is
- * written (or, with `blocks`, sends its finished paragraphs): the watch is subscribed before the message is published, stopped on a duplicate or
- * a failure, and a silent or aborted run's draft is deleted.
+ * for a message the bot answers (`mentioned`), streams its run as the channel's settings ask
+ * (streamingMode): shows its text as a draft while it is written, or sends its finished
+ * paragraphs (`ctx.blocks`). The watch is subscribed before the message is published, stopped
+ * on a duplicate or a failure, and a silent or aborted run's draft is deleted.
  */
 export async function publishWithDraft<T>(p: DraftedPublish<T>, inbound: InboundInput): Promise<PublishedInbound> {
   const { ctx, drafts } = p;
   const runId = ctx.runIdFor(inbound.id);
-  const blocks = p.blocks;
-  const watch = drafts && inbound.mentioned
+  const mode = inbound.mentioned ? streamingMode(ctx.settings) : "off";
+  const watch = mode === "draft" && drafts
     ? ctx.watchRun(runId, {
-      draftIntervalMs: p.draftIntervalMs,
+      draftIntervalMs: ctx.settings.draftIntervalMs,
       onDraft: (text) => drafts.update(runId, p.target, text),
       onEnd: (end) => {
         if ((end.status === "done" && end.silent) || (end.status === "error" && end.code === "ABORTED")) void drafts.discard(runId);
       },
     })
-    : blocks && inbound.mentioned
-      ? ctx.watchRun(runId, { onBlock: (text) => blocks.add(runId, inbound.conversation, text) })
+    : mode === "block"
+      ? ctx.watchRun(runId, { onBlock: (text) => ctx.blocks.add(runId, inbound.conversation, text) })
       : undefined;
   if (watch) {
     setTimeout(() => watch.stop(), WATCH_MAX_MS).unref();

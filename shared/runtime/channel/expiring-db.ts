@@ -1,7 +1,7 @@
 /**
  * One named LMDB database in its own environment at `path` (created 0700) whose entries expire
  * `keepMs` after their time stamp (`stampOf`): swept when opened and every `sweepEveryMs`, all
- * expired entries in one write transaction. The channel stores build on it (the sent-ledger,
+ * expired entries in one write transaction. The channel stores extend it (the sent-ledger,
  * the run streams, the webhook's seen request ids).
  */
 import { mkdirSync } from "node:fs";
@@ -19,7 +19,7 @@ export class ExpiringDb<V> {
   readonly db: Database<V, string>;
   private readonly root: RootDatabase;
   private readonly sweeper: NodeJS.Timeout;
-  private readonly now: () => number;
+  protected readonly now: () => number;
 
   constructor(path: string, name: string, private readonly opts: ExpiringDbOptions<V>) {
     this.now = opts.now ?? Date.now;
@@ -29,6 +29,10 @@ export class ExpiringDb<V> {
     this.sweeper = setInterval(() => void this.sweep(), opts.sweepEveryMs);
     this.sweeper.unref();
     void this.sweep();
+  }
+
+  get(key: string): V | undefined {
+    return this.db.get(key);
   }
 
   /** Whether an entry is older than `keepMs`. */

@@ -21,15 +21,9 @@ export interface LedgerEntry {
 const KEEP_MS = 8 * 24 * 3600_000;
 const SWEEP_EVERY_MS = 3600_000;
 
-export class SentLedger {
-  private readonly store: ExpiringDb<LedgerEntry>;
-
-  constructor(path: string, private readonly now: () => number = Date.now) {
-    this.store = new ExpiringDb(path, "sent", { keepMs: KEEP_MS, sweepEveryMs: SWEEP_EVERY_MS, stampOf: (e) => e.updatedAt, now });
-  }
-
-  get(deliveryId: string): LedgerEntry | undefined {
-    return this.store.db.get(deliveryId);
+export class SentLedger extends ExpiringDb<LedgerEntry> {
+  constructor(path: string, now: () => number = Date.now) {
+    super(path, "sent", { keepMs: KEEP_MS, sweepEveryMs: SWEEP_EVERY_MS, stampOf: (e) => e.updatedAt, now });
   }
 
   /** Records one more accepted part (durable when the promise resolves). */
@@ -38,7 +32,7 @@ export class SentLedger {
     const current = this.get(deliveryId);
     const parts = [...(current?.parts ?? []), platformMessageId ?? ""];
     const entry: LedgerEntry = { status: parts.length >= count ? "sent" : "sending", parts, count, attempts, firstAt: current?.firstAt ?? now, updatedAt: now };
-    await this.store.db.put(deliveryId, entry);
+    await this.db.put(deliveryId, entry);
     return entry;
   }
 
@@ -46,11 +40,7 @@ export class SentLedger {
     const now = this.now();
     const current = this.get(deliveryId);
     const entry: LedgerEntry = { status, parts: current?.parts ?? [], count: current?.count ?? 0, attempts, firstAt: current?.firstAt ?? now, updatedAt: now, ...(error ? { error: error.slice(0, 500) } : {}) };
-    await this.store.db.put(deliveryId, entry);
+    await this.db.put(deliveryId, entry);
     return entry;
-  }
-
-  close(): Promise<void> {
-    return this.store.close();
   }
 }

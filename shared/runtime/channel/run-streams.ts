@@ -30,21 +30,15 @@ export interface RunStreamEntry {
 const KEEP_MS = 24 * 3600_000;
 const SWEEP_EVERY_MS = 3600_000;
 
-export class RunStreamStore {
-  private readonly store: ExpiringDb<RunStreamEntry>;
-
-  constructor(path: string, private readonly now: () => number = Date.now) {
-    this.store = new ExpiringDb(path, "runs", { keepMs: KEEP_MS, sweepEveryMs: SWEEP_EVERY_MS, stampOf: (e) => e.updatedAt, now });
-  }
-
-  get(runId: string): RunStreamEntry | undefined {
-    return this.store.db.get(runId);
+export class RunStreamStore extends ExpiringDb<RunStreamEntry> {
+  constructor(path: string, now: () => number = Date.now) {
+    super(path, "runs", { keepMs: KEEP_MS, sweepEveryMs: SWEEP_EVERY_MS, stampOf: (e) => e.updatedAt, now });
   }
 
   private async update(runId: string, change: (e: RunStreamEntry) => RunStreamEntry): Promise<RunStreamEntry> {
     const current = this.get(runId) ?? { blocks: [], rest: [], updatedAt: 0 };
     const next = { ...change(current), updatedAt: this.now() };
-    await this.store.db.put(runId, next);
+    await this.db.put(runId, next);
     return next;
   }
 
@@ -76,9 +70,5 @@ export class RunStreamStore {
 
   addRest(runId: string, platformMessageId: string): Promise<RunStreamEntry> {
     return this.update(runId, (e) => ({ ...e, rest: [...e.rest, platformMessageId] }));
-  }
-
-  close(): Promise<void> {
-    return this.store.close();
   }
 }

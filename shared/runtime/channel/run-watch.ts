@@ -95,7 +95,9 @@ export function watchRun(nc: NatsConnection, prefix: string, runId: string, opts
   /** hands the finished paragraphs (or, at the turn's end, all the rest) to onBlock */
   const emitBlocks = (turnEnded: boolean) => {
     if (!opts.onBlock || mayBecomeSilent(turnText) || (turnEnded && isSilentReply(turnText))) return;
-    const end = turnEnded ? turnText.length : finishedBlocksEnd(turnText);
+    // only the text after the last block is scanned (it starts a line outside any fence), so a
+    // delta costs its paragraph's length, not the turn's
+    const end = turnEnded ? turnText.length : blocked + finishedBlocksEnd(turnText.slice(blocked));
     if (end <= blocked) return;
     const block = turnText.slice(blocked, end).trim();
     blocked = end;
