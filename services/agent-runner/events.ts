@@ -22,8 +22,15 @@ const DELTA_MAX_CHARS = 2_000;
 
 type DeltaKind = "message_delta" | "thinking_delta";
 
+/** Something that follows a run's events as they are emitted (run-notes.ts); `settle` is awaited before the run's reply. */
+export interface RunEventObserver {
+  observe(event: RunEventInput): void;
+  settle(): Promise<void>;
+}
+
 export class RunEvents {
   private seq = 0;
+  private readonly observers: RunEventObserver[] = [];
   private terminal = false;
   private pending: { kind: DeltaKind; turn: number; text: string } | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -39,6 +46,7 @@ export class RunEvents {
 
   emit(event: RunEventInput): void {
     if (this.terminal) return;
+    for (const observer of this.observers) observer.observe(event);
     if (event.kind === "message_delta" || event.kind === "thinking_delta") {
       if (this.pending && (this.pending.kind !== event.kind || this.pending.turn !== event.turn)) this.flush();
       if (this.pending) this.pending.text += event.text;
@@ -49,6 +57,16 @@ export class RunEvents {
     }
     this.flush();
     this.publish(event);
+  }
+
+  /** Adds an observer: it sees every later event as emitted (before deltas are coalesced). */
+  addObserver(observer: RunEventObserver): void {
+    this.observers.push(observer);
+  }
+
+  /** Resolves once every observer settled (never rejects: observers handle their own failures). */
+  settleObservers(): Promise<void> {
+    return Promise.all(this.observers.map((o) => o.settle())).then(() => undefined);
   }
 
   /** Sends the coalesced delta, if any. */

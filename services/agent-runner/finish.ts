@@ -16,7 +16,6 @@ import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import { runEndFromRecords } from "../../shared/runtime/run-ends.js";
 import type { RunEvents } from "./events.js";
-import { settleNotes } from "./run-notes.js";
 import { SILENT_TOKEN } from "./system-prompt.js";
 import { NO_MODEL_TEXT } from "./providers/registry.js";
 
@@ -84,7 +83,7 @@ export interface FinishDeps {
 /** Throws when the marker or the reply could not be written (the run is then redelivered). */
 export async function finishRun(deps: FinishDeps, outcome: Outcome): Promise<void> {
   const { rt, req, events } = deps;
-  await settleNotes(events); // /verbose and /reasoning notes reach the stream before the reply
+  await events.settleObservers(); // /verbose and /reasoning notes (run-notes.ts) reach the stream before the reply
   const kind = outcome.status === "done" ? "reply" : "error";
   const silent = outcome.status === "done" && isSilent(outcome.text);
   const usage = outcome.model && outcome.provider && outcome.usage.total + outcome.usage.input + outcome.usage.output > 0

@@ -8,15 +8,15 @@
  * one for the answer) to the run's origin, published in order on the OUTBOUND stream with a
  * Nats-Msg-Id derived from the run and the tool call / turn: a resumed or redelivered run
  * never sends one twice (the stream's duplicate window, then the channel's sent-ledger).
- * `settleNotes` (called by finishRun before the reply goes out) flushes and waits for them, so
- * every note is on the stream before the reply. A note that cannot be published is logged and
+ * `settle` (awaited by finishRun, through the run's events, before the reply goes out) flushes
+ * and waits for them, so every note is on the stream before the reply. A note that cannot be published is logged and
  * skipped: notes never fail a run.
  */
 import { createHash } from "node:crypto";
 import type { OutboundMessage, RunRequest } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import { redactSecrets, type Logger } from "../../shared/runtime/logger.js";
-import type { RunEvents, RunEventInput } from "./events.js";
+import type { RunEventInput, RunEventObserver, RunEvents } from "./events.js";
 
 const ARG_SUMMARY_CHARS = 120;
 const RESULT_SUMMARY_CHARS = 160;
@@ -37,28 +37,15 @@ const SECRET_PATTERNS: Array<[RegExp, string]> = [
 
 type NoteKind = NonNullable<OutboundMessage["note"]>;
 
-const active = new WeakMap<RunEvents, RunNotes>();
-
 /** Starts the run's notes when its options ask for any; a no-op otherwise. */
 export function attachRunNotes(rt: ActorRuntime, req: RunRequest, events: RunEvents, log: Logger): void {
   const verbose = req.options.verbose ?? "off";
   const reasoning = req.options.reasoning ?? "off";
   if (!req.deliver || !req.origin || (verbose === "off" && reasoning === "off")) return;
-  const notes = new RunNotes(rt, req, log, verbose, reasoning !== "off");
-  const emit = events.emit.bind(events);
-  events.emit = (event: RunEventInput) => {
-    notes.observe(event);
-    emit(event);
-  };
-  active.set(events, notes);
+  events.addObserver(new RunNotes(rt, req, log, verbose, reasoning !== "off"));
 }
 
-/** Flushes the run's pending notes and resolves once every note is stored (never rejects). */
-export function settleNotes(events: RunEvents): Promise<void> {
-  return active.get(events)?.settle() ?? Promise.resolve();
-}
-
-class RunNotes {
+class RunNotes implements RunEventObserver {
   private chain: Promise<void> = Promise.resolve();
   private thinking: { turn: number; text: string } | undefined;
   private sent = 0;
