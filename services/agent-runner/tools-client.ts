@@ -24,6 +24,7 @@ import {
 import type { BusClient } from "../../shared/runtime/client.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import type { z } from "zod";
+import { gatherReplies } from "../../shared/runtime/gather.js";
 
 const GATHER_MS = 250;
 /** a call waiting for approval whose heartbeat (every <= 5 s) stops this long is sent again */
@@ -231,20 +232,11 @@ export class ToolsClient {
     };
     const byName = new Map<string, ToolDefinition>();
     try {
-      const replies = await this.nc.requestMany(this.subjects.op("tools", "list"), JSON.stringify(request), { strategy: "timer", maxWait: GATHER_MS });
-      for await (const msg of replies) {
-        let body: unknown;
-        try {
-          body = msg.data.length > 0 ? safeParseJson(msg.data) : undefined;
-        } catch {
-          body = undefined;
-        }
-        const parsed = toolsListReply.safeParse(body);
-        if (!parsed.success) {
-          this.log.warn({ subject: msg.subject }, "ignoring a tools.list reply that does not match the contract");
-          continue;
-        }
-        for (const tool of parsed.data.tools) {
+      const subject = this.subjects.op("tools", "list");
+      const { replies, errors, malformed } = await gatherReplies(this.nc, subject, request, toolsListReply, { maxWaitMs: GATHER_MS });
+      if (malformed + errors.length > 0) this.log.warn({ subject, malformed, errors }, "ignoring tools.list replies that are errors or do not match the contract");
+      for (const reply of replies) {
+        for (const tool of reply.tools) {
           const existing = byName.get(tool.name);
           if (existing && existing.actor !== tool.actor) this.log.warn({ tool: tool.name, kept: existing.actor, dropped: tool.actor }, "two actors serve the same tool");
           if (!existing) byName.set(tool.name, tool);

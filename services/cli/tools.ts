@@ -7,10 +7,10 @@
  */
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  errorReplySchema, LurkError, parseSessionKey, requestType, safeParseJson, subjects, toolsExplainReply, type ToolApproval, type ToolDecisionReply,
+  LurkError, parseSessionKey, requestType, subjects, toolsExplainReply, type ToolApproval, type ToolDecisionReply,
 } from "../../shared/contract/index.js";
-import { SERVICE_ERROR_HEADER } from "../../shared/runtime/client.js";
 import { loadConfig, type Env } from "../../shared/runtime/config.js";
+import { gatherReplies } from "../../shared/runtime/gather.js";
 import { z } from "zod";
 import type { ParsedCommand } from "./args.js";
 import { connectCli } from "./bus.js";
@@ -32,21 +32,9 @@ export interface ToolsReport {
 export async function gatherTools(nc: NatsConnection, prefix: string, req: { agentId?: string; sessionKey?: string }): Promise<ToolsReport> {
   const subject = subjects(prefix).op("tools", "explain");
   const message = { id: `cli-tools-${Date.now()}`, ts: Date.now(), ...req, type: requestType("tools", "explain") };
-  const replies: ToolsExplainReply[] = [];
-  let failure: LurkError | undefined;
-  const iter = await nc.requestMany(subject, JSON.stringify(message), { strategy: "timer", maxWait: GATHER_MS });
-  for await (const msg of iter) {
-    const data = msg.data.length > 0 ? safeParseJson(msg.data) : undefined;
-    if (msg.headers?.get(SERVICE_ERROR_HEADER)) {
-      const parsed = errorReplySchema.safeParse(data);
-      failure = parsed.success ? LurkError.fromReply(parsed.data) : new LurkError("INTERNAL", `${subject} failed`);
-      continue;
-    }
-    const parsed = toolsExplainReply.safeParse(data);
-    if (parsed.success) replies.push(parsed.data);
-  }
+  const { replies, errors } = await gatherReplies(nc, subject, message, toolsExplainReply, { maxWaitMs: GATHER_MS });
   if (replies.length === 0) {
-    throw failure ?? new LurkError("UNAVAILABLE", `nothing answered ${subject}: is the tools actor running? (npx lurkbot status)`);
+    throw errors.at(-1) ?? new LurkError("UNAVAILABLE", `nothing answered ${subject}: is the tools actor running? (npx lurkbot status)`);
   }
   const byName = new Map<string, ToolDecisionReply & { actor: string }>();
   for (const reply of replies) for (const d of reply.decisions) if (!byName.has(d.tool)) byName.set(d.tool, { ...d, actor: reply.actor });

@@ -7,11 +7,12 @@
  * were killed with it) makes the call NOT_FOUND.
  */
 import {
-  envelope, LurkError, safeParseJson, toolCallReply, toolCallRequest, toolJobsListReply, toolJobsListRequest,
+  envelope, LurkError, toolCallReply, toolCallRequest, toolJobsListReply, toolJobsListRequest,
   type ToolCallRequest, type ToolJobSummary,
 } from "../../../shared/contract/index.js";
 import type { z } from "zod";
 import type { ActorRuntime } from "../../../shared/runtime/actor.js";
+import { gatherReplies } from "../../../shared/runtime/gather.js";
 import type { ToolCallInfo, ToolResult } from "../tool.js";
 import type { JobTable } from "./table.js";
 import type { JobOwner } from "./job.js";
@@ -69,18 +70,9 @@ export function serveJobRoutes(rt: ActorRuntime, table: JobTable, handle: (req: 
       const request = envelope("lurk.tools.jobs.list.v1", { ...owner });
       const found: ToolJobSummary[] = [];
       try {
-        const replies = await rt.nc.requestMany(rt.subjects.toolJobsList, JSON.stringify(request), { strategy: "timer", maxWait: GATHER_MS });
-        for await (const msg of replies) {
-          // a malformed reply (one instance) is skipped; the others still count
-          let body: unknown;
-          try {
-            body = msg.data.length > 0 ? safeParseJson(msg.data, rt.limits) : undefined;
-          } catch {
-            continue;
-          }
-          const parsed = toolJobsListReply.safeParse(body);
-          if (parsed.success && parsed.data.instanceId !== table.instanceId) found.push(...parsed.data.jobs);
-        }
+        // a malformed reply (one instance) is skipped; the others still count
+        const { replies } = await gatherReplies(rt.nc, rt.subjects.toolJobsList, request, toolJobsListReply, { maxWaitMs: GATHER_MS, limits: rt.limits });
+        for (const reply of replies) if (reply.instanceId !== table.instanceId) found.push(...reply.jobs);
       } catch (err) {
         rt.log.warn({ err }, "could not gather the jobs of other tools instances");
       }
