@@ -6,7 +6,8 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { TranscriptRecord } from "../shared/contract/index.js";
 import { parseConfig } from "../shared/runtime/config.js";
-import { lastDailyBoundary, resetReason, zonedTimeToInstant } from "../services/sessions/reset-policy.js";
+import { lastDailyBoundary, resetReason } from "../services/sessions/reset-policy.js";
+import { zonedTimeToInstant } from "../shared/runtime/time-zone.js";
 import { SessionStore, type AutoReset } from "../services/sessions/store.js";
 
 const t = (iso: string) => Date.parse(iso);

@@ -10,6 +10,7 @@
 import { CHANNELS, type CronJob } from "../../shared/contract/index.js";
 import { loadConfig, type Env } from "../../shared/runtime/config.js";
 import { describeSchedule, formatDuration, parseDuration } from "../../shared/runtime/cron-text.js";
+import { isValidTimeZone, zonedTimeToInstant } from "../../shared/runtime/time-zone.js";
 import type { ParsedCommand } from "./args.js";
 import { withCliBus } from "./bus.js";
 import { EXIT, UsageError } from "./errors.js";
@@ -61,23 +62,10 @@ export function parseTime(text: string, tz: string | undefined, nowMs: number): 
     return ms;
   }
   const [, y, mo, d, h = "00", mi = "00", s = "00"] = m;
-  const wall = Date.UTC(+y!, +mo! - 1, +d!, +h, +mi, +s);
   if (!tz) return new Date(+y!, +mo! - 1, +d!, +h, +mi, +s).getTime();
-  // the offset of tz near that wall time, applied twice to settle across a DST change
-  let utc = wall;
-  for (let i = 0; i < 2; i++) utc = wall - offsetMs(utc, tz);
-  return utc;
-}
-
-function offsetMs(utcMs: number, tz: string): number {
-  let parts;
-  try {
-    parts = new Intl.DateTimeFormat("en-US", { timeZone: tz, hourCycle: "h23", year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit" }).formatToParts(new Date(utcMs));
-  } catch {
-    throw use(`unknown time zone "${tz}": use an IANA name such as UTC or Europe/Berlin.`);
-  }
-  const get = (type: string) => Number(parts.find((p) => p.type === type)!.value);
-  return Date.UTC(get("year"), get("month") - 1, get("day"), get("hour"), get("minute"), get("second")) - Math.floor(utcMs / 1000) * 1000;
+  if (!isValidTimeZone(tz)) throw use(`unknown time zone "${tz}": use an IANA name such as UTC or Europe/Berlin.`);
+  // a time skipped by a DST jump is the end of the gap; a repeated one its first occurrence
+  return zonedTimeToInstant(Date.UTC(+y!, +mo! - 1, +d!, +h, +mi, +s), tz);
 }
 
 function scheduleFrom(p: ParsedCommand, nowMs: number): Job["schedule"] | undefined {
