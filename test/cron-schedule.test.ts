@@ -11,6 +11,7 @@ import { firstRun, fireIdFor, nextRunAfter, planDue } from "../services/cron/sch
 import { parseDuration } from "../shared/runtime/cron-text.js";
 import { DueHeap } from "../services/cron/scheduler.js";
 import { validateJob, type CronJobSpec } from "../services/cron/validate.js";
+import { parseTime } from "../services/cli/cron.js";
 import { buildInject, buildPostToMain, buildRunRequest, runIdOfFire } from "../services/cron/fire.js";
 
 const T = (iso: string) => Date.parse(iso);
@@ -229,5 +230,22 @@ describe("cron due heap and durations", () => {
     assert.equal(parseDuration("2d"), 172_800_000);
     assert.equal(parseDuration("ten"), undefined);
     assert.equal(parseDuration("10"), undefined);
+  });
+});
+
+describe("lurkbot cron --at with --tz", () => {
+  const t = (iso: string) => Date.parse(iso);
+  it("reads a wall time in the zone, across DST; a skipped time moves forward by the jump, a repeated one is the first", () => {
+    assert.equal(parseTime("2026-07-01T12:00", "Europe/Berlin", 0), t("2026-07-01T10:00:00Z")); // CEST, +2
+    assert.equal(parseTime("2026-01-15 09:30", "Europe/Berlin", 0), t("2026-01-15T08:30:00Z")); // CET, +1
+    // 2026-03-29 02:30 does not exist in Berlin (02:00 -> 03:00): 03:30 CEST
+    assert.equal(parseTime("2026-03-29T02:30", "Europe/Berlin", 0), t("2026-03-29T01:30:00Z"));
+    // 2026-10-25 02:30 happens twice: the first time (still CEST)
+    assert.equal(parseTime("2026-10-25T02:30", "Europe/Berlin", 0), t("2026-10-25T00:30:00Z"));
+    assert.equal(parseTime("2026-12-01T09:00:00Z", "Europe/Berlin", 0), t("2026-12-01T09:00:00Z"), "an explicit offset wins");
+    assert.equal(parseTime("+10m", "Europe/Berlin", 1_000), 1_000 + 600_000);
+  });
+  it("refuses an unknown zone with a message that says what to use", () => {
+    assert.throws(() => parseTime("2026-07-01T12:00", "Mars/Olympus", 0), /unknown time zone "Mars\/Olympus": use an IANA name/);
   });
 });

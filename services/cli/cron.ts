@@ -64,7 +64,7 @@ export function parseTime(text: string, tz: string | undefined, nowMs: number): 
   const [, y, mo, d, h = "00", mi = "00", s = "00"] = m;
   if (!tz) return new Date(+y!, +mo! - 1, +d!, +h, +mi, +s).getTime();
   if (!isValidTimeZone(tz)) throw use(`unknown time zone "${tz}": use an IANA name such as UTC or Europe/Berlin.`);
-  // a time skipped by a DST jump is the end of the gap; a repeated one its first occurrence
+  // a time skipped by a DST jump moves forward by the jump; a repeated one is its first occurrence
   return zonedTimeToInstant(Date.UTC(+y!, +mo! - 1, +d!, +h, +mi, +s), tz);
 }
 

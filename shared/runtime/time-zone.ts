@@ -39,7 +39,8 @@ function offsetAt(t: number, timeZone: string | undefined): number {
 
 /**
  * The instant a wall-clock time (given as if UTC) happens in the zone. A time skipped by a DST
- * jump maps to the end of the gap; a repeated one to its first occurrence.
+ * jump is moved forward by the jump (02:30 in a 02:00 -> 03:00 gap is 03:30; a whole hour in
+ * the gap is its end), as Temporal's "compatible" rule does; a repeated one is its first occurrence.
  */
 export function zonedTimeToInstant(wall: number, timeZone: string | undefined): number {
   const o1 = offsetAt(wall, timeZone);
@@ -52,5 +53,5 @@ export function zonedTimeToInstant(wall: number, timeZone: string | undefined): 
   }
   const t2 = wall - o2;
   if (offsetAt(t2, timeZone) === o2) return t2;
-  return Math.max(t1, t2); // in a gap: the moment the clock jumps past it
+  return Math.max(t1, t2); // in a gap: moved forward by the jump
 }
