@@ -5,7 +5,8 @@
  *   is gathered again in the background (the order of events shows list() did not wait);
  * - a tools actor that starts announces `lurk.tools.catalog`, and its tools are in the cached
  *   catalog without waiting for the refresh interval (set to an hour here);
- * - a stopped actor's tools leave the catalog at the next background refresh.
+ * - a stopped actor's tools leave the catalog at the next background refresh; a refresh that
+ *   no tools actor answers at all keeps the catalog.
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -131,5 +132,24 @@ describe("the tool catalog cache and announcements", () => {
     assert.deepEqual(eagerEvents, ["background start", "returned", "background end"]);
     const fresh = await eager.list("main", SESSION);
     assert.ok(!fresh.some((t) => t.name === "weather_lookup") && fresh.some((t) => t.name === "read"), fresh.map((t) => t.name).join(","));
+  });
+
+  it("a background refresh that no tools actor answers keeps the catalog; the next one after a restart replaces it", async () => {
+    const cached = await eager.list("main", SESSION);
+    assert.ok(cached.some((t) => t.name === "read"));
+    await waitFor(() => !eager.refreshPending, 10_000, "earlier refreshes to end");
+    await tools.stop();
+    eagerEvents.length = 0;
+    // stale at once (refreshMs 0): served from the cache while a refresh nobody answers runs
+    assert.deepEqual(await eager.list("main", SESSION), cached);
+    await waitFor(() => eagerEvents.includes("background end"), 10_000, "the unanswered refresh to end");
+    assert.deepEqual(await eager.list("main", SESSION), cached, "no tools actor answered: the catalog is kept, not emptied");
+    tools = await startActorProcess("tools", nats, { LURKBOT_WORKSPACE: workspace });
+    const again = await waitFor(async () => {
+      await waitFor(() => !eager.refreshPending, 10_000, "a refresh to end");
+      const list = await eager.list("main", SESSION);
+      return eagerEvents.filter((e) => e === "background end").length >= 2 && list.some((t) => t.name === "read") ? list : undefined;
+    }, 10_000, "a refresh answered by the restarted actor");
+    assert.deepEqual(again.map((t) => t.name), cached.map((t) => t.name));
   });
 });

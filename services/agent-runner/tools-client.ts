@@ -1,7 +1,8 @@
 /**
  * The tool catalog and tool execution over the bus.
  * Catalog: scatter-gather on `lurk.tools.list` (every tools actor kind answers with its own
- * tools; replies within ~250 ms are merged, each validated), cached per agent, session type
+ * tools; the first reply is awaited up to 2 s, then replies are merged until 250 ms pass
+ * without one, each validated), cached per agent, session type
  * and model. A run waits for a gather only when there is no catalog yet (first run, or the
  * last gather found nothing: an empty catalog is gathered again after ~1 s, since the tools
  * actor may start after the runner). Otherwise the cached catalog is returned at once and kept
@@ -9,7 +10,9 @@
  * - a tools actor announces `lurk.tools.catalog` when it starts (shared/runtime/tool-catalog.ts):
  *   every cached catalog is gathered again shortly after, and replaced when the gather ends;
  * - a catalog older than the refresh interval (60 s) is still served, and gathered again in the
- *   background (catches actors that stopped, and anything missed).
+ *   background (catches actors that stopped, and anything missed);
+ * - a background gather that no tools actor answered at all keeps the cached catalog (a busy
+ *   host or a restart must not leave runs without tools); it stays due, so the next run gathers again.
  * One gather at a time per key; concurrent callers share it. `list` never throws.
  * Calls: `lurk.tools.call.<tool>` with the contract's request/reply; bus failures and error
  * replies come back as error tool results, so the model sees them and the run goes on. A call
@@ -26,7 +29,10 @@ import type { Logger } from "../../shared/runtime/logger.js";
 import type { z } from "zod";
 import { gatherReplies } from "../../shared/runtime/gather.js";
 
+/** a gather ends this long after the latest reply (other actor kinds answer within it) */
 const GATHER_MS = 250;
+/** how long a gather waits for its first reply (a tools actor just started, or a busy host) */
+const FIRST_REPLY_MS = 2_000;
 /** a call waiting for approval whose heartbeat (every <= 5 s) stops this long is sent again */
 export const APPROVAL_STALE_MS = 15_000;
 /** a cached catalog older than this is gathered again in the background (and served meanwhile) */
@@ -152,11 +158,16 @@ export class ToolsClient {
     if (running) return running;
     this.notify({ phase: "start", background, key });
     const gathering = this.gather(query)
-      .then((tools) => {
+      .then(({ tools, heard }) => {
         const now = Date.now();
-        this.cache.set(key, { at: now, usedAt: this.cache.get(key)?.usedAt ?? now, tools, query });
-        this.notify({ phase: "end", background, key, tools: tools.map((t) => t.name) });
-        return tools;
+        const previous = this.cache.get(key);
+        // a background refresh that heard no tools actor at all (a busy host, an actor restarting)
+        // keeps the catalog it had, still due for a refresh: the next list() gathers again
+        const keep = background && !heard && previous !== undefined && previous.tools.length > 0;
+        const entry = keep ? { ...previous, at: 0 } : { at: now, usedAt: previous?.usedAt ?? now, tools, query };
+        this.cache.set(key, entry);
+        this.notify({ phase: "end", background, key, tools: entry.tools.map((t) => t.name) });
+        return entry.tools;
       })
       .finally(() => {
         this.inflight.delete(key);
@@ -225,16 +236,19 @@ export class ToolsClient {
     }
   }
 
-  private async gather({ agentId, sessionKey, model }: CatalogQuery): Promise<ToolDefinition[]> {
+  /** The merged catalog of every tools actor that answered; `heard`: at least one answered. */
+  private async gather({ agentId, sessionKey, model }: CatalogQuery): Promise<{ tools: ToolDefinition[]; heard: boolean }> {
     const request = {
       type: "lurk.tools.list.v1", id: `tools-list-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`, ts: Date.now(), agentId,
       ...(sessionKey ? { sessionKey } : {}), ...(model ? { model } : {}),
     };
     const byName = new Map<string, ToolDefinition>();
+    let heard = false;
     try {
       const subject = this.subjects.op("tools", "list");
-      const { replies, errors, malformed } = await gatherReplies(this.nc, subject, request, toolsListReply, { maxWaitMs: GATHER_MS });
+      const { replies, errors, malformed } = await gatherReplies(this.nc, subject, request, toolsListReply, { maxWaitMs: FIRST_REPLY_MS, stallMs: GATHER_MS });
       if (malformed + errors.length > 0) this.log.warn({ subject, malformed, errors }, "ignoring tools.list replies that are errors or do not match the contract");
+      heard = replies.length > 0;
       for (const reply of replies) {
         for (const tool of reply.tools) {
           const existing = byName.get(tool.name);
@@ -245,7 +259,7 @@ export class ToolsClient {
     } catch (err) {
       this.log.warn({ err }, "tool catalog unavailable; running without tools");
     }
-    return [...byName.values()].sort((a, b) => a.name.localeCompare(b.name));
+    return { tools: [...byName.values()].sort((a, b) => a.name.localeCompare(b.name)), heard };
   }
 
   /**

@@ -1,7 +1,8 @@
 /**
  * Scatter-gather over core NATS: one request to every responder of `subject` (each actor kind
- * in its own queue group answers once), replies collected for `maxWaitMs`. Every reply is
- * parsed safely and validated: a valid one is kept, a typed error reply (the services error
+ * in its own queue group answers once), replies collected for `maxWaitMs`; with `stallMs`,
+ * `maxWaitMs` only bounds the wait for the first reply and the gather ends `stallMs` after the
+ * latest one. Every reply is parsed safely and validated: a valid one is kept, a typed error reply (the services error
  * header) is kept apart, anything else is counted as malformed and skipped. One bad reply never
  * ends the gather. Throws only what sending the request throws (e.g. no permission).
  */
@@ -19,9 +20,10 @@ export interface Gathered<T> {
 }
 
 export async function gatherReplies<S extends z.ZodType>(nc: NatsConnection, subject: string, body: unknown, schema: S,
-  opts: { maxWaitMs: number; limits?: SafeParseLimits }): Promise<Gathered<z.output<S>>> {
+  opts: { maxWaitMs: number; stallMs?: number; limits?: SafeParseLimits }): Promise<Gathered<z.output<S>>> {
   const out: Gathered<z.output<S>> = { replies: [], errors: [], malformed: 0 };
-  const replies = await nc.requestMany(subject, JSON.stringify(body), { strategy: "timer", maxWait: opts.maxWaitMs });
+  const strategy = opts.stallMs !== undefined ? { strategy: "stall" as const, stall: opts.stallMs } : { strategy: "timer" as const };
+  const replies = await nc.requestMany(subject, JSON.stringify(body), { ...strategy, maxWait: opts.maxWaitMs });
   for await (const msg of replies) {
     let data: unknown;
     try {
