@@ -10,7 +10,7 @@ import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManage
 import { Svcm } from "@nats-io/services";
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  outboundMessageSchema, runEventSchema, STREAMS, subjects, type OutboundMessage, type RunEvent, type RunRequest, type ToolDefinition,
+  emptyUsage, outboundMessageSchema, runEventSchema, STREAMS, subjects, type OutboundMessage, type RunEvent, type RunRequest, type ToolDefinition,
 } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { createLogger } from "../shared/runtime/logger.js";
@@ -253,6 +253,39 @@ describe("agent-runner", () => {
     await waitFor(() => seen.length >= 3, 5000, "tool_start, the call and tool_end");
     // without the hand-over, the request (flushed at the end of the tick) went out before the event (next turn of the loop)
     assert.deepEqual(seen, ["tool_start", "tools.call", "tool_end"]);
+    for (const sub of subs) sub.unsubscribe();
+    await publisher.close();
+  });
+
+  it("holds events for the run's next bus request, sends them ahead of it, and sends a terminal event at once", async () => {
+    const runId = `run-hold-${Date.now().toString(36)}`;
+    const seen: string[] = [];
+    const subs = [
+      admin.subscribe(S.runEvents(runId), { callback: (_e, m) => void seen.push(runEventSchema.parse(m.json()).event.kind) }),
+      admin.subscribe(S.toolCall("read"), { callback: () => void seen.push("tools.call") }),
+    ];
+    await admin.flush();
+    const publisher = await nats.connect("agent-runner");
+    // both flushes round-trip through the server: whatever the publisher handed over has reached admin
+    const delivered = async () => { await publisher.flush(); await admin.flush(); return [...seen]; };
+    const held = new RunEvents(publisher, S, runId, "agent:main:main", "cause", createLogger("test", "silent"), 60_000);
+    held.emit({ kind: "turn_start", turn: 1 });
+    assert.deepEqual(await delivered(), [], "a non-terminal event waits");
+    held.flushNow();
+    publisher.publish(S.toolCall("read"), "{}");
+    assert.deepEqual(await delivered(), ["turn_start", "tools.call"]);
+    held.emit({ kind: "turn_end", turn: 1, stopReason: "tool_use" });
+    assert.deepEqual(await delivered(), ["turn_start", "tools.call"]);
+    held.emit({ kind: "done", text: "ok", turns: 1, usage: emptyUsage(), silent: false });
+    assert.deepEqual(await delivered(), ["turn_start", "tools.call", "turn_end", "done"], "the terminal event takes the held one along at once");
+    // with no request to go along with, an event leaves on its own after the hold
+    const alone = new RunEvents(publisher, S, `${runId}-alone`, "agent:main:main", "cause", createLogger("test", "silent"), 10);
+    const aloneSeen: string[] = [];
+    subs.push(admin.subscribe(S.runEvents(`${runId}-alone`), { callback: (_e, m) => void aloneSeen.push(runEventSchema.parse(m.json()).event.kind) }));
+    await admin.flush();
+    alone.emit({ kind: "turn_start", turn: 1 });
+    await waitFor(() => aloneSeen.length === 1, 5000, "the held event");
+    assert.deepEqual(aloneSeen, ["turn_start"]);
     for (const sub of subs) sub.unsubscribe();
     await publisher.close();
   });

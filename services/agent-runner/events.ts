@@ -5,10 +5,11 @@
  * Text deltas are coalesced: consecutive message (or thinking) deltas of a turn go out as one
  * event after DELTA_WINDOW_MS, at DELTA_MAX_CHARS, or before any other event, so a fast stream
  * costs a few bus messages, not one per token. Order and the concatenated text are unchanged.
- * Events emitted during one turn of the event loop go out together on the next (setImmediate):
- * one socket write for them all instead of one per microtask batch; a run's bus request made
- * meanwhile takes them along first (`flushNow`), in the same write. They are observations:
- * nothing orders them against the run's requests.
+ * Other events wait in an outbox for the run's next bus request, which takes them along first
+ * in the same socket write (`flushNow`), for at most HOLD_MS (then they go on their own), or for
+ * the run's end: a terminal event goes at once with everything before it. A tool turn thus costs
+ * the run no socket write of its own for its events. They are observations: nothing orders them
+ * against the run's requests.
  */
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { z } from "zod";
@@ -19,6 +20,8 @@ export type RunEventInput = z.input<typeof runEventBodySchema>;
 
 const DELTA_WINDOW_MS = 30;
 const DELTA_MAX_CHARS = 2_000;
+/** the longest an event waits for a bus request to go along with (a delta: after its window) */
+const HOLD_MS = 30;
 
 type DeltaKind = "message_delta" | "thinking_delta";
 
@@ -34,6 +37,7 @@ export class RunEvents {
   private terminal = false;
   private pending: { kind: DeltaKind; turn: number; text: string } | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private holdTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -42,6 +46,8 @@ export class RunEvents {
     readonly sessionKey: string,
     private readonly causationId: string,
     private readonly log: Logger,
+    /** the longest a non-terminal event waits for a bus request to go along with */
+    private readonly holdMs = HOLD_MS,
   ) {}
 
   emit(event: RunEventInput): void {
@@ -52,7 +58,7 @@ export class RunEvents {
       if (this.pending) this.pending.text += event.text;
       else this.pending = { kind: event.kind, turn: event.turn, text: event.text };
       if (this.pending.text.length >= DELTA_MAX_CHARS) this.flush();
-      else this.timer ??= setTimeout(() => this.flush(), DELTA_WINDOW_MS);
+      else this.timer ??= setTimeout(() => this.flushNow(), DELTA_WINDOW_MS);
       return;
     }
     this.flush();
@@ -92,12 +98,15 @@ export class RunEvents {
       event,
     };
     this.outbox.push({ subject: this.subjects.runEvent(this.runId, event.kind), data: JSON.stringify(message), kind: event.kind });
-    if (this.outbox.length === 1) setImmediate(() => this.send());
+    if (this.terminal) this.send();
+    else this.holdTimer ??= setTimeout(() => this.send(), this.holdMs);
   }
 
   private readonly outbox: { subject: string; data: string; kind: string }[] = [];
 
   private send(): void {
+    if (this.holdTimer) clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
     for (const { subject, data, kind } of this.outbox.splice(0)) {
       try {
         this.nc.publish(subject, data);
@@ -105,23 +114,14 @@ export class RunEvents {
         this.log.warn({ err, kind }, "could not publish run event");
       }
     }
-    for (const resolve of this.sentWaiters.splice(0)) resolve();
   }
-
-  private readonly sentWaiters: (() => void)[] = [];
 
   /**
-   * Hands the events emitted so far to the connection now (no delta is cut short): called right
-   * before the run sends a bus request, so both leave in the connection's one socket write.
+   * Hands every event emitted so far (a coalescing delta included) to the connection now: called
+   * right before the run sends a bus request, so both leave in the connection's one socket write.
    */
   flushNow(): void {
-    if (this.outbox.length > 0) this.send();
-  }
-
-  /** Resolves once every event emitted so far was handed to the connection (a run's terminal event goes at once). */
-  sent(): Promise<void> {
     this.flush();
-    if (this.outbox.length === 0) return Promise.resolve();
-    return new Promise((resolve) => this.sentWaiters.push(resolve));
+    if (this.outbox.length > 0) this.send();
   }
 }

@@ -107,7 +107,7 @@ export async function agentLoopBench(opts: { turns?: number; sessionOps?: number
       // the run's end events, as finish.ts sends them; the sample includes handing them to the socket
       events.emit({ kind: "run_end", turns: result.turns });
       events.emit({ kind: "done", text: result.text, turns: result.turns, usage: result.usage, silent: false });
-      await events.sent();
+      events.flushNow();
     };
 
     const client = new OpenAI({ baseURL: fake.baseUrl, apiKey: "sk-bench-000000000000", maxRetries: 0 });
