@@ -61,6 +61,9 @@ export type Availability =
   | { usable: true }
   | { usable: false; until: number; reason: FailureReason; disabled: boolean };
 
+/** Availability plus whether a success must clear stored state (a failure streak or a disable count). */
+export type AvailabilityWithState = Availability & { hasState: boolean };
+
 const profileKey = (p: ProfileRef) => `${p.provider}\u0000${p.id}`;
 const cooldownKey = (p: ProfileRef, model: string) => `${p.provider}\u0000${p.id}\u0000${model}`;
 const pinKey = (sessionKey: string, provider: string) => `${sessionKey}\u0000${provider}`;
@@ -92,12 +95,19 @@ export class AuthStateStore {
 
   /** Whether the profile may be used for the model now (not disabled, not cooling down). */
   availability(p: ProfileRef, model: string): Availability {
+    const { hasState: _, ...availability } = this.availabilityWithState(p, model);
+    return availability;
+  }
+
+  /** availability() and whether state is stored for the pair, from one read of each record. */
+  availabilityWithState(p: ProfileRef, model: string): AvailabilityWithState {
     const now = this.now();
     const s = this.profile(p);
-    if (s?.disabledUntil && s.disabledUntil > now) return { usable: false, until: s.disabledUntil, reason: s.disabledReason ?? "auth", disabled: true };
     const c = this.cooldown(p, model);
-    if (c && c.cooldownUntil > now) return { usable: false, until: c.cooldownUntil, reason: c.lastReason, disabled: false };
-    return { usable: true };
+    const hasState = c !== undefined || (s?.disableCount ?? 0) > 0;
+    if (s?.disabledUntil && s.disabledUntil > now) return { usable: false, until: s.disabledUntil, reason: s.disabledReason ?? "auth", disabled: true, hasState };
+    if (c && c.cooldownUntil > now) return { usable: false, until: c.cooldownUntil, reason: c.lastReason, disabled: false, hasState };
+    return { usable: true, hasState };
   }
 
   lastUsed(p: ProfileRef): number {

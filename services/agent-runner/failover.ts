@@ -115,8 +115,9 @@ export class ModelChain {
         const key = `${m.ref}#${p.id}`;
         if (tried.has(key)) return false;
         if (!store) return true;
-        if (store.availability(p, m.model).usable === false) return false;
-        if (store.cooldown(p, m.model) || store.profile(p)?.disableCount) this.withState.add(key);
+        const availability = store.availabilityWithState(p, m.model);
+        if (!availability.usable) return false;
+        if (availability.hasState) this.withState.add(key);
         return true;
       });
       if (usable.length === 0) continue;
