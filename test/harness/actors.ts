@@ -4,6 +4,7 @@
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { ACTOR_ENV, ACTOR_NODE_FLAGS } from "../../shared/runtime/memory.js";
+import { appendFileSync } from "node:fs";
 import { join } from "node:path";
 import { actorMainPath, DIST_ROOT } from "../../shared/scripts/paths.js";
 import type { TestNats } from "./nats.js";
@@ -39,6 +40,13 @@ async function startProcess(main: string, label: string, user: string, nats: Tes
   let output = "";
   child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
   child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
+  // LURKBOT_ACTOR_OUTPUT_DIR=/tmp/x also copies each actor's output to <dir>/<label>.log (debugging)
+  const copyTo = process.env.LURKBOT_ACTOR_OUTPUT_DIR;
+  if (copyTo) {
+    const file = join(copyTo, `${label.replace(/[^\w.-]/g, "_")}.log`);
+    child.stdout?.on("data", (d: Buffer) => appendFileSync(file, d));
+    child.stderr?.on("data", (d: Buffer) => appendFileSync(file, d));
+  }
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${label} did not become ready in ${timeoutMs} ms:\n${output}`)), timeoutMs);
