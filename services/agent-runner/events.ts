@@ -84,20 +84,17 @@ export class RunEvents {
     if (pending && !this.terminal) this.publish(pending);
   }
 
+  /** the envelope's fields that every event of the run shares, serialized once */
+  private envelopeStart: string | undefined;
+
   private publish(event: RunEventInput): void {
     if ((TERMINAL_RUN_EVENTS as readonly string[]).includes(event.kind)) this.terminal = true;
     const seq = this.seq++;
-    const message = {
-      type: "lurk.run.event.v1",
-      id: `${this.runId}:evt:${seq}:${Date.now().toString(36)}`,
-      ts: Date.now(),
-      runId: this.runId,
-      sessionKey: this.sessionKey,
-      causationId: this.causationId,
-      seq,
-      event,
-    };
-    this.outbox.push({ subject: this.subjects.runEvent(this.runId, event.kind), data: JSON.stringify(message), kind: event.kind });
+    const ts = Date.now();
+    this.envelopeStart ??= JSON.stringify({ type: "lurk.run.event.v1", runId: this.runId, sessionKey: this.sessionKey, causationId: this.causationId }).slice(0, -1);
+    // the lurk.run.event.v1 envelope: the shared fields, then id, ts, seq and the event
+    const data = `${this.envelopeStart},"id":${JSON.stringify(`${this.runId}:evt:${seq}:${ts.toString(36)}`)},"ts":${ts},"seq":${seq},"event":${JSON.stringify(event)}}`;
+    this.outbox.push({ subject: this.subjects.runEvent(this.runId, event.kind), data, kind: event.kind });
     if (this.terminal) this.send();
     else this.holdTimer ??= setTimeout(() => this.send(), this.holdMs);
   }

@@ -44,9 +44,16 @@ type Attempt = { message: AssistantMessage } | { error: LurkError; streamed: boo
 /** One streamed request; never throws except for an abort of the run. */
 async function attempt(deps: LlmCallDeps, provider: Provider, request: Omit<ProviderRequest, "signal">, turn: number): Promise<Attempt> {
   if (deps.signal.aborted) throw abortError(deps.signal);
-  const timeout = new AbortController();
-  const timer = setTimeout(() => timeout.abort(), deps.llmTimeoutMs);
-  const signal = anySignal(deps.signal, timeout.signal);
+  // one controller per attempt, fired by the run's signal or the call's timeout
+  const call = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    call.abort();
+  }, deps.llmTimeoutMs);
+  const onRunAbort = () => call.abort(deps.signal.reason);
+  deps.signal.addEventListener("abort", onRunAbort, { once: true });
+  const signal = call.signal;
   let streamed = false;
   let error: LurkError | undefined;
   try {
@@ -65,9 +72,10 @@ async function attempt(deps: LlmCallDeps, provider: Provider, request: Omit<Prov
     }
   } finally {
     clearTimeout(timer);
+    deps.signal.removeEventListener("abort", onRunAbort);
   }
   if (deps.signal.aborted) throw abortError(deps.signal);
-  if (timeout.signal.aborted) error = new LurkError("PROVIDER_TIMEOUT", `${provider.name} did not answer within ${deps.llmTimeoutMs} ms`);
+  if (timedOut) error = new LurkError("PROVIDER_TIMEOUT", `${provider.name} did not answer within ${deps.llmTimeoutMs} ms`);
   error ??= new LurkError("PROVIDER_ERROR", `${provider.name} ended the stream without a message`, { retryable: true });
   return { error, streamed };
 }
@@ -137,14 +145,3 @@ async function callWithFailover(deps: LlmCallDeps, chain: ModelChain, turn: numb
   }
 }
 
-/** AbortSignal.any (Node >= 20.3) without the version floor. */
-function anySignal(a: AbortSignal, b: AbortSignal): AbortSignal {
-  const both = new AbortController();
-  const fire = (s: AbortSignal) => () => both.abort(s.reason);
-  if (a.aborted || b.aborted) both.abort(a.aborted ? a.reason : b.reason);
-  else {
-    a.addEventListener("abort", fire(a), { once: true, signal: both.signal });
-    b.addEventListener("abort", fire(b), { once: true, signal: both.signal });
-  }
-  return both.signal;
-}

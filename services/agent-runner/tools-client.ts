@@ -286,22 +286,26 @@ export class ToolsClient {
   private async callHeld(ctx: ToolCallContext, toolCallId: string, name: string, body: Record<string, unknown>): Promise<z.output<typeof toolCallReply>> {
     const deadline = Date.now() + this.callTimeoutMs;
     let heardAt = 0;
-    const unfollow = this.followApprovalHeartbeats(ctx.runId, toolCallId, () => (heardAt = Date.now()));
+    let onStale = () => {};
+    // the staleness check runs only once the attempt heard a heartbeat (most calls never wait)
     let watch: NodeJS.Timeout | undefined;
+    const unfollow = this.followApprovalHeartbeats(ctx.runId, toolCallId, () => {
+      heardAt = Date.now();
+      watch ??= setInterval(() => {
+        if (Date.now() - heardAt > APPROVAL_STALE_MS) onStale();
+      }, 1_000);
+    });
     try {
       for (let attempt = 1; ; attempt++) {
         const remaining = deadline - Date.now();
         if (remaining <= 0) throw new LurkError("TIMEOUT", `no answer within ${this.callTimeoutMs} ms`);
         const request = this.client.callSubject(this.subjects.toolCall(name), "lurk.tools.call.v1", body, toolCallReply, { timeoutMs: remaining, runId: ctx.runId }, "tools");
         request.catch(() => undefined); // a superseded attempt is dropped
-        heardAt = 0;
-        const stale = new Promise<"stale">((resolve) => {
-          watch = setInterval(() => {
-            if (heardAt > 0 && Date.now() - heardAt > APPROVAL_STALE_MS) resolve("stale");
-          }, 1_000);
-        });
-        const outcome = await Promise.race([request, stale]);
         clearInterval(watch);
+        watch = undefined;
+        heardAt = 0;
+        const stale = new Promise<"stale">((resolve) => (onStale = () => resolve("stale")));
+        const outcome = await Promise.race([request, stale]);
         if (outcome !== "stale") return outcome;
         this.log.warn({ runId: ctx.runId, toolCallId, tool: name, attempt }, "the tools instance holding a call that waits for approval went silent; sending the call again");
       }

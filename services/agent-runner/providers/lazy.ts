@@ -19,6 +19,8 @@ export const providerModules = {
 
 export class LazyProvider implements Provider {
   private loading: Promise<Provider> | undefined;
+  /** set once loaded: later streams are the wrapped provider's own (no relaying generator) */
+  private provider: Provider | undefined;
 
   constructor(readonly name: string, private readonly factory: ProviderFactory) {}
 
@@ -29,14 +31,18 @@ export class LazyProvider implements Provider {
 
   /** The wrapped provider (loads its SDK on the first call; a failed load is retried next time). */
   load(): Promise<Provider> {
-    this.loading ??= this.factory().catch((err: unknown) => {
+    this.loading ??= this.factory().then((provider) => (this.provider = provider), (err: unknown) => {
       this.loading = undefined;
       throw err;
     });
     return this.loading;
   }
 
-  async *stream(request: ProviderRequest): AsyncIterable<ProviderStreamEvent> {
+  stream(request: ProviderRequest): AsyncIterable<ProviderStreamEvent> {
+    return this.provider ? this.provider.stream(request) : this.loadAndStream(request);
+  }
+
+  private async *loadAndStream(request: ProviderRequest): AsyncIterable<ProviderStreamEvent> {
     let provider: Provider;
     try {
       provider = await this.load();
