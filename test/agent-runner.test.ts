@@ -10,7 +10,7 @@ import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManage
 import { Svcm } from "@nats-io/services";
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  emptyUsage, outboundMessageSchema, runEventSchema, STREAMS, subjects, type OutboundMessage, type RunEvent, type RunRequest, type ToolDefinition,
+  emptyUsage, outboundMessageSchema, recordIds, runEventSchema, STREAMS, subjects, type OutboundMessage, type RunEvent, type RunRequest, type ToolDefinition,
 } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { createLogger } from "../shared/runtime/logger.js";
@@ -42,7 +42,13 @@ async function settledAll(promises: Promise<unknown>[]): Promise<void> {
 
 interface ToolExecution { runId: string; toolCallId: string; path: string; start: number; end: number }
 
-/** A tools actor stand-in with a `read` tool that records its executions ("slow" paths take 300 ms). */
+/** A tool with side effects (its assistant message must be stored before it runs). */
+const NOTE_TOOL: ToolDefinition = {
+  name: "note", description: "Write a note.", parameters: { type: "object", properties: { text: { type: "string" } } },
+  actor: "tools", sideEffects: true, parallelSafe: false, groups: ["fs"], needsApproval: false,
+};
+
+/** A tools actor stand-in with `read` and `note` tools that record their executions ("slow" paths take 300 ms). */
 function startRecordingTools(nats: TestNats, executions: ToolExecution[]): Promise<NatsConnection> {
   return startToolResponder(nats, [{
     definition: READ_TOOL,
@@ -52,6 +58,12 @@ function startRecordingTools(nats: TestNats, executions: ToolExecution[]): Promi
       if (path.includes("slow")) await new Promise((r) => setTimeout(r, 300));
       executions.push({ runId: req.runId, toolCallId: req.toolCallId, path, start, end: Date.now() });
       return textResult(req, `contents of ${path}`, Date.now() - start);
+    },
+  }, {
+    definition: NOTE_TOOL,
+    run: async (req) => {
+      executions.push({ runId: req.runId, toolCallId: req.toolCallId, path: "", start: Date.now(), end: Date.now() });
+      return textResult(req, "noted");
     },
   }]);
 }
@@ -315,7 +327,7 @@ describe("agent-runner", () => {
     assert.equal(sent!.messages[0]!.role, "system");
     assert.match(messageText(sent!.messages[0]), /LurkBot/);
     assert.match(messageText(sent!.messages[0]), /- read: Read a text file from the workspace\./);
-    assert.equal(sent!.tools?.[0]?.function.name, "read");
+    assert.deepEqual(sent!.tools?.map((t) => t.function.name).sort(), ["note", "read"]);
     assert.equal(sent!.stream, true);
     assert.equal(fake.requests[0]!.headers.authorization, "Bearer sk-test-agent-runner-0123456789");
     // the transcript and the usage are stored before the reply goes out
@@ -348,6 +360,30 @@ describe("agent-runner", () => {
     assert.ok(toolEnd.kind === "tool_end" && !toolEnd.isError && !toolEnd.resumed && toolEnd.preview === "contents of notes/today.md");
     assert.ok(kinds(run).indexOf("tool_start") < kinds(run).indexOf("tool_end"));
     assert.equal((await waitFor(async () => (await outbound(run.conversation)).last)).text, "tool said: contents of notes/today.md");
+  });
+
+  it("stores a turn of calls without side effects with its first tool result, and one with a side effect before the tool runs", async () => {
+    // every append and tool call on the bus, in order (one publisher: the runner)
+    const seen: { subject: string; ids: string[] }[] = [];
+    const subs = [S.toolCall("read"), S.toolCall("note"), `${S.prefix}.sessions.append`].map((subject) =>
+      admin.subscribe(subject, { callback: (_e, m) => void seen.push({ subject: m.subject, ids: ((m.json() as { records?: { id: string }[] }).records ?? []).map((r) => r.id) }) }));
+    await admin.flush();
+    fake.enqueue({ kind: "tool_calls", calls: [{ id: "call_ro", name: "read", arguments: { path: "ro.txt" } }] });
+    const readRun = await startRun("read ro.txt");
+    await settled(readRun);
+    const readAssistant = recordIds.assistant(readRun.req.runId, 1);
+    const withAssistant = seen.filter((x) => x.ids.includes(readAssistant));
+    assert.equal(withAssistant.length, 1);
+    assert.deepEqual(withAssistant[0]!.ids, [readAssistant, recordIds.toolResult(readRun.req.runId, "call_ro")], "one append: the assistant turn, then its result");
+
+    fake.enqueue({ kind: "tool_calls", calls: [{ id: "call_se", name: "note", arguments: { text: "hi" } }] });
+    const noteRun = await startRun("note hi");
+    await settled(noteRun);
+    const noteAssistant = recordIds.assistant(noteRun.req.runId, 1);
+    const order = seen.filter((x) => x.ids.includes(noteAssistant) || x.ids.includes(recordIds.toolResult(noteRun.req.runId, "call_se")) || x.subject === S.toolCall("note"));
+    assert.deepEqual(order.map((x) => x.subject === S.toolCall("note") ? "tool call" : x.ids.includes(noteAssistant) ? "assistant" : "result"), ["assistant", "tool call", "result"]);
+    assert.deepEqual(order[0]!.ids, [noteAssistant], "the assistant turn is stored alone, before the call");
+    for (const sub of subs) sub.unsubscribe();
   });
 
   it("sends the history of an earlier run in the same session", async () => {
@@ -390,7 +426,7 @@ describe("agent-runner", () => {
     assert.equal(executions.length, before);
     const tool = run.llmRequests()[1]!.messages.at(-1)!;
     assert.equal(tool.role, "tool");
-    assert.match(messageText(tool), /no tool named "launch_rockets"\. Available tools: read\./);
+    assert.match(messageText(tool), /no tool named "launch_rockets"\. Available tools: note, read\./);
     assert.ok(done.kind === "done" && done.text.startsWith("tool said: Error"));
   });
 

@@ -32,7 +32,12 @@ export interface TurnHooks {
 export interface LoopDeps extends LlmCallDeps, Omit<TurnToolDeps, "events" | "signal" | "tools" | "skipRemaining"> {
   providerName: string;
   maxIterations: number;
-  checkpointAssistant(turn: number, message: AssistantMessage): Promise<void>;
+  /**
+   * Stores the turn's assistant message. `withResults`: its calls have no side effects, so the
+   * record may wait for the turn's first tool result and go in the same write (a crash meanwhile
+   * costs a repeated model call, never a repeated side effect); the promise settles when stored.
+   */
+  checkpointAssistant(turn: number, message: AssistantMessage, withResults: boolean): Promise<void>;
   /** inputs that arrive while the run is active */
   mailbox?: RunMailbox;
   /** checkpoints inputs taken from the mailbox and returns them as the user messages to send */
@@ -207,15 +212,18 @@ async function loop(deps: LoopDeps, resume: ResumeState, onTurn: (turn: number) 
     }
     callHooks(deps, (h) => h.onMessage?.({ turn, message }));
     // The checkpoint must be stored before a side-effecting tool runs (a redelivered run must
-    // find the call, not ask the model again and repeat it). Calls without side effects may run
-    // while it is being stored; the turn still waits for it before going on.
-    const checkpoint = deps.checkpointAssistant(turn, message);
+    // find the call, not ask the model again and repeat it). Calls without side effects run at
+    // once; their checkpoint goes with the first tool result, stored like the results (`unsaved`).
     const overlap = callsWithoutSideEffects(message, deps.tools);
+    const checkpoint = deps.checkpointAssistant(turn, message, overlap);
     if (overlap) checkpoint.catch(() => undefined);
     else await checkpoint;
     if (text) lastText = text;
     const ended = await finishTurn(turn, message, new Map(), message.usage);
-    if (overlap) await checkpoint;
+    if (overlap) {
+      const results = unsaved;
+      unsaved = Promise.all([checkpoint, results]).then(() => undefined);
+    }
     if (ended.stop) return done({ text: withEarlier(lastText), turns: turn, usage, stoppedAtLimit: false, stoppedByHook: ended.stop });
     if (!ended.more) return done({ text: withEarlier(text), turns: turn, usage, stoppedAtLimit: false });
   }

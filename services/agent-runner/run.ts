@@ -70,14 +70,28 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   const lastDelivery = delivery.deliveryCount >= rt.config.bus.maxDeliver;
   // publishes nothing until run_start (a finished run only re-publishes its reply)
   const events = new RunEvents(rt.nc, rt.subjects, req.runId, req.sessionKey, req.id, log);
-  const append = (records: TranscriptRecord[], usage?: UsageUpdate) => {
+  /**
+   * Records that go out first with the run's next append, in the same write: a final answer with
+   * the end marker; an assistant turn whose calls have no side effects with its first tool result.
+   * `stored` settles with that append.
+   */
+  const held: { record: TranscriptRecord; stored?: { resolve(): void; reject(err: unknown): void } }[] = [];
+  const hold = (record: TranscriptRecord, waits: boolean): Promise<void> => {
+    if (!waits) {
+      held.push({ record });
+      return Promise.resolve();
+    }
+    return new Promise((resolve, reject) => held.push({ record, stored: { resolve, reject } }));
+  };
+  const append = (newRecords: TranscriptRecord[], usage?: UsageUpdate) => {
+    const carried = held.splice(0);
+    const records = [...carried.map((h) => h.record), ...newRecords];
     messageRecordIds.register(records); // the compactor names its boundary by record id
     events.flushNow(); // events emitted so far leave in the same socket write
-    return bus(() => rt.client.call("sessions", "append", { ...key, records, ...(usage ? { usage } : {}) }, opts)).then(() => undefined);
+    const written = bus(() => rt.client.call("sessions", "append", { ...key, records, ...(usage ? { usage } : {}) }, opts)).then(() => undefined);
+    written.then(() => carried.forEach((h) => h.stored?.resolve()), (err: unknown) => carried.forEach((h) => h.stored?.reject(err)));
+    return written;
   };
-  /** checkpoints that go out with the end marker: one write for a final answer and the run's end */
-  const finalRecords: TranscriptRecord[] = [];
-  const appendWithFinal = (records: TranscriptRecord[], usage?: UsageUpdate) => append([...finalRecords.splice(0), ...records], usage);
 
   // without the sessions actor nothing can be done: the failure is redelivered (or dead-lettered)
   const started: TranscriptRecord = { id: recordIds.started(req.runId), ts: Date.now(), runId: req.runId, kind: "run_marker", runStatus: "started", meta: { trigger: req.trigger } };
@@ -141,14 +155,11 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
       signal: controller.signal, llmTimeoutMs: rt.config.runs.llmTimeoutMs,
       maxIterations: req.options.maxIterations ?? rt.config.runs.maxIterations,
       execute: (call) => deps.tools.call(ctx, call.id, call.name, call.args),
-      checkpointAssistant: (turn: number, message: AssistantMessage) => {
+      checkpointAssistant: (turn: number, message: AssistantMessage, withResults: boolean) => {
         const record: TranscriptRecord = { id: recordIds.assistant(req.runId, turn), ts: Date.now(), runId: req.runId, kind: "message", message, meta: { turn } };
         // a final answer (no tool calls) is stored with the end marker, in the same write
-        if (!message.content.some((b) => b.type === "tool_call")) {
-          finalRecords.push(record);
-          return Promise.resolve();
-        }
-        return append([record]);
+        if (!message.content.some((b) => b.type === "tool_call")) return hold(record, false);
+        return withResults ? hold(record, true) : append([record]);
       },
       checkpoint: (turn: number, result: ToolResultMessage, durationMs: number) =>
         append([{ id: recordIds.toolResult(req.runId, result.toolCallId), ts: Date.now(), runId: req.runId, kind: "message", message: result, meta: { turn, durationMs } }]),
@@ -156,7 +167,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
       // an answer already given (held for the end marker) is stored before the inputs that follow it
       recordInputs: async (turn, inputs) => {
         const records = mailboxInputRecords(req.runId, turn, inputs);
-        await appendWithFinal(records);
+        await append(records);
         return recordsToMessages(records);
       },
       hooks: runHooks(rt.config, log),
@@ -181,7 +192,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
     if (timer) clearTimeout(timer);
     deps.controls.unregister(req.runId, controller);
   }
-  await finish(rt, req, events, log, appendWithFinal, outcome, lastDelivery);
+  await finish(rt, req, events, log, append, outcome, lastDelivery);
   if (outcome.status === "done" && !req.options.command) afterRun?.();
 }
 

@@ -97,7 +97,7 @@ export async function agentLoopBench(opts: { turns?: number; sessionOps?: number
         provider: resolved.provider, providerName: "openai", model: "test-model", chain, system: SYSTEM, tools, events, log,
         signal: new AbortController().signal, llmTimeoutMs: 30_000, maxIterations: 4,
         execute: (call) => toolsClient.call(ctxOf(runId), call.id, call.name, call.args),
-        checkpointAssistant: (turn: number, message: AssistantMessage) =>
+        checkpointAssistant: (turn: number, message: AssistantMessage, _withResults: boolean) =>
           checkpoints && message.content.some((b) => b.type === "tool_call")
             ? append({ id: `${runId}:a:${turn}`, ts: Date.now(), runId, kind: "message", message, meta: { turn } })
             : Promise.resolve(),
