@@ -43,3 +43,13 @@ export function threadCpuMs(pid: number): Record<string, number> {
   }
   return out;
 }
+
+/** Read and write syscalls a process has made so far (`/proc/PID/io` syscr/syscw, all threads); zeros when unreadable. */
+export function ioCalls(pid: number): { reads: number; writes: number } {
+  try {
+    const io = readFileSync(`/proc/${pid}/io`, "utf8");
+    return { reads: Number(/syscr: (\d+)/.exec(io)?.[1] ?? 0), writes: Number(/syscw: (\d+)/.exec(io)?.[1] ?? 0) };
+  } catch {
+    return { reads: 0, writes: 0 };
+  }
+}

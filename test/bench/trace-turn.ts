@@ -8,7 +8,7 @@
  */
 import type { Msg } from "@nats-io/transport-node";
 import { CliClient, TestSystem } from "../harness/system.js";
-import { cpuMeter, threadCpuMs } from "./cpu.js";
+import { cpuMeter, ioCalls, threadCpuMs } from "./cpu.js";
 import { progress } from "./stats.js";
 
 const N = Number(process.argv.slice(2).find((a) => /^\d+$/.test(a)) ?? 40);
@@ -25,11 +25,17 @@ async function main(): Promise<void> {
     for (const [name, actor] of system.actors) pids[name] = actor.child.pid!;
     const meter = cpuMeter(pids);
     const threadsBefore = threadCpuMs(pids["agent-runner"]!);
+    const ioBefore = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, ioCalls(pid)]));
     const t0 = performance.now();
     for (let i = 0; i < 200; i++) await client.send("read notes.txt", SHORT ? { sessionName: `short-${Math.floor(i / 10)}` } : {});
     const wall = performance.now() - t0;
     const used = meter.stop();
     const threadsAfter = threadCpuMs(pids["agent-runner"]!);
+    const io = Object.entries(pids).map(([k, pid]) => {
+      const now = ioCalls(pid);
+      return `${k} ${((now.reads - ioBefore[k]!.reads) / 200).toFixed(1)}/${((now.writes - ioBefore[k]!.writes) / 200).toFixed(1)}`;
+    });
+    process.stdout.write(`read/write syscalls a turn: ${io.join(", ")}\n`);
     process.stdout.write(`agent-runner threads, CPU ms a turn: ${Object.entries(threadsAfter).map(([k, v]) => `${k} ${((v - (threadsBefore[k] ?? 0)) / 200).toFixed(2)}`).join(", ")}\n`);
     const perTurn = Object.entries(used).map(([k, t]) => `${k} ${((t.user + t.system) / 200).toFixed(2)} (${(t.user / 200).toFixed(1)}u/${(t.system / 200).toFixed(1)}s)`);
     process.stdout.write(`200 tool turns untraced: ${(wall / 200).toFixed(2)} ms a turn; CPU ms a turn: ${perTurn.join(", ")}\n`);
