@@ -13,6 +13,8 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { LlmMessage, TranscriptRecord } from "../shared/contract/index.js";
 import { parseConfig } from "../shared/runtime/config.js";
+import { ACTOR_NODE_FLAGS } from "../shared/runtime/memory.js";
+import { DIST_ROOT } from "../shared/scripts/paths.js";
 import { LazyProvider } from "../services/agent-runner/providers/lazy.js";
 import { ProviderRegistry } from "../services/agent-runner/providers/registry.js";
 import type { Provider, ProviderStreamEvent } from "../services/agent-runner/providers/types.js";
@@ -182,5 +184,37 @@ describe("every provider answers through the registry (SDK loaded on first call)
     const { provider, model } = registry.resolve("ollama/llama-test");
     assert.equal(provider.name, "ollama");
     assert.equal(doneText(await collect(provider, model)), "Hello from llama.");
+  });
+});
+
+describe("idle collections", () => {
+  it("give back a young generation grown under load (the second collection, after 5 s of quiet)", () => {
+    // a real V8 with the actors' flags: allocation grows the young generation, idleness shrinks it
+    const script = `
+      import v8 from "node:v8";
+      import { startIdleGc } from ${JSON.stringify(join(DIST_ROOT, "shared/runtime/memory.js"))};
+      const young = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === "new_space").space_size;
+      const activity = { count: 0 };
+      const log = { warn() {}, debug() {} };
+      const idle = startIdleGc(activity, log, () => {}, { checkMs: 300, secondGcMs: 5500 });
+      let keep = [];
+      for (let r = 0; r < 200; r++) {
+        const batch = [];
+        for (let i = 0; i < 20000; i++) batch.push({ i, s: "x" + i });
+        keep.push(batch.slice(0, 2000));
+        if (keep.length > 20) keep.shift();
+        activity.count++;
+      }
+      keep = [];
+      const grown = young();
+      // an idle actor still allocates a little (timers, pings)
+      const trickle = setInterval(() => { const junk = []; for (let i = 0; i < 50; i++) junk.push({ i }); }, 50);
+      setTimeout(() => { idle.stop(); clearInterval(trickle); console.log(JSON.stringify({ grown, after: young() })); }, 7000);
+    `;
+    const out = spawnSync(process.execPath, [...ACTOR_NODE_FLAGS, "--input-type=module", "-e", script], { encoding: "utf8", timeout: 30_000 });
+    assert.equal(out.status, 0, out.stderr);
+    const { grown, after } = JSON.parse(out.stdout) as { grown: number; after: number };
+    assert.ok(grown >= 4 * 1048576, `the load grew the young generation (${grown} bytes)`);
+    assert.ok(after <= 2 * 1048576, `idle gave it back (${after} bytes)`);
   });
 });
