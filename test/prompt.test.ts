@@ -17,7 +17,7 @@ import {
   BOOTSTRAP_FILES, BOOTSTRAP_MAX_CHARS, bootstrapNamesFor, loadBootstrapFiles, trimBootstrap, type BootstrapFile,
 } from "../services/agent-runner/bootstrap.js";
 import { parseFrontmatter, parseYaml } from "../services/agent-runner/frontmatter.js";
-import { buildSystemPrompt, SILENT_TOKEN } from "../services/agent-runner/system-prompt.js";
+import { buildSystemPrompt, localTime, SILENT_TOKEN } from "../services/agent-runner/system-prompt.js";
 import { loadSkills, skillFromText } from "../services/agent-runner/skills.js";
 import { FakeOpenAIServer, messageText } from "./fakes/openai-server.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
@@ -193,6 +193,14 @@ describe("system prompt", () => {
 
   it("an unknown time zone falls back to UTC instead of failing", () => {
     assert.match(buildSystemPrompt({ ...base, timeZone: "Not/AZone" }), /Current time: 2026-03-05 14:07:09/);
+  });
+
+  it("the current time is formatted per zone and second (runs in the same second share the text)", () => {
+    const at = new Date("2026-03-05T14:07:09.100Z");
+    assert.equal(localTime(at, "UTC"), "2026-03-05 14:07:09 (Thursday)");
+    assert.equal(localTime(new Date("2026-03-05T14:07:09.900Z"), "UTC"), "2026-03-05 14:07:09 (Thursday)");
+    assert.equal(localTime(at, "Asia/Tokyo"), "2026-03-05 23:07:09 (Thursday)");
+    assert.equal(localTime(new Date("2026-03-05T14:07:10.000Z"), "Asia/Tokyo"), "2026-03-05 23:07:10 (Thursday)");
   });
 });
 

@@ -243,8 +243,19 @@ export function runtimeLine(input: PromptInput): string {
   return `Runtime: ${parts.join(" | ")}`;
 }
 
+/** the last localTime() answer: runs that start in the same second share it (formatToParts is slow) */
+let lastLocalTime: { second: number; zone: string; text: string } | undefined;
+
 /** `2026-03-05 14:07:09 (Thursday)` in the zone (an unknown zone falls back to UTC) */
 export function localTime(now: Date, zone: string): string {
+  const second = Math.floor(now.getTime() / 1000);
+  if (lastLocalTime?.second === second && lastLocalTime.zone === zone) return lastLocalTime.text;
+  const text = formatLocalTime(now, zone);
+  lastLocalTime = { second, zone, text };
+  return text;
+}
+
+function formatLocalTime(now: Date, zone: string): string {
   let f = formatters.get(zone);
   if (!f) {
     const opts: Intl.DateTimeFormatOptions = { year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit", weekday: "long", hourCycle: "h23" };
