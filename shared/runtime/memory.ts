@@ -32,13 +32,15 @@ export interface ActivityCounter {
 }
 
 /**
- * Once the actor has been idle for IDLE_CHECK_MS after doing work: runs `onIdle` (actors drop
- * caches there, see ActorRuntime.onIdle), then a full collection when `gc` is exposed.
+ * Once the actor has been idle for IDLE_CHECK_MS after doing work (start-up included): runs
+ * `onIdle` (actors drop caches there, see ActorRuntime.onIdle), then a full collection when `gc`
+ * is exposed, and a second one SECOND_GC_DELAY_MS later if it is still idle.
  */
 export function startIdleGc(activity: ActivityCounter, log: Logger, onIdle: () => void = () => {}, timing = { checkMs: IDLE_CHECK_MS, secondGcMs: SECOND_GC_DELAY_MS }): { stop(): void } {
   const gc = (globalThis as { gc?: () => void }).gc;
   let seen = activity.count;
-  let collectedAt = activity.count;
+  /** the count at the last collection; NaN: none yet, so the quiet after start-up collects too */
+  let collectedAt = Number.NaN;
   const timer = setInterval(() => {
     const now = activity.count;
     const idle = now === seen && now !== collectedAt;

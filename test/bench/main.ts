@@ -40,7 +40,8 @@ async function core(results: Record<string, unknown>): Promise<void> {
     return { perActor: rss, actorsTotal: round(Object.values(rss).reduce((a, b) => a + b, 0)) };
   };
   try {
-    await new Promise((r) => setTimeout(r, 3000));
+    // idle after start-up: each actor collects 10-20 s after it went quiet, and again 6 s later
+    await new Promise((r) => setTimeout(r, 28_000));
     const fresh = rssOfActors();
     progress("baselines: raw NATS request/reply, raw piscina task, raw SDK call");
     const nats = await rawNatsRequestReply(system.nats, 2000);
