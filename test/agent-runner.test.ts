@@ -241,15 +241,20 @@ describe("agent-runner", () => {
     await publisher.close();
   });
 
-  it("a tool_start event leaves with its tool call, ahead of it on the bus", async () => {
-    const runId = `run-piggyback-${Date.now().toString(36)}`;
+  /** A runner-side connection, and what admin sees of a run's events and of `read` calls, in order. */
+  async function watchRunAndReads(runId: string) {
     const seen: string[] = [];
     const subs = [
       admin.subscribe(S.runEvents(runId), { callback: (_e, m) => void seen.push(runEventSchema.parse(m.json()).event.kind) }),
       admin.subscribe(S.toolCall("read"), { callback: () => void seen.push("tools.call") }),
     ];
     await admin.flush();
-    const publisher = await nats.connect("agent-runner");
+    return { seen, subs, publisher: await nats.connect("agent-runner") };
+  }
+
+  it("a tool_start event leaves with its tool call, ahead of it on the bus", async () => {
+    const runId = `run-piggyback-${Date.now().toString(36)}`;
+    const { seen, subs, publisher } = await watchRunAndReads(runId);
     const events = new RunEvents(publisher, S, runId, "agent:main:main", "cause", createLogger("test", "silent"));
     const read = { name: "read", description: "read a file", parameters: { type: "object" }, actor: "tools", sideEffects: false, parallelSafe: true, groups: [], needsApproval: false };
     const ran = await runTurnTools({
@@ -271,13 +276,7 @@ describe("agent-runner", () => {
 
   it("holds events for the run's next bus request, sends them ahead of it, and sends a terminal event at once", async () => {
     const runId = `run-hold-${Date.now().toString(36)}`;
-    const seen: string[] = [];
-    const subs = [
-      admin.subscribe(S.runEvents(runId), { callback: (_e, m) => void seen.push(runEventSchema.parse(m.json()).event.kind) }),
-      admin.subscribe(S.toolCall("read"), { callback: () => void seen.push("tools.call") }),
-    ];
-    await admin.flush();
-    const publisher = await nats.connect("agent-runner");
+    const { seen, subs, publisher } = await watchRunAndReads(runId);
     // both flushes round-trip through the server: whatever the publisher handed over has reached admin
     const delivered = async () => { await publisher.flush(); await admin.flush(); return [...seen]; };
     const held = new RunEvents(publisher, S, runId, "agent:main:main", "cause", createLogger("test", "silent"), 60_000);
