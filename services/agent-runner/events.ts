@@ -54,14 +54,14 @@ export class RunEvents {
     if (this.terminal) return;
     for (const observer of this.observers) observer.observe(event);
     if (event.kind === "message_delta" || event.kind === "thinking_delta") {
-      if (this.pending && (this.pending.kind !== event.kind || this.pending.turn !== event.turn)) this.flush();
+      if (this.pending && (this.pending.kind !== event.kind || this.pending.turn !== event.turn)) this.queueDelta();
       if (this.pending) this.pending.text += event.text;
       else this.pending = { kind: event.kind, turn: event.turn, text: event.text };
-      if (this.pending.text.length >= DELTA_MAX_CHARS) this.flush();
+      if (this.pending.text.length >= DELTA_MAX_CHARS) this.queueDelta();
       else this.timer ??= setTimeout(() => this.flushNow(), DELTA_WINDOW_MS);
       return;
     }
-    this.flush();
+    this.queueDelta();
     this.publish(event);
   }
 
@@ -75,8 +75,8 @@ export class RunEvents {
     return Promise.all(this.observers.map((o) => o.settle())).then(() => undefined);
   }
 
-  /** Sends the coalesced delta, if any. */
-  flush(): void {
+  /** Queues the coalesced delta, if any, as an event (in order, before whatever comes next). */
+  private queueDelta(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     const pending = this.pending;
@@ -118,7 +118,7 @@ export class RunEvents {
    * right before the run sends a bus request, so both leave in the connection's one socket write.
    */
   flushNow(): void {
-    this.flush();
+    this.queueDelta();
     if (this.outbox.length > 0) this.send();
   }
 }

@@ -220,10 +220,7 @@ async function loop(deps: LoopDeps, resume: ResumeState, onTurn: (turn: number) 
     else await checkpoint;
     if (text) lastText = text;
     const ended = await finishTurn(turn, message, new Map(), message.usage);
-    if (overlap) {
-      const results = unsaved;
-      unsaved = Promise.all([checkpoint, results]).then(() => undefined);
-    }
+    if (overlap) unsaved = Promise.all([checkpoint, unsaved]).then(() => undefined);
     if (ended.stop) return done({ text: withEarlier(lastText), turns: turn, usage, stoppedAtLimit: false, stoppedByHook: ended.stop });
     if (!ended.more) return done({ text: withEarlier(text), turns: turn, usage, stoppedAtLimit: false });
   }

@@ -15,6 +15,7 @@
  */
 import { hostname } from "node:os";
 import type { ToolDefinition } from "../../shared/contract/index.js";
+import { wallClock } from "../../shared/runtime/time-zone.js";
 import { HEARTBEAT_OK_TOKEN, SILENT_REPLY_TOKEN } from "../../shared/contract/index.js";
 import type { BootstrapFile } from "./bootstrap.js";
 import type { Skill } from "./skills.js";
@@ -59,7 +60,6 @@ export interface SubagentPromptContext {
 
 /** resolved once: building an Intl formatter per run costs more than the rest of the prompt */
 const LOCAL_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone;
-const formatters = new Map<string, Intl.DateTimeFormat>();
 const HOST = hostname();
 
 export function effectiveMode(input: Pick<PromptInput, "mode" | "sessionType">): PromptMode {
@@ -255,20 +255,17 @@ export function localTime(now: Date, zone: string): string {
   return text;
 }
 
+const WEEKDAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
+
 function formatLocalTime(now: Date, zone: string): string {
-  let f = formatters.get(zone);
-  if (!f) {
-    const opts: Intl.DateTimeFormatOptions = { year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit", weekday: "long", hourCycle: "h23" };
-    try {
-      f = new Intl.DateTimeFormat("en-US", { ...opts, timeZone: zone });
-    } catch {
-      f = new Intl.DateTimeFormat("en-US", { ...opts, timeZone: "UTC" });
-    }
-    if (formatters.size > 16) formatters.clear();
-    formatters.set(zone, f);
+  let wall: Date;
+  try {
+    wall = new Date(wallClock(now.getTime(), zone));
+  } catch {
+    wall = new Date(wallClock(now.getTime(), "UTC")); // config validates zones; a bad one still must not fail a run
   }
-  const p = Object.fromEntries(f.formatToParts(now).map((x) => [x.type, x.value]));
-  return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second} (${p.weekday})`;
+  const two = (n: number) => String(n).padStart(2, "0");
+  return `${wall.getUTCFullYear()}-${two(wall.getUTCMonth() + 1)}-${two(wall.getUTCDate())} ${two(wall.getUTCHours())}:${two(wall.getUTCMinutes())}:${two(wall.getUTCSeconds())} (${WEEKDAYS[wall.getUTCDay()]})`;
 }
 
 function firstLine(text: string): string {

@@ -115,7 +115,6 @@ async function produce(deps: TurnToolDeps, byName: ReadonlyMap<string, ToolDefin
   return deps.execute(call);
 }
 
-
 export function preview(result: ToolResultMessage, max = 2_000): string {
   const text = result.content.map((b) => (b.type === "text" ? b.text : `[image ${b.mime}]`)).join("\n");
   return text.length > max ? `${text.slice(0, max - 3)}...` : text;
