@@ -35,11 +35,12 @@ describe("durable consumer", () => {
   });
 
   const publish = (conversation: string, n: number) => jetstream(nc).publish(`lurk.out.test.${conversation}`, JSON.stringify({ n }));
-  const consume = (name: string, handler: (n: number, deliveries: number) => Promise<void>, extra: { ackWaitMs?: number; onDeadLetter?: (i: DeadLetterInfo) => void } = {}) =>
+  const consume = (name: string, handler: (n: number, deliveries: number) => Promise<void>, extra: { ackWaitMs?: number; stopGraceMs?: number; onDeadLetter?: (i: DeadLetterInfo) => void } = {}) =>
     startConsumer(nc, {
       stream: STREAMS.outbound, consumer: name, filterSubject: `lurk.out.test.${name}`, schema: body, concurrency: 4,
       ackWaitMs: extra.ackWaitMs ?? 5_000, maxDeliver: 3, backoffMs: [50, 100], limits: {}, log: silent,
       ...(extra.onDeadLetter ? { onDeadLetter: extra.onDeadLetter } : {}),
+      ...(extra.stopGraceMs ? { stopGraceMs: extra.stopGraceMs } : {}),
       handler: (m, d) => handler(m.n, d.deliveryCount),
     });
 
@@ -90,6 +91,45 @@ describe("durable consumer", () => {
     await waitFor(async () => (await (await jetstreamManager(nc)).consumers.info(STREAMS.outbound, "long")).num_ack_pending === 0 && seen.length > 0, 10_000, "ack");
     assert.deepEqual(seen, [1]);
     await running.stop();
+  });
+
+  it("on stop, lets a handler finish within the grace and acks its message", async () => {
+    let started = false;
+    const running = consume("graceful", async () => {
+      started = true;
+      await new Promise((r) => setTimeout(r, 300));
+    }, { ackWaitMs: 30_000 });
+    await publish("graceful", 5);
+    await waitFor(() => started, 10_000, "handler start");
+    await running.stop();
+    const info = await (await jetstreamManager(nc)).consumers.info(STREAMS.outbound, "graceful");
+    assert.equal(info.num_ack_pending, 0, "acked, not handed back");
+    assert.equal(info.num_redelivered, 0);
+  });
+
+  it("on stop, hands a stuck handler's message back for redelivery at once, long before the ack wait", async () => {
+    let release!: () => void;
+    const stuck = new Promise<void>((r) => (release = r));
+    const first: number[] = [];
+    const second: number[] = [];
+    const a = consume("handback", async (n) => {
+      first.push(n);
+      await stuck; // e.g. a request to a peer that died
+    }, { ackWaitMs: 30_000, stopGraceMs: 200 });
+    await publish("handback", 6);
+    await waitFor(() => first.length === 1, 10_000, "first delivery");
+    const stopping = Date.now();
+    await a.stop();
+    assert.ok(Date.now() - stopping < 5_000, "stop did not wait for the stuck handler");
+    // a hand-back is no failure: nats-server does not count it as a delivery
+    const b = consume("handback", async (n) => void second.push(n), { ackWaitMs: 30_000 });
+    await waitFor(() => second.length === 1, 10_000, "redelivery to the next instance (the ack wait is 30 s)");
+    release(); // the stuck handler finishing late neither acks nor naks
+    await waitFor(async () => (await (await jetstreamManager(nc)).consumers.info(STREAMS.outbound, "handback")).num_ack_pending === 0, 10_000, "ack by the next instance");
+    await new Promise((r) => setTimeout(r, 300));
+    assert.deepEqual(first, [6]);
+    assert.deepEqual(second, [6]);
+    await b.stop();
   });
 
   it("dead-letters a malformed message at once", async () => {

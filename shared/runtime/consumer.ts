@@ -8,6 +8,9 @@
  * - a handler failure naks with a growing delay; after maxDeliver deliveries the message is
  *   published to `lurk.dlq.<stream>.<consumer>`, terminated, and `lurk.evt.<actor>.dead_letter`
  *   is emitted;
+ * - on stop, handlers get STOP_GRACE_MS to finish; the messages of those still running are
+ *   handed back (nak, no delay) so another instance takes them at once instead of after ackWait,
+ *   and whatever those handlers do later is neither acked nor naked;
  * - handlers must be idempotent: an ack can be lost and the message delivered again.
  */
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type JsMsg } from "@nats-io/jetstream";
@@ -15,6 +18,9 @@ import { headers, nanos, type NatsConnection } from "@nats-io/transport-node";
 import type { z } from "zod";
 import { LurkError, safeParseJson, subjects, type SafeParseLimits } from "../contract/index.js";
 import type { Logger } from "./logger.js";
+
+/** how long a stopping consumer waits for its handlers before handing their messages back */
+export const STOP_GRACE_MS = 5_000;
 
 export interface ConsumeOptions<S extends z.ZodType> {
   stream: string;
@@ -32,6 +38,8 @@ export interface ConsumeOptions<S extends z.ZodType> {
   /** called for dead letters (the runtime publishes the event) */
   onDeadLetter?: (info: DeadLetterInfo) => void;
   handler: (message: z.output<S>, delivery: DeliveryInfo) => Promise<void>;
+  /** default STOP_GRACE_MS; kept below the actor process's 10 s forced exit */
+  stopGraceMs?: number;
 }
 
 export interface DeliveryInfo {
@@ -75,6 +83,8 @@ export function startConsumer<S extends z.ZodType>(nc: NatsConnection, opts: Con
   const js = jetstream(nc);
   const dlqSubject = subjects(opts.prefix).deadLetter(opts.stream, opts.consumer);
   const inFlight = new Set<Promise<void>>();
+  /** the deliveries whose handlers are running, for the hand-back on stop */
+  const running = new Set<Delivery>();
   let stopped = false;
   let current: { close(): Promise<void | Error> } | undefined;
   const waiters: Array<() => void> = [];
@@ -92,7 +102,15 @@ export function startConsumer<S extends z.ZodType>(nc: NatsConnection, opts: Con
     opts.onDeadLetter?.(info);
   };
 
-  const handle = async (msg: JsMsg) => {
+  /** Ends the delivery's in-progress acks; false when it was already handed back. */
+  const settle = (delivery: Delivery): boolean => {
+    clearInterval(delivery.keepAlive);
+    running.delete(delivery);
+    return !delivery.handedBack;
+  };
+
+  const handle = async (delivery: Delivery) => {
+    const { msg } = delivery;
     let parsed: unknown;
     try {
       const body = safeParseJson(msg.data, opts.limits);
@@ -103,7 +121,8 @@ export function startConsumer<S extends z.ZodType>(nc: NatsConnection, opts: Con
       await deadLetter(msg, `malformed: ${(err as Error).message}`).catch((e) => opts.log.error({ err: e }, "dead-letter publish failed"));
       return;
     }
-    const keepAlive = setInterval(() => msg.working(), Math.max(500, Math.floor(opts.ackWaitMs / 3)));
+    delivery.keepAlive = setInterval(() => msg.working(), Math.max(500, Math.floor(opts.ackWaitMs / 3)));
+    running.add(delivery);
     try {
       const hdrs: Record<string, string> = {};
       for (const [k, v] of msg.headers ?? []) hdrs[k] = v.join(",");
@@ -114,10 +133,10 @@ export function startConsumer<S extends z.ZodType>(nc: NatsConnection, opts: Con
         redelivered: msg.redelivered,
         headers: hdrs,
       });
-      clearInterval(keepAlive);
+      if (!settle(delivery)) return;
       msg.ack();
     } catch (err) {
-      clearInterval(keepAlive);
+      if (!settle(delivery)) return;
       const lurkError = LurkError.from(err);
       const deliveries = msg.info.deliveryCount;
       if (deliveries >= opts.maxDeliver || (!lurkError.retryable && lurkError.code !== "INTERNAL")) {
@@ -141,7 +160,7 @@ export function startConsumer<S extends z.ZodType>(nc: NatsConnection, opts: Con
         backoff = 250;
         for await (const msg of messages) {
           while (inFlight.size >= opts.concurrency) await Promise.race(inFlight);
-          const p = handle(msg).catch((err) => opts.log.error({ err }, "consumer handler crashed"));
+          const p = handle({ msg, handedBack: false }).catch((err) => opts.log.error({ err }, "consumer handler crashed"));
           inFlight.add(p);
           void p.finally(() => {
             inFlight.delete(p);
@@ -164,11 +183,26 @@ export function startConsumer<S extends z.ZodType>(nc: NatsConnection, opts: Con
     async stop() {
       stopped = true;
       await current?.close().catch(() => undefined);
-      await Promise.allSettled([...inFlight]);
+      let grace: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.allSettled([...inFlight]), new Promise((r) => (grace = setTimeout(r, opts.stopGraceMs ?? STOP_GRACE_MS)))]);
+      clearTimeout(grace);
+      for (const delivery of [...running]) {
+        settle(delivery);
+        delivery.handedBack = true;
+        delivery.msg.nak();
+        opts.log.warn({ seq: delivery.msg.seq, deliveries: delivery.msg.info.deliveryCount }, "stopping: handed an unfinished message back for redelivery");
+      }
       await Promise.race([done, new Promise((r) => setTimeout(r, 1000))]);
     },
     idle() {
       return inFlight.size === 0 ? Promise.resolve() : new Promise((r) => waiters.push(() => r()));
     },
   };
+}
+
+interface Delivery {
+  msg: JsMsg;
+  keepAlive?: NodeJS.Timeout;
+  /** set when a stop handed the message back: the handler's outcome is then ignored */
+  handedBack: boolean;
 }
