@@ -41,7 +41,7 @@ export function toOpenAIMessages(system: string, messages: LlmMessage[]): Param[
   return out;
 }
 
-export function toOpenAITools(tools: ToolDefinition[]): OpenAI.Chat.Completions.ChatCompletionTool[] {
+export function toOpenAITools(tools: readonly ToolDefinition[]): OpenAI.Chat.Completions.ChatCompletionTool[] {
   return tools.map((t) => ({
     type: "function" as const,
     function: { name: t.name, description: t.description, parameters: t.parameters },

@@ -2,6 +2,9 @@
  * OpenAI (and OpenAI-compatible servers) through the official SDK: streaming chat completions
  * with usage in the last chunk, tool-call fragments assembled by index, argument JSON repaired
  * when safe. The SDK's own retries are off: the loop retries classified errors itself.
+ * The request body goes to the SDK as a ready JSON string (`client.post`, which is what
+ * `chat.completions.create` calls): the tool list's JSON, most of the body, is serialized once
+ * per catalog list rather than on every call.
  */
 import OpenAI from "openai";
 import { emptyUsage, type AssistantMessage, type ContentBlock, type Usage } from "../../../shared/contract/index.js";
@@ -10,6 +13,7 @@ import { toolCallFromJson } from "./json-repair.js";
 import { openaiReasoningEffort } from "./thinking.js";
 import { toOpenAIMessages, toOpenAITools } from "./openai-convert.js";
 import type { Provider, ProviderRequest, ProviderStreamEvent, ToolCallBlock } from "./types.js";
+import type { ToolDefinition } from "../../../shared/contract/index.js";
 
 export interface OpenAIProviderOptions {
   apiKey?: string;
@@ -47,20 +51,24 @@ export class OpenAIProvider implements Provider {
     let finish: string | null = null;
     let usage: Usage | undefined;
     try {
-      const params: OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming = {
+      const params: Omit<OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming, "tools"> = {
         model: req.model,
         messages: toOpenAIMessages(req.system, req.messages),
         stream: true,
         stream_options: { include_usage: true },
       };
-      if (req.tools.length > 0) params.tools = toOpenAITools(req.tools);
       if (req.thinking) params.reasoning_effort = openaiReasoningEffort(req.thinking, req.model);
       if (req.maxTokens) {
         if (this.official) params.max_completion_tokens = req.maxTokens;
         else params.max_tokens = req.maxTokens;
       }
-      const stream = await this.client.chat.completions.create(params, { signal: req.signal });
-      for await (const chunk of stream as AsyncIterable<Chunk>) {
+      const head = JSON.stringify(params);
+      const body = req.tools.length > 0 ? `${head.slice(0, -1)},"tools":${serializedTools(req.tools)}}` : head;
+      // a string body with its content type is sent verbatim (the SDK's buildBody)
+      const stream = await this.client.post<AsyncIterable<Chunk>>("/chat/completions", {
+        body, headers: { "content-type": "application/json" }, stream: true, signal: req.signal,
+      });
+      for await (const chunk of stream) {
         if (chunk.usage) {
           usage = toUsage(chunk.usage);
           yield { type: "usage", usage };
@@ -108,6 +116,18 @@ export class OpenAIProvider implements Provider {
     const message: AssistantMessage = { role: "assistant", content, provider: this.name, model: req.model, stopReason, usage: usage ?? emptyUsage() };
     yield { type: "done", message };
   }
+}
+
+/** the tool list's JSON, per list: the catalog client hands out the same array until it refreshes */
+const toolsJson = new WeakMap<readonly ToolDefinition[], string>();
+
+function serializedTools(tools: readonly ToolDefinition[]): string {
+  let json = toolsJson.get(tools);
+  if (json === undefined) {
+    json = JSON.stringify(toOpenAITools(tools));
+    toolsJson.set(tools, json);
+  }
+  return json;
 }
 
 function assemble(partial: PartialCall, index: number): ToolCallBlock {
