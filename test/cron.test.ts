@@ -123,7 +123,11 @@ describe("cron actor in the whole system", () => {
     await bus.call("cron", "run", { jobId: job.id, mode: "force" });
     const [run] = await finished(job.id);
     assert.equal(run!.status, "ok");
-    const posted = await waitFor(async () => (await history("agent:main:main")).filter((r) => r.kind === "system_event" && r.text?.startsWith("Daily: digest:")), 10_000, "the post in the main session");
+    // the post reaches the main session through the router after the fire is recorded
+    const postedNow = async () => (await history("agent:main:main")).filter((r) => r.kind === "system_event" && r.text?.startsWith("Daily: digest:"));
+    await waitFor(async () => (await postedNow()).length > 0, 10_000, "the post in the main session");
+    await new Promise((r) => setTimeout(r, 300));
+    const posted = await postedNow();
     assert.equal(posted.length, 1);
     assert.equal(posted[0]!.text, "Daily: digest: echo: make a digest");
     assert.equal(posted[0]!.id, `inject:post:${run!.fireId}`);

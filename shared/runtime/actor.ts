@@ -179,6 +179,9 @@ export async function startActor(def: ActorDefinition, opts: StartActorOptions =
   try {
     const started = await def.start(rt);
     if (started) rt.onStop(started);
+    // a round trip to the server: every subscription the actor made is registered before it
+    // reports ready, so a request sent right after finds a responder
+    await nc.flush();
   } catch (err) {
     await rt.stop();
     throw err;
