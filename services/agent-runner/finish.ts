@@ -2,17 +2,15 @@
  * The end of a run: the run_marker record with the usage (one append) and the reply delivery
  * (JetStream, `Nats-Msg-Id` = replyDeliveryId(runId), so a repeated delivery collapses) go out
  * together; the terminal event follows once both are done. The router starts a session's next
- * run only after that event, so the next run finds the whole run in the history. The price of
- * not waiting for the marker before delivering: if the runner dies in the millisecond between
- * the two, the redelivered run asks the model again and stores that answer, while the user keeps
- * the first (the duplicate reply is dropped by the stream within its duplicate window).
- * A run found finished (marker present) re-publishes its reply (the stream drops the duplicate)
- * and announces its end again: the delivery that wrote the marker may have died before its
- * terminal event, and the router frees the session only on one. Observers of run ends (router,
- * subagents, cron, heartbeat, channels) ignore an end they already handled.
+ * run only after that event, so the next run finds the whole run in the history. A run found
+ * finished (marker present) is only re-delivered: it re-publishes its reply (the stream drops
+ * the duplicate), never a second terminal event. The price of not waiting for the marker before
+ * delivering: if the runner dies in the millisecond between the two, the redelivered run asks
+ * the model again and stores that answer, while the user keeps the first (the duplicate reply
+ * is dropped by the stream within its duplicate window).
  */
 import {
-  errorCodeSchema, LurkError, recordIds, replyDeliveryId, type ErrorCode, type UsageUpdate, type OutboundMessage, type RunRequest, type TranscriptRecord, type Usage,
+  LurkError, recordIds, replyDeliveryId, type ErrorCode, type UsageUpdate, type OutboundMessage, type RunRequest, type TranscriptRecord, type Usage,
 } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import type { Logger } from "../../shared/runtime/logger.js";
@@ -107,21 +105,16 @@ export async function finishRun(deps: FinishDeps, outcome: Outcome): Promise<voi
   events.emit({ kind: "run_end", turns: outcome.turns });
   if (outcome.status === "done") events.emit({ kind: "done", text: outcome.text, turns: outcome.turns, usage: outcome.usage, silent });
   else events.emit({ kind: "error", code: outcome.error?.code ?? "INTERNAL", message: outcome.error?.message ?? outcome.text, retryable: outcome.error?.retryable ?? false });
-  // the marker is written: a redelivery only re-publishes the reply and the end
+  // the marker is written: a redelivery only re-publishes the reply
   if (deliveryError !== undefined) throw deliveryError;
 }
 
-/** A finished run delivered again: re-publish its reply and announce its end once more (see above). */
-export async function replayFinished(rt: ActorRuntime, req: RunRequest, records: TranscriptRecord[], events: RunEvents, log: Logger): Promise<void> {
+/** A finished run delivered again: re-publish its reply (the stream drops the duplicate). */
+export async function replayFinished(rt: ActorRuntime, req: RunRequest, records: TranscriptRecord[], log: Logger): Promise<void> {
   const end = runEndFromRecords(records);
   if (!end) return;
   const text = end.text ?? "";
-  log.info({ status: end.status }, "run already finished; re-publishing its reply and its end");
-  if (deliverable(req, end.status, text)) await publishReply(rt, req, end.status === "done" ? "reply" : "error", text, end.errorCode);
-  events.emit({ kind: "run_end", turns: end.turns });
-  if (end.status === "done") events.emit({ kind: "done", text, turns: end.turns, usage: end.usage, silent: end.silent });
-  else {
-    const code = errorCodeSchema.safeParse(end.errorCode);
-    events.emit({ kind: "error", code: code.success ? code.data : end.status === "aborted" ? "ABORTED" : "INTERNAL", message: text, retryable: false });
-  }
+  log.info({ status: end.status }, "run already finished; re-publishing its reply only");
+  if (!deliverable(req, end.status, text)) return;
+  await publishReply(rt, req, end.status === "done" ? "reply" : "error", text, end.errorCode);
 }

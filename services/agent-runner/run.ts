@@ -1,10 +1,9 @@
 /**
  * One RunRequest from the RUNS work queue, idempotent and resumable: one `sessions.begin`
  * ensures the session, reports the run's prior status (a finished run only re-publishes its
- * reply and its end), appends the inputs and a "started" marker (stable record ids: appends are
- * idempotent) and returns the transcript records the runner's cache lacks; then the loop runs
- * from the checkpoints, and the run finishes (marker and usage in one append, reply, terminal
- * event). Bus failures with deliveries left are thrown, so JetStream redelivers and the run
+ * reply), appends the inputs and a "started" marker (stable record ids: appends are idempotent)
+ * and returns the transcript records the runner's cache lacks; then the loop runs from the
+ * checkpoints, and the run finishes (marker and usage in one append, reply, terminal event). Bus failures with deliveries left are thrown, so JetStream redelivers and the run
  * resumes; everything else ends the run with a terminal error and an error reply.
  */
 import {
@@ -69,7 +68,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   const key = { sessionKey: req.sessionKey };
   const opts = { runId: req.runId, causationId: req.id };
   const lastDelivery = delivery.deliveryCount >= rt.config.bus.maxDeliver;
-  // publishes nothing until run_start (a finished run only re-announces its end)
+  // publishes nothing until run_start (a finished run only re-publishes its reply)
   const events = new RunEvents(rt.nc, rt.subjects, req.runId, req.sessionKey, req.id, log);
   /**
    * Records that go out first with the run's next append, in the same write: a final answer with
@@ -111,7 +110,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   }, opts);
   const history = deps.transcripts.merge(req.sessionKey, begun.session.sessionId, begun.records, begun.incremental);
   if (begun.prior === "done" || begun.prior === "error" || begun.prior === "aborted") {
-    await replayFinished(rt, req, begun.runRecords, events, log);
+    await replayFinished(rt, req, begun.runRecords, log);
     return;
   }
   log.info({ trigger: req.trigger, resumed: begun.prior === "started", delivery: delivery.deliveryCount }, "run started");

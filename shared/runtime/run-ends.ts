@@ -56,8 +56,6 @@ export interface RecordedRunEnd {
   usage: Usage;
   /** the text of the run's last assistant message that has any */
   lastAssistantText: string;
-  /** the model turns the run took (the end marker's meta) */
-  turns: number;
 }
 
 /** The run's terminal end marker (the last one, as the sessions actor's run status) read with its usage; null while there is none. */
@@ -74,6 +72,5 @@ export function runEndFromRecords(records: readonly TranscriptRecord[]): Recorde
     if (text.trim()) lastAssistantText = text;
   }
   const errorCode = typeof marker.meta?.errorCode === "string" ? marker.meta.errorCode : undefined;
-  const turns = typeof marker.meta?.turns === "number" && Number.isInteger(marker.meta.turns) && marker.meta.turns >= 0 ? marker.meta.turns : 0;
-  return { status: marker.runStatus as RecordedRunEnd["status"], text: marker.text, errorCode, silent: marker.meta?.silent === true, usage, lastAssistantText, turns };
+  return { status: marker.runStatus as RecordedRunEnd["status"], text: marker.text, errorCode, silent: marker.meta?.silent === true, usage, lastAssistantText };
 }
