@@ -142,8 +142,10 @@ describe("slack channel end to end", () => {
     await waitFor(() => slack.ackOf(second.envelope_id), 10_000, "the redelivery's ACK");
     await waitFor(() => texts("D0003").includes("once only"), 20_000, "reply");
     await new Promise((r) => setTimeout(r, 800));
-    assert.equal(texts("D0003").length, 1, "one reply");
-    assert.equal(system.fake.requests.length, 1, "one run");
+    // on failure, say whether the extra message is a second run's reply or a draft left behind
+    const seen = `messages ${JSON.stringify(texts("D0003"))}, model requests ${system.fake.requests.length}`;
+    assert.equal(texts("D0003").length, 1, `one reply (${seen})`);
+    assert.equal(system.fake.requests.length, 1, `one run (${seen})`);
   });
 
   it("waits out a 429 with Retry-After and delivers once", async () => {
