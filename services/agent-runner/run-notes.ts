@@ -9,8 +9,8 @@
  * Nats-Msg-Id derived from the run and the tool call / turn: a resumed or redelivered run
  * never sends one twice (the stream's duplicate window, then the channel's sent-ledger).
  * `settle` (awaited by finishRun, through the run's events, before the reply goes out) flushes
- * and waits for them, so every note is on the stream before the reply. A note that cannot be published is logged and
- * skipped: notes never fail a run.
+ * and waits for them, so every note is on the stream before the reply. A note that cannot be
+ * published is logged and skipped: notes never fail a run.
  */
 import { createHash } from "node:crypto";
 import type { OutboundMessage, RunRequest } from "../../shared/contract/index.js";

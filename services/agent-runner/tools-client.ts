@@ -2,17 +2,17 @@
  * The tool catalog and tool execution over the bus.
  * Catalog: scatter-gather on `lurk.tools.list` (every tools actor kind answers with its own
  * tools; the first reply is awaited up to 2 s, then replies are merged until 250 ms pass
- * without one, each validated), cached per agent, session type
- * and model. A run waits for a gather only when there is no catalog yet (first run, or the
- * last gather found nothing: an empty catalog is gathered again after ~1 s, since the tools
- * actor may start after the runner). Otherwise the cached catalog is returned at once and kept
- * fresh in the background:
+ * without one, each validated), cached per agent, session type and model. A run waits for a
+ * gather only when there is no catalog yet (first run, or the last gather found nothing: an
+ * empty catalog is gathered again after ~1 s, since the tools actor may start after the
+ * runner). Otherwise the cached catalog is returned at once and kept fresh in the background:
  * - a tools actor announces `lurk.tools.catalog` when it starts (shared/runtime/tool-catalog.ts):
  *   every cached catalog is gathered again shortly after, and replaced when the gather ends;
  * - a catalog older than the refresh interval (60 s) is still served, and gathered again in the
  *   background (catches actors that stopped, and anything missed);
  * - a background gather that no tools actor answered at all keeps the cached catalog (a busy
- *   host or a restart must not leave runs without tools); it stays due, so the next run gathers again.
+ *   host or a restart must not leave runs without tools); it stays due, so the next run
+ *   gathers again.
  * One gather at a time per key; concurrent callers share it. `list` never throws.
  * Calls: `lurk.tools.call.<tool>` with the contract's request/reply; bus failures and error
  * replies come back as error tool results, so the model sees them and the run goes on. A call

@@ -132,13 +132,13 @@ export const toolResultMessageSchema = z.object({
 export const llmMessageSchema = z.discriminatedUnion("role", [userMessageSchema, assistantMessageSchema, toolResultMessageSchema]);
 export type LlmMessage = z.infer<typeof llmMessageSchema>;
 export type AssistantMessage = z.infer<typeof assistantMessageSchema>;
+export type ToolResultMessage = z.infer<typeof toolResultMessageSchema>;
+export type UserMessage = z.infer<typeof userMessageSchema>;
 
 /** The text blocks of an assistant message, joined (its answer without thinking and tool calls). */
 export function assistantText(message: AssistantMessage): string {
   return message.content.filter((b) => b.type === "text").map((b) => (b as { text: string }).text).join("");
 }
-export type ToolResultMessage = z.infer<typeof toolResultMessageSchema>;
-export type UserMessage = z.infer<typeof userMessageSchema>;
 
 export const toolDefinitionSchema = z.object({
   name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/),

@@ -177,8 +177,7 @@ export class ApprovalGate {
   }
 }
 
-/** `work`, or ABORTED as soon as `signal` fires (the work itself is left to finish). */
-
+/** The ABORTED error a cancelled gated call ends with (the signal's reason as its message). */
 function abortError(signal: AbortSignal): LurkError {
   return new LurkError("ABORTED", signal.reason instanceof Error ? signal.reason.message : "the call was cancelled");
 }

@@ -83,7 +83,7 @@ export function startConsumer<S extends z.ZodType>(nc: NatsConnection, opts: Con
   const js = jetstream(nc);
   const dlqSubject = subjects(opts.prefix).deadLetter(opts.stream, opts.consumer);
   const inFlight = new Set<Promise<void>>();
-  /** the deliveries whose handlers are running, for the hand-back on stop */
+  /** the deliveries whose handlers are running; one a stop handed back is no longer here */
   const running = new Set<Delivery>();
   let stopped = false;
   let current: { close(): Promise<void | Error> } | undefined;
@@ -102,11 +102,10 @@ export function startConsumer<S extends z.ZodType>(nc: NatsConnection, opts: Con
     opts.onDeadLetter?.(info);
   };
 
-  /** Ends the delivery's in-progress acks; false when it was already handed back. */
+  /** Ends the delivery's in-progress acks; false when a stop already handed it back. */
   const settle = (delivery: Delivery): boolean => {
     clearInterval(delivery.keepAlive);
-    running.delete(delivery);
-    return !delivery.handedBack;
+    return running.delete(delivery);
   };
 
   const handle = async (delivery: Delivery) => {
@@ -160,7 +159,7 @@ export function startConsumer<S extends z.ZodType>(nc: NatsConnection, opts: Con
         backoff = 250;
         for await (const msg of messages) {
           while (inFlight.size >= opts.concurrency) await Promise.race(inFlight);
-          const p = handle({ msg, handedBack: false }).catch((err) => opts.log.error({ err }, "consumer handler crashed"));
+          const p = handle({ msg }).catch((err) => opts.log.error({ err }, "consumer handler crashed"));
           inFlight.add(p);
           void p.finally(() => {
             inFlight.delete(p);
@@ -187,8 +186,7 @@ export function startConsumer<S extends z.ZodType>(nc: NatsConnection, opts: Con
       await Promise.race([Promise.allSettled([...inFlight]), new Promise((r) => (grace = setTimeout(r, opts.stopGraceMs ?? STOP_GRACE_MS)))]);
       clearTimeout(grace);
       for (const delivery of [...running]) {
-        settle(delivery);
-        delivery.handedBack = true;
+        settle(delivery); // the handler's own settle now returns false: its outcome is ignored
         delivery.msg.nak();
         opts.log.warn({ seq: delivery.msg.seq, deliveries: delivery.msg.info.deliveryCount }, "stopping: handed an unfinished message back for redelivery");
       }
@@ -203,6 +201,4 @@ export function startConsumer<S extends z.ZodType>(nc: NatsConnection, opts: Con
 interface Delivery {
   msg: JsMsg;
   keepAlive?: NodeJS.Timeout;
-  /** set when a stop handed the message back: the handler's outcome is then ignored */
-  handedBack: boolean;
 }

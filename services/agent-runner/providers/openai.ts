@@ -7,13 +7,12 @@
  * per catalog list rather than on every call.
  */
 import OpenAI from "openai";
-import { emptyUsage, type AssistantMessage, type ContentBlock, type Usage } from "../../../shared/contract/index.js";
+import { emptyUsage, type AssistantMessage, type ContentBlock, type ToolDefinition, type Usage } from "../../../shared/contract/index.js";
 import { classifyProviderError } from "./errors.js";
 import { toolCallFromJson } from "./json-repair.js";
 import { openaiReasoningEffort } from "./thinking.js";
 import { toOpenAIMessages, toOpenAITools } from "./openai-convert.js";
 import type { Provider, ProviderRequest, ProviderStreamEvent, ToolCallBlock } from "./types.js";
-import type { ToolDefinition } from "../../../shared/contract/index.js";
 
 export interface OpenAIProviderOptions {
   apiKey?: string;

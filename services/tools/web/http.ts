@@ -121,7 +121,6 @@ function pinnedLookup(target: Target): LookupFunction {
   }) as unknown as LookupFunction;
 }
 
-
 function abortError(signal: AbortSignal): LurkError {
   const reason: unknown = signal.reason;
   if (LurkError.is(reason)) return LurkError.from(reason);
