@@ -6,8 +6,9 @@
  * real OpenAIProvider, RunEvents published on the bus, the tool call through ToolsClient to the
  * real tools actor process reading a workspace file) = two LLM calls + one tool call. Baseline:
  * the same external work done raw: two streamed chat completions through the openai SDK with the
- * same messages and tools to the same zero-latency fake server, and one raw NATS request to the
- * tools actor's `read`. Samples alternate loop/baseline so drift hits both alike.
+ * same messages and tools to the same zero-latency fake server (the SDK given the same lean
+ * transport the provider uses, http-transport.ts), and one raw NATS request to the tools actor's
+ * `read`. Samples alternate loop/baseline so drift hits both alike.
  * A loop sample ends when its run_end and done events were handed to the socket, as a real run's
  * end does (earlier builds let the last events go out during the next sample).
  * `overheadP50` = loop p50 / baseline p50 - 1 (target: under 0.10). Checkpoints are no-ops here;
@@ -28,6 +29,7 @@ import { BusClient } from "../../shared/runtime/client.js";
 import { parseConfig } from "../../shared/runtime/config.js";
 import { createLogger } from "../../shared/runtime/logger.js";
 import { AuthStateStore } from "../../services/agent-runner/auth-profiles.js";
+import { httpTransport } from "../../services/agent-runner/providers/http-transport.js";
 import { RunEvents } from "../../services/agent-runner/events.js";
 import { ModelChain } from "../../services/agent-runner/failover.js";
 import { runLoop } from "../../services/agent-runner/loop.js";
@@ -110,7 +112,7 @@ export async function agentLoopBench(opts: { turns?: number; sessionOps?: number
       events.flushNow();
     };
 
-    const client = new OpenAI({ baseURL: fake.baseUrl, apiKey: "sk-bench-000000000000", maxRetries: 0 });
+    const client = new OpenAI({ baseURL: fake.baseUrl, apiKey: "sk-bench-000000000000", maxRetries: 0, fetch: httpTransport() });
     const openaiTools = toOpenAITools(tools);
     const consume = async (messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[]) => {
       const stream = await client.chat.completions.create({ model: "test-model", stream: true, stream_options: { include_usage: true }, messages, tools: openaiTools });

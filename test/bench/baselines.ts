@@ -26,9 +26,13 @@ export async function rawPiscinaTask(n: number): Promise<LatencyStats> {
   return stats;
 }
 
-/** One streamed chat completion through the real SDK: the fake LLM's own time per call. */
-export async function rawProviderCall(fake: FakeOpenAIServer, n: number): Promise<LatencyStats> {
-  const client = new OpenAI({ baseURL: fake.baseUrl, apiKey: "sk-bench-000000000000" });
+/**
+ * One streamed chat completion through the real SDK: the fake LLM's own time per call. With
+ * `fetch` the SDK uses it instead of its default (Node's built-in fetch): LurkBot's providers
+ * pass their lean transport, so the baseline the overheads are taken from passes it too.
+ */
+export async function rawProviderCall(fake: FakeOpenAIServer, n: number, fetch?: typeof globalThis.fetch): Promise<LatencyStats> {
+  const client = new OpenAI({ baseURL: fake.baseUrl, apiKey: "sk-bench-000000000000", ...(fetch ? { fetch } : {}) });
   const call = async () => {
     const stream = await client.chat.completions.create({
       model: "test-model", stream: true, stream_options: { include_usage: true },

@@ -9,6 +9,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { REPO_ROOT } from "../../shared/scripts/paths.js";
+import { httpTransport } from "../../services/agent-runner/providers/http-transport.js";
 import { CliClient, TestSystem } from "../harness/system.js";
 import { rawNatsRequestReply, rawPiscinaTask, rawProviderCall } from "./baselines.js";
 import { agentLoopBench } from "./agent-loop.js";
@@ -43,11 +44,14 @@ async function core(results: Record<string, unknown>): Promise<void> {
     // idle after start-up: each actor collects 10-20 s after it went quiet, and again 6 s later
     await new Promise((r) => setTimeout(r, 28_000));
     const fresh = rssOfActors();
-    progress("baselines: raw NATS request/reply, raw piscina task, raw SDK call");
+    progress("baselines: raw NATS request/reply, raw piscina task, raw SDK call (LurkBot's transport and the SDK's default fetch)");
     const nats = await rawNatsRequestReply(system.nats, 2000);
     const piscina = await rawPiscinaTask(2000);
-    const provider = await rawProviderCall(system.fake, 300);
-    results.baselines = { natsRequestReply: nats, piscinaTask: piscina, providerCall: provider };
+    // the overheads are taken over the SDK call with the transport LurkBot's providers use; the
+    // SDK with its default fetch is measured too (LurkBot's turns do not pay that difference)
+    const provider = await rawProviderCall(system.fake, 300, httpTransport());
+    const providerDefaultFetch = await rawProviderCall(system.fake, 300);
+    results.baselines = { natsRequestReply: nats, piscinaTask: piscina, providerCall: provider, providerCallSdkDefaultFetch: providerDefaultFetch };
 
     const client = await CliClient.connect(system.nats, "bench");
     progress("warming up");

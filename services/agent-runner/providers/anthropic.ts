@@ -9,6 +9,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import { emptyUsage, type AssistantMessage, type ContentBlock, type Usage } from "../../../shared/contract/index.js";
 import { toAnthropicMessages, toAnthropicSystem, toAnthropicTools } from "./anthropic-convert.js";
 import { classifyAnthropicError } from "./anthropic-errors.js";
+import { httpTransport } from "./http-transport.js";
 import { toolCallFromJson } from "./json-repair.js";
 import { anthropicThinking } from "./thinking.js";
 import type { Provider, ProviderRequest, ProviderStreamEvent, ToolCallBlock } from "./types.js";
@@ -46,6 +47,7 @@ export class AnthropicProvider implements Provider {
       ...(opts.baseUrl ? { baseURL: opts.baseUrl } : {}),
       maxRetries: 0,
       timeout: opts.timeoutMs,
+      fetch: httpTransport(),
     });
     this.defaultMaxTokens = opts.defaultMaxTokens ?? DEFAULT_MAX_TOKENS;
   }

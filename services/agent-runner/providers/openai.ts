@@ -9,6 +9,7 @@
 import OpenAI from "openai";
 import { emptyUsage, type AssistantMessage, type ContentBlock, type ToolDefinition, type Usage } from "../../../shared/contract/index.js";
 import { classifyProviderError } from "./errors.js";
+import { httpTransport } from "./http-transport.js";
 import { toolCallFromJson } from "./json-repair.js";
 import { openaiReasoningEffort } from "./thinking.js";
 import { toOpenAIMessages, toOpenAITools } from "./openai-convert.js";
@@ -39,6 +40,7 @@ export class OpenAIProvider implements Provider {
       ...(opts.baseUrl ? { baseURL: opts.baseUrl } : {}),
       maxRetries: 0,
       timeout: opts.timeoutMs,
+      fetch: httpTransport(),
     });
     this.official = !opts.baseUrl || /api\.openai\.com/.test(opts.baseUrl);
   }
