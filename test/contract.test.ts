@@ -49,6 +49,16 @@ describe("safe JSON", () => {
     assert.throws(() => safeParseJson("{nope"), (e: unknown) => LurkError.is(e) && e.code === "BAD_JSON");
     assert.deepEqual(safeParseJson('{"a":[1,{"b":2}]}'), { a: [1, { b: 2 }] });
   });
+  it("counts only the brackets outside strings, past escaped quotes and backslashes", () => {
+    const brackets = "[{".repeat(100);
+    // inside strings, also after an escaped quote or an escaped backslash: not nesting
+    const inStrings = JSON.stringify({ a: brackets, b: `say "${brackets}"`, c: `dir\\${brackets}`, d: [`\\"${brackets}`] });
+    assert.equal((safeParseJson(inStrings, { maxDepth: 2 }) as { a: string }).a, brackets);
+    // a string that ends in an escaped backslash closes there: what follows is structure again
+    const afterString = `{"a":"x\\\\",${'"b":'.concat("[".repeat(5), "]".repeat(5))}}`;
+    assert.deepEqual(safeParseJson(afterString, { maxDepth: 6 }), { a: "x\\", b: [[[[[]]]]] });
+    assert.throws(() => safeParseJson(afterString, { maxDepth: 5 }), (e: unknown) => LurkError.is(e) && e.code === "UNSAFE_PAYLOAD");
+  });
 });
 
 describe("schemas", () => {
