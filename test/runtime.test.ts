@@ -13,7 +13,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { z } from "zod";
 import { LurkError, STREAMS } from "../shared/contract/index.js";
 import { loadConfig, parseConfig } from "../shared/runtime/config.js";
-import { startConsumer, type DeadLetterInfo } from "../shared/runtime/consumer.js";
+import { startConsumer, type DeadLetterInfo, type DeliveryInfo } from "../shared/runtime/consumer.js";
 import { checkTransportSecurity, ensureCredentials, passwordFor } from "../shared/runtime/credentials.js";
 import { createLogger, redactSecrets, registerSecret } from "../shared/runtime/logger.js";
 import { waitFor } from "./harness/actors.js";
@@ -35,13 +35,13 @@ describe("durable consumer", () => {
   });
 
   const publish = (conversation: string, n: number) => jetstream(nc).publish(`lurk.out.test.${conversation}`, JSON.stringify({ n }));
-  const consume = (name: string, handler: (n: number, deliveries: number) => Promise<void>, extra: { ackWaitMs?: number; stopGraceMs?: number; onDeadLetter?: (i: DeadLetterInfo) => void } = {}) =>
+  const consume = (name: string, handler: (n: number, deliveries: number, delivery: DeliveryInfo) => Promise<void>, extra: { ackWaitMs?: number; stopGraceMs?: number; onDeadLetter?: (i: DeadLetterInfo) => void } = {}) =>
     startConsumer(nc, {
       stream: STREAMS.outbound, consumer: name, filterSubject: `lurk.out.test.${name}`, schema: body, concurrency: 4,
       ackWaitMs: extra.ackWaitMs ?? 5_000, maxDeliver: 3, backoffMs: [50, 100], limits: {}, log: silent,
       ...(extra.onDeadLetter ? { onDeadLetter: extra.onDeadLetter } : {}),
       ...(extra.stopGraceMs ? { stopGraceMs: extra.stopGraceMs } : {}),
-      handler: (m, d) => handler(m.n, d.deliveryCount),
+      handler: (m, d) => handler(m.n, d.deliveryCount, d),
     });
 
   it("retries a failing handler with backoff, then dead-letters it after maxDeliver and reports it", async () => {
@@ -130,6 +130,31 @@ describe("durable consumer", () => {
     assert.deepEqual(first, [6]);
     assert.deepEqual(second, [6]);
     await b.stop();
+  });
+
+  it("acks at once on ackNow, before the handler ends; a failure after it is neither retried nor dead-lettered", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const seen: number[] = [];
+    let dead = false;
+    const running = consume("acknow", async (_n, d, delivery) => {
+      seen.push(d);
+      delivery.ackNow();
+      delivery.ackNow(); // a second call does nothing
+      await gate;
+      throw new Error("after the ack");
+    }, { ackWaitMs: 1_000, onDeadLetter: () => (dead = true) });
+    await publish("acknow", 8);
+    const pending = async () => (await (await jetstreamManager(nc)).consumers.info(STREAMS.outbound, "acknow")).num_ack_pending;
+    await waitFor(async () => seen.length === 1 && (await pending()) === 0, 10_000, "the ack while the handler still runs");
+    release();
+    await new Promise((r) => setTimeout(r, 1_500)); // past the ack wait and the backoff
+    assert.deepEqual(seen, [1], "not delivered again");
+    assert.equal(dead, false);
+    const info = await (await jetstreamManager(nc)).consumers.info(STREAMS.outbound, "acknow");
+    assert.equal(info.num_redelivered, 0);
+    assert.equal(info.num_ack_pending, 0);
+    await running.stop();
   });
 
   it("dead-letters a malformed message at once", async () => {

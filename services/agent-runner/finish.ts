@@ -78,6 +78,8 @@ export interface FinishDeps {
   append(records: TranscriptRecord[], usage?: UsageUpdate): Promise<void>;
   /** the last delivery of the request: deliver even when the marker cannot be written */
   bestEffort: boolean;
+  /** acks the run's request message (the consumer's ackNow): called right before the terminal event, so both leave in one socket write */
+  ack(): void;
 }
 
 /** Throws when the marker or the reply could not be written (the run is then redelivered). */
@@ -102,6 +104,8 @@ export async function finishRun(deps: FinishDeps, outcome: Outcome): Promise<voi
     : Promise.resolve();
   // a marker that could not be written fails the finish (redelivery) once the delivery settled
   await Promise.all([marker.finally(() => delivery), delivery]);
+  // finished and stored: the request's ack goes in the terminal event's socket write
+  if (deliveryError === undefined) deps.ack();
   events.emit({ kind: "run_end", turns: outcome.turns });
   if (outcome.status === "done") events.emit({ kind: "done", text: outcome.text, turns: outcome.turns, usage: outcome.usage, silent });
   else events.emit({ kind: "error", code: outcome.error?.code ?? "INTERNAL", message: outcome.error?.message ?? outcome.text, retryable: outcome.error?.retryable ?? false });

@@ -192,7 +192,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
     if (timer) clearTimeout(timer);
     deps.controls.unregister(req.runId, controller);
   }
-  await finish(rt, req, events, log, append, outcome, lastDelivery);
+  await finish(rt, req, events, log, append, outcome, lastDelivery, delivery.ackNow);
   if (outcome.status === "done" && !req.options.command) afterRun?.();
 }
 
@@ -213,9 +213,9 @@ async function prepareTurnInputs(deps: RunnerDeps, req: RunRequest, agent: Agent
   return { tools, system };
 }
 
-async function finish(rt: ActorRuntime, req: RunRequest, events: RunEvents, log: Logger, append: FinishDeps["append"], outcome: Outcome, lastDelivery: boolean): Promise<void> {
+async function finish(rt: ActorRuntime, req: RunRequest, events: RunEvents, log: Logger, append: FinishDeps["append"], outcome: Outcome, lastDelivery: boolean, ack: () => void): Promise<void> {
   try {
-    await finishRun({ rt, req, events, log, append, bestEffort: lastDelivery }, outcome);
+    await finishRun({ rt, req, events, log, append, bestEffort: lastDelivery, ack }, outcome);
     log.info({ status: outcome.status, turns: outcome.turns, usage: outcome.usage }, "run finished");
   } catch (err) {
     const e = LurkError.from(err instanceof BusFailure ? err.error : err);

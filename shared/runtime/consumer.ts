@@ -3,7 +3,10 @@
  * - the payload is capped, safely parsed and validated; a malformed message cannot succeed on
  *   retry, so it goes straight to the dead-letter subject;
  * - ack only after the handler resolved (a plain ack: if it is lost, the message comes again,
- *   which idempotent handlers absorb; a confirmed double ack would cost a round trip each);
+ *   which idempotent handlers absorb; a confirmed double ack would cost a round trip each), or
+ *   when the handler calls `ackNow()` once its work is done and stored: the ack then leaves in
+ *   the same socket write as whatever the handler publishes in that step, and a later throw is
+ *   logged, not naked;
  * - in-progress acks every ackWait/3 while the handler runs, so long work is not redelivered;
  * - a handler failure naks with a growing delay; after maxDeliver deliveries the message is
  *   published to `lurk.dlq.<stream>.<consumer>`, terminated, and `lurk.evt.<actor>.dead_letter`
@@ -48,6 +51,12 @@ export interface DeliveryInfo {
   deliveryCount: number;
   redelivered: boolean;
   headers: Record<string, string>;
+  /**
+   * Acks now instead of when the handler resolves: for a handler whose last step publishes
+   * (a run's terminal event), so both leave in one socket write. Nothing once a stop handed
+   * the message back; a second call does nothing.
+   */
+  ackNow(): void;
 }
 
 export interface DeadLetterInfo {
@@ -122,6 +131,12 @@ export function startConsumer<S extends z.ZodType>(nc: NatsConnection, opts: Con
     }
     delivery.keepAlive = setInterval(() => msg.working(), Math.max(500, Math.floor(opts.ackWaitMs / 3)));
     running.add(delivery);
+    let acked = false;
+    const ack = () => {
+      if (acked || !settle(delivery)) return;
+      acked = true;
+      msg.ack();
+    };
     try {
       const hdrs: Record<string, string> = {};
       for (const [k, v] of msg.headers ?? []) hdrs[k] = v.join(",");
@@ -131,10 +146,14 @@ export function startConsumer<S extends z.ZodType>(nc: NatsConnection, opts: Con
         deliveryCount: msg.info.deliveryCount,
         redelivered: msg.redelivered,
         headers: hdrs,
+        ackNow: ack,
       });
-      if (!settle(delivery)) return;
-      msg.ack();
+      ack();
     } catch (err) {
+      if (acked) {
+        opts.log.error({ err, seq: msg.seq }, "handler failed after it acked its message; nothing to retry");
+        return;
+      }
       if (!settle(delivery)) return;
       const lurkError = LurkError.from(err);
       const deliveries = msg.info.deliveryCount;
