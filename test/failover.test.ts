@@ -141,6 +141,28 @@ describe("auth profile state", () => {
     assert.equal(await pick("s8"), "openai/gpt-4o#b", "after the cooldowns the primary again, on its least recently used key");
     await store.close();
   });
+  it("a run keeps the profile its last call succeeded with; a failure there sends it back to the store's choice", async () => {
+    const now = 70_000_000;
+    const store = new AuthStateStore(tempDir(), () => now);
+    const config = parseConfig({
+      model: "openai/gpt-4o",
+      providers: { openai: { baseUrl: "http://127.0.0.1:9/v1", profiles: [{ id: "b", apiKey: "sk-profile-b-000" }] } },
+    }, { OPENAI_API_KEY: "sk-profile-a-000" }, "/tmp/lurk-failover-unit");
+    const registry = new ProviderRegistry(config);
+    const chain = new ModelChain({ registry, config, refs: ["openai/gpt-4o"], sessionKey: "s-sticky", store, log });
+    const first = chain.next(new Set())!;
+    await chain.use(first);
+    await chain.success(first);
+    // another run puts the profile on cooldown: this run's next call still takes it, without a read
+    await store.markFailure(first.profile, "gpt-4o", "rate_limit");
+    assert.equal(chain.next(new Set()), first);
+    assert.notEqual(new ModelChain({ registry, config, refs: ["openai/gpt-4o"], sessionKey: "s-other", store, log }).next(new Set())?.profile.id, first.profile.id, "a new run sees the cooldown");
+    // its own call fails there: back to the store, which knows the cooldown
+    await chain.failure(first, "rate_limit");
+    const second = chain.next(new Set())!;
+    assert.notEqual(second.profile.id, first.profile.id);
+    await store.close();
+  });
   it("a success through the chain clears the streak of a probed (cooling) profile", async () => {
     let now = 50_000_000;
     const store = new AuthStateStore(tempDir(), () => now);

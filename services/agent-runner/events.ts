@@ -94,12 +94,20 @@ export class RunEvents {
     this.envelopeStart ??= JSON.stringify({ type: "lurk.run.event.v1", runId: this.runId, sessionKey: this.sessionKey, causationId: this.causationId }).slice(0, -1);
     // the lurk.run.event.v1 envelope: the shared fields, then id, ts, seq and the event
     const data = `${this.envelopeStart},"id":${JSON.stringify(`${this.runId}:evt:${seq}:${ts.toString(36)}`)},"ts":${ts},"seq":${seq},"event":${JSON.stringify(event)}}`;
-    this.outbox.push({ subject: this.subjects.runEvent(this.runId, event.kind), data, kind: event.kind });
+    this.outbox.push({ subject: this.subjectOf(event.kind), data, kind: event.kind });
     if (this.terminal) this.send();
     else this.holdTimer ??= setTimeout(() => this.send(), this.holdMs);
   }
 
   private readonly outbox: { subject: string; data: string; kind: string }[] = [];
+  /** subjects by event kind, built (and their tokens checked) once per run */
+  private readonly subjectsByKind = new Map<string, string>();
+
+  private subjectOf(kind: string): string {
+    let subject = this.subjectsByKind.get(kind);
+    if (subject === undefined) this.subjectsByKind.set(kind, (subject = this.subjects.runEvent(this.runId, kind)));
+    return subject;
+  }
 
   private send(): void {
     if (this.holdTimer) clearTimeout(this.holdTimer);

@@ -71,6 +71,8 @@ export class ModelChain {
   /** what next() read: the session's pins and the candidates that had stored state (others need no reset on success) */
   private readonly pins = new Map<string, string | undefined>();
   private readonly withState = new Set<string>();
+  /** the candidate whose last call in this run succeeded (its stored state is clear) */
+  private settled: Candidate | undefined;
 
   constructor(private readonly opts: ModelChainOptions) {
     const [primary, ...fallbacks] = opts.refs;
@@ -106,8 +108,14 @@ export class ModelChain {
     return { key: `${m.ref}#${profile.id}`, ref: m.ref, providerName: m.providerName, model: m.model, info: m.info, profile, provider: this.opts.registry.providerFor(profile) };
   }
 
-  /** The candidate for the next call among those not in `tried`, or undefined when none is usable now. */
+  /**
+   * The candidate for the next call among those not in `tried`, or undefined when none is usable
+   * now. A run's call after a success takes the candidate that succeeded without reading the
+   * store again: a cooldown another run sets meanwhile is seen by this run only once its own
+   * call with that profile fails.
+   */
   next(tried: ReadonlySet<string>, needsTools = false): Candidate | undefined {
+    if (tried.size === 0 && this.settled) return this.settled;
     const store = this.opts.store;
     for (const [i, m] of this.models.entries()) {
       if (needsTools && i > 0 && !m.info.capabilities.tools) continue;
@@ -157,12 +165,15 @@ export class ModelChain {
 
   /** Clears the candidate's failure streak; skipped when next() saw no stored state for it (the common case). */
   async success(c: Candidate): Promise<void> {
-    if (!this.withState.has(c.key) && this.pins.has(c.providerName)) return;
-    await this.opts.store?.markSuccess(c.profile, c.model);
-    this.withState.delete(c.key);
+    if (this.withState.has(c.key) || !this.pins.has(c.providerName)) {
+      await this.opts.store?.markSuccess(c.profile, c.model);
+      this.withState.delete(c.key);
+    }
+    this.settled = c;
   }
 
   async failure(c: Candidate, reason: FailureReason): Promise<void> {
+    this.settled = undefined;
     const store = this.opts.store;
     if (!store) return;
     const { cooldown, profile } = await store.markFailure(c.profile, c.model, reason);
