@@ -111,14 +111,15 @@ describe("router scenarios (router, sessions, approvals, webhook channel as proc
   });
 
   it("queue debounce: a waiting run starts only after its inputs were quiet for queue.debounceMs", async () => {
-    await web("g-qdeb", "/queue collect debounce:1s");
+    // 2 s of quiet: b must reach the router within 1.3 s of being posted (slow CI machines)
+    await web("g-qdeb", "/queue collect debounce:2s");
     const r1 = await busy("g-qdeb");
     const a = await web("g-qdeb", "a", "u2");
     await sleep(300);
     finish(r1);
     await sleep(400); // the lane is granted to a's run, which waits for quiet
     const b = await web("g-qdeb", "b", "u3");
-    await noRun(a.runId, 600); // b arrived 0.6 s ago: a's run still waits
+    await noRun(a.runId, 1_200); // b arrived 1.2 s ago: a's run still waits
     const batch = await runOf(a.runId, "debounced run");
     assert.deepEqual(batch.inputs.map((i) => i.text), ["a", "b"]);
     await noRun(b.runId, 200);

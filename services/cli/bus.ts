@@ -1,7 +1,9 @@
 /**
  * The CLI's own NATS connection: the `cli` user (or `admin` for `streams`), its own inbox
- * prefix, a short first-connect timeout so a stopped bus is reported at once (exit code 2)
- * instead of retried forever.
+ * prefix, and no retrying of the first connect, so a stopped bus is reported at once (exit
+ * code 2: the port refuses the connection). The first-connect timeout, 5 s, only bounds a
+ * server that accepts TCP but does not answer; it is generous because a loaded machine can
+ * take seconds to finish a handshake with a running one.
  */
 import { hostname } from "node:os";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -20,6 +22,8 @@ export interface CliConnectOptions {
   timeoutMs?: number;
 }
 
+const FIRST_CONNECT_TIMEOUT_MS = 5_000;
+
 export function busDownMessage(url: string): string {
   return `cannot reach NATS at ${url} — is LurkBot running? Start it with \`npx lurkbot start\`.`;
 }
@@ -36,7 +40,7 @@ export async function connectCli(config: LurkConfig, env: Env, opts: CliConnectO
       pass: password,
       name: `lurkbot-${user}@${hostname()}:${process.pid}`,
       inboxPrefix: inboxPrefix(user),
-      timeout: opts.timeoutMs ?? 2_000,
+      timeout: opts.timeoutMs ?? FIRST_CONNECT_TIMEOUT_MS,
       waitOnFirstConnect: false,
       reconnect: opts.reconnect === true,
       maxReconnectAttempts: opts.reconnect ? -1 : 0,
