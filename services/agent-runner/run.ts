@@ -192,7 +192,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
     if (timer) clearTimeout(timer);
     deps.controls.unregister(req.runId, controller);
   }
-  await finish(rt, req, events, log, append, outcome, lastDelivery, delivery.ackNow);
+  await finish({ rt, req, events, log, append, bestEffort: lastDelivery, ack: delivery.ackNow }, outcome);
   if (outcome.status === "done" && !req.options.command) afterRun?.();
 }
 
@@ -213,13 +213,14 @@ async function prepareTurnInputs(deps: RunnerDeps, req: RunRequest, agent: Agent
   return { tools, system };
 }
 
-async function finish(rt: ActorRuntime, req: RunRequest, events: RunEvents, log: Logger, append: FinishDeps["append"], outcome: Outcome, lastDelivery: boolean, ack: () => void): Promise<void> {
+async function finish(deps: FinishDeps, outcome: Outcome): Promise<void> {
+  const { log } = deps;
   try {
-    await finishRun({ rt, req, events, log, append, bestEffort: lastDelivery, ack }, outcome);
+    await finishRun(deps, outcome);
     log.info({ status: outcome.status, turns: outcome.turns, usage: outcome.usage }, "run finished");
   } catch (err) {
     const e = LurkError.from(err instanceof BusFailure ? err.error : err);
-    if (!lastDelivery && (err instanceof BusFailure || e.retryable)) {
+    if (!deps.bestEffort && (err instanceof BusFailure || e.retryable)) {
       log.warn({ err: e }, "could not finish the run; it will be redelivered");
       throw e;
     }

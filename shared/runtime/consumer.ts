@@ -132,8 +132,9 @@ export function startConsumer<S extends z.ZodType>(nc: NatsConnection, opts: Con
     delivery.keepAlive = setInterval(() => msg.working(), Math.max(500, Math.floor(opts.ackWaitMs / 3)));
     running.add(delivery);
     let acked = false;
+    /** a second call, or one after a stop handed the message back, finds it settled already */
     const ack = () => {
-      if (acked || !settle(delivery)) return;
+      if (!settle(delivery)) return;
       acked = true;
       msg.ack();
     };

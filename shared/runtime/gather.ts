@@ -4,7 +4,8 @@
  * `maxWaitMs` only bounds the wait for the first reply and the gather ends `stallMs` after the
  * latest one. Every reply is parsed safely and validated: a valid one is kept, a typed error
  * reply (the services error header) is kept apart, anything else is counted as malformed and
- * skipped. One bad reply never ends the gather. Throws only what sending the request throws (e.g. no permission).
+ * skipped. One bad reply never ends the gather. Throws only what sending the request throws
+ * (e.g. no permission).
  */
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { z } from "zod";

@@ -122,17 +122,8 @@ function send(url: URL, init: RequestInit, body: string | Uint8Array | undefined
 
 function requestHeaders(init: RequestInit["headers"]): Record<string, string> {
   const out: Record<string, string> = {};
-  if (!init) return out;
-  if (typeof (init as Headers).forEach === "function" && !Array.isArray(init)) {
-    (init as Headers).forEach((value, name) => { out[name] = value; });
-  } else if (Array.isArray(init)) {
-    for (const [name, value] of init as [string, string][]) {
-      const key = name.toLowerCase();
-      out[key] = out[key] === undefined ? value : `${out[key]}, ${value}`;
-    }
-  } else {
-    for (const [name, value] of Object.entries(init as Record<string, string>)) if (value !== undefined) out[name.toLowerCase()] = value;
-  }
+  // any HeadersInit (the SDKs pass a Headers): names lower-cased, repeated ones joined by ", "
+  (init instanceof Headers ? init : new Headers(init)).forEach((value, name) => { out[name] = value; });
   return out;
 }
 
