@@ -6,7 +6,9 @@
  * - a tools actor that starts announces `lurk.tools.catalog`, and its tools are in the cached
  *   catalog without waiting for the refresh interval (set to an hour here);
  * - a stopped actor's tools leave the catalog at the next background refresh; a refresh that
- *   no tools actor answers at all keeps the catalog.
+ *   no tools actor answers at all keeps the catalog;
+ * - a background refresh waits 2 s after the latest reply (no run waits for it), so an actor
+ *   that answers late keeps its tools.
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -134,6 +136,34 @@ describe("the tool catalog cache and announcements", () => {
     assert.ok(!fresh.some((t) => t.name === "weather_lookup") && fresh.some((t) => t.name === "read"), fresh.map((t) => t.name).join(","));
   });
 
+  it("a background refresh keeps the tools of an actor that answers late (a busy host); they leave once it stops answering", async () => {
+    await waitFor(() => !eager.refreshPending, 10_000, "earlier refreshes to end");
+    // an actor kind that answers lurk.tools.list 700 ms after the built-in tools actor (over the 250 ms a run's gather waits)
+    const slowNc = await nats.connect("admin");
+    const slowTool = { name: "slow_lookup", description: "A tool of an actor that answers late.", parameters: { type: "object", properties: {} }, actor: "slow-ext", sideEffects: false, parallelSafe: true, groups: [], needsApproval: false };
+    const slowSub = slowNc.subscribe(S.op("tools", "list"), {
+      queue: "slow-ext",
+      callback: (_err, msg) => void setTimeout(() => msg.respond(JSON.stringify({ actor: "slow-ext", tools: [slowTool] })), 700),
+    });
+    await slowNc.flush();
+    try {
+      eagerEvents.length = 0;
+      await eager.list("main", SESSION); // stale at once (refreshMs 0): a background refresh
+      await waitFor(() => eagerEvents.includes("background end"), 10_000, "the background refresh to end");
+      const refreshed = await eager.list("main", SESSION);
+      assert.ok(refreshed.some((t) => t.name === "slow_lookup") && refreshed.some((t) => t.name === "read"), refreshed.map((t) => t.name).join(","));
+    } finally {
+      slowSub.unsubscribe();
+      await slowNc.close();
+    }
+    await waitFor(() => !eager.refreshPending, 10_000, "the refresh the last list started to end");
+    eagerEvents.length = 0;
+    await eager.list("main", SESSION);
+    await waitFor(() => eagerEvents.includes("background end"), 10_000, "a refresh after the late actor stopped");
+    const after = await eager.list("main", SESSION);
+    assert.ok(!after.some((t) => t.name === "slow_lookup") && after.some((t) => t.name === "read"), after.map((t) => t.name).join(","));
+  });
+
   it("a background refresh that no tools actor answers keeps the catalog; the next one after a restart replaces it", async () => {
     const cached = await eager.list("main", SESSION);
     assert.ok(cached.some((t) => t.name === "read"));
@@ -149,7 +179,7 @@ describe("the tool catalog cache and announcements", () => {
       await waitFor(() => !eager.refreshPending, 10_000, "a refresh to end");
       const list = await eager.list("main", SESSION);
       return eagerEvents.filter((e) => e === "background end").length >= 2 && list.some((t) => t.name === "read") ? list : undefined;
-    }, 10_000, "a refresh answered by the restarted actor");
+    }, 20_000, "a refresh answered by the restarted actor");
     assert.deepEqual(again.map((t) => t.name), cached.map((t) => t.name));
   });
 });

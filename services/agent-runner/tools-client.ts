@@ -2,7 +2,9 @@
  * The tool catalog and tool execution over the bus.
  * Catalog: scatter-gather on `lurk.tools.list` (every tools actor kind answers with its own
  * tools; the first reply is awaited up to 2 s, then replies are merged until 250 ms pass
- * without one, each validated), cached per agent, session type and model. A run waits for a
+ * without one, each validated; a background refresh of a non-empty catalog, which no run waits
+ * for, merges until 2 s pass without one, so an actor that answers late on a busy host keeps
+ * its tools), cached per agent, session type and model. A run waits for a
  * gather only when there is no catalog yet (first run, or the last gather found nothing: an
  * empty catalog is gathered again after ~1 s, since the tools actor may start after the
  * runner). Otherwise the cached catalog is returned at once and kept fresh in the background:
@@ -29,8 +31,14 @@ import type { Logger } from "../../shared/runtime/logger.js";
 import type { z } from "zod";
 import { gatherReplies } from "../../shared/runtime/gather.js";
 
-/** a gather ends this long after the latest reply (other actor kinds answer within it) */
+/** a gather a run may wait for ends this long after the latest reply (other actor kinds answer within it) */
 const GATHER_MS = 250;
+/**
+ * a background refresh of a non-empty catalog ends this long after the latest reply: runs are
+ * served the cached catalog meanwhile, and a missed late reply would drop that actor's tools
+ * until the next refresh (a freshly started or busy actor can answer after 250 ms)
+ */
+export const BACKGROUND_GATHER_MS = 2_000;
 /** how long a gather waits for its first reply (a tools actor just started, or a busy host) */
 const FIRST_REPLY_MS = 2_000;
 /** a call waiting for approval whose heartbeat (every <= 5 s) stops this long is sent again */
@@ -157,7 +165,9 @@ export class ToolsClient {
     const running = this.inflight.get(key);
     if (running) return running;
     this.notify({ phase: "start", background, key });
-    const gathering = this.gather(query)
+    // only a run's list() of an empty or missing catalog waits for a gather
+    const servedMeanwhile = background && (this.cache.get(key)?.tools.length ?? 0) > 0;
+    const gathering = this.gather(query, servedMeanwhile ? BACKGROUND_GATHER_MS : GATHER_MS)
       .then(({ tools, heard }) => {
         const now = Date.now();
         const previous = this.cache.get(key);
@@ -236,8 +246,8 @@ export class ToolsClient {
     }
   }
 
-  /** The merged catalog of every tools actor that answered; `heard`: at least one answered. */
-  private async gather({ agentId, sessionKey, model }: CatalogQuery): Promise<{ tools: ToolDefinition[]; heard: boolean }> {
+  /** The merged catalog of every tools actor that answered within `stallMs` of the latest reply; `heard`: at least one answered. */
+  private async gather({ agentId, sessionKey, model }: CatalogQuery, stallMs: number): Promise<{ tools: ToolDefinition[]; heard: boolean }> {
     const request = {
       type: "lurk.tools.list.v1", id: `tools-list-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`, ts: Date.now(), agentId,
       ...(sessionKey ? { sessionKey } : {}), ...(model ? { model } : {}),
@@ -246,7 +256,7 @@ export class ToolsClient {
     let heard = false;
     try {
       const subject = this.subjects.op("tools", "list");
-      const { replies, errors, malformed } = await gatherReplies(this.nc, subject, request, toolsListReply, { maxWaitMs: FIRST_REPLY_MS, stallMs: GATHER_MS });
+      const { replies, errors, malformed } = await gatherReplies(this.nc, subject, request, toolsListReply, { maxWaitMs: FIRST_REPLY_MS, stallMs });
       if (malformed + errors.length > 0) this.log.warn({ subject, malformed, errors }, "ignoring tools.list replies that are errors or do not match the contract");
       heard = replies.length > 0;
       for (const reply of replies) {
