@@ -171,13 +171,23 @@ describe("tools pool limits and self-repair", () => {
     }
   });
 
-  it("never leaves calls hanging when its workers cannot even start (a 2 MB heap): every call settles", async () => {
-    const pool = new ToolPool({ minThreads: 1, maxThreads: 1, workerMemoryMb: 2, maxQueueWaitMs: 20_000 });
+  it("never leaves calls hanging when its workers cannot even start: every call settles", async () => {
+    const pool = new ToolPool({ minThreads: 1, maxThreads: 1, workerMemoryMb: 64, maxQueueWaitMs: 20_000, workerFile: fixture("cannot-start") });
     try {
       for (let i = 0; i < 3; i++) {
         const settled = await pool.runModule(fixture("sleep"), opts({ ms: 1 }, 5_000)).then(() => "ok", (err: unknown) => (LurkError.is(err) ? err.code : String(err)));
-        assert.ok(["ok", "TOOL_FAILED", "UNAVAILABLE"].includes(settled), settled);
+        assert.ok(["TOOL_FAILED", "UNAVAILABLE"].includes(settled), settled);
       }
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it("raises a worker heap cap below MIN_WORKER_MEMORY_MB to it (a 2 MB heap aborts the whole process on Node >= 22)", async () => {
+    const pool = new ToolPool({ minThreads: 1, maxThreads: 1, workerMemoryMb: 2, maxQueueWaitMs: 5_000 });
+    try {
+      const result = await pool.runModule(fixture("sleep"), opts({ ms: 1 }, 5_000));
+      assert.equal(result.isError ?? false, false, JSON.stringify(result));
     } finally {
       await pool.close();
     }

@@ -22,7 +22,7 @@ import { basename } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Piscina } from "piscina";
 import { LurkError } from "../../shared/contract/index.js";
-import type { LurkConfig, WebConfig } from "../../shared/runtime/config.js";
+import { MIN_WORKER_MEMORY_MB, type LurkConfig, type WebConfig } from "../../shared/runtime/config.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import { runAttempt } from "./attempt.js";
 import type { ToolTask } from "./task.js";
@@ -37,8 +37,10 @@ export interface ToolPoolOptions {
   maxThreads: number;
   /** a worker above minThreads idle this long is stopped; default 15 s */
   idleTimeoutMs?: number;
-  /** old-generation heap cap of each worker, MB */
+  /** old-generation heap cap of each worker, MB (at least MIN_WORKER_MEMORY_MB is given) */
   workerMemoryMb: number;
+  /** the worker entry; default WORKER_FILE (tests pass one that cannot start) */
+  workerFile?: string;
   /** how long a tool may take to honour its AbortSignal before its worker is terminated */
   graceMs?: number;
   /** queued tasks beyond the running ones; more are refused with UNAVAILABLE */
@@ -73,8 +75,11 @@ export class ToolPool {
   private repairDelayMs = 100;
   /** calls in progress (started or waiting for a worker) */
   private inFlight = 0;
+  /** each worker's old-generation cap, MB: a smaller one would abort the process on Node >= 22 */
+  private readonly workerMemoryMb: number;
 
   constructor(private readonly opts: ToolPoolOptions) {
+    this.workerMemoryMb = Math.max(MIN_WORKER_MEMORY_MB, opts.workerMemoryMb);
     this.piscina = this.createPiscina();
   }
 
@@ -147,14 +152,14 @@ export class ToolPool {
 
   private createPiscina(): Pool {
     const piscina: Pool = new Piscina<ToolTask, ToolResult>({
-      filename: WORKER_FILE,
+      filename: this.opts.workerFile ?? WORKER_FILE,
       minThreads: this.opts.minThreads,
       maxThreads: Math.max(this.opts.minThreads, this.opts.maxThreads, 1),
       maxQueue: this.opts.maxQueue ?? 256,
       concurrentTasksPerWorker: 1,
       idleTimeout: this.opts.idleTimeoutMs ?? 15_000,
       // a small young generation keeps an idle worker small; the old generation is the memory cap
-      resourceLimits: { maxOldGenerationSizeMb: this.opts.workerMemoryMb, maxYoungGenerationSizeMb: 4 },
+      resourceLimits: { maxOldGenerationSizeMb: this.workerMemoryMb, maxYoungGenerationSizeMb: 4 },
     });
     // a worker that dies with no task emits 'error'; unhandled, it would take the actor down
     piscina.on("error", (err: unknown) => {
@@ -191,7 +196,7 @@ export class ToolPool {
     const e = err as { code?: string; message?: string } | undefined;
     const message = e?.message ?? String(err);
     if (e?.code === "ERR_WORKER_OUT_OF_MEMORY") {
-      return new LurkError("TOOL_FAILED", `the ${tool} tool ran out of memory (the cap is ${this.opts.workerMemoryMb} MB per worker) and was stopped`);
+      return new LurkError("TOOL_FAILED", `the ${tool} tool ran out of memory (the cap is ${this.workerMemoryMb} MB per worker) and was stopped`);
     }
     if (message.includes("Task queue is at limit")) {
       return new LurkError("UNAVAILABLE", "the tools actor is busy (its queue is full); try again shortly", { retryable: true });

@@ -27,6 +27,12 @@ const msSchema = z.number().int().positive();
  * Tool policy rules (services/tools/policy.ts): entries are tool names (aliases count), groups
  * ("group:fs"), "*" or globs ("sessions_*"). Deny wins; a non-empty allow list narrows.
  */
+/**
+ * The smallest old-generation heap a tool worker gets, MB. Below ~8 MB, Node 22 and later abort the
+ * whole process while a worker deserializes its startup snapshot (Node 20 failed the worker alone).
+ */
+export const MIN_WORKER_MEMORY_MB = 16;
+
 export const toolRulesSchema = z.object({
   allow: z.array(z.string().min(1)).default([]),
   deny: z.array(z.string().min(1)).default([]),
@@ -168,7 +174,7 @@ export const configSchema = z.object({
     /** a worker above minThreads idle this long is stopped (each costs ~15 MB of memory) */
     workerIdleMs: msSchema.default(15_000),
     /** old-generation heap cap of each worker, MB */
-    workerMemoryMb: z.number().int().min(16).max(8192).default(128),
+    workerMemoryMb: z.number().int().min(MIN_WORKER_MEMORY_MB).max(8192).default(128),
     timeoutMs: msSchema.default(60_000),
     outputCapBytes: z.number().int().min(1024).max(10 * 1024 * 1024).default(64 * 1024),
     /** the most a file tool (write, edit, apply_patch) writes to one file, bytes */
