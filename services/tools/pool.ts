@@ -75,7 +75,7 @@ export class ToolPool {
   private repairDelayMs = 100;
   /** calls in progress (started or waiting for a worker) */
   private inFlight = 0;
-  /** each worker's old-generation cap, MB: a smaller one would abort the process on Node >= 22 */
+  /** each worker's old-generation cap, MB, at least MIN_WORKER_MEMORY_MB (a tiny one aborts the process on Node 22 and 24) */
   private readonly workerMemoryMb: number;
 
   constructor(private readonly opts: ToolPoolOptions) {

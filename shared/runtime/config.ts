@@ -24,15 +24,16 @@ import { isValidTimeZone } from "./time-zone.js";
 const msSchema = z.number().int().positive();
 
 /**
- * Tool policy rules (services/tools/policy.ts): entries are tool names (aliases count), groups
- * ("group:fs"), "*" or globs ("sessions_*"). Deny wins; a non-empty allow list narrows.
- */
-/**
- * The smallest old-generation heap a tool worker gets, MB. Below ~8 MB, Node 22 and later abort the
- * whole process while a worker deserializes its startup snapshot (Node 20 failed the worker alone).
+ * The smallest old-generation heap a tool worker gets, MB. With a 2 MB heap, Node 22 and 24 abort
+ * the whole process while a worker deserializes its startup snapshot (Node 20 failed that worker
+ * alone); 8 and 16 MB start on Node 20, 22 and 24 (measured 2026-11-26).
  */
 export const MIN_WORKER_MEMORY_MB = 16;
 
+/**
+ * Tool policy rules (services/tools/policy.ts): entries are tool names (aliases count), groups
+ * ("group:fs"), "*" or globs ("sessions_*"). Deny wins; a non-empty allow list narrows.
+ */
 export const toolRulesSchema = z.object({
   allow: z.array(z.string().min(1)).default([]),
   deny: z.array(z.string().min(1)).default([]),
