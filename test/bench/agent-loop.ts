@@ -39,10 +39,10 @@ import { ToolsClient } from "../../services/agent-runner/tools-client.js";
 import { FakeOpenAIServer } from "../fakes/openai-server.js";
 import { startActorProcess, type ActorProcess } from "../harness/actors.js";
 import { TestNats } from "../harness/nats.js";
+import { BENCH_SYSTEM_PROMPT, endRun } from "./loop-run.js";
 import { latencyStats, progress, type LatencyStats } from "./stats.js";
 
 const S = subjects();
-const SYSTEM = `You are LurkBot, a personal assistant.\n${"Use the tools when they help. ".repeat(60)}`;
 
 export interface AgentLoopBenchResult {
   loop: { oneToolTurn: LatencyStats; withCheckpoints: LatencyStats; baseline: LatencyStats; overheadP50: number; overheadP50Ms: number; checkpointsP50Ms: number; target: string };
@@ -96,7 +96,7 @@ export async function agentLoopBench(opts: { turns?: number; sessionOps?: number
       const resolved = registry.resolve("openai/test-model");
       const append = (record: TranscriptRecord) => bus.call("sessions", "append", { sessionKey, records: [record] }).then(() => undefined);
       const result = await runLoop({
-        provider: resolved.provider, providerName: "openai", model: "test-model", chain, system: SYSTEM, tools, events, log,
+        provider: resolved.provider, providerName: "openai", model: "test-model", chain, system: BENCH_SYSTEM_PROMPT, tools, events, log,
         signal: new AbortController().signal, llmTimeoutMs: 30_000, maxIterations: 4,
         execute: (call) => toolsClient.call(ctxOf(runId), call.id, call.name, call.args),
         checkpointAssistant: (turn: number, message: AssistantMessage, _withResults: boolean) =>
@@ -106,10 +106,7 @@ export async function agentLoopBench(opts: { turns?: number; sessionOps?: number
         checkpoint: (turn: number, result: ToolResultMessage, durationMs: number) =>
           checkpoints ? append({ id: `${runId}:r:${result.toolCallId}`, ts: Date.now(), runId, kind: "message", message: result, meta: { turn, durationMs } }) : Promise.resolve(),
       }, { turn: 0, context: [user], after: [], usage: emptyUsage() });
-      // the run's end events, as finish.ts sends them; the sample includes handing them to the socket
-      events.emit({ kind: "run_end", turns: result.turns });
-      events.emit({ kind: "done", text: result.text, turns: result.turns, usage: result.usage, silent: false });
-      events.flushNow();
+      endRun(events, result);
     };
 
     const client = new OpenAI({ baseURL: fake.baseUrl, apiKey: "sk-bench-000000000000", maxRetries: 0, fetch: httpTransport() });
@@ -124,7 +121,7 @@ export async function agentLoopBench(opts: { turns?: number; sessionOps?: number
       return call;
     };
     const baselineTurn = async () => {
-      const first: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [{ role: "system", content: SYSTEM }, { role: "user", content: "read notes.txt" }];
+      const first: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [{ role: "system", content: BENCH_SYSTEM_PROMPT }, { role: "user", content: "read notes.txt" }];
       const call = await consume(first);
       if (!call) throw new Error("the fake did not call the tool");
       const reply = await nc.request(S.toolCall("read"), JSON.stringify(toolCallRequest.parse({

@@ -23,11 +23,11 @@ import { runLoop } from "../../services/agent-runner/loop.js";
 import { ProviderRegistry } from "../../services/agent-runner/providers/registry.js";
 import type { Provider, ProviderRequest, ProviderStreamEvent, ToolCallBlock } from "../../services/agent-runner/providers/types.js";
 import { TestNats } from "../harness/nats.js";
+import { BENCH_SYSTEM_PROMPT, endRun } from "./loop-run.js";
 
 const WARMUP_TURNS = 3_000;
 const TURNS_PER_ROUND = 5_000;
 const SESSION = "agent:main:main";
-const SYSTEM = `You are LurkBot, a personal assistant.\n${"Use the tools when they help. ".repeat(60)}`;
 const usage: Usage = { input: 120, output: 12, cacheRead: 0, cacheWrite: 0, total: 132 };
 const tools: ToolDefinition[] = [{
   name: "read", description: "Read a file.", parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
@@ -74,16 +74,14 @@ async function main(): Promise<void> {
     if (!withEvents) events.emit = () => {};
     const chain = new ModelChain({ registry, config, refs: ["openai/test-model"], sessionKey: SESSION, store, log });
     const result = await runLoop({
-      provider: instantProvider, providerName: "openai", model: "test-model", chain, system: SYSTEM, tools, events, log,
+      provider: instantProvider, providerName: "openai", model: "test-model", chain, system: BENCH_SYSTEM_PROMPT, tools, events, log,
       signal: new AbortController().signal, llmTimeoutMs: 30_000, maxIterations: 4,
       execute: async (call) => ({ role: "tool_result", toolCallId: call.id, toolName: call.name, content: [{ type: "text", text: "benchmark file\n" }], isError: false }),
       checkpointAssistant: () => Promise.resolve(),
       checkpoint: () => Promise.resolve(),
     }, { turn: 0, context: [user], after: [], usage: emptyUsage() });
     if (result.turns !== 2) throw new Error(`expected a two-call turn, got ${result.turns}`);
-    events.emit({ kind: "run_end", turns: result.turns });
-    events.emit({ kind: "done", text: result.text, turns: result.turns, usage: result.usage, silent: false });
-    events.flushNow();
+    endRun(events, result);
     await new Promise((resolve) => setImmediate(resolve)); // the connection writes its buffer
   };
   try {
