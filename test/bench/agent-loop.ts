@@ -12,13 +12,19 @@
  * A loop sample ends when its run_end and done events were handed to the socket, as a real run's
  * end does (earlier builds let the last events go out during the next sample).
  * `overheadP50` = loop p50 / baseline p50 - 1 (target: under 0.10). Checkpoints are no-ops here;
- * `withCheckpoints` adds the two appends per tool turn through the sessions actor.
+ * `withCheckpoints` adds the two appends per tool turn through the sessions actor;
+ * `eventsUnpublished` is an ablation, not a mode: the run events are built as usual but not
+ * handed to the connection, so `overheadUnpublishedP50` is the loop's overhead without the bus
+ * messages of its ~13 run events.
+ * Measured after `LURKBOT_BENCH_LOOP_WARMUP` (400) rounds of all four kinds (a fresh process gets faster for its first
+ * ~1 000 turns while V8 optimizes it; the loop has more code to optimize than the baseline).
  *
  * Sessions: sequential `sessions.append` (one record) and `sessions.history` (50 records) calls
  * through BusClient to the sessions actor process, against a raw NATS request/reply echo of the
  * same payload size; rates in operations per second.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
@@ -45,12 +51,23 @@ import { latencyStats, progress, type LatencyStats } from "./stats.js";
 const S = subjects();
 
 export interface AgentLoopBenchResult {
-  loop: { oneToolTurn: LatencyStats; withCheckpoints: LatencyStats; baseline: LatencyStats; overheadP50: number; overheadP50Ms: number; checkpointsP50Ms: number; target: string };
+  loop: {
+    oneToolTurn: LatencyStats; withCheckpoints: LatencyStats; eventsUnpublished: LatencyStats; baseline: LatencyStats;
+    overheadP50: number; overheadP50Ms: number; overheadUnpublishedP50: number; checkpointsP50Ms: number; warmupRounds: number; target: string;
+  };
   sessions: { appendPerSecond: number; historyReadsPerSecond: number; rawRequestReplyPerSecond: number; appendRatioToRaw: number; historyRatioToRaw: number };
 }
 
 const ms = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e6;
 const round = (x: number) => Math.round(x * 1000) / 1000;
+
+function shuffled<T>(items: T[]): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [items[i], items[j]] = [items[j]!, items[i]!];
+  }
+  return items;
+}
 
 async function rate(n: number, fn: (i: number) => Promise<unknown>): Promise<number> {
   const start = process.hrtime.bigint();
@@ -58,8 +75,9 @@ async function rate(n: number, fn: (i: number) => Promise<unknown>): Promise<num
   return Math.round(n / (ms(start) / 1000));
 }
 
-export async function agentLoopBench(opts: { turns?: number; sessionOps?: number } = {}): Promise<AgentLoopBenchResult> {
-  const turns = opts.turns ?? Number(process.env.LURKBOT_BENCH_LOOP_TURNS ?? 200);
+export async function agentLoopBench(opts: { turns?: number; warmupRounds?: number; sessionOps?: number } = {}): Promise<AgentLoopBenchResult> {
+  const turns = opts.turns ?? Number(process.env.LURKBOT_BENCH_LOOP_TURNS ?? 1_000);
+  const warmupRounds = opts.warmupRounds ?? Number(process.env.LURKBOT_BENCH_LOOP_WARMUP ?? 400);
   const sessionOps = opts.sessionOps ?? Number(process.env.LURKBOT_BENCH_SESSION_OPS ?? 1000);
   const work = mkdtempSync(join(tmpdir(), "lurk-bench-loop-"));
   const workspace = join(work, "workspace");
@@ -89,9 +107,12 @@ export async function agentLoopBench(opts: { turns?: number; sessionOps?: number
     let runN = 0;
     const ctxOf = (runId: string) => ({ runId, sessionKey, agentId: "main", sessionType: "main", model: "openai/test-model" });
 
-    const loopTurn = async (checkpoints: boolean) => {
+    /** a connection stand-in that drops what it is handed (the ablation) */
+    const noBus = { publish: () => undefined } as unknown as NatsConnection;
+    const loopTurn = async (mode: "plain" | "checkpoints" | "unpublished") => {
+      const checkpoints = mode === "checkpoints";
       const runId = `bench-run-${++runN}`;
-      const events = new RunEvents(nc, S, runId, sessionKey, runId, log);
+      const events = new RunEvents(mode === "unpublished" ? noBus : nc, S, runId, sessionKey, runId, log);
       const chain = new ModelChain({ registry, config, refs: ["openai/test-model"], sessionKey, store, log });
       const resolved = registry.resolve("openai/test-model");
       const append = (record: TranscriptRecord) => bus.call("sessions", "append", { sessionKey, records: [record] }).then(() => undefined);
@@ -133,30 +154,25 @@ export async function agentLoopBench(opts: { turns?: number; sessionOps?: number
         { role: "tool", tool_call_id: call.id, content: text.slice(0, 200) }]);
     };
 
-    progress("agent-loop: warming up");
-    for (let i = 0; i < 20; i++) {
-      await baselineTurn();
-      await loopTurn(false);
-      await loopTurn(true);
-    }
-    progress(`agent-loop: ${turns} one-tool turns, loop and raw baseline alternating`);
-    const loopSamples: number[] = [];
-    const checkpointSamples: number[] = [];
-    const baseSamples: number[] = [];
+    // one round: each kind of sample once, in a shuffled order, so drift and the work a sample
+    // leaves behind (the sessions actor's flush after checkpoints) hit every kind alike
+    const kinds = { baseline: baselineTurn, plain: () => loopTurn("plain"), checkpoints: () => loopTurn("checkpoints"), unpublished: () => loopTurn("unpublished") };
+    const samples: Record<keyof typeof kinds, number[]> = { baseline: [], plain: [], checkpoints: [], unpublished: [] };
+    progress(`agent-loop: warming up (${warmupRounds} rounds)`);
+    for (let i = 0; i < warmupRounds; i++) for (const run of Object.values(kinds)) await run();
+    progress(`agent-loop: ${turns} one-tool turns of each kind, loop and raw baseline alternating`);
     for (let i = 0; i < turns; i++) {
-      let t = process.hrtime.bigint();
-      await baselineTurn();
-      baseSamples.push(ms(t));
-      t = process.hrtime.bigint();
-      await loopTurn(false);
-      loopSamples.push(ms(t));
-      t = process.hrtime.bigint();
-      await loopTurn(true);
-      checkpointSamples.push(ms(t));
+      if (i > 0 && i % 250 === 0) progress(`agent-loop: ${i} / ${turns}`);
+      for (const [kind, run] of shuffled(Object.entries(kinds) as [keyof typeof kinds, () => Promise<void>][])) {
+        const t = process.hrtime.bigint();
+        await run();
+        samples[kind].push(ms(t));
+      }
     }
-    const oneToolTurn = latencyStats(loopSamples);
-    const withCheckpoints = latencyStats(checkpointSamples);
-    const baseline = latencyStats(baseSamples);
+    const oneToolTurn = latencyStats(samples.plain);
+    const withCheckpoints = latencyStats(samples.checkpoints);
+    const eventsUnpublished = latencyStats(samples.unpublished);
+    const baseline = latencyStats(samples.baseline);
 
     progress(`sessions: ${sessionOps} appends, history reads, raw request/reply`);
     const message: AssistantMessage = { role: "assistant", provider: "openai", model: "test-model", stopReason: "end_turn", content: [{ type: "text", text: "x".repeat(300) }] };
@@ -173,10 +189,12 @@ export async function agentLoopBench(opts: { turns?: number; sessionOps?: number
 
     return {
       loop: {
-        oneToolTurn, withCheckpoints, baseline,
+        oneToolTurn, withCheckpoints, eventsUnpublished, baseline,
         overheadP50: round(oneToolTurn.p50Ms / baseline.p50Ms - 1),
         overheadP50Ms: round(oneToolTurn.p50Ms - baseline.p50Ms),
+        overheadUnpublishedP50: round(eventsUnpublished.p50Ms / baseline.p50Ms - 1),
         checkpointsP50Ms: round(withCheckpoints.p50Ms - oneToolTurn.p50Ms),
+        warmupRounds,
         target: "overheadP50 < 0.10",
       },
       sessions: {
