@@ -7,10 +7,11 @@
  */
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { connect } from "@nats-io/transport-node";
 import { passwordEnvName } from "../shared/contract/index.js";
 import { actorMainPath } from "../shared/scripts/paths.js";
 import { actorModulePath, LAUNCHER_ACTORS } from "../services/cli/actors.js";
@@ -62,9 +63,10 @@ class LauncherUnderTest {
     this.exited = new Promise((resolve) => this.child.once("exit", (code) => resolve(code)));
   }
 
-  /** Starts a launcher on a fresh home and port, or on those of `previous`. */
-  static async start(args: string[] = [], previous?: LauncherUnderTest): Promise<LauncherUnderTest> {
+  /** Starts a launcher on a fresh home and port (with `config` as its config.json), or on those of `previous`. */
+  static async start(args: string[] = [], previous?: LauncherUnderTest, config?: object): Promise<LauncherUnderTest> {
     const home = previous?.home ?? mkdtempSync(join(tmpdir(), "lurk-launch-"));
+    if (config && !previous) writeFileSync(join(home, "config.json"), JSON.stringify(config));
     const env: Record<string, string> = previous?.env ?? {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       HOME: home,
@@ -243,6 +245,38 @@ describe("lurkbot start", () => {
       assert.equal(code, 0, launcher.output);
       assert.ok(!alive(nats), "nats-server is gone");
       for (const name of built) assert.match(launcher.stdout, new RegExp(`^${name} stopped$`, "m"));
+    });
+  });
+
+  describe("log rotation", () => {
+    let launcher: LauncherUnderTest;
+    before(async () => {
+      launcher = await LauncherUnderTest.start(["--only", "sessions"], undefined, { log: { maxFileMb: 0.01, keepFiles: 2, checkEverySec: 1 } });
+    });
+    after(async () => {
+      await launcher?.cleanup();
+    });
+
+    it("rotates a log over log.maxFileMb while its writer runs; the writer goes on in the emptied file", async () => {
+      const logs = join(launcher.home, "logs");
+      const padding = "PADDING ".repeat(2_000) + "\n"; // 16 KB, over the 0.01 MB limit
+      for (const name of ["sessions.log", "nats-server.log"]) appendFileSync(join(logs, name), padding);
+      await waitFor(() => ["sessions.log", "nats-server.log"].every((n) => existsSync(join(logs, `${n}.1`))), 15_000, "both logs rotated");
+      for (const name of ["sessions.log", "nats-server.log"]) {
+        assert.ok(readFileSync(join(logs, `${name}.1`), "utf8").includes(padding), `${name}.1 holds what the log held`);
+        assert.ok(statSync(join(logs, name)).size < padding.length, `${name} was emptied`);
+      }
+      assert.match(launcher.stdout, /rotated .*sessions\.log \(over 0\.01 MB; 2 older copies kept\)/);
+      // nats-server still writes through the file it opened at start: a refused login is logged
+      // at the start of the emptied file (an append-mode writer), not past its old end
+      const port = new URL(launcher.env.LURKBOT_NATS_URL!).port;
+      await assert.rejects(connect({ servers: `127.0.0.1:${port}`, user: "sessions", pass: "not-the-password", reconnect: false }));
+      const text = await waitFor(() => {
+        const t = readFileSync(join(logs, "nats-server.log"), "utf8");
+        return /authoriz|authenticat/i.test(t) ? t : null;
+      }, 10_000, "nats-server to log the refused login");
+      assert.ok(!text.includes("\0") && !text.includes("PADDING"), "the line is at the start of the emptied file");
+      assert.equal(await launcher.stop(), 0, launcher.output);
     });
   });
 });

@@ -180,6 +180,8 @@ describe("configuration", () => {
     assert.equal(config.model, undefined);
     assert.equal(config.runs.maxIterations, 10);
     assert.deepEqual(config.agents.map((a) => [a.id, a.default]), [["main", true]]);
+    assert.deepEqual(config.log, { level: "info", maxFileMb: 20, keepFiles: 3, checkEverySec: 10 });
+    assert.deepEqual(parseConfig({ log: { maxFileMb: 0.5 } }, { LURKBOT_HOME: home, LURKBOT_LOG_LEVEL: "warn" }, home).log, { level: "warn", maxFileMb: 0.5, keepFiles: 3, checkEverySec: 10 });
     const env = parseConfig({ model: "openai/a" }, {
       LURKBOT_HOME: home, LURKBOT_WORKSPACE: "/srv/ws", LURKBOT_NATS_URL: "nats://127.0.0.1:5222", LURKBOT_MODEL: "openai/gpt-4o-mini",
       OPENAI_BASE_URL: "http://127.0.0.1:8000/v1", OPENAI_API_KEY: "sk-from-env-123",
@@ -197,6 +199,7 @@ describe("configuration", () => {
     ["a repeated agent id", { agents: [{ id: "a" }, { id: "a" }] }, /used twice/],
     ["a bad agent id", { agents: [{ id: "Bad Id" }] }, /agent id/],
     ["a wrong type", { runs: { maxIterations: "ten" } }, /runs\.maxIterations/],
+    ["a log size of zero", { log: { maxFileMb: 0 } }, /log\.maxFileMb/],
   ];
   for (const [name, file, message] of invalid) {
     it(`refuses ${name} with a message naming the field`, () => {

@@ -19,6 +19,7 @@ import { actorMainPath, REPO_ROOT } from "../../shared/scripts/paths.js";
 import { actorEnv, actorModulePath } from "./actors.js";
 import { connectCli, currentStreamReplicas } from "./bus.js";
 import { CliError, EXIT, toCliError } from "./errors.js";
+import { LogRotator } from "./log-rotation.js";
 import { runSetup, type SetupResult } from "./setup.js";
 import { deferred, leftoverNatsServer, runningLauncher, STOP_GRACE_MS, SupervisedActor, SupervisedNats, terminatePid, type Reporter } from "./supervise.js";
 
@@ -46,6 +47,7 @@ export class Launcher {
   private readonly hosted: HostedActor[] = [];
   private stopRequested = false;
   private lockFile: string | undefined;
+  private logRotator: LogRotator | undefined;
   private readonly finished = deferred<number>();
   private readonly signalHandlers: Array<[NodeJS.Signals | "uncaughtException" | "unhandledRejection", (...args: any[]) => void]> = [];
 
@@ -113,6 +115,7 @@ export class Launcher {
     const setup: SetupResult = { ...written, credentials: { users } };
     writeFileSync(lock, `${process.pid}\n`, { mode: 0o600 });
     this.lockFile = lock;
+    this.rotateLogs(setup.logsDir);
     await this.ensureServer(setup);
     this.checkStopped();
     await this.ensureStreams();
@@ -125,6 +128,18 @@ export class Launcher {
     }
     this.report.say("LurkBot is running: try `npx lurkbot chat`");
     this.report.say(`logs: ${join(config.home, "logs")}; status: \`npx lurkbot status\`; stop: Ctrl-C`);
+  }
+
+  /** Keeps the files in `logs/` under `log.maxFileMb` each (log-rotation.ts), until stopped. */
+  private rotateLogs(dir: string): void {
+    const { log } = this.opts.config;
+    this.logRotator = new LogRotator({
+      dir, maxBytes: Math.round(log.maxFileMb * 1024 * 1024), keep: log.keepFiles, checkEveryMs: log.checkEverySec * 1000,
+      onRotated: (file) => this.report.say(`rotated ${file} (over ${log.maxFileMb} MB; ${log.keepFiles} older ${log.keepFiles === 1 ? "copy" : "copies"} kept)`),
+      onError: (file, err) => this.report.warn(`could not rotate ${file}: ${err.message}. Check that the launcher's user may write ${dir}; the log keeps growing meanwhile.`),
+    });
+    this.logRotator.checkNow();
+    this.logRotator.start();
   }
 
   private async ensureServer(setup: SetupResult): Promise<void> {
@@ -263,6 +278,7 @@ export class Launcher {
     for (const [event, handler] of this.signalHandlers) process.off(event as NodeJS.Signals, handler);
     // a signal while exiting should not kill us half-way
     for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, () => undefined);
+    this.logRotator?.stop();
     if (this.lockFile) rmSync(this.lockFile, { force: true });
     this.report.say("LurkBot stopped");
     this.finished.resolve(code);

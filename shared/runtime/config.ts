@@ -206,7 +206,15 @@ export const configSchema = z.object({
     /** how long an approval token stays valid after the decision */
     tokenTtlMs: msSchema.max(24 * 3600_000).default(5 * 60_000),
   }).prefault({}),
-  log: z.object({ level: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info") }).default({ level: "info" }),
+  log: z.object({
+    level: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
+    /** the launcher rotates a file under `$LURKBOT_HOME/logs` once it holds this many MB */
+    maxFileMb: z.number().min(0.01).max(100_000).default(20),
+    /** rotated copies kept per log file (`<name>.log.1` the newest); 0 keeps none */
+    keepFiles: z.number().int().min(0).max(100).default(3),
+    /** how often the launcher checks the log files' sizes */
+    checkEverySec: z.number().min(1).max(3600).default(10),
+  }).prefault({}),
   security: z.object({
     /** allow a non-loopback nats:// URL without TLS (only on a trusted private network) */
     allowPlaintextRemoteNats: z.boolean().default(false),
