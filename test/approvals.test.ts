@@ -9,6 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { createPrivateKey, createPublicKey, generateKeyPairSync } from "node:crypto";
+import { spawn } from "node:child_process";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -24,7 +25,7 @@ import { readTool } from "../services/tools/tools/read.js";
 import { callNeedsApproval, execCommandAllowlisted } from "../services/tools/approval-gate.js";
 import { waitFor, type ActorProcess } from "./harness/actors.js";
 import { ApprovalRig } from "./harness/approval-rig.js";
-import { runCli } from "./harness/cli.js";
+import { CLI_MAIN, runCli } from "./harness/cli.js";
 import { CliClient, TestSystem } from "./harness/system.js";
 import { TestNats } from "./harness/nats.js";
 import { pendingApproval, textOf } from "./harness/tools-actor.js";
@@ -285,5 +286,30 @@ describe("approvals inside a real run", () => {
     const reply = await waitFor(() => delivered.find((m) => m.kind === "reply"), 20_000, "the run's reply");
     assert.match(reply.text, /^tool said: decided-late/);
     assert.ok(delivered.some((m) => m.kind === "approval" && m.text.includes("echo decided-late")), "the notice named the command");
+  });
+
+  it("`lurkbot chat`: /approve typed while the run waits goes at once (not queued behind the reply), and the run ends", async () => {
+    system.fake.enqueue({ kind: "tool_calls", calls: [{ name: "exec", arguments: { command: "echo approved-in-chat" } }] });
+    const env = { ...process.env, ...system.nats.env(), ...system.nats.passwordEnv("cli") } as Record<string, string>;
+    const chat = spawn(process.execPath, [CLI_MAIN, "chat", "--session", "chat-approval"], { env, stdio: ["pipe", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    chat.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    chat.stderr.on("data", (d: Buffer) => (err += d.toString()));
+    const exited = new Promise<number | null>((resolve) => chat.once("close", (code) => resolve(code)));
+    try {
+      chat.stdin.write("run it\n");
+      const approvalId = await waitFor(() => /\/approve (\S+) or \/deny/.exec(out)?.[1], 15_000, "the approval request in the chat")
+        .catch((e: Error) => assert.fail(`${e.message}; chat output:\n${out}${err}`));
+      chat.stdin.write(`/approve ${approvalId}\n`);
+      await waitFor(() => out.includes("tool said: approved-in-chat"), 20_000, "the run's reply after /approve")
+        .catch((e: Error) => assert.fail(`${e.message}; chat output:\n${out}${err}`));
+      const { approval } = await cli.call("approvals", "get", { approvalId });
+      assert.equal(approval.status, "approved");
+      chat.stdin.end("/exit\n");
+      assert.equal(await exited, 0, err);
+    } finally {
+      chat.kill("SIGKILL");
+    }
   });
 });

@@ -2,7 +2,9 @@
  * `lurkbot chat`: an interactive terminal conversation. Streams the reply's text as it is
  * generated, shows tool calls dimmed, prints the final reply when nothing was streamed.
  * `/exit` or Ctrl-D quits (after pending replies when the input is not a terminal); Ctrl-C
- * quits at once; other slash commands go to the router as messages.
+ * quits at once; other slash commands go to the router as messages. Messages go one at a time,
+ * except the commands that act on the run in flight (`/approve`, `/deny`, `/stop`): those go at
+ * once, since that run may be waiting for exactly them.
  */
 import { createInterface } from "node:readline";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -19,6 +21,9 @@ export interface ChatOptions {
 }
 
 const useColor = (out: { isTTY?: boolean }) => !!out.isTTY && !process.env.NO_COLOR;
+
+/** commands for the run in flight: sent at once, not queued behind its reply */
+const RUN_COMMAND = /^\/(approve|deny|stop)(\s|$)/i;
 
 export async function chat(nc: NatsConnection, opts: ChatOptions): Promise<number> {
   const input = opts.input ?? process.stdin;
@@ -78,7 +83,7 @@ export async function chat(nc: NatsConnection, opts: ChatOptions): Promise<numbe
       } else if (e.kind === "tool_end") {
         line(dim(`  ${e.isError ? "✗" : "✓"} ${e.name} (${Math.round(e.durationMs)} ms)${e.preview ? ` ${e.preview.replace(/\s+/g, " ").slice(0, 100)}` : ""}`));
       } else if (e.kind === "approval_pending") {
-        line(dim(`  … ${e.name} waits for an approval (${e.approvalId})`));
+        line(dim(`  … ${e.name} waits for an approval: /approve ${e.approvalId} or /deny ${e.approvalId}`));
       }
     };
     const onIntermediate = (msg: OutboundMessage) => line(`${bold("lurkbot (approval)>")} ${msg.text}`);
@@ -123,7 +128,12 @@ export async function chat(nc: NatsConnection, opts: ChatOptions): Promise<numbe
         rl.close();
         return;
       }
-      queue = queue.then(() => ask(text));
+      if (RUN_COMMAND.test(text)) {
+        const now = ask(text);
+        queue = Promise.all([queue, now]).then(() => undefined);
+      } else {
+        queue = queue.then(() => ask(text));
+      }
     });
     // Ctrl-C: quit now
     rl.on("SIGINT", () => {
