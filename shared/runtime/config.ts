@@ -26,9 +26,10 @@ const msSchema = z.number().int().positive();
 /**
  * The smallest old-generation heap a tool worker gets, MB. With a 2 MB heap, Node 22 and 24 abort
  * the whole process while a worker deserializes its startup snapshot (Node 20 failed that worker
- * alone); 8 and 16 MB start on Node 20, 22 and 24 (measured 2026-11-26).
+ * alone); 8 and 16 MB start on Node 20, 22 and 24 (measured 2026-11-26), but a 16 MB worker
+ * on Node 24 once ran out of memory on a 1 ms task in CI under load, so the floor is 32 MB.
  */
-export const MIN_WORKER_MEMORY_MB = 16;
+export const MIN_WORKER_MEMORY_MB = 32;
 
 /**
  * Tool policy rules (services/tools/policy.ts): entries are tool names (aliases count), groups
