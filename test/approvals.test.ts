@@ -288,7 +288,7 @@ describe("approvals inside a real run", () => {
     assert.ok(delivered.some((m) => m.kind === "approval" && m.text.includes("echo decided-late")), "the notice named the command");
   });
 
-  it("`lurkbot chat`: /approve typed while the run waits goes at once (not queued behind the reply), and the run ends", async () => {
+  it("`lurkbot chat`: /approve typed while the run waits goes at once (not queued behind the reply); a lone n / y answers the open request", async () => {
     system.fake.enqueue({ kind: "tool_calls", calls: [{ name: "exec", arguments: { command: "echo approved-in-chat" } }] });
     const env = { ...process.env, ...system.nats.env(), ...system.nats.passwordEnv("cli") } as Record<string, string>;
     const chat = spawn(process.execPath, [CLI_MAIN, "chat", "--session", "chat-approval"], { env, stdio: ["pipe", "pipe", "pipe"] });
@@ -306,6 +306,29 @@ describe("approvals inside a real run", () => {
         .catch((e: Error) => assert.fail(`${e.message}; chat output:\n${out}${err}`));
       const { approval } = await cli.call("approvals", "get", { approvalId });
       assert.equal(approval.status, "approved");
+
+      // a lone n / y answers the open request
+      const nth = async (k: number) => waitFor(() => [...out.matchAll(/\/approve (\S+) or \/deny/g)][k]?.[1], 15_000, `approval request ${k + 1} in the chat`)
+        .catch((e: Error) => assert.fail(`${e.message}; chat output:\n${out}${err}`));
+      system.fake.enqueue({ kind: "tool_calls", calls: [{ name: "exec", arguments: { command: "echo denied-in-chat" } }] });
+      chat.stdin.write("run it again\n");
+      const second = await nth(1);
+      assert.match(out, new RegExp(`y approves, n denies \\(${second}\\)`));
+      chat.stdin.write("n\n");
+      await waitFor(async () => (await cli.call("approvals", "get", { approvalId: second })).approval.status === "denied", 15_000, "the denial");
+      await waitFor(() => /tool said: .*denied/i.test(out), 20_000, "the reply after the denial").catch((e: Error) => assert.fail(`${e.message}; chat output:\n${out}${err}`));
+      assert.match(out, new RegExp(`/deny ${second}`));
+
+      system.fake.enqueue({ kind: "tool_calls", calls: [{ name: "exec", arguments: { command: "echo yes-in-chat" } }] });
+      chat.stdin.write("once more\n");
+      const third = await nth(2);
+      chat.stdin.write("y\n");
+      await waitFor(() => out.includes("tool said: yes-in-chat"), 20_000, "the reply after y").catch((e: Error) => assert.fail(`${e.message}; chat output:\n${out}${err}`));
+      assert.equal((await cli.call("approvals", "get", { approvalId: third })).approval.status, "approved");
+      // no request is open now: a y is an ordinary message
+      chat.stdin.write("y\n");
+      await waitFor(() => /lurkbot> .*y\b/.test(out.split("tool said: yes-in-chat")[1] ?? ""), 20_000, "the reply to a plain y")
+        .catch((e: Error) => assert.fail(`${e.message}; chat output:\n${out}${err}`));
       chat.stdin.end("/exit\n");
       assert.equal(await exited, 0, err);
     } finally {

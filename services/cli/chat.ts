@@ -4,7 +4,9 @@
  * `/exit` or Ctrl-D quits (after pending replies when the input is not a terminal); Ctrl-C
  * quits at once; other slash commands go to the router as messages. Messages go one at a time,
  * except the commands that act on the run in flight (`/approve`, `/deny`, `/stop`): those go at
- * once, since that run may be waiting for exactly them.
+ * once, since that run may be waiting for exactly them. While an approval request shown here is
+ * open, a line that is just `y`/`yes` or `n`/`no` answers the oldest one (`/approve ID`,
+ * `/deny ID`).
  */
 import { createInterface } from "node:readline";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -24,6 +26,7 @@ const useColor = (out: { isTTY?: boolean }) => !!out.isTTY && !process.env.NO_CO
 
 /** commands for the run in flight: sent at once, not queued behind its reply */
 const RUN_COMMAND = /^\/(approve|deny|stop)(\s|$)/i;
+const YES_NO = /^(y|yes|n|no)$/i;
 
 export async function chat(nc: NatsConnection, opts: ChatOptions): Promise<number> {
   const input = opts.input ?? process.stdin;
@@ -63,6 +66,12 @@ export async function chat(nc: NatsConnection, opts: ChatOptions): Promise<numbe
   // one message at a time: lines typed while a reply streams wait their turn
   let queue: Promise<void> = Promise.resolve();
   let failures = 0;
+  /** approval requests shown for the runs in flight, oldest first: a y / n line answers the first */
+  const openApprovals: string[] = [];
+  const closeApproval = (id: string) => {
+    const at = openApprovals.indexOf(id);
+    if (at >= 0) openApprovals.splice(at, 1);
+  };
 
   const ask = async (text: string) => {
     if (interrupted) return;
@@ -86,17 +95,29 @@ export async function chat(nc: NatsConnection, opts: ChatOptions): Promise<numbe
         line(dim(`  … ${e.name} waits for an approval: /approve ${e.approvalId} or /deny ${e.approvalId}`));
       }
     };
-    const onIntermediate = (msg: OutboundMessage) => line(`${bold("lurkbot (approval)>")} ${msg.text}`);
+    /** the approvals this message's run asked for: closed when it ends */
+    const asked: string[] = [];
+    const onIntermediate = (msg: OutboundMessage) => {
+      line(`${bold("lurkbot (approval)>")} ${msg.text}`);
+      const id = msg.kind === "approval" ? msg.approval?.approvalId : undefined;
+      if (id && !openApprovals.includes(id)) {
+        openApprovals.push(id);
+        asked.push(id);
+        line(dim(`  y approves, n denies (${id})`));
+      }
+    };
     let result: ReplyResult;
     try {
       result = await channel.send(text, opts.timeoutMs, { onRunEvent, onIntermediate });
     } catch (err) {
+      asked.forEach(closeApproval);
       if (interrupted) return;
       failures++;
       line(red(`error: ${toCliError(err).message}`));
       prompt();
       return;
     }
+    asked.forEach(closeApproval);
     if (result.kind === "error") {
       failures++;
       line(`${red("lurkbot (error)>")} ${result.reply}`);
@@ -128,8 +149,16 @@ export async function chat(nc: NatsConnection, opts: ChatOptions): Promise<numbe
         rl.close();
         return;
       }
-      if (RUN_COMMAND.test(text)) {
-        const now = ask(text);
+      let command = text;
+      if (YES_NO.test(text) && openApprovals.length > 0) {
+        const id = openApprovals[0]!;
+        command = `/${/^y/i.test(text) ? "approve" : "deny"} ${id}`;
+        line(dim(`  ${command}`));
+      }
+      const decided = /^\/(approve|deny)\s+(\S+)/i.exec(command)?.[2];
+      if (decided) closeApproval(decided);
+      if (RUN_COMMAND.test(command)) {
+        const now = ask(command);
         queue = Promise.all([queue, now]).then(() => undefined);
       } else {
         queue = queue.then(() => ask(text));
