@@ -182,6 +182,12 @@ describe("auth profile state", () => {
   });
 });
 
+/** a tool the (stand-in) tools actor lists for openai/gpt-4.1-nano only */
+const NANO_ONLY_TOOL: ToolDefinition = {
+  name: "nano_only", description: "A tool for one model.", parameters: { type: "object", properties: {} },
+  actor: "tools", sideEffects: false, parallelSafe: true, groups: [], needsApproval: false,
+};
+
 const READ_TOOL: ToolDefinition = {
   name: "read",
   description: "Read a text file from the workspace.",
@@ -200,6 +206,8 @@ describe("failover over the bus", () => {
   let toolsNc: NatsConnection;
   let js: JetStreamClient;
   let counter = 0;
+  /** the model each `read` call ran under (the tool policy's model layer) */
+  const readCalls: Array<{ model: string | undefined; runId: string }> = [];
   const KEY_A = "sk-failover-key-a-0123456789";
   const KEY_B = "sk-failover-key-b-0123456789";
 
@@ -212,10 +220,13 @@ describe("failover over the bus", () => {
         openai: { baseUrl: openai.baseUrl, apiKey: KEY_A, profiles: [{ id: "b", apiKey: KEY_B }] },
         anthropic: { baseUrl: anthropic.url, apiKey: "sk-ant-failover-0123456789" },
       },
-      agents: [{ id: "main", default: true, fallbacks: ["sonnet"] }],
+      agents: [{ id: "main", default: true, fallbacks: ["sonnet"] }, { id: "switcher", model: "openai/gpt-4.1-nano", fallbacks: ["sonnet"] }],
       log: { level: "info" },
     }));
-    toolsNc = await startToolResponder(nats, [{ definition: READ_TOOL, run: READ_STAND_IN.run }]);
+    toolsNc = await startToolResponder(nats, [
+      { definition: READ_TOOL, run: (req) => (readCalls.push({ model: req.model, runId: req.runId }), READ_STAND_IN.run(req)) },
+      { definition: NANO_ONLY_TOOL, models: ["openai/gpt-4.1-nano"], run: (req) => READ_STAND_IN.run(req) },
+    ]);
     sessions = await startActorProcess("sessions", nats);
     runner = await startActorProcess("agent-runner", nats);
     router = await nats.connect("router");
@@ -229,19 +240,19 @@ describe("failover over the bus", () => {
     await nats?.stop();
   });
 
-  async function run(text: string, opts: { sessionKey?: string; options?: RunRequest["options"] } = {}) {
+  async function run(text: string, opts: { sessionKey?: string; agentId?: string; options?: RunRequest["options"] } = {}) {
     const n = ++counter;
     const marker = `[f${n}]`;
     const req = {
       type: "lurk.run.request.v1", id: `req-f${n}-${Date.now()}`, ts: Date.now(), runId: `run-failover-${n}-${Date.now().toString(36)}`,
-      sessionKey: opts.sessionKey ?? `agent:main:cli:dm:failover${n}`, agentId: "main", sessionType: "dm", trigger: "message",
+      sessionKey: opts.sessionKey ?? `agent:main:cli:dm:failover${n}`, agentId: opts.agentId ?? "main", sessionType: "dm", trigger: "message",
       inputs: [{ kind: "user", text: `${text} ${marker}`, attachments: [] }],
       origin: { channel: "cli", conversation: `fconv-${n}`, messageIds: [`fmsg-${n}`] }, deliver: true, options: opts.options ?? {},
     } as RunRequest;
     const events: RunEvent[] = [];
     const sub = admin.subscribe(S.runEvents(req.runId), { callback: (_e, msg) => void events.push(runEventSchema.parse(msg.json())) });
     await admin.flush();
-    await js.publish(S.runRequest("main"), JSON.stringify(req), { msgID: req.runId });
+    await js.publish(S.runRequest(req.agentId), JSON.stringify(req), { msgID: req.runId });
     const terminal = await waitFor(() => events.find((e) => e.event.kind === "done" || e.event.kind === "error"), 20_000, `terminal event of ${req.runId}`);
     await new Promise((r) => setTimeout(r, 50));
     sub.unsubscribe();
@@ -299,6 +310,20 @@ describe("failover over the bus", () => {
       { kind: "provider_switch", from: "openai/gpt-4o", to: "anthropic/claude-sonnet-4-6", reason: "cooldown" },
     ]);
     assert.deepEqual(next.anthropic()[0]!.body.thinking, { type: "enabled", budget_tokens: 24_576 });
+  });
+
+  it("a switch of model mid-run takes the new model's tool list, and its tool calls run under that model's policy", async () => {
+    // agent "switcher": openai/gpt-4.1-nano (which alone lists nano_only), falling back to sonnet
+    openai.enqueue({ kind: "error", status: 429 }, { kind: "error", status: 429 });
+    const r = await run("read notes.txt", { agentId: "switcher", sessionKey: "agent:switcher:cli:dm:tool-switch" });
+    assert.equal(r.terminal.kind, "done", JSON.stringify(r.terminal));
+    const toOpenAI = r.openai();
+    assert.equal(toOpenAI.length, 2, "both keys were tried");
+    for (const q of toOpenAI) assert.deepEqual(q.body.tools?.map((t) => t.function.name).sort(), ["nano_only", "read"]);
+    const toAnthropic = r.anthropic();
+    assert.ok(toAnthropic.length >= 2, "the fallback made the tool call and answered");
+    for (const q of toAnthropic) assert.deepEqual(q.body.tools?.map((t) => t.name), ["read"], "the fallback's own tool list");
+    assert.deepEqual(readCalls.filter((c) => c.runId === r.req.runId).map((c) => c.model), ["anthropic/claude-sonnet-4-6"]);
   });
 
   it("an auth failure on key a moves to key b for the same model; no model switch", async () => {

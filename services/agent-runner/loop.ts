@@ -127,7 +127,8 @@ async function loop(deps: LoopDeps, resume: ResumeState, onTurn: (turn: number) 
 
   /** what runTurnTools needs, made once per run: steering skips the calls not yet started */
   const mailbox = deps.mailbox;
-  const toolDeps: TurnToolDeps = mailbox ? { ...deps, skipRemaining: () => mailbox.hasSteering() } : deps;
+  // (`tools` read through: a switch of model replaces the run's tool list, llm-call.ts)
+  const toolDeps: TurnToolDeps = mailbox ? { ...deps, skipRemaining: () => mailbox.hasSteering(), get tools() { return deps.tools; } } : deps;
   /** tool results of the last turn still being stored (runTurnTools' `stored`) */
   let unsaved: Promise<void> = Promise.resolve();
   /** the last model call of this attempt: its billed prompt and how many messages it sent */

@@ -138,7 +138,8 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
     outcome.model = resolved.ref;
     outcome.provider = resolved.providerName;
     const { tools, system } = await preparing;
-    const ctx = { runId: req.runId, sessionKey: req.sessionKey, agentId: req.agentId, sessionType: req.sessionType, model: resolved.ref, ...(req.origin ? { origin: req.origin } : {}) };
+    const ctx = { runId: req.runId, sessionKey: req.sessionKey, agentId: req.agentId, sessionType: req.sessionType, ...(req.origin ? { origin: req.origin } : {}) };
+    const runChain = chain;
     // compaction (run-compaction.ts) and, after the reply, memory consolidation use the run's model
     const modelInfo = chain.primary.info;
     const housekeeping = (signal: AbortSignal) => providerComplete(resolved.provider, resolved.model, { signal, timeoutMs: rt.config.runs.llmTimeoutMs, maxTokens: Math.min(4_096, modelInfo.maxOutput) });
@@ -154,7 +155,9 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
       provider: resolved.provider, providerName: resolved.providerName, model: resolved.model, chain, system, tools, events, log,
       signal: controller.signal, llmTimeoutMs: rt.config.runs.llmTimeoutMs,
       maxIterations: req.options.maxIterations ?? rt.config.runs.maxIterations,
-      execute: (call) => deps.tools.call(ctx, call.id, call.name, call.args),
+      // a call runs under the tool policy of the model that made it (after a failover, the fallback's)
+      toolsFor: (modelRef) => deps.tools.list(req.agentId, req.sessionKey, modelRef),
+      execute: (call) => deps.tools.call({ ...ctx, model: runChain.current }, call.id, call.name, call.args),
       checkpointAssistant: (turn: number, message: AssistantMessage, withResults: boolean) => {
         const record: TranscriptRecord = { id: recordIds.assistant(req.runId, turn), ts: Date.now(), runId: req.runId, kind: "message", message, meta: { turn } };
         // a final answer (no tool calls) is stored with the end marker, in the same write
@@ -197,9 +200,10 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
 }
 
 /**
- * The run's tool list and system prompt, for the primary model (the chain's first ref: fallbacks
- * keep the primary's tools and prompt). Throws what resolving the model throws (NO_MODEL, an
- * unknown provider), which the run reports like any other failure.
+ * The run's tool list and system prompt, for the primary model (the chain's first ref). A
+ * fallback keeps the primary's prompt; a switch of model lists the tools again for the new model
+ * (llm-call.ts). Throws what resolving the model throws (NO_MODEL, an unknown provider), which
+ * the run reports like any other failure.
  */
 async function prepareTurnInputs(deps: RunnerDeps, req: RunRequest, agent: AgentConfig, ref: string | undefined): Promise<{ tools: ToolDefinition[]; system: string }> {
   const { rt } = deps;

@@ -1,7 +1,8 @@
 /**
  * A tools actor stand-in for agent-runner tests: a process-local NATS service, as the `tools`
  * user, that serves the catalog (`lurk.tools.list`) and `lurk.tools.call.<name>` for the tools
- * given, each answered by its `run`.
+ * given, each answered by its `run`. A tool with `models` is listed only for those model refs
+ * (as the tool policy's provider and model layers would).
  */
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
@@ -18,6 +19,8 @@ type CallReply = z.input<typeof toolCallReply>;
 export interface StandInTool {
   definition: ToolDefinition;
   run(req: CallRequest): CallReply | Promise<CallReply>;
+  /** the "provider/model" refs the catalog lists it for (default: every one) */
+  models?: string[];
 }
 
 /** A `read` tool that answers "contents of <path>". */
@@ -40,7 +43,7 @@ export async function startToolResponder(nats: TestNats, tools: StandInTool[]): 
   const service = await registerService(nc, { name: "tools", version: "0.0.0", description: "test tools" });
   addEndpoint(service, {
     name: "list", subject: S.op("tools", "list"), request: toolsListRequest, reply: toolsListReply, limits: {}, log,
-    handler: () => ({ actor: "tools", tools: tools.map((t) => t.definition) }),
+    handler: (req) => ({ actor: "tools", tools: tools.filter((t) => !t.models || (req.model !== undefined && t.models.includes(req.model))).map((t) => t.definition) }),
   });
   for (const tool of tools) {
     addEndpoint(service, {
