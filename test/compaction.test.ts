@@ -154,6 +154,10 @@ describe("compaction and memory through the system", () => {
   const events: RunEvent[] = [];
   const summarizerPrompts: string[] = [];
   const consolidationPrompts: string[] = [];
+  /** the model each summarizer request named */
+  const summarizerModels: string[] = [];
+  /** a model whose summarizer requests get a 429 */
+  let refuseSummariesOn: string | undefined;
   let consolidationAnswer = "";
   let acks = 0;
   let counter = 0;
@@ -191,6 +195,8 @@ describe("compaction and memory through the system", () => {
     system.fake.responder = (body): FakeReply | undefined => {
       const prompt = messageText(body.messages.at(-1));
       if (/^You are a conversation summarizer/.test(systemText(body))) {
+        summarizerModels.push(body.model);
+        if (body.model === refuseSummariesOn) return { kind: "error", status: 429 };
         summarizerPrompts.push(prompt);
         return { kind: "text", text: prompt.startsWith("Merge these") ? "MERGED-SUMMARY of the earlier talk" : `PARTIAL-SUMMARY-${summarizerPrompts.length}` };
       }
@@ -440,5 +446,28 @@ describe("compaction and memory through the system", () => {
     assert.equal(log.match(/Talked about notes\./g)?.length, 1, "one entry");
     assert.match(log, /^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}\] Talked about notes\./, "a timestamp is added when missing");
     assert.equal(new Set(appended.map((r) => r.id)).size, 1, "the same marker id both times");
+  });
+
+  it("compaction fails over like the run's calls: a summary the primary model refuses (429) is made by the fallback", async () => {
+    await writeConfig({
+      models: { entries: { "openai/test-model": { contextWindow: 40_000 }, "openai/fallback-model": { contextWindow: 40_000 } } },
+      agents: [{ id: "main", default: true, fallbacks: ["openai/fallback-model"] }],
+      compaction: { thresholdRatio: 0.8, reserveTokens: 0, keepRecent: 2 }, memory: { enabled: false },
+    });
+    const sessionKey = "agent:main:cli:dm:compact-failover";
+    await run(sessionKey, "CFO-ONE first");
+    await run(sessionKey, "CFO-TWO second");
+    refuseSummariesOn = "test-model";
+    const asked = summarizerModels.length;
+    const { terminal } = await run(sessionKey, "/compact", { command: "compact" });
+    refuseSummariesOn = undefined;
+    assert.equal(terminal.event.kind, "done", JSON.stringify(terminal.event));
+    assert.match((terminal.event as { text: string }).text, /^Compacted 2 messages into a summary/);
+    assert.deepEqual(summarizerModels.slice(asked), ["test-model", "fallback-model"], "the primary refused; the fallback summarized");
+    assert.equal((await history(sessionKey)).filter((r) => r.kind === "compaction_summary").length, 1);
+    // the primary model now cools down: the next turn of the run goes to the fallback, announced
+    const { runId } = await run(sessionKey, "CFO-THREE next");
+    assert.ok(events.some((e) => e.runId === runId && e.event.kind === "provider_switch" && e.event.to === "openai/fallback-model"));
+    assert.equal(requestWith("CFO-THREE")[0]?.model, "fallback-model");
   });
 });

@@ -2,8 +2,12 @@
  * A one-shot, non-streamed model call for the runner's own housekeeping (compaction summaries,
  * memory consolidation): the provider's stream() is drained and nothing is published as run
  * events. Throws the provider's LurkError; an empty answer is a PROVIDER_ERROR.
+ * `chainComplete` makes the call through the run's model chain (failover.ts), so housekeeping
+ * fails over like the run's own calls: a key or model that fails is put on cooldown and the next
+ * usable one is asked.
  */
 import { assistantText, emptyUsage, LurkError, type Usage } from "../../shared/contract/index.js";
+import { failureReason, type ModelChain } from "./failover.js";
 import type { Provider } from "./providers/types.js";
 
 export interface Completion {
@@ -40,5 +44,34 @@ export function providerComplete(provider: Provider, model: string, opts: { sign
       clearTimeout(timer);
       opts.signal.removeEventListener("abort", stop);
     }
+  };
+}
+
+/**
+ * A Complete over the chain's usable candidates, in the chain's order (the run's settled one
+ * first): a failure that another key or model may not have puts that one on cooldown and asks
+ * the next; other failures, an abort, or no usable candidate left end it with the last error.
+ * No backoff retries (housekeeping can wait for the next run). Usage is priced per candidate.
+ */
+export function chainComplete(chain: ModelChain, opts: { signal: AbortSignal; timeoutMs: number; maxTokens?: number }): Complete {
+  return async (system, prompt) => {
+    const tried = new Set<string>();
+    let last: LurkError | undefined;
+    for (let candidate = chain.next(tried); candidate; candidate = chain.next(tried)) {
+      await chain.use(candidate);
+      const maxTokens = Math.min(opts.maxTokens ?? candidate.info.maxOutput, candidate.info.maxOutput);
+      try {
+        const done = await providerComplete(candidate.provider, candidate.model, { ...opts, maxTokens })(system, prompt);
+        await chain.success(candidate);
+        return { text: done.text, usage: chain.priced(candidate, done.usage) };
+      } catch (err) {
+        last = LurkError.from(err);
+        const reason = failureReason(last);
+        if (!reason || opts.signal.aborted) throw last;
+        await chain.failure(candidate, reason);
+        tried.add(candidate.key);
+      }
+    }
+    throw last ?? new LurkError("PROVIDER_AUTH", `no usable credentials for ${chain.refs.join(", ")}`);
   };
 }
