@@ -13,6 +13,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { z } from "zod";
 import { LurkError, STREAMS } from "../shared/contract/index.js";
 import { loadConfig, parseConfig } from "../shared/runtime/config.js";
+import { compareCodeUnits } from "../shared/runtime/order.js";
 import { startConsumer, type DeadLetterInfo, type DeliveryInfo } from "../shared/runtime/consumer.js";
 import { checkTransportSecurity, ensureCredentials, passwordFor } from "../shared/runtime/credentials.js";
 import { createLogger, redactSecrets, registerSecret } from "../shared/runtime/logger.js";
@@ -257,5 +258,13 @@ describe("log redaction", () => {
     assert.equal(lines[1]!.runId, "r1");
     assert.equal(lines[1]!.sessionKey, "agent:main:main");
     assert.deepEqual(redactSecrets({ token: "t", list: ["sk-live-abcdef123456"] }), { token: "[redacted]", list: ["[redacted]"] });
+  });
+});
+
+describe("name order (shared/runtime/order.ts)", () => {
+  it("sorts by UTF-16 code units, the same under every locale", () => {
+    const names = ["web_fetch", "b", "B", "webhook", "é", "e", "a-b", "a_b", "ab", "10", "9"];
+    assert.deepEqual([...names].sort(compareCodeUnits), ["10", "9", "B", "a-b", "a_b", "ab", "b", "e", "web_fetch", "webhook", "é"]);
+    assert.equal(compareCodeUnits("read", "read"), 0);
   });
 });

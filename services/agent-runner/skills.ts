@@ -18,6 +18,7 @@ import { statOrNull } from "./bootstrap.js";
 import { delimiter, join } from "node:path";
 import { REPO_ROOT } from "../../shared/scripts/paths.js";
 import { parseFrontmatter, type YamlMap, type YamlValue } from "./frontmatter.js";
+import { compareCodeUnits } from "../../shared/runtime/order.js";
 
 export type SkillSource = "workspace" | "user" | "bundled";
 
@@ -72,7 +73,7 @@ export async function loadSkills(dirs: SkillDirs, opts: SkillEnv = {}): Promise<
   }
   const usable: Skill[] = [];
   for (const skill of byName.values()) if (await eligible(skill, env, platform)) usable.push(skill);
-  return usable.sort((a, b) => a.name.localeCompare(b.name));
+  return usable.sort((a, b) => compareCodeUnits(a.name, b.name));
 }
 
 /** skill folder names per directory, kept while the directory's mtime (entries added, removed, renamed) is unchanged */

@@ -30,6 +30,7 @@ import type { BusClient } from "../../shared/runtime/client.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import type { z } from "zod";
 import { gatherReplies } from "../../shared/runtime/gather.js";
+import { compareCodeUnits } from "../../shared/runtime/order.js";
 
 /** a gather a run may wait for ends this long after the latest reply (other actor kinds answer within it) */
 const GATHER_MS = 250;
@@ -269,7 +270,7 @@ export class ToolsClient {
     } catch (err) {
       this.log.warn({ err }, "tool catalog unavailable; running without tools");
     }
-    return { tools: [...byName.values()].sort((a, b) => a.name.localeCompare(b.name)), heard };
+    return { tools: [...byName.values()].sort((a, b) => compareCodeUnits(a.name, b.name)), heard };
   }
 
   /**

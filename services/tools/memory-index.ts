@@ -9,6 +9,7 @@
  * and a multiplicative boost when the query occurs verbatim (as a phrase) in the chunk.
  * Scores are raw BM25 values: comparable within one search, not across corpora.
  */
+import { compareCodeUnits } from "../../shared/runtime/order.js";
 
 export const BM25_K1 = 1.2;
 export const BM25_B = 0.75;
@@ -181,7 +182,7 @@ export function searchDocs(docs: readonly IndexedDoc[], query: string, opts: Sea
       hits.push({ path: doc.path, startLine: chunk.startLine, endLine: chunk.endLine, heading: chunk.heading, score, matched, snippet: "" });
     }
   }
-  hits.sort((a, b) => b.score - a.score || a.path.localeCompare(b.path) || a.startLine - b.startLine);
+  hits.sort((a, b) => b.score - a.score || compareCodeUnits(a.path, b.path) || a.startLine - b.startLine);
   const top = hits.slice(0, opts.maxResults);
   const byKey = new Map(docs.flatMap((d) => d.chunks.map((c) => [`${d.path}\0${c.startLine}`, c] as const)));
   for (const hit of top) {

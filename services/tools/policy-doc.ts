@@ -7,6 +7,7 @@
 import { pathToFileURL } from "node:url";
 import { decideTool, type ToolProfile, GROUP_DENY_LIST, GROUP_SESSION_TYPES, normalizeGroup, SANDBOX_DENY_LIST, SUBAGENT_DENY_LIST, TOOL_GROUPS, TOOL_PROFILES } from "./policy.js";
 import { BUILTIN_TOOLS } from "./registry.js";
+import { compareCodeUnits } from "../../shared/runtime/order.js";
 
 const code = (names: readonly string[]) => names.map((n) => `\`${n}\``).join(", ");
 
@@ -36,7 +37,7 @@ export function policyTablesMarkdown(): string {
     "",
     "| group | members |",
     "|---|---|",
-    ...[...groups.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([group, members]) => `| \`${group}\` | ${[...members].map(shown).join(", ")} |`),
+    ...[...groups.entries()].sort(([a], [b]) => compareCodeUnits(a, b)).map(([group, members]) => `| \`${group}\` | ${[...members].map(shown).join(", ")} |`),
     "",
     "| built-in deny list | applies to | tools |",
     "|---|---|---|",

@@ -21,6 +21,7 @@ import { cutUtf8, looksBinary } from "../content.js";
 import type { ConfinedFs } from "../fs-confined.js";
 import { chunkMarkdown, searchDocs, type Chunk, type IndexedDoc } from "../memory-index.js";
 import { defineTool } from "../tool.js";
+import { compareCodeUnits } from "../../../shared/runtime/order.js";
 
 export const MAX_MEMORY_FILE_BYTES = 2 * 1024 * 1024;
 export const MAX_MEMORY_FILES = 2000;
@@ -79,7 +80,7 @@ async function listMemoryFiles(fs: ConfinedFs): Promise<string[]> {
     } catch {
       return;
     }
-    entries.sort((a, b) => a.name.localeCompare(b.name));
+    entries.sort((a, b) => compareCodeUnits(a.name, b.name));
     for (const e of entries) {
       if (found.length >= MAX_MEMORY_FILES) return;
       if (e.name.startsWith(".")) continue;
