@@ -312,17 +312,24 @@ describe("failover over the bus", () => {
     assert.deepEqual(next.anthropic()[0]!.body.thinking, { type: "enabled", budget_tokens: 24_576 });
   });
 
-  it("a switch of model mid-run takes the new model's tool list, and its tool calls run under that model's policy", async () => {
+  it("a switch of model mid-run takes the new model's tool list and a prompt built for it, and its tool calls run under that model's policy", async () => {
     // agent "switcher": openai/gpt-4.1-nano (which alone lists nano_only), falling back to sonnet
     openai.enqueue({ kind: "error", status: 429 }, { kind: "error", status: 429 });
     const r = await run("read notes.txt", { agentId: "switcher", sessionKey: "agent:switcher:cli:dm:tool-switch" });
     assert.equal(r.terminal.kind, "done", JSON.stringify(r.terminal));
     const toOpenAI = r.openai();
     assert.equal(toOpenAI.length, 2, "both keys were tried");
-    for (const q of toOpenAI) assert.deepEqual(q.body.tools?.map((t) => t.function.name).sort(), ["nano_only", "read"]);
+    for (const q of toOpenAI) {
+      assert.deepEqual(q.body.tools?.map((t) => t.function.name).sort(), ["nano_only", "read"]);
+      assert.match(messageText(q.body.messages.find((m) => m.role === "system")), /^- nano_only: /m, "the primary's prompt lists its tools");
+    }
     const toAnthropic = r.anthropic();
     assert.ok(toAnthropic.length >= 2, "the fallback made the tool call and answered");
-    for (const q of toAnthropic) assert.deepEqual(q.body.tools?.map((t) => t.name), ["read"], "the fallback's own tool list");
+    for (const q of toAnthropic) {
+      assert.deepEqual(q.body.tools?.map((t) => t.name), ["read"], "the fallback's own tool list");
+      const system = typeof q.body.system === "string" ? q.body.system : textOf(q.body.system ?? []);
+      assert.ok(/^- read: /m.test(system) && !system.includes("nano_only"), "a system prompt built for the fallback");
+    }
     assert.deepEqual(readCalls.filter((c) => c.runId === r.req.runId).map((c) => c.model), ["anthropic/claude-sonnet-4-6"]);
   });
 

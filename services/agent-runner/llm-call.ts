@@ -6,7 +6,8 @@
  * limit, overloaded, auth, billing, timeout, a retryable server error) puts that profile on
  * cooldown for the model and the call moves at once to the next usable profile, then to the
  * next fallback model; a change of model publishes `provider_switch` and the run goes on with
- * its full history (converters drop another provider's thinking) and that model's tool list. When nothing is usable, the
+ * its full history (converters drop another provider's thinking), that model's tool list and a
+ * system prompt built for it. When nothing is usable, the
  * candidate that becomes free first is retried with backoff (honouring retry-after up to a cap).
  * Without a chain: the one provider, with the same backoff retries.
  */
@@ -23,14 +24,15 @@ const MAX_RETRY_AFTER_MS = 20_000;
 export interface LlmCallDeps {
   provider: Provider;
   model: string;
+  /** the system prompt and the tools sent with each call; replaced by `inputsFor` when the chain switches model */
   system: string;
-  /** the tools sent with each call; replaced by `toolsFor` when the chain switches model */
   tools: ToolDefinition[];
   /**
-   * The tool list for another model of the chain (the tool policy has provider and model layers):
-   * a switch of model takes it for this call and the rest of the run. Absent: the list is kept.
+   * The tool list and system prompt for another model of the chain (the tool policy has provider
+   * and model layers; the prompt lists the tools and names the model): a switch of model takes
+   * them for this call and the rest of the run. Absent: both are kept.
    */
-  toolsFor?: (ref: string) => Promise<ToolDefinition[]>;
+  inputsFor?: (ref: string) => Promise<{ tools: ToolDefinition[]; system: string }>;
   events: RunEvents;
   log: Logger;
   /** the run's signal (abort, run timeout) */
@@ -119,7 +121,7 @@ async function callWithFailover(deps: LlmCallDeps, chain: ModelChain, turn: numb
       deps.events.emit({ kind: "provider_switch", from: chain.current, to: candidate.ref, reason: switchReason });
       deps.log.warn({ from: chain.current, to: candidate.ref, profile: candidate.profile.id, reason: switchReason }, "switching model");
       chain.current = candidate.ref;
-      if (deps.toolsFor) deps.tools = await deps.toolsFor(candidate.ref);
+      if (deps.inputsFor) ({ tools: deps.tools, system: deps.system } = await deps.inputsFor(candidate.ref));
     }
     await chain.use(candidate);
     const request = { model: candidate.model, system: deps.system, messages, tools: deps.tools, ...chain.requestOptions(candidate) };

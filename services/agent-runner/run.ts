@@ -157,7 +157,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
       signal: controller.signal, llmTimeoutMs: rt.config.runs.llmTimeoutMs,
       maxIterations: req.options.maxIterations ?? rt.config.runs.maxIterations,
       // a call runs under the tool policy of the model that made it (after a failover, the fallback's)
-      toolsFor: (modelRef) => deps.tools.list(req.agentId, req.sessionKey, modelRef),
+      inputsFor: (modelRef) => prepareTurnInputs(deps, req, agent, modelRef),
       execute: (call) => deps.tools.call({ ...ctx, model: runChain.current }, call.id, call.name, call.args),
       checkpointAssistant: (turn: number, message: AssistantMessage, withResults: boolean) => {
         const record: TranscriptRecord = { id: recordIds.assistant(req.runId, turn), ts: Date.now(), runId: req.runId, kind: "message", message, meta: { turn } };
@@ -201,19 +201,18 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
 }
 
 /**
- * The run's tool list and system prompt, for the primary model (the chain's first ref). A
- * fallback keeps the primary's prompt; a switch of model lists the tools again for the new model
- * (llm-call.ts). Throws what resolving the model throws (NO_MODEL, an unknown provider), which
- * the run reports like any other failure.
+ * The run's tool list and system prompt for a model of its chain: the primary at the start, the
+ * new model after a switch (llm-call.ts). Throws what resolving the model throws (NO_MODEL, an
+ * unknown provider), which the run reports like any other failure.
  */
 async function prepareTurnInputs(deps: RunnerDeps, req: RunRequest, agent: AgentConfig, ref: string | undefined): Promise<{ tools: ToolDefinition[]; system: string }> {
   const { rt } = deps;
-  const primaryRef = deps.registry.parse(ref).ref;
-  const tools = await deps.tools.list(req.agentId, req.sessionKey, primaryRef);
+  const modelRef = deps.registry.parse(ref).ref;
+  const tools = await deps.tools.list(req.agentId, req.sessionKey, modelRef);
   const system = buildSystemPrompt({
     agentId: req.agentId, ...(agent.name ? { agentName: agent.name } : {}), workspace: agentWorkspace(rt.config, agent),
     sessionType: req.sessionType, ...(req.origin ? { channel: req.origin.channel } : {}), tools,
-    ...(await promptExtras(rt.config, agent, req, tools, primaryRef)),
+    ...(await promptExtras(rt.config, agent, req, tools, modelRef)),
   });
   return { tools, system };
 }
