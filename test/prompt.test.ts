@@ -13,6 +13,7 @@ import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { subjects, type RunRequest, type ToolDefinition } from "../shared/contract/index.js";
 import { DIST_ROOT } from "../shared/scripts/paths.js";
+import { hostTimeZoneName, isValidTimeZone } from "../shared/runtime/time-zone.js";
 import {
   BOOTSTRAP_FILES, BOOTSTRAP_MAX_CHARS, bootstrapNamesFor, loadBootstrapFiles, trimBootstrap, type BootstrapFile,
 } from "../services/agent-runner/bootstrap.js";
@@ -201,6 +202,30 @@ describe("system prompt", () => {
     assert.equal(localTime(new Date("2026-03-05T14:07:09.900Z"), "UTC"), "2026-03-05 14:07:09 (Thursday)");
     assert.equal(localTime(at, "Asia/Tokyo"), "2026-03-05 23:07:09 (Thursday)");
     assert.equal(localTime(new Date("2026-03-05T14:07:10.000Z"), "Asia/Tokyo"), "2026-03-05 23:07:10 (Thursday)");
+  });
+
+  it("names the host's zone without Intl: TZ, else the /etc/localtime link, else /etc/timezone", () => {
+    assert.equal(hostTimeZoneName({ TZ: ":Europe/Lisbon" }), "Europe/Lisbon");
+    assert.equal(hostTimeZoneName({ TZ: "Asia/Tokyo" }), "Asia/Tokyo");
+    assert.equal(hostTimeZoneName({ TZ: "" }), "UTC");
+    assert.equal(hostTimeZoneName({ TZ: "../../etc/passwd" }), undefined);
+    const fromSystem = hostTimeZoneName({});
+    assert.ok(fromSystem === undefined || isValidTimeZone(fromSystem), `${fromSystem} is a zone`);
+  });
+
+  it("in the host's zone the prompt's clock comes from Date, with no Intl formatter, and agrees with Intl across DST changes", () => {
+    // a child in Europe/Lisbon whose Intl.DateTimeFormat throws once the modules are loaded
+    const script = `
+      const tz = await import(${JSON.stringify(join(DIST_ROOT, "shared/runtime/time-zone.js"))});
+      const instants = ["2026-03-29T00:59:59Z", "2026-03-29T01:00:00Z", "2026-10-25T00:59:59Z", "2026-10-25T01:00:00Z", "2026-07-01T12:34:56Z"].map((s) => Date.parse(s));
+      const differ = instants.filter((t) => tz.hostWallClock(t) !== tz.wallClock(t, "Europe/Lisbon"));
+      const prompt = await import(${JSON.stringify(join(DIST_ROOT, "services/agent-runner/system-prompt.js"))});
+      Intl.DateTimeFormat = function () { throw new Error("Intl.DateTimeFormat used"); };
+      const text = prompt.buildSystemPrompt({ agentId: "main", workspace: "/ws", sessionType: "main", tools: [], now: new Date("2026-07-01T12:34:56Z") });
+      console.log(JSON.stringify({ differ, time: /Current time: .*/.exec(text)[0], zone: /Time zone: .*/.exec(text)[0] }));`;
+    const r = spawnSync(process.execPath, ["--input-type=module", "-e", script], { env: { ...process.env, TZ: "Europe/Lisbon" }, encoding: "utf8" });
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), { differ: [], time: "Current time: 2026-07-01 13:34:56 (Wednesday)", zone: "Time zone: Europe/Lisbon" });
   });
 });
 

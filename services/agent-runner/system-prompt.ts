@@ -15,7 +15,7 @@
  */
 import { hostname } from "node:os";
 import type { ToolDefinition } from "../../shared/contract/index.js";
-import { wallClock } from "../../shared/runtime/time-zone.js";
+import { hostTimeZoneName, hostWallClock, wallClock } from "../../shared/runtime/time-zone.js";
 import { HEARTBEAT_OK_TOKEN, SILENT_REPLY_TOKEN } from "../../shared/contract/index.js";
 import type { BootstrapFile } from "./bootstrap.js";
 import type { Skill } from "./skills.js";
@@ -58,8 +58,12 @@ export interface SubagentPromptContext {
   sessionKey: string;
 }
 
-/** resolved once: building an Intl formatter per run costs more than the rest of the prompt */
-const LOCAL_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone;
+/**
+ * This process's zone, resolved once: named from the system without Intl when it says (Intl's
+ * first use pages ~8 MB of ICU data into the runner), else by Intl.
+ */
+let localZone: string | undefined;
+const hostZone = () => (localZone ??= hostTimeZoneName() ?? Intl.DateTimeFormat().resolvedOptions().timeZone);
 const HOST = hostname();
 
 export function effectiveMode(input: Pick<PromptInput, "mode" | "sessionType">): PromptMode {
@@ -120,7 +124,7 @@ export function buildSystemPrompt(input: PromptInput): string {
   }
 
   // 8. Current Date & Time
-  const zone = input.timeZone ?? LOCAL_ZONE;
+  const zone = input.timeZone ?? hostZone();
   section("## Current Date & Time",
     `Current time: ${localTime(input.now ?? new Date(), zone)}`,
     `Time zone: ${zone}`);
@@ -260,7 +264,8 @@ const WEEKDAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Frida
 function formatLocalTime(now: Date, zone: string): string {
   let wall: Date;
   try {
-    wall = new Date(wallClock(now.getTime(), zone));
+    // the host's own zone from Date's local fields: no Intl formatter (and its ICU data) needed
+    wall = new Date(zone === hostZone() ? hostWallClock(now.getTime()) : wallClock(now.getTime(), zone));
   } catch {
     wall = new Date(wallClock(now.getTime(), "UTC")); // config validates zones; a bad one still must not fail a run
   }

@@ -1,3 +1,37 @@
+import { readFileSync, readlinkSync } from "node:fs";
+
+/**
+ * The host's zone name, found the way ICU finds it (TZ, then the /etc/localtime link, then
+ * /etc/timezone) but without Intl: the first Intl date formatter, even `resolvedOptions()`,
+ * pages ~8 MB of ICU data into the process. Undefined when none of them names a zone.
+ */
+export function hostTimeZoneName(env: Record<string, string | undefined> = process.env): string | undefined {
+  const tz = env.TZ;
+  if (tz !== undefined) {
+    const name = tz.startsWith(":") ? tz.slice(1) : tz;
+    if (name === "") return "UTC";
+    return /^[A-Za-z][A-Za-z0-9_+\-/]*$/.test(name) && !name.includes("..") ? name : undefined;
+  }
+  try {
+    const link = readlinkSync("/etc/localtime");
+    const at = link.lastIndexOf("zoneinfo/");
+    if (at >= 0 && link.length > at + 9) return link.slice(at + 9);
+  } catch {
+    // not a link (a copied file), or absent
+  }
+  try {
+    return readFileSync("/etc/timezone", "utf8").trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The wall-clock time of instant `t` in the host's zone, from Date's local fields (ms, whole seconds, as if UTC): wallClock(t) without Intl. */
+export function hostWallClock(t: number): number {
+  const d = new Date(t);
+  return Date.UTC(d.getFullYear(), d.getMonth(), d.getDate(), d.getHours(), d.getMinutes(), d.getSeconds());
+}
+
 /** IANA time zone names, checked the way Intl (and croner) will use them. */
 export function isValidTimeZone(tz: string): boolean {
   try {
