@@ -297,38 +297,37 @@ describe("approvals inside a real run", () => {
     chat.stdout.on("data", (d: Buffer) => (out += d.toString()));
     chat.stderr.on("data", (d: Buffer) => (err += d.toString()));
     const exited = new Promise<number | null>((resolve) => chat.once("close", (code) => resolve(code)));
+    /** waitFor, failing with the chat's output so far */
+    const see = <T>(check: () => T | Promise<T>, timeoutMs: number, what: string) =>
+      waitFor(check, timeoutMs, what).catch((e: Error) => assert.fail(`${e.message}; chat output:\n${out}${err}`));
     try {
       chat.stdin.write("run it\n");
-      const approvalId = await waitFor(() => /\/approve (\S+) or \/deny/.exec(out)?.[1], 15_000, "the approval request in the chat")
-        .catch((e: Error) => assert.fail(`${e.message}; chat output:\n${out}${err}`));
+      const approvalId = await see(() => /\/approve (\S+) or \/deny/.exec(out)?.[1], 15_000, "the approval request in the chat");
       chat.stdin.write(`/approve ${approvalId}\n`);
-      await waitFor(() => out.includes("tool said: approved-in-chat"), 20_000, "the run's reply after /approve")
-        .catch((e: Error) => assert.fail(`${e.message}; chat output:\n${out}${err}`));
+      await see(() => out.includes("tool said: approved-in-chat"), 20_000, "the run's reply after /approve");
       const { approval } = await cli.call("approvals", "get", { approvalId });
       assert.equal(approval.status, "approved");
 
       // a lone n / y answers the open request
-      const nth = async (k: number) => waitFor(() => [...out.matchAll(/\/approve (\S+) or \/deny/g)][k]?.[1], 15_000, `approval request ${k + 1} in the chat`)
-        .catch((e: Error) => assert.fail(`${e.message}; chat output:\n${out}${err}`));
+      const nth = (k: number) => see(() => [...out.matchAll(/\/approve (\S+) or \/deny/g)][k]?.[1], 15_000, `approval request ${k + 1} in the chat`);
       system.fake.enqueue({ kind: "tool_calls", calls: [{ name: "exec", arguments: { command: "echo denied-in-chat" } }] });
       chat.stdin.write("run it again\n");
       const second = await nth(1);
       assert.match(out, new RegExp(`y approves, n denies \\(${second}\\)`));
       chat.stdin.write("n\n");
       await waitFor(async () => (await cli.call("approvals", "get", { approvalId: second })).approval.status === "denied", 15_000, "the denial");
-      await waitFor(() => /tool said: .*denied/i.test(out), 20_000, "the reply after the denial").catch((e: Error) => assert.fail(`${e.message}; chat output:\n${out}${err}`));
+      await see(() => /tool said: .*denied/i.test(out), 20_000, "the reply after the denial");
       assert.match(out, new RegExp(`/deny ${second}`));
 
       system.fake.enqueue({ kind: "tool_calls", calls: [{ name: "exec", arguments: { command: "echo yes-in-chat" } }] });
       chat.stdin.write("once more\n");
       const third = await nth(2);
       chat.stdin.write("y\n");
-      await waitFor(() => out.includes("tool said: yes-in-chat"), 20_000, "the reply after y").catch((e: Error) => assert.fail(`${e.message}; chat output:\n${out}${err}`));
+      await see(() => out.includes("tool said: yes-in-chat"), 20_000, "the reply after y");
       assert.equal((await cli.call("approvals", "get", { approvalId: third })).approval.status, "approved");
       // no request is open now: a y is an ordinary message
       chat.stdin.write("y\n");
-      await waitFor(() => /lurkbot> .*y\b/.test(out.split("tool said: yes-in-chat")[1] ?? ""), 20_000, "the reply to a plain y")
-        .catch((e: Error) => assert.fail(`${e.message}; chat output:\n${out}${err}`));
+      await see(() => /lurkbot> .*y\b/.test(out.split("tool said: yes-in-chat")[1] ?? ""), 20_000, "the reply to a plain y");
       chat.stdin.end("/exit\n");
       assert.equal(await exited, 0, err);
     } finally {

@@ -156,8 +156,9 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
       provider: resolved.provider, providerName: resolved.providerName, model: resolved.model, chain, system, tools, events, log,
       signal: controller.signal, llmTimeoutMs: rt.config.runs.llmTimeoutMs,
       maxIterations: req.options.maxIterations ?? rt.config.runs.maxIterations,
-      // a call runs under the tool policy of the model that made it (after a failover, the fallback's)
+      // after a switch of model: that model's tools and prompt (llm-call.ts)
       inputsFor: (modelRef) => prepareTurnInputs(deps, req, agent, modelRef),
+      // a call runs under the tool policy of the model that made it (after a failover, the fallback's)
       execute: (call) => deps.tools.call({ ...ctx, model: runChain.current }, call.id, call.name, call.args),
       checkpointAssistant: (turn: number, message: AssistantMessage, withResults: boolean) => {
         const record: TranscriptRecord = { id: recordIds.assistant(req.runId, turn), ts: Date.now(), runId: req.runId, kind: "message", message, meta: { turn } };

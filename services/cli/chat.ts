@@ -110,14 +110,14 @@ export async function chat(nc: NatsConnection, opts: ChatOptions): Promise<numbe
     try {
       result = await channel.send(text, opts.timeoutMs, { onRunEvent, onIntermediate });
     } catch (err) {
-      asked.forEach(closeApproval);
       if (interrupted) return;
       failures++;
       line(red(`error: ${toCliError(err).message}`));
       prompt();
       return;
+    } finally {
+      asked.forEach(closeApproval);
     }
-    asked.forEach(closeApproval);
     if (result.kind === "error") {
       failures++;
       line(`${red("lurkbot (error)>")} ${result.reply}`);
@@ -161,7 +161,7 @@ export async function chat(nc: NatsConnection, opts: ChatOptions): Promise<numbe
         const now = ask(command);
         queue = Promise.all([queue, now]).then(() => undefined);
       } else {
-        queue = queue.then(() => ask(text));
+        queue = queue.then(() => ask(command));
       }
     });
     // Ctrl-C: quit now
