@@ -119,6 +119,8 @@ describe("heartbeat config", () => {
     assert.equal(main.target, "main");
     assert.equal(main.ackMaxChars, 100);
     assert.equal(main.activeHours, undefined);
+    assert.deepEqual([cfg.heartbeat.leaseTtlMs, cfg.heartbeat.leaseRenewMs], [15_000, 5_000]);
+    assert.ok(!("leaseTtlMs" in main), "the lease is the actor's, not an agent's");
   });
 
   it("per-agent overrides win over the global settings", () => {
@@ -138,5 +140,6 @@ describe("heartbeat config", () => {
     assert.throws(() => parse({ intervalMinutes: 0 }), /heartbeat\.intervalMinutes/);
     assert.throws(() => parse({ target: "everywhere" }), /heartbeat\.target/);
     assert.throws(() => parse({ agents: { "Bad.Id": {} } }), /heartbeat\.agents\.Bad\.Id/);
+    assert.throws(() => parse({ leaseTtlMs: 2_000, leaseRenewMs: 1_500 }), /heartbeat\.leaseRenewMs must be at most half of heartbeat\.leaseTtlMs/);
   });
 });

@@ -59,6 +59,9 @@ describe("heartbeat actor", () => {
       heartbeat: {
         intervalMinutes: 60,
         runTimeoutMs: 20_000,
+        // a killed instance's lease lapses in 2 s: its successor takes over within the test's waits
+        leaseTtlMs: 2_000,
+        leaseRenewMs: 500,
         agents: {
           night: { activeHours: quietWindow() },
           // a two-second interval; its workspace has no HEARTBEAT.md: every beat is a cheap skip

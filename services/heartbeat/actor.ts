@@ -6,15 +6,25 @@
  * Serves `lurk.heartbeat.status|last|run|enable|disable`. State lives in LMDB under
  * `<dataDir>/heartbeat` (store.ts) and survives restarts: enabled flags, next due times, the last
  * event, tokens spent, alert hashes (24 h dedupe) and a run under way.
- * One instance at a time: a second one would run heartbeats twice (no lease yet).
+ * Several instances may run (on several hosts); one is active, through the lease `heartbeat` in
+ * lurk_leases (`heartbeat.leaseTtlMs`/`leaseRenewMs`). Only the active one beats; every instance
+ * takes requests and a standby relays them to the active one (shared/runtime/active-relay.ts).
+ * The active one writes its state to the KV bucket lurk_heartbeat (replica.ts); an instance
+ * taking the lease loads it first, and finishes the run its predecessor left under way.
  */
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
 import { join } from "node:path";
-import { LurkError, type HeartbeatEvent } from "../../shared/contract/index.js";
+import { LurkError } from "../../shared/contract/index.js";
+import { ActiveRelay } from "../../shared/runtime/active-relay.js";
 import type { ActorDefinition, ActorRuntime } from "../../shared/runtime/actor.js";
 import { defaultAgent, type LurkConfig } from "../../shared/runtime/config.js";
+import { resolveHeartbeatConfig } from "../../shared/runtime/config-heartbeat.js";
+import { Lease, LeaseKeeper } from "../../shared/runtime/lease.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { HeartbeatRunner } from "./beat.js";
 import { systemClock, type Clock } from "./clock.js";
+import { StateReplica } from "./replica.js";
 import { RunEndWatcher } from "./run-ends.js";
 import { followingDueAt, nextDueAt } from "./schedule.js";
 import { HeartbeatStore } from "./store.js";
@@ -56,9 +66,44 @@ export const definition: ActorDefinition = heartbeatActor();
 
 async function start(rt: ActorRuntime, clock: Clock, tickMs: number, every: NonNullable<HeartbeatActorOptions["every"]>) {
   const store = new HeartbeatStore(heartbeatDir(rt.config));
+  const replica = await StateReplica.open(rt.nc, store, rt.log);
+  store.onChange = (change) => replica.write(change);
   const runEnds = new RunEndWatcher(rt.nc, rt.subjects, rt.limits, rt.log);
   const runner = new HeartbeatRunner(rt, store, runEnds, clock);
   const agentIds = rt.config.agents.map((a) => a.id);
+
+  // one active instance: it has loaded the replicated state (`ready`) and still holds the lease
+  const holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  let ready = false;
+  let takingOver: Promise<void> = Promise.resolve();
+  const lease = await Lease.open(rt.nc, { key: "heartbeat", holder, ttlMs: rt.config.heartbeat.leaseTtlMs });
+  const keeper = new LeaseKeeper(lease, {
+    intervalMs: rt.config.heartbeat.leaseRenewMs,
+    onChange(active) {
+      rt.log.info({ holder, active }, active ? "heartbeat lease taken: this instance beats" : "heartbeat lease lost: standing by");
+      rt.emit(active ? "active" : "standby", { holder });
+      if (!active) {
+        ready = false;
+        relay.deactivate();
+        return;
+      }
+      takingOver = takingOver.then(async () => {
+        try {
+          const loaded = await replica.load();
+          rt.log.info({ holder, ...loaded }, "heartbeat state loaded from the replica bucket");
+        } catch (err) {
+          rt.log.warn({ err }, "could not load the heartbeat state from the replica bucket; going on with this host's copy");
+        }
+        if (!keeper.isActive) return;
+        ready = true;
+        relay.activate();
+        void tick();
+      });
+    },
+    onError: (err) => rt.log.warn({ err }, "heartbeat lease check failed"),
+  });
+  const isActive = () => ready && keeper.isActive;
+  const relay = new ActiveRelay(rt, "heartbeat", isActive);
 
   const agentOf = (agentId: string | undefined): string => {
     const id = agentId ?? defaultAgent(rt.config).id;
@@ -82,7 +127,7 @@ async function start(rt: ActorRuntime, clock: Clock, tickMs: number, every: NonN
   /** Due heartbeats start (each agent at most one at a time); the due time moves on first. */
   let ticking = false;
   const tick = async () => {
-    if (ticking) return;
+    if (ticking || !isActive()) return;
     ticking = true;
     try {
       const now = clock.now();
@@ -115,13 +160,17 @@ async function start(rt: ActorRuntime, clock: Clock, tickMs: number, every: NonN
     }
   };
   const timer = every(tick, tickMs);
-  const sweeper = setInterval(() => void store.sweepAlerts(clock.now()).catch((err) => rt.log.warn({ err }, "alert sweep failed")), SWEEP_EVERY_MS);
+  const sweeper = setInterval(() => {
+    if (isActive()) void store.sweepAlerts(clock.now()).catch((err) => rt.log.warn({ err }, "alert sweep failed"));
+  }, SWEEP_EVERY_MS);
   sweeper.unref();
-  void tick();
 
-  rt.serve("heartbeat", "status", (req) => statusReply(req.agentId));
-  rt.serve("heartbeat", "last", (req) => ({ event: store.get(agentOf(req.agentId)).last ?? null }));
-  rt.serve("heartbeat", "run", async (req): Promise<{ event: HeartbeatEvent }> => ({ event: await runner.beat(agentOf(req.agentId)) }));
+  relay.serve("status", (req) => statusReply(req.agentId));
+  relay.serve("last", (req) => ({ event: store.get(agentOf(req.agentId)).last ?? null }));
+  // a standby waits for the active instance's heartbeat run as the caller does
+  relay.serve("run", async (req) => ({ event: await runner.beat(agentOf(req.agentId)) }), {
+    relayTimeoutMs: (req) => resolveHeartbeatConfig(rt.config.heartbeat, req.agentId ?? defaultAgent(rt.config).id).runTimeoutMs + 10_000,
+  });
   const setEnabled = async (agentId: string | undefined, enabled: boolean) => {
     const ids = agentId ? [agentOf(agentId)] : agentIds;
     for (const id of ids) {
@@ -131,14 +180,23 @@ async function start(rt: ActorRuntime, clock: Clock, tickMs: number, every: NonN
     }
     return statusReply(agentId);
   };
-  rt.serve("heartbeat", "enable", (req) => setEnabled(req.agentId, true));
-  rt.serve("heartbeat", "disable", (req) => setEnabled(req.agentId, false));
+  relay.serve("enable", (req) => setEnabled(req.agentId, true));
+  relay.serve("disable", (req) => setEnabled(req.agentId, false));
+
+  // the first try decides before the actor reports started: active (state loaded) or standby
+  await keeper.tick();
+  await takingOver;
+  keeper.start();
 
   return {
     async stop() {
       timer.stop();
       clearInterval(sweeper);
-      runEnds.stop();
+      runEnds.stop(); // a run under way stays pending, for the next active instance
+      await replica.drain();
+      await keeper.stop(); // released: a standby takes over at once
+      await takingOver;
+      relay.deactivate();
       await store.close();
     },
   };

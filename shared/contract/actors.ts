@@ -32,6 +32,8 @@ export const LEASE_BUCKET = "lurk_leases";
 /** The cron actor's replicated jobs (key: job id, history 1) and fire claims (key: `<jobId>.<scheduledAtMs>`, max age a few days). */
 export const CRON_JOBS_BUCKET = "lurk_cron_jobs";
 export const CRON_FIRES_BUCKET = "lurk_cron_fires";
+/** The heartbeat actor's state, written by the active instance for the next one (key: `agent.<agentId>`, `alert.<agentId>.<hash>`). */
+export const HEARTBEAT_BUCKET = "lurk_heartbeat";
 
 /** JetStream consumer names of the contract. */
 export const CONSUMERS = {
@@ -124,11 +126,13 @@ export function actorGrants(prefix?: string): ActorGrant[] {
     }),
     grant({
       user: "heartbeat",
-      description: "periodic HEARTBEAT.md checks per agent (LMDB)",
-      publish: [s.injectAll, s.outboundAll, ops("sessions"), ops("router")],
+      description: "periodic HEARTBEAT.md checks per agent (LMDB, replicated through KV), one active instance through a lease",
+      // a standby relays requests to the active instance (lurk.heartbeat.active.<op>)
+      // (it serves lurk.heartbeat.>, which covers them); loading the replica lists the bucket's keys
+      publish: [s.injectAll, s.outboundAll, ops("sessions"), ops("router"), s.activeOpAll("heartbeat"), ...kvWatchSubjects(HEARTBEAT_BUCKET)],
       subscribe: [...s.runTerminalAll],
       responder: true,
-      kvBuckets: [LEASE_BUCKET],
+      kvBuckets: [LEASE_BUCKET, HEARTBEAT_BUCKET],
     }),
     grant({
       user: "cron",

@@ -102,6 +102,12 @@ export function subjects(prefix: string = DEFAULT_PREFIX) {
     /** the terminal events (done, error) of every run */
     runTerminalAll: [`${p}.run.evt.*.done`, `${p}.run.evt.*.error`] as const,
     runEventAll: `${p}.run.evt.>`,
+    /**
+     * Between the instances of an actor with one active instance (heartbeat): a standby whose
+     * endpoint took a request relays it here; only the lease holder subscribes.
+     */
+    activeOp: (actor: string, op: string) => `${p}.${token(actor, "actor")}.active.${token(op, "op")}`,
+    activeOpAll: (actor: string) => `${p}.${token(actor, "actor")}.active.>`,
     /** router -> agent-runner: steer, follow-up or abort an active run. */
     runControl: (runId: string) => `${p}.run.ctl.${token(runId, "runId")}`,
     runControlAll: `${p}.run.ctl.>`,

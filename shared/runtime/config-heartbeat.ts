@@ -52,6 +52,8 @@ export const HEARTBEAT_DEFAULTS = {
   target: "main" as const,
   ackMaxChars: DEFAULT_HEARTBEAT_ACK_MAX_CHARS,
   runTimeoutMs: 5 * 60_000,
+  leaseTtlMs: 15_000,
+  leaseRenewMs: 5_000,
   agents: {} as Record<string, HeartbeatAgentOverride>,
 };
 
@@ -63,16 +65,24 @@ export const heartbeatConfigSchema = z.object({
   ackMaxChars: heartbeatFields.ackMaxChars.default(HEARTBEAT_DEFAULTS.ackMaxChars),
   prompt: heartbeatFields.prompt,
   runTimeoutMs: heartbeatFields.runTimeoutMs.default(HEARTBEAT_DEFAULTS.runTimeoutMs),
+  /**
+   * One heartbeat instance is active (a lease in the KV bucket lurk_leases); a standby takes over
+   * once the active one has not renewed for this long. Not per agent.
+   */
+  leaseTtlMs: z.number().int().min(1_000).max(600_000).default(HEARTBEAT_DEFAULTS.leaseTtlMs),
+  /** how often the active instance renews (and a standby tries); at most half of leaseTtlMs */
+  leaseRenewMs: z.number().int().min(100).max(300_000).default(HEARTBEAT_DEFAULTS.leaseRenewMs),
   /** per-agent overrides keyed by agent id */
   agents: z.record(agentIdSchema, heartbeatAgentOverrideSchema).default(HEARTBEAT_DEFAULTS.agents),
-}).default(HEARTBEAT_DEFAULTS);
+}).refine((c) => c.leaseRenewMs * 2 <= c.leaseTtlMs, { message: "heartbeat.leaseRenewMs must be at most half of heartbeat.leaseTtlMs", path: ["leaseRenewMs"] })
+  .default(HEARTBEAT_DEFAULTS);
 export type HeartbeatConfig = z.infer<typeof heartbeatConfigSchema>;
 
 /** One agent's effective heartbeat settings. */
-export type AgentHeartbeatConfig = Omit<HeartbeatConfig, "agents"> & { everyMs: number };
+export type AgentHeartbeatConfig = Omit<HeartbeatConfig, "agents" | "leaseTtlMs" | "leaseRenewMs"> & { everyMs: number };
 
 export function resolveHeartbeatConfig(config: HeartbeatConfig, agentId: string): AgentHeartbeatConfig {
-  const { agents, ...global } = config;
+  const { agents, leaseTtlMs: _ttl, leaseRenewMs: _renew, ...global } = config;
   const override = agents[agentId] ?? {};
   const merged = { ...global, ...Object.fromEntries(Object.entries(override).filter(([, v]) => v !== undefined)) } as Omit<HeartbeatConfig, "agents">;
   return { ...merged, everyMs: Math.round(merged.intervalMinutes * 60_000) };
