@@ -12,15 +12,12 @@
  * The active one writes its state to the KV bucket lurk_heartbeat (replica.ts); an instance
  * taking the lease loads it first, and finishes the run its predecessor left under way.
  */
-import { randomUUID } from "node:crypto";
-import { hostname } from "node:os";
 import { join } from "node:path";
 import { LurkError } from "../../shared/contract/index.js";
-import { ActiveRelay } from "../../shared/runtime/active-relay.js";
+import { ActiveInstance } from "../../shared/runtime/active-instance.js";
 import type { ActorDefinition, ActorRuntime } from "../../shared/runtime/actor.js";
 import { defaultAgent, type LurkConfig } from "../../shared/runtime/config.js";
 import { resolveHeartbeatConfig } from "../../shared/runtime/config-heartbeat.js";
-import { Lease, LeaseKeeper } from "../../shared/runtime/lease.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { HeartbeatRunner } from "./beat.js";
 import { systemClock, type Clock } from "./clock.js";
@@ -72,38 +69,16 @@ async function start(rt: ActorRuntime, clock: Clock, tickMs: number, every: NonN
   const runner = new HeartbeatRunner(rt, store, runEnds, clock);
   const agentIds = rt.config.agents.map((a) => a.id);
 
-  // one active instance: it has loaded the replicated state (`ready`) and still holds the lease
-  const holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  let ready = false;
-  let takingOver: Promise<void> = Promise.resolve();
-  const lease = await Lease.open(rt.nc, { key: "heartbeat", holder, ttlMs: rt.config.heartbeat.leaseTtlMs });
-  const keeper = new LeaseKeeper(lease, {
-    intervalMs: rt.config.heartbeat.leaseRenewMs,
-    onChange(active) {
-      rt.log.info({ holder, active }, active ? "heartbeat lease taken: this instance beats" : "heartbeat lease lost: standing by");
-      rt.emit(active ? "active" : "standby", { holder });
-      if (!active) {
-        ready = false;
-        relay.deactivate();
-        return;
-      }
-      takingOver = takingOver.then(async () => {
-        try {
-          const loaded = await replica.load();
-          rt.log.info({ holder, ...loaded }, "heartbeat state loaded from the replica bucket");
-        } catch (err) {
-          rt.log.warn({ err }, "could not load the heartbeat state from the replica bucket; going on with this host's copy");
-        }
-        if (!keeper.isActive) return;
-        ready = true;
-        relay.activate();
-        void tick();
-      });
-    },
-    onError: (err) => rt.log.warn({ err }, "heartbeat lease check failed"),
+  // one active instance (lease "heartbeat"): it loads the replicated state first, then beats
+  const instance = await ActiveInstance.open(rt, "heartbeat", {
+    ttlMs: rt.config.heartbeat.leaseTtlMs,
+    renewMs: rt.config.heartbeat.leaseRenewMs,
+    takeOver: async () => rt.log.info(await replica.load(), "heartbeat state loaded from the replica bucket"),
+    activated: () => void tick(),
+    standBy: () => undefined, // a beat under way finishes; the next holder recovers its run if it does not
   });
-  const isActive = () => ready && keeper.isActive;
-  const relay = new ActiveRelay(rt, "heartbeat", isActive);
+  const isActive = () => instance.isActive();
+  const relay = instance.relay;
 
   const agentOf = (agentId: string | undefined): string => {
     const id = agentId ?? defaultAgent(rt.config).id;
@@ -184,9 +159,7 @@ async function start(rt: ActorRuntime, clock: Clock, tickMs: number, every: NonN
   relay.serve("disable", (req) => setEnabled(req.agentId, false));
 
   // the first try decides before the actor reports started: active (state loaded) or standby
-  await keeper.tick();
-  await takingOver;
-  keeper.start();
+  await instance.start();
 
   return {
     async stop() {
@@ -194,9 +167,7 @@ async function start(rt: ActorRuntime, clock: Clock, tickMs: number, every: NonN
       clearInterval(sweeper);
       runEnds.stop(); // a run under way stays pending, for the next active instance
       await replica.drain();
-      await keeper.stop(); // released: a standby takes over at once
-      await takingOver;
-      relay.deactivate();
+      await instance.stop(); // released: a standby takes over at once
       await store.close();
     },
   };
