@@ -50,7 +50,10 @@ describe("subagents: spawn, announce, limits, stop, durability", () => {
         "MEMORY.md": "MEMORY-MARKER: private memory\n",
       },
     });
-    writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({ subagents: { maxChildrenPerSession: 2, maxConcurrent: 3, defaultTimeoutSeconds: 60 } }));
+    writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({
+      // a killed instance's lease lapses in 2 s: the restarted one takes over within the test's waits
+      subagents: { maxChildrenPerSession: 2, maxConcurrent: 3, defaultTimeoutSeconds: 60, leaseTtlMs: 2_000, leaseRenewMs: 500 },
+    }));
     await system.startActor("subagents");
     system.fake.responder = async (body): Promise<FakeReply | undefined> => {
       if (isChild(body)) {

@@ -9,6 +9,11 @@
  * a retry gets the same child. Limits (limits.ts) refuse with LIMIT_EXCEEDED.
  * The rest of a child's life (terminal event or timeout, announce, cleanup, reconcile after a
  * restart) is lifecycle.ts.
+ * Several instances may run (on several hosts); one is active, through the lease `subagents`
+ * (`subagents.leaseTtlMs`/`leaseRenewMs`; shared/runtime/active-instance.ts). Only it spawns,
+ * follows children and announces; a standby relays the requests it takes to it. The active one
+ * writes every record change to the KV bucket lurk_subagents (replica.ts); an instance taking the
+ * lease loads it first, then reconciles the children left running or announcing.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { join } from "node:path";
@@ -16,12 +21,14 @@ import {
   buildSessionKey, envelope, LurkError, parseSessionKey, runRequestSchema,
   type ParsedRequestOf, type SubagentRecord,
 } from "../../shared/contract/index.js";
+import { ActiveInstance } from "../../shared/runtime/active-instance.js";
 import type { ActorDefinition, ActorRuntime } from "../../shared/runtime/actor.js";
 import type { LurkConfig } from "../../shared/runtime/config.js";
 import { subscribeRunEnds } from "../../shared/runtime/run-ends.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { ChildLifecycle } from "./lifecycle.js";
 import { childDepth } from "./limits.js";
+import { ChildReplica } from "./replica.js";
 import { ChildStore, type ChildRecord } from "./store.js";
 
 const SWEEP_EVERY_MS = 10_000;
@@ -37,34 +44,51 @@ export const definition: ActorDefinition = {
   description: "child runs: spawn, wait, announce results back to the requester session (LMDB)",
   async start(rt) {
     const store = new ChildStore(join(subagentsDir(rt.config), "store"));
+    const replica = await ChildReplica.open(rt.nc, store, rt.log);
+    store.onChange = (runId, record) => replica.write(runId, record);
     const life = new ChildLifecycle(rt, store);
 
-    // terminal events first, then reconcile: a child ending in between is seen either way
+    const instance = await ActiveInstance.open(rt, "subagents", {
+      ttlMs: rt.config.subagents.leaseTtlMs,
+      renewMs: rt.config.subagents.leaseRenewMs,
+      takeOver: async () => rt.log.info(await replica.load(), "subagent records loaded from the replica bucket"),
+      // the terminal events are followed from start-up, so a child ending while this reconciles is seen either way
+      activated: () => {
+        const pending = store.inStatus("running", "announcing");
+        if (pending.length) rt.log.info({ children: pending.length }, "reconciling children left running or announcing");
+        for (const record of pending) void life.reconcile(record).catch((err) => rt.log.warn({ err, runId: record.runId }, "reconcile failed; the sweep retries"));
+      },
+      standBy: () => life.clearAll(), // timeouts are the next holder's; work already started goes on
+    });
+
     const ends = subscribeRunEnds(rt.nc, rt.subjects, rt.limits, rt.log, (runId, _kind, read) => {
-      if (!store.get(runId)) return;
+      if (!instance.isActive() || !store.get(runId)) return;
       const event = read();
       if (event) life.onTerminal(runId, event).catch((err) => rt.log.warn({ err, runId }, "could not handle a child's end"));
     });
     await rt.nc.flush();
-    const pending = store.inStatus("running", "announcing");
-    if (pending.length) rt.log.info({ children: pending.length }, "reconciling children left from before the restart");
-    for (const record of pending) void life.reconcile(record).catch((err) => rt.log.warn({ err, runId: record.runId }, "reconcile failed; the sweep retries"));
 
-    const sweeper = setInterval(() => void life.sweep(), SWEEP_EVERY_MS);
+    const sweeper = setInterval(() => {
+      if (instance.isActive()) void life.sweep();
+    }, SWEEP_EVERY_MS);
     sweeper.unref();
     const pruner = setInterval(() => {
+      if (!instance.isActive()) return;
       store.prune(Date.now() - rt.config.subagents.archiveDays * 86_400_000).catch((err) => rt.log.warn({ err }, "prune failed"));
     }, PRUNE_EVERY_MS);
     pruner.unref();
 
-    rt.serve("subagents", "spawn", (req) => spawn(rt, store, life, req));
-    rt.serve("subagents", "list", (req) => ({ children: store.list(req.requesterSessionKey).map(publicRecord) }));
-    rt.serve("subagents", "stop", async (req) => {
+    const relay = instance.relay;
+    relay.serve("spawn", (req) => spawn(rt, store, life, req));
+    relay.serve("list", (req) => ({ children: store.list(req.requesterSessionKey).map(publicRecord) }));
+    relay.serve("stop", async (req) => {
       const targets = stopTargets(store, req);
       let stopped = 0;
       for (const r of targets) if (await life.stop(r.runId, "stopped on request")) stopped++;
       return { stopped };
     });
+    // the first try decides before the actor reports started: active (records loaded) or standby
+    await instance.start();
 
     return {
       async stop() {
@@ -72,6 +96,8 @@ export const definition: ActorDefinition = {
         clearInterval(pruner);
         life.clearAll();
         ends.stop();
+        await replica.drain();
+        await instance.stop(); // released: a standby takes over at once
         await store.close();
       },
     };

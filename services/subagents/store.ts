@@ -6,24 +6,32 @@
  *   announcing  the child ended (outcome and reply kept here): the announce is still to publish
  *   done        announced (and cleaned up); kept `archiveDays` for `subagents.list`
  *   stopped     stopped by request; never announced
+ * Every change is also handed to `onChange` (the replica writes it to the KV bucket for the
+ * instance that takes over; a change resolves once that write is done); `replace` applies the
+ * bucket's content and reports nothing.
  */
 import { mkdirSync } from "node:fs";
 import { open, type Database, type RootDatabase } from "lmdb";
-import { LurkError, type SubagentRecord } from "../../shared/contract/index.js";
+import { z } from "zod";
+import { LurkError, subagentRecordSchema } from "../../shared/contract/index.js";
 import { checkSpawnLimits, type SpawnLimits } from "./limits.js";
 
-export interface ChildRecord extends SubagentRecord {
-  timeoutSeconds: number;
+export const childRecordSchema = subagentRecordSchema.extend({
+  timeoutSeconds: z.number().int().positive(),
   /** the child's last reply (ok) or the error text; kept until announced */
-  reply?: string;
-  announcedAt?: number;
-}
+  reply: z.string().optional(),
+  announcedAt: z.number().optional(),
+});
+export type ChildRecord = z.infer<typeof childRecordSchema>;
 
 export type ChildStatus = ChildRecord["status"];
 
 export class ChildStore {
   private readonly root: RootDatabase;
   private readonly children: Database<ChildRecord, string>;
+
+  /** called after each committed change (undefined: removed); the change waits for it */
+  onChange: (runId: string, record: ChildRecord | undefined) => Promise<void> = () => Promise.resolve();
 
   constructor(path: string) {
     mkdirSync(path, { recursive: true, mode: 0o700 });
@@ -38,6 +46,17 @@ export class ChildStore {
       checkSpawnLimits(this.all(), record, limits);
       void this.children.put(record.runId, record);
     });
+    await this.onChange(record.runId, record);
+  }
+
+  /** Sets a record from the replica (no onChange). */
+  async replace(record: ChildRecord): Promise<void> {
+    await this.children.put(record.runId, record);
+  }
+
+  /** Every record stored here. */
+  records(): ChildRecord[] {
+    return this.all();
   }
 
   get(runId: string): ChildRecord | undefined {
@@ -60,11 +79,13 @@ export class ChildStore {
       result = change(record);
       void this.children.put(runId, result);
     });
+    if (result) await this.onChange(runId, result);
     return result;
   }
 
   async remove(runId: string): Promise<void> {
     await this.children.remove(runId);
+    await this.onChange(runId, undefined);
   }
 
   /** Newest first; only the children of `requesterSessionKey` when given. */
@@ -81,7 +102,7 @@ export class ChildStore {
   /** Drops finished records that ended before `before`; returns how many. */
   async prune(before: number): Promise<number> {
     const old = this.all().filter((r) => (r.status === "done" || r.status === "stopped") && (r.endedAt ?? r.startedAt) < before);
-    for (const r of old) await this.children.remove(r.runId);
+    for (const r of old) await this.remove(r.runId);
     return old.length;
   }
 

@@ -34,6 +34,8 @@ export const CRON_JOBS_BUCKET = "lurk_cron_jobs";
 export const CRON_FIRES_BUCKET = "lurk_cron_fires";
 /** The heartbeat actor's state, written by the active instance for the next one (key: `agent.<agentId>`, `alert.<agentId>.<hash>`). */
 export const HEARTBEAT_BUCKET = "lurk_heartbeat";
+/** The subagents actor's child records, written by the active instance for the next one (key: the child's run id). */
+export const SUBAGENTS_BUCKET = "lurk_subagents";
 
 /** JetStream consumer names of the contract. */
 export const CONSUMERS = {
@@ -118,11 +120,12 @@ export function actorGrants(prefix?: string): ActorGrant[] {
     }),
     grant({
       user: "subagents",
-      description: "child runs, waiting, announcing results (LMDB)",
-      publish: [s.runRequestAll, s.runControlAll, s.injectAll, ops("sessions")],
+      description: "child runs, waiting, announcing results (LMDB, replicated through KV), one active instance through a lease",
+      // a standby relays requests to the active instance; loading the replica lists the bucket's keys
+      publish: [s.runRequestAll, s.runControlAll, s.injectAll, ops("sessions"), s.activeOpAll("subagents"), ...kvWatchSubjects(SUBAGENTS_BUCKET)],
       subscribe: [...s.runTerminalAll],
       responder: true,
-      kvBuckets: [LEASE_BUCKET],
+      kvBuckets: [LEASE_BUCKET, SUBAGENTS_BUCKET],
     }),
     grant({
       user: "heartbeat",

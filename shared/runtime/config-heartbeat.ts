@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { agentIdSchema } from "../contract/index.js";
+import { LEASE_DEFAULTS, leaseConfigShape, leaseRenewRule } from "./config-lease.js";
 import { isValidTimeZone } from "./time-zone.js";
 
 /** seeds: DEFAULT_HEARTBEAT_ACK_MAX_CHARS */
@@ -52,8 +53,7 @@ export const HEARTBEAT_DEFAULTS = {
   target: "main" as const,
   ackMaxChars: DEFAULT_HEARTBEAT_ACK_MAX_CHARS,
   runTimeoutMs: 5 * 60_000,
-  leaseTtlMs: 15_000,
-  leaseRenewMs: 5_000,
+  ...LEASE_DEFAULTS,
   agents: {} as Record<string, HeartbeatAgentOverride>,
 };
 
@@ -65,17 +65,11 @@ export const heartbeatConfigSchema = z.object({
   ackMaxChars: heartbeatFields.ackMaxChars.default(HEARTBEAT_DEFAULTS.ackMaxChars),
   prompt: heartbeatFields.prompt,
   runTimeoutMs: heartbeatFields.runTimeoutMs.default(HEARTBEAT_DEFAULTS.runTimeoutMs),
-  /**
-   * One heartbeat instance is active (a lease in the KV bucket lurk_leases); a standby takes over
-   * once the active one has not renewed for this long. Not per agent.
-   */
-  leaseTtlMs: z.number().int().min(1_000).max(600_000).default(HEARTBEAT_DEFAULTS.leaseTtlMs),
-  /** how often the active instance renews (and a standby tries); at most half of leaseTtlMs */
-  leaseRenewMs: z.number().int().min(100).max(300_000).default(HEARTBEAT_DEFAULTS.leaseRenewMs),
+  /** one heartbeat instance is active (config-lease.ts); not per agent */
+  ...leaseConfigShape,
   /** per-agent overrides keyed by agent id */
   agents: z.record(agentIdSchema, heartbeatAgentOverrideSchema).default(HEARTBEAT_DEFAULTS.agents),
-}).refine((c) => c.leaseRenewMs * 2 <= c.leaseTtlMs, { message: "heartbeat.leaseRenewMs must be at most half of heartbeat.leaseTtlMs", path: ["leaseRenewMs"] })
-  .default(HEARTBEAT_DEFAULTS);
+}).refine(...leaseRenewRule("heartbeat")).default(HEARTBEAT_DEFAULTS);
 export type HeartbeatConfig = z.infer<typeof heartbeatConfigSchema>;
 
 /** One agent's effective heartbeat settings. */

@@ -3,8 +3,10 @@
  *   "subagents": { "maxDepth": 1, "maxChildrenPerSession": 5, "maxConcurrent": 8,
  *                  "defaultTimeoutSeconds": 600, "cleanup": "keep", "archiveDays": 7 }
  * maxDepth 1 (the seeds' rule): only a top-level session spawns; a subagent cannot spawn again.
+ * One subagents instance is active (lease keys: config-lease.ts).
  */
 import { z } from "zod";
+import { LEASE_DEFAULTS, leaseConfigShape, leaseRenewRule } from "./config-lease.js";
 
 export const SUBAGENTS_DEFAULTS = {
   maxDepth: 1,
@@ -13,6 +15,7 @@ export const SUBAGENTS_DEFAULTS = {
   defaultTimeoutSeconds: 600,
   cleanup: "keep" as "keep" | "delete",
   archiveDays: 7,
+  ...LEASE_DEFAULTS,
 };
 
 export const subagentsConfigSchema = z.object({
@@ -28,5 +31,6 @@ export const subagentsConfigSchema = z.object({
   cleanup: z.enum(["keep", "delete"]).default(SUBAGENTS_DEFAULTS.cleanup),
   /** finished children stay listed this many days, then their records are dropped */
   archiveDays: z.number().min(0).max(3650).default(SUBAGENTS_DEFAULTS.archiveDays),
-}).default(SUBAGENTS_DEFAULTS);
+  ...leaseConfigShape,
+}).refine(...leaseRenewRule("subagents")).default(SUBAGENTS_DEFAULTS);
 export type SubagentsConfig = z.infer<typeof subagentsConfigSchema>;

@@ -7,7 +7,7 @@
 import { jetstreamManager, RetentionPolicy, StorageType, DiscardPolicy, type StreamConfig } from "@nats-io/jetstream";
 import { nanos, type NatsConnection } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
-import { CRON_FIRES_BUCKET, CRON_JOBS_BUCKET, HEARTBEAT_BUCKET, LEASE_BUCKET, STREAMS, subjects } from "../contract/index.js";
+import { CRON_FIRES_BUCKET, CRON_JOBS_BUCKET, HEARTBEAT_BUCKET, LEASE_BUCKET, STREAMS, SUBAGENTS_BUCKET, subjects } from "../contract/index.js";
 
 const DAY_MS = 24 * 3600_000;
 const DUPLICATE_WINDOW_MS = 2 * 60_000;
@@ -26,14 +26,15 @@ export function streamConfigs(prefix?: string): Array<Partial<StreamConfig> & { 
 /**
  * The KV buckets of the contract (one revision per key): the leases (the TTL only sweeps leases
  * nobody renewed for a day), the cron actor's replicated jobs (kept until removed) and its fire
- * claims (kept three days: longer than any catch-up gap they guard), and the heartbeat actor's
- * state (kept until removed).
+ * claims (kept three days: longer than any catch-up gap they guard), and the heartbeat and
+ * subagents actors' state (kept until removed).
  */
 const BUCKETS = [
   { name: LEASE_BUCKET, ttl: DAY_MS, description: "leases: one active instance per stateful actor" },
   { name: CRON_JOBS_BUCKET, description: "cron jobs, replicated between cron instances" },
   { name: CRON_FIRES_BUCKET, ttl: 3 * DAY_MS, description: "cron fire claims: each fire id once across instances" },
   { name: HEARTBEAT_BUCKET, description: "heartbeat state, for the instance that takes over" },
+  { name: SUBAGENTS_BUCKET, description: "subagent child records, for the instance that takes over" },
 ];
 
 /** Creates or updates every stream, then creates the buckets; safe to run on every start. `replicas` > 1 in a cluster. */
