@@ -18,6 +18,7 @@ import { BusClient } from "../shared/runtime/client.js";
 import { Lease } from "../shared/runtime/lease.js";
 import { loadConfig, type LurkConfig } from "../shared/runtime/config.js";
 import { heartbeatActor } from "../services/heartbeat/actor.js";
+import { gatherStatus } from "../services/cli/status.js";
 import { waitFor } from "./harness/actors.js";
 import { CliClient, TestSystem } from "./harness/system.js";
 
@@ -44,6 +45,16 @@ describe("heartbeat: one active instance, a standby that relays and takes over",
     env: { [passwordEnvName("heartbeat")]: system.nats.password("heartbeat") },
   });
   const status = async () => (await bus.call("heartbeat", "status", { agentId: "main" })).agents[0]!;
+  /** the heartbeat rows of `lurkbot status`, read as the operator console (user cli): service id -> role */
+  const roleRows = async () => {
+    const cli = await system.nats.connect("cli");
+    try {
+      const report = await gatherStatus(cli, system.nats.url);
+      return new Map(report.instances.filter((i) => i.name === "heartbeat").map((i) => [i.id, i.role]));
+    } finally {
+      await cli.close();
+    }
+  };
 
   before(async () => {
     system = await TestSystem.start({ config: { heartbeat: { intervalMinutes: 600, runTimeoutMs: 20_000, leaseTtlMs: 2_000, leaseRenewMs: 500 } } });
@@ -78,6 +89,7 @@ describe("heartbeat: one active instance, a standby that relays and takes over",
 
   it("only the first instance beats; requests to either are answered by it", async () => {
     assert.deepEqual(roles, ["active"], "the second instance found the lease held and reported nothing");
+    assert.deepEqual(await roleRows(), new Map([[first!.service.info().id, "active"], [second!.service.info().id, "standby"]]), "lurkbot status tells them apart");
     const before = delivered.length;
     system.fake.enqueue({ kind: "text", text: ALERT });
     const sent = (await bus.call("heartbeat", "run", { agentId: "main" }, { timeoutMs: 30_000 })).event!;
@@ -115,6 +127,7 @@ describe("heartbeat: one active instance, a standby that relays and takes over",
       first = undefined;
       await pendingCall;
       await waitFor(() => roles.filter((r) => r === "active").length === 2, 5_000, "the standby to take the lease");
+      assert.deepEqual(await roleRows(), new Map([[second!.service.info().id, "active"]]));
       const since = events.length;
       release();
       const recovered = await waitFor(() => events.slice(since).find((e) => e.agentId === "main" && e.status !== "skipped"), 10_000, "the finished run's event");

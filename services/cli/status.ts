@@ -1,10 +1,16 @@
 /**
  * `lurkbot status`: every actor instance on the bus, from the services framework's
- * `$SRV.PING/INFO/STATS` (all hosts of a cluster answer), one row per instance.
+ * `$SRV.PING/INFO/STATS` (all hosts of a cluster answer), one row per instance; for the actors
+ * with one active instance (LEASED_ACTORS) the role of each, from the lease holder's service
+ * instance id in `lurk_leases`.
  */
 import { Svcm, type ServiceIdentity, type ServiceInfo, type ServiceStats } from "@nats-io/services";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { readLeases, type LeaseHolder } from "../../shared/runtime/lease.js";
 import { LAUNCHER_ACTORS } from "./actors.js";
+
+/** the actors that keep one active instance through a lease named after them */
+export const LEASED_ACTORS = ["cron", "heartbeat", "subagents"] as const;
 import { table } from "./format.js";
 
 export interface InstanceStatus {
@@ -24,6 +30,8 @@ export interface InstanceStatus {
   lastError: string | null;
   /** the tools actor's exec sandbox mode (bwrap, none, unavailable), from its service metadata */
   sandbox: string | null;
+  /** for a leased actor: "active" (holds the live lease) or "standby"; null for the others or when the leases cannot be read */
+  role: "active" | "standby" | null;
 }
 
 export interface StatusReport {
@@ -72,8 +80,12 @@ export async function gatherStatus(nc: NatsConnection, url: string, now = Date.n
       errors: endpoints.reduce((n, e) => n + e.num_errors, 0),
       lastError,
       sandbox: meta.sandbox ?? null,
+      role: null,
     });
   }
+  const leased = LEASED_ACTORS.filter((name) => instances.some((i) => i.name === name));
+  const leases = leased.length ? await readLeases(nc, leased).catch(() => undefined) : undefined;
+  if (leases) for (const i of instances) i.role = roleOf(i, leases.get(i.name));
   const order = (name: string) => {
     const i = (LAUNCHER_ACTORS as readonly string[]).indexOf(name);
     return i === -1 ? 100 : i;
@@ -81,6 +93,11 @@ export async function gatherStatus(nc: NatsConnection, url: string, now = Date.n
   instances.sort((a, b) => order(a.name) - order(b.name) || a.name.localeCompare(b.name) || (a.host ?? "").localeCompare(b.host ?? "") || (a.pid ?? 0) - (b.pid ?? 0));
   const running = new Set(instances.map((i) => i.name));
   return { url, instances, missing: LAUNCHER_ACTORS.filter((a) => !running.has(a)) };
+}
+
+function roleOf(instance: InstanceStatus, lease: LeaseHolder | undefined): InstanceStatus["role"] {
+  if (!(LEASED_ACTORS as readonly string[]).includes(instance.name)) return null;
+  return lease?.live && lease.instance === instance.id ? "active" : "standby";
 }
 
 export function formatUptime(sec: number | null): string {
@@ -92,9 +109,9 @@ export function formatUptime(sec: number | null): string {
 }
 
 export function formatStatus(report: StatusReport): string {
-  const header = ["NAME", "HOST", "PID", "VERSION", "UPTIME", "ENDPOINTS", "REQUESTS", "ERRORS"];
-  const rows = report.instances.map((i) => [i.name, i.host ?? "-", i.pid === null ? "-" : String(i.pid), i.version, formatUptime(i.uptimeSec), String(i.endpoints), String(i.requests), String(i.errors)]);
-  for (const name of report.missing) rows.push([name, "-", "-", "-", "not running", "-", "-", "-"]);
+  const header = ["NAME", "HOST", "PID", "VERSION", "UPTIME", "ENDPOINTS", "REQUESTS", "ERRORS", "ROLE"];
+  const rows = report.instances.map((i) => [i.name, i.host ?? "-", i.pid === null ? "-" : String(i.pid), i.version, formatUptime(i.uptimeSec), String(i.endpoints), String(i.requests), String(i.errors), i.role ?? "-"]);
+  for (const name of report.missing) rows.push([name, "-", "-", "-", "not running", "-", "-", "-", "-"]);
   const lines = [`NATS ${report.url}: ${report.instances.length} instance${report.instances.length === 1 ? "" : "s"}`, "", table(header, rows, [5, 6, 7]).trimEnd()];
   const errors = report.instances.filter((i) => i.lastError);
   if (errors.length) {

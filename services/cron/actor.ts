@@ -83,7 +83,7 @@ async function start(rt: ActorRuntime, clock: Clock) {
     scheduler.rebuild(entries);
   };
 
-  const lease = await Lease.open(rt.nc, { key: "cron", holder, ttlMs: cfg.leaseTtlMs });
+  const lease = await Lease.open(rt.nc, { key: "cron", holder, instance: rt.service.info().id, ttlMs: cfg.leaseTtlMs });
   const keeper = new LeaseKeeper(lease, {
     intervalMs: cfg.leaseRenewMs,
     onChange(active) {

@@ -150,7 +150,8 @@ export function actorGrants(prefix?: string): ActorGrant[] {
     grant({
       user: "cli",
       description: "the terminal channel and the operator console (status, tail, admin commands)",
-      publish: [s.inbound("cli"), "$SRV.>", ...["router", "sessions", "tools", "approvals", "subagents", "heartbeat", "cron"].map(ops)],
+      // reading the leases: which instance of cron, heartbeat and subagents is active (status)
+      publish: [s.inbound("cli"), "$SRV.>", ...["router", "sessions", "tools", "approvals", "subagents", "heartbeat", "cron"].map(ops), ...kvReadSubjects(LEASE_BUCKET)],
       subscribe: [s.outboundChannel("cli"), s.runEventAll, s.toolProgressAll, s.eventAll],
       responder: false,
     }),
@@ -161,6 +162,12 @@ export function actorGrants(prefix?: string): ActorGrant[] {
     channel("webhook"),
     channel("openai-http"),
   ];
+}
+
+/** Reading single keys of a bucket, nothing else (the operator console reads the leases). */
+export function kvReadSubjects(bucket: string): string[] {
+  const stream = `KV_${bucket}`;
+  return [`$JS.API.STREAM.INFO.${stream}`, `$JS.API.DIRECT.GET.${stream}.>`, `$JS.API.STREAM.MSG.GET.${stream}`];
 }
 
 /** What a KV watcher on `bucket` publishes (ordered consumer: create, info, delete, flow control replies). */
@@ -192,9 +199,7 @@ export function expandGrant(grant: ActorGrant, prefix?: string): { publish: stri
     publish.add(s.deadLetter(stream, consumer));
   }
   for (const bucket of grant.kvBuckets) {
-    publish.add(`$JS.API.STREAM.INFO.KV_${bucket}`);
-    publish.add(`$JS.API.DIRECT.GET.KV_${bucket}.>`);
-    publish.add(`$JS.API.STREAM.MSG.GET.KV_${bucket}`);
+    for (const subject of kvReadSubjects(bucket)) publish.add(subject);
     publish.add(`$KV.${bucket}.>`);
   }
   return { publish: [...publish].sort(), subscribe: [...subscribe].sort() };

@@ -40,7 +40,7 @@ export class ActiveInstance<A extends EndpointActor> {
 
   static async open<A extends EndpointActor>(rt: ActorRuntime, actor: A, opts: ActiveInstanceOptions): Promise<ActiveInstance<A>> {
     const holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-    const lease = await Lease.open(rt.nc, { key: actor, holder, ttlMs: opts.ttlMs });
+    const lease = await Lease.open(rt.nc, { key: actor, holder, instance: rt.service.info().id, ttlMs: opts.ttlMs });
     let self!: ActiveInstance<A>;
     const keeper = new LeaseKeeper(lease, {
       intervalMs: opts.renewMs,

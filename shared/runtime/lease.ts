@@ -24,6 +24,8 @@ export interface LeaseOptions {
   key: string;
   /** who we are (unique per instance) */
   holder: string;
+  /** the holder's NATS service instance id, so `lurkbot status` can tell which instance is active */
+  instance?: string;
   ttlMs: number;
   bucket?: string;
   /** monotonic-ish local clock, for tests */
@@ -34,6 +36,7 @@ const leaseValueSchema = z.object({
   holder: z.string(),
   host: z.string().optional(),
   pid: z.number().optional(),
+  instance: z.string().optional(),
   ttlMs: z.number().int().positive(),
   renewedAt: z.number(),
   released: z.boolean().default(false),
@@ -46,11 +49,11 @@ export class Lease {
   /** what a standby saw last: the revision and since when (local clock) */
   private seen: { revision: number; since: number } | undefined;
 
-  private constructor(private readonly kv: KV, readonly opts: Required<Omit<LeaseOptions, "bucket">>) {}
+  private constructor(private readonly kv: KV, readonly opts: Required<Omit<LeaseOptions, "bucket" | "instance">> & Pick<LeaseOptions, "instance">) {}
 
   static async open(nc: NatsConnection, opts: LeaseOptions): Promise<Lease> {
     const kv = await new Kvm(nc).open(opts.bucket ?? LEASE_BUCKET);
-    return new Lease(kv, { key: opts.key, holder: opts.holder, ttlMs: opts.ttlMs, now: opts.now ?? (() => performance.now()) });
+    return new Lease(kv, { key: opts.key, holder: opts.holder, ttlMs: opts.ttlMs, now: opts.now ?? (() => performance.now()), ...(opts.instance ? { instance: opts.instance } : {}) });
   }
 
   /** True while our last renewal is fresh (with a margin of a fifth of the TTL). */
@@ -90,7 +93,7 @@ export class Lease {
   }
 
   private value(released = false): string {
-    const v: LeaseValue = { holder: this.opts.holder, host: hostname(), pid: process.pid, ttlMs: this.opts.ttlMs, renewedAt: Date.now(), released };
+    const v: LeaseValue = { holder: this.opts.holder, host: hostname(), pid: process.pid, ...(this.opts.instance ? { instance: this.opts.instance } : {}), ttlMs: this.opts.ttlMs, renewedAt: Date.now(), released };
     return JSON.stringify(v);
   }
 
@@ -108,6 +111,31 @@ export class Lease {
       throw err;
     }
   }
+}
+
+/** Who holds a lease, as a reader sees it (`lurkbot status`). */
+export interface LeaseHolder {
+  holder: string;
+  host?: string;
+  pid?: number;
+  /** the holder's service instance id */
+  instance?: string;
+  /** not released, and written within its TTL (by the server's clock) */
+  live: boolean;
+}
+
+/** The holders of the given leases (absent keys left out); read-only. */
+export async function readLeases(nc: NatsConnection, keys: readonly string[], bucket = LEASE_BUCKET): Promise<Map<string, LeaseHolder>> {
+  const kv = await new Kvm(nc).open(bucket);
+  const out = new Map<string, LeaseHolder>();
+  for (const key of keys) {
+    const entry = await kv.get(key);
+    const value = entry && entry.operation === "PUT" ? parseKvValue(leaseValueSchema, entry.value) : undefined;
+    if (!entry || !value) continue;
+    const live = !value.released && Date.now() - entry.created.getTime() < value.ttlMs;
+    out.set(key, { holder: value.holder, ...(value.host ? { host: value.host } : {}), ...(value.pid ? { pid: value.pid } : {}), ...(value.instance ? { instance: value.instance } : {}), live });
+  }
+  return out;
 }
 
 /** A KV entry's value checked against `schema`; undefined when it is not JSON or does not match. */
