@@ -17,8 +17,11 @@ import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { actorEventSchema, safeParseJson, subjects, type OutboundMessage } from "../shared/contract/index.js";
 import {
-  chunkText, ExpiringDb, isSilentReply, watchRun, mayBecomeSilent, parseReplyTags, toDiscordMarkdown, toPlainText, toSlackMrkdwn, toTelegramHtml, toTelegramMarkdownV2,
+  chunkText, DraftMessages, ExpiringDb, isSilentReply, watchRun, mayBecomeSilent, parseReplyTags, toDiscordMarkdown, toPlainText, toSlackMrkdwn, toTelegramHtml, toTelegramMarkdownV2,
+  type DraftPlatform,
 } from "../shared/runtime/channel/index.js";
+import { RunStreamStore } from "../shared/runtime/channel/run-streams.js";
+import { createLogger } from "../shared/runtime/logger.js";
 import { configSecrets, parseConfig } from "../shared/runtime/config.js";
 import { actorEnv, configuredChannelActors, selectActors } from "../services/cli/actors.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
@@ -113,6 +116,54 @@ describe("channel kit: expiring LMDB stores", () => {
       await waitFor(() => reopened.db.get("fresh") === undefined, 5_000, "swept when opened");
       await reopened.close();
     } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("channel kit: drafts left by an earlier process", () => {
+  it("deletes the drafts of runs that ended silent or aborted, keeps the others, and retries a failed delete", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "lurk-drafts-"));
+    const store = new RunStreamStore(dir);
+    try {
+      const removed: string[] = [];
+      let failOnce = true;
+      const platform: DraftPlatform<{ chat: number }> = {
+        maxChars: 100,
+        send: async () => "new",
+        edit: async () => undefined,
+        remove: async (target, id) => {
+          if (id === "d-flaky" && failOnce) {
+            failOnce = false;
+            throw new Error("platform down");
+          }
+          removed.push(`${target.chat}/${id}`);
+        },
+      };
+      // what the sessions actor says of each run
+      const runs: Record<string, { status: string; silent: boolean }> = {
+        silent: { status: "done", silent: true }, aborted: { status: "aborted", silent: false }, replied: { status: "done", silent: false },
+        running: { status: "running", silent: false }, failed: { status: "error", silent: false }, flaky: { status: "aborted", silent: false },
+      };
+      for (const run of Object.keys(runs)) await store.setDraft(run, `d-${run}`, { chat: 7 }, "agent:main:main");
+      await store.setDraft("taken", "d-taken", { chat: 7 }, "agent:main:main");
+      await store.takeDraft("taken", "delivery-1");
+      await store.setDraft("legacy", "d-legacy"); // recorded before drafts kept their target: left alone
+      const drafts = new DraftMessages(platform, createLogger("test", "silent"), store);
+      const asked: string[] = [];
+      const runEnd = async (_sessionKey: string, runId: string) => {
+        asked.push(runId);
+        return runs[runId] ?? { status: "done", silent: true };
+      };
+      assert.equal(await drafts.removeOrphans(runEnd), 2);
+      assert.deepEqual(removed.sort(), ["7/d-aborted", "7/d-silent"]);
+      assert.ok(!asked.includes("taken") && !asked.includes("legacy"), "a taken draft and one without a target are not looked at");
+      assert.equal(store.get("silent")?.draftId, undefined, "a deleted draft is forgotten");
+      assert.equal(store.get("replied")?.draftId, "d-replied", "the reply's delivery will take it");
+      assert.equal(await drafts.removeOrphans(runEnd), 1, "the failed delete is tried again");
+      assert.ok(removed.includes("7/d-flaky"));
+    } finally {
+      await store.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });

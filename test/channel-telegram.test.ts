@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { after, before, beforeEach, describe, it } from "node:test";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { inboundMessageSchema, runIdFor, STREAMS, subjects } from "../shared/contract/index.js";
+import { BusClient } from "../shared/runtime/client.js";
 import { textAfterBlocks } from "../shared/runtime/channel/blocks.js";
 import { chunkText, finishedBlocksEnd, type ChunkMode } from "../shared/runtime/channel/chunk.js";
 import { conversationOf, messageToInbound, normalizeCommand, targetOf, type TgMessage } from "../services/channel-telegram/inbound.js";
@@ -223,6 +224,32 @@ describe("telegram channel end to end", () => {
     await new Promise((r) => setTimeout(r, 500));
     assert.deepEqual(replyText(1010), [full], "exactly one message: the draft became the reply");
     assert.equal(telegram.sent.filter((m) => m.chatId === 1010 && m.method === "sendMessage").length, 1, "no second message was sent");
+  });
+
+  it("a run aborted while the channel is down: the restarted channel deletes its draft", async () => {
+    await restartTelegram();
+    system.fake.enqueue({ kind: "hang", text: "Let me think about this for a very long time" });
+    const messageId = telegram.userMessage({ chatId: 1040, text: "think forever" });
+    const runId = runIdFor("telegram", `1040:${messageId}`);
+    const admin = await system.nats.connect("admin");
+    try {
+      let sessionKey: string | undefined;
+      let aborted = false;
+      admin.subscribe(S.runEvents(runId), { callback: (_e, m) => { const body = m.json<{ sessionKey: string; event: { kind: string; code?: string } }>(); sessionKey ??= body.sessionKey; if (body.event.code === "ABORTED") aborted = true; } });
+      await admin.flush();
+      const draft = await waitFor(() => telegram.sent.find((m) => m.chatId === 1040 && m.method === "sendMessage"), 20_000, "the draft");
+      await new Promise((r) => setTimeout(r, 300)); // the draft's id is recorded right after the platform took it
+      await system.actors.get("channel-telegram")!.kill();
+      admin.publish(S.runControl(runId), JSON.stringify({ type: "lurk.run.control.v1", id: `ctl-${runId}`, ts: Date.now(), runId, action: "abort", reason: "test" }));
+      await waitFor(() => aborted, 10_000, "the run's ABORTED end");
+      const bus = new BusClient(admin);
+      await waitFor(async () => (await bus.call("sessions", "run", { sessionKey: sessionKey!, runId })).status === "aborted", 10_000, "the run recorded as aborted");
+      await restartTelegram();
+      await waitFor(() => telegram.sent.some((m) => m.chatId === 1040 && m.method === "deleteMessage" && m.messageId === draft.messageId), 10_000, "the orphaned draft deleted");
+      assert.deepEqual(replyText(1040), [], "nothing left in the chat");
+    } finally {
+      await admin.close();
+    }
   });
 
   it("stores an update before confirming it: killed after the store, the restarted channel confirms it and it runs once", async () => {

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import type { NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { passwordEnvName, subjects } from "../shared/contract/index.js";
 import { startActor, type ActorRuntime } from "../shared/runtime/actor.js";
 import { BusClient } from "../shared/runtime/client.js";
@@ -29,6 +29,8 @@ describe("subagents: one active instance, a standby that relays and takes over",
   let second: ActorRuntime | undefined;
   let admin: NatsConnection;
   let bus: BusClient;
+  /** counts relayed requests; a subscriber there, so it goes before the takeover test */
+  let relayWatch: Subscription | undefined;
   const gates = new Gates();
   const relayed: string[] = [];
   const roles: string[] = [];
@@ -65,7 +67,7 @@ describe("subagents: one active instance, a standby that relays and takes over",
     };
     admin = await system.nats.connect("admin");
     admin.subscribe(S.eventsOf("subagents"), { callback: (_e, msg) => { if (/\.(active|standby)$/.test(msg.subject)) roles.push(msg.subject.split(".").pop()!); } });
-    admin.subscribe(S.activeOpAll("subagents"), { callback: (_e, msg) => void relayed.push(msg.subject) });
+    relayWatch = admin.subscribe(S.activeOpAll("subagents"), { callback: (_e, msg) => void relayed.push(msg.subject) });
     await admin.flush();
     bus = new BusClient(admin);
     first = await startInstance("host-a");
@@ -93,6 +95,7 @@ describe("subagents: one active instance, a standby that relays and takes over",
   });
 
   it("the standby takes over with the replicated records and announces the child that ends after the switch, once", async () => {
+    relayWatch?.unsubscribe(); // it would look like an active instance that never answers
     const { runId } = await spawn("[hold:switch] weigh the melons");
     await waitFor(() => held.has("switch"), 10_000, "the child's run to reach the model");
     await first!.stop(); // gives the lease up; the child's run goes on

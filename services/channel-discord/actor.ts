@@ -11,7 +11,7 @@ import { REST } from "@discordjs/rest";
 import { WebSocketManager, WebSocketShardEvents } from "@discordjs/ws";
 import { GatewayDispatchEvents, GatewayIntentBits, type GatewayDispatchPayload } from "discord-api-types/v10";
 import { LurkError } from "../../shared/contract/index.js";
-import { defineChannelActor, DraftMessages, publishWithDraft, toDiscordMarkdown, type ChannelContext } from "../../shared/runtime/channel/index.js";
+import { channelDrafts, defineChannelActor, DraftMessages, publishWithDraft, toDiscordMarkdown, type ChannelContext } from "../../shared/runtime/channel/index.js";
 import { discordChannelSchema, type DiscordChannelConfig } from "../../shared/runtime/config-channels.js";
 import { messageToInbound, type DcMessage } from "./inbound.js";
 import { DiscordApi } from "./send.js";
@@ -39,12 +39,12 @@ export const definition = defineChannelActor({
     }
     const rest = new REST({ version: "10", api: settings.apiRoot }).setToken(settings.botToken);
     const api = new DiscordApi(rest);
-    const drafts = new DraftMessages<string>({
+    const drafts = channelDrafts<string>(ctx, {
       maxChars: DISCORD_TEXT_LIMIT - 10,
       send: (channelId, text) => api.send(channelId, text),
       edit: (channelId, id, text) => api.edit(channelId, id, text),
       remove: (channelId, id) => api.remove(channelId, id),
-    }, log, ctx.streams);
+    });
     const gateway = new WebSocketManager({ token: settings.botToken, intents: INTENTS, rest });
     let botId = "";
     const ready = new Promise<void>((resolve) => {

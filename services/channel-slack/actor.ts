@@ -12,7 +12,7 @@
 import { SocketModeClient } from "@slack/socket-mode";
 import { LogLevel, WebClient, type Logger as SlackLogger } from "@slack/web-api";
 import { LurkError } from "../../shared/contract/index.js";
-import { defineChannelActor, DeliveryError, DraftMessages, publishWithDraft, toSlackMrkdwn, type ChannelContext, type InboundInput } from "../../shared/runtime/channel/index.js";
+import { channelDrafts, defineChannelActor, DeliveryError, DraftMessages, publishWithDraft, toSlackMrkdwn, type ChannelContext, type InboundInput } from "../../shared/runtime/channel/index.js";
 import { slackChannelSchema, streamingMode, type SlackChannelConfig } from "../../shared/runtime/config-channels.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import { actionToInbound, eventToInbound, platformMessageId, targetOf, type BotIdentity, type SlackBlockActions, type SlackEvent, type SlackTarget } from "./inbound.js";
@@ -103,12 +103,12 @@ export const definition = defineChannelActor({
     const bot: BotIdentity = { userId: auth.user_id, ...(auth.team_id ? { teamId: auth.team_id } : {}) };
     const api = new SlackApi(web);
     const drafts = streamingMode(settings) === "draft"
-      ? new DraftMessages<SlackTarget>({
+      ? channelDrafts<SlackTarget>(ctx, {
         maxChars: SLACK_TEXT_LIMIT - 10,
         send: (t, text) => api.post(t, toSlackMrkdwn(text)),
         edit: (t, ts, text) => api.update(t.channel, ts, toSlackMrkdwn(text)),
         remove: (t, ts) => api.remove(t.channel, ts),
-      }, log, ctx.streams)
+      })
       : undefined;
     const socket = new SocketModeClient({ appToken: settings.appToken, logger: slackLog, clientOptions: { slackApiUrl: settings.apiUrl } });
     socket.on("slack_event", (env: Envelope) => {

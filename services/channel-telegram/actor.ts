@@ -11,7 +11,7 @@
 import { Api } from "grammy";
 import type { Update } from "grammy/types";
 import { LurkError } from "../../shared/contract/index.js";
-import { defineChannelActor, DraftMessages, publishWithDraft, type ChannelContext } from "../../shared/runtime/channel/index.js";
+import { channelDrafts, defineChannelActor, DraftMessages, publishWithDraft, type ChannelContext } from "../../shared/runtime/channel/index.js";
 import { telegramChannelSchema, type TelegramChannelConfig } from "../../shared/runtime/config-channels.js";
 import { conversationOf, fullName, messageToInbound, peerOf, platformMessageId, targetOf, type BotIdentity, type TgMessage, type TgTarget } from "./inbound.js";
 import { Poller } from "./poller.js";
@@ -63,12 +63,12 @@ export const definition = defineChannelActor({
     const bot: BotIdentity = { id: me.id, username: me.username };
     // a webhook would make getUpdates fail with 409; pending updates are kept
     await api.deleteWebhook();
-    const drafts = new DraftMessages<TgTarget>({
+    const drafts = channelDrafts<TgTarget>(ctx, {
       maxChars: 4_000,
       send: async (t, text) => String((await api.sendMessage(t.chatId, text, t.threadId !== undefined ? { message_thread_id: t.threadId } : {})).message_id),
       edit: async (t, id, text) => void (await api.editMessageText(t.chatId, Number(id), text)),
       remove: async (t, id) => void (await api.deleteMessage(t.chatId, Number(id))),
-    }, log, ctx.streams);
+    });
     const poller = new Poller({ api, log, timeoutSec: settings.pollTimeoutSec, handle: (u) => handleUpdate(ctx, api, bot, drafts, u) });
     poller.start();
     log.info({ bot: bot.username }, "telegram channel polling");

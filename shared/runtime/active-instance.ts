@@ -9,7 +9,8 @@
  *   relayed requests go to the next holder.
  * - `start()` makes the first try before it resolves, so an actor reports started either active
  *   (state loaded) or standing by. `stop()` gives the lease up: a standby takes over at once.
- * - Each change of role is logged and published as `lurk.evt.<actor>.active` / `.standby`.
+ * - Each change of role is logged and published as `lurk.evt.<actor>.active` (once it acts) /
+ *   `.standby`.
  */
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
@@ -70,11 +71,11 @@ export class ActiveInstance<A extends EndpointActor> {
   }
 
   private onRoleChange(active: boolean, holder: string, opts: ActiveInstanceOptions): void {
-    this.rt.log.info({ holder, active }, active ? "lease taken: this instance is active" : "lease lost: standing by");
-    this.rt.emit(active ? "active" : "standby", { holder });
+    this.rt.log.info({ holder, active }, active ? "lease taken: taking over" : "lease lost: standing by");
     if (!active) {
       this.ready = false;
       this.relay.deactivate();
+      this.rt.emit("standby", { holder });
       opts.standBy();
       return;
     }
@@ -87,6 +88,7 @@ export class ActiveInstance<A extends EndpointActor> {
       if (!this.keeper.isActive) return;
       this.ready = true;
       this.relay.activate();
+      this.rt.emit("active", { holder }); // acting now: state loaded, relayed requests answered
       opts.activated?.();
     });
   }

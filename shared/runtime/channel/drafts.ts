@@ -13,6 +13,7 @@
  */
 import { streamingMode, type StreamingMode } from "../config-channels.js";
 import type { Logger } from "../logger.js";
+import { runEndFromRecords } from "../run-ends.js";
 import type { ChannelContext } from "./channel-actor.js";
 import type { BlockStreams } from "./blocks.js";
 import type { OutboundPart } from "./delivery.js";
@@ -45,7 +46,7 @@ export class DraftMessages<T> {
   constructor(private readonly platform: DraftPlatform<T>, private readonly log: Logger, private readonly store?: RunStreamStore) {}
 
   /** Shows `text` as the run's draft (errors are logged: a draft is only a preview). */
-  async update(runId: string, target: T, text: string): Promise<void> {
+  async update(runId: string, target: T, text: string, sessionKey?: string): Promise<void> {
     const max = this.platform.maxChars;
     const shown = text.length > max ? `${text.slice(0, max - 1)}…` : text;
     if (!shown.trim()) return;
@@ -55,7 +56,7 @@ export class DraftMessages<T> {
         target, lastText: shown, taken: false,
         messageId: this.platform.send(target, shown).then(async (id) => {
           // durable before the first edit (or the final reply) uses it
-          await this.store?.setDraft(runId, id).catch((err) => this.log.warn({ err, runId }, "could not record the draft"));
+          await this.store?.setDraft(runId, id, target, sessionKey).catch((err) => this.log.warn({ err, runId }, "could not record the draft"));
           return id;
         }, (err) => {
           this.log.warn({ err, runId }, "could not send a draft");
@@ -97,6 +98,31 @@ export class DraftMessages<T> {
     return this.take(runId, id);
   }
 
+  /**
+   * Drafts recorded before this process started (the channel was down when their run ended):
+   * a run that ended silent or aborted gets no delivery to take its draft, so the draft is
+   * deleted; a run still going, or one whose reply is on its way, is left alone (`sweep` looks
+   * again later). `runEnd` reads the run from the sessions actor. Returns how many were deleted.
+   */
+  async removeOrphans(runEnd: (sessionKey: string, runId: string) => Promise<{ status: string; silent: boolean }>): Promise<number> {
+    if (!this.store) return 0;
+    let removed = 0;
+    for (const orphan of this.store.untakenDrafts()) {
+      if (this.byRun.has(orphan.runId)) continue; // this process shows it: its watch handles the end
+      try {
+        const end = await runEnd(orphan.sessionKey, orphan.runId);
+        if (!(end.status === "aborted" || (end.status === "done" && end.silent))) continue;
+        await this.platform.remove(orphan.target as T, orphan.draftId);
+        await this.store.dropDraft(orphan.runId);
+        removed++;
+        this.log.info({ runId: orphan.runId, sessionKey: orphan.sessionKey, status: end.status }, "deleted the draft of a run that ended without a reply while the channel was down");
+      } catch (err) {
+        this.log.debug({ err, runId: orphan.runId }, "could not check or delete an old draft; the next sweep retries");
+      }
+    }
+    return removed;
+  }
+
   /** Deletes the draft of a run that ends without a reply. */
   async discard(runId: string): Promise<void> {
     const draft = this.byRun.get(runId);
@@ -105,6 +131,27 @@ export class DraftMessages<T> {
     await this.platform.remove(draft.target, id).catch((err) => this.log.debug({ err, runId }, "draft delete failed"));
     await this.store?.dropDraft(runId).catch(() => undefined);
   }
+}
+
+/** how often a channel looks for drafts of runs that ended without a reply while it was down */
+const ORPHAN_SWEEP_MS = 60_000;
+
+/**
+ * The channel's drafts, with the sweep of orphaned ones (`removeOrphans`) at start and every
+ * ORPHAN_SWEEP_MS, reading runs from the sessions actor; stopped with the actor.
+ */
+export function channelDrafts<T>(ctx: Pick<ChannelContext<unknown>, "rt" | "log" | "streams">, platform: DraftPlatform<T>): DraftMessages<T> {
+  const drafts = new DraftMessages(platform, ctx.log, ctx.streams);
+  const runEnd = async (sessionKey: string, runId: string) => {
+    const { status, records } = await ctx.rt.client.call("sessions", "run", { sessionKey, runId });
+    return { status, silent: runEndFromRecords(records)?.silent === true };
+  };
+  const sweep = () => void drafts.removeOrphans(runEnd).catch((err) => ctx.log.debug({ err }, "draft sweep failed"));
+  const timer = setInterval(sweep, ORPHAN_SWEEP_MS);
+  timer.unref();
+  ctx.rt.onStop({ stop: async () => clearInterval(timer) });
+  sweep();
+  return drafts;
 }
 
 /** How long a draft watch waits for its run to end before giving up. */
@@ -137,10 +184,13 @@ export async function publishWithDraft<T>(p: DraftedPublish<T>, inbound: Inbound
   const { ctx, drafts } = p;
   const runId = ctx.runIdFor(inbound.id);
   const mode = inbound.mentioned ? streamingMode(ctx.settings) : "off";
+  /** the run's session, from its first event (a draft records it) */
+  let sessionKey: string | undefined;
   const watch = mode === "draft" && drafts
     ? ctx.watchRun(runId, {
       draftIntervalMs: ctx.settings.draftIntervalMs,
-      onDraft: (text) => drafts.update(runId, p.target, text),
+      onEvent: (event) => { sessionKey ??= event.sessionKey; },
+      onDraft: (text) => drafts.update(runId, p.target, text, sessionKey),
       onEnd: (end) => {
         if ((end.status === "done" && end.silent) || (end.status === "error" && end.code === "ABORTED")) void drafts.discard(runId);
       },

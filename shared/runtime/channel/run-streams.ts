@@ -3,6 +3,8 @@
  * (`<dataDir>/channel-<name>/streams/`) so it survives a restart of the channel:
  * - `draftId`: the platform message that shows the run's draft (drafts.ts); the run's final
  *   reply edits it, also after a restart, instead of leaving it behind and sending another;
+ *   with its target and the run's session key, so a restarted channel deletes the draft of a run
+ *   that ended silent or aborted while it was down (no delivery would ever take it);
  * - `blocks`: the finished paragraphs already sent as their own messages (block streaming,
  *   blocks.ts), each with its platform message id; the final reply sends only the rest;
  * - `rest`: the platform ids of the final reply's remaining parts sent so far (a kill in the
@@ -20,6 +22,10 @@ export interface SentBlock {
 
 export interface RunStreamEntry {
   draftId?: string;
+  /** where the draft is (the adapter's target: chat id, channel and thread...), as JSON */
+  draftTarget?: unknown;
+  /** the run's session, from its events */
+  sessionKey?: string;
   /** the delivery (outbound message id) that turned the draft into its reply */
   draftTakenBy?: string;
   blocks: SentBlock[];
@@ -42,8 +48,19 @@ export class RunStreamStore extends ExpiringDb<RunStreamEntry> {
     return next;
   }
 
-  setDraft(runId: string, draftId: string): Promise<RunStreamEntry> {
-    return this.update(runId, (e) => ({ ...e, draftId }));
+  setDraft(runId: string, draftId: string, target?: unknown, sessionKey?: string): Promise<RunStreamEntry> {
+    return this.update(runId, (e) => ({ ...e, draftId, ...(target !== undefined ? { draftTarget: target } : {}), ...(sessionKey ? { sessionKey } : {}) }));
+  }
+
+  /** Drafts no delivery took yet whose target and session are known, oldest first. */
+  untakenDrafts(): Array<{ runId: string; draftId: string; target: unknown; sessionKey: string; updatedAt: number }> {
+    const out = [];
+    for (const { key, value } of this.db.getRange()) {
+      if (value.draftId && !value.draftTakenBy && value.sessionKey && value.draftTarget !== undefined) {
+        out.push({ runId: key, draftId: value.draftId, target: value.draftTarget, sessionKey: value.sessionKey, updatedAt: value.updatedAt });
+      }
+    }
+    return out.sort((a, b) => a.updatedAt - b.updatedAt);
   }
 
   /**
