@@ -3,9 +3,9 @@
  * heartbeat actor. Every instance registers the endpoints (`lurkbot status` lists them all, and
  * the services framework hands a request to any one of them):
  * - the active instance handles a request itself;
- * - a standby relays it, as it came, to `<prefix>.<actor>.active.<op>`, which only the active
- *   instance subscribes to (from `activate()` until `deactivate()`), and answers with its reply
- *   or its typed error;
+ * - a standby relays the validated request to `<prefix>.<actor>.active.<op>`, which only the
+ *   active instance subscribes to (from `activate()` until `deactivate()`), and answers with its
+ *   reply or its typed error;
  * - with no active instance (between a holder's end and a standby's takeover, at most the
  *   lease's TTL) the relay answers UNAVAILABLE, saying to retry.
  * The active side parses, validates and answers like an endpoint (size cap, safe JSON, the
@@ -53,7 +53,8 @@ export class ActiveRelay<A extends EndpointActor> {
         }, this.actor) as ReplyOf<A, O>;
       } catch (err) {
         const e = LurkError.from(err);
-        if (e.code !== "UNAVAILABLE") throw e;
+        // no responder on the relay subject (client.ts's wording); an UNAVAILABLE the active instance answered passes as it is
+        if (e.code !== "UNAVAILABLE" || !e.message.startsWith(`nothing serves ${subject}`)) throw e;
         throw new LurkError("UNAVAILABLE", `no ${this.actor} instance is active right now (a standby takes over within its lease's TTL); retry in a few seconds`);
       }
     });
