@@ -470,4 +470,27 @@ describe("compaction and memory through the system", () => {
     assert.ok(events.some((e) => e.runId === runId && e.event.kind === "provider_switch" && e.event.to === "openai/fallback-model"));
     assert.equal(requestWith("CFO-THREE")[0]?.model, "fallback-model");
   });
+
+  it("compaction.model writes the summaries while the run keeps its model; refused, the run's model summarizes", async () => {
+    await writeConfig({
+      models: { entries: { "openai/test-model": { contextWindow: 40_000 }, "openai/summary-model": { contextWindow: 40_000 } } },
+      compaction: { thresholdRatio: 0.8, reserveTokens: 0, keepRecent: 2, model: "openai/summary-model" }, memory: { enabled: false },
+    });
+    const sessionKey = "agent:main:cli:dm:compact-model";
+    await run(sessionKey, "CMOD-ONE first");
+    await run(sessionKey, "CMOD-TWO second");
+    let asked = summarizerModels.length;
+    const first = await run(sessionKey, "/compact", { command: "compact" });
+    assert.match((first.terminal.event as { text?: string }).text ?? "", /^Compacted 2 messages into a summary/, JSON.stringify(first.terminal.event));
+    assert.deepEqual(summarizerModels.slice(asked), ["summary-model"]);
+    await run(sessionKey, "CMOD-THREE third");
+    assert.equal(requestWith("CMOD-THREE")[0]?.model, "test-model", "the run's own turns stay on the run's model");
+    await run(sessionKey, "CMOD-FOUR fourth");
+    refuseSummariesOn = "summary-model";
+    asked = summarizerModels.length;
+    const second = await run(sessionKey, "/compact", { command: "compact" });
+    refuseSummariesOn = undefined;
+    assert.equal(second.terminal.event.kind, "done", JSON.stringify(second.terminal.event));
+    assert.deepEqual(summarizerModels.slice(asked), ["summary-model", "test-model"], "the summary model refused; the run's model summarized");
+  });
 });

@@ -201,6 +201,8 @@ describe("configuration", () => {
     ["a bad agent id", { agents: [{ id: "Bad Id" }] }, /agent id/],
     ["a wrong type", { runs: { maxIterations: "ten" } }, /runs\.maxIterations/],
     ["a log size of zero", { log: { maxFileMb: 0 } }, /log\.maxFileMb/],
+    ["a summary model without provider", { compaction: { model: "nano" } }, /compaction\.model.*provider\/model/],
+    ["a subagents lease renewed too rarely", { subagents: { leaseTtlMs: 2_000, leaseRenewMs: 1_500 } }, /subagents\.leaseRenewMs must be at most half of subagents\.leaseTtlMs/],
   ];
   for (const [name, file, message] of invalid) {
     it(`refuses ${name} with a message naming the field`, () => {

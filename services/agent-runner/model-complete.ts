@@ -2,12 +2,13 @@
  * A one-shot, non-streamed model call for the runner's own housekeeping (compaction summaries,
  * memory consolidation): the provider's stream() is drained and nothing is published as run
  * events. Throws the provider's LurkError; an empty answer is a PROVIDER_ERROR.
- * `chainComplete` makes the call through the run's model chain (failover.ts), so housekeeping
- * fails over like the run's own calls: a key or model that fails is put on cooldown and the next
- * usable one is asked.
+ * `chainComplete` makes the call through a model chain (failover.ts), so housekeeping fails over
+ * like the run's own calls: a key or model that fails is put on cooldown and the next usable one
+ * is asked. `housekeepingChain` is that chain: the run's, or `compaction.model` followed by it.
  */
 import { assistantText, emptyUsage, LurkError, type Usage } from "../../shared/contract/index.js";
-import { failureReason, type ModelChain } from "./failover.js";
+import type { Logger } from "../../shared/runtime/logger.js";
+import { failureReason, ModelChain, type ModelChainOptions } from "./failover.js";
 import type { Provider } from "./providers/types.js";
 
 export interface Completion {
@@ -74,4 +75,21 @@ export function chainComplete(chain: ModelChain, opts: { signal: AbortSignal; ti
     }
     throw last ?? new LurkError("PROVIDER_AUTH", `no usable credentials for ${chain.refs.join(", ")}`);
   };
+}
+
+/**
+ * The chain for summaries and consolidations: with `summaryModel` (compaction.model) that model
+ * first, then the run chain's models; without it, or when it cannot be set up (an unknown
+ * provider: logged), the run chain itself.
+ */
+export function housekeepingChain(
+  base: Pick<ModelChainOptions, "registry" | "config" | "store" | "log">, summaryModel: string | undefined, runChain: ModelChain, sessionKey: string, log: Logger,
+): ModelChain {
+  if (!summaryModel) return runChain;
+  try {
+    return new ModelChain({ ...base, refs: [base.registry.expand(summaryModel), ...runChain.refs], sessionKey, log });
+  } catch (err) {
+    log.warn({ err, model: summaryModel }, "compaction.model cannot be used; summaries use the run's models");
+    return runChain;
+  }
 }

@@ -21,7 +21,7 @@ import { buildSystemPrompt } from "./system-prompt.js";
 import { promptExtras } from "./prompt-inputs.js";
 import { messageRecordIds } from "./compaction-view.js";
 import { scheduleConsolidation } from "./memory-after-run.js";
-import { chainComplete } from "./model-complete.js";
+import { chainComplete, housekeepingChain } from "./model-complete.js";
 import { RunCompactor } from "./run-compaction.js";
 import type { AuthStateStore } from "./auth-profiles.js";
 import { ModelChain } from "./failover.js";
@@ -140,10 +140,12 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
     const { tools, system } = await preparing;
     const ctx = { runId: req.runId, sessionKey: req.sessionKey, agentId: req.agentId, sessionType: req.sessionType, ...(req.origin ? { origin: req.origin } : {}) };
     const runChain = chain;
-    // compaction (run-compaction.ts) and, after the reply, memory consolidation go through the
-    // run's model chain: a failing key or model is put on cooldown and the next one asked
+    // compaction (run-compaction.ts) and, after the reply, memory consolidation go through a
+    // model chain (`compaction.model` first when set, then the run's models): a failing key or
+    // model is put on cooldown and the next one asked
     const modelInfo = chain.primary.info;
-    const housekeeping = (signal: AbortSignal) => chainComplete(runChain, { signal, timeoutMs: rt.config.runs.llmTimeoutMs, maxTokens: 4_096 });
+    const summaryChain = housekeepingChain({ registry: deps.registry, config: rt.config, log, ...(deps.authState ? { store: deps.authState } : {}) }, rt.config.compaction.model, runChain, req.sessionKey, log);
+    const housekeeping = (signal: AbortSignal) => chainComplete(summaryChain, { signal, timeoutMs: rt.config.runs.llmTimeoutMs, maxTokens: 4_096 });
     messageRecordIds.register(begun.runRecords);
     const compactor = new RunCompactor({ config: rt.config.compaction, contextWindow: modelInfo.contextWindow, complete: housekeeping(controller.signal), runId: req.runId, append, events, log,
       previous: begun.runRecords.filter((r) => r.kind === "compaction_summary").length });

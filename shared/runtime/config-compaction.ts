@@ -4,6 +4,7 @@
  * model table (`models.entries["provider/model"].contextWindow` overrides it).
  */
 import { z } from "zod";
+import { modelRefSchema } from "./config-models.js";
 
 export const COMPACTION_DEFAULTS = {
   enabled: true,
@@ -20,6 +21,11 @@ export const compactionConfigSchema = z.object({
   thresholdRatio: z.number().min(0.1).max(0.95).default(COMPACTION_DEFAULTS.thresholdRatio),
   reserveTokens: z.number().int().min(0).max(1_000_000).default(COMPACTION_DEFAULTS.reserveTokens),
   keepRecent: z.number().int().min(1).max(200).default(COMPACTION_DEFAULTS.keepRecent),
+  /**
+   * the model that writes compaction summaries and memory consolidations (`provider/model`; e.g. a
+   * cheaper one); the run's own models follow it as fallbacks. Absent: the run's models.
+   */
+  model: modelRefSchema.optional(),
 }).default(COMPACTION_DEFAULTS);
 export type CompactionConfig = z.infer<typeof compactionConfigSchema>;
 

@@ -30,7 +30,7 @@ export const modelEntrySchema = z.object({
 });
 export type ModelEntryConfig = z.infer<typeof modelEntrySchema>;
 
-const modelRefSchema = z.string().regex(/^[a-z0-9-]+\/.+$/, "provider/model, e.g. openai/gpt-4o-mini");
+export const modelRefSchema = z.string().regex(/^[a-z0-9-]+\/.+$/, "provider/model, e.g. openai/gpt-4o-mini");
 
 export const modelsConfigSchema = z.object({
   /** keyed by `provider/model` */
