@@ -10,7 +10,7 @@ import { after, before, beforeEach, describe, it } from "node:test";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { envelope, inboundMessageSchema, STREAMS, subjects, type InboundMessage } from "../shared/contract/index.js";
-import { actionToInbound, conversationOf, eventToInbound, targetOf, type SlackEvent } from "../services/channel-slack/inbound.js";
+import { actionToInbound, conversationOf, eventToInbound, slashToInbound, targetOf, type SlackEvent } from "../services/channel-slack/inbound.js";
 import { approvalBlocks } from "../services/channel-slack/send.js";
 import { FakeSlackServer } from "./fakes/slack-server.js";
 import { startActorProcess, waitFor } from "./harness/actors.js";
@@ -56,6 +56,16 @@ describe("slack event mapping", () => {
     assert.deepEqual(file.attachments, [{ kind: "image", mime: "image/png", name: "a.png", url: "https://files/a.png", size: 10 }]);
     assert.throws(() => targetOf("web-1"), /not a Slack conversation/);
     assert.deepEqual(targetOf(conversationOf({ channel: "C1", threadTs: "1.2" })), { channel: "C1", threadTs: "1.2" });
+  });
+
+  it("maps the app's slash command: text, DM or channel peer, /help when empty; ignores other commands", () => {
+    const cmd = { command: "/lurk", text: "/status", user_id: "U1", user_name: "ann", channel_id: "C9", team_id: "T1", trigger_id: "tr-1" };
+    const inChannel = slashToInbound(cmd, "/lurk")!;
+    assert.deepEqual([inChannel.id, inChannel.text, inChannel.peer, inChannel.mentioned], ["slash:C9:tr-1", "/status", { kind: "channel", id: "C9", teamId: "T1" }, true]);
+    assert.deepEqual(slashToInbound({ ...cmd, channel_id: "D4", text: "  " }, "/lurk")?.peer, { kind: "dm", id: "U1" });
+    assert.equal(slashToInbound({ ...cmd, text: "" }, "/lurk")?.text, "/help");
+    assert.equal(slashToInbound(cmd, "/bot"), undefined);
+    assert.equal(slashToInbound({ ...cmd, user_id: undefined }, "/lurk"), undefined);
   });
 
   it("maps an approval button click to /approve and builds the buttons", () => {
@@ -146,6 +156,23 @@ describe("slack channel end to end", () => {
     const seen = `messages ${JSON.stringify(texts("D0003"))}, model requests ${system.fake.requests.length}`;
     assert.equal(texts("D0003").length, 1, `one reply (${seen})`);
     assert.equal(system.fake.requests.length, 1, `one run (${seen})`);
+  });
+
+  it("the app's slash command is a message to the bot from its user: answered where it was typed; other commands are only acknowledged", async () => {
+    system.fake.enqueue({ kind: "text", text: "slash answer", chunks: 1 });
+    const before = system.fake.requests.length;
+    const cmd = slack.slashCommand({ channel: "D0015", command: "/lurk", text: "what &amp; why" });
+    const ack = await waitFor(() => slack.ackOf(cmd.envelope_id), 10_000, "the command's ACK");
+    const stored = await waitFor(lastInbound, 10_000, "the stored message");
+    assert.equal(stored.msg.text, "what & why");
+    assert.equal(stored.msg.mentioned, true);
+    assert.deepEqual([stored.msg.peer.kind, stored.msg.sender.id], ["dm", "UANN0001"]);
+    assert.ok(stored.storedMs <= ack.atMs + 0.5, "stored before the ACK");
+    await waitFor(() => texts("D0015").includes("slash answer"), 20_000, "the answer in the DM");
+    const other = slack.slashCommand({ channel: "D0015", command: "/weather", text: "tomorrow" });
+    await waitFor(() => slack.ackOf(other.envelope_id), 10_000, "the other command's ACK");
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(system.fake.requests.length, before + 1, "only /lurk started a run");
   });
 
   it("waits out a 429 with Retry-After and delivers once", async () => {

@@ -202,6 +202,7 @@ describe("configuration", () => {
     ["a wrong type", { runs: { maxIterations: "ten" } }, /runs\.maxIterations/],
     ["a log size of zero", { log: { maxFileMb: 0 } }, /log\.maxFileMb/],
     ["a summary model without provider", { compaction: { model: "nano" } }, /compaction\.model.*provider\/model/],
+    ["a Slack slash command without its slash", { channels: { slack: { slashCommand: "lurk" } } }, /channels\.slack\.slashCommand.*e\.g\. \/lurk/],
     ["a subagents lease renewed too rarely", { subagents: { leaseTtlMs: 2_000, leaseRenewMs: 1_500 } }, /subagents\.leaseRenewMs must be at most half of subagents\.leaseTtlMs/],
   ];
   for (const [name, file, message] of invalid) {

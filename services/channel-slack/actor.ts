@@ -15,7 +15,9 @@ import { LurkError } from "../../shared/contract/index.js";
 import { channelDrafts, defineChannelActor, DeliveryError, DraftMessages, publishWithDraft, toSlackMrkdwn, type ChannelContext, type InboundInput } from "../../shared/runtime/channel/index.js";
 import { slackChannelSchema, streamingMode, type SlackChannelConfig } from "../../shared/runtime/config-channels.js";
 import type { Logger } from "../../shared/runtime/logger.js";
-import { actionToInbound, eventToInbound, platformMessageId, targetOf, type BotIdentity, type SlackBlockActions, type SlackEvent, type SlackTarget } from "./inbound.js";
+import {
+  actionToInbound, eventToInbound, platformMessageId, slashToInbound, targetOf, type BotIdentity, type SlackBlockActions, type SlackEvent, type SlackSlashCommand, type SlackTarget,
+} from "./inbound.js";
 import { approvalBlocks, SlackApi } from "./send.js";
 
 export const SLACK_TEXT_LIMIT = 3900;
@@ -59,6 +61,13 @@ async function onEnvelope(ctx: ChannelContext<SlackChannelConfig>, api: SlackApi
   if (env.type === "events_api") {
     const event = (env.body as { event?: SlackEvent } | undefined)?.event;
     const inbound = event ? eventToInbound(event, bot) : undefined;
+    if (inbound) await publish(ctx, drafts, inbound);
+    await env.ack();
+    return;
+  }
+  if (env.type === "slash_commands") {
+    // stored first; the ACK (empty: the answer comes as a message) within Slack's 3 s
+    const inbound = slashToInbound(env.body as SlackSlashCommand, ctx.settings.slashCommand);
     if (inbound) await publish(ctx, drafts, inbound);
     await env.ack();
     return;

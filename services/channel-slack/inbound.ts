@@ -7,6 +7,8 @@
  * messages and edits/deletions (subtypes) are ignored. The platform message id is
  * `<channel>:<ts>` (the same for a redelivery, and for the message + app_mention pair).
  * Approval buttons (block_actions) become `/approve ID` / `/deny ID` from the clicking user.
+ * The app's slash command (`/lurk <text>`) is `<text>` from its user, addressed to the bot, in
+ * the channel or DM it was typed in (`/lurk /status` runs the chat command; `/lurk` alone, /help).
  */
 import { decodeToken, encodeToken } from "../../shared/contract/index.js";
 import type { InboundInput } from "../../shared/runtime/channel/index.js";
@@ -124,6 +126,34 @@ export function actionToInbound(body: SlackBlockActions): InboundInput | undefin
       : inThread ? { kind: "thread", id: channel, threadId: inThread, ...team } : { kind: "channel", id: channel, ...team },
     sender: { id: body.user.id, ...(name ? { name } : {}) },
     text: `/${action.action_id === APPROVE_ACTION ? "approve" : "deny"} ${action.value}`,
+    mentioned: true,
+  };
+}
+
+/** A slash command invocation (Socket Mode `slash_commands` payload; the fields LurkBot uses). */
+export interface SlackSlashCommand {
+  command?: string;
+  text?: string;
+  user_id?: string;
+  user_name?: string;
+  channel_id?: string;
+  team_id?: string;
+  trigger_id?: string;
+}
+
+/** The app's command -> a message to the bot; another command (or a payload without user or channel): undefined. */
+export function slashToInbound(cmd: SlackSlashCommand, slashCommand: string): InboundInput | undefined {
+  if (cmd.command !== slashCommand || !cmd.user_id || !cmd.channel_id || !cmd.trigger_id) return undefined;
+  const channel = cmd.channel_id;
+  const text = unescapeSlack(cmd.text ?? "").trim() || "/help";
+  const team = cmd.team_id ? { teamId: cmd.team_id } : {};
+  return {
+    // the trigger id is the invocation's own: a redelivered envelope carries it again
+    id: `slash:${channel}:${cmd.trigger_id}`,
+    conversation: conversationOf({ channel }),
+    peer: isDmChannel({ channel }) ? { kind: "dm", id: cmd.user_id } : { kind: "channel", id: channel, ...team },
+    sender: { id: cmd.user_id, ...(cmd.user_name ? { name: cmd.user_name } : {}) },
+    text,
     mentioned: true,
   };
 }

@@ -131,6 +131,8 @@ export const slackChannelSchema = z.object({
   ...streamingShape,
   /** the least time between two draft edits, ms (chat.update is rate limited per channel) */
   draftIntervalMs: z.number().int().min(200).max(60_000).default(1_500),
+  /** the app's slash command (defined in the Slack app, Socket Mode): `/lurk <text>` is a message to the bot */
+  slashCommand: z.string().regex(/^\/[a-z0-9_-]{1,31}$/, "a slash command: / and up to 32 lower-case letters, digits, - or _, e.g. /lurk").default("/lurk"),
 });
 
 export const channelsConfigSchema = z.object({

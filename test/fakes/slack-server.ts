@@ -1,7 +1,7 @@
 /**
  * A local Slack for the channel tests: the Web API (`POST /api/<method>`, form or JSON bodies,
  * `{ok, ...}` answers: apps.connections.open, auth.test, chat.postMessage/update/delete) and the
- * Socket Mode WebSocket (`hello`, `events_api` and `interactive` envelopes, pings; it records
+ * Socket Mode WebSocket (`hello`, `events_api`, `interactive` and `slash_commands` envelopes, pings; it records
  * each ACK `{envelope_id}` with its wall-clock time), as @slack/web-api and @slack/socket-mode
  * speak them. `rateLimitNextPosts(n)` answers chat.postMessage with 429 + Retry-After.
  */
@@ -86,6 +86,15 @@ export class FakeSlackServer {
       event_id: `Ev${ts.replace(".", "")}`, event_time: Math.floor(Date.now() / 1000),
     });
     return { envelope, ts };
+  }
+
+  /** A slash command typed in a channel or DM (`slash_commands` envelope, Socket Mode). */
+  slashCommand(opts: { channel: string; command: string; text: string; user?: string }): SlackEnvelope {
+    return this.sendEnvelope("slash_commands", {
+      token: "verification", team_id: this.bot.teamId, team_domain: "test", channel_id: opts.channel, channel_name: "directmessage",
+      user_id: opts.user ?? "UANN0001", user_name: "ann", command: opts.command, text: opts.text, api_app_id: "A000TEST",
+      is_enterprise_install: "false", response_url: "https://hooks.slack.test/commands/1", trigger_id: randomUUID(),
+    });
   }
 
   /** A click on a Block Kit button of one of the bot's messages. */
