@@ -8,11 +8,11 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { actorEventSchema, passwordEnvName, safeParseJson, STREAMS, subjects } from "../shared/contract/index.js";
-import { startActor, type ActorRuntime } from "../shared/runtime/actor.js";
+import { actorEventSchema, safeParseJson, STREAMS, subjects } from "../shared/contract/index.js";
+import type { ActorRuntime } from "../shared/runtime/actor.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { cronActor } from "../services/cron/actor.js";
-import { waitFor } from "./harness/actors.js";
+import { startInProcess, waitFor } from "./harness/actors.js";
 import { ManualClock } from "./harness/clock.js";
 import { TestNats } from "./harness/nats.js";
 
@@ -29,7 +29,7 @@ describe("cron with a controllable clock", () => {
 
   const startCron = async () => {
     const config = nats.config({ cron: { leaseTtlMs: 2_000, leaseRenewMs: 400 } });
-    cron = await startActor(cronActor({ clock }), { config, env: { [passwordEnvName("cron")]: nats.password("cron") } });
+    cron = await startInProcess(cronActor({ clock }), nats, config);
     await waitFor(async () => (await bus.call("cron", "status", {})).active, 10_000, "the cron actor to take the lease");
   };
   /** moves the clock by `ms` and keeps nudging due timers (the scheduler re-arms after each batch) until `n` fires were seen */

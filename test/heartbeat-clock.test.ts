@@ -11,13 +11,14 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  heartbeatEventSchema, outboundMessageSchema, passwordEnvName, safeParseJson, subjects, type HeartbeatEvent, type OutboundMessage,
+  heartbeatEventSchema, outboundMessageSchema, safeParseJson, subjects, type HeartbeatEvent, type OutboundMessage,
 } from "../shared/contract/index.js";
-import { startActor, type ActorRuntime } from "../shared/runtime/actor.js";
+import type { ActorRuntime } from "../shared/runtime/actor.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { loadConfig, type LurkConfig } from "../shared/runtime/config.js";
 import { heartbeatActor } from "../services/heartbeat/actor.js";
-import { waitFor } from "./harness/actors.js";
+import { startInProcess, waitFor } from "./harness/actors.js";
+import { holdReplies } from "./harness/held-reply.js";
 import { ManualClock } from "./harness/clock.js";
 import { CliClient, TestSystem } from "./harness/system.js";
 
@@ -37,7 +38,7 @@ describe("heartbeat with a controllable clock", () => {
 
   const startHeartbeat = async (cfg: LurkConfig = config) => {
     // a tick interval far beyond the test: heartbeats run only when asked (`heartbeat.run`) or at start
-    heartbeat = await startActor(heartbeatActor({ clock, tickMs: 3600_000 }), { config: cfg, env: { [passwordEnvName("heartbeat")]: system.nats.password("heartbeat") } });
+    heartbeat = await startInProcess(heartbeatActor({ clock, tickMs: 3600_000 }), system.nats, cfg);
   };
   const stopHeartbeat = async () => {
     await heartbeat?.stop();
@@ -109,24 +110,16 @@ describe("heartbeat with a controllable clock", () => {
   });
 
   it("a run that ends while the actor is down is finished by the next instance with its real tokens", async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    let reached = false;
-    system.fake.responder = async (body) => {
-      if (!JSON.stringify(body.messages).includes("check the backups")) return undefined;
-      reached = true;
-      await gate;
-      return { kind: "text", text: "HEARTBEAT_OK" };
-    };
+    const held = holdReplies(system.fake, (body) => JSON.stringify(body.messages).includes("check the backups"), { kind: "text", text: "HEARTBEAT_OK" });
     try {
       const tokensBefore = await tokens();
       clock.advance(60_000);
       const pendingCall = bus.call("heartbeat", "run", { agentId: "main" }, { timeoutMs: 30_000 }).catch((err: Error) => err);
-      await waitFor(() => reached, 10_000, "the heartbeat run to reach the model");
+      await waitFor(() => held.reached, 10_000, "the heartbeat run to reach the model");
       await stopHeartbeat();
       const answer = await pendingCall;
       assert.ok(answer instanceof Error || /actor stopping/.test(answer.event?.reason ?? ""), `the stopping actor left the run pending: ${JSON.stringify(answer)}`);
-      release();
+      held.release();
       const lastRun = await waitFor(async () => {
         const { session } = await bus.call("sessions", "get", { sessionKey: "agent:main:main" });
         return session && !session.activeRunId ? session : undefined;
@@ -141,7 +134,7 @@ describe("heartbeat with a controllable clock", () => {
       assert.equal(spent, (recovered.usage?.total ?? 0) > 0 ? recovered.usage!.total : recovered.usage!.input + recovered.usage!.output);
     } finally {
       system.fake.responder = undefined;
-      release();
+      held.release();
     }
   });
 

@@ -11,15 +11,16 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import {
-  heartbeatEventSchema, outboundMessageSchema, passwordEnvName, safeParseJson, subjects, type HeartbeatEvent, type OutboundMessage,
+  heartbeatEventSchema, outboundMessageSchema, safeParseJson, subjects, type HeartbeatEvent, type OutboundMessage,
 } from "../shared/contract/index.js";
-import { startActor, type ActorRuntime } from "../shared/runtime/actor.js";
+import type { ActorRuntime } from "../shared/runtime/actor.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { Lease } from "../shared/runtime/lease.js";
 import { loadConfig, type LurkConfig } from "../shared/runtime/config.js";
 import { heartbeatActor } from "../services/heartbeat/actor.js";
 import { gatherStatus } from "../services/cli/status.js";
-import { waitFor } from "./harness/actors.js";
+import { startInProcess, waitFor } from "./harness/actors.js";
+import { holdReplies } from "./harness/held-reply.js";
 import { CliClient, TestSystem } from "./harness/system.js";
 
 const S = subjects();
@@ -40,10 +41,7 @@ describe("heartbeat: one active instance, a standby that relays and takes over",
   let relayWatch: Subscription | undefined;
 
   /** an instance on "another host": its own data directory; beats only when asked */
-  const startInstance = (dir: string) => startActor(heartbeatActor({ tickMs: 3600_000 }), {
-    config: { ...config, dataDir: join(system.nats.home, dir) },
-    env: { [passwordEnvName("heartbeat")]: system.nats.password("heartbeat") },
-  });
+  const startInstance = (dir: string) => startInProcess(heartbeatActor({ tickMs: 3600_000 }), system.nats, { ...config, dataDir: join(system.nats.home, dir) });
   const status = async () => (await bus.call("heartbeat", "status", { agentId: "main" })).agents[0]!;
   /** the heartbeat rows of `lurkbot status`, read as the operator console (user cli): service id -> role */
   const roleRows = async () => {
@@ -111,25 +109,17 @@ describe("heartbeat: one active instance, a standby that relays and takes over",
 
   it("the standby takes over with the replicated state and finishes the run under way", async () => {
     const spentBefore = (await status()).tokensSpent;
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    let reached = false;
-    system.fake.responder = async (body) => {
-      if (!JSON.stringify(body.messages).includes("check the backups")) return undefined;
-      reached = true;
-      await gate;
-      return { kind: "text", text: "HEARTBEAT_OK" };
-    };
+    const held = holdReplies(system.fake, (body) => JSON.stringify(body.messages).includes("check the backups"), { kind: "text", text: "HEARTBEAT_OK" });
     try {
       const pendingCall = bus.call("heartbeat", "run", { agentId: "main" }, { timeoutMs: 30_000 }).catch((err: Error) => err);
-      await waitFor(() => reached, 10_000, "the heartbeat run to reach the model");
+      await waitFor(() => held.reached, 10_000, "the heartbeat run to reach the model");
       await first!.stop(); // gives the lease up; the run stays under way
       first = undefined;
       await pendingCall;
       await waitFor(() => roles.filter((r) => r === "active").length === 2, 5_000, "the standby to take the lease");
       assert.deepEqual(await roleRows(), new Map([[second!.service.info().id, "active"]]));
       const since = events.length;
-      release();
+      held.release();
       const recovered = await waitFor(() => events.slice(since).find((e) => e.agentId === "main" && e.status !== "skipped"), 10_000, "the finished run's event");
       assert.equal(recovered.status, "ok-token");
       const now = await status();
@@ -137,7 +127,7 @@ describe("heartbeat: one active instance, a standby that relays and takes over",
       assert.equal(now.last?.id, recovered.id);
     } finally {
       system.fake.responder = undefined;
-      release();
+      held.release();
     }
     // the second instance never delivered this alert; the replicated hash keeps it from repeating
     const before = delivered.length;

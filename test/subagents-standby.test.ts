@@ -9,13 +9,13 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
-import { passwordEnvName, subjects } from "../shared/contract/index.js";
-import { startActor, type ActorRuntime } from "../shared/runtime/actor.js";
+import { subjects } from "../shared/contract/index.js";
+import type { ActorRuntime } from "../shared/runtime/actor.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { loadConfig, type LurkConfig } from "../shared/runtime/config.js";
 import { definition as subagentsActor } from "../services/subagents/actor.js";
 import type { FakeReply } from "./fakes/openai-server.js";
-import { waitFor } from "./harness/actors.js";
+import { startInProcess, waitFor } from "./harness/actors.js";
 import { ANNOUNCE, childTask, Gates, isChild, lastText } from "./harness/subagents-llm.js";
 import { TestSystem } from "./harness/system.js";
 
@@ -39,10 +39,7 @@ describe("subagents: one active instance, a standby that relays and takes over",
   /** gates a child's LLM call waits at */
   const held = new Set<string>();
 
-  const startInstance = (dir: string) => startActor(subagentsActor, {
-    config: { ...config, dataDir: join(system.nats.home, dir) },
-    env: { [passwordEnvName("subagents")]: system.nats.password("subagents") },
-  });
+  const startInstance = (dir: string) => startInProcess(subagentsActor, system.nats, { ...config, dataDir: join(system.nats.home, dir) });
   const spawn = (task: string) => bus.call("subagents", "spawn", { requesterSessionKey: PARENT, task });
   const list = async () => (await bus.call("subagents", "list", { requesterSessionKey: PARENT })).children;
 

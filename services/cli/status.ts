@@ -8,10 +8,10 @@ import { Svcm, type ServiceIdentity, type ServiceInfo, type ServiceStats } from 
 import type { NatsConnection } from "@nats-io/transport-node";
 import { readLeases, type LeaseHolder } from "../../shared/runtime/lease.js";
 import { LAUNCHER_ACTORS } from "./actors.js";
+import { table } from "./format.js";
 
 /** the actors that keep one active instance through a lease named after them */
 export const LEASED_ACTORS = ["cron", "heartbeat", "subagents"] as const;
-import { table } from "./format.js";
 
 export interface InstanceStatus {
   name: string;

@@ -4,7 +4,7 @@
  * isolated cron session. Serves `lurk.cron.add|list|get|edit|rm|run|runs|status` from its LMDB
  * store under `<dataDir>/cron`.
  *
- * One instance is active (a lease in the KV bucket lurk_leases, shared/runtime/lease.ts); only
+ * One instance is active (the lease `cron` in lurk_leases, shared/runtime/active-instance.ts); only
  * the active one runs the scheduler. Any instance answers requests. Every instance keeps every
  * job: LMDB is the local store and the KV bucket lurk_cron_jobs replicates it between hosts
  * (replica.ts); instances on one data dir also notice changes through the store's generation.
@@ -14,12 +14,10 @@
  * (`lurk.run.evt.<runId>.done|error`) records lastStatus and lastDurationMs; runs whose end was
  * missed are reconciled through `lurk.sessions.run`.
  */
-import { randomBytes } from "node:crypto";
-import { hostname } from "node:os";
 import { join } from "node:path";
 import { buildSessionKey, LurkError, type CronJob } from "../../shared/contract/index.js";
+import { ActiveInstance } from "../../shared/runtime/active-instance.js";
 import type { ActorDefinition, ActorRuntime } from "../../shared/runtime/actor.js";
-import { Lease, LeaseKeeper } from "../../shared/runtime/lease.js";
 import { runEndFromRecords, subscribeRunEnds } from "../../shared/runtime/run-ends.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { FireClaims } from "./claims.js";
@@ -56,13 +54,20 @@ async function start(rt: ActorRuntime, clock: Clock) {
   const cfg = rt.config.cron;
   const store = new CronStore(join(rt.config.dataDir, "cron"), cfg.runLogMax);
   const agentIds = rt.config.agents.map((a) => a.id);
-  const holder = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
-  const claims = await FireClaims.open(rt.nc, holder, cfg.leaseTtlMs, () => clock.now());
+  // only the active instance schedules; the jobs are reloaded into the scheduler when it takes over
+  const instance = await ActiveInstance.open(rt, "cron", {
+    ttlMs: cfg.leaseTtlMs,
+    renewMs: cfg.leaseRenewMs,
+    takeOver: async () => reload(),
+    activated: () => scheduler.start(),
+    standBy: () => void scheduler.stop(),
+  });
+  const claims = await FireClaims.open(rt.nc, instance.holder, cfg.leaseTtlMs, () => clock.now());
   const firer = new Firer(store, busFor(rt, claims), clock, rt.log, (event, data) => rt.emit(event, data));
 
   const scheduler = new Scheduler(clock, async (jobIds) => {
     for (const jobId of jobIds) {
-      if (!keeper.isActive) {
+      if (!instance.isActive()) {
         scheduler.set(jobId, clock.now() + cfg.leaseRenewMs);
         continue;
       }
@@ -83,35 +88,17 @@ async function start(rt: ActorRuntime, clock: Clock) {
     scheduler.rebuild(entries);
   };
 
-  const lease = await Lease.open(rt.nc, { key: "cron", holder, instance: rt.service.info().id, ttlMs: cfg.leaseTtlMs });
-  const keeper = new LeaseKeeper(lease, {
-    intervalMs: cfg.leaseRenewMs,
-    onChange(active) {
-      rt.log.info({ holder, active }, active ? "cron lease taken: this instance schedules" : "cron lease lost: standing by");
-      rt.emit(active ? "active" : "standby", { holder });
-      if (active) {
-        reload();
-        scheduler.start();
-      } else {
-        void scheduler.stop();
-      }
-    },
-    onError: (err) => rt.log.warn({ err }, "cron lease check failed"),
-  });
   /** The active instance's scheduler follows a job's change (undefined: removed). */
   const plan = (jobId: string, job: CronJob | undefined) => {
-    if (keeper.isActive) scheduler.set(jobId, slotOf(job));
+    if (instance.isActive()) scheduler.set(jobId, slotOf(job));
   };
   // the bucket's jobs are in LMDB before this instance may schedule; jobs changed on another
   // instance later reach the scheduler
   const replica = await JobReplica.open(rt.nc, store, rt.log, plan);
   await replica.start();
-  if (cfg.enabled) {
-    await keeper.tick();
-    keeper.start();
-  }
+  if (cfg.enabled) await instance.start();
   const poll = setInterval(() => {
-    if (keeper.isActive && store.generation() !== generation) reload();
+    if (instance.isActive() && store.generation() !== generation) reload();
   }, GENERATION_POLL_MS);
 
   // a run's terminal event ends its fire
@@ -193,11 +180,11 @@ async function start(rt: ActorRuntime, clock: Clock) {
   });
 
   rt.serve("cron", "status", () => {
-    let next: number | undefined = keeper.isActive ? scheduler.nextAt : undefined;
+    let next: number | undefined = instance.isActive() ? scheduler.nextAt : undefined;
     if (next === undefined) {
       for (const j of store.jobs()) if (j.enabled && j.state.nextRunAtMs !== undefined && (next === undefined || j.state.nextRunAtMs < next)) next = j.state.nextRunAtMs;
     }
-    return { running: cfg.enabled, active: keeper.isActive, jobs: store.jobCount(), ...(next !== undefined ? { nextRunAtMs: next } : {}) };
+    return { running: cfg.enabled, active: instance.isActive(), jobs: store.jobCount(), ...(next !== undefined ? { nextRunAtMs: next } : {}) };
   });
 
   return {
@@ -205,7 +192,7 @@ async function start(rt: ActorRuntime, clock: Clock) {
       clearInterval(poll);
       clearInterval(reconcile);
       terminal.stop();
-      await keeper.stop();
+      await instance.stop();
       await scheduler.stop();
       await replica.drain();
       await replica.stop();

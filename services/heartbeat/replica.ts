@@ -17,18 +17,18 @@ import { agentStateSchema, type HeartbeatStore, type StoreChange } from "./store
 const alertValueSchema = z.object({ at: z.number() });
 
 const keyOf = (change: StoreChange) => change.kind === "agent" ? `agent.${change.agentId}` : `alert.${change.agentId}.${change.hash}`;
+const valueOf = (change: StoreChange) => change.kind === "agent" ? change.state : change.kind === "alert" ? { at: change.at } : undefined;
 
 export class StateReplica {
-  private constructor(private readonly kv: KvReplica, private readonly store: HeartbeatStore, private readonly log: Logger) {}
+  private constructor(private readonly kv: KvReplica, private readonly store: HeartbeatStore) {}
 
   static async open(nc: NatsConnection, store: HeartbeatStore, log: Logger): Promise<StateReplica> {
-    return new StateReplica(await KvReplica.open(nc, HEARTBEAT_BUCKET, log), store, log);
+    return new StateReplica(await KvReplica.open(nc, HEARTBEAT_BUCKET, log), store);
   }
 
   /** One change of the store; resolves once it is in the bucket. */
   write(change: StoreChange): Promise<void> {
-    const value = change.kind === "agent" ? change.state : change.kind === "alert" ? { at: change.at } : undefined;
-    return this.kv.write(keyOf(change), value);
+    return this.kv.write(keyOf(change), valueOf(change));
   }
 
   drain(): Promise<void> {
@@ -36,28 +36,14 @@ export class StateReplica {
   }
 
   /** The bucket into LMDB, then what only LMDB has into the bucket. */
-  async load(): Promise<{ agents: number; alerts: number; published: number }> {
-    const entries = await this.kv.entries();
-    let agents = 0;
-    let alerts = 0;
-    for (const [key, value] of entries) {
+  load(): Promise<{ applied: number; skipped: number; published: number }> {
+    return this.kv.sync(async (key, value) => {
       const [kind, agentId, hash] = key.split(".");
       const state = kind === "agent" && agentId ? parseKvValue(agentStateSchema, value) : undefined;
+      if (state) await this.store.replace(agentId!, state);
       const alert = kind === "alert" && agentId && hash ? parseKvValue(alertValueSchema, value) : undefined;
-      if (state) {
-        await this.store.replace(agentId!, state);
-        agents++;
-      } else if (alert) {
-        await this.store.setAlert(agentId!, hash!, alert.at);
-        alerts++;
-      } else this.log.warn({ key }, "skipped a heartbeat state entry that does not parse");
-    }
-    let published = 0;
-    for (const change of [...this.store.entries()]) {
-      if (entries.has(keyOf(change))) continue;
-      await this.write(change);
-      published++;
-    }
-    return { agents, alerts, published };
+      if (alert) await this.store.setAlert(agentId!, hash!, alert.at);
+      return state !== undefined || alert !== undefined;
+    }, [...this.store.entries()].map((change) => [keyOf(change), valueOf(change)]));
   }
 }

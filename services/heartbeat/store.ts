@@ -41,6 +41,10 @@ export type StoreChange =
   | { kind: "alert"; agentId: string; hash: string; at: number }
   | { kind: "alert-gone"; agentId: string; hash: string };
 
+/** an alert's LMDB key, `<agentId>\0<hash>`, and back */
+const alertKey = (agentId: string, hash: string) => `${agentId}\u0000${hash}`;
+const splitAlertKey = (key: string) => key.split("\u0000") as [agentId: string, hash: string];
+
 export class HeartbeatStore {
   private readonly root: RootDatabase;
   private readonly agents: Database<AgentState, string>;
@@ -92,24 +96,24 @@ export class HeartbeatStore {
   *entries(): Iterable<StoreChange> {
     for (const { key, value } of this.agents.getRange()) yield { kind: "agent", agentId: key, state: this.cache.get(key) ?? value };
     for (const { key, value } of this.alerts.getRange()) {
-      const [agentId, hash] = key.split("\u0000") as [string, string];
+      const [agentId, hash] = splitAlertKey(key);
       yield { kind: "alert", agentId, hash, at: value };
     }
   }
 
   /** Sets when an alert was last delivered, from the replica (no onChange). */
   async setAlert(agentId: string, hash: string, at: number): Promise<void> {
-    await this.alerts.put(`${agentId}\u0000${hash}`, at);
+    await this.alerts.put(alertKey(agentId, hash), at);
   }
 
   /** Whether the same alert text went out for this agent within the dedupe window. */
   isRecentAlert(agentId: string, hash: string, now: number): boolean {
-    const at = this.alerts.get(`${agentId}\u0000${hash}`);
+    const at = this.alerts.get(alertKey(agentId, hash));
     return at !== undefined && now - at < ALERT_DEDUPE_MS;
   }
 
   async rememberAlert(agentId: string, hash: string, now: number): Promise<void> {
-    await Promise.all([this.alerts.put(`${agentId}\u0000${hash}`, now), this.onChange({ kind: "alert", agentId, hash, at: now })]);
+    await Promise.all([this.alerts.put(alertKey(agentId, hash), now), this.onChange({ kind: "alert", agentId, hash, at: now })]);
   }
 
   /** Drops alert hashes older than the dedupe window. */
@@ -117,7 +121,7 @@ export class HeartbeatStore {
     const old: string[] = [];
     for (const { key, value } of this.alerts.getRange()) if (now - value >= ALERT_DEDUPE_MS) old.push(key);
     for (const key of old) {
-      const [agentId, hash] = key.split("\u0000") as [string, string];
+      const [agentId, hash] = splitAlertKey(key);
       await Promise.all([this.alerts.remove(key), this.onChange({ kind: "alert-gone", agentId, hash })]);
     }
     return old.length;

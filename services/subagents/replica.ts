@@ -15,10 +15,10 @@ import { childRecordSchema, type ChildRecord, type ChildStore } from "./store.js
 const keyOf = (runId: string) => `child.${runId}`;
 
 export class ChildReplica {
-  private constructor(private readonly kv: KvReplica, private readonly store: ChildStore, private readonly log: Logger) {}
+  private constructor(private readonly kv: KvReplica, private readonly store: ChildStore) {}
 
   static async open(nc: NatsConnection, store: ChildStore, log: Logger): Promise<ChildReplica> {
-    return new ChildReplica(await KvReplica.open(nc, SUBAGENTS_BUCKET, log), store, log);
+    return new ChildReplica(await KvReplica.open(nc, SUBAGENTS_BUCKET, log), store);
   }
 
   /** One record written (undefined: removed); resolves once it is in the bucket. */
@@ -31,24 +31,11 @@ export class ChildReplica {
   }
 
   /** The bucket into LMDB, then what only LMDB has into the bucket. */
-  async load(): Promise<{ children: number; published: number }> {
-    const entries = await this.kv.entries();
-    let children = 0;
-    for (const [key, value] of entries) {
+  load(): Promise<{ applied: number; skipped: number; published: number }> {
+    return this.kv.sync(async (key, value) => {
       const record = key.startsWith("child.") ? parseKvValue(childRecordSchema, value) : undefined;
-      if (!record) {
-        this.log.warn({ key }, "skipped a subagents entry that does not parse");
-        continue;
-      }
-      await this.store.replace(record);
-      children++;
-    }
-    let published = 0;
-    for (const record of this.store.records()) {
-      if (entries.has(keyOf(record.runId))) continue;
-      await this.write(record.runId, record);
-      published++;
-    }
-    return { children, published };
+      if (record) await this.store.replace(record);
+      return record !== undefined;
+    }, this.store.records().map((record) => [keyOf(record.runId), record]));
   }
 }

@@ -43,7 +43,7 @@ export class ChildStore {
   async create(record: ChildRecord, limits: SpawnLimits): Promise<void> {
     await this.root.transaction(() => {
       if (this.children.get(record.runId)) throw new LurkError("CONFLICT", `a child run ${record.runId} exists already`);
-      checkSpawnLimits(this.all(), record, limits);
+      checkSpawnLimits(this.records(), record, limits);
       void this.children.put(record.runId, record);
     });
     await this.onChange(record.runId, record);
@@ -54,17 +54,13 @@ export class ChildStore {
     await this.children.put(record.runId, record);
   }
 
-  /** Every record stored here. */
-  records(): ChildRecord[] {
-    return this.all();
-  }
 
   get(runId: string): ChildRecord | undefined {
     return this.children.get(runId);
   }
 
   byChildSessionKey(childSessionKey: string): ChildRecord | undefined {
-    return this.all().find((r) => r.childSessionKey === childSessionKey);
+    return this.records().find((r) => r.childSessionKey === childSessionKey);
   }
 
   /**
@@ -90,23 +86,24 @@ export class ChildStore {
 
   /** Newest first; only the children of `requesterSessionKey` when given. */
   list(requesterSessionKey?: string): ChildRecord[] {
-    return this.all()
+    return this.records()
       .filter((r) => !requesterSessionKey || r.requesterSessionKey === requesterSessionKey)
       .sort((a, b) => b.startedAt - a.startedAt);
   }
 
   inStatus(...statuses: ChildStatus[]): ChildRecord[] {
-    return this.all().filter((r) => statuses.includes(r.status));
+    return this.records().filter((r) => statuses.includes(r.status));
   }
 
   /** Drops finished records that ended before `before`; returns how many. */
   async prune(before: number): Promise<number> {
-    const old = this.all().filter((r) => (r.status === "done" || r.status === "stopped") && (r.endedAt ?? r.startedAt) < before);
+    const old = this.records().filter((r) => (r.status === "done" || r.status === "stopped") && (r.endedAt ?? r.startedAt) < before);
     for (const r of old) await this.remove(r.runId);
     return old.length;
   }
 
-  private all(): ChildRecord[] {
+  /** Every record stored here. */
+  records(): ChildRecord[] {
     const out: ChildRecord[] = [];
     for (const { value } of this.children.getRange()) out.push(value);
     return out;

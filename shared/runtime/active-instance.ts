@@ -1,6 +1,7 @@
 /**
- * One active instance of an actor that several hosts may run (heartbeat, subagents): the lease
- * `<actor>` in lurk_leases (lease.ts) plus the relay of its requests (active-relay.ts).
+ * One active instance of an actor that several hosts may run (cron, heartbeat, subagents): the
+ * lease `<actor>` in lurk_leases (lease.ts) plus the relay of its requests (active-relay.ts;
+ * cron serves requests on every instance from its replicated jobs and does not use it).
  *
  * Contract:
  * - `isActive()` is true only after `takeOver` finished for the current term (e.g. the replicated
@@ -35,7 +36,7 @@ export class ActiveInstance<A extends EndpointActor> {
   private ready = false;
   private takingOver: Promise<void> = Promise.resolve();
 
-  private constructor(private readonly rt: ActorRuntime, actor: A, private readonly keeper: LeaseKeeper) {
+  private constructor(private readonly rt: ActorRuntime, actor: A, private readonly keeper: LeaseKeeper, /** this instance in the lease (unique per instance) */ readonly holder: string) {
     this.relay = new ActiveRelay(rt, actor, () => this.isActive());
   }
 
@@ -48,7 +49,7 @@ export class ActiveInstance<A extends EndpointActor> {
       onChange: (active) => self.onRoleChange(active, holder, opts),
       onError: (err) => rt.log.warn({ err }, `${actor} lease check failed`),
     });
-    self = new ActiveInstance(rt, actor, keeper);
+    self = new ActiveInstance(rt, actor, keeper, holder);
     return self;
   }
 

@@ -6,7 +6,10 @@
  * - `write(key, value)` (undefined: delete) goes out in the order called; the promise resolves
  *   once that write is in JetStream. A failed write is logged and the chain goes on: LMDB keeps
  *   the change and the next takeover of this host publishes what the bucket lacks.
- * - `entries()` lists the bucket's live keys with their values (JSON checked by the caller).
+ * - `sync(apply, local)`, when an instance takes over: every live entry of the bucket goes through
+ *   `apply` (this host's copy is older); an entry it refuses (false: does not parse) is skipped
+ *   with a warning. Then the local entries the bucket lacks (an install from before the bucket)
+ *   are written.
  */
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -36,15 +39,25 @@ export class KvReplica {
     return this.chain;
   }
 
-  /** The bucket's live entries: key -> value bytes. */
-  async entries(): Promise<Map<string, Uint8Array>> {
+  /** The bucket into the local store through `apply`, then the local entries it lacks into the bucket. */
+  async sync(apply: (key: string, value: Uint8Array) => Promise<boolean>, local: Iterable<[key: string, value: unknown]>): Promise<{ applied: number; skipped: number; published: number }> {
     const keys: string[] = [];
     for await (const key of await this.kv.keys()) keys.push(key);
-    const out = new Map<string, Uint8Array>();
+    const seen = new Set<string>();
+    let applied = 0;
     for (const key of keys) {
       const entry = await this.kv.get(key);
-      if (entry && entry.operation === "PUT") out.set(key, entry.value);
+      if (!entry || entry.operation !== "PUT") continue;
+      seen.add(key);
+      if (await apply(key, entry.value)) applied++;
+      else this.log.warn({ key }, "skipped a replicated entry that does not parse");
     }
-    return out;
+    let published = 0;
+    for (const [key, value] of local) {
+      if (seen.has(key)) continue;
+      await this.write(key, value);
+      published++;
+    }
+    return { applied, skipped: seen.size - applied, published };
   }
 }

@@ -1,8 +1,12 @@
 /**
  * Starts actors as real child processes (`node dist/services/<actor>/main.js`), the way the
- * launcher does, and waits for their "ready" IPC message.
+ * launcher does, and waits for their "ready" IPC message; or in this process (`startInProcess`),
+ * for tests that hand an actor a clock or run two instances with separate homes.
  */
 import { fork, type ChildProcess } from "node:child_process";
+import { passwordEnvName } from "../../shared/contract/index.js";
+import { startActor, type ActorDefinition, type ActorRuntime } from "../../shared/runtime/actor.js";
+import type { LurkConfig } from "../../shared/runtime/config.js";
 import { ACTOR_ENV, ACTOR_NODE_FLAGS } from "../../shared/runtime/memory.js";
 import { appendFileSync } from "node:fs";
 import { join } from "node:path";
@@ -95,4 +99,9 @@ export async function waitFor<T>(check: () => Promise<T> | T, timeoutMs = 15_000
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`timed out waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ""}`);
+}
+
+/** An actor in this process with `config`, connected as its own NATS user. */
+export function startInProcess(definition: ActorDefinition, nats: TestNats, config: LurkConfig): Promise<ActorRuntime> {
+  return startActor(definition, { config, env: { [passwordEnvName(definition.name)]: nats.password(definition.name) } });
 }
