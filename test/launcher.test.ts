@@ -266,7 +266,8 @@ describe("lurkbot start", () => {
         assert.ok(readFileSync(join(logs, `${name}.1`), "utf8").includes(padding), `${name}.1 holds what the log held`);
         assert.ok(statSync(join(logs, name)).size < padding.length, `${name} was emptied`);
       }
-      assert.match(launcher.stdout, /rotated .*sessions\.log \(over 0\.01 MB; 2 older copies kept\)/);
+      // the launcher prints the line after the copy and the truncate: the files can be seen first
+      await waitFor(() => /rotated .*sessions\.log \(over 0\.01 MB; 2 older copies kept\)/.test(launcher.stdout), 5_000, "the launcher's line for sessions.log");
       // nats-server still writes through the file it opened at start: a refused login is logged
       // at the start of the emptied file (an append-mode writer), not past its old end
       const port = new URL(launcher.env.LURKBOT_NATS_URL!).port;
