@@ -13,6 +13,7 @@ import { RunControls } from "./control.js";
 import { ProviderRegistry } from "./providers/registry.js";
 import { runHandler } from "./run.js";
 import { ToolsClient } from "./tools-client.js";
+import { ImageLoader } from "./images.js";
 import { TranscriptCache } from "./transcript-cache.js";
 
 /** margin over the tools' own timeout before a call counts as unanswered */
@@ -38,16 +39,19 @@ export const definition: ActorDefinition = {
     rt.signal.addEventListener("abort", () => controls.stop(), { once: true });
     // only a cache (sessions.begin sends the full history when it has nothing): dropped when idle
     const transcripts = new TranscriptCache(rt.config.runs.historyLimit);
+    // images of the conversation by media ref, loaded for each LLM call (images.ts)
+    const images = new ImageLoader(rt.media, rt.log);
     rt.onIdle(() => {
       const dropped = transcripts.trimIdle();
       if (dropped > 0) rt.log.debug({ dropped }, "idle: dropped cached transcripts");
+      images.clear();
     });
     rt.consume({
       stream: STREAMS.runs,
       consumer: CONSUMERS.agentRunner,
       schema: runRequestSchema,
       concurrency: rt.config.runs.concurrency,
-      handler: runHandler({ rt, registry, tools, controls, transcripts, authState }),
+      handler: runHandler({ rt, registry, tools, controls, transcripts, authState, images }),
     });
     rt.log.info({ model: rt.config.model ?? null, concurrency: rt.config.runs.concurrency }, rt.config.model ? "agent-runner ready" : "agent-runner ready without a model: runs will reply how to configure one");
   },

@@ -15,6 +15,7 @@ import { LurkError, type AssistantMessage, type LlmMessage, type ToolDefinition 
 import type { Logger } from "../../shared/runtime/logger.js";
 import type { RunEvents } from "./events.js";
 import { failureReason, type Candidate, type ModelChain } from "./failover.js";
+import type { ImageLoader } from "./images.js";
 import type { Provider, ProviderRequest } from "./providers/types.js";
 import { sleepUnlessAborted as sleep } from "../../shared/runtime/abortable-sleep.js";
 
@@ -40,6 +41,8 @@ export interface LlmCallDeps {
   llmTimeoutMs: number;
   /** profiles and fallbacks; when absent only `provider`/`model` are used */
   chain?: ModelChain;
+  /** fills in the bytes of images kept as media refs (images.ts); absent: sent as they are */
+  images?: Pick<ImageLoader, "resolve">;
 }
 
 /** The LurkError a fired run signal stands for (ABORTED unless the reason is a LurkError). */
@@ -93,7 +96,8 @@ function backoff(error: LurkError, retry: number): number {
   return Math.min(Math.max(RETRY_DELAYS_MS[retry]!, retryAfter ?? 0), MAX_RETRY_AFTER_MS);
 }
 
-export async function callModel(deps: LlmCallDeps, turn: number, messages: LlmMessage[]): Promise<AssistantMessage> {
+export async function callModel(deps: LlmCallDeps, turn: number, history: LlmMessage[]): Promise<AssistantMessage> {
+  const messages = deps.images ? await deps.images.resolve(history) : history;
   if (deps.chain) return callWithFailover(deps, deps.chain, turn, messages);
   for (let retry = 0; ; retry++) {
     const result = await attempt(deps, deps.provider, { model: deps.model, system: deps.system, messages, tools: deps.tools }, turn);

@@ -30,6 +30,7 @@ import type { ToolsClient } from "./tools-client.js";
 import type { TranscriptCache } from "./transcript-cache.js";
 import { runHooks } from "./hooks.js";
 import { attachRunNotes } from "./run-notes.js";
+import type { ImageLoader } from "./images.js";
 import { inputRecords, mailboxInputRecords, recordsToMessages, resumeState } from "./transcript.js";
 
 export interface RunnerDeps {
@@ -40,6 +41,8 @@ export interface RunnerDeps {
   transcripts: TranscriptCache;
   /** auth profile cooldowns and pins (LMDB); without it profiles are not rotated */
   authState?: AuthStateStore;
+  /** loads images kept as media refs for each LLM call; without it they go as they are */
+  images?: ImageLoader;
 }
 
 /** A retryable bus failure: the run is left unfinished and the message redelivered. */
@@ -156,7 +159,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
     if (!req.options.command) resume.context = await compactor.beforeRun(system, tools, resume.context, [...(resume.pending ? [resume.pending.message] : []), ...resume.after]);
     const result = req.options.command === "compact" ? await compactor.commandResult(resume.context, begun.runRecords, req.inputs) : await runLoop({
       provider: resolved.provider, providerName: resolved.providerName, model: resolved.model, chain, system, tools, events, log,
-      signal: controller.signal, llmTimeoutMs: rt.config.runs.llmTimeoutMs,
+      signal: controller.signal, llmTimeoutMs: rt.config.runs.llmTimeoutMs, ...(deps.images ? { images: deps.images } : {}),
       maxIterations: req.options.maxIterations ?? rt.config.runs.maxIterations,
       // after a switch of model: that model's tools and prompt (llm-call.ts)
       inputsFor: (modelRef) => prepareTurnInputs(deps, req, agent, modelRef),

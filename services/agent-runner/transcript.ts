@@ -9,8 +9,9 @@
  *    (except in the trailing group, which the loop is about to finish).
  */
 import {
-  addUsage, emptyUsage, recordIds, type Usage, type AssistantMessage, type LlmMessage, type RunInput, type RunRequest, type ToolResultMessage, type TranscriptRecord, type UserMessage,
+  addUsage, emptyUsage, recordIds, type Attachment, type Usage, type AssistantMessage, type LlmMessage, type RunInput, type RunRequest, type ToolResultMessage, type TranscriptRecord, type UserMessage,
 } from "../../shared/contract/index.js";
+import { formatBytes } from "../../shared/runtime/media.js";
 import { compactedView, messageRecordIds, summaryNote } from "./compaction-view.js";
 
 export function inputRecords(req: RunRequest, now = Date.now()): TranscriptRecord[] {
@@ -23,12 +24,24 @@ function inputRecord(id: string, runId: string, input: RunInput, now: number, ex
   if (input.kind === "system_event") return { id, ts: now, runId, kind: "system_event", text: input.text, ...(meta ? { meta } : {}) };
   const content: UserMessage["content"] = [];
   if (input.text) content.push({ type: "text", text: input.text });
-  for (const a of input.attachments) {
-    if (a.kind === "image" && (a.dataBase64 || a.url)) content.push({ type: "image", mime: a.mime, ...(a.dataBase64 ? { dataBase64: a.dataBase64 } : {}), ...(a.url ? { url: a.url } : {}) });
-    else content.push({ type: "text", text: `[attachment: ${a.name ?? a.kind} (${a.mime}${a.size ? `, ${a.size} bytes` : ""})${a.url ? ` ${a.url}` : ""}]` });
-  }
+  for (const a of input.attachments) content.push(attachmentBlock(a));
   if (content.length === 0) content.push({ type: "text", text: "" });
   return { id, ts: now, runId, kind: "message", message: { role: "user", content }, ...(meta ? { meta } : {}) };
+}
+
+/**
+ * An image the model can see (by media ref, inline or URL: images.ts loads a ref's bytes for each
+ * call), else a note naming the file: with its media ref and the media_save tool that puts it in
+ * the workspace, or with the reason the channel could not store it.
+ */
+function attachmentBlock(a: Attachment): UserMessage["content"][number] {
+  if (a.kind === "image" && !a.error && (a.ref || a.dataBase64 || a.url)) {
+    return { type: "image", mime: a.mime, ...(a.ref ? { ref: a.ref } : a.dataBase64 ? { dataBase64: a.dataBase64 } : {}), ...(a.url && !a.ref ? { url: a.url } : {}) };
+  }
+  const what = `${a.name ?? a.kind} (${a.mime}${a.size ? `, ${formatBytes(a.size)}` : ""})`;
+  if (a.error) return { type: "text", text: `[attachment ${what} could not be received: ${a.error}]` };
+  if (a.ref) return { type: "text", text: `[attachment ${what}, media ref ${a.ref}: the media_save tool saves it into the workspace]` };
+  return { type: "text", text: `[attachment: ${what}${a.url ? ` ${a.url}` : ""}]` };
 }
 
 export function recordsToMessages(records: TranscriptRecord[]): LlmMessage[] {

@@ -196,7 +196,7 @@ export class Launcher {
     }
     try {
       const replicas = await currentStreamReplicas(admin);
-      await ensureStreams(admin, config.nats.prefix, replicas);
+      await ensureStreams(admin, config.nats.prefix, replicas, config.media);
       this.report.say(`JetStream streams ready${replicas > 1 ? ` (replicas ${replicas})` : ""}`);
     } catch (err) {
       throw new CliError(`could not create the JetStream streams: ${(err as Error).message}. Is JetStream enabled on ${config.nats.url}?`);

@@ -153,7 +153,7 @@ async function cmdStreams(p: ParsedCommand, env: Env): Promise<number> {
       const nc = await connectCli(cfg, env, { user: "admin" });
       try {
         const replicas = p.options.replicas === undefined ? await currentStreamReplicas(nc) : Math.round(p.options.replicas as number);
-        await ensureStreams(nc, cfg.nats.prefix, replicas);
+        await ensureStreams(nc, cfg.nats.prefix, replicas, cfg.media);
         out(`JetStream streams ready on ${cfg.nats.url} (replicas ${replicas})`);
         return EXIT.ok;
       } finally {

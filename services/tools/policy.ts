@@ -36,7 +36,8 @@ export interface ToolRules {
 export const TOOL_GROUPS: Readonly<Record<string, readonly string[]>> = {
   "group:memory": ["memory_search", "memory_get"],
   "group:web": ["web_search", "web_fetch"],
-  "group:fs": ["read", "write", "edit", "apply_patch"],
+  // media_save: a file a user sent, into the workspace
+  "group:fs": ["read", "write", "edit", "apply_patch", "media_save"],
   // process: background jobs, the same sandbox as exec (MoltBot's group:runtime has it too)
   "group:runtime": ["bash", "exec", "process"],
   "group:sessions": ["sessions_spawn", "sessions_send", "sessions_list", "sessions_history", "session_status", "agents_list"],
@@ -60,9 +61,9 @@ export const SUBAGENT_DENY_LIST: readonly string[] = [
   "sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "gateway", "agents_list", "session_status",
   "cron", "memory_search", "memory_get",
 ];
-/** the seeds' lists, plus process (it runs commands like exec) */
-export const SANDBOX_DENY_LIST: readonly string[] = ["bash", "exec", "process", "write", "edit", "apply_patch"];
-export const GROUP_DENY_LIST: readonly string[] = ["bash", "exec", "process", "write", "edit", "apply_patch", "sessions_spawn", "cron"];
+/** the seeds' lists, plus process (it runs commands like exec) and media_save (it writes a file like write) */
+export const SANDBOX_DENY_LIST: readonly string[] = ["bash", "exec", "process", "write", "edit", "apply_patch", "media_save"];
+export const GROUP_DENY_LIST: readonly string[] = ["bash", "exec", "process", "write", "edit", "apply_patch", "media_save", "sessions_spawn", "cron"];
 /** session types the GROUP_DENY_LIST applies to (the seeds' low-trust types; a channel thread is one too) */
 export const GROUP_SESSION_TYPES: readonly SessionType[] = ["group", "topic", "thread"];
 /** the seeds' security matrix: group and topic sessions are sandboxed */

@@ -14,11 +14,12 @@ import { webFetchTool } from "./tools/web-fetch.js";
 import { webSearchTool } from "./tools/web-search.js";
 import { processTool } from "./tools/process.js";
 import { messageTool } from "./tools/message.js";
+import { mediaSaveTool } from "./tools/media.js";
 import { agentsListTool, sessionsHistoryTool, sessionsListTool, sessionsSendTool, sessionStatusTool } from "./tools/sessions.js";
 import { sessionsSpawnTool } from "./tools/sessions-spawn.js";
 import { cronTool } from "./tools/cron.js";
 
-export const BUILTIN_TOOLS: readonly Tool[] = [readTool, execTool, writeTool, editTool, applyPatchTool, memorySearchTool, memoryGetTool, webFetchTool, webSearchTool, sessionsSpawnTool, processTool, messageTool, sessionsListTool, sessionsHistoryTool, sessionsSendTool, sessionStatusTool, agentsListTool, cronTool];
+export const BUILTIN_TOOLS: readonly Tool[] = [readTool, execTool, writeTool, editTool, applyPatchTool, memorySearchTool, memoryGetTool, webFetchTool, webSearchTool, sessionsSpawnTool, processTool, messageTool, mediaSaveTool, sessionsListTool, sessionsHistoryTool, sessionsSendTool, sessionStatusTool, agentsListTool, cronTool];
 
 const byName = new Map(BUILTIN_TOOLS.map((tool) => [tool.name, tool]));
 

@@ -37,6 +37,9 @@ export const HEARTBEAT_BUCKET = "lurk_heartbeat";
 /** The subagents actor's child records, written by the active instance for the next one (key: the child's run id). */
 export const SUBAGENTS_BUCKET = "lurk_subagents";
 
+/** The media store: a JetStream object store of files, named by their SHA-256 (mediaRefSchema). */
+export const MEDIA_BUCKET = "lurk_media";
+
 /** JetStream consumer names of the contract. */
 export const CONSUMERS = {
   router: "router",
@@ -57,7 +60,8 @@ export function actorGrants(prefix?: string): ActorGrant[] {
     grant({
       user: `channel-${name}`,
       description: `the ${name} channel: platform <-> bus`,
-      publish: [s.inbound(name), ops("approvals"), ops("sessions"), ops("router"), ...extraPublish],
+      // the media store: files users send are stored, files the agent sends are read
+      publish: [s.inbound(name), ops("approvals"), ops("sessions"), ops("router"), ...mediaSubjects("write"), ...extraPublish],
       subscribe: [s.runEventAll, s.toolProgressAll, ...extraSubscribe],
       responder: true,
       consumers: [{ stream: STREAMS.outbound, consumer: CONSUMERS.channel(name) }],
@@ -82,7 +86,8 @@ export function actorGrants(prefix?: string): ActorGrant[] {
     grant({
       user: "agent-runner",
       description: "the agent loop: prompt, LLM, tools over the bus, checkpoints",
-      publish: [s.runEventAll, s.outboundAll, ops("sessions"), ops("tools")],
+      // reading the media store: a transcript's images go to the model as bytes
+      publish: [s.runEventAll, s.outboundAll, ops("sessions"), ops("tools"), ...mediaSubjects("read")],
       subscribe: [s.runControlAll, s.toolProgressAll, s.toolsCatalogChanged],
       responder: true,
       consumers: [{ stream: STREAMS.runs, consumer: CONSUMERS.agentRunner }],
@@ -92,7 +97,8 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       description: "tool catalog and execution (piscina workers, bubblewrap)",
       // $SRV.INFO.approvals: the approvals actor's public key, to verify approval tokens
       // toolJobAll, toolJobsList: a background job's calls go to the instance that owns it
-      publish: [s.toolProgressAll, ops("approvals"), "$SRV.INFO.approvals", ops("sessions"), ops("subagents"), ops("cron"), s.outboundAll, s.injectAll, s.toolJobAll, s.toolJobsList, s.toolsCatalogChanged],
+      // the media store: media_save reads a user's file, message stores the files it sends
+      publish: [s.toolProgressAll, ops("approvals"), "$SRV.INFO.approvals", ops("sessions"), ops("subagents"), ops("cron"), s.outboundAll, s.injectAll, s.toolJobAll, s.toolJobsList, s.toolsCatalogChanged, ...mediaSubjects("write")],
       // a run's in-flight calls are cancelled on lurk.tools.cancel, on its abort control and when it ends
       subscribe: [s.toolsCancel, s.runControlAll, ...s.runTerminalAll],
       responder: true,
@@ -162,6 +168,19 @@ export function actorGrants(prefix?: string): ActorGrant[] {
     channel("webhook"),
     channel("openai-http"),
   ];
+}
+
+/**
+ * The media store's subjects: reading an object (its meta by direct get, its chunks through an
+ * ordered consumer) and, for "write", storing one (chunks and meta; a failed put purges its chunks).
+ */
+export function mediaSubjects(access: "read" | "write"): string[] {
+  const stream = `OBJ_${MEDIA_BUCKET}`;
+  const read = [
+    "$JS.API.INFO", `$JS.API.STREAM.INFO.${stream}`, `$JS.API.DIRECT.GET.${stream}.>`, `$JS.API.STREAM.MSG.GET.${stream}`,
+    `$JS.API.CONSUMER.CREATE.${stream}`, `$JS.API.CONSUMER.CREATE.${stream}.>`, `$JS.API.CONSUMER.INFO.${stream}.>`, `$JS.API.CONSUMER.DELETE.${stream}.>`, `$JS.FC.${stream}.>`,
+  ];
+  return access === "read" ? read : [...read, `$O.${MEDIA_BUCKET}.C.>`, `$O.${MEDIA_BUCKET}.M.>`, `$JS.API.STREAM.PURGE.${stream}`];
 }
 
 /** Reading single keys of a bucket, nothing else (the operator console reads the leases). */

@@ -29,6 +29,13 @@ export const senderSchema = z.object({
   isBot: z.boolean().optional(),
 });
 
+/**
+ * A file in the media store (JetStream object store `lurk_media`, shared/runtime/media.ts): the
+ * SHA-256 of its bytes in lowercase hex, so the same file is stored once. Bus messages carry the
+ * ref, never the bytes.
+ */
+export const mediaRefSchema = z.string().regex(/^[0-9a-f]{64}$/, "a media ref is the file's SHA-256 in lowercase hex");
+
 export const attachmentSchema = z.object({
   kind: z.enum(["image", "audio", "video", "file"]),
   mime: z.string().max(200),
@@ -36,7 +43,12 @@ export const attachmentSchema = z.object({
   url: z.string().max(4096).optional(),
   dataBase64: z.string().optional(),
   size: z.number().int().nonnegative().optional(),
+  /** the file's bytes in the media store */
+  ref: mediaRefSchema.optional(),
+  /** why the channel could not store the file (too large, download failed): the agent is told */
+  error: z.string().max(500).optional(),
 });
+export type Attachment = z.infer<typeof attachmentSchema>;
 
 /** Where a run came from, so its reply can go back there. */
 export const originSchema = z.object({
@@ -91,11 +103,13 @@ export const thinkingBlockSchema = z.object({
   signature: z.string().optional(),
   redacted: z.boolean().optional(),
 });
+/** An image: inline bytes, a URL, or a media-store ref (transcripts keep the ref; the bytes are loaded for each LLM call). */
 export const imageBlockSchema = z.object({
   type: z.literal("image"),
   mime: z.string(),
   dataBase64: z.string().optional(),
   url: z.string().optional(),
+  ref: mediaRefSchema.optional(),
 });
 export const toolCallBlockSchema = z.object({
   type: z.literal("tool_call"),

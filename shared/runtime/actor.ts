@@ -21,6 +21,7 @@ import { connectActor } from "./connect.js";
 import { startConsumer, type ConsumeOptions, type RunningConsumer } from "./consumer.js";
 import { checkTransportSecurity, passwordFor } from "./credentials.js";
 import { createLogger, redactSecrets, registerSecret, type Logger } from "./logger.js";
+import { MediaStore } from "./media.js";
 import { startIdleGc } from "./memory.js";
 import { addEndpoint, registerService, type EndpointHandlerContext } from "./service.js";
 
@@ -61,6 +62,12 @@ export class ActorRuntime {
     this.subjects = subjects(config.nats.prefix);
     this.client = new BusClient(nc, config.nats.prefix, config.bus.requestTimeoutMs);
     this.js = jetstream(nc);
+  }
+
+  private mediaStore: MediaStore | undefined;
+  /** The media store (media.ts), opened on first use. */
+  get media(): MediaStore {
+    return (this.mediaStore ??= new MediaStore(this.nc, this.config.media));
   }
 
   /** Aborted when the actor is stopping. */

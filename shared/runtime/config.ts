@@ -14,6 +14,7 @@ import { jobsConfigSchema } from "./config-tools-jobs.js";
 import { requireApprovalSchema } from "./config-tools-approval.js";
 import { heartbeatConfigSchema } from "./config-heartbeat.js";
 import { compactionConfigSchema, memoryConfigSchema } from "./config-compaction.js";
+import { mediaConfigSchema } from "./config-media.js";
 import { subagentsConfigSchema } from "./config-subagents.js";
 import { cronConfigSchema } from "./config-cron.js";
 import { routingConfigSchema } from "./config-routing.js";
@@ -243,6 +244,8 @@ export const configSchema = z.object({
   memory: memoryConfigSchema,
   /** bindings, DM/group policies, pairing, broadcast, queue modes, commands (config-routing.ts) */
   routing: routingConfigSchema.prefault({}),
+  /** the media store: size caps and retention of the files users and the agent send (config-media.ts) */
+  media: mediaConfigSchema,
 });
 export type LurkConfig = z.infer<typeof configSchema>;
 

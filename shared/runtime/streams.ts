@@ -7,7 +7,9 @@
 import { jetstreamManager, RetentionPolicy, StorageType, DiscardPolicy, type StreamConfig } from "@nats-io/jetstream";
 import { nanos, type NatsConnection } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
-import { CRON_FIRES_BUCKET, CRON_JOBS_BUCKET, HEARTBEAT_BUCKET, LEASE_BUCKET, STREAMS, SUBAGENTS_BUCKET, subjects } from "../contract/index.js";
+import { Objm } from "@nats-io/obj";
+import { MEDIA_DEFAULTS, MB, type MediaConfig } from "./config-media.js";
+import { MEDIA_BUCKET, CRON_FIRES_BUCKET, CRON_JOBS_BUCKET, HEARTBEAT_BUCKET, LEASE_BUCKET, STREAMS, SUBAGENTS_BUCKET, subjects } from "../contract/index.js";
 
 const DAY_MS = 24 * 3600_000;
 const DUPLICATE_WINDOW_MS = 2 * 60_000;
@@ -37,8 +39,12 @@ const BUCKETS = [
   { name: SUBAGENTS_BUCKET, description: "subagent child records, for the instance that takes over" },
 ];
 
-/** Creates or updates every stream, then creates the buckets; safe to run on every start. `replicas` > 1 in a cluster. */
-export async function ensureStreams(nc: NatsConnection, prefix?: string, replicas = 1): Promise<void> {
+/**
+ * Creates or updates every stream, then creates the buckets and the media store (its retention
+ * and size from `media`, applied to an existing store too); safe to run on every start.
+ * `replicas` > 1 in a cluster.
+ */
+export async function ensureStreams(nc: NatsConnection, prefix?: string, replicas = 1, media: Pick<MediaConfig, "retentionDays" | "storeMb"> = MEDIA_DEFAULTS): Promise<void> {
   const jsm = await jetstreamManager(nc);
   for (const config of streamConfigs(prefix)) {
     const wanted = { ...config, num_replicas: replicas };
@@ -52,6 +58,18 @@ export async function ensureStreams(nc: NatsConnection, prefix?: string, replica
   }
   const kvm = new Kvm(nc);
   for (const { name, ...opts } of BUCKETS) await kvm.create(name, { history: 1, replicas, ...opts });
+  await ensureMediaStore(nc, replicas, media);
+}
+
+/** The media store (shared/runtime/media.ts): full means new files are refused (discard new), old ones expire. */
+async function ensureMediaStore(nc: NatsConnection, replicas: number, media: Pick<MediaConfig, "retentionDays" | "storeMb">): Promise<void> {
+  const maxAge = nanos(Math.round(media.retentionDays * DAY_MS));
+  const maxBytes = media.storeMb * MB;
+  await new Objm(nc).create(MEDIA_BUCKET, { ttl: maxAge, max_bytes: maxBytes, replicas, description: "media: files users and the agent send, by SHA-256" });
+  const jsm = await jetstreamManager(nc);
+  const stream = `OBJ_${MEDIA_BUCKET}`;
+  const { config } = await jsm.streams.info(stream);
+  if (config.max_age !== maxAge || config.max_bytes !== maxBytes) await jsm.streams.update(stream, { ...config, max_age: maxAge, max_bytes: maxBytes });
 }
 
 function isStreamNotFound(err: unknown): boolean {

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  envelope, inboundMsgId, outboundMessageSchema, runIdFor, safeParseJson, subjects, type OutboundMessage,
+  envelope, inboundMsgId, type Attachment, outboundMessageSchema, runIdFor, safeParseJson, subjects, type OutboundMessage,
 } from "../../shared/contract/index.js";
 import { FakeOpenAIServer, type FakeOpenAIOptions } from "../fakes/openai-server.js";
 import { startActorProcess, type ActorProcess } from "./actors.js";
@@ -93,18 +93,18 @@ export class CliClient {
   }
 
   /** Publishes one message (JetStream, deduplicated by id); resolves with its run id once stored. */
-  async publish(text: string, opts: { id?: string; sessionName?: string; timeoutMs?: number } = {}): Promise<{ id: string; runId: string }> {
+  async publish(text: string, opts: { id?: string; sessionName?: string; timeoutMs?: number; attachments?: Attachment[] } = {}): Promise<{ id: string; runId: string }> {
     const id = opts.id ?? randomUUID();
     const msg = envelope("lurk.inbound.message.v1", {
       id, channel: "cli", conversation: this.conversation, peer: { kind: "dm" as const, id: "tester" }, sender: { id: "tester" },
-      text, attachments: [], mentioned: false, ...(opts.sessionName ? { sessionName: opts.sessionName } : {}),
+      text, attachments: opts.attachments ?? [], mentioned: false, ...(opts.sessionName ? { sessionName: opts.sessionName } : {}),
     });
     await jetstream(this.nc).publish(this.s.inbound("cli"), JSON.stringify(msg), { msgID: inboundMsgId("cli", id), timeout: opts.timeoutMs ?? 5000 });
     return { id, runId: runIdFor("cli", id) };
   }
 
   /** Sends and waits for the reply delivered for this message. */
-  async send(text: string, opts: { sessionName?: string; timeoutMs?: number } = {}): Promise<OutboundMessage & { runId: string }> {
+  async send(text: string, opts: { sessionName?: string; timeoutMs?: number; attachments?: Attachment[] } = {}): Promise<OutboundMessage & { runId: string }> {
     const id = randomUUID();
     const reply = new Promise<OutboundMessage>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no reply to "${text}" within ${opts.timeoutMs ?? 20_000} ms`)), opts.timeoutMs ?? 20_000);
@@ -114,7 +114,7 @@ export class CliClient {
         resolve(m);
       });
     });
-    const { runId } = await this.publish(text, { id, ...(opts.sessionName ? { sessionName: opts.sessionName } : {}) });
+    const { runId } = await this.publish(text, { id, ...(opts.sessionName ? { sessionName: opts.sessionName } : {}), ...(opts.attachments ? { attachments: opts.attachments } : {}) });
     return { ...(await reply), runId };
   }
 

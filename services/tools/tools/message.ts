@@ -2,18 +2,22 @@
  * `message`: sends a message to a channel conversation through the bus
  * (`lurk.out.<channel>.<conversation>`, stream OUTBOUND), as kind "notice" (default) or
  * "reply". Default target: the run's origin (the tool call's `origin`), else the session's last
- * origin (sessions actor); `channel` + `conversation` name another one. `Nats-Msg-Id` is derived
+ * origin (sessions actor); `channel` + `conversation` name another one. `files` are workspace
+ * files, put in the media store (tools/media.ts) and sent as attachments. `Nats-Msg-Id` is derived
  * from the tool call id, so a repeated call (a resumed run) delivers once.
  */
 import { z } from "zod";
 import { channelNameSchema, conversationSchema, LurkError, outboundMessageSchema, type Origin } from "../../../shared/contract/index.js";
 import { defineTool } from "../tool.js";
 import { busOf } from "./bus.js";
+import { MAX_FILES_PER_MESSAGE, workspaceFilesToAttachments } from "./media.js";
 
 const MAX_TEXT = 100_000;
 
 const parameters = z.object({
-  text: z.string().min(1).max(MAX_TEXT).describe("The message text"),
+  text: z.string().max(MAX_TEXT).default("").describe("The message text (may be empty when files are sent)"),
+  files: z.array(z.string().min(1).max(4096)).max(MAX_FILES_PER_MESSAGE).optional()
+    .describe("Workspace files to send with it (paths relative to the workspace root), e.g. a chart or a report"),
   channel: channelNameSchema.optional().describe("The channel (e.g. telegram, slack); default: where this conversation came from"),
   conversation: conversationSchema.optional().describe("The conversation id on that channel (required with channel)"),
   kind: z.enum(["notice", "reply"]).optional().describe("notice (default) or reply"),
@@ -22,7 +26,7 @@ const parameters = z.object({
 export const messageTool = defineTool({
   name: "message",
   description: "Send a message to a chat. By default it goes to the conversation this run came from (use it to tell the user something "
-    + "before your final answer, e.g. progress on a long task); channel and conversation send it elsewhere.",
+    + "before your final answer, e.g. progress on a long task, or to send files from the workspace); channel and conversation send it elsewhere.",
   parameters,
   sideEffects: true,
   parallelSafe: true,
@@ -30,6 +34,7 @@ export const messageTool = defineTool({
   runsIn: "process",
   async execute(args, ctx) {
     const { rt, call } = busOf(ctx);
+    if (args.text === "" && !args.files?.length) throw new LurkError("TOOL_INVALID_ARGS", "give the message text, files to send, or both");
     let target: Pick<Origin, "channel" | "conversation" | "accountId" | "peer">;
     if (args.channel || args.conversation) {
       if (!args.channel || !args.conversation) throw new LurkError("TOOL_INVALID_ARGS", "give both channel and conversation, or neither (to answer where the run came from)");
@@ -39,10 +44,11 @@ export const messageTool = defineTool({
       if (!origin) throw new LurkError("NOT_FOUND", "this run has no conversation to answer (it was not started from a chat); give channel and conversation");
       target = origin;
     }
+    const attachments = args.files?.length ? await workspaceFilesToAttachments(rt, ctx, args.files) : [];
     const id = `msg-${call.toolCallId}`.slice(0, 200);
     const message = outboundMessageSchema.parse({
       type: "lurk.outbound.message.v1", id, ts: Date.now(), runId: call.runId, sessionKey: call.sessionKey,
-      channel: target.channel, conversation: target.conversation, kind: args.kind ?? "notice", replyTo: [], text: args.text, attachments: [],
+      channel: target.channel, conversation: target.conversation, kind: args.kind ?? "notice", replyTo: [], text: args.text, attachments,
       ...(target.accountId ? { accountId: target.accountId } : {}),
       ...(target.peer ? { peer: target.peer } : {}),
     });
@@ -50,6 +56,7 @@ export const messageTool = defineTool({
       .catch((err: unknown) => {
         throw new LurkError("UNAVAILABLE", `the message could not be queued for ${target.channel}: ${(err as Error).message}`, { retryable: true });
       });
-    return { content: [{ type: "text", text: `${ack.duplicate ? "already sent" : "sent"} to ${target.channel}/${target.conversation}` }] };
+    const files = attachments.length > 0 ? ` with ${attachments.map((a) => a.name).join(", ")}` : "";
+    return { content: [{ type: "text", text: `${ack.duplicate ? "already sent" : "sent"} to ${target.channel}/${target.conversation}${files}` }] };
   },
 });

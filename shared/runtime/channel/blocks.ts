@@ -97,7 +97,8 @@ export class BlockStreams {
   async deliverFinal(part: OutboundPart, dctx: DeliveryContext, deliver: (p: OutboundPart, c: DeliveryContext) => Promise<DeliverResult | void>): Promise<DeliverResult | void> {
     const msg = part.message;
     const runId = msg.runId;
-    if (!runId || msg.kind !== "reply") return deliver(part, dctx);
+    // attachment parts (after the text's) are never block-streamed
+    if (!runId || msg.kind !== "reply" || part.attachments.length > 0) return deliver(part, dctx);
     const s = this.runs.get(runId);
     if (s) {
       s.closed = true;
@@ -111,13 +112,9 @@ export class BlockStreams {
     };
     if (part.index > 0) return lastId();
     const rest = textAfterBlocks(parseReplyTags(msg.text, msg.replyTo).text, entry.blocks.map((b) => b.text));
-    let pieces = chunkText(rest, this.limit, this.mode);
-    if (pieces.length === 0 && msg.attachments.length > 0) pieces = [""];
+    const pieces = chunkText(rest, this.limit, this.mode);
     for (let j = entry.rest.length; j < pieces.length; j++) {
-      const result = await deliver({
-        message: msg, text: pieces[j]!, index: j, count: pieces.length,
-        attachments: j === pieces.length - 1 ? msg.attachments : [],
-      }, dctx);
+      const result = await deliver({ message: msg, text: pieces[j]!, index: j, count: pieces.length, attachments: [] }, dctx);
       await this.store.addRest(runId, result?.platformMessageId ?? "");
     }
     dctx.log.info({ blocks: entry.blocks.length, rest: pieces.length }, "block-streamed reply completed");

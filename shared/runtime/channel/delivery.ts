@@ -28,7 +28,8 @@ import type { SentLedger } from "./ledger.js";
 import { isSilentReply, parseReplyTags } from "./reply.js";
 import { sleepUnlessAborted as sleep } from "../abortable-sleep.js";
 
-export type Attachment = OutboundMessage["attachments"][number];
+import type { Attachment } from "../../contract/index.js";
+export type { Attachment };
 
 /** One platform message to send. */
 export interface OutboundPart {
@@ -39,7 +40,11 @@ export interface OutboundPart {
   count: number;
   /** platform message id to reply to / quote (from a reply tag) */
   replyToMessageId?: string;
-  /** the message's attachments, on the last part only */
+  /**
+   * empty on a text part; an attachment part has exactly one attachment and empty text (the
+   * text's chunks come first, then one part per attachment: upload it, e.g. with
+   * loadOutboundFile from media.ts, and send attachmentFallbackText when it cannot be loaded)
+   */
   attachments: Attachment[];
 }
 
@@ -124,19 +129,21 @@ export function startDelivery(rt: ActorRuntime, opts: DeliveryOptions) {
     }
     if (known?.status === "failed") return;
     const tags = parseReplyTags(msg.text, msg.replyTo);
-    let texts = chunkText(tags.text, adapter.textLimit, adapter.chunkMode ?? "paragraph");
-    if (texts.length === 0 && msg.attachments.length > 0) texts = [""];
-    if (texts.length === 0) return;
+    // the text's chunks, then one part per attachment: each is its own ledger entry, so a retry
+    // goes on at the file that failed
+    const texts = chunkText(tags.text, adapter.textLimit, adapter.chunkMode ?? "paragraph");
+    const pieces = [...texts.map((text) => ({ text, attachments: [] as Attachment[] })), ...msg.attachments.map((a) => ({ text: "", attachments: [a] }))];
+    if (pieces.length === 0) return;
     const attempt = info.deliveryCount;
     let index = known?.parts.length ?? 0;
     let inlineWaits = 0;
     let inlineWaited = 0;
-    while (index < texts.length) {
+    while (index < pieces.length) {
       if (rt.signal.aborted) throw new LurkError("UNAVAILABLE", "the channel is stopping");
       const part: OutboundPart = {
-        message: msg, text: texts[index]!, index, count: texts.length,
+        message: msg, text: pieces[index]!.text, index, count: pieces.length,
         ...(tags.replyToMessageId && index === 0 ? { replyToMessageId: tags.replyToMessageId } : {}),
-        attachments: index === texts.length - 1 ? msg.attachments : [],
+        attachments: pieces[index]!.attachments,
       };
       let result: DeliverResult | void;
       try {
@@ -158,12 +165,12 @@ export function startDelivery(rt: ActorRuntime, opts: DeliveryOptions) {
         }
         throw new LurkError("UNAVAILABLE", `delivery attempt ${attempt} failed: ${e.message}`, { retryable: true });
       }
-      await ledger.partSent(msg.id, result?.platformMessageId, texts.length, attempt);
+      await ledger.partSent(msg.id, result?.platformMessageId, pieces.length, attempt);
       index++;
     }
     const entry = await ledger.finish(msg.id, "sent", attempt);
     const last = entry.parts.at(-1);
-    log.info({ parts: texts.length, attempt }, "delivered");
+    log.info({ parts: pieces.length, attempt }, "delivered");
     receipt("delivered", msg, "delivered", attempt, last ? { platformMessageId: last } : {});
   };
 

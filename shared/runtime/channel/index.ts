@@ -11,3 +11,4 @@ export * from "./run-watch.js";
 export * from "./secrets.js";
 export * from "./drafts.js";
 export * from "./expiring-db.js";
+export * from "./media.js";

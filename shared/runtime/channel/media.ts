@@ -1,0 +1,93 @@
+/**
+ * Files between a platform and the media store (shared/runtime/media.ts), for channel adapters.
+ *  - inbound: `storeInboundFile` downloads what a user sent (through the adapter's own fetch,
+ *    with the platform's auth) into the store; the attachment carries the ref, or, when the file
+ *    is too large or the download failed, `error` saying why, so the agent can tell the user.
+ *  - outbound: `loadOutboundFile` reads an attachment the agent sent, for the adapter's upload.
+ */
+import type { Attachment } from "../../contract/index.js";
+import { LurkError } from "../../contract/index.js";
+import type { Logger } from "../logger.js";
+import { attachmentKind, fallbackFileName, formatBytes, type MediaStore } from "../media.js";
+
+export interface PlatformFile {
+  kind?: Attachment["kind"];
+  mime?: string | undefined;
+  name?: string | undefined;
+  /** the size the platform announced, if any (a larger file is not downloaded) */
+  size?: number | undefined;
+}
+
+export type FetchFile = (maxBytes: number, signal: AbortSignal) => Promise<{ bytes: Uint8Array; mime?: string | undefined }>;
+
+const DOWNLOAD_TIMEOUT_MS = 60_000;
+
+export async function storeInboundFile(media: MediaStore, file: PlatformFile, fetchFile: FetchFile, log: Logger): Promise<Attachment> {
+  const mime = file.mime || "application/octet-stream";
+  const base: Attachment = { kind: file.kind ?? attachmentKind(mime), mime, ...(file.name ? { name: file.name.slice(0, 500) } : {}), ...(file.size !== undefined ? { size: file.size } : {}) };
+  const max = media.maxFileBytes;
+  if (file.size !== undefined && file.size > max) return { ...base, error: `not downloaded: ${formatBytes(file.size)} is above the ${formatBytes(max)} cap (media.maxFileMb)` };
+  try {
+    const got = await fetchFile(max, AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS));
+    const finalMime = file.mime || got.mime || "application/octet-stream";
+    const stored = await media.put(got.bytes, { mime: finalMime, name: file.name });
+    return { ...base, mime: finalMime, kind: file.kind ?? attachmentKind(finalMime), size: stored.size, ref: stored.ref };
+  } catch (err) {
+    const reason = LurkError.is(err) ? err.message : `the download failed: ${(err as Error).message}`;
+    log.warn({ err, file: base.name, mime }, "an inbound file could not be stored");
+    return { ...base, error: reason.slice(0, 500) };
+  }
+}
+
+/** GET `url` into memory, refusing more than `maxBytes` (by Content-Length, then while reading). */
+export async function downloadCapped(url: string, opts: { maxBytes: number; signal?: AbortSignal; headers?: Record<string, string>; fetchImpl?: typeof fetch }): Promise<{ bytes: Uint8Array; mime?: string }> {
+  const res = await (opts.fetchImpl ?? fetch)(url, { ...(opts.headers ? { headers: opts.headers } : {}), ...(opts.signal ? { signal: opts.signal } : {}), redirect: "follow" });
+  if (!res.ok) {
+    await res.body?.cancel().catch(() => undefined);
+    throw new Error(`HTTP ${res.status} from the platform's file server`);
+  }
+  const declared = Number(res.headers.get("content-length") ?? NaN);
+  if (Number.isFinite(declared) && declared > opts.maxBytes) {
+    await res.body?.cancel().catch(() => undefined);
+    throw new LurkError("LIMIT_EXCEEDED", `not downloaded: ${formatBytes(declared)} is above the ${formatBytes(opts.maxBytes)} cap (media.maxFileMb)`);
+  }
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  if (res.body) {
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      total += chunk.byteLength;
+      if (total > opts.maxBytes) {
+        await res.body.cancel().catch(() => undefined);
+        throw new LurkError("LIMIT_EXCEEDED", `not downloaded: the file is above the ${formatBytes(opts.maxBytes)} cap (media.maxFileMb)`);
+      }
+      chunks.push(chunk);
+    }
+  }
+  const mime = res.headers.get("content-type")?.split(";")[0]?.trim();
+  return { bytes: Buffer.concat(chunks), ...(mime ? { mime } : {}) };
+}
+
+export interface OutboundFile {
+  bytes: Uint8Array;
+  name: string;
+  mime: string;
+  kind: Attachment["kind"];
+}
+
+/** The bytes of an attachment the agent sent (by ref; inline `dataBase64` also works). */
+export async function loadOutboundFile(media: MediaStore, a: Attachment): Promise<OutboundFile> {
+  if (a.ref) {
+    const got = await media.get(a.ref);
+    return { bytes: got.bytes, mime: a.mime || got.mime, kind: a.kind, name: a.name ?? got.name ?? fallbackFileName(a.ref, a.mime || got.mime) };
+  }
+  if (a.dataBase64) {
+    const bytes = Buffer.from(a.dataBase64, "base64");
+    return { bytes, mime: a.mime, kind: a.kind, name: a.name ?? fallbackFileName("attachment", a.mime) };
+  }
+  throw new LurkError("VALIDATION_FAILED", `attachment ${a.name ?? a.kind} has neither a media ref nor inline data`);
+}
+
+/** A line for an attachment a platform cannot take (or that failed), sent in the text instead. */
+export function attachmentFallbackText(a: Attachment, why: string): string {
+  return `[${a.kind}: ${a.name ?? a.mime} could not be sent: ${why}]`;
+}
