@@ -7,20 +7,22 @@
  */
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
 import {
   encodeToken, inboundMessageSchema, inboundMsgId, passwordEnvName, renderNatsConf, runIdFor, safeParseJson, subjects,
-  type InboundMessage,
+  type Attachment, type InboundMessage,
 } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
+import { MEDIA_DEFAULTS } from "../shared/runtime/config-media.js";
+import { MediaStore } from "../shared/runtime/media.js";
 import { LURKBOT_VERSION } from "../shared/runtime/version.js";
 import { REPO_ROOT } from "../shared/scripts/paths.js";
 import { actorEnv, isSecretEnvName, LAUNCHER_ACTORS } from "../services/cli/actors.js";
-import { parseArgs } from "../services/cli/args.js";
+import { parseArgs, type ParsedCommand } from "../services/cli/args.js";
 import { Backoff } from "../services/cli/backoff.js";
 import { subjectMatches } from "../services/cli/tail.js";
 import { CLI_MAIN, runCli } from "./harness/cli.js";
@@ -48,7 +50,7 @@ describe("lurkbot command line", () => {
     assert.deepEqual(send.options, { session: "work", json: true, timeout: 5 });
     assert.throws(() => parseArgs(["frobnicate"]), /unknown command "frobnicate"/);
     assert.throws(() => parseArgs(["status", "--jsn"]), /unknown option "--jsn" for `lurkbot status` \(it takes --json\)/);
-    assert.throws(() => parseArgs(["send"]), /needs "text"/);
+    assert.deepEqual((parseArgs(["send", "--file", "a.png"]) as ParsedCommand).options, { file: "a.png" }, "a file alone is a message");
     assert.throws(() => parseArgs(["send", "a", "b"]), /quote the text/);
     assert.throws(() => parseArgs(["send", "a", "--timeout", "soon"]), /--timeout must be a positive number, not "soon"/);
     assert.throws(() => parseArgs(["send", "a", "--session"]), /--session needs a value/);
@@ -230,7 +232,7 @@ describe("lurkbot status, tail, send and chat on a real bus", () => {
    * users: sees the inbound message on lurk.in.cli (as admin), then publishes run events and
    * the reply delivery as agent-runner does.
    */
-  async function fakeBot(reply: (m: InboundMessage) => { text: string; kind: "reply" | "error" }) {
+  async function fakeBot(reply: (m: InboundMessage) => { text: string; kind: "reply" | "error"; attachments?: Attachment[] }) {
     const admin = await nats.connect("admin");
     const runner = await nats.connect("agent-runner");
     const seen: Array<{ message: InboundMessage; msgId: string | undefined }> = [];
@@ -240,7 +242,7 @@ describe("lurkbot status, tail, send and chat on a real bus", () => {
         seen.push({ message, msgId: msg.headers?.get("Nats-Msg-Id") });
         const runId = runIdFor("cli", message.id);
         const sessionKey = `agent:main:cli:${encodeToken(message.sessionName ?? "main")}`;
-        const { text, kind } = reply(message);
+        const { text, kind, attachments = [] } = reply(message);
         const events = kind === "reply"
           ? [
             { kind: "run_start", agentId: "main", trigger: "message" },
@@ -253,7 +255,7 @@ describe("lurkbot status, tail, send and chat on a real bus", () => {
         events.forEach((event, seq) => runner.publish(s.runEvent(runId, event.kind), JSON.stringify({ type: "lurk.run.event.v1", id: `${runId}:${seq}`, ts: Date.now(), runId, sessionKey, seq, event })));
         runner.publish(s.outbound("cli", message.conversation), JSON.stringify({
           type: "lurk.outbound.message.v1", id: `${runId}:reply:0`, ts: Date.now(), runId, sessionKey,
-          channel: "cli", conversation: message.conversation, kind, replyTo: [message.id], text, attachments: [],
+          channel: "cli", conversation: message.conversation, kind, replyTo: [message.id], text, attachments,
           ...(kind === "error" ? { errorCode: "NO_MODEL" } : {}),
         }));
       },
@@ -309,6 +311,49 @@ describe("lurkbot status, tail, send and chat on a real bus", () => {
     }
   });
 
+  it("send --file stores the file and sends its ref; files in the reply are saved under downloads", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "lurk-cli-files-"));
+    const tools = await nats.connect("tools");
+    try {
+      const photo = join(dir, "photo.png");
+      writeFileSync(photo, Buffer.from("fake png bytes"));
+      const chart = await new MediaStore(tools, MEDIA_DEFAULTS).put(Buffer.from("x,y\n1,2\n"), { mime: "text/csv", name: "chart.csv" });
+      const bot = await fakeBot(() => ({ text: "here is the data", kind: "reply", attachments: [{ kind: "file", mime: "text/csv", name: "chart.csv", size: chart.size, ref: chart.ref }] }));
+      try {
+        const r = await runCli(["send", "what is this?", "--file", photo, "--json"], env);
+        assert.equal(r.code, 0, r.stderr);
+        const sent = bot.seen[0]!.message;
+        assert.deepEqual(sent.attachments.map((a) => [a.kind, a.mime, a.name, a.size]), [["image", "image/png", "photo.png", 14]]);
+        const stored = await new MediaStore(tools, MEDIA_DEFAULTS).get(sent.attachments[0]!.ref!);
+        assert.equal(Buffer.from(stored.bytes).toString(), "fake png bytes");
+        const out = JSON.parse(r.stdout) as { reply: string; files: Array<{ name: string; path: string }> };
+        assert.equal(out.reply, "here is the data");
+        assert.equal(out.files[0]!.path, join(nats.home, "downloads", "chart.csv"));
+        assert.equal(readFileSync(out.files[0]!.path, "utf8"), "x,y\n1,2\n");
+        // the same file again: a numbered copy, the first one kept
+        const plain = await runCli(["send", "again"], env);
+        assert.match(plain.stderr, /file chart\.csv \(text\/csv, 8 bytes\) saved to .*chart \(1\)\.csv/);
+        const chat = await runCli(["chat", "--session", "files"], env, { input: `/file "${photo}" describe it\n/exit\n` });
+        assert.equal(chat.code, 0, chat.stderr);
+        const viaChat = bot.seen.at(-1)!.message;
+        assert.equal(viaChat.text, "describe it");
+        assert.equal(viaChat.attachments[0]!.ref, sent.attachments[0]!.ref);
+        assert.match(chat.stdout, /file chart\.csv .* saved to .*chart \(2\)\.csv/);
+      } finally {
+        await bot.close();
+      }
+      const empty = await runCli(["send"], env);
+      assert.equal(empty.code, 64);
+      assert.match(empty.stderr, /the message is empty; .* or send a file with --file PATH/);
+      const missing = await runCli(["send", "hi", "--file", join(dir, "nope.png")], env);
+      assert.equal(missing.code, 1);
+      assert.match(missing.stderr, /cannot read .*nope\.png \(ENOENT\); give the path of a file to send/);
+    } finally {
+      await tools.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("send without a router: a clear timeout, exit 1", async () => {
     const r = await runCli(["send", "anyone?", "--timeout", "1"], env);
     assert.equal(r.code, 1);
@@ -342,7 +387,7 @@ describe("lurkbot streams", () => {
         const { jetstreamManager } = await import("@nats-io/jetstream");
         const names: string[] = [];
         for await (const si of (await jetstreamManager(admin)).streams.list()) names.push(si.config.name);
-        assert.deepEqual(names.sort(), ["KV_lurk_cron_fires", "KV_lurk_cron_jobs", "KV_lurk_heartbeat", "KV_lurk_leases", "KV_lurk_subagents", "LURK_DEADLETTER", "LURK_INBOUND", "LURK_OUTBOUND", "LURK_RUNS"], "the streams, the lease bucket, the cron buckets, the heartbeat and subagents buckets");
+        assert.deepEqual(names.sort(), ["KV_lurk_cron_fires", "KV_lurk_cron_jobs", "KV_lurk_heartbeat", "KV_lurk_leases", "KV_lurk_subagents", "LURK_DEADLETTER", "LURK_INBOUND", "LURK_OUTBOUND", "LURK_RUNS", "OBJ_lurk_media"], "the streams, the lease bucket, the cron buckets, the heartbeat and subagents buckets, the media store");
       } finally {
         await admin.close();
       }

@@ -10,7 +10,7 @@ import { jetstream } from "@nats-io/jetstream";
 import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
 import {
   addUsage, emptyUsage, encodeToken, inboundMessageSchema, inboundMsgId, outboundMessageSchema, runEventSchema, runIdFor, safeParseJson,
-  subjects, type InboundMessage, type OutboundMessage, type RunEvent, type Usage,
+  subjects, type Attachment, type InboundMessage, type OutboundMessage, type RunEvent, type Usage,
 } from "../../shared/contract/index.js";
 import { CliError } from "./errors.js";
 
@@ -36,6 +36,8 @@ export interface ReplyResult {
   sessionKey?: string;
   usage?: Usage;
   errorCode?: string;
+  /** files the reply carries (media refs: files.ts saves them) */
+  attachments: Attachment[];
 }
 
 export interface PendingHooks {
@@ -94,8 +96,8 @@ export class TerminalChannel {
     return this.pending.size > 0;
   }
 
-  /** Publishes one message and waits for its reply. */
-  async send(text: string, timeoutMs: number, hooks: PendingHooks = {}): Promise<ReplyResult> {
+  /** Publishes one message (with files already in the media store) and waits for its reply. */
+  async send(text: string, timeoutMs: number, hooks: PendingHooks = {}, attachments: Attachment[] = []): Promise<ReplyResult> {
     if (!this.outSub) await this.open();
     const id = randomUUID();
     const runId = runIdFor(CLI_CHANNEL, id);
@@ -108,7 +110,7 @@ export class TerminalChannel {
       peer: { kind: "dm", id: this.user },
       sender: { id: this.user, name: this.user },
       text,
-      attachments: [],
+      attachments,
       mentioned: false,
       ...(this.session !== undefined ? { sessionName: this.session } : {}),
     });
@@ -166,7 +168,7 @@ export class TerminalChannel {
     const p = this.finish(id);
     if (!p || !p.terminal) return;
     const t = p.terminal;
-    const base = { runId: p.runId, ...(p.sessionKey ? { sessionKey: p.sessionKey } : {}), ...(p.usage ? { usage: p.usage } : {}) };
+    const base = { runId: p.runId, attachments: [], ...(p.sessionKey ? { sessionKey: p.sessionKey } : {}), ...(p.usage ? { usage: p.usage } : {}) };
     if (t.kind === "error") p.resolve({ ...base, reply: t.message, kind: "error", errorCode: t.code });
     else if (t.kind === "done") p.resolve({ ...base, reply: t.silent ? "" : t.text, kind: t.silent ? "none" : "reply" });
   }
@@ -202,6 +204,7 @@ export class TerminalChannel {
       reply: parts.map((m) => m.text).join(""),
       kind: parts.some((m) => m.kind === "error") ? "error" : last.kind,
       runId: msg.runId ?? p.runId,
+      attachments: parts.flatMap((m) => m.attachments),
       ...(sessionKey ? { sessionKey } : {}),
       ...(p.usage ? { usage: p.usage } : {}),
       ...(errorCode ? { errorCode } : {}),

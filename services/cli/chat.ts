@@ -6,18 +6,24 @@
  * except the commands that act on the run in flight (`/approve`, `/deny`, `/stop`): those go at
  * once, since that run may be waiting for exactly them. While an approval request shown here is
  * open, a line that is just `y`/`yes` or `n`/`no` answers the oldest one (`/approve ID`,
- * `/deny ID`).
+ * `/deny ID`). `/file PATH [text]` sends a local file (quote a path with spaces); files the
+ * agent sends are saved under `downloadsDir` (files.ts) and their paths printed.
  */
 import { createInterface } from "node:readline";
 import type { NatsConnection } from "@nats-io/transport-node";
-import type { OutboundMessage, RunEvent } from "../../shared/contract/index.js";
+import type { Attachment, OutboundMessage, RunEvent } from "../../shared/contract/index.js";
+import type { MediaStore } from "../../shared/runtime/media.js";
 import { TerminalChannel, type ReplyResult } from "./channel.js";
 import { toCliError } from "./errors.js";
+import { attachLocalFile, describeReceived, saveReceivedFiles } from "./files.js";
 
 export interface ChatOptions {
   prefix: string;
   session?: string;
   timeoutMs: number;
+  /** for /file and the files the agent sends */
+  media: MediaStore;
+  downloadsDir: string;
   input?: NodeJS.ReadableStream;
   output?: NodeJS.WritableStream & { isTTY?: boolean };
 }
@@ -27,6 +33,8 @@ const useColor = (out: { isTTY?: boolean }) => !!out.isTTY && !process.env.NO_CO
 /** commands for the run in flight: sent at once, not queued behind its reply */
 const RUN_COMMAND = /^\/(approve|deny|stop)(\s|$)/i;
 const YES_NO = /^(y|yes|n|no)$/i;
+/** `/file PATH [text]` or `/file "PATH WITH SPACES" [text]` */
+const FILE_COMMAND = /^\/file\s+(?:"([^"]+)"|(\S+))\s*([\s\S]*)$/i;
 
 export async function chat(nc: NatsConnection, opts: ChatOptions): Promise<number> {
   const input = opts.input ?? process.stdin;
@@ -55,9 +63,12 @@ export async function chat(nc: NatsConnection, opts: ChatOptions): Promise<numbe
     if (interactive) rl.prompt(true);
     else rl.resume();
   };
+  const receive = async (attachments: readonly Attachment[]) => {
+    for (const f of await saveReceivedFiles(opts.media, attachments, opts.downloadsDir)) line(dim(`  📎 ${describeReceived(f)}`));
+  };
   const channel = new TerminalChannel(nc, opts.prefix, opts.session, (msg: OutboundMessage) => {
-    line(`${msg.kind === "error" ? red("lurkbot (error)>") : bold("lurkbot>")} ${msg.text}`);
-    prompt();
+    if (msg.text) line(`${msg.kind === "error" ? red("lurkbot (error)>") : bold("lurkbot>")} ${msg.text}`);
+    void receive(msg.attachments).then(() => prompt());
   });
   await channel.open();
 
@@ -108,7 +119,9 @@ export async function chat(nc: NatsConnection, opts: ChatOptions): Promise<numbe
     };
     let result: ReplyResult;
     try {
-      result = await channel.send(text, opts.timeoutMs, { onRunEvent, onIntermediate });
+      const file = FILE_COMMAND.exec(text);
+      const attachments = file ? [await attachLocalFile(opts.media, file[1] ?? file[2]!)] : [];
+      result = await channel.send(file ? file[3]!.trim() : text, opts.timeoutMs, { onRunEvent, onIntermediate }, attachments);
     } catch (err) {
       if (interrupted) return;
       failures++;
@@ -126,6 +139,7 @@ export async function chat(nc: NatsConnection, opts: ChatOptions): Promise<numbe
     } else if (midLine) {
       line("");
     }
+    await receive(result.attachments);
     prompt();
   };
 

@@ -2,13 +2,17 @@
  * `lurkbot`: the operator's command. `setup`, `start` (the launcher), `status`, `tail`, `send`,
  * `chat`, `streams` and `sessions`. Exit codes: 0 ok, 1 failed, 2 bus unreachable, 64 usage, 78 config.
  */
+import { join } from "node:path";
 import { loadConfig, type Env, type LurkConfig } from "../../shared/runtime/config.js";
 import { ensureStreams } from "../../shared/runtime/streams.js";
+import { MediaStore } from "../../shared/runtime/media.js";
+import type { Attachment } from "../../shared/contract/index.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { commandUsage, findCommand, parseArgs, usage, type ParsedCommand } from "./args.js";
 import { configuredChannelActors, selectActors } from "./actors.js";
 import { connectCli, currentStreamReplicas } from "./bus.js";
 import { TerminalChannel } from "./channel.js";
+import { attachLocalFile, describeReceived, saveReceivedFiles, type ReceivedFile } from "./files.js";
 import { chat } from "./chat.js";
 import { EXIT, toCliError, UsageError } from "./errors.js";
 import { Launcher } from "./launcher.js";
@@ -97,17 +101,35 @@ function timeoutMs(p: ParsedCommand): number {
 
 async function cmdSend(p: ParsedCommand, env: Env): Promise<number> {
   const cfg = config(env);
-  const text = p.args[0]!;
-  if (!text.trim()) throw new UsageError("the message is empty; write the text to send, e.g. lurkbot send \"hello\".", "send");
+  const text = p.args[0] ?? "";
+  const file = p.options.file as string | undefined;
+  if (!text.trim() && !file) throw new UsageError("the message is empty; write the text to send, e.g. lurkbot send \"hello\", or send a file with --file PATH.", "send");
   const session = p.options.session as string | undefined;
   const nc = await connectCli(cfg, env, { reconnect: true });
   try {
-    const channel = new TerminalChannel(nc, cfg.nats.prefix, session);
+    const media = new MediaStore(nc, cfg.media);
+    const downloads = downloadsDir(cfg);
+    const received: ReceivedFile[] = [];
+    const receive = async (attachments: readonly Attachment[]) => {
+      for (const f of await saveReceivedFiles(media, attachments, downloads)) {
+        received.push(f);
+        if (!p.options.json) err(`(${describeReceived(f)})`);
+      }
+    };
+    const notices: Promise<void>[] = [];
+    // notices of this conversation that arrive meanwhile (e.g. files the agent sends with the message tool)
+    const channel = new TerminalChannel(nc, cfg.nats.prefix, session, (msg) => {
+      if (msg.text && !p.options.json) err(`(${msg.kind}) ${msg.text}`);
+      if (msg.attachments.length > 0) notices.push(receive(msg.attachments));
+    });
     await channel.open();
+    const attachments = file ? [await attachLocalFile(media, file)] : [];
     const result = await channel.send(text, timeoutMs(p), {
       onIntermediate: (msg) => err(`(${msg.kind}) ${msg.text}`),
-    });
+    }, attachments);
     channel.close();
+    await Promise.all(notices);
+    await receive(result.attachments);
     if (p.options.json) {
       out(JSON.stringify({
         reply: result.reply,
@@ -116,6 +138,7 @@ async function cmdSend(p: ParsedCommand, env: Env): Promise<number> {
         ...(result.sessionKey ? { sessionKey: result.sessionKey } : {}),
         ...(result.usage ? { usage: result.usage } : {}),
         ...(result.errorCode ? { errorCode: result.errorCode } : {}),
+        ...(received.length > 0 ? { files: received } : {}),
       }));
     } else if (result.reply) {
       out(result.reply);
@@ -124,6 +147,11 @@ async function cmdSend(p: ParsedCommand, env: Env): Promise<number> {
   } finally {
     await nc.close().catch(() => undefined);
   }
+}
+
+/** where the terminal saves the files it receives */
+function downloadsDir(cfg: LurkConfig): string {
+  return join(cfg.home, "downloads");
 }
 
 async function cmdChat(p: ParsedCommand, env: Env): Promise<number> {
@@ -137,7 +165,7 @@ async function cmdChat(p: ParsedCommand, env: Env): Promise<number> {
   })().catch(() => undefined);
   try {
     const session = p.options.session as string | undefined;
-    return await chat(nc, { prefix: cfg.nats.prefix, timeoutMs: timeoutMs(p), ...(session ? { session } : {}) });
+    return await chat(nc, { prefix: cfg.nats.prefix, timeoutMs: timeoutMs(p), media: new MediaStore(nc, cfg.media), downloadsDir: downloadsDir(cfg), ...(session ? { session } : {}) });
   } finally {
     await nc.close().catch(() => undefined);
   }

@@ -156,8 +156,9 @@ export function actorGrants(prefix?: string): ActorGrant[] {
     grant({
       user: "cli",
       description: "the terminal channel and the operator console (status, tail, admin commands)",
-      // reading the leases: which instance of cron, heartbeat and subagents is active (status)
-      publish: [s.inbound("cli"), "$SRV.>", ...["router", "sessions", "tools", "approvals", "subagents", "heartbeat", "cron"].map(ops), ...kvReadSubjects(LEASE_BUCKET)],
+      // reading the leases: which instance of cron, heartbeat and subagents is active (status);
+      // the media store: files sent from the terminal and files received there
+      publish: [s.inbound("cli"), "$SRV.>", ...["router", "sessions", "tools", "approvals", "subagents", "heartbeat", "cron"].map(ops), ...kvReadSubjects(LEASE_BUCKET), ...mediaSubjects("write")],
       subscribe: [s.outboundChannel("cli"), s.runEventAll, s.toolProgressAll, s.eventAll],
       responder: false,
     }),
