@@ -92,6 +92,10 @@ describe("media store", () => {
     const userParts = partsOf(system.fake.requests[0]!.body.messages.at(-1)!.content);
     assert.deepEqual(userParts.map((p) => p.type), ["text", "image_url"]);
     assert.equal(userParts[1]!.image_url!.url, `data:image/png;base64,${PNG.toString("base64")}`);
+    // the prompt tells the model how files arrive and leave
+    const systemText = String(system.fake.requests[0]!.body.messages[0]!.content);
+    assert.match(systemText, /\[attachment …\] notes with a media ref; `media_save` puts one into the workspace/);
+    assert.match(systemText, /to send files from the workspace \(its `files`\)/);
     // the next turn of the session sends the image again, loaded from the store by its ref
     await cli.send("and now?", { sessionName: "pics" });
     const history = system.fake.requests[1]!.body.messages;

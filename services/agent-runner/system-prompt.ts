@@ -154,7 +154,8 @@ export function buildSystemPrompt(input: PromptInput): string {
     section("## Messaging",
       "Answer directly and concisely; your final text is sent to the user as the reply in the current conversation.",
       "Messages that start with [system event] come from LurkBot itself (heartbeats, scheduled jobs, finished subagents), not from the user.",
-      ...(names.has("message") ? ["Use the `message` tool only to reach another channel or conversation; a normal reply needs no tool."] : []));
+      ...(names.has("message") ? ["Use the `message` tool only to reach another channel or conversation, or to send files from the workspace (its `files`); a normal reply needs no tool."] : []),
+      ...(names.has("media_save") ? ["Files the user sends appear as [attachment …] notes with a media ref; `media_save` puts one into the workspace. Images you see directly."] : []));
   }
 
   // 18. Project Context: the bootstrap files
