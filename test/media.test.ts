@@ -115,11 +115,15 @@ describe("media store", () => {
       { kind: "image", mime: "image/jpeg", name: "gone.jpg", ref: missing },
       { kind: "file", mime: "application/pdf", name: "paper.pdf", size: 13, ref: fileRef },
       { kind: "file", mime: "application/zip", name: "huge.zip", error: "not downloaded: 30.0 MB is above the 20.0 MB cap (media.maxFileMb)" },
+      { kind: "image", mime: "image/svg+xml", name: "logo.svg", size: 13, ref: fileRef },
     ] });
     const text = partsOf(system.fake.requests[0]!.body.messages.at(-1)!.content).map((p) => p.text ?? "").join("\n");
     assert.match(text, /\[image no longer available: media f{12}… is not in the media store/);
     assert.match(text, new RegExp(`paper\\.pdf \\(application/pdf, 13 bytes\\), media ref ${fileRef}: the media_save tool`));
     assert.match(text, /huge\.zip \(application\/zip\) could not be received: not downloaded/);
+    // an image type not every provider takes goes as a file
+    assert.match(text, /logo\.svg \(image\/svg\+xml, 13 bytes\), media ref/);
+    assert.equal(partsOf(system.fake.requests[0]!.body.messages.at(-1)!.content).filter((p) => p.type === "image_url").length, 0);
   });
 
   it("media_save writes a user's file into the workspace", async () => {

@@ -29,13 +29,16 @@ function inputRecord(id: string, runId: string, input: RunInput, now: number, ex
   return { id, ts: now, runId, kind: "message", message: { role: "user", content }, ...(meta ? { meta } : {}) };
 }
 
+/** the image types every provider takes (others, e.g. SVG or HEIC, go as files) */
+const MODEL_IMAGE_TYPES = new Set(["image/jpeg", "image/png", "image/gif", "image/webp"]);
+
 /**
  * An image the model can see (by media ref, inline or URL: images.ts loads a ref's bytes for each
  * call), else a note naming the file: with its media ref and the media_save tool that puts it in
  * the workspace, or with the reason the channel could not store it.
  */
 function attachmentBlock(a: Attachment): UserMessage["content"][number] {
-  if (a.kind === "image" && !a.error && (a.ref || a.dataBase64 || a.url)) {
+  if (a.kind === "image" && MODEL_IMAGE_TYPES.has(a.mime) && !a.error && (a.ref || a.dataBase64 || a.url)) {
     return { type: "image", mime: a.mime, ...(a.ref ? { ref: a.ref } : a.dataBase64 ? { dataBase64: a.dataBase64 } : {}), ...(a.url && !a.ref ? { url: a.url } : {}) };
   }
   const what = `${a.name ?? a.kind} (${a.mime}${a.size ? `, ${formatBytes(a.size)}` : ""})`;
