@@ -1,18 +1,24 @@
 /**
  * The Telegram channel: update mapping (pure), and end to end with the whole system, the fake
  * LLM and a local Bot API server (test/fakes/telegram-server.ts) that grammy's Api talks to.
+ * Files: a user's photo/document is downloaded into the media store (real object store) before
+ * the message is stored; replies upload their files as multipart photo/document messages.
  */
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, beforeEach, describe, it } from "node:test";
-import { jetstreamManager } from "@nats-io/jetstream";
-import { inboundMessageSchema, runIdFor, STREAMS, subjects } from "../shared/contract/index.js";
+import { randomBytes } from "node:crypto";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { envelope, inboundMessageSchema, MEDIA_BUCKET, runIdFor, STREAMS, subjects, type InboundMessage } from "../shared/contract/index.js";
+import { ensureStreams } from "../shared/runtime/streams.js";
+import { mediaConfigSchema } from "../shared/runtime/config-media.js";
+import { MediaStore, sha256Hex } from "../shared/runtime/media.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { textAfterBlocks } from "../shared/runtime/channel/blocks.js";
 import { chunkText, finishedBlocksEnd, type ChunkMode } from "../shared/runtime/channel/chunk.js";
-import { conversationOf, messageToInbound, normalizeCommand, targetOf, type TgMessage } from "../services/channel-telegram/inbound.js";
+import { conversationOf, filesOf, messageToInbound, normalizeCommand, targetOf, type TgMessage } from "../services/channel-telegram/inbound.js";
 import { FakeTelegramServer } from "./fakes/telegram-server.js";
 import { startActorProcess, waitFor } from "./harness/actors.js";
 import { runCli } from "./harness/cli.js";
@@ -53,9 +59,20 @@ describe("telegram update mapping", () => {
     assert.equal(messageToInbound(msg({ chat: { id: -5, type: "channel" } }), BOT), undefined, "channel posts are ignored");
     assert.equal(messageToInbound(msg({ from: { id: 9, is_bot: true } }), BOT), undefined, "bots are ignored");
     assert.equal(messageToInbound(msg({ text: undefined }), BOT), undefined, "nothing to say");
-    const photo = messageToInbound(msg({ text: undefined, caption: "look", photo: [{ file_id: "small" }, { file_id: "big", file_size: 2048 }] }), BOT)!;
-    assert.equal(photo.text, "look");
-    assert.deepEqual(photo.attachments, [{ kind: "image", mime: "image/jpeg", name: "telegram-file:big", size: 2048 }]);
+    const photoMsg = msg({ text: undefined, caption: "look", photo: [{ file_id: "small" }, { file_id: "big", file_size: 2048 }] });
+    assert.equal(messageToInbound(photoMsg, BOT)!.text, "look", "the caption is the text");
+    assert.deepEqual(filesOf(photoMsg), [{ fileId: "big", kind: "image", mime: "image/jpeg", size: 2048 }], "the largest photo size");
+    const media = msg({
+      text: undefined, document: { file_id: "d", file_name: "scan.png", file_size: 10 }, voice: { file_id: "v" },
+      audio: { file_id: "a", file_name: "song.mp3", mime_type: "audio/mpeg" }, video: { file_id: "m", mime_type: "video/webm" },
+    });
+    assert.deepEqual(filesOf(media), [
+      { fileId: "d", mime: "image/png", name: "scan.png", size: 10 },
+      { fileId: "v", kind: "audio", mime: "audio/ogg" },
+      { fileId: "a", kind: "audio", mime: "audio/mpeg", name: "song.mp3" },
+      { fileId: "m", kind: "video", mime: "video/webm" },
+    ]);
+    assert.ok(messageToInbound(msg({ text: undefined, voice: { file_id: "v" } }), BOT), "a voice message alone is taken");
     assert.deepEqual(targetOf(conversationOf({ chatId: -42 })), { chatId: -42 });
     assert.throws(() => targetOf("web-1"), /not a Telegram conversation/);
   });
@@ -113,16 +130,17 @@ describe("telegram channel end to end", () => {
 
   /** the router reads this at start: groups answer only when the bot is mentioned */
   const routing = { dm: { policy: "open" }, groups: { requireMention: true } };
-  const writeConfig = (extra: Record<string, unknown> = {}) => writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({
+  const writeConfig = (extra: Record<string, unknown> = {}, media?: Record<string, unknown>) => writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({
     channels: { telegram: { enabled: true, botToken: telegram.token, apiRoot: telegram.url, pollTimeoutSec: 1, draftIntervalMs: 200, ...extra } },
     routing,
+    ...(media ? { media } : {}),
   }));
-  /** stops the channel (SIGKILL with `kill`), writes its config and starts it again */
-  const restartTelegram = async (extra: Record<string, unknown> = {}, opts: { kill?: boolean } = {}) => {
+  /** stops the channel (SIGKILL with `kill`), writes its config (`media`: the media key) and starts it again */
+  const restartTelegram = async (extra: Record<string, unknown> = {}, opts: { kill?: boolean; media?: Record<string, unknown> } = {}) => {
     const current = system.actors.get("channel-telegram");
     if (opts.kill) await current?.kill();
     else await current?.stop();
-    writeConfig(extra);
+    writeConfig(extra, opts.media);
     await system.startActor("channel-telegram");
   };
 
@@ -342,6 +360,150 @@ describe("telegram channel end to end", () => {
     assert.equal(messages[0], paragraphs[0], "the first block went out before the kill");
     assert.equal(messages.join("\n\n"), full, `every paragraph exactly once, in order: ${JSON.stringify(messages)}`);
     assert.ok(messages.length > beforeKill, "the rest came after the restart");
+  });
+
+  /** the last inbound message of the channel once `match` holds for it */
+  const inboundWhere = async (match: (m: InboundMessage) => boolean, what: string): Promise<InboundMessage> => {
+    const admin = await system.nats.connect("admin");
+    try {
+      const jsm = await jetstreamManager(admin);
+      return await waitFor(async () => {
+        const m = await jsm.streams.getMessage(STREAMS.inbound, { last_by_subj: S.inbound("telegram") }).catch(() => null);
+        const parsed = m ? inboundMessageSchema.parse(m.json()) : undefined;
+        return parsed && match(parsed) ? parsed : undefined;
+      }, 20_000, what);
+    } finally {
+      await admin.close();
+    }
+  };
+  const mediaStore = async () => {
+    const nc = await system.nats.connect("channel-telegram");
+    return { nc, media: new MediaStore(nc, mediaConfigSchema.parse({})) };
+  };
+
+  it("downloads a user's photo (largest size) into the media store before the message reaches the bus; the token stays out", async () => {
+    await restartTelegram({ streaming: "off" }, { media: { maxFileMb: 0.001 } });
+    const thumb = randomBytes(100);
+    const photo = randomBytes(700);
+    const thumbId = telegram.addFile(thumb, { mime: "image/jpeg" });
+    const photoId = telegram.addFile(photo, { mime: "image/jpeg" });
+    system.fake.enqueue({ kind: "text", text: "a nice photo", chunks: 1 });
+    telegram.userMessage({ chatId: 1050, caption: "what is in this photo?", photo: [thumbId, photoId] });
+    const stored = await inboundWhere((m) => m.text === "what is in this photo?", "the photo message in LURK_INBOUND");
+    assert.equal(stored.attachments.length, 1);
+    const [a] = stored.attachments;
+    assert.deepEqual({ kind: a!.kind, mime: a!.mime, size: a!.size, error: a!.error }, { kind: "image", mime: "image/jpeg", size: 700, error: undefined });
+    assert.equal(a!.ref, sha256Hex(photo));
+    const { nc, media } = await mediaStore();
+    try {
+      assert.deepEqual(Buffer.from((await media.get(a!.ref!)).bytes), photo, "the store holds the fake's file");
+    } finally {
+      await nc.close();
+    }
+    assert.equal(telegram.downloads.length, 1, "only the largest size was downloaded");
+    assert.ok(!JSON.stringify(stored).includes(telegram.token), "no token in the inbound message");
+    assert.ok(!JSON.stringify(stored).includes(telegram.token.split(":")[1]!), "no part of the token either");
+    await waitFor(() => replyText(1050).includes("a nice photo"), 20_000, "the reply");
+    assert.ok(!system.actors.get("channel-telegram")!.output().includes(telegram.token), "no token in the logs");
+  });
+
+  it("a media store that is down leaves the update unconfirmed: the photo arrives once the store is back", async () => {
+    const admin = await system.nats.connect("admin");
+    try {
+      await (await jetstreamManager(admin)).streams.delete(`OBJ_${MEDIA_BUCKET}`);
+      const photo = randomBytes(300);
+      const photoId = telegram.addFile(photo, { mime: "image/png" });
+      system.fake.enqueue({ kind: "text", text: "got it after all", chunks: 1 });
+      telegram.userMessage({ chatId: 1052, caption: "while the store is down", photo: [photoId] });
+      await waitFor(() => telegram.downloads.length >= 3 || undefined, 20_000, "the update tried again");
+      const last = await (await jetstreamManager(admin)).streams.getMessage(STREAMS.inbound, { last_by_subj: S.inbound("telegram") });
+      assert.notEqual(last ? inboundMessageSchema.parse(last.json()).text : undefined, "while the store is down", "nothing published without the file");
+      await ensureStreams(admin, system.nats.prefix);
+      const stored = await inboundWhere((m) => m.text === "while the store is down", "the photo message once the store is back");
+      assert.equal(stored.attachments[0]!.ref, sha256Hex(photo));
+      assert.equal(stored.attachments[0]!.error, undefined);
+      await waitFor(() => replyText(1052).includes("got it after all"), 20_000, "the reply");
+    } finally {
+      await admin.close();
+    }
+  });
+
+  it("does not download a document above media.maxFileMb: it arrives with its name, type and why", async () => {
+    const doc = randomBytes(5_000);
+    const docId = telegram.addFile(doc, { mime: "application/pdf", name: "big-report.pdf" });
+    const downloadsBefore = telegram.downloads.length;
+    system.fake.enqueue({ kind: "text", text: "too big for me", chunks: 1 });
+    telegram.userMessage({ chatId: 1051, caption: "read this", document: docId });
+    const stored = await inboundWhere((m) => m.text === "read this", "the document message in LURK_INBOUND");
+    assert.equal(stored.attachments.length, 1);
+    const [a] = stored.attachments;
+    assert.deepEqual({ kind: a!.kind, mime: a!.mime, name: a!.name, size: a!.size, ref: a!.ref }, { kind: "file", mime: "application/pdf", name: "big-report.pdf", size: 5_000, ref: undefined });
+    assert.match(a!.error ?? "", /not downloaded: 4\.9 KB is above the 1\.0 KB cap \(media\.maxFileMb\)/);
+    assert.equal(telegram.downloads.length, downloadsBefore, "nothing downloaded");
+    assert.equal(telegram.calls.filter((c) => c.method === "getFile" && c.body.file_id === docId).length, 0, "not even asked for (the announced size decided)");
+    await waitFor(() => replyText(1051).includes("too big for me"), 20_000, "the reply");
+  });
+
+  it("sends a reply's text, then its image as a photo and its document as a file, into the topic", async () => {
+    await restartTelegram({ streaming: "off" });
+    const png = randomBytes(3_000);
+    const pdf = randomBytes(2_000);
+    const { nc, media } = await mediaStore();
+    const image = await media.put(png, { mime: "image/png", name: "chart.png" });
+    const file = await media.put(pdf, { mime: "application/pdf", name: "report.pdf" });
+    await nc.close();
+    const chatId = -100600;
+    const conversation = conversationOf({ chatId, threadId: 9 });
+    const reply = envelope("lurk.outbound.message.v1", {
+      channel: "telegram", conversation, kind: "reply" as const, replyTo: [], text: "Here are **your** files.",
+      attachments: [
+        { kind: "image" as const, mime: "image/png", name: "chart.png", size: png.length, ref: image.ref },
+        { kind: "file" as const, mime: "application/pdf", name: "report.pdf", size: pdf.length, ref: file.ref },
+      ],
+    });
+    const admin = await system.nats.connect("admin");
+    try {
+      const receipts: { deliveryId: string; status: string }[] = [];
+      admin.subscribe(S.eventsOf("channel-telegram"), { callback: (_e, m) => { const ev = m.json<{ data: { deliveryId?: string; status?: string } }>(); if (ev.data.deliveryId) receipts.push({ deliveryId: ev.data.deliveryId, status: ev.data.status ?? "" }); } });
+      await admin.flush();
+      await jetstream(admin).publish(S.outbound("telegram", conversation), JSON.stringify(reply), { msgID: reply.id });
+      await waitFor(() => receipts.find((r) => r.deliveryId === reply.id && r.status === "delivered"), 20_000, "delivered");
+    } finally {
+      await admin.close();
+    }
+    const order = telegram.calls.filter((c) => Number(c.body.chat_id) === chatId).map((c) => c.method);
+    assert.deepEqual(order, ["sendMessage", "sendPhoto", "sendDocument"], "the text, then each file in order");
+    assert.deepEqual(replyText(chatId), ["Here are <b>your</b> files."]);
+    const uploads = telegram.uploads.filter((u) => u.chatId === chatId);
+    assert.deepEqual(uploads.map((u) => ({ method: u.method, name: u.name, threadId: u.threadId })), [
+      { method: "sendPhoto", name: "chart.png", threadId: 9 },
+      { method: "sendDocument", name: "report.pdf", threadId: 9 },
+    ]);
+    assert.deepEqual(uploads[0]!.bytes, png, "the photo's bytes");
+    assert.deepEqual(uploads[1]!.bytes, pdf, "the document's bytes");
+  });
+
+  it("sends a line in place of an attachment the media store does not have, and the delivery succeeds", async () => {
+    const chatId = 1061;
+    const conversation = conversationOf({ chatId });
+    const reply = envelope("lurk.outbound.message.v1", {
+      channel: "telegram", conversation, kind: "reply" as const, replyTo: [], text: "",
+      attachments: [{ kind: "image" as const, mime: "image/png", name: "gone.png", size: 10, ref: "f".repeat(64) }],
+    });
+    const admin = await system.nats.connect("admin");
+    try {
+      const receipts: { deliveryId: string; status: string }[] = [];
+      admin.subscribe(S.eventsOf("channel-telegram"), { callback: (_e, m) => { const ev = m.json<{ data: { deliveryId?: string; status?: string } }>(); if (ev.data.deliveryId) receipts.push({ deliveryId: ev.data.deliveryId, status: ev.data.status ?? "" }); } });
+      await admin.flush();
+      await jetstream(admin).publish(S.outbound("telegram", conversation), JSON.stringify(reply), { msgID: reply.id });
+      await waitFor(() => receipts.find((r) => r.deliveryId === reply.id && r.status === "delivered"), 20_000, "delivered");
+    } finally {
+      await admin.close();
+    }
+    const texts = replyText(chatId);
+    assert.equal(texts.length, 1);
+    assert.match(texts[0]!, /^\[image: gone\.png could not be sent: media f{12}… is not in the media store/);
+    assert.equal(telegram.uploads.filter((u) => u.chatId === chatId).length, 0, "no upload");
   });
 
   it("refuses to start without a bot token, saying how to set one", async () => {

@@ -1,8 +1,9 @@
 /**
  * channel-telegram: a Telegram bot (Bot API through grammy's Api) <-> the bus, on the channel kit.
- * In: long polling (poller.ts) -> inbound.ts -> LURK_INBOUND, before the update is confirmed;
- * approval buttons come back as `/approve ID` / `/deny ID` from the person who pressed them.
- * Out: the kit's durable deliveries, chunked at 4096 characters, rendered as Telegram HTML;
+ * In: long polling (poller.ts) -> inbound.ts, the message's files downloaded into the media store
+ * (files.ts) -> LURK_INBOUND, before the update is confirmed; approval buttons come back as `/approve ID` / `/deny ID` from the person who pressed them.
+ * Out: the kit's durable deliveries, chunked at 4096 characters, rendered as Telegram HTML, then
+ * each attachment uploaded as its own message (files.ts);
  * while a run writes, a draft message is edited (the kit's DraftMessages, its id kept across
  * restarts) and becomes the reply; or, with `streaming: "block"`, finished paragraphs are sent.
  * Groups: the router decides by the `mentioned` flag (mention gating); forum topics are their
@@ -13,17 +14,22 @@ import type { Update } from "grammy/types";
 import { LurkError } from "../../shared/contract/index.js";
 import { channelDrafts, defineChannelActor, DraftMessages, publishWithDraft, type ChannelContext } from "../../shared/runtime/channel/index.js";
 import { telegramChannelSchema, type TelegramChannelConfig } from "../../shared/runtime/config-channels.js";
-import { conversationOf, fullName, messageToInbound, peerOf, platformMessageId, targetOf, type BotIdentity, type TgMessage, type TgTarget } from "./inbound.js";
+import { sendAttachment, storeMessageFiles, type BotAccess } from "./files.js";
+import { conversationOf, filesOf, fullName, messageToInbound, peerOf, platformMessageId, targetOf, type BotIdentity, type TgMessage, type TgTarget } from "./inbound.js";
 import { Poller } from "./poller.js";
 import { editText, sendText, toDeliveryError } from "./send.js";
 
 export const TELEGRAM_TEXT_LIMIT = 4096;
 
-async function handleUpdate(ctx: ChannelContext<TelegramChannelConfig>, api: Api, bot: BotIdentity, drafts: DraftMessages<TgTarget>, update: Update): Promise<void> {
+async function handleUpdate(ctx: ChannelContext<TelegramChannelConfig>, access: BotAccess, bot: BotIdentity, drafts: DraftMessages<TgTarget>, update: Update): Promise<void> {
+  const { api } = access;
   if (update.message) {
-    const inbound = messageToInbound(update.message as unknown as TgMessage, bot);
+    const message = update.message as unknown as TgMessage;
+    const inbound = messageToInbound(message, bot);
     if (!inbound) return;
-    await publishWithDraft({ ctx, drafts, target: targetOf(inbound.conversation) }, inbound);
+    // downloaded before the message is stored: it carries the files' refs
+    const attachments = await storeMessageFiles(ctx.rt.media, access, filesOf(message), ctx.log);
+    await publishWithDraft({ ctx, drafts, target: targetOf(inbound.conversation) }, { ...inbound, attachments });
     return;
   }
   const query = update.callback_query;
@@ -69,7 +75,8 @@ export const definition = defineChannelActor({
       edit: async (t, id, text) => void (await api.editMessageText(t.chatId, Number(id), text)),
       remove: async (t, id) => void (await api.deleteMessage(t.chatId, Number(id))),
     });
-    const poller = new Poller({ api, log, timeoutSec: settings.pollTimeoutSec, handle: (u) => handleUpdate(ctx, api, bot, drafts, u) });
+    const access: BotAccess = { api, apiRoot: settings.apiRoot, token: settings.botToken };
+    const poller = new Poller({ api, log, timeoutSec: settings.pollTimeoutSec, handle: (u) => handleUpdate(ctx, access, bot, drafts, u) });
     poller.start();
     log.info({ bot: bot.username }, "telegram channel polling");
     return {
@@ -77,12 +84,19 @@ export const definition = defineChannelActor({
       async deliver(part, dctx) {
         const target = targetOf(part.message.conversation);
         const draftId = await drafts.takeFor(part);
+        const [chat, message] = (part.replyToMessageId ?? "").split(":");
+        const replyTo = chat === String(target.chatId) && message ? Number(message) : undefined;
+        const file = part.attachments[0];
+        if (file) {
+          // a reply of files only: its draft (if any) has no text to become
+          if (draftId !== undefined) await api.deleteMessage(target.chatId, Number(draftId)).catch(() => undefined);
+          const id = await sendAttachment(api, ctx.rt.media, target, file, replyTo ? { replyTo } : {}, dctx.signal);
+          return { platformMessageId: platformMessageId(target.chatId, id) };
+        }
         if (draftId !== undefined) {
           await editText(api, target.chatId, Number(draftId), part.text, true, dctx.signal);
           return { platformMessageId: platformMessageId(target.chatId, Number(draftId)) };
         }
-        const [chat, message] = (part.replyToMessageId ?? "").split(":");
-        const replyTo = chat === String(target.chatId) && message ? Number(message) : undefined;
         const approvalId = part.message.kind === "approval" ? part.message.approval?.approvalId : undefined;
         const id = await sendText(api, target, part.text, { ...(replyTo ? { replyTo } : {}), ...(approvalId ? { approvalId } : {}) }, dctx.signal);
         return { platformMessageId: platformMessageId(target.chatId, id) };

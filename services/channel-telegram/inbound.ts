@@ -4,10 +4,12 @@
  * gets its own session. The bot counts as mentioned when a `@username` mention or a text_mention
  * names it, when the message replies to one of its messages, or in a private chat. `/cmd@Bot`
  * becomes `/cmd`, so commands read the same in groups. The platform message id is
- * `<chatId>:<messageId>` (message ids are unique per chat only).
+ * `<chatId>:<messageId>` (message ids are unique per chat only). The files a message carries
+ * (`filesOf`) are downloaded by files.ts; the caption is the message's text.
  */
-import { decodeToken, encodeToken } from "../../shared/contract/index.js";
+import { decodeToken, encodeToken, type Attachment } from "../../shared/contract/index.js";
 import type { InboundInput } from "../../shared/runtime/channel/index.js";
+import { mimeFromName } from "../../shared/runtime/media.js";
 
 export interface TgUser { id: number; is_bot?: boolean; first_name?: string; last_name?: string; username?: string }
 export interface TgEntity { type: string; offset: number; length: number; user?: TgUser }
@@ -24,8 +26,21 @@ export interface TgMessage {
   is_topic_message?: boolean;
   reply_to_message?: { message_id: number; from?: TgUser };
   photo?: { file_id: string; file_size?: number }[];
-  document?: { file_id: string; file_name?: string; mime_type?: string; file_size?: number };
-  voice?: { file_id: string; mime_type?: string; file_size?: number };
+  document?: TgFileMeta;
+  voice?: TgFileMeta;
+  audio?: TgFileMeta;
+  video?: TgFileMeta;
+}
+interface TgFileMeta { file_id: string; file_name?: string; mime_type?: string; file_size?: number }
+
+/** A file a message carries: the file id for getFile, and what Telegram announced about it. */
+export interface TgFile {
+  fileId: string;
+  /** undefined: from the MIME type (a PNG sent as a document is an image) */
+  kind?: Attachment["kind"];
+  mime: string;
+  name?: string;
+  size?: number;
 }
 export interface BotIdentity { id: number; username: string }
 
@@ -73,16 +88,37 @@ export function normalizeCommand(text: string, bot: BotIdentity): string {
   return m && m[2]!.toLowerCase() === bot.username.toLowerCase() ? `${m[1]}${m[3]}` : text;
 }
 
-/** The inbound message for a Telegram message; undefined for what LurkBot does not take (channel posts, bots, empty). */
+function fileOf(meta: TgFileMeta, kind: Attachment["kind"] | undefined, defaultMime: string): TgFile {
+  return {
+    fileId: meta.file_id, ...(kind ? { kind } : {}), mime: meta.mime_type || defaultMime,
+    ...(meta.file_name ? { name: meta.file_name } : {}), ...(meta.file_size ? { size: meta.file_size } : {}),
+  };
+}
+
+/**
+ * The files of a message: the largest size of a photo (Telegram photos are JPEG), a document
+ * (its name and MIME type kept), voice, audio, video.
+ */
+export function filesOf(msg: TgMessage): TgFile[] {
+  const files: TgFile[] = [];
+  const largest = msg.photo?.at(-1);
+  if (largest) files.push(fileOf(largest, "image", "image/jpeg"));
+  if (msg.document) files.push(fileOf(msg.document, undefined, mimeFromName(msg.document.file_name ?? "")));
+  if (msg.voice) files.push(fileOf(msg.voice, "audio", "audio/ogg"));
+  if (msg.audio) files.push(fileOf(msg.audio, "audio", "audio/mpeg"));
+  if (msg.video) files.push(fileOf(msg.video, "video", "video/mp4"));
+  return files;
+}
+
+/**
+ * The inbound message for a Telegram message, without its files (the caller downloads
+ * `filesOf(msg)` into `attachments`); undefined for what LurkBot does not take (channel posts,
+ * bots, nothing said and no file).
+ */
 export function messageToInbound(msg: TgMessage, bot: BotIdentity): InboundInput | undefined {
   if (msg.chat.type === "channel" || !msg.from || msg.from.is_bot) return undefined;
   const raw = msg.text ?? msg.caption ?? "";
-  const attachments: NonNullable<InboundInput["attachments"]> = [];
-  const largest = msg.photo?.at(-1);
-  if (largest) attachments.push({ kind: "image", mime: "image/jpeg", name: `telegram-file:${largest.file_id}`, ...(largest.file_size ? { size: largest.file_size } : {}) });
-  if (msg.document) attachments.push({ kind: "file", mime: msg.document.mime_type ?? "application/octet-stream", name: msg.document.file_name ?? `telegram-file:${msg.document.file_id}`, ...(msg.document.file_size ? { size: msg.document.file_size } : {}) });
-  if (msg.voice) attachments.push({ kind: "audio", mime: msg.voice.mime_type ?? "audio/ogg", name: `telegram-file:${msg.voice.file_id}`, ...(msg.voice.file_size ? { size: msg.voice.file_size } : {}) });
-  if (!raw && attachments.length === 0) return undefined;
+  if (!raw && filesOf(msg).length === 0) return undefined;
   const chatId = msg.chat.id;
   const topic = msg.is_topic_message && msg.message_thread_id !== undefined ? msg.message_thread_id : undefined;
   const sender = msg.from;
@@ -93,7 +129,6 @@ export function messageToInbound(msg: TgMessage, bot: BotIdentity): InboundInput
     peer: peerOf(msg.chat, topic),
     sender: { id: String(sender.id), ...(name ? { name } : {}) },
     text: normalizeCommand(raw, bot),
-    attachments,
     mentioned: mentionsBot(msg, raw, bot),
     ...(msg.reply_to_message ? { replyToMessageId: platformMessageId(chatId, msg.reply_to_message.message_id) } : {}),
     ...(msg.date ? { ts: msg.date * 1000 } : {}),

@@ -12,6 +12,8 @@ export interface SendOptions {
   replyTo?: number;
   /** approval buttons: callback data `approve:<id>` / `deny:<id>` */
   approvalId?: string;
+  /** send the text as it is (no markdown rendering) */
+  plain?: boolean;
 }
 
 /** grammy types its signals with the abort-controller package's AbortSignal; Node's is the same at run time */
@@ -31,7 +33,8 @@ export function toDeliveryError(err: unknown): DeliveryError {
   return new DeliveryError((err as Error)?.message ?? String(err), { cause: err });
 }
 
-function extra(target: TgTarget, opts: SendOptions) {
+/** The options every send takes: the forum topic, a reply quote, approval buttons. */
+export function extra(target: TgTarget, opts: SendOptions) {
   return {
     ...(target.threadId !== undefined ? { message_thread_id: target.threadId } : {}),
     ...(opts.replyTo !== undefined ? { reply_parameters: { message_id: opts.replyTo, allow_sending_without_reply: true } } : {}),
@@ -41,13 +44,15 @@ function extra(target: TgTarget, opts: SendOptions) {
   };
 }
 
-/** Sends one message (HTML, or plain text when Telegram cannot parse it); returns its message id. */
+/** Sends one message (HTML, or plain text when asked or when Telegram cannot parse it); returns its message id. */
 export async function sendText(api: Api, target: TgTarget, markdown: string, opts: SendOptions = {}, signal?: AbortSignal): Promise<number> {
-  try {
-    const sent = await api.sendMessage(target.chatId, toTelegramHtml(markdown), { parse_mode: "HTML", ...extra(target, opts) }, tgSignal(signal));
-    return sent.message_id;
-  } catch (err) {
-    if (!isParseError(err)) throw toDeliveryError(err);
+  if (!opts.plain) {
+    try {
+      const sent = await api.sendMessage(target.chatId, toTelegramHtml(markdown), { parse_mode: "HTML", ...extra(target, opts) }, tgSignal(signal));
+      return sent.message_id;
+    } catch (err) {
+      if (!isParseError(err)) throw toDeliveryError(err);
+    }
   }
   try {
     const sent = await api.sendMessage(target.chatId, markdown, extra(target, opts), tgSignal(signal));

@@ -6,9 +6,13 @@
  * makes getUpdates calls that would confirm an update (a higher offset) wait unanswered, their
  * offset not taken, until `releasePolls()`. The test pushes user messages with `userMessage()`
  * and reads what the bot sent in `sent`; `failNext()` makes the next calls of a method fail.
+ * Files: `addFile()` registers a file a user message can carry (photo, document, voice, audio,
+ * video); `getFile` and `GET /file/bot<token>/<file_path>` serve it (`downloads` lists the
+ * paths fetched). sendPhoto/sendDocument/sendAudio/sendVideo take multipart/form-data as grammy
+ * uploads it (fields, and the file under `attach://<id>`); `uploads` holds what they got.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { closeLoopback, listenLoopback, readBody, sendJson } from "./http.js";
+import { closeLoopback, listenLoopback, sendJson } from "./http.js";
 
 export interface SentMessage {
   method: "sendMessage" | "editMessageText" | "deleteMessage";
@@ -18,7 +22,22 @@ export interface SentMessage {
   body: Record<string, unknown>;
 }
 
+export interface Upload {
+  method: "sendPhoto" | "sendDocument" | "sendAudio" | "sendVideo";
+  chatId: number;
+  threadId?: number;
+  messageId: number;
+  /** the file part's filename and bytes */
+  name: string;
+  bytes: Buffer;
+  fields: Record<string, string>;
+}
+
+export interface FakeFile { fileId: string; path: string; bytes: Buffer; mime: string; name?: string }
+
 interface Failure { status: number; description: string; retryAfter?: number }
+
+const UPLOAD_METHODS = new Set(["sendPhoto", "sendDocument", "sendAudio", "sendVideo"]);
 
 export class FakeTelegramServer {
   readonly bot = { id: 7000001, is_bot: true, first_name: "Lurk", username: "LurkTestBot" };
@@ -27,6 +46,10 @@ export class FakeTelegramServer {
   readonly sent: SentMessage[] = [];
   /** current text of each bot message, by `<chatId>:<messageId>` */
   readonly messages = new Map<string, string>();
+  readonly uploads: Upload[] = [];
+  /** file paths downloaded through /file/bot<token>/... */
+  readonly downloads: string[] = [];
+  private readonly files = new Map<string, FakeFile>();
   private readonly updates: Record<string, unknown>[] = [];
   private readonly failures = new Map<string, Failure[]>();
   private waiting: (() => void)[] = [];
@@ -47,16 +70,43 @@ export class FakeTelegramServer {
     return fake;
   }
 
-  /** Queues a user's message; returns its message id. */
+  /** Registers a file for user messages to carry; returns its file_id. */
+  addFile(bytes: Uint8Array, meta: { mime: string; name?: string }): string {
+    const n = this.files.size + 1;
+    const fileId = `file-id-${n}-${"x".repeat(20)}`;
+    const folder = meta.mime.startsWith("image/") ? "photos" : meta.mime.startsWith("audio/") ? "voice" : "documents";
+    const ext = meta.name?.split(".").at(-1) ?? meta.mime.split("/")[1];
+    this.files.set(fileId, { fileId, path: `${folder}/file_${n}.${ext}`, bytes: Buffer.from(bytes), mime: meta.mime, ...(meta.name ? { name: meta.name } : {}) });
+    return fileId;
+  }
+
+  /** The announced metadata of a registered file, as in a message's document/voice/audio/video. */
+  private fileMeta(fileId: string): Record<string, unknown> {
+    const f = this.files.get(fileId);
+    if (!f) throw new Error(`no file ${fileId} in the fake: addFile() first`);
+    return { file_id: f.fileId, file_unique_id: `u-${f.fileId}`, file_size: f.bytes.byteLength, mime_type: f.mime, ...(f.name ? { file_name: f.name } : {}) };
+  }
+
+  /** Queues a user's message; returns its message id. `photo` lists file ids, smallest size first. */
   userMessage(opts: {
-    chatId: number; text: string; chatType?: "private" | "group" | "supergroup"; from?: { id: number; first_name: string };
+    chatId: number; text?: string; caption?: string; chatType?: "private" | "group" | "supergroup"; from?: { id: number; first_name: string };
     threadId?: number; entities?: { type: string; offset: number; length: number }[]; replyTo?: number;
+    photo?: string[]; document?: string; voice?: string; audio?: string; video?: string;
   }): number {
     const messageId = ++this.nextMessageId;
     const chatType = opts.chatType ?? "private";
+    const photo = opts.photo?.map((id, i) => {
+      const { file_id, file_unique_id, file_size } = this.fileMeta(id);
+      return { file_id, file_unique_id, file_size, width: 90 * (i + 1), height: 60 * (i + 1) };
+    });
+    const files = Object.fromEntries((["document", "voice", "audio", "video"] as const).filter((k) => opts[k]).map((k) => [k, this.fileMeta(opts[k]!)]));
     this.push({
       message: {
-        message_id: messageId, date: Math.floor(Date.now() / 1000), text: opts.text,
+        message_id: messageId, date: Math.floor(Date.now() / 1000),
+        ...(opts.text !== undefined ? { text: opts.text } : {}),
+        ...(opts.caption !== undefined ? { caption: opts.caption } : {}),
+        ...(photo ? { photo } : {}),
+        ...files,
         chat: { id: opts.chatId, type: chatType, ...(chatType === "private" ? { first_name: "Ann" } : { title: "Team", is_forum: opts.threadId !== undefined }) },
         from: opts.from ?? { id: opts.chatId > 0 ? opts.chatId : 42, is_bot: false, first_name: "Ann" },
         ...(opts.entities ? { entities: opts.entities } : {}),
@@ -112,12 +162,18 @@ export class FakeTelegramServer {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const match = /^\/bot([^/]+)\/(\w+)$/.exec((req.url ?? "").split("?")[0]!);
+    const url = (req.url ?? "").split("?")[0]!;
+    const download = /^\/file\/bot([^/]+)\/(.+)$/.exec(url);
+    if (download && req.method === "GET") return this.serveFile(res, download[1]!, decodeURIComponent(download[2]!));
+    const match = /^\/bot([^/]+)\/(\w+)$/.exec(url);
     if (!match) return sendJson(res, 404, { ok: false, error_code: 404, description: "Not Found" });
     if (match[1] !== this.token) return sendJson(res, 401, { ok: false, error_code: 401, description: "Unauthorized" });
     const method = match[2]!;
-    const raw = await readBody(req);
-    const body = (raw ? JSON.parse(raw) : {}) as Record<string, unknown>;
+    const raw = await readRaw(req);
+    const type = req.headers["content-type"] ?? "";
+    const multipart = /^multipart\/form-data;\s*boundary=(.+)$/i.exec(type);
+    const form = multipart ? parseMultipart(raw, multipart[1]!.replace(/^"|"$/g, "")) : undefined;
+    const body = (form ? form.fields : raw.length ? JSON.parse(raw.toString("utf8")) : {}) as Record<string, unknown>;
     this.calls.push({ method, body });
     const failure = this.failures.get(method)?.shift();
     if (failure) {
@@ -159,9 +215,38 @@ export class FakeTelegramServer {
         this.sent.push({ method, chatId, messageId, text: "", body });
         return ok(true);
       }
+      case "getFile": {
+        const file = this.files.get(String(body.file_id));
+        if (!file) return sendJson(res, 400, { ok: false, error_code: 400, description: "Bad Request: invalid file_id" });
+        return ok({ file_id: file.fileId, file_unique_id: `u-${file.fileId}`, file_size: file.bytes.byteLength, file_path: file.path });
+      }
       default:
+        if (UPLOAD_METHODS.has(method)) return this.upload(res, method as Upload["method"], body, form);
         return sendJson(res, 404, { ok: false, error_code: 404, description: `Not Found: method ${method} is not in the fake` });
     }
+  }
+
+  /** sendPhoto & co.: the file field is `attach://<id>` naming a multipart file part (or a file_id already on the server). */
+  private upload(res: ServerResponse, method: Upload["method"], body: Record<string, unknown>, form: Multipart | undefined): void {
+    const field = { sendPhoto: "photo", sendDocument: "document", sendAudio: "audio", sendVideo: "video" }[method];
+    const attach = /^attach:\/\/(.+)$/.exec(String(body[field] ?? ""));
+    const part = attach ? form?.files[attach[1]!] : undefined;
+    if (!part) return sendJson(res, 400, { ok: false, error_code: 400, description: `Bad Request: there is no ${field} in the request` });
+    const chatId = Number(body.chat_id);
+    const messageId = ++this.nextMessageId;
+    const threadId = body.message_thread_id !== undefined ? Number(body.message_thread_id) : undefined;
+    this.uploads.push({ method, chatId, messageId, name: part.filename, bytes: part.bytes, fields: form!.fields, ...(threadId !== undefined ? { threadId } : {}) });
+    const fileId = this.addFile(part.bytes, { mime: "application/octet-stream", name: part.filename });
+    return sendJson(res, 200, { ok: true, result: { message_id: messageId, date: Math.floor(Date.now() / 1000), chat: { id: chatId, type: "private" }, from: this.bot, [field]: field === "photo" ? [{ file_id: fileId, file_unique_id: `u-${fileId}`, width: 90, height: 60 }] : { file_id: fileId, file_unique_id: `u-${fileId}` } } });
+  }
+
+  private serveFile(res: ServerResponse, token: string, path: string): void {
+    if (token !== this.token) return sendJson(res, 401, { ok: false, error_code: 401, description: "Unauthorized" });
+    const file = [...this.files.values()].find((f) => f.path === path);
+    if (!file) return sendJson(res, 404, { ok: false, error_code: 404, description: "Not Found" });
+    this.downloads.push(path);
+    res.writeHead(200, { "content-type": "application/octet-stream", "content-length": file.bytes.byteLength });
+    res.end(file.bytes);
   }
 
   private async getUpdates(body: Record<string, unknown>, req: IncomingMessage): Promise<unknown[]> {
@@ -185,4 +270,40 @@ export class FakeTelegramServer {
     }
     return pending();
   }
+}
+
+function readRaw(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    req.on("data", (d: Buffer) => parts.push(d));
+    req.on("end", () => resolve(Buffer.concat(parts)));
+    req.on("error", reject);
+  });
+}
+
+interface Multipart { fields: Record<string, string>; files: Record<string, { filename: string; bytes: Buffer }> }
+
+/** multipart/form-data (RFC 7578): text fields, and file parts by field name. Header names are case-insensitive, filename quoted or not (grammy does not quote it). */
+function parseMultipart(body: Buffer, boundary: string): Multipart {
+  const out: Multipart = { fields: {}, files: {} };
+  const delimiter = Buffer.from(`--${boundary}`);
+  let start = body.indexOf(delimiter);
+  while (start !== -1) {
+    let from = start + delimiter.length;
+    if (body.subarray(from, from + 2).toString() === "--") break;
+    from += 2; // CRLF after the delimiter
+    const next = body.indexOf(delimiter, from);
+    if (next === -1) break;
+    const part = body.subarray(from, next - 2); // CRLF before the next delimiter
+    const headerEnd = part.indexOf("\r\n\r\n");
+    const headers = part.subarray(0, headerEnd).toString("utf8");
+    const content = part.subarray(headerEnd + 4);
+    const disposition = /^content-disposition:\s*form-data(.*)$/im.exec(headers)?.[1] ?? "";
+    const name = /;\s*name="([^"]*)"/.exec(disposition)?.[1] ?? "";
+    const filename = /;\s*filename=(?:"([^"]*)"|([^;\r\n]*))/.exec(disposition);
+    if (filename) out.files[name] = { filename: (filename[1] ?? filename[2] ?? "").trim(), bytes: Buffer.from(content) };
+    else out.fields[name] = content.toString("utf8");
+    start = next;
+  }
+  return out;
 }

@@ -22,7 +22,12 @@ export type FetchFile = (maxBytes: number, signal: AbortSignal) => Promise<{ byt
 
 const DOWNLOAD_TIMEOUT_MS = 60_000;
 
-export async function storeInboundFile(media: MediaStore, file: PlatformFile, fetchFile: FetchFile, log: Logger): Promise<Attachment> {
+/**
+ * `retryUnavailable`: a media store that is down (a retryable UNAVAILABLE) throws instead of
+ * giving the attachment an `error`, for a platform that redelivers the message when its handler
+ * fails (Telegram's updates are confirmed only after it), so the file is not lost.
+ */
+export async function storeInboundFile(media: MediaStore, file: PlatformFile, fetchFile: FetchFile, log: Logger, opts: { retryUnavailable?: boolean } = {}): Promise<Attachment> {
   const mime = file.mime || "application/octet-stream";
   const base: Attachment = { kind: file.kind ?? attachmentKind(mime), mime, ...(file.name ? { name: file.name.slice(0, 500) } : {}), ...(file.size !== undefined ? { size: file.size } : {}) };
   const max = media.maxFileBytes;
@@ -33,6 +38,7 @@ export async function storeInboundFile(media: MediaStore, file: PlatformFile, fe
     const stored = await media.put(got.bytes, { mime: finalMime, name: file.name });
     return { ...base, mime: finalMime, kind: file.kind ?? attachmentKind(finalMime), size: stored.size, ref: stored.ref };
   } catch (err) {
+    if (opts.retryUnavailable && LurkError.is(err) && err.code === "UNAVAILABLE") throw err;
     const reason = LurkError.is(err) ? err.message : `the download failed: ${(err as Error).message}`;
     log.warn({ err, file: base.name, mime }, "an inbound file could not be stored");
     return { ...base, error: reason.slice(0, 500) };
