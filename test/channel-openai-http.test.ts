@@ -6,11 +6,19 @@
  * chunk and a usage chunk; a silent run answers ""; a bad token is a 401 OpenAI error; a
  * malformed or invalid body a 400; an unknown model a 404. The DM policy is "pairing": an API
  * client (bearer token) is a trusted peer and never gets a pairing code; with /verbose on, the
- * tool-call notes are not taken for the completion.
+ * tool-call notes are not taken for the completion. Images: an `image_url` data URL is stored in
+ * the media store and reaches the run by ref (an http(s) URL as a url); a malformed or over-cap
+ * one is a 400; a reply's files are named in the completion's text.
  */
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { after, before, describe, it } from "node:test";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import OpenAI from "openai";
+import { envelope, inboundMessageSchema, STREAMS, subjects } from "../shared/contract/index.js";
+import { MEDIA_DEFAULTS } from "../shared/runtime/config-media.js";
+import { MediaStore } from "../shared/runtime/media.js";
+import { waitFor } from "./harness/actors.js";
 import type { ActorProcess } from "./harness/actors.js";
 import { freePort } from "./harness/nats.js";
 import { TestSystem } from "./harness/system.js";
@@ -18,6 +26,11 @@ import { messageText } from "./fakes/openai-server.js";
 
 const TOKEN = "test-openai-http-token-0123456789";
 const STREAMED = "one two three four five six seven";
+const S = subjects();
+/** media.maxFileMb of this test (~51 KB), so an over-cap image fits in the request body */
+const MAX_FILE_MB = 0.05;
+const MAX_FILE_BYTES = Math.floor(MAX_FILE_MB * 1024 * 1024);
+const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==", "base64");
 
 describe("openai-http channel: the OpenAI SDK talks to LurkBot", () => {
   let system: TestSystem;
@@ -29,7 +42,7 @@ describe("openai-http channel: the OpenAI SDK talks to LurkBot", () => {
     const port = await freePort();
     system = await TestSystem.start({
       fake: { chunkDelayMs: 60 },
-      config: { channels: { "openai-http": { enabled: true, port, token: TOKEN } }, routing: { dm: { policy: "pairing" } } },
+      config: { channels: { "openai-http": { enabled: true, port, token: TOKEN } }, routing: { dm: { policy: "pairing" } }, media: { maxFileMb: MAX_FILE_MB } },
       files: { "notes.md": "the notes file" },
     });
     system.fake.responder = (body) => {
@@ -127,5 +140,82 @@ describe("openai-http channel: the OpenAI SDK talks to LurkBot", () => {
     // the channel still serves
     const ok = await client.chat.completions.create({ model: "lurkbot/main", messages: [{ role: "user", content: "still here?" }], user: "erin" });
     assert.equal(ok.choices[0]!.message.content, "echo: still here?");
+  });
+  const lastInbound = async () => {
+    const admin = await system.nats.connect("admin");
+    try {
+      const m = await (await jetstreamManager(admin)).streams.getMessage(STREAMS.inbound, { last_by_subj: S.inbound("openai-http") });
+      return inboundMessageSchema.parse(m!.json());
+    } finally {
+      await admin.close();
+    }
+  };
+
+  it("an image_url data URL is stored in the media store and reaches the run by ref; an http(s) URL stays a URL", async () => {
+    const dataUrl = `data:image/png;base64,${PNG.toString("base64")}`;
+    const reply = await client.chat.completions.create({ model: "lurkbot/main", user: "pictures", messages: [{ role: "user", content: [
+      { type: "text", text: "what is in these pictures?" },
+      { type: "image_url", image_url: { url: dataUrl } },
+      { type: "image_url", image_url: { url: "https://example.org/cat.webp", detail: "low" } },
+    ] }] });
+    assert.equal(reply.choices[0]!.message.content, "echo: what is in these pictures?");
+    const inbound = await lastInbound();
+    assert.equal(inbound.text, "what is in these pictures?");
+    const ref = createHash("sha256").update(PNG).digest("hex");
+    assert.deepEqual(inbound.attachments, [
+      { kind: "image", mime: "image/png", size: PNG.length, ref },
+      { kind: "image", mime: "image/webp", url: "https://example.org/cat.webp" },
+    ]);
+    assert.ok(!JSON.stringify(inbound).includes(PNG.toString("base64")), "no bytes on the bus");
+    const nc = await system.nats.connect("channel-openai-http");
+    const stored = await new MediaStore(nc, { ...MEDIA_DEFAULTS, maxFileMb: MAX_FILE_MB }).get(ref);
+    await nc.close();
+    assert.deepEqual(Buffer.from(stored.bytes), PNG, "the stored bytes are the image's");
+    assert.equal(stored.mime, "image/png");
+    // the model saw the image (loaded from the store by the agent-runner)
+    const seen = JSON.stringify(system.fake.requests.at(-1)!.body.messages);
+    assert.ok(seen.includes(dataUrl), "the model got the image");
+  });
+
+  it("a malformed, non-image or over-cap image_url is a 400 in OpenAI's error shape and starts nothing", async () => {
+    const ask = (url: string) => client.chat.completions.create({ model: "lurkbot/main", user: "bad-pictures", messages: [{ role: "user", content: [
+      { type: "text", text: "refused picture" }, { type: "image_url", image_url: { url } },
+    ] }] });
+    const param = "messages[0].content[1].image_url.url";
+    for (const url of ["data:image/png;base64,@@not-base64@@", "data:text/plain;base64,aGVsbG8=", "data:image/png,rawbytes", "ftp://example.org/x.png", ""]) {
+      await assert.rejects(ask(url), (err: any) => err instanceof OpenAI.BadRequestError && err.code === "invalid_image_url" && err.param === param && err.type === "invalid_request_error", url);
+    }
+    const big = `data:image/png;base64,${Buffer.alloc(MAX_FILE_BYTES + 1, 1).toString("base64")}`;
+    await assert.rejects(ask(big), (err: any) => err instanceof OpenAI.BadRequestError && err.code === "image_too_large" && /media\.maxFileMb/.test(err.message));
+    assert.equal(system.fake.requests.filter((r) => JSON.stringify(r.body.messages).includes("refused picture")).length, 0, "no run");
+  });
+
+  it("a reply that carries only files answers with a note naming them, not an empty completion", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const before = system.fake.responder;
+    system.fake.responder = async (body) => {
+      if (messageText(body.messages.filter((m) => m.role === "user").at(-1)).includes("files only")) {
+        await held;
+        return { kind: "text", text: "too late" };
+      }
+      return before?.(body);
+    };
+    try {
+      const pending = client.chat.completions.create({ model: "lurkbot/main", user: "files-only", messages: [{ role: "user", content: "files only please" }] });
+      const inbound = await waitFor(async () => { const m = await lastInbound(); return m.text === "files only please" ? m : undefined; }, 10_000, "the inbound message");
+      // a reply to it with a file and no text, as a run's reply would be delivered
+      const out = envelope("lurk.outbound.message.v1", { channel: "openai-http", conversation: inbound.conversation, kind: "reply", replyTo: [inbound.id], text: "", attachments: [
+        { kind: "image", mime: "image/png", name: "chart.png", ref: "c".repeat(64) },
+      ] });
+      const admin = await system.nats.connect("admin");
+      await jetstream(admin).publish(S.outbound("openai-http", inbound.conversation), JSON.stringify(out), { msgID: out.id });
+      await admin.close();
+      const reply = await pending;
+      assert.equal(reply.choices[0]!.message.content, "[image: chart.png could not be sent: a chat completion carries no files]");
+    } finally {
+      release();
+      system.fake.responder = before;
+    }
   });
 });

@@ -4,14 +4,16 @@
  * chromium driven by playwright-core (skipped only when /usr/bin/chromium is missing).
  */
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { createHash, randomUUID } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, beforeEach, describe, it } from "node:test";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { chromium, type Browser } from "playwright-core";
 import { WebSocket } from "ws";
-import { envelope, inboundMessageSchema, STREAMS, subjects } from "../shared/contract/index.js";
+import { envelope, inboundMessageSchema, STREAMS, subjects, type Attachment } from "../shared/contract/index.js";
+import { MEDIA_DEFAULTS } from "../shared/runtime/config-media.js";
+import { MediaStore } from "../shared/runtime/media.js";
 import { chatOfSessionKey } from "../services/channel-web/hub.js";
 import { waitFor } from "./harness/actors.js";
 import { freePort } from "./harness/nats.js";
@@ -22,6 +24,11 @@ const TOKEN = "test-web-token-0123456789abcdef";
 const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = join(process.cwd(), "test", "artifacts", "web");
 const S = subjects();
+/** media.maxFileMb of this test: ~51 KB, so an over-cap upload stays small */
+const MAX_FILE_MB = 0.05;
+const MAX_FILE_BYTES = Math.floor(MAX_FILE_MB * 1024 * 1024);
+/** a 1x1 PNG */
+const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==", "base64");
 
 type Frame = Record<string, any> & { type: string };
 
@@ -51,6 +58,18 @@ class Client {
   }
 }
 
+/** An outbound message to a web chat, published as the router would. */
+async function publishOutbound(system: TestSystem, chat: string, text: string, attachments: Attachment[] = []) {
+  const admin = await system.nats.connect("admin");
+  try {
+    const out = envelope("lurk.outbound.message.v1", { channel: "web", conversation: chat, kind: "reply", replyTo: [], attachments, text });
+    await jetstream(admin).publish(S.outbound("web", chat), JSON.stringify(out), { msgID: out.id });
+    return out;
+  } finally {
+    await admin.close();
+  }
+}
+
 async function lastInbound(system: TestSystem) {
   const admin = await system.nats.connect("admin");
   try {
@@ -70,11 +89,13 @@ describe("web channel", () => {
   before(async () => {
     // the router reads this at start: the browser's user may decide approvals from chat
     const routing = { commands: { owners: ["web:web-user"] } };
-    system = await TestSystem.start({ fake: { chunkDelayMs: 40 }, files: { "notes.txt": "the treasure is under the oak" }, config: { routing } });
+    const media = { maxFileMb: MAX_FILE_MB };
+    system = await TestSystem.start({ fake: { chunkDelayMs: 40 }, files: { "notes.txt": "the treasure is under the oak" }, config: { routing, media } });
     port = await freePort();
     writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({
       channels: { web: { enabled: true, port, token: TOKEN } },
       routing,
+      media,
     }));
     await system.startActor("channel-web");
   });
@@ -192,6 +213,135 @@ describe("web channel", () => {
     }
   });
 
+  const upload = (body: Buffer, name: string, mime: string, token: string | null = TOKEN) => fetch(`http://127.0.0.1:${port}/upload?name=${encodeURIComponent(name)}`, {
+    method: "POST", body, headers: { "content-type": mime, ...(token ? { authorization: `Bearer ${token}` } : {}) },
+  });
+  const media = (ref: string, token: string | null = TOKEN) => fetch(`http://127.0.0.1:${port}/media/${ref}`, token ? { headers: { authorization: `Bearer ${token}` } } : {});
+  const readStore = async (ref: string) => {
+    const nc = await system.nats.connect("channel-web");
+    try {
+      return await new MediaStore(nc, { ...MEDIA_DEFAULTS, maxFileMb: MAX_FILE_MB }).get(ref);
+    } finally {
+      await nc.close();
+    }
+  };
+
+  it("uploads a file (token needed, media.maxFileMb cap) and sends it by ref: the inbound message carries the ref of the stored bytes", async () => {
+    const bytes = Buffer.from(`%PDF-1.4 report ${randomUUID()}\n`.repeat(20));
+    assert.equal((await upload(bytes, "report.pdf", "application/pdf", null)).status, 401, "no token");
+    assert.equal((await upload(bytes, "report.pdf", "application/pdf", "wrong-token-wrong-token")).status, 401, "a wrong token");
+    const big = await upload(Buffer.alloc(MAX_FILE_BYTES + 1, 7), "big.bin", "application/octet-stream");
+    assert.equal(big.status, 413);
+    const bigError = ((await big.json()) as { error: { code: string; message: string } }).error;
+    assert.equal(bigError.code, "PAYLOAD_TOO_LARGE");
+    assert.match(bigError.message, /big\.bin.*media\.maxFileMb/);
+
+    const res = await upload(bytes, "Quartalsbericht Ü.pdf", "application/pdf");
+    assert.equal(res.status, 200);
+    const { attachment } = (await res.json()) as { attachment: { ref: string; name: string; mime: string; size: number; kind: string } };
+    assert.deepEqual(attachment, { ref: createHash("sha256").update(bytes).digest("hex"), name: "Quartalsbericht Ü.pdf", mime: "application/pdf", size: bytes.length, kind: "file" });
+
+    const c = await Client.connect(port);
+    await c.next((f) => f.type === "ready", "ready");
+    assert.equal(c.frames.find((f) => f.type === "ready")!.maxFileBytes, MAX_FILE_BYTES, "the page learns the cap");
+    c.send({ type: "open", chat: "chat-files", since: 0 });
+    // only refs this channel took in; at most a few; text or a file
+    const stranger = randomUUID();
+    c.send({ type: "send", id: stranger, chat: "chat-files", text: "", attachments: [{ ref: "a".repeat(64) }] });
+    assert.match((await c.next((f) => f.type === "nack" && f.id === stranger, "nack for an unknown ref")).message, /not uploaded/);
+    const refused = async (frame: object, what: string) => {
+      c.frames.length = 0;
+      c.send({ type: "send", id: randomUUID(), chat: "chat-files", ...frame });
+      return (await c.next((f) => f.type === "error" || f.type === "ack", what)) as Frame;
+    };
+    const tooMany = await refused({ text: "x", attachments: Array.from({ length: 9 }, () => ({ ref: attachment.ref })) }, "too many files");
+    assert.equal(tooMany.type, "error");
+    assert.match(tooMany.message, /attachments/);
+    const extra = await refused({ text: "x", attachments: [{ ref: attachment.ref, name: "evil.html", mime: "text/html" }] }, "fields besides the ref");
+    assert.equal(extra.type, "error");
+    assert.match(extra.message, /attachments/);
+    const empty = await refused({ text: "" }, "an empty message");
+    assert.equal(empty.type, "error");
+    assert.match(empty.message, /text or a file/);
+
+    const id = randomUUID();
+    c.send({ type: "send", id, chat: "chat-files", text: "here is the report", attachments: [{ ref: attachment.ref }] });
+    const ack = await c.next((f) => f.type === "ack" && f.id === id, "ack");
+    assert.equal(ack.duplicate, false);
+    const stored = await lastInbound(system);
+    assert.equal(stored?.id, id);
+    assert.equal(stored?.text, "here is the report");
+    assert.deepEqual(stored?.attachments, [{ kind: "file", mime: "application/pdf", name: "Quartalsbericht Ü.pdf", size: bytes.length, ref: attachment.ref }]);
+    assert.ok(!JSON.stringify(stored).includes(bytes.toString("base64").slice(0, 40)), "no bytes on the bus");
+    assert.deepEqual(Buffer.from((await readStore(attachment.ref)).bytes), bytes, "the store holds the uploaded bytes");
+    const line = await c.next((f) => f.type === "entry" && f.entry.id === id, "the user's line");
+    assert.equal(line.entry.attachments[0].ref, attachment.ref);
+    // the uploader may download it again
+    const back = await media(attachment.ref);
+    assert.equal(back.status, 200);
+    assert.deepEqual(Buffer.from(await back.arrayBuffer()), bytes);
+    assert.equal(back.headers.get("content-disposition"), `attachment; filename="Quartalsbericht _.pdf"; filename*=UTF-8''${encodeURIComponent("Quartalsbericht Ü.pdf")}`);
+    c.close();
+  });
+
+  it("delivers the agent's files as chat lines, downloadable with the token from /media/<ref>, and replays them from history", async () => {
+    const nc = await system.nats.connect("channel-web");
+    const store = new MediaStore(nc, { ...MEDIA_DEFAULTS, maxFileMb: MAX_FILE_MB });
+    const image = await store.put(PNG, { mime: "image/png", name: "dot.png" });
+    const csvBytes = Buffer.from(`a,b\n1,${randomUUID()}\n`);
+    const csv = await store.put(csvBytes, { mime: "text/csv", name: "data.csv" });
+    await nc.close();
+    const chat = `chat-out-${randomUUID().slice(0, 8)}`;
+    const c = await Client.connect(port);
+    await c.next((f) => f.type === "ready", "ready");
+    c.send({ type: "open", chat, since: 0 });
+    await c.next((f) => f.type === "history" && f.chat === chat, "history");
+
+    const gone = "e".repeat(64);
+    const out = await publishOutbound(system, chat, "Two files for you.", [
+      { kind: "image", mime: "image/png", name: "dot.png", size: image.size, ref: image.ref },
+      { kind: "file", mime: "text/csv", name: "data.csv", size: csv.size, ref: csv.ref },
+      { kind: "file", mime: "application/pdf", name: "expired.pdf", size: 10, ref: gone },
+    ]);
+    const lines = await waitFor(() => {
+      const got = c.frames.filter((f) => f.type === "entry" && f.entry.id.startsWith(`${out.id}:`)).map((f) => f.entry);
+      return got.length === 4 ? got : undefined;
+    }, 20_000, "the text and three file lines");
+    assert.equal(lines[0].text, "Two files for you.");
+    assert.deepEqual(lines[1].attachments, [{ ref: image.ref, name: "dot.png", mime: "image/png", size: PNG.length, kind: "image" }]);
+    assert.equal(lines[1].text, "");
+    assert.deepEqual(lines[2].attachments, [{ ref: csv.ref, name: "data.csv", mime: "text/csv", size: csvBytes.length, kind: "file" }]);
+    assert.equal(lines[3].attachments, undefined, "a file that is not in the store…");
+    assert.match(lines[3].text, /^\[file: expired\.pdf could not be sent: .*not in the media store/, "…is a text line saying so");
+
+    const png = await media(image.ref);
+    assert.equal(png.status, 200);
+    assert.equal(png.headers.get("content-type"), "image/png");
+    assert.equal(png.headers.get("content-disposition"), `inline; filename="dot.png"; filename*=UTF-8''dot.png`);
+    assert.equal(png.headers.get("x-content-type-options"), "nosniff");
+    assert.deepEqual(Buffer.from(await png.arrayBuffer()), PNG);
+    const file = await media(csv.ref);
+    assert.equal(file.headers.get("content-type"), "text/csv");
+    assert.match(file.headers.get("content-disposition") ?? "", /^attachment; filename="data\.csv"/);
+    assert.deepEqual(Buffer.from(await file.arrayBuffer()), csvBytes);
+
+    assert.equal((await media(image.ref, null)).status, 401, "not without the token");
+    assert.equal((await media(image.ref, "wrong-token-wrong-token")).status, 401);
+    const missing = await media("0".repeat(64));
+    assert.equal(missing.status, 404);
+    assert.equal(((await missing.json()) as { error: { code: string } }).error.code, "NOT_FOUND");
+    assert.equal((await media("not-a-ref")).status, 404);
+
+    // a reload: the chat's history has the file lines
+    const later = await Client.connect(port);
+    await later.next((f) => f.type === "ready", "ready");
+    later.send({ type: "open", chat, since: 0 });
+    const history = await later.next((f) => f.type === "history" && f.chat === chat, "history");
+    assert.deepEqual(history.entries.map((e: any) => e.attachments?.[0]?.ref ?? null), [null, image.ref, csv.ref, null]);
+    c.close();
+    later.close();
+  });
+
   it("maps session keys to chats", () => {
     assert.equal(chatOfSessionKey("agent:main:main"), "main");
     assert.equal(chatOfSessionKey("agent:main:web:dm:chat-1a2b"), "chat-1a2b");
@@ -295,6 +445,59 @@ describe("web channel", () => {
       assert.equal(await page.locator(".msg", { hasText: "hello browser" }).count(), 0, "another chat's lines are not shown");
       await page.click(`#sessions li[data-chat="${chat}"]`);
       await page.locator(".msg.user", { hasText: "hello browser" }).waitFor({ timeout: 10_000 });
+      assert.deepEqual(consoleErrors.filter((e) => !/4401|WebSocket/.test(e)), [], "no script errors");
+    } finally {
+      await browser?.close();
+    }
+  });
+  it("in a real browser: attaches a file to a message; shows the agent's image inline and its other file as a download", { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (apt-get install chromium)` }, async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    let browser: Browser | undefined;
+    try {
+      browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+      const page = await browser.newPage({ viewport: { width: 1100, height: 720 }, acceptDownloads: true });
+      const consoleErrors: string[] = [];
+      page.on("console", (m) => { if (m.type() === "error") consoleErrors.push(m.text()); });
+      page.on("pageerror", (e) => consoleErrors.push(e.message));
+      await page.goto(`http://127.0.0.1:${port}/?token=${TOKEN}`);
+      await page.locator("#status.online").waitFor({ timeout: 10_000 });
+      await page.click("#new-chat");
+      const chat = (await page.textContent("#chat-title"))!;
+
+      // the file button: uploaded at once, sent by ref with the message
+      await page.setInputFiles("#file", { name: "dot.png", mimeType: "image/png", buffer: PNG });
+      await page.locator("#attached .chip:not(.uploading)", { hasText: "dot.png" }).waitFor({ timeout: 10_000 });
+      await page.fill("#input", "look at this dot");
+      await page.press("#input", "Enter");
+      const stored = await waitFor(async () => {
+        const m = await lastInbound(system);
+        return m?.text === "look at this dot" ? m : undefined;
+      }, 10_000, "the message with the file in LURK_INBOUND");
+      assert.equal(stored.conversation, chat);
+      assert.deepEqual(stored.attachments, [{ kind: "image", mime: "image/png", name: "dot.png", size: PNG.length, ref: createHash("sha256").update(PNG).digest("hex") }]);
+      await page.locator(".msg.user:not(.pending) .file img[src^='blob:']").waitFor({ timeout: 10_000 });
+      assert.equal(await page.locator("#attached .chip").count(), 0, "the chips are gone once sent");
+
+      // a file above media.maxFileMb is refused before uploading
+      await page.setInputFiles("#file", { name: "huge.bin", mimeType: "application/octet-stream", buffer: Buffer.alloc(MAX_FILE_BYTES + 10) });
+      await page.locator(".msg.error", { hasText: "huge.bin" }).waitFor({ timeout: 5_000 });
+
+      // the agent's files: the image inline, the CSV as a download with its name
+      const nc = await system.nats.connect("channel-web");
+      const csvBytes = Buffer.from(`x,y\n${randomUUID()},2\n`);
+      const csv = await new MediaStore(nc, { ...MEDIA_DEFAULTS, maxFileMb: MAX_FILE_MB }).put(csvBytes, { mime: "text/csv", name: "table.csv" });
+      await nc.close();
+      await publishOutbound(system, chat, "Here you go.", [
+        { kind: "image", mime: "image/png", name: "back.png", ref: stored.attachments[0]!.ref! },
+        { kind: "file", mime: "text/csv", name: "table.csv", ref: csv.ref },
+      ]);
+      const shown = page.locator(".msg.assistant .file img[alt='back.png']");
+      await shown.waitFor({ timeout: 15_000 });
+      await waitFor(async () => (await shown.evaluate((img: any) => img.complete && img.naturalWidth)) === 1 || undefined, 10_000, "the image decoded (1x1)");
+      const [download] = await Promise.all([page.waitForEvent("download"), page.click(".msg.assistant .file a:text('table.csv')")]);
+      assert.equal(download.suggestedFilename(), "table.csv");
+      assert.deepEqual(readFileSync((await download.path())!), csvBytes);
+      await page.screenshot({ path: join(ARTIFACTS, "files.png") });
       assert.deepEqual(consoleErrors.filter((e) => !/4401|WebSocket/.test(e)), [], "no script errors");
     } finally {
       await browser?.close();

@@ -5,10 +5,17 @@
  * headers are refused (401) and start nothing; the same id sent twice runs once and is answered
  * once; a failing receiver (500) gets the callback again, the same delivery, until it accepts.
  * The DM policy is "pairing": a signed request is an authenticated peer and is answered, never
- * given a pairing code.
+ * given a pairing code. Files: a request's `dataBase64` files go into the media store and the
+ * inbound message carries their refs (bad base64: 400, above media.maxFileMb: 413); an agent's
+ * file comes back as a callback with its bytes.
  */
 import assert from "node:assert/strict";
+import { createHash, randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { encodeToken, envelope, inboundMessageSchema, STREAMS, subjects } from "../shared/contract/index.js";
+import { MEDIA_DEFAULTS } from "../shared/runtime/config-media.js";
+import { MediaStore } from "../shared/runtime/media.js";
 import { sign, verify } from "../services/channel-webhook/signature.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
 import { freePort } from "./harness/nats.js";
@@ -17,6 +24,12 @@ import { messageText } from "./fakes/openai-server.js";
 import { WebhookReceiver } from "./fakes/webhook-receiver.js";
 
 const SECRET = "webhook-test-secret-0123456789abcdef";
+const S = subjects();
+/** media.maxFileMb of this test (~51 KB), below the body cap, so an over-cap file is refused by the file check */
+const MAX_FILE_MB = 0.05;
+const MAX_FILE_BYTES = Math.floor(MAX_FILE_MB * 1024 * 1024);
+const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==", "base64");
+const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex");
 
 describe("webhook channel: signed requests in, signed callbacks out", () => {
   let system: TestSystem;
@@ -39,7 +52,11 @@ describe("webhook channel: signed requests in, signed callbacks out", () => {
   before(async () => {
     receiver = await WebhookReceiver.start();
     const port = await freePort();
-    system = await TestSystem.start({ config: { channels: { webhook: { enabled: true, port, secret: SECRET, callbackUrl: receiver.url } }, routing: { dm: { policy: "pairing" } } } });
+    system = await TestSystem.start({ config: {
+      channels: { webhook: { enabled: true, port, secret: SECRET, callbackUrl: receiver.url, maxBodyBytes: 1024 * 1024 } },
+      routing: { dm: { policy: "pairing" } },
+      media: { maxFileMb: MAX_FILE_MB },
+    } });
     channel = await startActorProcess("channel-webhook", system.nats, system.env);
     url = `http://127.0.0.1:${port}/v1/messages`;
   });
@@ -120,5 +137,89 @@ describe("webhook channel: signed requests in, signed callbacks out", () => {
       assert.equal(c.body.text, "echo: retry me");
     }
     receiver.answer = () => 200;
+  });
+  const inboundById = async (id: string) => {
+    const admin = await system.nats.connect("admin");
+    try {
+      const m = await (await jetstreamManager(admin)).streams.getMessage(STREAMS.inbound, { last_by_subj: S.inbound("webhook") });
+      const msg = inboundMessageSchema.parse(m!.json());
+      return msg.id === id ? msg : undefined;
+    } finally {
+      await admin.close();
+    }
+  };
+  const withStore = async <T>(fn: (store: MediaStore) => Promise<T>): Promise<T> => {
+    const nc = await system.nats.connect("channel-webhook");
+    try {
+      return await fn(new MediaStore(nc, { ...MEDIA_DEFAULTS, maxFileMb: MAX_FILE_MB }));
+    } finally {
+      await nc.close();
+    }
+  };
+
+  it("files sent as dataBase64 are stored in the media store; the inbound message carries their refs, never the bytes", async () => {
+    const text = Buffer.from(`minutes of the meeting ${randomUUID()}\n`);
+    const res = await post({ id: "msg-files", text: "two files", conversation: "files", attachments: [
+      { name: "minutes.txt", dataBase64: text.toString("base64") },
+      { kind: "image", mime: "image/png", name: "dot.png", dataBase64: PNG.toString("base64").replace(/(.{20})/g, "$1\n") },
+      { kind: "file", mime: "application/pdf", name: "remote.pdf", url: "https://example.org/remote.pdf" },
+    ] });
+    assert.equal(res.status, 202, await res.clone().text());
+    const msg = await waitFor(() => inboundById("msg-files"), 10_000, "the inbound message");
+    assert.deepEqual(msg.attachments, [
+      { kind: "file", mime: "text/plain", name: "minutes.txt", size: text.length, ref: sha256(text) },
+      { kind: "image", mime: "image/png", name: "dot.png", size: PNG.length, ref: sha256(PNG) },
+      { kind: "file", mime: "application/pdf", name: "remote.pdf", url: "https://example.org/remote.pdf" },
+    ]);
+    assert.deepEqual(Buffer.from((await withStore((s) => s.get(sha256(text)))).bytes), text);
+    assert.deepEqual(Buffer.from((await withStore((s) => s.get(sha256(PNG)))).bytes), PNG);
+    await waitFor(() => callbacksFor("msg-files").length >= 1, 20_000, "the reply");
+  });
+
+  it("a file with bad base64 (400) or above media.maxFileMb (413) is refused and starts nothing; the corrected request is accepted", async () => {
+    const bad = await post({ id: "msg-bad-file", text: "bad file", attachments: [{ name: "x.bin", dataBase64: "not base64!!" }] });
+    assert.equal(bad.status, 400);
+    const badError = ((await bad.json()) as { error: { code: string; message: string } }).error;
+    assert.equal(badError.code, "invalid_attachment");
+    assert.match(badError.message, /"x\.bin".*base64/);
+    const big = await post({ id: "msg-bad-file", text: "bad file", attachments: [{ name: "big.bin", dataBase64: Buffer.alloc(MAX_FILE_BYTES + 1, 1).toString("base64") }] });
+    assert.equal(big.status, 413);
+    const bigError = ((await big.json()) as { error: { code: string; message: string } }).error;
+    assert.equal(bigError.code, "file_too_large");
+    assert.match(bigError.message, /"big\.bin" is .*media\.maxFileMb/);
+    assert.equal((await post({ id: "msg-bad-file", text: "bad file", attachments: [{ name: "none.txt" }] })).status, 400, "no bytes, url or ref");
+    assert.equal(await inboundById("msg-bad-file"), undefined, "nothing published");
+
+    const fixed = await post({ id: "msg-bad-file", text: "fixed file", attachments: [{ name: "ok.txt", dataBase64: Buffer.from("fine").toString("base64") }] });
+    assert.equal(fixed.status, 202);
+    assert.equal(((await fixed.json()) as { duplicate: boolean }).duplicate, false);
+    await waitFor(() => callbacksFor("msg-bad-file").length === 1, 20_000, "the reply to the corrected request");
+    assert.equal(llmSaw("bad file"), 0);
+  });
+
+  it("the agent's files come back as callbacks with their bytes (dataBase64); an expired one as a text callback", async () => {
+    const csvBytes = Buffer.from(`a,b\n1,${randomUUID()}\n`);
+    const csv = await withStore((s) => s.put(csvBytes, { mime: "text/csv", name: "table.csv" }));
+    const conversation = encodeToken("files out");
+    const out = envelope("lurk.outbound.message.v1", { channel: "webhook", conversation, kind: "reply", replyTo: [], text: "Here is the table.", attachments: [
+      { kind: "file", mime: "text/csv", name: "table.csv", size: csv.size, ref: csv.ref },
+      { kind: "file", mime: "application/pdf", name: "gone.pdf", ref: "f".repeat(64) },
+    ] });
+    const admin = await system.nats.connect("admin");
+    await jetstream(admin).publish(S.outbound("webhook", conversation), JSON.stringify(out), { msgID: out.id });
+    await admin.close();
+    const calls = await waitFor(() => {
+      const c = receiver.matching((b) => b?.deliveryId === out.id);
+      return c.length === 3 ? c.sort((x, y) => x.body.part.index - y.body.part.index) : undefined;
+    }, 20_000, "three callbacks");
+    assert.deepEqual(calls.map((c) => c.body.part), [{ index: 0, count: 3 }, { index: 1, count: 3 }, { index: 2, count: 3 }]);
+    assert.equal(calls[0]!.body.text, "Here is the table.");
+    assert.deepEqual(calls[0]!.body.attachments, []);
+    assert.equal(calls[1]!.body.text, "");
+    assert.deepEqual(calls[1]!.body.attachments, [{ kind: "file", mime: "text/csv", name: "table.csv", size: csvBytes.length, ref: csv.ref, dataBase64: csvBytes.toString("base64") }]);
+    assert.equal(calls[1]!.body.conversation, "files out");
+    assert.ok(verify(SECRET, { timestamp: calls[1]!.headers["x-lurkbot-timestamp"] as string, signature: calls[1]!.headers["x-lurkbot-signature"] as string }, Buffer.from(calls[1]!.raw), 300).ok, "signed");
+    assert.match(calls[2]!.body.text, /^\[file: gone\.pdf could not be sent: .*not in the media store/);
+    assert.deepEqual(calls[2]!.body.attachments, []);
   });
 });

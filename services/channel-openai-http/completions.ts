@@ -5,15 +5,18 @@
  * (`stream: true`) sends the run's text deltas as `chat.completion.chunk` SSE events while it
  * runs, then the rest of the final text, a `finish_reason: "stop"` chunk, the usage chunk when
  * `stream_options.include_usage`, and `data: [DONE]`. A silent run (NO_REPLY) answers "".
- * A run error answers 502 (streaming: an `error` event, which the SDKs raise).
+ * A run error answers 502 (streaming: an `error` event, which the SDKs raise). The message's
+ * `image_url` parts become image attachments (images.ts; a bad one answers 400 before anything
+ * is published).
  */
 import { createHash, randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { LurkError, type OutboundMessage } from "../../shared/contract/index.js";
+import { LurkError, type Attachment, type OutboundMessage } from "../../shared/contract/index.js";
 import { sendJson, type ChannelContext, type RunEnd } from "../../shared/runtime/channel/index.js";
 import type { OpenAiHttpChannelConfig } from "../../shared/runtime/config-channels.js";
+import { ImageError, imageAttachments } from "./images.js";
 import type { PendingRequests } from "./pending.js";
-import { chunk, completion, errorBody, lastUserText, toOpenAiUsage, usageChunk, type ChatRequest } from "./wire.js";
+import { chunk, completion, errorBody, lastUserMessage, toOpenAiUsage, usageChunk, type ChatRequest } from "./wire.js";
 
 /** after the terminal run event, how long the delivery may take before we answer from the event */
 const DELIVERY_GRACE_MS = 10_000;
@@ -28,8 +31,18 @@ export interface CompletionInput {
 
 export async function chatCompletion(ctx: ChannelContext<OpenAiHttpChannelConfig>, pending: PendingRequests, req: IncomingMessage, res: ServerResponse, input: CompletionInput): Promise<void> {
   const { body, agentId, session } = input;
-  const text = lastUserText(body);
-  if (text === null) return sendJson(res, 400, errorBody("messages must contain a user message", "invalid_request_error", null, "messages"));
+  const user = lastUserMessage(body);
+  if (user === null) return sendJson(res, 400, errorBody("messages must contain a user message", "invalid_request_error", null, "messages"));
+  const { text } = user;
+  let attachments: Attachment[];
+  try {
+    attachments = await imageAttachments(ctx.rt.media, user.images);
+  } catch (err) {
+    if (err instanceof ImageError) return sendJson(res, 400, errorBody(err.message, "invalid_request_error", err.code, err.param));
+    const e = LurkError.from(err);
+    ctx.log.warn({ code: e.code, err: e.message }, "an image could not be stored");
+    return sendJson(res, 503, errorBody(`the image could not be stored: ${e.message}`, "server_error", e.code.toLowerCase()));
+  }
   const id = randomUUID();
   const runId = ctx.runIdFor(id);
   const completionId = `chatcmpl-${id.replace(/-/g, "")}`;
@@ -126,7 +139,7 @@ export async function chatCompletion(ctx: ChannelContext<OpenAiHttpChannelConfig
     await ctx.rt.nc.flush();
     const conversation = `s-${createHash("sha256").update(session).digest("hex").slice(0, 24)}`;
     await ctx.publishInbound({
-      id, conversation, peer: { kind: "dm", id: session }, sender: { id: session }, text, sessionName: session, agentId,
+      id, conversation, peer: { kind: "dm", id: session }, sender: { id: session }, text, attachments, sessionName: session, agentId,
     });
   } catch (err) {
     const e = LurkError.from(err);

@@ -6,7 +6,12 @@
 import { z } from "zod";
 import type { Usage } from "../../shared/contract/index.js";
 
-const contentPartSchema = z.object({ type: z.string(), text: z.string().optional() }).loose();
+/** a content part; `image_url` parts carry `{ url }` (a data: URL or an http(s) URL) */
+const contentPartSchema = z.object({
+  type: z.string(),
+  text: z.string().optional(),
+  image_url: z.union([z.object({ url: z.string() }).loose(), z.string()]).optional(),
+}).loose();
 
 export const chatRequestSchema = z.object({
   model: z.string().min(1).max(200),
@@ -21,14 +26,25 @@ export const chatRequestSchema = z.object({
 }).loose();
 export type ChatRequest = z.infer<typeof chatRequestSchema>;
 
-/** The text of the last user message (LurkBot keeps the session's history itself). */
-export function lastUserText(req: ChatRequest): string | null {
+export interface UserImage {
+  url: string;
+  /** where it is in the request, for errors: `messages[i].content[j].image_url.url` */
+  param: string;
+}
+
+/** The text and images of the last user message (LurkBot keeps the session's history itself). */
+export function lastUserMessage(req: ChatRequest): { text: string; images: UserImage[] } | null {
   for (let i = req.messages.length - 1; i >= 0; i--) {
     const m = req.messages[i]!;
     if (m.role !== "user") continue;
-    if (typeof m.content === "string") return m.content;
-    if (Array.isArray(m.content)) return m.content.filter((p) => p.type === "text" && typeof p.text === "string").map((p) => p.text).join("\n");
-    return "";
+    if (typeof m.content === "string") return { text: m.content, images: [] };
+    if (!Array.isArray(m.content)) return { text: "", images: [] };
+    const text = m.content.filter((p) => p.type === "text" && typeof p.text === "string").map((p) => p.text).join("\n");
+    const images = m.content.flatMap((p, j) => {
+      if (p.type !== "image_url") return [];
+      return [{ url: typeof p.image_url === "string" ? p.image_url : p.image_url?.url ?? "", param: `messages[${i}].content[${j}].image_url.url` }];
+    });
+    return { text, images };
   }
   return null;
 }

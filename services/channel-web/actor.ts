@@ -1,15 +1,16 @@
 /**
  * channel-web: the browser chat (node:http + ws, loopback by default, one token) on the
  * channel kit. In: socket `send` frames -> LURK_INBOUND (hub.ts), acked after storing.
- * Out: the kit's durable deliveries. Each delivered part is written to the chat's history
- * (LMDB, history.ts) and then pushed to the chat's open sockets; a browser that is closed or
- * reconnecting gets it when it (re)opens the chat (it asks for the entries after the last seq
- * it saw). So a delivery succeeds once stored: nothing is retried for an absent browser, and
+ * Out: the kit's durable deliveries. Each delivered part (a text, or one file: files.ts) is
+ * written to the chat's history (LMDB, history.ts) and then pushed to the chat's open
+ * sockets; a browser that is closed or reconnecting gets it when it (re)opens the chat (it asks
+ * for the entries after the last seq it saw). So a delivery succeeds once stored: nothing is retried for an absent browser, and
  * nothing is lost to it. Streaming (delta) and tool progress come from the run's events.
  */
 import { join } from "node:path";
 import { defineChannelActor, DeliveryError } from "../../shared/runtime/channel/index.js";
 import { webChannelSchema } from "../../shared/runtime/config-channels.js";
+import { outboundFile, WebFiles } from "./files.js";
 import { ChatHistory } from "./history.js";
 import { Hub } from "./hub.js";
 import { CHAT_ID } from "./protocol.js";
@@ -27,8 +28,9 @@ export const definition = defineChannelActor({
     const { settings, log } = ctx;
     const token = ctx.secret("token", settings.token);
     const history = new ChatHistory(join(ctx.dataDir, "history"), settings.historyPerChat);
-    const hub = new Hub(ctx, history);
-    const web = await startWebServer(ctx, token, hub);
+    const files = new WebFiles(join(ctx.dataDir, "files"), ctx.config.media.retentionDays);
+    const hub = new Hub(ctx, history, files);
+    const web = await startWebServer(ctx, token, hub, files);
     log.info({ host: settings.host, port: web.port, url: `http://${settings.host}:${web.port}/` }, "web channel listening (open the page with ?token=<channels.web.token>)");
     return {
       textLimit: WEB_TEXT_LIMIT,
@@ -37,12 +39,15 @@ export const definition = defineChannelActor({
         const chat = msg.conversation;
         if (!CHAT_ID.test(chat)) throw new DeliveryError(`"${chat}" is not a web chat id`, { permanent: true });
         const kind = msg.kind === "typing" ? "notice" : msg.kind;
+        // an attachment part: a line with the file (or, when it cannot be read, a text line saying so)
+        const got = part.attachments[0] ? await outboundFile(ctx.rt.media, files, part.attachments[0]) : undefined;
         const entry = await hub.record(chat, {
           ts: Date.now(),
           role: "assistant",
           kind,
           id: `${msg.id}:${part.index}`,
-          text: part.text,
+          text: got && "fallback" in got ? got.fallback : part.text,
+          ...(got && "file" in got ? { attachments: [got.file] } : {}),
           ...(msg.runId ? { runId: msg.runId } : {}),
           ...(msg.kind === "approval" && msg.approval ? { approval: msg.approval } : {}),
         });
@@ -55,6 +60,7 @@ export const definition = defineChannelActor({
         hub.stop();
         await web.close();
         await history.close();
+        await files.close();
       },
     };
   },

@@ -10,8 +10,9 @@ import type { WebSocket } from "ws";
 import { LurkError, parseSessionKey } from "../../shared/contract/index.js";
 import type { ChannelContext, RunWatch } from "../../shared/runtime/channel/index.js";
 import type { WebChannelConfig } from "../../shared/runtime/config-channels.js";
+import { toAttachment, type WebFiles } from "./files.js";
 import type { ChatHistory } from "./history.js";
-import { MAIN_CHAT, type ChatEntry, type ServerFrame, type WebSession } from "./protocol.js";
+import { MAIN_CHAT, type ChatEntry, type SendFrame, type ServerFrame, type WebFile, type WebSession } from "./protocol.js";
 
 /** how long a run's events are streamed at most */
 const WATCH_MAX_MS = 30 * 60_000;
@@ -23,7 +24,7 @@ export class Hub {
   private readonly chatOf = new Map<WebSocket, string>();
   private readonly watches = new Map<string, RunWatch>();
 
-  constructor(private readonly ctx: ChannelContext<WebChannelConfig>, private readonly history: ChatHistory) {}
+  constructor(private readonly ctx: ChannelContext<WebChannelConfig>, private readonly history: ChatHistory, private readonly files: WebFiles) {}
 
   send(ws: WebSocket, frame: ServerFrame): void {
     if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(frame));
@@ -58,8 +59,17 @@ export class Hub {
   }
 
   /** One browser message: watch its run, persist it, then ack (or nack with the reason). */
-  async inbound(ws: WebSocket, msg: { id: string; chat: string; text: string }): Promise<void> {
+  async inbound(ws: WebSocket, msg: SendFrame): Promise<void> {
     const { ctx } = this;
+    const files: WebFile[] = [];
+    for (const { ref } of msg.attachments) {
+      const file = this.files.known(ref);
+      if (!file) {
+        const message = `file ${ref.slice(0, 12)}… was not uploaded here (or has expired): upload it again`;
+        return this.send(ws, { type: "nack", id: msg.id, chat: msg.chat, code: "VALIDATION_FAILED", message });
+      }
+      files.push(file);
+    }
     const runId = ctx.runIdFor(msg.id);
     const isNew = !this.watches.has(runId);
     if (isNew) this.watch(msg.chat, runId);
@@ -71,13 +81,14 @@ export class Hub {
         peer: { kind: "dm", id: ctx.settings.userId },
         sender: { id: ctx.settings.userId, name: "Web" },
         text: msg.text,
+        attachments: files.map(toAttachment),
         mentioned: true,
         ...(msg.chat === MAIN_CHAT ? {} : { sessionName: msg.chat }),
       });
       if (published.duplicate) {
         if (isNew) this.unwatch(runId);
       } else {
-        await this.record(msg.chat, { ts: Date.now(), role: "user", kind: "message", id: msg.id, text: msg.text, runId });
+        await this.record(msg.chat, { ts: Date.now(), role: "user", kind: "message", id: msg.id, text: msg.text, runId, ...(files.length ? { attachments: files } : {}) });
       }
       this.send(ws, { type: "ack", id: msg.id, chat: msg.chat, runId, duplicate: published.duplicate });
       ctx.log.debug({ runId, chat: msg.chat, duplicate: published.duplicate }, "browser message stored");

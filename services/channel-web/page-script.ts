@@ -3,15 +3,19 @@
  * token in localStorage (taken once from `?token=` or the login form, then removed from the
  * address bar), reconnects with backoff, resends unacknowledged messages with their ids after a
  * reconnect (the channel processes each id once), and asks for the chat's entries after the
- * last seq it saw.
+ * last seq it saw. Files (the 📎 button, paste or drop) are uploaded at once (`POST /upload`
+ * with the token) and sent by ref with the next message; a chat's files are fetched with the
+ * token (`GET /media/<ref>`): raster images shown inline, other files as download links.
  */
 export const PAGE_SCRIPT = String.raw`
 (function () {
   "use strict";
   var KEY_TOKEN = "lurkbot.web.token", KEY_CHAT = "lurkbot.web.chat", KEY_PENDING = "lurkbot.web.pending";
+  var MAX_FILES = 8, IMAGE = /^image\/(png|jpeg|gif|webp)$/;
   var $ = function (id) { return document.getElementById(id); };
   var state = { ws: null, ready: false, chat: localStorage.getItem(KEY_CHAT) || "main", lastSeq: 0,
-    pending: loadPending(), streams: {}, tools: {}, sessions: [], retry: 0, extraChats: [] };
+    pending: loadPending(), streams: {}, tools: {}, sessions: [], retry: 0, extraChats: [],
+    uploads: [], maxFileBytes: 0, blobs: {} };
 
   function loadPending() { try { return JSON.parse(localStorage.getItem(KEY_PENDING) || "{}") || {}; } catch (e) { return {}; } }
   function savePending() { localStorage.setItem(KEY_PENDING, JSON.stringify(state.pending)); }
@@ -40,6 +44,74 @@ export const PAGE_SCRIPT = String.raw`
   function scroll() { var log = $("log"); log.scrollTop = log.scrollHeight; }
   function setStatus(text, cls) { var s = $("status"); s.textContent = text; s.className = cls; }
   function send(frame) { if (state.ws && state.ws.readyState === 1) state.ws.send(JSON.stringify(frame)); }
+  function sendFrame(id, p) {
+    return { type: "send", id: id, chat: p.chat, text: p.text, attachments: (p.files || []).map(function (f) { return { ref: f.ref }; }) };
+  }
+  function token() { return localStorage.getItem(KEY_TOKEN) || ""; }
+  function fmtSize(n) { return n >= 1048576 ? (n / 1048576).toFixed(1) + " MB" : n >= 1024 ? (n / 1024).toFixed(1) + " KB" : n + " bytes"; }
+  function notice(text) { var n = bubble("assistant", "error"); n.textContent = text; scroll(); }
+  function errorOf(r) {
+    return r.json().then(function (b) { return new Error(b && b.error ? b.error.message : "HTTP " + r.status); }, function () { return new Error("HTTP " + r.status); });
+  }
+
+  /** a chat file as a blob: URL (fetched once per ref, with the token) */
+  function mediaUrl(ref) {
+    if (!state.blobs[ref]) {
+      state.blobs[ref] = fetch("/media/" + ref, { headers: { authorization: "Bearer " + token() } })
+        .then(function (r) { return r.ok ? r.blob() : errorOf(r).then(function (e) { throw e; }); })
+        .then(function (b) { return URL.createObjectURL(b); });
+      state.blobs[ref].catch(function () { delete state.blobs[ref]; });
+    }
+    return state.blobs[ref];
+  }
+  function download(f, link) {
+    mediaUrl(f.ref).then(function (u) {
+      var a = document.createElement("a"); a.href = u; a.download = f.name; document.body.appendChild(a); a.click(); a.remove();
+    }, function (e) { link.title = e.message; link.textContent = "\uD83D\uDCCE " + f.name + " (unavailable)"; });
+  }
+  function appendFiles(el, files) {
+    (files || []).forEach(function (f) {
+      var box = document.createElement("div"); box.className = "file";
+      var link = document.createElement("a"); link.href = "#"; link.textContent = "\uD83D\uDCCE " + f.name;
+      link.onclick = function (ev) { ev.preventDefault(); download(f, link); };
+      var size = document.createElement("span"); size.className = "size"; size.textContent = " " + fmtSize(f.size);
+      if (IMAGE.test(f.mime)) {
+        var img = document.createElement("img"); img.alt = f.name; img.title = f.name;
+        img.onclick = function () { download(f, link); };
+        box.appendChild(img);
+        mediaUrl(f.ref).then(function (u) { img.src = u; }, function (e) { img.remove(); link.title = e.message; });
+      }
+      box.appendChild(link); box.appendChild(size); el.appendChild(box);
+    });
+  }
+
+  /** files to send with the next message: uploaded now, each a chip until sent or removed */
+  function attachFiles(list) {
+    Array.prototype.forEach.call(list || [], function (file) {
+      var name = file.name || "pasted-file";
+      if (state.uploads.length >= MAX_FILES) return notice("Not attached: " + name + " (at most " + MAX_FILES + " files per message)");
+      if (state.maxFileBytes && file.size > state.maxFileBytes) return notice("Not attached: " + name + " is " + fmtSize(file.size) + ", above the " + fmtSize(state.maxFileBytes) + " cap");
+      var u = { name: name, file: null };
+      state.uploads.push(u); renderAttached();
+      fetch("/upload?name=" + encodeURIComponent(name), { method: "POST", headers: { authorization: "Bearer " + token(), "content-type": file.type || "application/octet-stream" }, body: file })
+        .then(function (r) { return r.ok ? r.json() : errorOf(r).then(function (e) { throw e; }); })
+        .then(function (b) { u.file = b.attachment; renderAttached(); }, function (e) {
+          var i = state.uploads.indexOf(u); if (i >= 0) state.uploads.splice(i, 1);
+          renderAttached(); notice("Not attached: " + name + ": " + e.message);
+        });
+    });
+  }
+  function renderAttached() {
+    var box = $("attached"); box.innerHTML = "";
+    state.uploads.forEach(function (u) {
+      var chip = document.createElement("span"); chip.className = "chip" + (u.file ? "" : " uploading");
+      chip.textContent = u.name + (u.file ? " · " + fmtSize(u.file.size) : " · uploading…");
+      var x = document.createElement("button"); x.type = "button"; x.textContent = "\u00d7"; x.title = "Remove";
+      x.onclick = function () { var i = state.uploads.indexOf(u); if (i >= 0) state.uploads.splice(i, 1); renderAttached(); };
+      chip.appendChild(x); box.appendChild(chip);
+    });
+    $("send").disabled = state.uploads.some(function (u) { return !u.file; });
+  }
 
   function bubble(role, kind, id) {
     var el = document.createElement("div");
@@ -61,6 +133,7 @@ export const PAGE_SCRIPT = String.raw`
     if (e.role === "user") el.textContent = e.text;
     else if (e.kind === "approval" && e.approval) renderApproval(el, e);
     else el.innerHTML = md(e.text);
+    appendFiles(el, e.attachments);
     scroll();
   }
   function renderApproval(el, e) {
@@ -117,23 +190,23 @@ export const PAGE_SCRIPT = String.raw`
   function showPending() {
     Object.keys(state.pending).forEach(function (id) {
       var p = state.pending[id];
-      if (p.chat === state.chat && !document.querySelector('[data-id="' + CSS.escape(id) + '"]')) { var el = bubble("user", "message", id); el.textContent = p.text; el.classList.add("pending"); }
+      if (p.chat === state.chat && !document.querySelector('[data-id="' + CSS.escape(id) + '"]')) { var el = bubble("user", "message", id); el.textContent = p.text; appendFiles(el, p.files); el.classList.add("pending"); }
     });
   }
-  function submit(text) {
+  function submit(text, files) {
     var id = uuid();
-    state.pending[id] = { chat: state.chat, text: text }; savePending();
-    var el = bubble("user", "message", id); el.textContent = text; el.classList.add("pending"); scroll();
-    send({ type: "send", id: id, chat: state.chat, text: text });
+    state.pending[id] = { chat: state.chat, text: text, files: files || [] }; savePending();
+    var el = bubble("user", "message", id); el.textContent = text; appendFiles(el, files); el.classList.add("pending"); scroll();
+    send(sendFrame(id, state.pending[id]));
   }
 
   function onFrame(f) {
     switch (f.type) {
       case "ready":
-        state.ready = true; state.retry = 0; setStatus("connected", "online");
+        state.ready = true; state.retry = 0; state.maxFileBytes = f.maxFileBytes || 0; setStatus("connected", "online");
         send({ type: "open", chat: state.chat, since: state.lastSeq });
         send({ type: "sessions" });
-        Object.keys(state.pending).forEach(function (id) { var p = state.pending[id]; send({ type: "send", id: id, chat: p.chat, text: p.text }); });
+        Object.keys(state.pending).forEach(function (id) { send(sendFrame(id, state.pending[id])); });
         break;
       case "history":
         if (f.chat !== state.chat) break;
@@ -190,9 +263,26 @@ export const PAGE_SCRIPT = String.raw`
   };
   $("composer").onsubmit = function (ev) {
     ev.preventDefault();
-    var text = $("input").value.trim(); if (!text) return;
-    $("input").value = ""; submit(text);
+    if (state.uploads.some(function (u) { return !u.file; })) return;
+    var text = $("input").value.trim(), files = state.uploads.map(function (u) { return u.file; });
+    if (!text && !files.length) return;
+    $("input").value = ""; state.uploads = []; renderAttached(); submit(text, files);
   };
+  $("attach").onclick = function () { $("file").click(); };
+  $("file").onchange = function () { attachFiles($("file").files); $("file").value = ""; };
+  $("input").addEventListener("paste", function (ev) {
+    var files = ev.clipboardData && ev.clipboardData.files;
+    if (files && files.length) { ev.preventDefault(); attachFiles(files); }
+  });
+  var main = $("main");
+  main.addEventListener("dragover", function (ev) {
+    if (ev.dataTransfer && Array.prototype.indexOf.call(ev.dataTransfer.types, "Files") >= 0) { ev.preventDefault(); main.classList.add("dropping"); }
+  });
+  main.addEventListener("dragleave", function (ev) { if (!main.contains(ev.relatedTarget)) main.classList.remove("dropping"); });
+  main.addEventListener("drop", function (ev) {
+    main.classList.remove("dropping");
+    if (ev.dataTransfer && ev.dataTransfer.files.length) { ev.preventDefault(); attachFiles(ev.dataTransfer.files); }
+  });
   $("input").onkeydown = function (ev) { if (ev.key === "Enter" && !ev.shiftKey) { ev.preventDefault(); $("composer").requestSubmit(); } };
   $("new-chat").onclick = function () {
     var chat = "chat-" + uuid().slice(0, 8);

@@ -50,6 +50,19 @@ header #chat-title { font-weight: 600; flex: 1; }
 #composer { display: flex; gap: 10px; padding: 12px 18px; border-top: 1px solid var(--line); background: var(--panel); }
 #input { flex: 1; resize: none; min-height: 44px; max-height: 200px; padding: 10px 12px; border-radius: 10px; border: 1px solid var(--line); background: var(--bg); color: var(--text); font: inherit; }
 #input:focus { outline: 2px solid var(--accent); border-color: transparent; }
+#attach { padding: 0 12px; border: 1px solid var(--line); border-radius: 10px; background: var(--bg); color: var(--text); font-size: 18px; cursor: pointer; }
+#attach:hover { border-color: var(--accent); }
+#attached { display: flex; flex-wrap: wrap; gap: 6px; padding: 0 18px; background: var(--panel); }
+#attached:not(:empty) { padding-top: 8px; border-top: 1px solid var(--line); }
+#attached .chip { font-size: 13px; padding: 3px 8px; border-radius: 8px; background: var(--code); display: flex; gap: 6px; align-items: center; }
+#attached .chip.uploading { opacity: .6; }
+#attached .chip button { border: none; background: none; color: var(--muted); cursor: pointer; font: inherit; padding: 0; }
+#main.dropping #log { outline: 2px dashed var(--accent); outline-offset: -8px; }
+.msg .file { margin-top: 6px; }
+.msg .file:first-child { margin-top: 0; }
+.msg .file img { display: block; max-width: 100%; max-height: 320px; border-radius: 8px; cursor: pointer; }
+.msg .file a { color: inherit; text-decoration: underline; }
+.msg .file .size { opacity: .7; font-size: 12px; }
 #send { padding: 0 20px; border: none; border-radius: 10px; background: var(--accent); color: #fff; font: inherit; font-weight: 600; cursor: pointer; }
 #send:disabled { opacity: .5; }
 #login { position: fixed; inset: 0; background: rgba(0,0,0,.45); display: none; align-items: center; justify-content: center; }

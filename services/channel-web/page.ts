@@ -29,7 +29,8 @@ export function pageHtml(): string {
 <main id="main">
   <header><span id="chat-title"></span><span id="status" class="offline">offline</span></header>
   <div id="log" aria-live="polite"></div>
-  <form id="composer"><textarea id="input" rows="1" placeholder="Message LurkBot (Enter to send, Shift+Enter for a new line)"></textarea><button id="send" type="submit">Send</button></form>
+  <div id="attached" aria-label="Files to send"></div>
+  <form id="composer"><button id="attach" type="button" title="Attach files (or paste or drop them)" aria-label="Attach files">&#128206;</button><input id="file" type="file" multiple hidden><textarea id="input" rows="1" placeholder="Message LurkBot (Enter to send, Shift+Enter for a new line)"></textarea><button id="send" type="submit">Send</button></form>
 </main>
 <div id="login"><form id="login-form"><strong>Sign in to LurkBot</strong>
   <span>Paste the web token (channels.web.token, or <code>web.token</code> in credentials/channels.json).</span>
@@ -48,7 +49,8 @@ export function pageResponse(): { body: Buffer; headers: Record<string, string> 
     `script-src ${hash(PAGE_SCRIPT)}`,
     `style-src ${hash(PAGE_STYLE)}`,
     "connect-src 'self'",
-    "img-src 'self' data:",
+    // the chat's images: fetched with the token (GET /media/<ref>), shown from blob: URLs
+    "img-src 'self' data: blob:",
     "base-uri 'none'",
     "form-action 'none'",
     "frame-ancestors 'none'",

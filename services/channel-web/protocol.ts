@@ -1,29 +1,51 @@
 /**
  * The browser <-> channel-web WebSocket protocol (JSON text frames, one object each).
  * Browser -> server: `hello` (the token; must come first), `open` (show a chat: its kept
- * entries after `since` come back as `history`), `send` (a message with a browser-made UUID:
- * answered `ack` once stored in LURK_INBOUND, or `nack`), `sessions`, `ping`.
- * Server -> browser: `ready`, `history`, `entry` (a stored chat line: the user's message, a reply,
- * a notice, an error or an approval), `delta` (streamed reply text), `tool` (tool progress),
- * `run_end`, `typing`, `sessions`, `ack`/`nack`, `error`, `pong`.
+ * entries after `since` come back as `history`), `send` (a message with a browser-made UUID and
+ * at most MAX_FILES_PER_MESSAGE files, by the refs `POST /upload` answered: answered `ack` once
+ * stored in LURK_INBOUND, or `nack`), `sessions`, `ping`.
+ * Server -> browser: `ready` (with the upload cap), `history`, `entry` (a stored chat line: the
+ * user's message, a reply, a file, a notice, an error or an approval), `delta` (streamed reply
+ * text), `tool` (tool progress), `run_end`, `typing`, `sessions`, `ack`/`nack`, `error`, `pong`.
  * A chat id is token-safe (`[A-Za-z0-9_-]`, <= 64): it is the conversation and, except for
  * "main", the session name.
  */
 import { z } from "zod";
+import { mediaRefSchema, type Attachment } from "../../shared/contract/index.js";
 
 export const CHAT_ID = /^[A-Za-z0-9_-]{1,64}$/;
 /** the chat that follows routing.dmScope (no session name): the main session by default */
 export const MAIN_CHAT = "main";
 export const chatIdSchema = z.string().regex(CHAT_ID, "a chat id is 1-64 letters, digits, _ or -");
+export const MAX_FILES_PER_MESSAGE = 8;
+
+const sendFrameSchema = z.object({
+  type: z.literal("send"),
+  id: z.string().regex(/^[A-Za-z0-9-]{8,64}$/, "the message id is a UUID"),
+  chat: chatIdSchema,
+  text: z.string().max(100_000).default(""),
+  /** files uploaded before (POST /upload), by ref only: their name, type and size are the channel's record */
+  attachments: z.array(z.object({ ref: mediaRefSchema }).strict()).max(MAX_FILES_PER_MESSAGE).default([]),
+}).refine((f) => f.text.length > 0 || f.attachments.length > 0, { message: "a message needs text or a file", path: ["text"] });
 
 export const clientFrameSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("hello"), token: z.string().max(600) }),
   z.object({ type: z.literal("open"), chat: chatIdSchema, since: z.number().int().nonnegative().default(0) }),
-  z.object({ type: z.literal("send"), id: z.string().regex(/^[A-Za-z0-9-]{8,64}$/, "the message id is a UUID"), chat: chatIdSchema, text: z.string().min(1).max(100_000) }),
+  sendFrameSchema,
   z.object({ type: z.literal("sessions") }),
   z.object({ type: z.literal("ping") }),
 ]);
 export type ClientFrame = z.infer<typeof clientFrameSchema>;
+export type SendFrame = z.infer<typeof sendFrameSchema>;
+
+/** A file in a chat line: in the media store under `ref`, downloadable at `GET /media/<ref>`. */
+export interface WebFile {
+  ref: string;
+  name: string;
+  mime: string;
+  size: number;
+  kind: Attachment["kind"];
+}
 
 /** One kept line of a chat (history.ts), in order of `seq`. */
 export interface ChatEntry {
@@ -36,12 +58,14 @@ export interface ChatEntry {
   text: string;
   runId?: string;
   approval?: { approvalId: string; tool: string; command?: string; expiresAt: number };
+  /** the files of the line (a user's message; an agent's file is a line of its own with empty text) */
+  attachments?: WebFile[];
 }
 
 export interface WebSession { chat: string; sessionKey: string; updatedAt: number; records: number; label?: string; active: boolean }
 
 export type ServerFrame =
-  | { type: "ready"; userId: string }
+  | { type: "ready"; userId: string; maxFileBytes: number }
   | { type: "history"; chat: string; entries: ChatEntry[] }
   | { type: "entry"; chat: string; entry: ChatEntry }
   | { type: "delta"; chat: string; runId: string; text: string }

@@ -1,8 +1,8 @@
 /**
  * HTTP + WebSocket surface (node:http + ws). `GET /` serves the chat page (it holds no data;
- * it asks for the token); `GET /api/sessions` needs `Authorization: Bearer <token>`; `/ws`
- * upgrades to the chat socket, whose first frame must be `hello` with the token (else close
- * 4401). Tokens are compared in constant time. Browsers' cross-site sockets (an Origin header
+ * it asks for the token); `GET /api/sessions`, `POST /upload` and `GET /media/<ref>` (files.ts)
+ * need `Authorization: Bearer <token>`; `/ws` upgrades to the chat socket, whose first frame
+ * must be `hello` with the token (else close 4401). Tokens are compared in constant time. Browsers' cross-site sockets (an Origin header
  * naming another host) are refused before the upgrade.
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
@@ -10,6 +10,7 @@ import { WebSocketServer, type RawData, type WebSocket } from "ws";
 import { LurkError, safeParseJson } from "../../shared/contract/index.js";
 import { closeHttpServer, listenHttp, safeEqual, sendJson, type ChannelContext } from "../../shared/runtime/channel/index.js";
 import type { WebChannelConfig } from "../../shared/runtime/config-channels.js";
+import { handleMedia, handleUpload, type WebFiles } from "./files.js";
 import type { Hub } from "./hub.js";
 import { pageResponse } from "./page.js";
 import { clientFrameSchema } from "./protocol.js";
@@ -37,9 +38,11 @@ function sameOrigin(req: IncomingMessage): boolean {
   }
 }
 
-export async function startWebServer(ctx: ChannelContext<WebChannelConfig>, token: string, hub: Hub): Promise<WebServer> {
+export async function startWebServer(ctx: ChannelContext<WebChannelConfig>, token: string, hub: Hub, files: WebFiles): Promise<WebServer> {
   const { log, settings } = ctx;
+  const media = ctx.rt.media;
   const page = pageResponse();
+  const ready = () => ({ type: "ready" as const, userId: settings.userId, maxFileBytes: media.maxFileBytes });
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? "/").split("?")[0];
@@ -48,13 +51,17 @@ export async function startWebServer(ctx: ChannelContext<WebChannelConfig>, toke
       res.end(page.body);
       return;
     }
-    if (path?.startsWith("/api/")) {
+    const isUpload = path === "/upload";
+    const isMedia = path?.startsWith("/media/") ?? false;
+    if (path?.startsWith("/api/") || isUpload || isMedia) {
       if (!bearerOk(req, token)) {
         log.warn({ path, remote: req.socket.remoteAddress }, "request refused: bad or missing token");
         req.resume();
         return sendJson(res, 401, { error: { code: "UNAUTHORIZED", message: "a valid token is needed: send Authorization: Bearer <channels.web.token> (see <home>/credentials/channels.json)" } }, { "www-authenticate": "Bearer" });
       }
       if (req.method === "GET" && path === "/api/sessions") return sendJson(res, 200, { sessions: await hub.sessions() });
+      if (req.method === "POST" && isUpload) return handleUpload(req, res, media, files);
+      if (req.method === "GET" && isMedia) return handleMedia(res, path!.slice("/media/".length), media, files);
     }
     req.resume();
     return sendJson(res, 404, { error: { code: "NOT_FOUND", message: `no route ${req.method} ${path}` } });
@@ -115,10 +122,10 @@ export async function startWebServer(ctx: ChannelContext<WebChannelConfig>, toke
         }
         authed = true;
         clearTimeout(helloTimer);
-        return hub.send(ws, { type: "ready", userId: settings.userId });
+        return hub.send(ws, ready());
       }
       switch (frame.type) {
-        case "hello": return hub.send(ws, { type: "ready", userId: settings.userId });
+        case "hello": return hub.send(ws, ready());
         case "open": return hub.open(ws, frame.chat, frame.since);
         case "send": return hub.inbound(ws, frame);
         case "sessions": return hub.send(ws, { type: "sessions", sessions: await hub.sessions() });

@@ -1,20 +1,23 @@
 /**
  * Delivery to the callback URL: one signed POST per part, `X-Lurkbot-Delivery: <deliveryId>:<part>`
- * as the receiver's idempotency key. 2xx = accepted; 408, 429 and 5xx or a network error are
+ * as the receiver's idempotency key. An attachment part carries its file with the bytes (files.ts). 2xx = accepted; 408, 429 and 5xx or a network error are
  * retried (Retry-After honoured); any other status is permanent.
  */
 import { decodeToken } from "../../shared/contract/index.js";
 import { DeliveryError, type DeliverResult, type OutboundPart } from "../../shared/runtime/channel/index.js";
-import type { WebhookCallback } from "./request.js";
+import type { MediaStore } from "../../shared/runtime/media.js";
+import { callbackContent } from "./files.js";
+import type { CallbackAttachment, WebhookCallback } from "./request.js";
 import { DELIVERY_HEADER, sign, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "./signature.js";
 
 export interface CallbackTarget {
   url: string | undefined;
   secret: string;
   timeoutMs: number;
+  media: MediaStore;
 }
 
-export function callbackBody(part: OutboundPart): WebhookCallback {
+export function callbackBody(part: OutboundPart, content: { text: string; attachments: CallbackAttachment[] }): WebhookCallback {
   const m = part.message;
   return {
     type: "lurkbot.webhook.delivery.v1",
@@ -22,7 +25,7 @@ export function callbackBody(part: OutboundPart): WebhookCallback {
     part: { index: part.index, count: part.count },
     conversation: decodeToken(m.conversation),
     kind: m.kind,
-    text: part.text,
+    text: content.text,
     replyTo: m.replyTo,
     ...(part.replyToMessageId ? { replyToMessageId: part.replyToMessageId } : {}),
     ...(m.runId ? { runId: m.runId } : {}),
@@ -30,13 +33,13 @@ export function callbackBody(part: OutboundPart): WebhookCallback {
     ...(m.errorCode ? { errorCode: m.errorCode } : {}),
     ...(m.approval ? { approval: m.approval } : {}),
     ...(m.note ? { note: m.note } : {}),
-    attachments: part.attachments,
+    attachments: content.attachments,
   };
 }
 
 export async function postCallback(target: CallbackTarget, part: OutboundPart, signal: AbortSignal): Promise<DeliverResult> {
   if (!target.url) throw new DeliveryError("channels.webhook.callbackUrl is not configured: replies cannot be delivered", { permanent: true });
-  const body = JSON.stringify(callbackBody(part));
+  const body = JSON.stringify(callbackBody(part, await callbackContent(target.media, part)));
   const timestamp = Math.floor(Date.now() / 1000);
   const key = `${part.message.id}:${part.index}`;
   let res: Response;

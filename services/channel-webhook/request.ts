@@ -1,6 +1,22 @@
 /** The body of a signed webhook request (`POST /v1/messages`). */
 import { z } from "zod";
-import { attachmentSchema } from "../../shared/contract/index.js";
+import { attachmentSchema, mediaRefSchema } from "../../shared/contract/index.js";
+
+/**
+ * A file in a request: its bytes as `dataBase64` (stored in the media store by files.ts; the bus
+ * carries the ref), or a `url` / a media `ref` (from a callback) passed on as they are.
+ */
+export const requestAttachmentSchema = z.object({
+  kind: attachmentSchema.shape.kind.optional(),
+  /** default: from the name's extension */
+  mime: z.string().max(200).optional(),
+  name: z.string().max(500).optional(),
+  dataBase64: z.string().optional(),
+  url: z.string().max(4096).optional(),
+  ref: mediaRefSchema.optional(),
+  size: z.number().int().nonnegative().optional(),
+}).refine((a) => a.dataBase64 !== undefined || a.url !== undefined || a.ref !== undefined, "an attachment needs dataBase64, url or ref");
+export type RequestAttachment = z.infer<typeof requestAttachmentSchema>;
 
 export const webhookRequestSchema = z.object({
   /** the sender's message id: the same id is processed once */
@@ -12,7 +28,7 @@ export const webhookRequestSchema = z.object({
   sender: z.object({ id: z.string().min(1).max(200), name: z.string().max(200).optional() }).default({ id: "webhook" }),
   agentId: z.string().max(64).optional(),
   replyToMessageId: z.string().min(1).max(200).optional(),
-  attachments: z.array(attachmentSchema).max(32).default([]),
+  attachments: z.array(requestAttachmentSchema).max(32).default([]),
 });
 export type WebhookRequest = z.infer<typeof webhookRequestSchema>;
 
@@ -33,5 +49,16 @@ export interface WebhookCallback {
   approval?: unknown;
   /** a run's progress note (kind "notice"): "tool" (/verbose) or "reasoning" (/reasoning) */
   note?: "tool" | "reasoning";
-  attachments: unknown[];
+  /** an attachment part's one file (its text is empty), with its bytes */
+  attachments: CallbackAttachment[];
+}
+
+export interface CallbackAttachment {
+  kind: string;
+  mime: string;
+  name?: string;
+  size?: number;
+  ref?: string;
+  url?: string;
+  dataBase64?: string;
 }

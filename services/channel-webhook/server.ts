@@ -1,13 +1,16 @@
 /**
  * The webhook's HTTP side: `POST /v1/messages`, signed (signature.ts), JSON (request.ts).
- * 202 `{ accepted, id, runId, duplicate }` only once the message is persisted in LURK_INBOUND;
- * 400 malformed, 401 bad/missing signature or stale timestamp, 413 too large, 503 bus down.
+ * 202 `{ accepted, id, runId, duplicate }` only once the message is persisted in LURK_INBOUND
+ * (its `dataBase64` files stored in the media store first: files.ts); 400 malformed (bad base64
+ * included), 401 bad/missing signature or stale timestamp, 413 body or a file too large,
+ * 503 bus down.
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { encodeToken, LurkError, safeParseJson } from "../../shared/contract/index.js";
 import { listenHttp, readBody, sendJson, type ChannelContext } from "../../shared/runtime/channel/index.js";
 import type { WebhookChannelConfig } from "../../shared/runtime/config-channels.js";
 import { formatIssues } from "../../shared/runtime/service.js";
+import { RequestFileError, storeRequestFiles } from "./files.js";
 import { webhookRequestSchema } from "./request.js";
 import type { SeenIds } from "./seen.js";
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verify } from "./signature.js";
@@ -43,6 +46,14 @@ export function webhookHandler(ctx: ChannelContext<WebhookChannelConfig>, secret
     const r = parsed.data;
     const earlier = seen.get(r.id);
     if (earlier) return sendJson(res, 202, { accepted: true, id: r.id, runId: earlier.runId, duplicate: true });
+    let attachments;
+    try {
+      attachments = await storeRequestFiles(ctx.rt.media, r.attachments);
+    } catch (err) {
+      if (!(err instanceof RequestFileError)) throw err;
+      log.warn({ id: r.id, code: err.code }, "webhook request refused: an attachment");
+      return error(res, err.status, err.code, err.message);
+    }
     try {
       const conversation = encodeToken(r.conversation);
       const published = await ctx.publishInbound({
@@ -51,7 +62,7 @@ export function webhookHandler(ctx: ChannelContext<WebhookChannelConfig>, secret
         peer: { kind: "dm", id: conversation },
         sender: r.sender,
         text: r.text,
-        attachments: r.attachments,
+        attachments,
         sessionName: r.session ?? r.conversation,
         ...(r.agentId ? { agentId: r.agentId } : {}),
         ...(r.replyToMessageId ? { replyToMessageId: r.replyToMessageId } : {}),

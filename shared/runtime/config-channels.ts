@@ -58,7 +58,8 @@ export const openaiHttpChannelSchema = z.object({
   token: secretSchema.optional(),
   /** the longest a request waits for its reply, ms */
   replyTimeoutMs: z.number().int().positive().max(3_600_000).default(300_000),
-  maxBodyBytes: z.number().int().min(1024).max(16 * 1024 * 1024).default(1024 * 1024),
+  /** a request body above this is refused (413); images come base64 in the body (a third larger) */
+  maxBodyBytes: z.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
 });
 
 /** `channels.webhook`: signed HTTP requests in, signed callbacks out (services/channel-webhook). */
@@ -72,7 +73,8 @@ export const webhookChannelSchema = z.object({
   callbackUrl: z.url({ protocol: /^https?$/ }).optional(),
   /** a request whose timestamp is further than this from now is refused, seconds */
   toleranceSec: z.number().int().min(10).max(3600).default(300),
-  maxBodyBytes: z.number().int().min(1024).max(16 * 1024 * 1024).default(256 * 1024),
+  /** a request body above this is refused (413); files come base64 in the body (a third larger) */
+  maxBodyBytes: z.number().int().min(1024).max(64 * 1024 * 1024).default(256 * 1024),
   /** ms one callback POST may take */
   callbackTimeoutMs: z.number().int().positive().max(120_000).default(10_000),
 });

@@ -93,6 +93,20 @@ export async function loadOutboundFile(media: MediaStore, a: Attachment): Promis
   throw new LurkError("VALIDATION_FAILED", `attachment ${a.name ?? a.kind} has neither a media ref nor inline data`);
 }
 
+export type Base64Result = { bytes: Buffer } | { problem: "malformed" | "empty" } | { problem: "too_large"; size: number };
+
+/** Strict standard base64 (padded; whitespace ignored); the decoded size is checked against `maxBytes` before decoding. */
+export function decodeBase64Capped(text: string, maxBytes: number): Base64Result {
+  const clean = text.replace(/\s+/g, "");
+  const pad = clean.endsWith("==") ? 2 : clean.endsWith("=") ? 1 : 0;
+  const firstPad = clean.indexOf("=");
+  if (clean.length % 4 !== 0 || /[^A-Za-z0-9+/=]/.test(clean) || (firstPad !== -1 && firstPad < clean.length - pad)) return { problem: "malformed" };
+  const size = (clean.length / 4) * 3 - pad;
+  if (size === 0) return { problem: "empty" };
+  if (size > maxBytes) return { problem: "too_large", size };
+  return { bytes: Buffer.from(clean, "base64") };
+}
+
 /** A line for an attachment a platform cannot take (or that failed), sent in the text instead. */
 export function attachmentFallbackText(a: Attachment, why: string): string {
   return `[${a.kind}: ${a.name ?? a.mime} could not be sent: ${why}]`;
