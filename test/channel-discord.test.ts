@@ -1,13 +1,19 @@
 /**
  * The Discord channel: message mapping (pure), and end to end with the whole system, the fake
  * LLM and a local Discord (REST + gateway, test/fakes/discord-server.ts) that @discordjs/rest
- * and @discordjs/ws talk to.
+ * and @discordjs/ws talk to. Files go through the real media store (a user's attachments are
+ * downloaded from the fake's CDN; replies' files are uploaded as multipart).
  */
 import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, beforeEach, describe, it } from "node:test";
-import { runIdFor, subjects } from "../shared/contract/index.js";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { envelope, inboundMessageSchema, runIdFor, STREAMS, subjects, type Attachment, type InboundMessage } from "../shared/contract/index.js";
+import { MEDIA_DEFAULTS } from "../shared/runtime/config-media.js";
+import { MediaStore, sha256Hex } from "../shared/runtime/media.js";
 import { messageToInbound, type DcMessage } from "../services/channel-discord/inbound.js";
 import { FakeDiscordServer } from "./fakes/discord-server.js";
 import { startActorProcess, waitFor } from "./harness/actors.js";
@@ -17,6 +23,8 @@ const BOT = "900000000000000001";
 const msg = (over: Partial<DcMessage>): DcMessage => ({ id: "m1", channel_id: "c1", author: { id: "u1", username: "ann", global_name: "Ann" }, content: "hi", ...over });
 const plainChannel = { id: "c1", isThread: false };
 const S = subjects();
+/** the channel's media.maxFileMb in these tests (about 51 KB) */
+const MAX_FILE_MB = 0.05;
 
 describe("discord message mapping", () => {
   it("maps DMs, guild channels, threads and mentions", () => {
@@ -35,18 +43,25 @@ describe("discord message mapping", () => {
     assert.deepEqual(thread.peer, { kind: "thread", id: "c1", threadId: "t9", guildId: "g1" });
     assert.equal(messageToInbound(msg({ author: { id: "b", bot: true } }), BOT, plainChannel), undefined, "bots are ignored");
     assert.equal(messageToInbound(msg({ content: `<@${BOT}>` }), BOT, plainChannel), undefined, "a bare mention says nothing");
+    const file = messageToInbound(msg({ content: "", attachments: [{ id: "a1", filename: "v.mp4", content_type: "video/mp4", size: 9, url: "https://cdn.discordapp.com/v.mp4" }] }), BOT, plainChannel)!;
+    assert.deepEqual(file.attachments, [{ kind: "video", mime: "video/mp4", name: "v.mp4", size: 9 }], "no CDN url: the actor stores the file and adds its ref");
   });
 });
 
 describe("discord channel end to end", () => {
   let system: TestSystem;
   let discord: FakeDiscordServer;
+  let admin: NatsConnection;
+  let mediaNc: NatsConnection;
+  let media: MediaStore;
+  const receipts: { deliveryId: string; status: string }[] = [];
 
   /** the router reads this at start: guild channels answer only when the bot is mentioned */
   const routing = { dm: { policy: "open" }, groups: { requireMention: true } };
   const writeConfig = (extra: Record<string, unknown> = {}) => writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({
     channels: { discord: { enabled: true, botToken: discord.token, apiRoot: discord.apiRoot, draftIntervalMs: 200, ...extra } },
     routing,
+    media: { maxFileMb: MAX_FILE_MB },
   }));
 
   before(async () => {
@@ -54,8 +69,14 @@ describe("discord channel end to end", () => {
     system = await TestSystem.start({ fake: { chunkDelayMs: 60 }, config: { routing } });
     writeConfig();
     await system.startActor("channel-discord");
+    admin = await system.nats.connect("admin");
+    admin.subscribe(S.eventsOf("channel-discord"), { callback: (_e, m) => { const ev = m.json<{ data: { deliveryId?: string; status?: string } }>(); if (ev.data.deliveryId) receipts.push({ deliveryId: ev.data.deliveryId, status: ev.data.status ?? "" }); } });
+    mediaNc = await system.nats.connect("channel-discord");
+    media = new MediaStore(mediaNc, MEDIA_DEFAULTS);
   });
   after(async () => {
+    await admin?.close();
+    await mediaNc?.close();
     await system?.actors.get("channel-discord")?.stop();
     await system?.stop();
     await discord?.close();
@@ -63,6 +84,18 @@ describe("discord channel end to end", () => {
   beforeEach(() => system.fake.reset());
 
   const contents = (channelId: string) => [...discord.messages.entries()].filter(([k]) => k.startsWith(`${channelId}:`)).map(([, v]) => v);
+  /** the message `id` as the channel stored it in LURK_INBOUND */
+  const storedInbound = (id: string) => waitFor(async (): Promise<InboundMessage | undefined> => {
+    const m = await (await jetstreamManager(admin)).streams.getMessage(STREAMS.inbound, { last_by_subj: S.inbound("discord") }).catch(() => null);
+    const msg = m ? inboundMessageSchema.parse(m.json()) : undefined;
+    return msg?.id === id ? msg : undefined;
+  }, 20_000, `message ${id} in LURK_INBOUND`);
+  /** a reply to `channelId` as the agent-runner sends one, without a run */
+  const sendReply = async (channelId: string, text: string, attachments: Attachment[]): Promise<string> => {
+    const out = envelope("lurk.outbound.message.v1", { channel: "discord", conversation: channelId, kind: "reply" as const, replyTo: [], attachments, text });
+    await jetstream(admin).publish(S.outbound("discord", channelId), JSON.stringify(out));
+    return out.id;
+  };
 
   it("answers a DM through the gateway and REST, the draft becoming the reply", async () => {
     system.fake.enqueue({ kind: "text", text: "Hi **Ann**, this answer streams in a few pieces to the chat.", chunks: 8 });
@@ -120,6 +153,54 @@ describe("discord channel end to end", () => {
     await new Promise((r) => setTimeout(r, 500));
     assert.deepEqual(contents("2005"), [full], "exactly one message: the draft became the reply");
     assert.equal(discord.sent.filter((m) => m.channelId === "2005" && m.method === "POST").length, 1, "no second message was posted");
+  });
+
+  it("stores a user's image in the media store before publishing: the message carries its ref, not the CDN url", async () => {
+    system.fake.enqueue({ kind: "text", text: "nice picture", chunks: 1 });
+    const png = Buffer.concat([Buffer.from("89504e470d0a1a0a", "hex"), randomBytes(3000)]);
+    const id = discord.userMessage({ channelId: "2010", content: "look", attachments: [{ filename: "photo.png", contentType: "image/png", bytes: png }] });
+    const msg = await storedInbound(id);
+    assert.equal(msg.attachments.length, 1);
+    const a = msg.attachments[0]!;
+    assert.deepEqual({ kind: a.kind, mime: a.mime, name: a.name, size: a.size, url: a.url, error: a.error }, { kind: "image", mime: "image/png", name: "photo.png", size: png.byteLength, url: undefined, error: undefined });
+    assert.equal(a.ref, sha256Hex(png));
+    assert.deepEqual(Buffer.from((await media.get(a.ref!)).bytes), png, "the stored bytes are the user's file");
+    assert.equal(discord.downloads.filter((p) => p.startsWith("/attachments/2010/")).length, 1, "downloaded once from the CDN");
+    await waitFor(() => contents("2010").includes("nice picture"), 20_000, "the answer");
+  });
+
+  it("a file announced above media.maxFileMb arrives with an error and is not downloaded", async () => {
+    system.fake.enqueue({ kind: "text", text: "too big", chunks: 1 });
+    const id = discord.userMessage({ channelId: "2011", content: "", attachments: [{ filename: "movie.mp4", contentType: "video/mp4", bytes: randomBytes(100), announcedSize: 30 * 1024 * 1024 }] });
+    const msg = await storedInbound(id);
+    const a = msg.attachments[0]!;
+    assert.deepEqual({ kind: a.kind, name: a.name, size: a.size, ref: a.ref, url: a.url }, { kind: "video", name: "movie.mp4", size: 30 * 1024 * 1024, ref: undefined, url: undefined });
+    assert.match(a.error ?? "", /not downloaded: 30\.0 MB is above the .* cap \(media\.maxFileMb\)/);
+    assert.deepEqual(discord.downloads.filter((p) => p.startsWith("/attachments/2011/")), [], "not downloaded");
+    await waitFor(() => contents("2011").includes("too big"), 20_000, "the answer");
+  });
+
+  it("a reply with a file sends the text, then uploads the file as multipart with its name and bytes", async () => {
+    const pdf = Buffer.concat([Buffer.from("%PDF-1.4\n"), randomBytes(4000)]);
+    const stored = await media.put(pdf, { mime: "application/pdf", name: "report.pdf" });
+    const deliveryId = await sendReply("2012", "Here is the **report**.", [{ kind: "file", mime: "application/pdf", name: "report.pdf", size: pdf.byteLength, ref: stored.ref }]);
+    await waitFor(() => receipts.find((r) => r.deliveryId === deliveryId && r.status === "delivered"), 20_000, "delivered");
+    const posts = discord.sent.filter((m) => m.channelId === "2012" && m.method === "POST");
+    assert.equal(posts.length, 2, "the text, then the file");
+    assert.deepEqual([posts[0]!.content, posts[0]!.files.length], ["Here is the **report**.", 0]);
+    const [file] = posts[1]!.files;
+    assert.deepEqual({ field: file?.field, name: file?.name, type: file?.contentType, content: posts[1]!.content }, { field: "files[0]", name: "report.pdf", type: "application/pdf", content: "" });
+    assert.deepEqual(file!.bytes, pdf, "the uploaded bytes are the stored file");
+    assert.deepEqual(posts[1]!.body.allowed_mentions, { parse: [] }, "payload_json came along");
+  });
+
+  it("a file the media store does not have is sent as its fallback text, and the delivery succeeds", async () => {
+    const deliveryId = await sendReply("2013", "The chart:", [{ kind: "image", mime: "image/png", name: "chart.png", ref: "e".repeat(64) }]);
+    await waitFor(() => receipts.find((r) => r.deliveryId === deliveryId && r.status === "delivered"), 20_000, "delivered");
+    const posts = discord.sent.filter((m) => m.channelId === "2013" && m.method === "POST");
+    assert.deepEqual(posts.map((p) => p.files.length), [0, 0], "no upload");
+    assert.equal(posts[0]!.content, "The chart:");
+    assert.match(posts[1]!.content, /^\[image: chart\.png could not be sent: media e{12}… is not in the media store/);
   });
 
   it("block streaming sends finished paragraphs while the model writes, and the whole text once", async () => {

@@ -1,15 +1,20 @@
 /**
  * The Slack channel: event mapping (pure), and end to end with the whole system, the fake LLM
  * and a local Slack (Web API + Socket Mode WebSocket, test/fakes/slack-server.ts) that
- * @slack/web-api and @slack/socket-mode talk to.
+ * @slack/web-api and @slack/socket-mode talk to. Files go through the real media store (a user's
+ * files are downloaded with the bot token; replies' files go up by Slack's external upload flow).
  */
 import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, beforeEach, describe, it } from "node:test";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { envelope, inboundMessageSchema, STREAMS, subjects, type InboundMessage } from "../shared/contract/index.js";
+import { envelope, inboundMessageSchema, STREAMS, subjects, type Attachment, type InboundMessage } from "../shared/contract/index.js";
+import { MEDIA_DEFAULTS } from "../shared/runtime/config-media.js";
+import { MediaStore, sha256Hex } from "../shared/runtime/media.js";
+import { mayCarryToken } from "../services/channel-slack/files.js";
 import { actionToInbound, conversationOf, eventToInbound, slashToInbound, targetOf, type SlackEvent } from "../services/channel-slack/inbound.js";
 import { approvalBlocks } from "../services/channel-slack/send.js";
 import { FakeSlackServer } from "./fakes/slack-server.js";
@@ -18,6 +23,8 @@ import { TestSystem } from "./harness/system.js";
 
 const BOT = { userId: "UBOT0001", teamId: "T1" };
 const S = subjects();
+/** the channel's media.maxFileMb in these tests (about 51 KB) */
+const MAX_FILE_MB = 0.05;
 const ev = (over: Partial<SlackEvent>): SlackEvent => ({ type: "message", channel: "D100", channel_type: "im", user: "U1", text: "hi", ts: "1700000000.000100", ...over });
 
 describe("slack event mapping", () => {
@@ -53,9 +60,18 @@ describe("slack event mapping", () => {
     assert.equal(eventToInbound(ev({ subtype: "message_changed" }), BOT), undefined, "edits are ignored");
     assert.equal(eventToInbound(ev({ text: "<@UBOT0001>" }), BOT), undefined, "a bare mention says nothing");
     const file = eventToInbound(ev({ subtype: "file_share", text: "", files: [{ id: "F1", name: "a.png", mimetype: "image/png", size: 10, url_private: "https://files/a.png" }] }), BOT)!;
-    assert.deepEqual(file.attachments, [{ kind: "image", mime: "image/png", name: "a.png", url: "https://files/a.png", size: 10 }]);
+    assert.deepEqual(file.attachments, [{ kind: "image", mime: "image/png", name: "a.png", size: 10 }], "no url: the actor stores the file and adds its ref");
     assert.throws(() => targetOf("web-1"), /not a Slack conversation/);
     assert.deepEqual(targetOf(conversationOf({ channel: "C1", threadTs: "1.2" })), { channel: "C1", threadTs: "1.2" });
+  });
+
+  it("sends the bot token only to Slack's hosts (or the configured apiUrl's origin)", () => {
+    const api = "https://slack.com/api/";
+    assert.equal(mayCarryToken("https://files.slack.com/files-pri/T1-F1/download/a.png", api), true);
+    assert.equal(mayCarryToken("http://127.0.0.1:4000/files-pri/T1-F1/a.png", "http://127.0.0.1:4000/api/"), true);
+    assert.equal(mayCarryToken("http://files.slack.com/files-pri/T1-F1/a.png", api), false, "not over plain http");
+    assert.equal(mayCarryToken("https://files.slack.com.evil.example/a.png", api), false);
+    assert.equal(mayCarryToken("not a url", api), false);
   });
 
   it("maps the app's slash command: text, DM or channel peer, /help when empty; ignores other commands", () => {
@@ -87,6 +103,9 @@ describe("slack channel end to end", () => {
   let system: TestSystem;
   let slack: FakeSlackServer;
   let admin: NatsConnection;
+  let mediaNc: NatsConnection;
+  let media: MediaStore;
+  const receipts: { deliveryId: string; status: string; platformMessageId?: string }[] = [];
 
   before(async () => {
     slack = await FakeSlackServer.start();
@@ -94,12 +113,17 @@ describe("slack channel end to end", () => {
     writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({
       channels: { slack: { enabled: true, botToken: slack.botToken, appToken: slack.appToken, apiUrl: slack.apiUrl, draftIntervalMs: 200 } },
       routing: { dm: { policy: "open" } },
+      media: { maxFileMb: MAX_FILE_MB },
     }));
     await system.startActor("channel-slack");
     admin = await system.nats.connect("admin");
+    admin.subscribe(S.eventsOf("channel-slack"), { callback: (_e, m) => { const { data } = m.json<{ data: { deliveryId?: string; status?: string; platformMessageId?: string } }>(); if (data.deliveryId) receipts.push({ deliveryId: data.deliveryId, status: data.status ?? "", ...(data.platformMessageId ? { platformMessageId: data.platformMessageId } : {}) }); } });
+    mediaNc = await system.nats.connect("channel-slack");
+    media = new MediaStore(mediaNc, MEDIA_DEFAULTS);
   });
   after(async () => {
     await admin?.close();
+    await mediaNc?.close();
     await system?.actors.get("channel-slack")?.stop();
     await system?.stop();
     await slack?.close();
@@ -118,6 +142,18 @@ describe("slack channel end to end", () => {
     } catch {
       return undefined;
     }
+  };
+
+  /** the message `id` as the channel stored it in LURK_INBOUND */
+  const storedInbound = (id: string) => waitFor(async () => {
+    const last = await lastInbound();
+    return last?.msg.id === id ? last : undefined;
+  }, 20_000, `message ${id} in LURK_INBOUND`);
+  /** a reply into `conversation` as the agent-runner sends one, without a run; resolves when delivered */
+  const deliverReply = async (conversation: string, text: string, attachments: Attachment[]) => {
+    const out = envelope("lurk.outbound.message.v1", { channel: "slack", conversation, kind: "reply" as const, replyTo: [], attachments, text });
+    await jetstream(admin).publish(S.outbound("slack", conversation), JSON.stringify(out));
+    return waitFor(() => receipts.find((r) => r.deliveryId === out.id && r.status === "delivered"), 20_000, "delivered");
   };
 
   it("answers a DM, the streaming draft edited into the reply", async () => {
@@ -221,6 +257,64 @@ describe("slack channel end to end", () => {
     await new Promise((r) => setTimeout(r, 500));
     assert.deepEqual(texts("D0006"), [full], "exactly one message: the draft became the reply");
     assert.equal(slack.sent.filter((m) => m.channel === "D0006" && m.method === "chat.postMessage").length, 1, "no second message was posted");
+  });
+
+  it("downloads a shared file with the bot token into the media store before the message is stored: the message carries its ref, never a url or the token", async () => {
+    system.fake.enqueue({ kind: "text", text: "got the numbers", chunks: 1 });
+    const csv = Buffer.from(`team,score\n${Array.from({ length: 200 }, (_, i) => `t${i},${i * 7}`).join("\n")}\n`);
+    const { envelope: env, ts } = slack.userMessage({ channel: "D0020", text: "here are the scores", files: [{ name: "scores.csv", mimetype: "text/csv", bytes: csv }] });
+    const { msg, storedMs } = await storedInbound(`D0020:${ts}`);
+    const ack = await waitFor(() => slack.ackOf(env.envelope_id), 10_000, "the ACK");
+    assert.ok(storedMs <= ack.atMs + 0.5, "stored (with its file) before the ACK");
+    const a = msg.attachments[0]!;
+    assert.deepEqual({ kind: a.kind, mime: a.mime, name: a.name, size: a.size, url: a.url, error: a.error }, { kind: "file", mime: "text/csv", name: "scores.csv", size: csv.byteLength, url: undefined, error: undefined });
+    assert.equal(a.ref, sha256Hex(csv));
+    assert.deepEqual(Buffer.from((await media.get(a.ref!)).bytes), csv, "the stored bytes are the user's file");
+    const downloads = slack.downloads.filter((d) => d.path.endsWith("/scores.csv"));
+    assert.deepEqual(downloads.map((d) => [d.path.includes("/download/"), d.authorized]), [[true, true]], "url_private_download, once, with the bot token");
+    const anonymous = await fetch(`${slack.url}${downloads[0]!.path}`);
+    assert.match(anonymous.headers.get("content-type") ?? "", /text\/html/, "without the token the fake answers its sign-in page, not the file");
+    assert.ok(!JSON.stringify(msg).includes(slack.botToken), "the token is not in the message");
+    await waitFor(() => texts("D0020").includes("got the numbers"), 20_000, "the answer");
+    assert.ok(!system.actors.get("channel-slack")!.output().includes(slack.botToken), "nor in the logs");
+  });
+
+  it("a file announced above media.maxFileMb arrives with an error and is not downloaded", async () => {
+    system.fake.enqueue({ kind: "text", text: "too big for me", chunks: 1 });
+    const { ts } = slack.userMessage({ channel: "D0021", text: "", files: [{ name: "backup.zip", mimetype: "application/zip", bytes: randomBytes(64), announcedSize: 30 * 1024 * 1024 }] });
+    const { msg } = await storedInbound(`D0021:${ts}`);
+    const a = msg.attachments[0]!;
+    assert.deepEqual({ kind: a.kind, name: a.name, size: a.size, ref: a.ref, url: a.url }, { kind: "file", name: "backup.zip", size: 30 * 1024 * 1024, ref: undefined, url: undefined });
+    assert.match(a.error ?? "", /not downloaded: 30\.0 MB is above the .* cap \(media\.maxFileMb\)/);
+    assert.deepEqual(slack.downloads.filter((d) => d.path.endsWith("/backup.zip")), [], "not downloaded");
+    await waitFor(() => texts("D0021").includes("too big for me"), 20_000, "the answer");
+  });
+
+  it("a reply with a file in a thread posts the text, then uploads the file into the thread (getUploadURLExternal, upload_url, completeUploadExternal)", async () => {
+    const png = Buffer.concat([Buffer.from("89504e470d0a1a0a", "hex"), randomBytes(5000)]);
+    const stored = await media.put(png, { mime: "image/png", name: "chart.png" });
+    const root = slack.nextTs();
+    const calls = slack.calls.length;
+    const receipt = await deliverReply(conversationOf({ channel: "C0022", threadTs: root }), "The **chart**:", [{ kind: "image", mime: "image/png", name: "chart.png", size: png.byteLength, ref: stored.ref }]);
+    const posts = slack.sent.filter((m) => m.channel === "C0022" && m.method === "chat.postMessage");
+    assert.deepEqual(posts.map((p) => [p.text, p.body.thread_ts]), [["The *chart*:", root]], "the text, in the thread, and no empty message");
+    const upload = slack.uploads.find((u) => u.channel === "C0022")!;
+    const order = (ts: string) => Number(ts.split(".")[1]);
+    assert.ok(order(posts[0]!.ts) < order(upload.ts), "the text first, then the file");
+    assert.deepEqual(slack.calls.slice(calls).filter((c) => c.startsWith("files.")), ["files.getUploadURLExternal", "files.completeUploadExternal"], "Slack's external upload flow");
+    assert.deepEqual({ filename: upload.filename, title: upload.title, threadTs: upload.threadTs }, { filename: "chart.png", title: "chart.png", threadTs: root });
+    assert.deepEqual(upload.bytes, png, "the uploaded bytes are the stored file");
+    assert.equal(receipt.platformMessageId, `C0022:${upload.ts}`, "the file's message ts from its share");
+  });
+
+  it("a file the media store does not have is posted as its fallback text, and the delivery succeeds", async () => {
+    const uploads = slack.uploads.length;
+    await deliverReply(conversationOf({ channel: "D0023" }), "The report:", [{ kind: "file", mime: "application/pdf", name: "report.pdf", ref: "d".repeat(64) }]);
+    const texts23 = slack.sent.filter((m) => m.channel === "D0023" && m.method === "chat.postMessage").map((m) => m.text);
+    assert.equal(texts23.length, 2);
+    assert.equal(texts23[0], "The report:");
+    assert.match(texts23[1]!, /^\[file: report\.pdf could not be sent: media d{12}… is not in the media store/);
+    assert.equal(slack.uploads.length, uploads, "nothing uploaded");
   });
 
   it("refuses to start without tokens, naming SLACK_BOT_TOKEN and SLACK_APP_TOKEN", async () => {

@@ -5,7 +5,9 @@
  * chunked at 2000 characters, Discord markdown; while a run writes, a draft message is edited
  * and becomes the reply (its id kept across restarts), or with `streaming: "block"` finished
  * paragraphs are sent as their own messages. Guild channels and threads are gated by mention in the router; DMs need
- * the Direct Messages intent, guild text the privileged Message Content intent.
+ * the Direct Messages intent, guild text the privileged Message Content intent. Files (files.ts):
+ * a message's attachments are stored in the media store before it is published; an attachment
+ * part of a delivery is posted as a file message.
  */
 import { REST } from "@discordjs/rest";
 import { WebSocketManager, WebSocketShardEvents } from "@discordjs/ws";
@@ -13,6 +15,7 @@ import { GatewayDispatchEvents, GatewayIntentBits, type GatewayDispatchPayload }
 import { LurkError } from "../../shared/contract/index.js";
 import { channelDrafts, defineChannelActor, DraftMessages, publishWithDraft, toDiscordMarkdown, type ChannelContext } from "../../shared/runtime/channel/index.js";
 import { discordChannelSchema, type DiscordChannelConfig } from "../../shared/runtime/config-channels.js";
+import { sendAttachment, storeAttachments } from "./files.js";
 import { messageToInbound, type DcMessage } from "./inbound.js";
 import { DiscordApi } from "./send.js";
 
@@ -24,6 +27,7 @@ async function onMessage(ctx: ChannelContext<DiscordChannelConfig>, api: Discord
   const info = msg.guild_id ? await api.channelInfo(msg.channel_id) : { id: msg.channel_id, isThread: false };
   const inbound = messageToInbound(msg, botId, info);
   if (!inbound) return;
+  if (msg.attachments?.length) inbound.attachments = await storeAttachments(ctx, msg.attachments);
   await publishWithDraft({ ctx, drafts, target: inbound.conversation }, inbound);
 }
 
@@ -65,8 +69,14 @@ export const definition = defineChannelActor({
       textLimit: DISCORD_TEXT_LIMIT,
       async deliver(part, dctx) {
         const channelId = part.message.conversation;
-        const text = toDiscordMarkdown(part.text);
         const draftId = await drafts.takeFor(part);
+        const attachment = part.attachments[0];
+        if (attachment) {
+          // a reply with files and no text: the draft (if one was shown) has nothing to become
+          if (draftId !== undefined) await api.remove(channelId, draftId).catch((err) => dctx.log.debug({ err }, "could not delete the draft"));
+          return { platformMessageId: await sendAttachment(ctx, api, channelId, attachment, part.replyToMessageId, dctx.signal) };
+        }
+        const text = toDiscordMarkdown(part.text);
         if (draftId !== undefined) {
           await api.edit(channelId, draftId, text, dctx.signal);
           return { platformMessageId: draftId };

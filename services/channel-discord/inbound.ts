@@ -4,10 +4,14 @@
  * are `thread` peers (parent channel + thread id), each its own session. The bot is mentioned by
  * `<@id>`/`<@!id>`, by a reply to its message, or in a DM; its own mention is cut from the text so
  * `@Lurk /new` reads as `/new`. The platform message id is the message's snowflake.
+ * Attachments are mapped without their CDN url: the actor downloads each into the media store
+ * (files.ts) and the published message carries the ref.
  */
-import type { InboundInput } from "../../shared/runtime/channel/index.js";
+import type { InboundInput, PlatformFile } from "../../shared/runtime/channel/index.js";
+import { attachmentKind } from "../../shared/runtime/media.js";
 
 export interface DcUser { id: string; username?: string; global_name?: string | null; bot?: boolean }
+export interface DcAttachment { id: string; filename: string; content_type?: string; size?: number; url?: string }
 export interface DcMessage {
   id: string;
   channel_id: string;
@@ -16,7 +20,7 @@ export interface DcMessage {
   content: string;
   mentions?: DcUser[];
   referenced_message?: { id: string; author?: DcUser } | null;
-  attachments?: { id: string; filename: string; content_type?: string; size?: number; url?: string }[];
+  attachments?: DcAttachment[];
   webhook_id?: string;
   timestamp?: string;
 }
@@ -26,11 +30,10 @@ export interface DcChannelInfo { id: string; isThread: boolean; parentId?: strin
 export function messageToInbound(msg: DcMessage, botId: string, channel: DcChannelInfo): InboundInput | undefined {
   if (msg.author.bot || msg.webhook_id || msg.author.id === botId) return undefined;
   const text = msg.content.replace(new RegExp(`<@!?${botId}>`, "g"), "").replace(/\s{2,}/g, " ").trim();
-  const attachments: NonNullable<InboundInput["attachments"]> = (msg.attachments ?? []).map((a) => ({
-    kind: a.content_type?.startsWith("image/") ? "image" as const : a.content_type?.startsWith("audio/") ? "audio" as const : "file" as const,
-    mime: a.content_type ?? "application/octet-stream", name: a.filename,
-    ...(a.url ? { url: a.url } : {}), ...(a.size !== undefined ? { size: a.size } : {}),
-  }));
+  const attachments: NonNullable<InboundInput["attachments"]> = (msg.attachments ?? []).map((a) => {
+    const mime = a.content_type ?? "application/octet-stream";
+    return { kind: attachmentKind(mime), mime, name: a.filename, ...(a.size !== undefined ? { size: a.size } : {}) };
+  });
   if (!text && attachments.length === 0) return undefined;
   const dm = msg.guild_id === undefined;
   const mentioned = dm || new RegExp(`<@!?${botId}>`).test(msg.content) || (msg.mentions ?? []).some((u) => u.id === botId) || msg.referenced_message?.author?.id === botId;
@@ -51,4 +54,9 @@ export function messageToInbound(msg: DcMessage, botId: string, channel: DcChann
     ...(msg.referenced_message ? { replyToMessageId: msg.referenced_message.id } : {}),
     ...(msg.timestamp ? { ts: Date.parse(msg.timestamp) } : {}),
   };
+}
+
+/** What the media kit needs of a Discord attachment; the size Discord announces caps the download. */
+export function attachmentFile(a: DcAttachment): PlatformFile {
+  return { name: a.filename, ...(a.content_type ? { mime: a.content_type } : {}), ...(a.size !== undefined ? { size: a.size } : {}) };
 }

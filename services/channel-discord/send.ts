@@ -1,12 +1,13 @@
 /**
  * Discord REST calls of the channel (through @discordjs/rest, which itself waits out 429s and
- * retries 5xx): send, edit, delete, typing, channel lookups (cached: is it a thread, and whose).
+ * retries 5xx): send, send a file (multipart: `files[0]` + `payload_json`), edit, delete, typing,
+ * channel lookups (cached: is it a thread, and whose).
  * Errors become DeliveryErrors: 4xx other than 429 are permanent (missing access, unknown
  * channel, message too long), the rest retryable.
  */
 import { DiscordAPIError, HTTPError, RateLimitError, type REST } from "@discordjs/rest";
 import { Routes } from "discord-api-types/v10";
-import { DeliveryError } from "../../shared/runtime/channel/index.js";
+import { DeliveryError, type OutboundFile } from "../../shared/runtime/channel/index.js";
 import type { DcChannelInfo } from "./inbound.js";
 
 const THREAD_TYPES = new Set([10, 11, 12]);
@@ -30,6 +31,21 @@ export class DiscordApi {
     try {
       const body = { content, allowed_mentions: { parse: [] as string[] }, ...(replyTo ? { message_reference: { message_id: replyTo, fail_if_not_exists: false } } : {}) };
       const sent = (await this.rest.post(Routes.channelMessages(channelId), { body, ...(signal ? { signal } : {}) })) as { id: string };
+      return sent.id;
+    } catch (err) {
+      throw toDeliveryError(err);
+    }
+  }
+
+  /** Posts one file as its own message (no text); returns the message id. */
+  async sendFile(channelId: string, file: OutboundFile, replyTo?: string, signal?: AbortSignal): Promise<string> {
+    try {
+      const body = {
+        allowed_mentions: { parse: [] as string[] }, attachments: [{ id: 0, filename: file.name }],
+        ...(replyTo ? { message_reference: { message_id: replyTo, fail_if_not_exists: false } } : {}),
+      };
+      const files = [{ name: file.name, data: file.bytes, contentType: file.mime }];
+      const sent = (await this.rest.post(Routes.channelMessages(channelId), { body, files, ...(signal ? { signal } : {}) })) as { id: string };
       return sent.id;
     } catch (err) {
       throw toDeliveryError(err);

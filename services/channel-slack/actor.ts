@@ -7,7 +7,9 @@
  * deliveries through the Web API (@slack/web-api), chunked at 3900 characters, Slack mrkdwn;
  * while a run writes, a draft message is edited (chat.update) and becomes the reply (its ts kept
  * across restarts), or with `streaming: "block"` finished paragraphs are posted as they finish. Channels
- * and threads are gated by mention in the router.
+ * and threads are gated by mention in the router. Files (files.ts): a message's files are stored
+ * in the media store before it is published (and so before the ACK: a redelivery that arrives
+ * while they download waits for the same work); an attachment part of a delivery is uploaded.
  */
 import { SocketModeClient } from "@slack/socket-mode";
 import { LogLevel, WebClient, type Logger as SlackLogger } from "@slack/web-api";
@@ -15,6 +17,7 @@ import { LurkError } from "../../shared/contract/index.js";
 import { channelDrafts, defineChannelActor, DeliveryError, DraftMessages, publishWithDraft, toSlackMrkdwn, type ChannelContext, type InboundInput } from "../../shared/runtime/channel/index.js";
 import { slackChannelSchema, streamingMode, type SlackChannelConfig } from "../../shared/runtime/config-channels.js";
 import type { Logger } from "../../shared/runtime/logger.js";
+import { sendAttachment, storeFiles } from "./files.js";
 import {
   actionToInbound, eventToInbound, platformMessageId, slashToInbound, targetOf, type BotIdentity, type SlackBlockActions, type SlackEvent, type SlackSlashCommand, type SlackTarget,
 } from "./inbound.js";
@@ -56,12 +59,31 @@ async function publish(ctx: ChannelContext<SlackChannelConfig>, drafts: DraftMes
 
 interface Envelope { ack: (response?: Record<string, unknown>) => Promise<void>; type: string; body: unknown; envelope_id?: string; retry_num?: number }
 
+/** Messages being stored (their files downloading), by platform message id. */
+const storing = new Map<string, Promise<unknown>>();
+
+/**
+ * Stores a message event with its files; a redelivery of a message still being stored (Slack
+ * redelivers what is not acknowledged within 3 s) waits for that work instead of downloading again.
+ */
+function storeEvent(ctx: ChannelContext<SlackChannelConfig>, drafts: DraftMessages<SlackTarget> | undefined, event: SlackEvent, inbound: InboundInput): Promise<unknown> {
+  let work = storing.get(inbound.id);
+  if (!work) {
+    work = (async () => {
+      if (event.files?.length) inbound.attachments = await storeFiles(ctx, event.files);
+      return publish(ctx, drafts, inbound);
+    })().finally(() => storing.delete(inbound.id));
+    storing.set(inbound.id, work);
+  }
+  return work;
+}
+
 /** One Socket Mode envelope: stored first, acknowledged after (an error leaves it unacknowledged). */
 async function onEnvelope(ctx: ChannelContext<SlackChannelConfig>, api: SlackApi, bot: BotIdentity, drafts: DraftMessages<SlackTarget> | undefined, env: Envelope): Promise<void> {
   if (env.type === "events_api") {
     const event = (env.body as { event?: SlackEvent } | undefined)?.event;
     const inbound = event ? eventToInbound(event, bot) : undefined;
-    if (inbound) await publish(ctx, drafts, inbound);
+    if (event && inbound) await storeEvent(ctx, drafts, event, inbound);
     await env.ack();
     return;
   }
@@ -127,16 +149,22 @@ export const definition = defineChannelActor({
     log.info({ bot: bot.userId, team: bot.teamId }, "slack socket mode connected");
     return {
       textLimit: SLACK_TEXT_LIMIT,
-      async deliver(part) {
+      async deliver(part, dctx) {
         let target: SlackTarget;
         try {
           target = targetOf(part.message.conversation);
         } catch (err) {
           throw new DeliveryError((err as Error).message, { permanent: true });
         }
+        const draftTs = await drafts?.takeFor(part);
+        const attachment = part.attachments[0];
+        if (attachment) {
+          // a reply with files and no text: the draft (if one was shown) has nothing to become
+          if (draftTs !== undefined) await api.remove(target.channel, draftTs).catch((err) => dctx.log.debug({ err }, "could not delete the draft"));
+          return { platformMessageId: await sendAttachment(ctx, api, target, attachment) };
+        }
         const mrkdwn = toSlackMrkdwn(part.text);
         const approvalId = part.message.kind === "approval" ? part.message.approval?.approvalId : undefined;
-        const draftTs = await drafts?.takeFor(part);
         if (draftTs !== undefined) {
           await api.update(target.channel, draftTs, mrkdwn);
           return { platformMessageId: platformMessageId(target.channel, draftTs) };

@@ -9,11 +9,14 @@
  * Approval buttons (block_actions) become `/approve ID` / `/deny ID` from the clicking user.
  * The app's slash command (`/lurk <text>`) is `<text>` from its user, addressed to the bot, in
  * the channel or DM it was typed in (`/lurk /status` runs the chat command; `/lurk` alone, /help).
+ * Files are mapped without their urls: the actor downloads each (with the bot token) into the
+ * media store (files.ts) and the published message carries the ref.
  */
 import { decodeToken, encodeToken } from "../../shared/contract/index.js";
-import type { InboundInput } from "../../shared/runtime/channel/index.js";
+import type { InboundInput, PlatformFile } from "../../shared/runtime/channel/index.js";
+import { attachmentKind } from "../../shared/runtime/media.js";
 
-export interface SlackFile { id: string; name?: string; mimetype?: string; size?: number; url_private?: string }
+export interface SlackFile { id: string; name?: string; mimetype?: string; size?: number; url_private?: string; url_private_download?: string }
 export interface SlackEvent {
   type: string;
   subtype?: string;
@@ -66,12 +69,10 @@ export function eventToInbound(ev: SlackEvent, bot: BotIdentity): InboundInput |
   const ownMention = new RegExp(`<@${bot.userId}(?:\\|[^>]*)?>`, "g");
   const raw = ev.text ?? "";
   const text = unescapeSlack(raw.replace(ownMention, "")).replace(/[ \t]{2,}/g, " ").trim();
-  const attachments: NonNullable<InboundInput["attachments"]> = (ev.files ?? []).map((f) => ({
-    kind: f.mimetype?.startsWith("image/") ? "image" as const : f.mimetype?.startsWith("audio/") ? "audio" as const : f.mimetype?.startsWith("video/") ? "video" as const : "file" as const,
-    mime: f.mimetype ?? "application/octet-stream",
-    name: f.name ?? `slack-file:${f.id}`,
-    ...(f.url_private ? { url: f.url_private } : {}), ...(f.size !== undefined ? { size: f.size } : {}),
-  }));
+  const attachments: NonNullable<InboundInput["attachments"]> = (ev.files ?? []).map((f) => {
+    const mime = f.mimetype ?? "application/octet-stream";
+    return { kind: attachmentKind(mime), mime, name: fileNameOf(f), ...(f.size !== undefined ? { size: f.size } : {}) };
+  });
   if (!text && attachments.length === 0) return undefined;
   const dm = isDmChannel(ev);
   const threadTs = ev.thread_ts && ev.thread_ts !== ev.ts ? ev.thread_ts : undefined;
@@ -95,6 +96,16 @@ export function eventToInbound(ev: SlackEvent, bot: BotIdentity): InboundInput |
     ts: Math.round(Number.parseFloat(ev.ts) * 1000) || Date.now(),
   };
 }
+
+const fileNameOf = (f: SlackFile) => f.name ?? `slack-file:${f.id}`;
+
+/** What the media kit needs of a Slack file; the size Slack announces caps the download. */
+export function platformFileOf(f: SlackFile): PlatformFile {
+  return { name: fileNameOf(f), ...(f.mimetype ? { mime: f.mimetype } : {}), ...(f.size !== undefined ? { size: f.size } : {}) };
+}
+
+/** Where the file's bytes are (both need the bot token); none for a file the bot cannot read. */
+export const downloadUrlOf = (f: SlackFile): string | undefined => f.url_private_download ?? f.url_private;
 
 export interface SlackBlockActions {
   type: string;

@@ -1,12 +1,12 @@
 /**
  * Slack Web API calls of the channel (through @slack/web-api's WebClient, told to reject rate
  * limited calls so the kit waits them out durably): post (into a thread when the target has
- * one), update, delete, approval blocks. Errors become DeliveryErrors: `ratelimited` -> retry
+ * one), upload a file (the same), update, delete, approval blocks. Errors become DeliveryErrors: `ratelimited` -> retry
  * after Retry-After; a channel that is gone, archived or not joined, a bad token or scope ->
  * permanent; network and 5xx -> retryable.
  */
 import { ErrorCode, type WebClient } from "@slack/web-api";
-import { DeliveryError } from "../../shared/runtime/channel/index.js";
+import { DeliveryError, type OutboundFile } from "../../shared/runtime/channel/index.js";
 import { APPROVE_ACTION, DENY_ACTION, type SlackTarget } from "./inbound.js";
 
 /** Platform errors that no retry can fix. */
@@ -60,6 +60,29 @@ export class SlackApi {
       });
       if (!sent.ts) throw new DeliveryError("chat.postMessage returned no ts");
       return sent.ts;
+    } catch (err) {
+      throw toDeliveryError(err);
+    }
+  }
+
+  /**
+   * Uploads one file into the target with Slack's external upload (filesUploadV2:
+   * files.getUploadURLExternal, the bytes to its upload_url, files.completeUploadExternal with
+   * channel_id and thread_ts). Returns the file id, and the ts of the message sharing it when
+   * Slack already reports one.
+   */
+  async upload(target: SlackTarget, file: OutboundFile): Promise<{ fileId: string; ts?: string }> {
+    try {
+      const upload = { file: Buffer.from(file.bytes.buffer, file.bytes.byteOffset, file.bytes.byteLength), filename: file.name, title: file.name };
+      const res = await this.web.filesUploadV2(target.threadTs
+        ? { ...upload, channel_id: target.channel, thread_ts: target.threadTs }
+        : { ...upload, channel_id: target.channel });
+      const uploaded = res.files[0]?.files?.[0];
+      if (!uploaded?.id) throw new DeliveryError("files.completeUploadExternal returned no file");
+      // `shares` has `public` (channels) or `private` (DMs, private channels), by channel id
+      const shares = uploaded.shares as Record<string, Record<string, { ts?: string }[]> | undefined> | undefined;
+      const ts = Object.values(shares ?? {}).flatMap((byChannel) => byChannel?.[target.channel] ?? []).find((share) => share.ts)?.ts;
+      return { fileId: uploaded.id, ...(ts ? { ts } : {}) };
     } catch (err) {
       throw toDeliveryError(err);
     }

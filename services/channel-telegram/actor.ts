@@ -90,7 +90,7 @@ export const definition = defineChannelActor({
         if (file) {
           // a reply of files only: its draft (if any) has no text to become
           if (draftId !== undefined) await api.deleteMessage(target.chatId, Number(draftId)).catch(() => undefined);
-          const id = await sendAttachment(api, ctx.rt.media, target, file, replyTo ? { replyTo } : {}, dctx.signal);
+          const id = await sendAttachment(api, ctx.rt.media, ctx.log, target, file, replyTo ? { replyTo } : {}, dctx.signal);
           return { platformMessageId: platformMessageId(target.chatId, id) };
         }
         if (draftId !== undefined) {

@@ -14,7 +14,7 @@
 import { GrammyError, InputFile, type Api } from "grammy";
 import { LurkError, type Attachment } from "../../shared/contract/index.js";
 import {
-  attachmentFallbackText, DeliveryError, downloadCapped, loadOutboundFile, storeInboundFile, type OutboundFile,
+  attachmentFallbackText, downloadCapped, outboundFileOrFallback, storeInboundFile, type OutboundFile,
 } from "../../shared/runtime/channel/index.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import { formatBytes, type MediaStore } from "../../shared/runtime/media.js";
@@ -67,15 +67,10 @@ async function withoutToken<T>(token: string, fn: () => Promise<T>): Promise<T> 
 }
 
 /** Sends one attachment part; returns the Telegram message id (of the file, or of the text sent instead). */
-export async function sendAttachment(api: Api, media: MediaStore, target: TgTarget, a: Attachment, opts: SendOptions, signal?: AbortSignal): Promise<number> {
-  let file: OutboundFile;
-  try {
-    file = await loadOutboundFile(media, a);
-  } catch (err) {
-    const e = LurkError.from(err);
-    if (e.retryable) throw new DeliveryError(`the file could not be read from the media store: ${e.message}`, { cause: err });
-    return sendText(api, target, attachmentFallbackText(a, e.message), { ...opts, plain: true }, signal);
-  }
+export async function sendAttachment(api: Api, media: MediaStore, log: Logger, target: TgTarget, a: Attachment, opts: SendOptions, signal?: AbortSignal): Promise<number> {
+  const loaded = await outboundFileOrFallback(media, a, log);
+  if ("fallback" in loaded) return sendText(api, target, loaded.fallback, { ...opts, plain: true }, signal);
+  const { file } = loaded;
   if (file.bytes.byteLength > UPLOAD_MAX_BYTES) {
     return sendText(api, target, attachmentFallbackText(a, `${formatBytes(file.bytes.byteLength)} is above Telegram's ${formatBytes(UPLOAD_MAX_BYTES)} upload limit`), { ...opts, plain: true }, signal);
   }

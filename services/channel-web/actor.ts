@@ -40,7 +40,7 @@ export const definition = defineChannelActor({
         if (!CHAT_ID.test(chat)) throw new DeliveryError(`"${chat}" is not a web chat id`, { permanent: true });
         const kind = msg.kind === "typing" ? "notice" : msg.kind;
         // an attachment part: a line with the file (or, when it cannot be read, a text line saying so)
-        const got = part.attachments[0] ? await outboundFile(ctx.rt.media, files, part.attachments[0]) : undefined;
+        const got = part.attachments[0] ? await outboundFile(ctx.rt.media, files, part.attachments[0], ctx.log) : undefined;
         const entry = await hub.record(chat, {
           ts: Date.now(),
           role: "assistant",

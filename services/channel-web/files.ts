@@ -13,9 +13,10 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { LurkError, mediaRefSchema, type Attachment } from "../../shared/contract/index.js";
 import {
-  attachmentFallbackText, DeliveryError, ExpiringDb, loadOutboundFile, readBody, sendJson,
+  ExpiringDb, outboundFileOrFallback, readBody, sendJson,
 } from "../../shared/runtime/channel/index.js";
 import { attachmentKind, formatBytes, mimeFromName, type MediaStore } from "../../shared/runtime/media.js";
+import type { Logger } from "../../shared/runtime/logger.js";
 import type { WebFile } from "./protocol.js";
 
 /** images the page shows inline (and the only types served `inline`) */
@@ -117,15 +118,12 @@ export function contentDisposition(type: "inline" | "attachment", name: string):
  * stored now). A file that cannot be (expired, invalid) becomes a fallback text line; a store
  * that is down is retried (DeliveryError).
  */
-export async function outboundFile(media: MediaStore, files: WebFiles, a: Attachment): Promise<{ file: WebFile } | { fallback: string }> {
-  try {
-    const loaded = await loadOutboundFile(media, a);
-    const ref = a.ref ?? (await media.put(loaded.bytes, { mime: loaded.mime, name: loaded.name })).ref;
-    const file: WebFile = { ref, name: loaded.name, mime: loaded.mime, size: loaded.bytes.byteLength, kind: loaded.kind };
-    await files.remember(file);
-    return { file };
-  } catch (err) {
-    if (LurkError.is(err) && !err.retryable) return { fallback: attachmentFallbackText(a, err.message) };
-    throw new DeliveryError(`the file could not be read from the media store: ${(err as Error).message}`, { cause: err });
-  }
+export async function outboundFile(media: MediaStore, files: WebFiles, a: Attachment, log: Logger): Promise<{ file: WebFile } | { fallback: string }> {
+  const result = await outboundFileOrFallback(media, a, log);
+  if ("fallback" in result) return result;
+  const loaded = result.file;
+  const ref = a.ref ?? (await media.put(loaded.bytes, { mime: loaded.mime, name: loaded.name })).ref;
+  const file: WebFile = { ref, name: loaded.name, mime: loaded.mime, size: loaded.bytes.byteLength, kind: loaded.kind };
+  await files.remember(file);
+  return { file };
 }

@@ -22,7 +22,7 @@ export const definition = defineChannelActor({
     const { server, port } = await listen(webhookHandler(ctx, secret, seen), settings.host, settings.port);
     log.info({ host: settings.host, port, callback: settings.callbackUrl ? new URL(settings.callbackUrl).origin : null }, "webhook channel listening");
     if (!settings.callbackUrl) log.warn("channels.webhook.callbackUrl is not set: replies will be reported as failed deliveries");
-    const target = { url: settings.callbackUrl, secret, timeoutMs: settings.callbackTimeoutMs, media: ctx.rt.media };
+    const target = { url: settings.callbackUrl, secret, timeoutMs: settings.callbackTimeoutMs, media: ctx.rt.media, log: ctx.log };
     return {
       textLimit: Infinity,
       deliver: (part, dctx) => postCallback(target, part, dctx.signal),

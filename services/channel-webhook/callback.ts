@@ -5,6 +5,7 @@
  */
 import { decodeToken } from "../../shared/contract/index.js";
 import { DeliveryError, type DeliverResult, type OutboundPart } from "../../shared/runtime/channel/index.js";
+import type { Logger } from "../../shared/runtime/logger.js";
 import type { MediaStore } from "../../shared/runtime/media.js";
 import { callbackContent } from "./files.js";
 import type { CallbackAttachment, WebhookCallback } from "./request.js";
@@ -15,6 +16,7 @@ export interface CallbackTarget {
   secret: string;
   timeoutMs: number;
   media: MediaStore;
+  log: Logger;
 }
 
 export function callbackBody(part: OutboundPart, content: { text: string; attachments: CallbackAttachment[] }): WebhookCallback {
@@ -39,7 +41,7 @@ export function callbackBody(part: OutboundPart, content: { text: string; attach
 
 export async function postCallback(target: CallbackTarget, part: OutboundPart, signal: AbortSignal): Promise<DeliverResult> {
   if (!target.url) throw new DeliveryError("channels.webhook.callbackUrl is not configured: replies cannot be delivered", { permanent: true });
-  const body = JSON.stringify(callbackBody(part, await callbackContent(target.media, part)));
+  const body = JSON.stringify(callbackBody(part, await callbackContent(target.media, part, target.log)));
   const timestamp = Math.floor(Date.now() / 1000);
   const key = `${part.message.id}:${part.index}`;
   let res: Response;

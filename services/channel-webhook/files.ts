@@ -9,8 +9,9 @@
  * becomes a text callback saying so, a store that is down is retried.
  */
 import { LurkError, type Attachment } from "../../shared/contract/index.js";
-import { attachmentFallbackText, decodeBase64Capped, DeliveryError, loadOutboundFile, type OutboundPart } from "../../shared/runtime/channel/index.js";
+import { decodeBase64Capped, outboundFileOrFallback, type OutboundPart } from "../../shared/runtime/channel/index.js";
 import { attachmentKind, formatBytes, mimeFromName, type MediaStore } from "../../shared/runtime/media.js";
+import type { Logger } from "../../shared/runtime/logger.js";
 import type { CallbackAttachment, RequestAttachment } from "./request.js";
 
 export class RequestFileError extends Error {
@@ -50,16 +51,13 @@ function decodeBase64(text: string, maxBytes: number, label: string): Buffer {
 }
 
 /** What a callback for `part` carries: its text, or its one file with the bytes. */
-export async function callbackContent(media: MediaStore, part: OutboundPart): Promise<{ text: string; attachments: CallbackAttachment[] }> {
+export async function callbackContent(media: MediaStore, part: OutboundPart, log: Logger): Promise<{ text: string; attachments: CallbackAttachment[] }> {
   const a = part.attachments[0];
   if (!a) return { text: part.text, attachments: [] };
   if (!a.ref && !a.dataBase64 && a.url) return { text: "", attachments: [{ kind: a.kind, mime: a.mime, url: a.url, ...(a.name ? { name: a.name } : {}) }] };
-  try {
-    const f = await loadOutboundFile(media, a);
-    const file: CallbackAttachment = { kind: f.kind, mime: f.mime, name: f.name, size: f.bytes.byteLength, ...(a.ref ? { ref: a.ref } : {}), dataBase64: Buffer.from(f.bytes).toString("base64") };
-    return { text: "", attachments: [file] };
-  } catch (err) {
-    if (LurkError.is(err) && !err.retryable) return { text: attachmentFallbackText(a, err.message), attachments: [] };
-    throw new DeliveryError(`the file could not be read from the media store: ${(err as Error).message}`, { cause: err });
-  }
+  const loaded = await outboundFileOrFallback(media, a, log);
+  if ("fallback" in loaded) return { text: loaded.fallback, attachments: [] };
+  const f = loaded.file;
+  const file: CallbackAttachment = { kind: f.kind, mime: f.mime, name: f.name, size: f.bytes.byteLength, ...(a.ref ? { ref: a.ref } : {}), dataBase64: Buffer.from(f.bytes).toString("base64") };
+  return { text: "", attachments: [file] };
 }

@@ -2,12 +2,39 @@
  * A local Discord for the channel tests: the REST API (`/api/v10/...`: gateway/bot, channels,
  * messages, typing) and the gateway WebSocket (HELLO, IDENTIFY -> READY, heartbeats, RESUME,
  * MESSAGE_CREATE dispatches) on one port, as @discordjs/rest and @discordjs/ws speak them.
+ * Files: a user's message can carry attachments, served (without auth, as Discord's CDN) at
+ * their `url` and each download recorded; a message POST may be multipart/form-data (`files[n]`
+ * + `payload_json`), whose files are recorded with their names and bytes.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { WebSocketServer, type WebSocket } from "ws";
-import { closeLoopback, listenLoopback, readBody, sendJson } from "./http.js";
+import { closeLoopback, listenLoopback, sendJson } from "./http.js";
 
-export interface DiscordSent { method: "POST" | "PATCH" | "DELETE"; channelId: string; messageId: string; content: string; body: Record<string, unknown> }
+export interface DiscordFile { field: string; name: string; contentType: string; bytes: Buffer }
+export interface DiscordSent { method: "POST" | "PATCH" | "DELETE"; channelId: string; messageId: string; content: string; body: Record<string, unknown>; files: DiscordFile[] }
+/** A file a user attaches; `announcedSize` (default: the real size) is what the gateway event says. */
+export interface DiscordUpload { filename: string; bytes: Uint8Array; contentType?: string; announcedSize?: number }
+
+function readRaw(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    req.on("data", (d: Buffer) => parts.push(d));
+    req.on("end", () => resolve(Buffer.concat(parts)));
+    req.on("error", reject);
+  });
+}
+
+/** A request body as Discord reads it: JSON, or multipart with `payload_json` and `files[n]`. */
+async function parseBody(raw: Buffer, contentType: string): Promise<{ body: Record<string, unknown>; files: DiscordFile[] }> {
+  if (!contentType.startsWith("multipart/form-data")) return { body: raw.length ? JSON.parse(raw.toString("utf8")) as Record<string, unknown> : {}, files: [] };
+  const form = await new Response(raw, { headers: { "content-type": contentType } }).formData();
+  const payload = form.get("payload_json");
+  const files: DiscordFile[] = [];
+  for (const [field, value] of form.entries()) {
+    if (/^files\[\d+\]$/.test(field) && typeof value !== "string") files.push({ field, name: value.name, contentType: value.type, bytes: Buffer.from(await value.arrayBuffer()) });
+  }
+  return { body: typeof payload === "string" ? JSON.parse(payload) as Record<string, unknown> : {}, files };
+}
 
 export class FakeDiscordServer {
   readonly bot = { id: "900000000000000001", username: "lurk", bot: true, discriminator: "0", global_name: null, avatar: null };
@@ -17,6 +44,9 @@ export class FakeDiscordServer {
   /** channel id -> parent channel id, for threads */
   readonly threads = new Map<string, string>();
   identified = 0;
+  /** attachment files by url path, and the paths downloaded (in order) */
+  readonly cdn = new Map<string, { bytes: Uint8Array; contentType?: string }>();
+  readonly downloads: string[] = [];
   private readonly sockets = new Set<WebSocket>();
   private seq = 0;
   private nextId = 1_000_000_000_000_000n;
@@ -40,11 +70,21 @@ export class FakeDiscordServer {
   }
 
   /** A user's message arrives through the gateway; returns its id. */
-  userMessage(opts: { channelId: string; content: string; guildId?: string; authorId?: string; mentionsBot?: boolean }): string {
+  userMessage(opts: { channelId: string; content: string; guildId?: string; authorId?: string; mentionsBot?: boolean; attachments?: DiscordUpload[] }): string {
     const id = String(++this.nextId);
+    const attachments = (opts.attachments ?? []).map((file) => {
+      const attachmentId = String(++this.nextId);
+      const path = `/attachments/${opts.channelId}/${attachmentId}/${encodeURIComponent(file.filename)}`;
+      this.cdn.set(path, { bytes: file.bytes, ...(file.contentType ? { contentType: file.contentType } : {}) });
+      const url = `${this.url}${path}?ex=6700&is=6600&hm=signature`;
+      return {
+        id: attachmentId, filename: file.filename, size: file.announcedSize ?? file.bytes.byteLength, url, proxy_url: url,
+        ...(file.contentType ? { content_type: file.contentType } : {}),
+      };
+    });
     this.dispatch("MESSAGE_CREATE", {
       id, channel_id: opts.channelId, ...(opts.guildId ? { guild_id: opts.guildId } : {}), type: 0, tts: false, pinned: false,
-      content: opts.content, timestamp: new Date().toISOString(), edited_timestamp: null, mention_everyone: false, mention_roles: [], attachments: [], embeds: [],
+      content: opts.content, timestamp: new Date().toISOString(), edited_timestamp: null, mention_everyone: false, mention_roles: [], attachments, embeds: [],
       author: { id: opts.authorId ?? "111", username: "ann", discriminator: "0", global_name: "Ann", avatar: null },
       mentions: opts.mentionsBot ? [this.bot] : [],
     });
@@ -92,9 +132,9 @@ export class FakeDiscordServer {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? "").split("?")[0]!;
+    if (req.method === "GET" && path.startsWith("/attachments/")) return this.serveAttachment(path, res);
     if (req.headers.authorization !== `Bot ${this.token}`) return sendJson(res, 401, { message: "401: Unauthorized", code: 0 });
-    const raw = await readBody(req);
-    const body = (raw ? JSON.parse(raw) : {}) as Record<string, unknown>;
+    const { body, files } = await parseBody(await readRaw(req), req.headers["content-type"] ?? "");
     if (req.method === "GET" && path === "/api/v10/gateway/bot") {
       return sendJson(res, 200, { url: this.url.replace("http", "ws") + "/gateway", shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 0, max_concurrency: 1 } });
     }
@@ -117,24 +157,37 @@ export class FakeDiscordServer {
       const id = String(++this.nextId);
       const content = String(body.content ?? "");
       if (content.length > 2000) return sendJson(res, 400, { message: "Invalid Form Body", code: 50035 });
+      if (!content && files.length === 0) return sendJson(res, 400, { message: "Cannot send an empty message", code: 50006 });
       this.messages.set(`${channelId}:${id}`, content);
-      this.sent.push({ method: "POST", channelId, messageId: id, content, body });
-      return sendJson(res, 200, { id, channel_id: channelId, content, author: this.bot, timestamp: new Date().toISOString(), type: 0 });
+      this.sent.push({ method: "POST", channelId, messageId: id, content, body, files });
+      const attachments = files.map((f, i) => ({ id: String(++this.nextId), filename: f.name, size: f.bytes.byteLength, content_type: f.contentType, url: `${this.url}/attachments/${channelId}/${i}/${f.name}` }));
+      return sendJson(res, 200, { id, channel_id: channelId, content, attachments, author: this.bot, timestamp: new Date().toISOString(), type: 0 });
     }
     if (req.method === "PATCH" && messageId) {
       const key = `${channelId}:${messageId}`;
       if (!this.messages.has(key)) return sendJson(res, 404, { message: "Unknown Message", code: 10008 });
       const content = String(body.content ?? "");
       this.messages.set(key, content);
-      this.sent.push({ method: "PATCH", channelId, messageId, content, body });
+      this.sent.push({ method: "PATCH", channelId, messageId, content, body, files });
       return sendJson(res, 200, { id: messageId, channel_id: channelId, content, author: this.bot, type: 0 });
     }
     if (req.method === "DELETE" && messageId) {
       this.messages.delete(`${channelId}:${messageId}`);
-      this.sent.push({ method: "DELETE", channelId, messageId, content: "", body });
+      this.sent.push({ method: "DELETE", channelId, messageId, content: "", body, files });
       res.writeHead(204).end();
       return;
     }
     return sendJson(res, 405, { message: "405: Method Not Allowed", code: 0 });
+  }
+
+  private serveAttachment(path: string, res: ServerResponse): void {
+    const file = this.cdn.get(path);
+    if (!file) {
+      res.writeHead(404, { "content-type": "text/plain" }).end("Not Found");
+      return;
+    }
+    this.downloads.push(path);
+    res.writeHead(200, { "content-type": file.contentType ?? "application/octet-stream", "content-length": file.bytes.byteLength });
+    res.end(file.bytes);
   }
 }

@@ -4,6 +4,11 @@
  * Socket Mode WebSocket (`hello`, `events_api`, `interactive` and `slash_commands` envelopes, pings; it records
  * each ACK `{envelope_id}` with its wall-clock time), as @slack/web-api and @slack/socket-mode
  * speak them. `rateLimitNextPosts(n)` answers chat.postMessage with 429 + Retry-After.
+ * Files: a user's message can share files, served at their `url_private(_download)` only with
+ * the bot token (`Authorization: Bearer xoxb-...`; without it, as Slack, a redirect to an HTML
+ * sign-in page), each download recorded; uploads take Slack's external flow
+ * (files.getUploadURLExternal -> POST the bytes, raw or multipart, to the upload_url here ->
+ * files.completeUploadExternal), recorded with name, bytes, channel and thread.
  */
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -12,6 +17,10 @@ import { closeLoopback, listenLoopback, readBody, sendJson } from "./http.js";
 
 export interface SlackSent { method: string; channel: string; ts: string; text: string; body: Record<string, unknown> }
 export interface SlackAck { envelopeId: string; atMs: number }
+/** A file a user shares; `announcedSize` (default: the real size) is what the event says. */
+export interface SlackUserFile { name: string; mimetype: string; bytes: Uint8Array; announcedSize?: number }
+export interface SlackDownload { path: string; authorized: boolean }
+export interface SlackUpload { fileId: string; filename: string; title: string; bytes: Buffer; channel: string; threadTs?: string; ts: string }
 export interface SlackEnvelope { envelope_id: string; type: string; payload: unknown; retry_attempt?: number; retry_reason?: string; accepts_response_payload: boolean }
 
 const nowMs = () => performance.timeOrigin + performance.now();
@@ -27,6 +36,13 @@ export class FakeSlackServer {
   /** Web API calls by method name */
   readonly calls: string[] = [];
   connections = 0;
+  /** users' files by url path, the downloads asked for, and the files the bot uploaded */
+  readonly hosted = new Map<string, { bytes: Uint8Array; mimetype: string }>();
+  readonly downloads: SlackDownload[] = [];
+  readonly uploads: SlackUpload[] = [];
+  /** files.getUploadURLExternal answered, by file id: the bytes once posted to the upload_url */
+  private readonly pendingUploads = new Map<string, { filename: string; length: number; bytes?: Buffer }>();
+  private fileCounter = 0;
   /** chat.postMessage calls answered with 429 */
   rateLimited = 0;
   private readonly sockets = new Set<WebSocket>();
@@ -74,11 +90,13 @@ export class FakeSlackServer {
   }
 
   /** A user's message as an events_api envelope (`message` event, or `app_mention`). */
-  userMessage(opts: { channel: string; text: string; channelType?: "im" | "channel" | "group" | "mpim"; threadTs?: string; user?: string; type?: "message" | "app_mention" }): { envelope: SlackEnvelope; ts: string } {
+  userMessage(opts: { channel: string; text: string; channelType?: "im" | "channel" | "group" | "mpim"; threadTs?: string; user?: string; type?: "message" | "app_mention"; files?: SlackUserFile[] }): { envelope: SlackEnvelope; ts: string } {
     const ts = this.nextTs();
+    const files = (opts.files ?? []).map((f) => this.hostFile(f));
     const event = {
       type: opts.type ?? "message", channel: opts.channel, user: opts.user ?? "UANN0001", text: opts.text, ts, team: this.bot.teamId,
       ...(opts.type === "app_mention" ? {} : { channel_type: opts.channelType ?? "im" }),
+      ...(files.length ? { subtype: "file_share", files, upload: false, display_as_bot: false } : {}),
       ...(opts.threadTs ? { thread_ts: opts.threadTs } : {}), event_ts: ts,
     };
     const envelope = this.sendEnvelope("events_api", {
@@ -109,6 +127,21 @@ export class FakeSlackServer {
     });
   }
 
+  /** A file object as Slack puts it in a message event; its bytes served at its urls. */
+  private hostFile(f: SlackUserFile): Record<string, unknown> {
+    const id = `F${String(++this.fileCounter).padStart(8, "0")}`;
+    const base = `/files-pri/${this.bot.teamId}-${id}`;
+    const name = encodeURIComponent(f.name);
+    this.hosted.set(`${base}/${name}`, f);
+    this.hosted.set(`${base}/download/${name}`, f);
+    return {
+      id, created: Math.floor(Date.now() / 1000), name: f.name, title: f.name, mimetype: f.mimetype, filetype: f.name.split(".").pop() ?? "binary",
+      user: "UANN0001", mode: "hosted", is_external: false, size: f.announcedSize ?? f.bytes.byteLength,
+      url_private: `${this.url}${base}/${name}`, url_private_download: `${this.url}${base}/download/${name}`,
+      permalink: `https://test.slack.com/files/UANN0001/${id}/${name}`,
+    };
+  }
+
   ackOf(envelopeId: string): SlackAck | undefined {
     return this.acks.find((a) => a.envelopeId === envelopeId);
   }
@@ -135,8 +168,52 @@ export class FakeSlackServer {
     });
   }
 
+  /** A user's file: only with the bot token; otherwise Slack's redirect to its sign-in page. */
+  private serveFile(req: IncomingMessage, res: ServerResponse, path: string): void {
+    const authorized = req.headers.authorization === `Bearer ${this.botToken}`;
+    this.downloads.push({ path, authorized });
+    const file = this.hosted.get(path);
+    if (!authorized) {
+      res.writeHead(302, { location: `/signin?redir=${encodeURIComponent(path)}` }).end();
+      return;
+    }
+    if (!file) {
+      res.writeHead(404, { "content-type": "text/plain" }).end("file not found");
+      return;
+    }
+    res.writeHead(200, { "content-type": file.mimetype, "content-length": file.bytes.byteLength });
+    res.end(file.bytes);
+  }
+
+  /** The bytes of an external upload (raw, or the file of a multipart form, as @slack/web-api sends it). */
+  private async receiveUpload(req: IncomingMessage, res: ServerResponse, fileId: string): Promise<void> {
+    const pending = this.pendingUploads.get(fileId);
+    const raw = await readRaw(req);
+    if (!pending) {
+      res.writeHead(404, { "content-type": "text/plain" }).end("upload url not found");
+      return;
+    }
+    const type = req.headers["content-type"] ?? "";
+    let bytes = raw;
+    if (type.startsWith("multipart/form-data")) {
+      const form = await new Response(raw, { headers: { "content-type": type } }).formData();
+      const file = [...form.values()].find((v): v is File => typeof v !== "string");
+      bytes = file ? Buffer.from(await file.arrayBuffer()) : Buffer.alloc(0);
+    }
+    pending.bytes = bytes;
+    res.writeHead(200, { "content-type": "text/plain" }).end(`OK - ${bytes.byteLength}`);
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const method = /^\/api\/([a-zA-Z.]+)$/.exec((req.url ?? "").split("?")[0]!)?.[1];
+    const path = (req.url ?? "").split("?")[0]!;
+    if (req.method === "GET" && path.startsWith("/files-pri/")) return this.serveFile(req, res, path);
+    if (req.method === "GET" && path === "/signin") {
+      res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end("<!DOCTYPE html><html><body>Sign in to Slack</body></html>");
+      return;
+    }
+    const upload = /^\/upload\/v1\/(F\w+)$/.exec(path);
+    if (req.method === "POST" && upload) return this.receiveUpload(req, res, upload[1]!);
+    const method = /^\/api\/([a-zA-Z.]+)$/.exec(path)?.[1];
     if (req.method !== "POST" || !method) return sendJson(res, 404, { ok: false, error: "unknown_method" });
     this.calls.push(method);
     const raw = await readBody(req);
@@ -144,6 +221,7 @@ export class FakeSlackServer {
       ? (raw ? JSON.parse(raw) as Record<string, unknown> : {})
       : Object.fromEntries(new URLSearchParams(raw));
     if (typeof body.blocks === "string") body.blocks = JSON.parse(body.blocks);
+    if (typeof body.files === "string") body.files = JSON.parse(body.files);
     const token = (req.headers.authorization ?? "").replace(/^Bearer /, "") || String(body.token ?? "");
     if (method === "apps.connections.open") {
       if (token !== this.appToken) return sendJson(res, 200, { ok: false, error: "invalid_auth" });
@@ -181,8 +259,54 @@ export class FakeSlackServer {
         this.sent.push({ method, channel, ts, text: "", body });
         return sendJson(res, 200, { ok: true, channel, ts });
       }
+      case "files.getUploadURLExternal": {
+        const filename = String(body.filename ?? "");
+        const length = Number(body.length);
+        if (!filename || !Number.isInteger(length) || length <= 0) return sendJson(res, 200, { ok: false, error: "invalid_arguments" });
+        const fileId = `F${String(++this.fileCounter).padStart(8, "0")}`;
+        this.pendingUploads.set(fileId, { filename, length });
+        return sendJson(res, 200, { ok: true, upload_url: `${this.url}/upload/v1/${fileId}`, file_id: fileId });
+      }
+      case "files.completeUploadExternal":
+        return this.completeUploads(res, body);
       default:
         return sendJson(res, 200, { ok: false, error: "unknown_method" });
     }
   }
+
+  /** files.completeUploadExternal: shares the uploaded files into channel_id (and thread_ts). */
+  private completeUploads(res: ServerResponse, body: Record<string, unknown>): void {
+    const files = Array.isArray(body.files) ? body.files as { id?: string; title?: string }[] : [];
+    const channel = String(body.channel_id ?? "");
+    const threadTs = body.thread_ts ? String(body.thread_ts) : undefined;
+    if (files.length === 0) return sendJson(res, 200, { ok: false, error: "invalid_arguments" });
+    for (const f of files) {
+      const pending = f.id ? this.pendingUploads.get(f.id) : undefined;
+      if (!pending?.bytes) return sendJson(res, 200, { ok: false, error: "file_not_found" });
+      if (pending.bytes.byteLength !== pending.length) return sendJson(res, 200, { ok: false, error: "file_upload_size_mismatch" });
+    }
+    if (channel === "CGONE0001") return sendJson(res, 200, { ok: false, error: "channel_not_found" });
+    const ts = this.nextTs();
+    const shared = files.map((f) => {
+      const pending = this.pendingUploads.get(f.id!)!;
+      this.pendingUploads.delete(f.id!);
+      const title = f.title ?? pending.filename;
+      this.uploads.push({ fileId: f.id!, filename: pending.filename, title, bytes: pending.bytes!, channel, ...(threadTs ? { threadTs } : {}), ts });
+      const share = { ts, channel_name: channel.toLowerCase(), team_id: this.bot.teamId, share_user_id: this.bot.userId, source: "UNKNOWN", ...(threadTs ? { thread_ts: threadTs } : {}) };
+      return {
+        id: f.id, created: Math.floor(Date.now() / 1000), name: pending.filename, title, mimetype: "", size: pending.length, user: this.bot.userId,
+        shares: { [channel.startsWith("C") ? "public" : "private"]: { [channel]: [share] } },
+      };
+    });
+    return sendJson(res, 200, { ok: true, files: shared });
+  }
+}
+
+function readRaw(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    req.on("data", (d: Buffer) => parts.push(d));
+    req.on("end", () => resolve(Buffer.concat(parts)));
+    req.on("error", reject);
+  });
 }

@@ -8,6 +8,7 @@
 import type { Attachment } from "../../contract/index.js";
 import { LurkError } from "../../contract/index.js";
 import type { Logger } from "../logger.js";
+import { DeliveryError } from "./delivery.js";
 import { attachmentKind, fallbackFileName, formatBytes, type MediaStore } from "../media.js";
 
 export interface PlatformFile {
@@ -105,6 +106,23 @@ export function decodeBase64Capped(text: string, maxBytes: number): Base64Result
   if (size === 0) return { problem: "empty" };
   if (size > maxBytes) return { problem: "too_large", size };
   return { bytes: Buffer.from(clean, "base64") };
+}
+
+/**
+ * An attachment part's file, or the line to send in its place when it cannot be loaded for good
+ * (expired, invalid: a non-retryable LurkError, logged); a store that is down throws a retryable
+ * DeliveryError, so the kit delivers the part again later.
+ */
+export async function outboundFileOrFallback(media: MediaStore, a: Attachment, log: Logger): Promise<{ file: OutboundFile } | { fallback: string }> {
+  try {
+    return { file: await loadOutboundFile(media, a) };
+  } catch (err) {
+    if (LurkError.is(err) && !err.retryable) {
+      log.warn({ err, file: a.name, ref: a.ref }, "an outbound file cannot be loaded; a line saying so is sent instead");
+      return { fallback: attachmentFallbackText(a, err.message) };
+    }
+    throw new DeliveryError(`the file could not be read from the media store: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+  }
 }
 
 /** A line for an attachment a platform cannot take (or that failed), sent in the text instead. */
