@@ -34,7 +34,7 @@ describe("approval tokens are single-use across tools instances", () => {
   before(async () => {
     await rig.start({
       tools: { timeoutMs: 20_000, exec: { ask: "always", ...(existsSync(BWRAP) ? {} : { allowUnsandboxed: true }) } },
-    }, { streams: false });
+    }); // with the streams and buckets: the approvals actor keeps its lease and records in KV
     ({ approvals, tools: first, runnerBus: runner, cli, ws } = rig);
   });
   after(() => rig.stop());

@@ -7,18 +7,29 @@
  * service metadata `approvalsPublicKey`, so the tools actor verifies tokens without a secret.
  * Pending records expire (= denied) after `approvals.timeoutMs` (default 5 min).
  * A request with an origin gets an OutboundMessage of kind "approval" in that conversation.
+ * Several instances may run (on several hosts); one is active, through the lease `approvals` in
+ * lurk_leases (`approvals.leaseTtlMs`/`leaseRenewMs`; shared/runtime/active-instance.ts). Only it
+ * answers requests (a standby relays them to it), sends notices, holds the `wait` long-polls and
+ * sweeps expiries. It writes every record change to the KV bucket lurk_approvals (replica.ts)
+ * before answering; an instance taking the lease loads it first. Each instance signs with its
+ * own key and publishes it; the tools side accepts a token of any of them (approval-keys.ts).
  */
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { LurkError, outboundMessageSchema, type ApprovalRecord } from "../../shared/contract/index.js";
+import { ActiveInstance } from "../../shared/runtime/active-instance.js";
 import type { ActorDefinition, ActorRuntime } from "../../shared/runtime/actor.js";
 import { signApprovalToken } from "../../shared/runtime/approval-token.js";
 import type { LurkConfig } from "../../shared/runtime/config.js";
+import { deadLocalHolder } from "../../shared/runtime/dead-holder.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { loadOrCreateSigningKey } from "./keys.js";
+import { ApprovalReplica } from "./replica.js";
 import { ApprovalStore } from "./store.js";
 
 const SWEEP_INTERVAL_MS = 250;
+/** a standby waits this much longer than a relayed `wait` holds */
+const WAIT_RELAY_MARGIN_MS = 1_000;
 
 export function approvalsDir(config: LurkConfig): string {
   return join(config.dataDir, "approvals");
@@ -37,8 +48,18 @@ export const definition: ActorDefinition = {
     const dir = approvalsDir(rt.config);
     const { privateKey } = loadOrCreateSigningKey(dir);
     const store = new ApprovalStore(join(dir, "store"));
+    const replica = await ApprovalReplica.open(rt.nc, store, rt.log);
+    store.onChange = (record) => replica.write(record);
     const cfg = rt.config.approvals;
     const waiters = new Map<string, Set<() => void>>();
+    const instance = await ActiveInstance.open(rt, "approvals", {
+      ttlMs: cfg.leaseTtlMs,
+      renewMs: cfg.leaseRenewMs,
+      takeOver: async () => rt.log.info(await replica.load(), "approval records loaded from the replica bucket"),
+      standBy: () => undefined, // long-polls under way end at their time; the callers ask again
+      // a restart after a crash on this host answers at once, not after leaseTtlMs (a single instance is the common case)
+      holderGone: deadLocalHolder(rt.nc, "approvals"),
+    });
 
     const decided = (record: ApprovalRecord) => {
       for (const wake of waiters.get(record.approvalId) ?? []) wake();
@@ -70,11 +91,13 @@ export const definition: ActorDefinition = {
     };
 
     const sweeper = setInterval(() => {
+      if (!instance.isActive()) return;
       store.sweep().then((done) => done.forEach(decided), (err) => rt.log.warn({ err }, "approval sweep failed"));
     }, SWEEP_INTERVAL_MS);
     sweeper.unref();
 
-    rt.serve("approvals", "request", async (req) => {
+    const relay = instance.relay;
+    relay.serve("request", async (req) => {
       // a retried request for the same call (its tools actor or agent-runner restarted) gets the
       // same approval: still pending, or decided and not yet used while its token is valid (so
       // a decision made while the caller was away still reaches the run)
@@ -103,7 +126,7 @@ export const definition: ActorDefinition = {
       return { approval: record };
     });
 
-    rt.serve("approvals", "wait", async (req) => {
+    relay.serve("wait", async (req) => {
       let record = await current(req.approvalId);
       if (record.status !== "pending" || req.waitMs === 0) return reply(record);
       await new Promise<void>((resolve) => {
@@ -122,9 +145,9 @@ export const definition: ActorDefinition = {
       });
       record = await current(req.approvalId);
       return reply(record);
-    });
+    }, { relayTimeoutMs: (req) => req.waitMs + WAIT_RELAY_MARGIN_MS });
 
-    rt.serve("approvals", "decide", async (req) => {
+    relay.serve("decide", async (req) => {
       const record = await current(req.approvalId);
       if (record.status !== "pending") throw new LurkError("CONFLICT", `approval ${req.approvalId} is ${record.status} already; only pending approvals can be decided`);
       const updated = await store.decide(req.approvalId, req.decision === "approve" ? "approved" : "denied", req.decidedBy);
@@ -136,10 +159,10 @@ export const definition: ActorDefinition = {
       return reply(updated);
     });
 
-    rt.serve("approvals", "get", async (req) => reply(await current(req.approvalId)));
+    relay.serve("get", async (req) => reply(await current(req.approvalId)));
 
     // single use across tools instances: the gate redeems a token before the call runs
-    rt.serve("approvals", "redeem", async (req) => {
+    relay.serve("redeem", async (req) => {
       const outcome = await store.redeem(req.approvalId, req.toolCallId, req.argsHash);
       if (outcome === "missing") throw new LurkError("NOT_FOUND", `no approval ${req.approvalId}`);
       if (outcome === "mismatch") throw new LurkError("CONFLICT", `approval ${req.approvalId} is not an approval of this tool call`);
@@ -148,14 +171,19 @@ export const definition: ActorDefinition = {
       return { approval: outcome };
     });
 
-    rt.serve("approvals", "list", async (req) => {
+    relay.serve("list", async (req) => {
       (await store.sweep()).forEach(decided);
       return { approvals: store.list(req.status, req.limit) };
     });
 
+    // the first try decides before the actor reports started: active (records loaded) or standby
+    await instance.start();
+
     return {
       stop: async () => {
         clearInterval(sweeper);
+        await replica.drain();
+        await instance.stop(); // released: a standby takes over at once
         await store.close();
       },
     };

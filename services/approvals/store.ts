@@ -2,6 +2,9 @@
  * The approvals actor's LMDB store (`<dataDir>/approvals`): approvalId -> ApprovalRecord.
  * Pending and decided records survive restarts. A pending record past its expiry becomes
  * "expired" (= denied) on the next sweep or the next access, whichever comes first.
+ * Every committed change is also handed to `onChange` (the replica writes it to the KV bucket for
+ * the instance that takes over; the change resolves once that write is done); `replace` applies
+ * the bucket's content and reports nothing.
  */
 import { mkdirSync } from "node:fs";
 import { open, type Database, type RootDatabase } from "lmdb";
@@ -12,6 +15,9 @@ export class ApprovalStore {
   private readonly records: Database<ApprovalRecord, string>;
   /** no pending record expires before this (a lower bound: the periodic sweep skips the scan until then) */
   private nextExpiry = 0;
+
+  /** called after each committed change; the change waits for it */
+  onChange: (record: ApprovalRecord) => Promise<void> = () => Promise.resolve();
 
   constructor(path: string, private readonly now: () => number = Date.now) {
     mkdirSync(path, { recursive: true, mode: 0o700 });
@@ -28,7 +34,14 @@ export class ApprovalStore {
     });
     if (!created) throw new LurkError("CONFLICT", `an approval ${record.approvalId} exists already`);
     this.nextExpiry = Math.min(this.nextExpiry, record.expiresAt);
+    await this.onChange(record);
     return record;
+  }
+
+  /** Sets a record from the replica (no onChange). */
+  async replace(record: ApprovalRecord): Promise<void> {
+    await this.records.put(record.approvalId, record);
+    if (record.status === "pending") this.nextExpiry = Math.min(this.nextExpiry, record.expiresAt);
   }
 
   /** The record as it is now (an overdue pending one expired first); `expired` lists what expired. */
@@ -55,6 +68,7 @@ export class ApprovalStore {
       result = { ...record, status, decidedAt: this.now(), decidedBy };
       void this.records.put(approvalId, result);
     });
+    if (result) await this.onChange(result);
     return result;
   }
 
@@ -74,6 +88,7 @@ export class ApprovalStore {
         void this.records.put(approvalId, result);
       }
     });
+    if (typeof result === "object") await this.onChange(result);
     return result;
   }
 
@@ -114,6 +129,13 @@ export class ApprovalStore {
     const all: ApprovalRecord[] = [];
     for (const { value } of this.records.getRange()) if (!status || value.status === status) all.push(value);
     return all.sort((a, b) => b.createdAt - a.createdAt).slice(0, limit);
+  }
+
+  /** Every record stored here. */
+  all(): ApprovalRecord[] {
+    const out: ApprovalRecord[] = [];
+    for (const { value } of this.records.getRange()) out.push(value);
+    return out;
   }
 
   async close(): Promise<void> {

@@ -36,6 +36,8 @@ export const CRON_FIRES_BUCKET = "lurk_cron_fires";
 export const HEARTBEAT_BUCKET = "lurk_heartbeat";
 /** The subagents actor's child records, written by the active instance for the next one (key: the child's run id). */
 export const SUBAGENTS_BUCKET = "lurk_subagents";
+/** The approvals actor's records, written by the active instance for the next one (key: `approval.<approvalId>`). */
+export const APPROVALS_BUCKET = "lurk_approvals";
 
 /** The media store: a JetStream object store of files, named by their SHA-256 (mediaRefSchema). */
 export const MEDIA_BUCKET = "lurk_media";
@@ -119,10 +121,13 @@ export function actorGrants(prefix?: string): ActorGrant[] {
     }),
     grant({
       user: "approvals",
-      description: "human approvals and signed decision tokens (LMDB)",
-      publish: [s.outboundAll, ops("sessions")],
+      description: "human approvals and signed decision tokens (LMDB, replicated through KV), one active instance through a lease",
+      // a standby relays requests to the active instance (lurk.approvals.active.<op>); loading the replica lists the bucket's keys;
+      // $SRV.PING.approvals.<id>: whether a lease holder of this host that died still answers (dead-holder.ts)
+      publish: [s.outboundAll, ops("sessions"), s.activeOpAll("approvals"), "$SRV.PING.approvals.>", ...kvWatchSubjects(APPROVALS_BUCKET)],
       subscribe: [],
       responder: true,
+      kvBuckets: [LEASE_BUCKET, APPROVALS_BUCKET],
     }),
     grant({
       user: "subagents",
@@ -156,7 +161,7 @@ export function actorGrants(prefix?: string): ActorGrant[] {
     grant({
       user: "cli",
       description: "the terminal channel and the operator console (status, tail, admin commands)",
-      // reading the leases: which instance of cron, heartbeat and subagents is active (status);
+      // reading the leases: which instance of cron, heartbeat, subagents and approvals is active (status);
       // the media store: files sent from the terminal and files received there
       publish: [s.inbound("cli"), "$SRV.>", ...["router", "sessions", "tools", "approvals", "subagents", "heartbeat", "cron"].map(ops), ...kvReadSubjects(LEASE_BUCKET), ...mediaSubjects("write")],
       subscribe: [s.outboundChannel("cli"), s.runEventAll, s.toolProgressAll, s.eventAll],

@@ -18,7 +18,7 @@ import { hostname } from "node:os";
 import type { EndpointActor } from "../contract/index.js";
 import { ActiveRelay } from "./active-relay.js";
 import type { ActorRuntime } from "./actor.js";
-import { Lease, LeaseKeeper } from "./lease.js";
+import { Lease, LeaseKeeper, type LeaseOptions } from "./lease.js";
 
 export interface ActiveInstanceOptions {
   ttlMs: number;
@@ -29,6 +29,8 @@ export interface ActiveInstanceOptions {
   activated?(): void;
   /** runs when this instance lost the lease */
   standBy(): void;
+  /** opt-in: a live lease whose holder this declares gone is taken at once (lease.ts, dead-holder.ts) */
+  holderGone?: LeaseOptions["holderGone"];
 }
 
 export class ActiveInstance<A extends EndpointActor> {
@@ -42,7 +44,7 @@ export class ActiveInstance<A extends EndpointActor> {
 
   static async open<A extends EndpointActor>(rt: ActorRuntime, actor: A, opts: ActiveInstanceOptions): Promise<ActiveInstance<A>> {
     const holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-    const lease = await Lease.open(rt.nc, { key: actor, holder, instance: rt.service.info().id, ttlMs: opts.ttlMs });
+    const lease = await Lease.open(rt.nc, { key: actor, holder, instance: rt.service.info().id, ttlMs: opts.ttlMs, ...(opts.holderGone ? { holderGone: opts.holderGone } : {}) });
     let self!: ActiveInstance<A>;
     const keeper = new LeaseKeeper(lease, {
       intervalMs: opts.renewMs,

@@ -4,9 +4,9 @@
  * need one) and tool actors of their own (shared/runtime/tool-serve.ts). A call that needs a
  * human approval runs only with a valid approval token.
  *
- * With `approvalToken` in the request the token must verify with the approvals actor's public
- * key ($SRV.INFO metadata `approvalsPublicKey`, cached), name this tool call id and the sha256
- * of this call's canonical arguments, be unexpired, and not have been used before: the gate
+ * With `approvalToken` in the request the token must verify with the public key of one of the
+ * approvals instances (the `approvalsPublicKey` in each one's $SRV.INFO metadata; approval-keys.ts),
+ * name this tool call id and the sha256 of this call's canonical arguments, be unexpired, and not have been used before: the gate
  * redeems it with the approvals actor (`redeem`, which marks the approval used in its LMDB and
  * refuses a second redeem), so a token runs one call across every instance; a local used-token
  * set answers repeats without a round trip. Without a token the gate asks the approvals actor
@@ -15,12 +15,11 @@
  * denial the model sees; the tool does not run. Arguments never bypass the gate.
  * Needs the NATS grants approvals.request/wait/redeem and $SRV.INFO.approvals.
  */
-import type { KeyObject } from "node:crypto";
-import { Svcm } from "@nats-io/services";
 import { LurkError, toolProgressSchema, type ApprovalRecord, type ToolCallRequest } from "../contract/index.js";
 import { abortable, sleepUnlessAborted } from "./abortable-sleep.js";
 import type { ActorRuntime } from "./actor.js";
-import { argsHash, publicKeyFromBase64, verifyApprovalToken } from "./approval-token.js";
+import { ApprovalKeys } from "./approval-keys.js";
+import { argsHash, type ApprovalTokenPayload } from "./approval-token.js";
 
 /** one `wait` holds this long at most, so a restarted approvals actor is noticed soon */
 const WAIT_SLICE_MS = 5_000;
@@ -48,11 +47,13 @@ export interface ApprovalDenial {
 }
 
 export class ApprovalGate {
-  private publicKey: { key: KeyObject; fetchedAt: number } | undefined;
+  private readonly keys: ApprovalKeys;
   /** approval ids of tokens used here -> when the token expires */
   private readonly used = new Map<string, number>();
 
-  constructor(private readonly rt: ActorRuntime) {}
+  constructor(private readonly rt: ActorRuntime) {
+    this.keys = new ApprovalKeys(rt.nc, rt.config.approvals.tokenTtlMs, rt.signal);
+  }
 
   /**
    * For a call that needs approval (the caller decided): null when it may run, otherwise the
@@ -128,17 +129,11 @@ export class ApprovalGate {
 
   /** A problem with the token, or null when it is valid for this call (it is then marked used). */
   private async accept(token: string, toolCallId: string, hash: string): Promise<string | null> {
-    let key: KeyObject;
+    let payload: ApprovalTokenPayload | null;
     try {
-      key = await this.key(false);
+      payload = await this.keys.verify(token);
     } catch (err) {
       return `the approvals actor's public key is not available: ${LurkError.from(err).message}`;
-    }
-    let payload = verifyApprovalToken(key, token);
-    if (!payload) {
-      // the approvals actor may have a new key (a new data dir): ask again, at most once a minute
-      const fresh = await this.key(true).catch(() => undefined);
-      if (fresh && fresh !== key) payload = verifyApprovalToken(fresh, token);
     }
     if (!payload) return "bad signature or malformed token";
     if (payload.decision !== "approve") return "not an approval";
@@ -159,21 +154,6 @@ export class ApprovalGate {
       return `it could not be redeemed with the approvals actor (${e.code}: ${e.message})`;
     }
     return null;
-  }
-
-  private async key(refresh: boolean): Promise<KeyObject> {
-    const cached = this.publicKey;
-    if (cached && (!refresh || Date.now() - cached.fetchedAt < 60_000)) return cached.key;
-    const client = new Svcm(this.rt.nc).client({ strategy: "stall", maxWait: 2_000, stall: 300 });
-    for await (const info of await client.info("approvals")) {
-      const b64 = info.metadata?.approvalsPublicKey;
-      if (!b64) continue;
-      const key = publicKeyFromBase64(b64);
-      this.publicKey = { key, fetchedAt: Date.now() };
-      return key;
-    }
-    if (cached) return cached.key;
-    throw new LurkError("UNAVAILABLE", "no approvals service answered $SRV.INFO (is the approvals actor running?)");
   }
 }
 
@@ -205,7 +185,7 @@ function approvalHeartbeat(rt: ActorRuntime, req: ToolCallRequest): (approvalId:
 
 const gates = new WeakMap<ActorRuntime, ApprovalGate>();
 
-/** The gate of one actor runtime (its public key cache and used-token set). */
+/** The gate of one actor runtime (its public keys and used-token set). */
 export function approvalGateFor(rt: ActorRuntime): ApprovalGate {
   let gate = gates.get(rt);
   if (!gate) gates.set(rt, (gate = new ApprovalGate(rt)));

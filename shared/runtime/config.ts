@@ -17,6 +17,7 @@ import { compactionConfigSchema, memoryConfigSchema } from "./config-compaction.
 import { mediaConfigSchema } from "./config-media.js";
 import { subagentsConfigSchema } from "./config-subagents.js";
 import { cronConfigSchema } from "./config-cron.js";
+import { leaseConfigShape, leaseRenewRule } from "./config-lease.js";
 import { routingConfigSchema } from "./config-routing.js";
 import { agentIdSchema, LurkError, promptModeSchema, safeParseJson, sessionTypeSchema, thinkLevelSchema } from "../contract/index.js";
 import { channelConfigSecrets, channelEnvOverrides, channelsConfigSchema } from "./config-channels.js";
@@ -207,7 +208,9 @@ export const configSchema = z.object({
     timeoutMs: msSchema.max(24 * 3600_000).default(5 * 60_000),
     /** how long an approval token stays valid after the decision */
     tokenTtlMs: msSchema.max(24 * 3600_000).default(5 * 60_000),
-  }).prefault({}),
+    /** one active instance on several hosts (config-lease.ts) */
+    ...leaseConfigShape,
+  }).refine(...leaseRenewRule("approvals")).prefault({}),
   log: z.object({
     level: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
     /** the launcher rotates a file under `$LURKBOT_HOME/logs` once it holds this many MB */

@@ -5,7 +5,8 @@
  * Contract:
  * - `write(key, value)` (undefined: delete) goes out in the order called; the promise resolves
  *   once that write is in JetStream. A failed write is logged and the chain goes on: LMDB keeps
- *   the change and the next takeover of this host publishes what the bucket lacks.
+ *   the change and the next takeover of this host publishes what the bucket lacks. `tryWrite`
+ *   is the same and says whether the write got in (for a change that must not count otherwise).
  * - `sync(apply, local)`, when an instance takes over: every live entry of the bucket goes through
  *   `apply` (this host's copy is older); an entry it refuses (false: does not parse) is skipped
  *   with a warning. Then the local entries the bucket lacks (an install from before the bucket)
@@ -25,13 +26,23 @@ export class KvReplica {
   }
 
   write(key: string, value: unknown): Promise<void> {
-    this.chain = this.chain
+    return this.tryWrite(key, value).then(() => undefined);
+  }
+
+  /** `write`, resolving with true once it is in JetStream, false when it failed (logged). */
+  tryWrite(key: string, value: unknown): Promise<boolean> {
+    const written = this.chain
       .then(async () => {
         if (value === undefined) await this.kv.delete(key);
         else await this.kv.put(key, JSON.stringify(value));
+        return true;
       })
-      .catch((err) => this.log.warn({ err, key }, "could not replicate a state change"));
-    return this.chain;
+      .catch((err) => {
+        this.log.warn({ err, key }, "could not replicate a state change");
+        return false;
+      });
+    this.chain = written.then(() => undefined);
+    return written;
   }
 
   /** Resolves once every write queued so far is done. */

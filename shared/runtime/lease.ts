@@ -11,6 +11,8 @@
  * - `held` is false once the last successful renewal is older than `ttlMs - margin` (a holder
  *   cut off from the server stops acting before a standby may take over).
  * - `release()` marks the lease released so a standby takes over at once.
+ * - With `holderGone` (opt-in), a live lease whose holder it declares gone (dead-holder.ts: a
+ *   crashed process of this host) is taken at once, like a released one.
  * The bucket is created by the admin (ensureStreams); actors only read and write it.
  */
 import { hostname } from "node:os";
@@ -30,6 +32,8 @@ export interface LeaseOptions {
   bucket?: string;
   /** monotonic-ish local clock, for tests */
   now?: () => number;
+  /** true when the holder of a live lease is known to be gone (its lease is then taken at once) */
+  holderGone?: (holder: Omit<LeaseHolder, "live">) => Promise<boolean>;
 }
 
 const leaseValueSchema = z.object({
@@ -49,11 +53,11 @@ export class Lease {
   /** what a standby saw last: the revision and since when (local clock) */
   private seen: { revision: number; since: number } | undefined;
 
-  private constructor(private readonly kv: KV, readonly opts: Required<Omit<LeaseOptions, "bucket" | "instance">> & Pick<LeaseOptions, "instance">) {}
+  private constructor(private readonly kv: KV, readonly opts: Required<Omit<LeaseOptions, "bucket" | "instance" | "holderGone">> & Pick<LeaseOptions, "instance" | "holderGone">) {}
 
   static async open(nc: NatsConnection, opts: LeaseOptions): Promise<Lease> {
     const kv = await new Kvm(nc).open(opts.bucket ?? LEASE_BUCKET);
-    return new Lease(kv, { key: opts.key, holder: opts.holder, ttlMs: opts.ttlMs, now: opts.now ?? (() => performance.now()), ...(opts.instance ? { instance: opts.instance } : {}) });
+    return new Lease(kv, { key: opts.key, holder: opts.holder, ttlMs: opts.ttlMs, now: opts.now ?? (() => performance.now()), ...(opts.instance ? { instance: opts.instance } : {}), ...(opts.holderGone ? { holderGone: opts.holderGone } : {}) });
   }
 
   /** True while our last renewal is fresh (with a margin of a fifth of the TTL). */
@@ -74,7 +78,7 @@ export class Lease {
     if (!this.seen || this.seen.revision !== entry.revision) this.seen = { revision: entry.revision, since: now };
     const ttl = current?.ttlMs ?? this.opts.ttlMs;
     const stale = now - this.seen.since >= ttl || Date.now() - entry.created.getTime() >= ttl;
-    if (current && !current.released && !stale) return false;
+    if (current && !current.released && !stale && !(await this.opts.holderGone?.(current).catch(() => false))) return false;
     return this.write(() => this.kv.update(this.opts.key, this.value(), entry.revision), now);
   }
 
