@@ -3,6 +3,8 @@
  * LLM and a local Bot API server (test/fakes/telegram-server.ts) that grammy's Api talks to.
  * Files: a user's photo/document is downloaded into the media store (real object store) before
  * the message is stored; replies upload their files as multipart photo/document messages.
+ * Webhook mode: the channel registers its webhook with the fake and the test POSTs updates to
+ * it as Telegram does (secret header, redeliveries); switching back to polling deletes it.
  */
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -22,6 +24,7 @@ import { conversationOf, filesOf, messageToInbound, normalizeCommand, targetOf, 
 import { FakeTelegramServer } from "./fakes/telegram-server.js";
 import { startActorProcess, waitFor } from "./harness/actors.js";
 import { runCli } from "./harness/cli.js";
+import { freePort } from "./harness/nats.js";
 import { TestSystem } from "./harness/system.js";
 
 const BOT = { id: 7000001, username: "LurkTestBot" };
@@ -509,5 +512,153 @@ describe("telegram channel end to end", () => {
   it("refuses to start without a bot token, saying how to set one", async () => {
     writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({ channels: { telegram: { enabled: true, apiRoot: telegram.url } } }));
     await assert.rejects(startActorProcess("channel-telegram", system.nats, { ...system.env, TELEGRAM_BOT_TOKEN: "" }, 10_000), /TELEGRAM_BOT_TOKEN/);
+  });
+});
+
+describe("telegram channel in webhook mode", () => {
+  let system: TestSystem;
+  let telegram: FakeTelegramServer;
+  let port: number;
+  const PUBLIC_URL = "https://bot.example.com/telegram/webhook";
+  const routing = { dm: { policy: "open" } };
+  const target = () => `http://127.0.0.1:${port}/telegram/webhook`;
+  const writeConfig = (extra: Record<string, unknown>) => writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({
+    channels: { telegram: { enabled: true, botToken: telegram.token, apiRoot: telegram.url, pollTimeoutSec: 1, streaming: "off", ...extra } },
+    routing,
+  }));
+  const webhookMode = () => ({ mode: "webhook", webhookUrl: PUBLIC_URL, webhookPort: port });
+  const restartTelegram = async (extra: Record<string, unknown>) => {
+    await system.actors.get("channel-telegram")?.stop();
+    writeConfig(extra);
+    await system.startActor("channel-telegram");
+  };
+  const replyText = (chatId: number) => [...telegram.messages.entries()].filter(([k]) => k.startsWith(`${chatId}:`)).map(([, v]) => v);
+  /** the channel's last message in LURK_INBOUND (undefined: none yet) */
+  const lastInbound = async (): Promise<{ seq: number; message: InboundMessage } | undefined> => {
+    const admin = await system.nats.connect("admin");
+    try {
+      const m = await (await jetstreamManager(admin)).streams.getMessage(STREAMS.inbound, { last_by_subj: S.inbound("telegram") }).catch(() => null);
+      return m ? { seq: m.seq, message: inboundMessageSchema.parse(m.json()) } : undefined;
+    } finally {
+      await admin.close();
+    }
+  };
+  const llmRequestsFor = (text: string) => system.fake.requests.filter((r) => JSON.stringify(r.body.messages.at(-1)).includes(text)).length;
+
+  before(async () => {
+    telegram = await FakeTelegramServer.start();
+    port = await freePort();
+    system = await TestSystem.start({ config: { routing } });
+    writeConfig(webhookMode());
+    await system.startActor("channel-telegram");
+  });
+  after(async () => {
+    await system?.actors.get("channel-telegram")?.stop();
+    await system?.stop();
+    await telegram?.close();
+  });
+  beforeEach(() => system.fake.reset());
+
+  it("registers its webhook at start (url, a generated secret, the update kinds polling asks for) and does not poll", async () => {
+    assert.deepEqual(telegram.webhookCalls.map((c) => c.method), ["setWebhook"]);
+    const hook = telegram.webhook!;
+    assert.equal(hook.url, PUBLIC_URL);
+    assert.match(hook.secretToken ?? "", /^[A-Za-z0-9_-]{16,256}$/, "a generated secret Telegram accepts");
+    assert.deepEqual(hook.allowedUpdates, ["message", "callback_query"]);
+    assert.equal(hook.dropPending, false);
+    const stored = JSON.parse(readFileSync(join(system.nats.home, "credentials", "channels.json"), "utf8"));
+    assert.equal(stored.telegram?.webhookSecret, hook.secretToken, "kept in channels.json like other channel secrets");
+    assert.equal(telegram.calls.filter((c) => c.method === "getUpdates").length, 0, "no getUpdates in webhook mode");
+    const logs = system.actors.get("channel-telegram")!.output();
+    assert.ok(!logs.includes(hook.secretToken!), "the secret is not logged");
+    assert.ok(!logs.includes(telegram.token.split(":")[1]!), "the token is not logged");
+  });
+
+  it("takes an update POSTed with the secret: stored in LURK_INBOUND before the 200, answered through sendMessage", async () => {
+    system.fake.enqueue({ kind: "text", text: "hello by webhook", chunks: 1 });
+    const update = telegram.userUpdate({ chatId: 2001, text: "hi over the webhook" });
+    assert.equal(await telegram.deliverWebhook(target(), update), 200);
+    const last = await lastInbound();
+    assert.equal(last?.message.text, "hi over the webhook", "stored before Telegram got its 200");
+    assert.equal(last?.message.id, `2001:${(update.message as { message_id: number }).message_id}`);
+    await waitFor(() => replyText(2001).includes("hello by webhook"), 20_000, "the reply");
+    assert.equal(telegram.sent.filter((m) => m.chatId === 2001 && m.method === "sendMessage").length, 1);
+  });
+
+  it("refuses a missing or wrong secret (401), a malformed body (400), other methods and paths; nothing is stored", async () => {
+    const before = (await lastInbound())?.seq ?? 0;
+    const update = telegram.userUpdate({ chatId: 2002, text: "should never arrive" });
+    assert.equal(await telegram.deliverWebhook(target(), update, { secret: null }), 401, "no secret header");
+    assert.equal(await telegram.deliverWebhook(target(), update, { secret: "wrong-secret" }), 401, "a wrong secret");
+    assert.equal(await telegram.deliverWebhook(target(), update, { secret: `${telegram.webhook!.secretToken}x` }), 401, "a longer secret");
+    assert.equal(await telegram.deliverWebhook(target(), undefined, { body: "{ not json" }), 400, "malformed JSON");
+    assert.equal(await telegram.deliverWebhook(target(), undefined, { body: JSON.stringify({ message: {} }) }), 400, "no update_id");
+    assert.equal(await telegram.deliverWebhook(target(), undefined, { body: '{"update_id":1,"__proto__":{"polluted":true}}' }), 400, "an unsafe document");
+    assert.equal(await telegram.deliverWebhook(target(), undefined, { body: JSON.stringify({ update_id: 2, pad: "x".repeat(1024 * 1024) }) }), 413, "above the 1 MiB cap");
+    assert.equal(await telegram.deliverWebhook(target(), update, { method: "GET" }), 405);
+    assert.equal(await telegram.deliverWebhook(target().replace("/webhook", "/other"), update), 404);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal((await lastInbound())?.seq ?? 0, before, "nothing stored");
+    assert.equal(system.fake.requests.length, 0, "no run");
+    assert.deepEqual(replyText(2002), []);
+  });
+
+  it("runs a redelivered update once: twice at the same time, again later, and again after a restart", async () => {
+    system.fake.enqueue({ kind: "text", text: "said once", chunks: 1 });
+    const update = telegram.userUpdate({ chatId: 2003, text: "deliver me twice" });
+    assert.deepEqual(await Promise.all([telegram.deliverWebhook(target(), update), telegram.deliverWebhook(target(), update)]), [200, 200]);
+    assert.equal(await telegram.deliverWebhook(target(), update), 200);
+    await waitFor(() => replyText(2003).includes("said once"), 20_000, "the reply");
+    await restartTelegram(webhookMode());
+    assert.equal(await telegram.deliverWebhook(target(), update), 200, "a redelivery the restarted channel never saw");
+    await new Promise((r) => setTimeout(r, 800));
+    assert.equal(llmRequestsFor("deliver me twice"), 1, "one run");
+    assert.deepEqual(replyText(2003), ["said once"]);
+  });
+
+  it("answers 500 while the update cannot be stored (media store down), so Telegram redelivers; the redelivery is taken", async () => {
+    const admin = await system.nats.connect("admin");
+    try {
+      await (await jetstreamManager(admin)).streams.delete(`OBJ_${MEDIA_BUCKET}`);
+      const photo = randomBytes(300);
+      const update = telegram.userUpdate({ chatId: 2004, caption: "photo by webhook", photo: [telegram.addFile(photo, { mime: "image/png" })] });
+      assert.equal(await telegram.deliverWebhook(target(), update), 500);
+      assert.notEqual((await lastInbound())?.message.text, "photo by webhook", "nothing stored without the file");
+      await ensureStreams(admin, system.nats.prefix);
+      system.fake.enqueue({ kind: "text", text: "got the photo", chunks: 1 });
+      assert.equal(await telegram.deliverWebhook(target(), update), 200, "Telegram's redelivery");
+      const last = await lastInbound();
+      assert.equal(last?.message.text, "photo by webhook");
+      assert.equal(last?.message.attachments[0]?.ref, sha256Hex(photo));
+      await waitFor(() => replyText(2004).includes("got the photo"), 20_000, "the reply");
+    } finally {
+      await admin.close();
+    }
+  });
+
+  it("keeps the webhook set across a stop (Telegram queues updates meanwhile)", async () => {
+    await system.actors.get("channel-telegram")!.stop();
+    assert.equal(telegram.webhookCalls.filter((c) => c.method === "deleteWebhook").length, 0);
+    assert.equal(telegram.webhook?.url, PUBLIC_URL);
+    writeConfig(webhookMode());
+    await system.startActor("channel-telegram");
+  });
+
+  it("switched back to polling, deletes the webhook (pending updates kept) and polls", async () => {
+    assert.equal(telegram.webhook?.url, PUBLIC_URL, "set before the switch");
+    await restartTelegram({});
+    assert.equal(telegram.webhook, undefined, "webhook deleted");
+    const deletion = telegram.webhookCalls.at(-1)!;
+    assert.equal(deletion.method, "deleteWebhook");
+    assert.notEqual(deletion.body.drop_pending_updates, true, "pending updates kept");
+    system.fake.enqueue({ kind: "text", text: "polling again", chunks: 1 });
+    telegram.userMessage({ chatId: 2005, text: "are you polling?" });
+    await waitFor(() => replyText(2005).includes("polling again"), 20_000, "the reply by polling");
+    assert.ok(!telegram.calls.some((c, i) => c.method === "getUpdates" && i < telegram.calls.findIndex((x) => x.method === "deleteWebhook")), "no getUpdates while the webhook was set");
+  });
+
+  it("refuses webhook mode without webhookUrl, naming the key", async () => {
+    writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({ channels: { telegram: { enabled: true, botToken: telegram.token, apiRoot: telegram.url, mode: "webhook" } } }));
+    await assert.rejects(startActorProcess("channel-telegram", system.nats, system.env, 10_000), /channels\.telegram\.webhookUrl: required when mode is "webhook"/);
   });
 });

@@ -1,7 +1,8 @@
 /**
  * channel-telegram: a Telegram bot (Bot API through grammy's Api) <-> the bus, on the channel kit.
- * In: long polling (poller.ts) -> inbound.ts, the message's files downloaded into the media store
- * (files.ts) -> LURK_INBOUND, before the update is confirmed; approval buttons come back as `/approve ID` / `/deny ID` from the person who pressed them.
+ * In: long polling (poller.ts) or a webhook (webhook.ts), as `mode` says (updates.ts) -> inbound.ts,
+ * the message's files downloaded into the media store (files.ts) -> LURK_INBOUND, before the
+ * update is confirmed (the next offset, or the webhook's 200); approval buttons come back as `/approve ID` / `/deny ID` from the person who pressed them.
  * Out: the kit's durable deliveries, chunked at 4096 characters, rendered as Telegram HTML, then
  * each attachment uploaded as its own message (files.ts);
  * while a run writes, a draft message is edited (the kit's DraftMessages, its id kept across
@@ -16,8 +17,8 @@ import { channelDrafts, defineChannelActor, DraftMessages, publishWithDraft, typ
 import { telegramChannelSchema, type TelegramChannelConfig } from "../../shared/runtime/config-channels.js";
 import { sendAttachment, storeMessageFiles, type BotAccess } from "./files.js";
 import { conversationOf, filesOf, fullName, messageToInbound, peerOf, platformMessageId, targetOf, type BotIdentity, type TgMessage, type TgTarget } from "./inbound.js";
-import { Poller } from "./poller.js";
 import { editText, sendText, toDeliveryError } from "./send.js";
+import { receiveUpdates } from "./updates.js";
 
 export const TELEGRAM_TEXT_LIMIT = 4096;
 
@@ -55,9 +56,9 @@ async function handleUpdate(ctx: ChannelContext<TelegramChannelConfig>, access: 
 
 export const definition = defineChannelActor({
   channel: "telegram",
-  description: "Telegram bot (Bot API long polling) <-> bus",
+  description: "Telegram bot (Bot API long polling or webhook) <-> bus",
   schema: telegramChannelSchema,
-  metadata: (s) => ({ apiRoot: new URL(s.apiRoot).origin }),
+  metadata: (s) => ({ apiRoot: new URL(s.apiRoot).origin, mode: s.mode }),
   async start(ctx) {
     const { settings, log } = ctx;
     if (!settings.botToken) {
@@ -67,8 +68,6 @@ export const definition = defineChannelActor({
     const me = await api.getMe();
     if (!me.username) throw new LurkError("CONFIG_INVALID", "the Telegram bot has no username; check the token");
     const bot: BotIdentity = { id: me.id, username: me.username };
-    // a webhook would make getUpdates fail with 409; pending updates are kept
-    await api.deleteWebhook();
     const drafts = channelDrafts<TgTarget>(ctx, {
       maxChars: 4_000,
       send: async (t, text) => String((await api.sendMessage(t.chatId, text, t.threadId !== undefined ? { message_thread_id: t.threadId } : {})).message_id),
@@ -76,9 +75,8 @@ export const definition = defineChannelActor({
       remove: async (t, id) => void (await api.deleteMessage(t.chatId, Number(id))),
     });
     const access: BotAccess = { api, apiRoot: settings.apiRoot, token: settings.botToken };
-    const poller = new Poller({ api, log, timeoutSec: settings.pollTimeoutSec, handle: (u) => handleUpdate(ctx, access, bot, drafts, u) });
-    poller.start();
-    log.info({ bot: bot.username }, "telegram channel polling");
+    const stopReceiving = await receiveUpdates(ctx, api, (u) => handleUpdate(ctx, access, bot, drafts, u));
+    log.info({ bot: bot.username, mode: settings.mode }, settings.mode === "webhook" ? "telegram channel receiving by webhook" : "telegram channel polling");
     return {
       textLimit: TELEGRAM_TEXT_LIMIT,
       async deliver(part, dctx) {
@@ -108,7 +106,7 @@ export const definition = defineChannelActor({
         });
       },
       async stop() {
-        await poller.stop();
+        await stopReceiving();
       },
     };
   },

@@ -12,6 +12,8 @@ import { tgSignal } from "./send.js";
 import { sleepUnlessAborted } from "../../shared/runtime/abortable-sleep.js";
 
 const BACKOFF_MS = [500, 1_000, 2_000, 5_000, 10_000];
+/** the update kinds the channel asks Telegram for (polling and webhook alike) */
+export const ALLOWED_UPDATES = ["message", "callback_query"] as const;
 
 export interface PollerOptions {
   api: Api;
@@ -42,7 +44,7 @@ export class Poller {
     while (!this.abort.signal.aborted) {
       let updates: Update[];
       try {
-        updates = await api.getUpdates({ offset: this.offset, timeout: this.opts.timeoutSec, allowed_updates: ["message", "callback_query"] }, tgSignal(this.abort.signal));
+        updates = await api.getUpdates({ offset: this.offset, timeout: this.opts.timeoutSec, allowed_updates: [...ALLOWED_UPDATES] }, tgSignal(this.abort.signal));
         failures = 0;
       } catch (err) {
         if (this.abort.signal.aborted) return;

@@ -91,6 +91,20 @@ export const telegramChannelSchema = z.object({
   ...streamingShape,
   /** the least time between two edits of a draft, ms (Telegram limits edits per chat) */
   draftIntervalMs: z.number().int().min(200).max(60_000).default(1_500),
+  /** how updates arrive: "polling" (getUpdates) or "webhook" (Telegram POSTs them to `webhookUrl`) */
+  mode: z.enum(["polling", "webhook"]).default("polling"),
+  /** webhook mode: the public https URL Telegram POSTs to (a reverse proxy forwarding to webhookHost:webhookPort + webhookPath) */
+  webhookUrl: z.url({ protocol: /^https$/, error: "an https URL" }).optional(),
+  /** webhook mode: where the channel listens (loopback by default: the reverse proxy terminates TLS) */
+  webhookHost: z.string().min(1).default("127.0.0.1"),
+  webhookPort: portSchema.default(8789),
+  webhookPath: z.string().regex(/^\/[A-Za-z0-9._~\/-]*$/, "a path starting with /").max(200).default("/telegram/webhook"),
+  /** webhook mode: Telegram's `secret_token` (the X-Telegram-Bot-Api-Secret-Token header); generated when absent */
+  webhookSecret: z.string().min(1).max(256).regex(/^[A-Za-z0-9_-]+$/, "1-256 characters of A-Z, a-z, 0-9, _ and -").optional(),
+}).superRefine((s, ctx) => {
+  if (s.mode === "webhook" && !s.webhookUrl) {
+    ctx.addIssue({ code: "custom", path: ["webhookUrl"], message: "required when mode is \"webhook\": the public https URL Telegram sends updates to" });
+  }
 });
 
 /** `channels.discord`: a Discord bot through the gateway and REST API (services/channel-discord). */

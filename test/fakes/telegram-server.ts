@@ -60,6 +60,10 @@ export class FakeTelegramServer {
   private held: (() => void)[] | undefined;
   /** getUpdates calls waiting in holdPolls() */
   heldPolls = 0;
+  /** the webhook set by setWebhook (undefined: none, getUpdates works) */
+  webhook: { url: string; secretToken?: string; allowedUpdates?: unknown; dropPending?: unknown } | undefined;
+  /** setWebhook / deleteWebhook calls in order */
+  readonly webhookCalls: { method: "setWebhook" | "deleteWebhook"; body: Record<string, unknown> }[] = [];
 
   private constructor(private readonly server: Server, readonly url: string, readonly token: string) {}
 
@@ -85,6 +89,29 @@ export class FakeTelegramServer {
     const f = this.files.get(fileId);
     if (!f) throw new Error(`no file ${fileId} in the fake: addFile() first`);
     return { file_id: f.fileId, file_unique_id: `u-${f.fileId}`, file_size: f.bytes.byteLength, mime_type: f.mime, ...(f.name ? { file_name: f.name } : {}) };
+  }
+
+  /** A user's message as an update, not queued for getUpdates: for deliverWebhook(). */
+  userUpdate(opts: Parameters<FakeTelegramServer["userMessage"]>[0]): Record<string, unknown> {
+    const messageId = this.userMessage(opts);
+    const index = this.updates.findIndex((u) => (u.message as { message_id?: number } | undefined)?.message_id === messageId);
+    return this.updates.splice(index, 1)[0]!;
+  }
+
+  /**
+   * POSTs `update` to `target` (the channel's http://host:port/path) as Telegram does: JSON, with
+   * the registered webhook's secret in X-Telegram-Bot-Api-Secret-Token (`secret` overrides it,
+   * null sends none; `body` sends raw bytes instead). Resolves to the HTTP status.
+   */
+  async deliverWebhook(target: string, update: Record<string, unknown> | undefined, opts: { secret?: string | null; body?: string; method?: string } = {}): Promise<number> {
+    const secret = opts.secret === undefined ? this.webhook?.secretToken : opts.secret;
+    const res = await fetch(target, {
+      method: opts.method ?? "POST",
+      headers: { "content-type": "application/json", ...(secret ? { "X-Telegram-Bot-Api-Secret-Token": secret } : {}) },
+      ...(opts.method && opts.method !== "POST" ? {} : { body: opts.body ?? JSON.stringify(update) }),
+    });
+    await res.arrayBuffer();
+    return res.status;
   }
 
   /** Queues a user's message; returns its message id. `photo` lists file ids, smallest size first. */
@@ -183,11 +210,22 @@ export class FakeTelegramServer {
     switch (method) {
       case "getMe":
         return ok(this.bot);
+      case "setWebhook":
+        this.webhookCalls.push({ method, body });
+        if (!/^https:\/\//.test(String(body.url ?? ""))) return sendJson(res, 400, { ok: false, error_code: 400, description: "Bad Request: bad webhook: An HTTPS URL must be provided for webhook" });
+        this.webhook = { url: String(body.url), ...(body.secret_token !== undefined ? { secretToken: String(body.secret_token) } : {}), allowedUpdates: body.allowed_updates, dropPending: body.drop_pending_updates };
+        return ok(true);
       case "deleteWebhook":
+        this.webhookCalls.push({ method, body });
+        this.webhook = undefined;
+        return ok(true);
+      case "getWebhookInfo":
+        return ok({ url: this.webhook?.url ?? "", has_custom_certificate: false, pending_update_count: this.webhook ? this.unconfirmed : 0 });
       case "sendChatAction":
       case "answerCallbackQuery":
         return ok(true);
       case "getUpdates":
+        if (this.webhook) return sendJson(res, 409, { ok: false, error_code: 409, description: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first" });
         return ok(await this.getUpdates(body, req));
       case "sendMessage": {
         const chatId = Number(body.chat_id);
