@@ -469,6 +469,14 @@ describe("agent-runner", () => {
     assert.equal((await outbound(run.conversation)).count, 0);
   });
 
+  it("takes a reply that ends with NO_REPLY as silent, as channels do (seeds 5.6), and does not deliver it", async () => {
+    fake.enqueue({ kind: "text", text: "Already answered with the message tool. NO_REPLY" });
+    const run = await startRun("send it through the tool");
+    const done = await settled(run);
+    assert.ok(done.kind === "done" && done.silent, "the done event says silent");
+    assert.equal((await outbound(run.conversation)).count, 0, "no reply published");
+  });
+
   it("stops after the default 10 model calls with a final note", async () => {
     for (let i = 0; i < 12; i++) fake.enqueue({ kind: "tool_calls", calls: [{ name: "read", arguments: { path: `loop-${i}.txt` } }] });
     const run = await startRun("keep reading");

@@ -16,7 +16,7 @@ import { actorEventSchema, safeParseJson, subjects } from "../shared/contract/in
 import { BusClient } from "../shared/runtime/client.js";
 import { RouterRig } from "./harness/router-rig.js";
 import { broadcastRunId } from "../services/router/broadcast.js";
-import { COMMAND_HELP } from "../services/router/commands.js";
+import { COMMAND_HELP } from "../shared/contract/index.js";
 import { sign } from "../services/channel-webhook/signature.js";
 import { waitFor } from "./harness/actors.js";
 import { freePort, TestNats } from "./harness/nats.js";

@@ -10,13 +10,12 @@
  * is dropped by the stream within its duplicate window).
  */
 import {
-  LurkError, recordIds, replyDeliveryId, type ErrorCode, type UsageUpdate, type OutboundMessage, type RunRequest, type TranscriptRecord, type Usage,
+  isSilentReply, LurkError, recordIds, replyDeliveryId, type ErrorCode, type UsageUpdate, type OutboundMessage, type RunRequest, type TranscriptRecord, type Usage,
 } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import { runEndFromRecords } from "../../shared/runtime/run-ends.js";
 import type { RunEvents } from "./events.js";
-import { SILENT_TOKEN } from "./system-prompt.js";
 import { NO_MODEL_TEXT } from "./providers/registry.js";
 
 const MAX_REPLY_CHARS = 200_000;
@@ -32,9 +31,9 @@ export interface Outcome {
   provider?: string;
 }
 
+/** An empty reply, or a silent one (seeds 5.6: ends with NO_REPLY or starts with /NO_REPLY): not delivered. */
 export function isSilent(text: string): boolean {
-  const t = text.trim();
-  return t === "" || t === SILENT_TOKEN;
+  return text.trim() === "" || isSilentReply(text);
 }
 
 /** What the user is told when a run fails. */

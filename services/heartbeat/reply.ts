@@ -5,7 +5,7 @@
  * delivered. An empty or silent (NO_REPLY) reply is ok-empty. Anything else is an alert.
  */
 import { createHash } from "node:crypto";
-import { HEARTBEAT_OK_TOKEN, SILENT_REPLY_TOKEN } from "../../shared/contract/index.js";
+import { HEARTBEAT_OK_TOKEN, isSilentReply } from "../../shared/contract/index.js";
 
 const WRAP = "[\\s*_`~]*";
 const AT_START = new RegExp(`^${WRAP}${HEARTBEAT_OK_TOKEN}${WRAP}[.!:,;]?${WRAP}`);
@@ -30,7 +30,7 @@ export type ReplyVerdict =
 
 export function classifyReply(reply: string, silent: boolean, ackMaxChars: number): ReplyVerdict {
   const trimmed = reply.trim();
-  if (silent || trimmed === "" || trimmed === SILENT_REPLY_TOKEN) return { status: "ok-empty" };
+  if (silent || trimmed === "" || isSilentReply(trimmed)) return { status: "ok-empty" };
   const { hadToken, text } = stripHeartbeatToken(trimmed);
   if (hadToken && text.length <= ackMaxChars) return { status: "ok-token", rest: text };
   if (text === "") return { status: "ok-empty" };

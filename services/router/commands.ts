@@ -59,21 +59,6 @@ const REASONING: Record<string, ReasoningLevel> = { off: "off", on: "on", defaul
 const QUEUE_MODES: QueueMode[] = ["steer", "followup", "collect", "steer-backlog", "interrupt", "queue"];
 const DROPS: DropPolicy[] = ["old", "new", "summarize"];
 
-export const COMMAND_HELP: Array<[string, string]> = [
-  ["/new, /reset [text]", "start a fresh session (the text, if any, is its first message)"],
-  ["/stop", "abort the active run and drop queued messages"],
-  ["/status", "session, model, settings, active run and queue"],
-  ["/model [provider/model|default]", "show or set this session's model"],
-  ["/think:off|low|medium|high (/t)", "thinking level (alone: for the session; with text: for that message)"],
-  ["/verbose:off|on|high (/v)", "announce each tool call (on/low); high adds its result"],
-  ["/reasoning:off|on|stream", "send the model's reasoning before the reply"],
-  ["/queue MODE [debounce:2s] [cap:N] [drop:old|new|summarize]", "steer, followup, collect, steer-backlog, interrupt or queue; /queue reset"],
-  ["/compact [instructions]", "summarize older history now"],
-  ["/approve ID, /deny ID", "decide a pending tool approval (owners)"],
-  ["/subagents [list|stop KEY|all]", "child runs of this session"],
-  ["/help", "this list"],
-];
-
 /** "500ms", "2s", "1m" or a number of ms. */
 export function parseDuration(text: string): number | undefined {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/i.exec(text.trim());

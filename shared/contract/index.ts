@@ -1,10 +1,12 @@
 /** The bus contract: subjects, envelope, schemas, endpoints, errors, NATS users. */
 export * from "./actors.js";
+export * from "./chat-commands.js";
 export * from "./common.js";
 export * from "./endpoints.js";
 export * from "./envelope.js";
 export * from "./errors.js";
 export * from "./nats-conf.js";
+export * from "./reply-tokens.js";
 export * from "./safe-json.js";
 export * from "./subjects.js";
 export * from "./messages/approvals.js";

@@ -3,9 +3,6 @@ import { z } from "zod";
 import { agentIdSchema, usageSchema } from "../common.js";
 import { defineMessage, timestampSchema } from "../envelope.js";
 
-export const HEARTBEAT_OK_TOKEN = "HEARTBEAT_OK";
-export const SILENT_REPLY_TOKEN = "NO_REPLY";
-
 /** Payload of `lurk.evt.heartbeat.<status>`: the seeds' HeartbeatEventPayload. */
 export const heartbeatEventSchema = defineMessage("lurk.heartbeat.event.v1", {
   agentId: agentIdSchema,

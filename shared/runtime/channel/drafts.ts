@@ -111,7 +111,7 @@ export class DraftMessages<T> {
       if (this.byRun.has(orphan.runId)) continue; // this process shows it: its watch handles the end
       try {
         const end = await runEnd(orphan.sessionKey, orphan.runId);
-        if (!(end.status === "aborted" || (end.status === "done" && end.silent))) continue;
+        if (!endedWithoutReply(end)) continue;
         await this.platform.remove(orphan.target as T, orphan.draftId);
         await this.store.dropDraft(orphan.runId);
         removed++;
@@ -133,6 +133,17 @@ export class DraftMessages<T> {
   }
 }
 
+/** How a run ended, as the sessions actor recorded it (for a channel that was down when it ended). */
+export async function storedRunEnd(rt: Pick<ChannelContext<unknown>["rt"], "client">, sessionKey: string, runId: string): Promise<{ status: string; silent: boolean }> {
+  const { status, records } = await rt.client.call("sessions", "run", { sessionKey, runId });
+  return { status, silent: runEndFromRecords(records)?.silent === true };
+}
+
+/** Whether a run ended without a reply to deliver: silent (NO_REPLY) or aborted. */
+export function endedWithoutReply(end: { status: string; silent?: boolean; code?: string }): boolean {
+  return (end.status === "done" && end.silent === true) || end.status === "aborted" || (end.status === "error" && end.code === "ABORTED");
+}
+
 /** how often a channel looks for drafts of runs that ended without a reply while it was down */
 const ORPHAN_SWEEP_MS = 60_000;
 
@@ -142,11 +153,7 @@ const ORPHAN_SWEEP_MS = 60_000;
  */
 export function channelDrafts<T>(ctx: Pick<ChannelContext<unknown>, "rt" | "log" | "streams">, platform: DraftPlatform<T>): DraftMessages<T> {
   const drafts = new DraftMessages(platform, ctx.log, ctx.streams);
-  const runEnd = async (sessionKey: string, runId: string) => {
-    const { status, records } = await ctx.rt.client.call("sessions", "run", { sessionKey, runId });
-    return { status, silent: runEndFromRecords(records)?.silent === true };
-  };
-  const sweep = () => void drafts.removeOrphans(runEnd).catch((err) => ctx.log.debug({ err }, "draft sweep failed"));
+  const sweep = () => void drafts.removeOrphans((sessionKey, runId) => storedRunEnd(ctx.rt, sessionKey, runId)).catch((err) => ctx.log.debug({ err }, "draft sweep failed"));
   const timer = setInterval(sweep, ORPHAN_SWEEP_MS);
   timer.unref();
   ctx.rt.onStop({ stop: async () => clearInterval(timer) });
@@ -192,7 +199,7 @@ export async function publishWithDraft<T>(p: DraftedPublish<T>, inbound: Inbound
       onEvent: (event) => { sessionKey ??= event.sessionKey; },
       onDraft: (text) => drafts.update(runId, p.target, text, sessionKey),
       onEnd: (end) => {
-        if ((end.status === "done" && end.silent) || (end.status === "error" && end.code === "ABORTED")) void drafts.discard(runId);
+        if (endedWithoutReply(end)) void drafts.discard(runId);
       },
     })
     : mode === "block"

@@ -5,13 +5,9 @@
  *   outbound message's `replyTo`), `[[reply_to:<id>]]` a given platform message id. Tags are
  *   removed from the text; the first one wins.
  */
-import { SILENT_REPLY_TOKEN } from "../../contract/index.js";
+import { isSilentReply, SILENT_REPLY_TOKEN } from "../../contract/index.js";
 
-export function isSilentReply(text: string | undefined): boolean {
-  if (!text) return false;
-  const t = text.trim();
-  return t.endsWith(SILENT_REPLY_TOKEN) || t.startsWith(`/${SILENT_REPLY_TOKEN}`);
-}
+export { isSilentReply };
 
 /** True while `partial` (a reply being streamed) could still become a silent reply. */
 export function mayBecomeSilent(partial: string): boolean {
