@@ -2,7 +2,9 @@
  * The Discord channel: message mapping (pure), and end to end with the whole system, the fake
  * LLM and a local Discord (REST + gateway, test/fakes/discord-server.ts) that @discordjs/rest
  * and @discordjs/ws talk to. Files go through the real media store (a user's attachments are
- * downloaded from the fake's CDN; replies' files are uploaded as multipart).
+ * downloaded from the fake's CDN; replies' files are uploaded as multipart). Slash commands:
+ * registration at start (global, per guild, refused), interactions answered deferred, published
+ * like messages, their replies editing @original and following it up.
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -14,7 +16,10 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { envelope, inboundMessageSchema, runIdFor, STREAMS, subjects, type Attachment, type InboundMessage } from "../shared/contract/index.js";
 import { MEDIA_DEFAULTS } from "../shared/runtime/config-media.js";
 import { MediaStore, sha256Hex } from "../shared/runtime/media.js";
+import { botCommands } from "../services/channel-discord/commands.js";
 import { messageToInbound, type DcMessage } from "../services/channel-discord/inbound.js";
+import { interactionToInbound, type DcInteraction } from "../services/channel-discord/interactions.js";
+import { COMMAND_HELP } from "../shared/contract/index.js";
 import { FakeDiscordServer } from "./fakes/discord-server.js";
 import { startActorProcess, waitFor } from "./harness/actors.js";
 import { TestSystem } from "./harness/system.js";
@@ -45,6 +50,35 @@ describe("discord message mapping", () => {
     assert.equal(messageToInbound(msg({ content: `<@${BOT}>` }), BOT, plainChannel), undefined, "a bare mention says nothing");
     const file = messageToInbound(msg({ content: "", attachments: [{ id: "a1", filename: "v.mp4", content_type: "video/mp4", size: 9, url: "https://cdn.discordapp.com/v.mp4" }] }), BOT, plainChannel)!;
     assert.deepEqual(file.attachments, [{ kind: "video", mime: "video/mp4", name: "v.mp4", size: 9 }], "no CDN url: the actor stores the file and adds its ref");
+  });
+});
+
+describe("discord slash commands (pure)", () => {
+  it("derives the router's commands from its help table, after the generic one", () => {
+    const commands = botCommands("lurk");
+    assert.equal(commands[0]!.name, "lurk");
+    assert.deepEqual(commands[0]!.options?.map((o) => [o.name, o.type, o.required]), [["text", 3, true]]);
+    const byName = new Map(commands.map((c) => [c.name, c]));
+    for (const name of ["new", "reset", "status", "stop", "model", "think", "verbose", "compact", "help"]) assert.ok(byName.has(name), `/${name} is offered`);
+    assert.equal(byName.get("status")!.description, COMMAND_HELP.find(([u]) => u === "/status")![1], "described as in the router's table");
+    assert.equal(byName.get("status")!.options, undefined, "/status takes nothing");
+    assert.deepEqual(byName.get("model")!.options?.map((o) => [o.name, o.required, o.description]), [["args", false, "[provider/model|default]"]]);
+    assert.deepEqual(byName.get("new")!.options?.map((o) => o.name), ["args"], "/new [text] like /reset");
+    assert.ok(!byName.has("t") && !byName.has("v"), "aliases are not offered");
+    assert.ok(commands.every((c) => /^[a-z0-9_-]{1,32}$/.test(c.name) && c.description.length >= 1 && c.description.length <= 100), "names and descriptions within Discord's limits");
+    assert.equal(botCommands("status").filter((c) => c.name === "status").length, 1, "a generic command named like a router one replaces it");
+  });
+
+  it("maps an interaction like a typed message in the same place", () => {
+    const base: DcInteraction = { id: "175928847299117063", application_id: "7", type: 2, token: "tok", data: { name: "lurk", type: 1, options: [{ name: "text", type: 3, value: " hi there " }] }, channel_id: "c1", channel: { id: "c1", type: 1 }, user: { id: "u1", username: "ann", global_name: "Ann" } };
+    const dm = interactionToInbound(base, "lurk", plainChannel)!;
+    assert.deepEqual({ id: dm.id, text: dm.text, conversation: dm.conversation, peer: dm.peer, sender: dm.sender, mentioned: dm.mentioned }, { id: "interaction:175928847299117063", text: "hi there", conversation: "c1", peer: { kind: "dm", id: "u1" }, sender: { id: "u1", name: "Ann" }, mentioned: true });
+    const guild: DcInteraction = { ...base, guild_id: "g1", user: undefined, member: { user: { id: "u2", username: "bob" } }, channel: { id: "t9", type: 11, parent_id: "c1" }, data: { name: "think", options: [{ name: "args", type: 3, value: "high" }] } };
+    const thread = interactionToInbound(guild, "lurk", { id: "t9", isThread: true, parentId: "c1" })!;
+    assert.deepEqual({ text: thread.text, peer: thread.peer, sender: thread.sender, conversation: thread.conversation }, { text: "/think high", peer: { kind: "thread", id: "c1", threadId: "t9", guildId: "g1" }, sender: { id: "u2", name: "bob" }, conversation: "t9" });
+    assert.equal(interactionToInbound({ ...base, data: { name: "status" } }, "lurk", plainChannel)!.text, "/status");
+    assert.equal(interactionToInbound({ ...base, data: { name: "other-bots-command" } }, "lurk", plainChannel), undefined);
+    assert.equal(interactionToInbound({ ...base, type: 3 }, "lurk", plainChannel), undefined, "components are not commands");
   });
 });
 
@@ -201,6 +235,134 @@ describe("discord channel end to end", () => {
     assert.deepEqual(posts.map((p) => p.files.length), [0, 0], "no upload");
     assert.equal(posts[0]!.content, "The chart:");
     assert.match(posts[1]!.content, /^\[image: chart\.png could not be sent: media e{12}… is not in the media store/);
+  });
+
+  /** what went through interaction `id`'s webhook: the deferred message's edits and the follow-ups */
+  const viaInteraction = (id: string) => discord.sent.filter((m) => m.interactionId === id);
+
+  it("registers the generic command and the router's commands globally at start, as the application", async () => {
+    const put = await waitFor(() => discord.commandPuts.find((p) => p.scope === "global"), 20_000, "the global registration");
+    const names = put.commands.map((c) => c.name);
+    assert.equal(names[0], "lurk");
+    for (const name of ["new", "reset", "status", "stop", "model", "think", "verbose", "compact", "help"]) assert.ok(names.includes(name), `/${name} registered`);
+    assert.deepEqual(put.commands[0]!.options?.map((o) => [o.name, o.type, o.required]), [["text", 3, true]]);
+    assert.ok(discord.commandPuts.every((p) => p.scope === "global" && p.commands.length === put.commands.length), "one bulk overwrite per start, all alike");
+  });
+
+  it("an interaction is answered deferred, stored like a message, and its reply edits the deferred message", async () => {
+    system.fake.enqueue({ kind: "text", text: "Hello from the **slash** side.", chunks: 3 });
+    const i = discord.interaction({ name: "lurk", channelId: "2020", guildId: "g1", options: { text: "hello by slash" } });
+    await waitFor(() => discord.interactions.get(i.id)!.callbacks.length > 0, 3_000, "the answer within 3 s");
+    assert.deepEqual(discord.interactions.get(i.id)!.callbacks, [{ type: 5 }], "deferred");
+    const stored = await storedInbound(`interaction:${i.id}`);
+    assert.deepEqual({ text: stored.text, conversation: stored.conversation, peer: stored.peer, sender: stored.sender, mentioned: stored.mentioned }, { text: "hello by slash", conversation: "2020", peer: { kind: "channel", id: "2020", guildId: "g1" }, sender: { id: "111", name: "Ann" }, mentioned: true });
+    await waitFor(() => viaInteraction(i.id).some((m) => m.content === "Hello from the **slash** side."), 20_000, "the reply");
+    await new Promise((r) => setTimeout(r, 300));
+    assert.deepEqual(viaInteraction(i.id).map((m) => [m.method, m.via]), [["PATCH", "original"]], "one edit of @original, nothing else");
+    assert.deepEqual(viaInteraction(i.id)[0]!.body.allowed_mentions, { parse: [] });
+    assert.equal(discord.sent.filter((m) => m.channelId === "2020" && !m.via).length, 0, "no channel message, no draft");
+    const request = system.fake.requests.at(-1)!.body.messages.at(-1);
+    assert.equal(typeof request?.content === "string" ? request.content : "", "hello by slash");
+  });
+
+  it("a long reply to an interaction: the first part edits @original, the others are follow-ups", async () => {
+    const paragraph = `${"word ".repeat(150).trim()}.`;
+    const text = Array.from({ length: 5 }, () => paragraph).join("\n\n");
+    system.fake.enqueue({ kind: "text", text, chunks: 1 });
+    const i = discord.interaction({ name: "lurk", channelId: "2021", options: { text: "write a lot" } });
+    await waitFor(() => viaInteraction(i.id).map((m) => m.content).join("").length >= 5 * paragraph.length - 10, 20_000, "all parts");
+    const sent = viaInteraction(i.id);
+    assert.ok(sent.length >= 3, `${sent.length} parts`);
+    assert.deepEqual(sent.map((m) => m.via), ["original", ...sent.slice(1).map(() => "followup")]);
+    assert.ok(sent.every((m) => m.content.length <= 2000));
+  });
+
+  it("the same interaction twice is processed once", async () => {
+    system.fake.enqueue({ kind: "text", text: "only once", chunks: 1 });
+    system.fake.enqueue({ kind: "text", text: "a second run", chunks: 1 });
+    const i = discord.interaction({ name: "lurk", channelId: "2022", options: { text: "once please" } });
+    discord.replay("INTERACTION_CREATE", i);
+    await waitFor(() => viaInteraction(i.id).some((m) => m.content === "only once"), 20_000, "the reply");
+    await new Promise((r) => setTimeout(r, 1_000));
+    assert.equal(system.fake.requests.length, 1, "one run");
+    assert.equal(viaInteraction(i.id).length, 1, "one answer");
+    assert.equal(discord.interactions.get(i.id)!.callbacks.length, 1, "acknowledged once (the replay got 40060)");
+  });
+
+  it("a router command through an interaction returns the router's answer in @original", async () => {
+    const i = discord.interaction({ name: "status", channelId: "2023" });
+    const stored = await storedInbound(`interaction:${i.id}`);
+    assert.equal(stored.text, "/status");
+    const answer = await waitFor(() => viaInteraction(i.id).find((m) => m.via === "original"), 20_000, "the status");
+    assert.match(answer.content, /^Session agent:main:\S+ \(\w+\), agent main\n[^]*run: idle/, "the router's /status");
+    assert.equal(system.fake.requests.length, 0, "no model run");
+  });
+
+  it("an interaction whose token died answers in the channel instead", async () => {
+    system.fake.enqueue({ kind: "text", text: "late answer", chunks: 20 });
+    const i = discord.interaction({ name: "lurk", channelId: "2024", options: { text: "take your time" } });
+    await waitFor(() => discord.interactions.get(i.id)!.callbacks.length > 0, 3_000, "deferred");
+    discord.expireInteraction(i.id);
+    await waitFor(() => discord.sent.find((m) => m.channelId === "2024" && !m.via && m.content === "late answer"), 20_000, "the channel message");
+    assert.equal(viaInteraction(i.id).length, 0, "nothing through the dead token");
+  });
+
+  it("a channel restarted after deferring still answers through the interaction", async () => {
+    system.fake.enqueue({ kind: "text", text: "answered after a restart", chunks: 30 });
+    const i = discord.interaction({ name: "lurk", channelId: "2025", options: { text: "slowly" } });
+    await storedInbound(`interaction:${i.id}`);
+    await system.actors.get("channel-discord")!.kill();
+    await system.startActor("channel-discord");
+    await waitFor(() => viaInteraction(i.id).find((m) => m.via === "original" && m.content === "answered after a restart"), 20_000, "the reply in @original");
+    assert.equal(discord.sent.filter((m) => m.channelId === "2025" && !m.via).length, 0, "no channel message");
+  });
+
+  it("an interaction whose run ends silent deletes its deferred \"thinking…\" message", async () => {
+    system.fake.enqueue({ kind: "text", text: "NO_REPLY", chunks: 1 });
+    const i = discord.interaction({ name: "lurk", channelId: "2027", options: { text: "nothing to say" } });
+    await waitFor(() => viaInteraction(i.id).find((m) => m.method === "DELETE"), 20_000, "the deferred message deleted");
+    await new Promise((r) => setTimeout(r, 300));
+    assert.deepEqual(viaInteraction(i.id).map((m) => [m.method, m.via]), [["DELETE", "original"]], "deleted, nothing sent");
+    assert.equal(discord.sent.filter((m) => m.channelId === "2027" && !m.via).length, 0, "no channel message");
+  });
+
+  it("a channel down when an interaction's run ended silent deletes the \"thinking…\" when it starts again", async () => {
+    system.fake.enqueue({ kind: "text", text: "I looked at everything and there is nothing to add here, so NO_REPLY", chunks: 30 });
+    const i = discord.interaction({ name: "lurk", channelId: "2028", options: { text: "think, then say nothing" } });
+    await waitFor(() => system.fake.requests.some((r) => JSON.stringify(r.body.messages).includes("think, then say nothing")), 20_000, "the run started");
+    await new Promise((r) => setTimeout(r, 200)); // the run's first event names its session
+    await system.actors.get("channel-discord")!.kill();
+    await new Promise((r) => setTimeout(r, 3_000)); // the streamed silent reply (30 chunks, 60 ms apart) ends meanwhile
+    assert.equal(viaInteraction(i.id).length, 0, "nothing happened while the channel was down");
+    await system.startActor("channel-discord");
+    await waitFor(() => viaInteraction(i.id).find((m) => m.method === "DELETE"), 20_000, "deleted by the start-up sweep");
+    assert.deepEqual(viaInteraction(i.id).map((m) => m.method), ["DELETE"]);
+  });
+
+  it("registers per guild when commandGuildIds is set", async () => {
+    await system.actors.get("channel-discord")?.stop();
+    const earlier = discord.commandPuts.length;
+    writeConfig({ commandGuildIds: ["123456789012345678", "223456789012345678"], slashCommand: "/ask" });
+    await system.startActor("channel-discord");
+    const puts = await waitFor(() => discord.commandPuts.length >= earlier + 2 ? discord.commandPuts.slice(earlier) : undefined, 20_000, "two guild registrations");
+    assert.deepEqual(puts.map((p) => p.scope).sort(), ["123456789012345678", "223456789012345678"], "no global one");
+    assert.equal(puts[0]!.commands[0]!.name, "ask", "the configured generic command, its / dropped");
+    assert.ok(puts[0]!.commands.some((c) => c.name === "status"));
+  });
+
+  it("a refused registration (403) is logged with the fix and the channel keeps answering messages", async () => {
+    await system.actors.get("channel-discord")?.stop();
+    discord.refuseCommands = true;
+    writeConfig();
+    try {
+      await system.startActor("channel-discord");
+      await waitFor(() => /could not register the Discord slash commands.*applications\.commands/.test(system.actors.get("channel-discord")!.output()), 20_000, "the warning");
+      system.fake.enqueue({ kind: "text", text: "still here", chunks: 1 });
+      discord.userMessage({ channelId: "2026", content: "are you there?" });
+      await waitFor(() => contents("2026").includes("still here"), 20_000, "the answer");
+    } finally {
+      discord.refuseCommands = false;
+    }
   });
 
   it("block streaming sends finished paragraphs while the model writes, and the whole text once", async () => {

@@ -7,7 +7,10 @@
  * paragraphs are sent as their own messages. Guild channels and threads are gated by mention in the router; DMs need
  * the Direct Messages intent, guild text the privileged Message Content intent. Files (files.ts):
  * a message's attachments are stored in the media store before it is published; an attachment
- * part of a delivery is posted as a file message.
+ * part of a delivery is posted as a file message. Slash commands (commands.ts, interactions.ts):
+ * registered once the gateway is ready (the application id comes with READY); an
+ * INTERACTION_CREATE is answered deferred and published like a message, and the reply edits the
+ * deferred message and follows it up through the interaction's webhook.
  */
 import { REST } from "@discordjs/rest";
 import { WebSocketManager, WebSocketShardEvents } from "@discordjs/ws";
@@ -15,8 +18,10 @@ import { GatewayDispatchEvents, GatewayIntentBits, type GatewayDispatchPayload }
 import { LurkError } from "../../shared/contract/index.js";
 import { channelDrafts, defineChannelActor, DraftMessages, publishWithDraft, toDiscordMarkdown, type ChannelContext } from "../../shared/runtime/channel/index.js";
 import { discordChannelSchema, type DiscordChannelConfig } from "../../shared/runtime/config-channels.js";
+import { registerCommands } from "./commands.js";
 import { sendAttachment, storeAttachments } from "./files.js";
 import { messageToInbound, type DcMessage } from "./inbound.js";
+import { deliverToInteraction, InteractionStore, isInteractionMessageId, onInteraction, sweepSilentInteractions, type DcInteraction } from "./interactions.js";
 import { DiscordApi } from "./send.js";
 
 export const DISCORD_TEXT_LIMIT = 2000;
@@ -49,16 +54,26 @@ export const definition = defineChannelActor({
       edit: (channelId, id, text) => api.edit(channelId, id, text),
       remove: (channelId, id) => api.remove(channelId, id),
     });
+    const interactions = new InteractionStore(ctx.dataDir);
+    ctx.rt.onStop({ stop: () => interactions.close() });
+    sweepSilentInteractions(ctx, api, interactions);
     const gateway = new WebSocketManager({ token: settings.botToken, intents: INTENTS, rest });
     let botId = "";
+    let registered = false;
     const ready = new Promise<void>((resolve) => {
       gateway.on(WebSocketShardEvents.Dispatch, ({ data }: { data: GatewayDispatchPayload }) => {
         if (data.t === GatewayDispatchEvents.Ready) {
           botId = data.d.user.id;
-          log.info({ bot: data.d.user.username }, "discord gateway ready");
+          log.info({ bot: data.d.user.username, application: data.d.application.id }, "discord gateway ready");
+          if (settings.slashCommands && !registered) {
+            registered = true; // once per process (READY comes again after a reconnect)
+            void registerCommands(rest, data.d.application.id, settings, log);
+          }
           resolve();
         } else if (data.t === GatewayDispatchEvents.MessageCreate && botId) {
           onMessage(ctx, api, botId, drafts, data.d as unknown as DcMessage).catch((err) => log.error({ err, messageId: data.d.id }, "could not take a Discord message"));
+        } else if (data.t === GatewayDispatchEvents.InteractionCreate && botId) {
+          onInteraction(ctx, api, interactions, data.d as unknown as DcInteraction).catch((err) => log.error({ err, interactionId: data.d.id }, "could not take a Discord interaction"));
         }
       });
     });
@@ -69,6 +84,10 @@ export const definition = defineChannelActor({
       textLimit: DISCORD_TEXT_LIMIT,
       async deliver(part, dctx) {
         const channelId = part.message.conversation;
+        const viaInteraction = await deliverToInteraction(ctx, api, interactions, part, part.message.id, dctx.signal);
+        if (viaInteraction) return viaInteraction;
+        // an interaction is no message to quote
+        if (isInteractionMessageId(part.replyToMessageId)) part = { ...part, replyToMessageId: undefined };
         const draftId = await drafts.takeFor(part);
         const attachment = part.attachments[0];
         if (attachment) {

@@ -37,23 +37,34 @@ export function messageToInbound(msg: DcMessage, botId: string, channel: DcChann
   if (!text && attachments.length === 0) return undefined;
   const dm = msg.guild_id === undefined;
   const mentioned = dm || new RegExp(`<@!?${botId}>`).test(msg.content) || (msg.mentions ?? []).some((u) => u.id === botId) || msg.referenced_message?.author?.id === botId;
-  const name = msg.author.global_name ?? msg.author.username;
-  const peer: InboundInput["peer"] = dm
-    ? { kind: "dm", id: msg.author.id }
-    : channel.isThread && channel.parentId
-      ? { kind: "thread", id: channel.parentId, threadId: msg.channel_id, guildId: msg.guild_id! }
-      : { kind: "channel", id: msg.channel_id, guildId: msg.guild_id! };
   return {
     id: msg.id,
     conversation: msg.channel_id,
-    peer,
-    sender: { id: msg.author.id, ...(name ? { name } : {}) },
+    peer: peerOf(msg.guild_id, msg.channel_id, msg.author.id, channel),
+    sender: senderOf(msg.author),
     text,
     attachments,
     mentioned,
     ...(msg.referenced_message ? { replyToMessageId: msg.referenced_message.id } : {}),
     ...(msg.timestamp ? { ts: Date.parse(msg.timestamp) } : {}),
   };
+}
+
+/**
+ * Who the router talks to for something said in `channelId` (a message, or a slash command in
+ * interactions.ts): no guild = a DM with the user; a thread = `thread` (parent + thread id);
+ * else the guild channel.
+ */
+export function peerOf(guildId: string | undefined, channelId: string, userId: string, channel: DcChannelInfo): InboundInput["peer"] {
+  if (guildId === undefined) return { kind: "dm", id: userId };
+  return channel.isThread && channel.parentId
+    ? { kind: "thread", id: channel.parentId, threadId: channelId, guildId }
+    : { kind: "channel", id: channelId, guildId };
+}
+
+export function senderOf(user: DcUser): InboundInput["sender"] {
+  const name = user.global_name ?? user.username;
+  return { id: user.id, ...(name ? { name } : {}) };
 }
 
 /** What the media kit needs of a Discord attachment; the size Discord announces caps the download. */

@@ -1,7 +1,8 @@
 /**
  * Discord REST calls of the channel (through @discordjs/rest, which itself waits out 429s and
  * retries 5xx): send, send a file (multipart: `files[0]` + `payload_json`), edit, delete, typing,
- * channel lookups (cached: is it a thread, and whose).
+ * channel lookups (cached: is it a thread, and whose), interaction answers and their webhook
+ * messages (authorized by the interaction token, not the bot token).
  * Errors become DeliveryErrors: 4xx other than 429 are permanent (missing access, unknown
  * channel, message too long), the rest retryable.
  */
@@ -70,6 +71,41 @@ export class DiscordApi {
     } catch (err) {
       throw toDeliveryError(err);
     }
+  }
+
+  /**
+   * Answers an interaction within Discord's 3 s: type 5, a deferred message ("thinking…") that
+   * the reply edits later (interactions.ts). No bot token: the interaction token authorizes it.
+   */
+  async deferInteraction(interactionId: string, token: string): Promise<void> {
+    await this.rest.post(Routes.interactionCallback(interactionId, token), { body: { type: 5 }, auth: false });
+  }
+
+  /** Answers an interaction at once with a message only its user sees (type 4, ephemeral). */
+  async answerInteraction(interactionId: string, token: string, content: string): Promise<void> {
+    await this.rest.post(Routes.interactionCallback(interactionId, token), { body: { type: 4, data: { content, flags: 64, allowed_mentions: { parse: [] } } }, auth: false });
+  }
+
+  /**
+   * Through the interaction's webhook (`token` lives 15 minutes): `original` edits the deferred
+   * message (PATCH …/messages/@original), else a follow-up message (POST). Text or one file
+   * (multipart). Returns the message id. Errors are raw (the caller tells a dead token from the rest).
+   */
+  async interactionMessage(appId: string, token: string, what: { content: string } | { file: OutboundFile }, original: boolean, signal?: AbortSignal): Promise<string> {
+    const body = "file" in what
+      ? { content: "", allowed_mentions: { parse: [] as string[] }, attachments: [{ id: 0, filename: what.file.name }] }
+      : { content: what.content, allowed_mentions: { parse: [] as string[] } };
+    const files = "file" in what ? [{ name: what.file.name, data: what.file.bytes, contentType: what.file.mime }] : undefined;
+    const options = { body, auth: false, ...(files ? { files } : {}), ...(signal ? { signal } : {}) };
+    const sent = (original
+      ? await this.rest.patch(Routes.webhookMessage(appId, token, "@original"), options)
+      : await this.rest.post(Routes.webhook(appId, token), options)) as { id: string };
+    return sent.id;
+  }
+
+  /** Deletes the deferred message (a run that ended without a reply leaves no "thinking…"). */
+  async deleteInteractionOriginal(appId: string, token: string): Promise<void> {
+    await this.rest.delete(Routes.webhookMessage(appId, token, "@original"), { auth: false });
   }
 
   /** Whether a channel is a thread (and its parent); asked once per channel. */

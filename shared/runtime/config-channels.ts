@@ -117,6 +117,12 @@ export const discordChannelSchema = z.object({
   ...streamingShape,
   /** the least time between two draft edits, ms */
   draftIntervalMs: z.number().int().min(200).max(60_000).default(1_200),
+  /** register the application (slash) commands at start: the generic one and the router's chat commands */
+  slashCommands: z.boolean().default(true),
+  /** the generic command: `/lurk text:<message>` is a message to the bot (a leading / is dropped) */
+  slashCommand: z.string().regex(/^\/?[a-z0-9_-]{1,32}$/, "1-32 lower-case letters, digits, - or _, e.g. lurk").transform((s) => s.replace(/^\//, "")).default("lurk"),
+  /** register the commands in these guilds (shown at once) instead of globally (can take a while to show) */
+  commandGuildIds: z.array(z.string().regex(/^\d{15,25}$/, "a guild id (a snowflake)")).max(50).optional(),
 });
 
 /** `channels.web`: the browser chat (HTTP + WebSocket, services/channel-web). */

@@ -38,6 +38,12 @@ async function parseBody(raw: Buffer, contentType: string): Promise<{ body: Reco
 
 export class FakeDiscordServer {
   readonly bot = { id: "900000000000000001", username: "lurk", bot: true, discriminator: "0", global_name: null, avatar: null };
+  /** the application's id (READY's `application.id`), not the bot user's */
+  readonly applicationId = "900000000000000777";
+  readonly commandPuts: DiscordCommandPut[] = [];
+  /** answer command registrations with 403 Missing Access (the bot lacks applications.commands) */
+  refuseCommands = false;
+  readonly interactions = new Map<string, DiscordInteractionState>();
   readonly sent: DiscordSent[] = [];
   /** current content of each bot message, by `<channelId>:<messageId>` */
   readonly messages = new Map<string, string>();
@@ -91,6 +97,47 @@ export class FakeDiscordServer {
     return id;
   }
 
+  /**
+   * A user runs an application command (CHAT_INPUT) in `channelId` (a DM without `guildId`);
+   * `options` are string options by name. Returns the INTERACTION_CREATE payload (for `replay`).
+   */
+  interaction(opts: { name: string; channelId: string; guildId?: string; userId?: string; options?: Record<string, string> }): Record<string, unknown> & { id: string; token: string } {
+    const id = String(++this.nextId);
+    const token = `aW50ZXJhY3Rpb246${id}${randomBytes(24).toString("base64url")}`;
+    this.interactions.set(id, { id, token, channelId: opts.channelId, callbacks: [], expired: false });
+    const parent = this.threads.get(opts.channelId);
+    const user = { id: opts.userId ?? "111", username: "ann", discriminator: "0", global_name: "Ann", avatar: null };
+    const command = this.commandPuts.flatMap((p) => p.commands).find((c) => c.name === opts.name);
+    const payload = {
+      id, application_id: this.applicationId, type: 2, token, version: 1,
+      data: {
+        id: String((command as { id?: string } | undefined)?.id ?? ++this.nextId), name: opts.name, type: 1,
+        ...(opts.options ? { options: Object.entries(opts.options).map(([name, value]) => ({ name, type: 3, value })) } : {}),
+        ...(opts.guildId ? { guild_id: opts.guildId } : {}),
+      },
+      channel_id: opts.channelId,
+      channel: opts.guildId
+        ? { id: opts.channelId, type: parent ? 11 : 0, guild_id: opts.guildId, ...(parent ? { parent_id: parent } : {}), name: "general", flags: 0 }
+        : { id: opts.channelId, type: 1, flags: 0, recipients: [user] },
+      ...(opts.guildId
+        ? { guild_id: opts.guildId, guild: { id: opts.guildId, locale: "en-US", features: [] }, member: { user, roles: [], joined_at: new Date().toISOString(), nick: null, deaf: false, mute: false, flags: 0, permissions: "2248473465835073" }, context: 0, authorizing_integration_owners: { "0": opts.guildId } }
+        : { user, context: 1, authorizing_integration_owners: { "0": "0" } }),
+      locale: "en-US", app_permissions: "2248473465835073", entitlements: [], attachment_size_limit: 10_485_760,
+    };
+    this.dispatch("INTERACTION_CREATE", payload);
+    return payload;
+  }
+
+  /** The gateway sends the same event again (e.g. a replay after a resume). */
+  replay(t: string, d: unknown): void {
+    this.dispatch(t, d);
+  }
+
+  /** The interaction's token stops working (its 15 minutes are over). */
+  expireInteraction(id: string): void {
+    this.interactions.get(id)!.expired = true;
+  }
+
   rateLimitNextSends(count: number): void {
     this.rateLimitNext = count;
   }
@@ -124,7 +171,7 @@ export class FakeDiscordServer {
         this.identified++;
         this.send(ws, {
           op: 0, t: "READY", s: ++this.seq,
-          d: { v: 10, user: this.bot, guilds: [], session_id: `session-${this.identified}`, resume_gateway_url: this.url.replace("http", "ws") + "/gateway", application: { id: this.bot.id, flags: 0 }, shard: [0, 1] },
+          d: { v: 10, user: this.bot, guilds: [], session_id: `session-${this.identified}`, resume_gateway_url: this.url.replace("http", "ws") + "/gateway", application: { id: this.applicationId, flags: 0 }, shard: [0, 1] },
         });
       } else if (msg.op === 6) this.send(ws, { op: 0, t: "RESUMED", s: ++this.seq, d: {} });
     });
