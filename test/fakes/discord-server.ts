@@ -5,24 +5,31 @@
  * Files: a user's message can carry attachments, served (without auth, as Discord's CDN) at
  * their `url` and each download recorded; a message POST may be multipart/form-data (`files[n]`
  * + `payload_json`), whose files are recorded with their names and bytes.
+ * Slash commands: READY carries the application id; `PUT /applications/{app}/commands` (and
+ * `/guilds/{guild}/commands`) record the registered commands (or answer 403 with
+ * `refuseCommands`); `interaction()` pushes an INTERACTION_CREATE of an application command;
+ * `POST /interactions/{id}/{token}/callback` takes the answer (a second one: 400, code 40060);
+ * `PATCH /webhooks/{app}/{token}/messages/@original` edits the deferred message (DELETE deletes it) and
+ * `POST /webhooks/{app}/{token}` sends a follow-up, both without the bot token, recorded in
+ * `sent` with `via`; an expired token (`expireInteraction`) is a 401 (50027).
  */
+import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { WebSocketServer, type WebSocket } from "ws";
-import { closeLoopback, listenLoopback, sendJson } from "./http.js";
+import { closeLoopback, listenLoopback, readRaw, sendJson } from "./http.js";
 
 export interface DiscordFile { field: string; name: string; contentType: string; bytes: Buffer }
-export interface DiscordSent { method: "POST" | "PATCH" | "DELETE"; channelId: string; messageId: string; content: string; body: Record<string, unknown>; files: DiscordFile[] }
+export interface DiscordSent {
+  method: "POST" | "PATCH" | "DELETE"; channelId: string; messageId: string; content: string; body: Record<string, unknown>; files: DiscordFile[];
+  /** sent through an interaction's webhook: the deferred message's edit, or a follow-up */
+  via?: "original" | "followup"; interactionId?: string;
+}
+/** A registration: `global` or the guild id, and the commands as sent. */
+export interface DiscordCommandPut { scope: string; commands: Array<{ name: string; description: string; type?: number; options?: Array<{ name: string; type: number; description: string; required?: boolean }> }> }
+export interface DiscordInteractionState { id: string; token: string; channelId: string; callbacks: Record<string, unknown>[]; originalId?: string; expired: boolean }
 /** A file a user attaches; `announcedSize` (default: the real size) is what the gateway event says. */
 export interface DiscordUpload { filename: string; bytes: Uint8Array; contentType?: string; announcedSize?: number }
 
-function readRaw(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    req.on("data", (d: Buffer) => parts.push(d));
-    req.on("end", () => resolve(Buffer.concat(parts)));
-    req.on("error", reject);
-  });
-}
 
 /** A request body as Discord reads it: JSON, or multipart with `payload_json` and `files[n]`. */
 async function parseBody(raw: Buffer, contentType: string): Promise<{ body: Record<string, unknown>; files: DiscordFile[] }> {
@@ -180,8 +187,18 @@ export class FakeDiscordServer {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? "").split("?")[0]!;
     if (req.method === "GET" && path.startsWith("/attachments/")) return this.serveAttachment(path, res);
+    const interaction = /^\/api\/v10\/(?:interactions\/(\d+)\/([^/]+)\/callback|webhooks\/(\d+)\/([^/]+)(\/messages\/(?:@|%40)original)?)$/.exec(path);
+    if (interaction) return this.handleInteraction(req, res, interaction);
     if (req.headers.authorization !== `Bot ${this.token}`) return sendJson(res, 401, { message: "401: Unauthorized", code: 0 });
     const { body, files } = await parseBody(await readRaw(req), req.headers["content-type"] ?? "");
+    const commands = /^\/api\/v10\/applications\/(\d+)(?:\/guilds\/(\d+))?\/commands$/.exec(path);
+    if (commands && req.method === "PUT") {
+      if (commands[1] !== this.applicationId) return sendJson(res, 403, { message: "Missing Access", code: 50001 });
+      if (this.refuseCommands) return sendJson(res, 403, { message: "Missing Access", code: 50001 });
+      const list = body as unknown as DiscordCommandPut["commands"];
+      this.commandPuts.push({ scope: commands[2] ?? "global", commands: list });
+      return sendJson(res, 200, list.map((c) => ({ ...c, id: String(++this.nextId), application_id: this.applicationId, version: String(++this.nextId), default_member_permissions: null, ...(commands[2] ? { guild_id: commands[2] } : {}) })));
+    }
     if (req.method === "GET" && path === "/api/v10/gateway/bot") {
       return sendJson(res, 200, { url: this.url.replace("http", "ws") + "/gateway", shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 0, max_concurrency: 1 } });
     }
@@ -225,6 +242,49 @@ export class FakeDiscordServer {
       return;
     }
     return sendJson(res, 405, { message: "405: Method Not Allowed", code: 0 });
+  }
+
+  /** Interaction callbacks and the interaction webhook (no bot token: the interaction token authorizes). */
+  private async handleInteraction(req: IncomingMessage, res: ServerResponse, m: RegExpExecArray): Promise<void> {
+    const { body, files } = await parseBody(await readRaw(req), req.headers["content-type"] ?? "");
+    const [, callbackId, callbackToken, appId, webhookToken, original] = m;
+    if (callbackId) {
+      const state = this.interactions.get(callbackId);
+      if (req.method !== "POST" || !state || state.token !== callbackToken) return sendJson(res, 404, { message: "Unknown interaction", code: 10062 });
+      if (state.callbacks.length > 0) return sendJson(res, 400, { message: "Interaction has already been acknowledged.", code: 40060 });
+      state.callbacks.push(body);
+      if (body.type === 5) {
+        // the deferred message ("lurk is thinking…"): empty until edited
+        state.originalId = String(++this.nextId);
+        this.messages.set(`${state.channelId}:${state.originalId}`, "");
+      }
+      res.writeHead(204).end();
+      return;
+    }
+    const state = [...this.interactions.values()].find((s) => s.token === webhookToken);
+    if (appId !== this.applicationId || !state) return sendJson(res, 404, { message: "Unknown Webhook", code: 10015 });
+    if (state.expired) return sendJson(res, 401, { message: "Invalid Webhook Token", code: 50027 });
+    const content = String(body.content ?? "");
+    if (content.length > 2000) return sendJson(res, 400, { message: "Invalid Form Body", code: 50035 });
+    if (original) {
+      if (!state.originalId || !this.messages.has(`${state.channelId}:${state.originalId}`)) return sendJson(res, 404, { message: "Unknown Message", code: 10008 });
+      if (req.method === "DELETE") {
+        this.messages.delete(`${state.channelId}:${state.originalId}`);
+        this.sent.push({ method: "DELETE", channelId: state.channelId, messageId: state.originalId, content: "", body, files, via: "original", interactionId: state.id });
+        res.writeHead(204).end();
+        return;
+      }
+      if (req.method !== "PATCH") return sendJson(res, 405, { message: "405: Method Not Allowed", code: 0 });
+      this.messages.set(`${state.channelId}:${state.originalId}`, content);
+      this.sent.push({ method: "PATCH", channelId: state.channelId, messageId: state.originalId, content, body, files, via: "original", interactionId: state.id });
+      return sendJson(res, 200, { id: state.originalId, channel_id: state.channelId, content, author: this.bot, type: 20, webhook_id: this.applicationId, application_id: this.applicationId });
+    }
+    if (req.method !== "POST" || state.callbacks.length === 0) return sendJson(res, 404, { message: "Unknown Webhook", code: 10015 });
+    if (!content && files.length === 0) return sendJson(res, 400, { message: "Cannot send an empty message", code: 50006 });
+    const id = String(++this.nextId);
+    this.messages.set(`${state.channelId}:${id}`, content);
+    this.sent.push({ method: "POST", channelId: state.channelId, messageId: id, content, body, files, via: "followup", interactionId: state.id });
+    return sendJson(res, 200, { id, channel_id: state.channelId, content, author: this.bot, type: 0, webhook_id: this.applicationId, application_id: this.applicationId });
   }
 
   private serveAttachment(path: string, res: ServerResponse): void {

@@ -2,13 +2,17 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
-export function readBody(req: IncomingMessage): Promise<string> {
+export function readRaw(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const parts: Buffer[] = [];
     req.on("data", (d: Buffer) => parts.push(d));
-    req.on("end", () => resolve(Buffer.concat(parts).toString("utf8")));
+    req.on("end", () => resolve(Buffer.concat(parts)));
     req.on("error", reject);
   });
+}
+
+export async function readBody(req: IncomingMessage): Promise<string> {
+  return (await readRaw(req)).toString("utf8");
 }
 
 /** A JSON reply with content-length and any provider-specific headers (e.g. a request id). */

@@ -13,7 +13,7 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { WebSocketServer, type WebSocket } from "ws";
-import { closeLoopback, listenLoopback, readBody, sendJson } from "./http.js";
+import { closeLoopback, listenLoopback, readBody, readRaw, sendJson } from "./http.js";
 
 export interface SlackSent { method: string; channel: string; ts: string; text: string; body: Record<string, unknown> }
 export interface SlackAck { envelopeId: string; atMs: number }
@@ -302,11 +302,3 @@ export class FakeSlackServer {
   }
 }
 
-function readRaw(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    req.on("data", (d: Buffer) => parts.push(d));
-    req.on("end", () => resolve(Buffer.concat(parts)));
-    req.on("error", reject);
-  });
-}

@@ -10,9 +10,13 @@
  * video); `getFile` and `GET /file/bot<token>/<file_path>` serve it (`downloads` lists the
  * paths fetched). sendPhoto/sendDocument/sendAudio/sendVideo take multipart/form-data as grammy
  * uploads it (fields, and the file under `attach://<id>`); `uploads` holds what they got.
+ * Webhooks: setWebhook/deleteWebhook/getWebhookInfo keep one `webhook` (url, secret_token,
+ * allowed_updates) and record each change in `webhookCalls`; while one is set getUpdates answers
+ * 409 as Telegram does. `deliverWebhook()` POSTs an update to the channel's listening address as
+ * Telegram would (the secret header from the registered webhook, unless the test gives another).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { closeLoopback, listenLoopback, sendJson } from "./http.js";
+import { closeLoopback, listenLoopback, readRaw, sendJson } from "./http.js";
 
 export interface SentMessage {
   method: "sendMessage" | "editMessageText" | "deleteMessage";
@@ -310,14 +314,6 @@ export class FakeTelegramServer {
   }
 }
 
-function readRaw(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    req.on("data", (d: Buffer) => parts.push(d));
-    req.on("end", () => resolve(Buffer.concat(parts)));
-    req.on("error", reject);
-  });
-}
 
 interface Multipart { fields: Record<string, string>; files: Record<string, { filename: string; bytes: Buffer }> }
 
