@@ -204,12 +204,20 @@ describe("configuration", () => {
     ["a summary model without provider", { compaction: { model: "nano" } }, /compaction\.model.*provider\/model/],
     ["a Slack slash command without its slash", { channels: { slack: { slashCommand: "lurk" } } }, /channels\.slack\.slashCommand.*e\.g\. \/lurk/],
     ["a subagents lease renewed too rarely", { subagents: { leaseTtlMs: 2_000, leaseRenewMs: 1_500 } }, /subagents\.leaseRenewMs must be at most half of subagents\.leaseTtlMs/],
+    ["a transcription model of a provider without a transcription API", { media: { transcription: { model: "anthropic/claude-3-5-haiku" } } }, /media\.transcription\.model.*openai\/<model>, e\.g\. openai\/whisper-1/],
+    ["a transcription language that is not a two-letter code", { media: { transcription: { model: "openai/whisper-1", language: "English" } } }, /media\.transcription\.language.*two-letter ISO-639-1/],
   ];
   for (const [name, file, message] of invalid) {
     it(`refuses ${name} with a message naming the field`, () => {
       assert.throws(() => parseConfig(file, { LURKBOT_HOME: home }, home), (e: unknown) => LurkError.is(e) && e.code === "CONFIG_INVALID" && message.test(e.message));
     });
   }
+
+  it("turns transcription on with LURKBOT_TRANSCRIPTION_MODEL (defaults filled in), and keeps it off without", () => {
+    assert.equal(parseConfig({}, { LURKBOT_HOME: home }, home).media.transcription, undefined);
+    const on = parseConfig({ media: { transcription: { language: "de" } } }, { LURKBOT_HOME: home, LURKBOT_TRANSCRIPTION_MODEL: "openai/gpt-4o-mini-transcribe" }, home);
+    assert.deepEqual(on.media.transcription, { model: "openai/gpt-4o-mini-transcribe", language: "de", maxMb: 25, timeoutMs: 120_000 });
+  });
 
   it("reads config.json under LURKBOT_HOME and says how to fix a broken one", () => {
     const dir = `/tmp/lurk-config-${process.pid}`;

@@ -14,6 +14,7 @@ import { ProviderRegistry } from "./providers/registry.js";
 import { runHandler } from "./run.js";
 import { ToolsClient } from "./tools-client.js";
 import { ImageLoader } from "./images.js";
+import { AudioTranscriber } from "./transcribe.js";
 import { TranscriptCache } from "./transcript-cache.js";
 
 /** margin over the tools' own timeout before a call counts as unanswered */
@@ -41,6 +42,8 @@ export const definition: ActorDefinition = {
     const transcripts = new TranscriptCache(rt.config.runs.historyLimit);
     // images of the conversation by media ref, loaded for each LLM call (images.ts)
     const images = new ImageLoader(rt.media, rt.log);
+    // voice notes and other audio to text before a run stores them (media.transcription; transcribe.ts)
+    const transcriber = rt.config.media.transcription ? new AudioTranscriber(rt.config.media.transcription, rt.config.providers, () => rt.media, rt.log) : undefined;
     rt.onIdle(() => {
       const dropped = transcripts.trimIdle();
       if (dropped > 0) rt.log.debug({ dropped }, "idle: dropped cached transcripts");
@@ -51,7 +54,7 @@ export const definition: ActorDefinition = {
       consumer: CONSUMERS.agentRunner,
       schema: runRequestSchema,
       concurrency: rt.config.runs.concurrency,
-      handler: runHandler({ rt, registry, tools, controls, transcripts, authState, images }),
+      handler: runHandler({ rt, registry, tools, controls, transcripts, authState, images, transcriber }),
     });
     rt.log.info({ model: rt.config.model ?? null, concurrency: rt.config.runs.concurrency }, rt.config.model ? "agent-runner ready" : "agent-runner ready without a model: runs will reply how to configure one");
   },

@@ -7,7 +7,7 @@
  * resumes; everything else ends the run with a terminal error and an error reply.
  */
 import {
-  addUsage, emptyUsage, LurkError, recordIds, type AssistantMessage, type RunRequest, type ToolDefinition, type ToolResultMessage, type TranscriptRecord, type UsageUpdate,
+  addUsage, emptyUsage, LurkError, recordIds, type AssistantMessage, type RunInput, type RunRequest, type ToolDefinition, type ToolResultMessage, type TranscriptRecord, type UsageUpdate,
 } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import { agentWorkspace, defaultAgent, type AgentConfig } from "../../shared/runtime/config.js";
@@ -28,6 +28,7 @@ import { ModelChain } from "./failover.js";
 import type { ProviderRegistry } from "./providers/registry.js";
 import type { ToolsClient } from "./tools-client.js";
 import type { TranscriptCache } from "./transcript-cache.js";
+import type { AudioTranscriber } from "./transcribe.js";
 import { runHooks } from "./hooks.js";
 import { attachRunNotes } from "./run-notes.js";
 import type { ImageLoader } from "./images.js";
@@ -43,6 +44,14 @@ export interface RunnerDeps {
   authState?: AuthStateStore;
   /** loads images kept as media refs for each LLM call; without it they go as they are */
   images?: ImageLoader;
+  /** transcribes audio attachments before they are stored (media.transcription); without it they are not */
+  transcriber?: AudioTranscriber;
+}
+
+/** `AudioTranscriber.annotate` for the mailbox's `{ id, input }` pairs. */
+async function annotateSteered(transcriber: AudioTranscriber, steered: { id: string; input: RunInput }[], signal: AbortSignal): Promise<{ id: string; input: RunInput }[]> {
+  const inputs = await transcriber.annotate(steered.map((s) => s.input), signal);
+  return steered.map((s, i) => ({ id: s.id, input: inputs[i]! }));
 }
 
 /** A retryable bus failure: the run is left unfinished and the message redelivered. */
@@ -104,9 +113,11 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   // the tool list and the system prompt do not depend on the session: prepared while it begins
   const preparing = prepareTurnInputs(deps, req, agent, ref);
   preparing.catch(() => undefined); // awaited (and its error handled) in the run below
+  // audio attachments become text first (transcribe.ts; nothing to do without any)
+  const inputs = req.options.command || !deps.transcriber ? req.inputs : await deps.transcriber.annotate(req.inputs, rt.signal);
   const begun = await rt.client.call("sessions", "begin", {
     ...key, runId: req.runId, agentId: req.agentId, sessionType: req.sessionType,
-    records: [started, ...(req.options.command ? [] : inputRecords(req))], historyLimit: rt.config.runs.historyLimit,
+    records: [started, ...(req.options.command ? [] : inputRecords({ ...req, inputs }))], historyLimit: rt.config.runs.historyLimit,
     ...(known ? { known } : {}),
     ...(req.origin ? { channel: req.origin.channel, origin: req.origin } : {}),
     ...(req.subagent ? { parentSessionKey: req.subagent.parentSessionKey, ...(req.subagent.label ? { label: req.subagent.label } : {}) } : {}),
@@ -175,7 +186,8 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
         append([{ id: recordIds.toolResult(req.runId, result.toolCallId), ts: Date.now(), runId: req.runId, kind: "message", message: result, meta: { turn, durationMs } }]),
       ...(mailbox ? { mailbox } : {}),
       // an answer already given (held for the end marker) is stored before the inputs that follow it
-      recordInputs: async (turn, inputs) => {
+      recordInputs: async (turn, steered) => {
+        const inputs = deps.transcriber ? await annotateSteered(deps.transcriber, steered, controller.signal) : steered;
         const records = mailboxInputRecords(req.runId, turn, inputs);
         await append(records);
         return recordsToMessages(records);

@@ -47,6 +47,10 @@ export const attachmentSchema = z.object({
   ref: mediaRefSchema.optional(),
   /** why the channel could not store the file (too large, download failed): the agent is told */
   error: z.string().max(500).optional(),
+  /** an audio file's text (the agent-runner's `media.transcription`, or a platform's own) */
+  transcript: z.string().max(200_000).optional(),
+  /** why an audio file was not transcribed (too large, the transcription model failed) */
+  transcriptError: z.string().max(500).optional(),
 });
 export type Attachment = z.infer<typeof attachmentSchema>;
 

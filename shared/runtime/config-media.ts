@@ -6,16 +6,38 @@
  * above maxImageMb (providers refuse larger ones) goes to the model as a note, not as an image.
  * The store keeps a file retentionDays after it was stored and refuses new files once it holds
  * storeMb; both apply when the launcher (or `lurkbot setup`) creates or updates the bucket.
+ *
+ * `transcription` (off unless its model is set; env LURKBOT_TRANSCRIPTION_MODEL) turns voice
+ * notes and other audio files into text before the agent sees them, through OpenAI's
+ * /v1/audio/transcriptions (OpenAI, or a compatible server such as a local whisper server):
+ *   "transcription": { "model": "openai/gpt-4o-mini-transcribe", "language": "en" }
+ * It uses the openai provider's credentials (OPENAI_API_KEY, OPENAI_BASE_URL) unless its own
+ * `apiKey` / `baseUrl` are set. Audio above `maxMb` (OpenAI takes 25 MB) is not sent.
  */
 import { z } from "zod";
 
 export const MEDIA_DEFAULTS = { maxFileMb: 20, maxImageMb: 5, retentionDays: 30, storeMb: 1024 };
+
+export const transcriptionConfigSchema = z.object({
+  /** `openai/<model>`: whisper-1, gpt-4o-mini-transcribe, gpt-4o-transcribe, or a compatible server's model */
+  model: z.string().regex(/^openai\/[^\s/][^\s]*$/, "openai/<model>, e.g. openai/whisper-1: transcription goes through the OpenAI API or a server compatible with its /v1/audio/transcriptions"),
+  /** the API's base URL when it is not the openai provider's (e.g. http://127.0.0.1:8000/v1) */
+  baseUrl: z.url({ protocol: /^https?$/ }).optional(),
+  apiKey: z.string().min(1).optional(),
+  /** ISO-639-1 language of the audio (better accuracy and speed); absent: detected */
+  language: z.string().regex(/^[a-z]{2}$/, "a two-letter ISO-639-1 code, e.g. en").optional(),
+  maxMb: z.number().positive().max(1024).default(25),
+  timeoutMs: z.number().int().min(1_000).max(600_000).default(120_000),
+});
+export type TranscriptionConfig = z.infer<typeof transcriptionConfigSchema>;
 
 export const mediaConfigSchema = z.object({
   maxFileMb: z.number().positive().max(1024).default(MEDIA_DEFAULTS.maxFileMb),
   maxImageMb: z.number().positive().max(100).default(MEDIA_DEFAULTS.maxImageMb),
   retentionDays: z.number().positive().max(3650).default(MEDIA_DEFAULTS.retentionDays),
   storeMb: z.number().int().min(16).max(1024 * 1024).default(MEDIA_DEFAULTS.storeMb),
+  /** speech to text for audio attachments; absent: off */
+  transcription: transcriptionConfigSchema.optional(),
 }).prefault({});
 export type MediaConfig = z.infer<typeof mediaConfigSchema>;
 

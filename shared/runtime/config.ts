@@ -291,6 +291,10 @@ export function parseConfig(fromFile: Record<string, unknown>, env: Env, home = 
   if (env.LURKBOT_NATS_PREFIX) raw.nats.prefix = env.LURKBOT_NATS_PREFIX;
   raw.nats.credentialsFile = resolveIn(env.LURKBOT_NATS_CREDENTIALS ?? raw.nats.credentialsFile ?? "credentials/nats.json");
   if (env.LURKBOT_MODEL !== undefined) raw.model = env.LURKBOT_MODEL === "" ? undefined : env.LURKBOT_MODEL;
+  if (env.LURKBOT_TRANSCRIPTION_MODEL) {
+    raw.media = { ...(raw.media ?? {}) };
+    raw.media.transcription = { ...(raw.media.transcription ?? {}), model: env.LURKBOT_TRANSCRIPTION_MODEL };
+  }
   raw.providers = { ...(raw.providers ?? {}) };
   const provider = (name: string) => (raw.providers[name] = { ...(raw.providers[name] ?? {}) });
   if (env.OPENAI_BASE_URL) provider("openai").baseUrl = env.OPENAI_BASE_URL;
@@ -332,5 +336,5 @@ export function agentWorkspace(config: LurkConfig, agent: AgentConfig): string {
 
 /** The secret values of a config, for log and event redaction. */
 export function configSecrets(config: LurkConfig): string[] {
-  return [...providerSecrets(config.providers), config.tools.web.search.apiKey, ...channelConfigSecrets(config.channels)].filter((s): s is string => typeof s === "string" && s.length >= 8);
+  return [...providerSecrets(config.providers), config.tools.web.search.apiKey, config.media.transcription?.apiKey, ...channelConfigSecrets(config.channels)].filter((s): s is string => typeof s === "string" && s.length >= 8);
 }

@@ -10,9 +10,12 @@
  * tool result -> `tool said: <first 100 chars>`; otherwise `echo: <user text>`.
  * Every request is recorded (parsed body) so tests can assert the history and tools sent.
  * Latency is zero unless `latencyMs` / `chunkDelayMs` are given. Reused by the benchmark.
+ * `POST /v1/audio/transcriptions` takes the multipart form the SDK sends (file, model, language,
+ * response_format), records it in `transcriptions` and answers `{ text }`: `transcriptText` of
+ * the request, or an HTTP error when `transcriptText` returns a number (the status).
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { closeLoopback, listenLoopback, readBody, sendJson, splitText } from "./http.js";
+import { closeLoopback, listenLoopback, readBody, readRaw, sendJson, splitText } from "./http.js";
 
 export interface FakeToolCall {
   id?: string;
@@ -50,6 +53,17 @@ export interface ReceivedRequest {
   headers: IncomingHttpHeaders;
   body: ChatRequestBody;
   reply: FakeReply;
+}
+
+/** One POST /v1/audio/transcriptions as received. */
+export interface TranscriptionRequest {
+  headers: IncomingHttpHeaders;
+  model: string;
+  fileName: string;
+  fileType: string;
+  bytes: Buffer;
+  language?: string;
+  responseFormat?: string;
 }
 
 export interface FakeOpenAIOptions {
@@ -92,6 +106,9 @@ export class FakeOpenAIServer {
    * then "auto"); may wait, e.g. to hold one run's call while the test does something else.
    */
   responder: ((body: ChatRequestBody) => FakeReply | undefined | Promise<FakeReply | undefined>) | undefined;
+  readonly transcriptions: TranscriptionRequest[] = [];
+  /** the text of a transcription (a number: answer with that HTTP status instead) */
+  transcriptText: (req: TranscriptionRequest) => string | number = (req) => `transcript of ${req.fileName}, ${req.bytes.byteLength} bytes`;
   private readonly queue: FakeReply[] = [];
   private readonly open = new Set<ServerResponse>();
   private counter = 0;
@@ -118,6 +135,7 @@ export class FakeOpenAIServer {
   reset(): void {
     this.queue.length = 0;
     this.requests.length = 0;
+    this.transcriptions.length = 0;
   }
 
   get queued(): number {
@@ -134,6 +152,7 @@ export class FakeOpenAIServer {
     if (req.method === "GET" && path === "/v1/models") {
       return json(res, 200, { object: "list", data: [{ id: "test-model", object: "model", created: 0, owned_by: "fake" }] });
     }
+    if (req.method === "POST" && path === "/v1/audio/transcriptions") return this.transcription(req, res);
     if (req.method !== "POST" || path !== "/v1/chat/completions") {
       return json(res, 404, { error: { message: `Unknown request URL: ${req.method} ${path}`, type: "invalid_request_error", param: null, code: "unknown_url" } });
     }
@@ -153,6 +172,24 @@ export class FakeOpenAIServer {
     const id = `chatcmpl-fake${++this.counter}`;
     if (body.stream) return this.stream(res, body, reply, id);
     return this.complete(res, body, reply, id);
+  }
+
+  private async transcription(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const type = req.headers["content-type"] ?? "";
+    if (!type.startsWith("multipart/form-data")) return this.error(res, { kind: "error", status: 400, message: "Expected a multipart/form-data body." });
+    if (this.opts.apiKey && req.headers.authorization !== `Bearer ${this.opts.apiKey}`) return this.error(res, { kind: "error", status: 401 });
+    const form = await new Response(await readRaw(req), { headers: { "content-type": type } }).formData();
+    const file = form.get("file");
+    const field = (name: string) => (typeof form.get(name) === "string" ? form.get(name) as string : undefined);
+    if (!file || typeof file === "string" || !field("model")) return this.error(res, { kind: "error", status: 400, message: "file and model are required." });
+    const received: TranscriptionRequest = {
+      headers: req.headers, model: field("model")!, fileName: file.name, fileType: file.type, bytes: Buffer.from(await file.arrayBuffer()),
+      ...(field("language") ? { language: field("language")! } : {}), ...(field("response_format") ? { responseFormat: field("response_format")! } : {}),
+    };
+    this.transcriptions.push(received);
+    const text = this.transcriptText(received);
+    if (typeof text === "number") return this.error(res, { kind: "error", status: text });
+    json(res, 200, { text, usage: { type: "duration", seconds: 3 } });
   }
 
   private error(res: ServerResponse, reply: Extract<FakeReply, { kind: "error" }>): void {
