@@ -11,7 +11,7 @@ import { LAUNCHER_ACTORS } from "./actors.js";
 import { table } from "./format.js";
 
 /** the actors that keep one active instance through a lease named after them */
-export const LEASED_ACTORS = ["cron", "heartbeat", "subagents", "approvals"] as const;
+export const LEASED_ACTORS = ["cron", "heartbeat", "subagents", "approvals", "router"] as const;
 
 export interface InstanceStatus {
   name: string;

@@ -96,6 +96,22 @@ export class Lanes {
     return key !== undefined && this.lanes.get(key)?.active?.dispatched === true;
   }
 
+  /**
+   * A run that held its lane under the previous router instance (replica.ts): it holds the lane
+   * here too, dispatched, until its end (event, or the status check) releases it.
+   */
+  restore(sessionKey: string, runId: string, since: number): void {
+    const lane = this.lane(sessionKey);
+    if (lane.active) return;
+    lane.active = { runId, since, lastActivity: this.now(), dispatched: true };
+    this.byRun.set(runId, sessionKey);
+  }
+
+  /** The session the run holds, if it holds one. */
+  sessionOf(runId: string): string | undefined {
+    return this.byRun.get(runId);
+  }
+
   markDispatched(runId: string): void {
     const key = this.byRun.get(runId);
     const active = key ? this.lanes.get(key)?.active : undefined;

@@ -38,6 +38,8 @@ export const HEARTBEAT_BUCKET = "lurk_heartbeat";
 export const SUBAGENTS_BUCKET = "lurk_subagents";
 /** The approvals actor's records, written by the active instance for the next one (key: `approval.<approvalId>`). */
 export const APPROVALS_BUCKET = "lurk_approvals";
+/** The router's state, written by the active instance for the next one: active runs (`run.<runId>`) and DM pairing (`pending.<code>`, `approved.<channel>.<sender>`). */
+export const ROUTER_BUCKET = "lurk_router";
 
 /** The media store: a JetStream object store of files, named by their SHA-256 (mediaRefSchema). */
 export const MEDIA_BUCKET = "lurk_media";
@@ -72,11 +74,14 @@ export function actorGrants(prefix?: string): ActorGrant[] {
   return [
     grant({
       user: "router",
-      description: "bindings, session keys, lanes (one run per session), queue modes, commands",
-      publish: [s.runRequestAll, s.runControlAll, s.outboundAll, ops("sessions"), ops("approvals"), ops("subagents")],
+      description: "bindings, session keys, lanes (one run per session), queue modes, commands; one active instance through a lease",
+      // a standby relays requests to the active instance (lurk.router.active.<op>); loading the replica lists the bucket's keys;
+      // $SRV.PING.router.<id>: whether a lease holder of this host that died still answers (dead-holder.ts)
+      publish: [s.runRequestAll, s.runControlAll, s.outboundAll, ops("sessions"), ops("approvals"), ops("subagents"), s.activeOpAll("router"), "$SRV.PING.router.>", ...kvWatchSubjects(ROUTER_BUCKET)],
       subscribe: [...s.runTerminalAll],
       responder: true,
       consumers: [{ stream: STREAMS.inbound, consumer: CONSUMERS.router }],
+      kvBuckets: [LEASE_BUCKET, ROUTER_BUCKET],
     }),
     grant({
       user: "sessions",
@@ -161,7 +166,7 @@ export function actorGrants(prefix?: string): ActorGrant[] {
     grant({
       user: "cli",
       description: "the terminal channel and the operator console (status, tail, admin commands)",
-      // reading the leases: which instance of cron, heartbeat, subagents and approvals is active (status);
+      // reading the leases: which instance of cron, heartbeat, subagents, approvals and router is active (status);
       // the media store: files sent from the terminal and files received there
       publish: [s.inbound("cli"), "$SRV.>", ...["router", "sessions", "tools", "approvals", "subagents", "heartbeat", "cron"].map(ops), ...kvReadSubjects(LEASE_BUCKET), ...mediaSubjects("write")],
       subscribe: [s.outboundChannel("cli"), s.runEventAll, s.toolProgressAll, s.eventAll],

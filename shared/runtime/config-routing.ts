@@ -8,6 +8,7 @@
  * is always the owner.
  */
 import { z } from "zod";
+import { leaseConfigShape, leaseRenewRule } from "./config-lease.js";
 import { agentIdSchema, queueDropPolicySchema, queueModeSchema } from "../contract/index.js";
 
 const entryListSchema = z.array(z.string().min(1).max(300)).max(10_000);
@@ -88,5 +89,7 @@ export const routingConfigSchema = z.object({
      */
     owners: entryListSchema.default(["web:web-user"]),
   }).prefault({}),
-});
+  /** one active router on several hosts (config-lease.ts) */
+  ...leaseConfigShape,
+}).refine(...leaseRenewRule("routing"));
 export type RoutingConfig = z.infer<typeof routingConfigSchema>;

@@ -10,7 +10,8 @@
  * - `sync(apply, local)`, when an instance takes over: every live entry of the bucket goes through
  *   `apply` (this host's copy is older); an entry it refuses (false: does not parse) is skipped
  *   with a warning. Then the local entries the bucket lacks (an install from before the bucket)
- *   are written.
+ *   are written. `entries()` lists the live entries for an actor that applies them itself (the
+ *   router replaces its pairing records with the bucket's once the bucket holds them).
  */
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -50,17 +51,25 @@ export class KvReplica {
     return this.chain;
   }
 
-  /** The bucket into the local store through `apply`, then the local entries it lacks into the bucket. */
-  async sync(apply: (key: string, value: Uint8Array) => Promise<boolean>, local: Iterable<[key: string, value: unknown]>): Promise<{ applied: number; skipped: number; published: number }> {
+  /** The bucket's live entries (deleted keys left out). */
+  async entries(): Promise<Array<[key: string, value: Uint8Array]>> {
     const keys: string[] = [];
     for await (const key of await this.kv.keys()) keys.push(key);
-    const seen = new Set<string>();
-    let applied = 0;
+    const out: Array<[string, Uint8Array]> = [];
     for (const key of keys) {
       const entry = await this.kv.get(key);
-      if (!entry || entry.operation !== "PUT") continue;
+      if (entry && entry.operation === "PUT") out.push([key, entry.value]);
+    }
+    return out;
+  }
+
+  /** The bucket into the local store through `apply`, then the local entries it lacks into the bucket. */
+  async sync(apply: (key: string, value: Uint8Array) => Promise<boolean>, local: Iterable<[key: string, value: unknown]>): Promise<{ applied: number; skipped: number; published: number }> {
+    const seen = new Set<string>();
+    let applied = 0;
+    for (const [key, value] of await this.entries()) {
       seen.add(key);
-      if (await apply(key, entry.value)) applied++;
+      if (await apply(key, value)) applied++;
       else this.log.warn({ key }, "skipped a replicated entry that does not parse");
     }
     let published = 0;

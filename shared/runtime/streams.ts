@@ -9,7 +9,7 @@ import { nanos, type NatsConnection } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
 import { Objm } from "@nats-io/obj";
 import { MEDIA_DEFAULTS, MB, type MediaConfig } from "./config-media.js";
-import { APPROVALS_BUCKET, MEDIA_BUCKET, CRON_FIRES_BUCKET, CRON_JOBS_BUCKET, HEARTBEAT_BUCKET, LEASE_BUCKET, STREAMS, SUBAGENTS_BUCKET, subjects } from "../contract/index.js";
+import { APPROVALS_BUCKET, ROUTER_BUCKET, MEDIA_BUCKET, CRON_FIRES_BUCKET, CRON_JOBS_BUCKET, HEARTBEAT_BUCKET, LEASE_BUCKET, STREAMS, SUBAGENTS_BUCKET, subjects } from "../contract/index.js";
 
 const DAY_MS = 24 * 3600_000;
 const DUPLICATE_WINDOW_MS = 2 * 60_000;
@@ -29,7 +29,8 @@ export function streamConfigs(prefix?: string): Array<Partial<StreamConfig> & { 
  * The KV buckets of the contract (one revision per key): the leases (the TTL only sweeps leases
  * nobody renewed for a day), the cron actor's replicated jobs (kept until removed) and its fire
  * claims (kept three days: longer than any catch-up gap they guard), and the heartbeat,
- * subagents actors' state (kept until removed) and the approvals actor's records (kept a week).
+ * subagents actors' state (kept until removed), the approvals actor's records (kept a week) and the
+ * router's active runs and pairing (kept until removed).
  */
 const BUCKETS = [
   { name: LEASE_BUCKET, ttl: DAY_MS, description: "leases: one active instance per stateful actor" },
@@ -39,6 +40,7 @@ const BUCKETS = [
   { name: SUBAGENTS_BUCKET, description: "subagent child records, for the instance that takes over" },
   // a record matters at most 48 h (pending up to 24 h, its token valid up to 24 h more)
   { name: APPROVALS_BUCKET, ttl: 7 * DAY_MS, description: "approval records, for the instance that takes over" },
+  { name: ROUTER_BUCKET, description: "the router's active runs and DM pairing, for the instance that takes over" },
 ];
 
 /**

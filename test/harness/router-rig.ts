@@ -54,6 +54,20 @@ export class RouterRig {
     await Promise.all([this.admin.flush(), this.runner.flush()]);
   }
 
+  /** The actor process started as `name` (the latest, after `restart`). */
+  actor(name: string): ActorProcess {
+    const found = [...this.actors].reverse().find((a) => a.name === name);
+    if (!found) throw new Error(`no actor ${name} in this rig`);
+    return found;
+  }
+
+  /** Starts actor `name` again as a process (after a stop or a kill). */
+  async restart(name: string): Promise<ActorProcess> {
+    const actor = await startActorProcess(name, this.nats);
+    this.actors.push(actor);
+    return actor;
+  }
+
   async stop(): Promise<void> {
     await Promise.all([this.admin?.close(), this.runner?.close()]);
     for (const a of this.actors.reverse()) await a.stop();

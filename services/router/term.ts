@@ -1,0 +1,187 @@
+/**
+ * One term of the active router instance (actor.ts): its lanes, session queues, intake and the
+ * LURK_INBOUND consumer, from taking the lease to losing it. A standby has no term and reads
+ * nothing; the next active instance starts a new term with the runs the replica says hold lanes
+ * (replica.ts), checks them against the sessions actor at once and frees those that ended.
+ *
+ * An inbound message is acked only after its run request is persisted in RUNS (or it was taken
+ * by the active run, merged into another message's run, dropped by the queue's policy, or
+ * answered as a command); while it waits for a busy session it stays unacked (in-progress acks
+ * keep it from redelivery), so a router crash loses nothing. Redeliveries are harmless: the run
+ * id is derived from the message id and RUNS deduplicates by it; a run that already finished is
+ * not started again; notices are deduplicated by an id derived from the message id.
+ * `stop()` ends the consumer: messages still waiting are handed back for the next term.
+ */
+import {
+  CONSUMERS, envelope, inboundMessageSchema, LurkError, parseSessionKey, runControlReplySchema, runIdFor, runRequestSchema,
+  safeParseJson, STREAMS, systemInjectSchema, type RunInput, type RunRequest, type SystemInject,
+} from "../../shared/contract/index.js";
+import type { ActorRuntime } from "../../shared/runtime/actor.js";
+import { z } from "zod";
+import { Intake } from "./intake.js";
+import { Lanes } from "./lanes.js";
+import type { PairingStore } from "./pairing.js";
+import { SessionQueues, Work, type DeliveryLike } from "./queue.js";
+import type { HeldRun, RouterReplica } from "./replica.js";
+import type { SettingsCache } from "./settings.js";
+
+const inboundOrInject = z.discriminatedUnion("type", [inboundMessageSchema, systemInjectSchema]);
+const RECONCILE_EVERY_MS = 5_000;
+const IDLE_BEFORE_CHECK_MS = 15_000;
+const INJECT_QUEUE = { mode: "queue" as const, debounceMs: 0, cap: 1000, drop: "new" as const };
+const isFinished = (status: string) => status === "done" || status === "error" || status === "aborted";
+
+export interface TermDeps {
+  rt: ActorRuntime;
+  pairing: PairingStore;
+  settings: SettingsCache;
+  replica: RouterReplica;
+  /** false once this instance lost the lease: nothing more is dispatched */
+  isActive(): boolean;
+  /** counts the messages handled (router.status) */
+  processed(): void;
+}
+
+export interface RouterTerm {
+  lanes: Lanes;
+  /** a run's terminal event: frees its lane */
+  releaseRun(runId: string): void;
+  stop(): Promise<void>;
+}
+
+export function startTerm(deps: TermDeps, held: HeldRun[]): RouterTerm {
+  const { rt, replica } = deps;
+  const lanes = new Lanes();
+  for (const run of held) lanes.restore(run.sessionKey, run.runId, run.since);
+
+  // a run's terminal event (`lurk.run.evt.<runId>.done|error`) frees its lane
+  const endWaiters = new Map<string, Array<() => void>>();
+  const releaseRun = (runId: string) => {
+    if (lanes.isDispatched(runId)) replica.runEnded(runId);
+    lanes.release(runId);
+    const waiters = endWaiters.get(runId);
+    endWaiters.delete(runId);
+    waiters?.forEach((w) => w());
+  };
+  const ended = (runId: string) => new Promise<void>((resolve) => {
+    if (!lanes.isActive(runId)) return resolve();
+    endWaiters.set(runId, [...(endWaiters.get(runId) ?? []), resolve]);
+  });
+
+  const runStatus = async (sessionKey: string, runId: string) => (await rt.client.call("sessions", "run", { sessionKey, runId })).status;
+
+  /**
+   * The run holds the session's lane: store its request in RUNS. A failure keeps the lane (the
+   * message is redelivered and retried first, so order holds) unless the message is giving
+   * up, in which case the lane goes to the next message.
+   */
+  const dispatch = async (request: RunRequest, delivery: DeliveryLike): Promise<"dispatched" | "duplicate"> => {
+    try {
+      if (!deps.isActive()) throw new LurkError("UNAVAILABLE", "this router instance is no longer the active one; the message goes to the next");
+      if (delivery.redelivered && isFinished(await runStatus(request.sessionKey, request.runId))) {
+        releaseRun(request.runId); // an earlier delivery got as far as a finished run
+        return "duplicate";
+      }
+      const parsed = runRequestSchema.parse(request);
+      const ack = await rt.js.publish(rt.subjects.runRequest(parsed.agentId), JSON.stringify(parsed), { msgID: parsed.runId });
+      if (ack.duplicate && isFinished(await runStatus(request.sessionKey, request.runId))) {
+        // RUNS already had this run (an earlier delivery of the message got it there) and it
+        // ended while this delivery waited: no terminal event will come for it any more
+        releaseRun(request.runId);
+        return "duplicate";
+      }
+      lanes.markDispatched(parsed.runId);
+      replica.runHeld(parsed.runId, parsed.sessionKey, Date.now());
+      rt.emit("dispatched", { runId: parsed.runId, sessionKey: parsed.sessionKey, trigger: parsed.trigger }, "debug");
+      return "dispatched";
+    } catch (err) {
+      const error = LurkError.from(err);
+      if (delivery.deliveryCount >= rt.config.bus.maxDeliver || !error.retryable) releaseRun(request.runId);
+      throw error;
+    }
+  };
+
+  /** Hands an input to the active run; only the runner holding it answers (accepted). */
+  const control = async (runId: string, action: "steer" | "followup", input: RunInput, controlId: string): Promise<boolean> => {
+    const message = envelope("lurk.run.control.v1", { id: controlId, runId, action, input });
+    try {
+      const reply = await rt.nc.request(rt.subjects.runControl(runId), JSON.stringify(message), { timeout: rt.config.routing.queue.controlTimeoutMs });
+      const parsed = runControlReplySchema.safeParse(safeParseJson(reply.data, rt.limits));
+      const accepted = parsed.success && parsed.data.accepted;
+      rt.emit(accepted ? "handed" : "hand_refused", { runId, action }, "debug");
+      return accepted;
+    } catch {
+      return false; // no runner holds the run (or none answered in time): the message gets a run of its own
+    }
+  };
+  const abort = (runId: string, reason: string) => {
+    rt.nc.publish(rt.subjects.runControl(runId), JSON.stringify(envelope("lurk.run.control.v1", { runId, action: "abort" as const, reason })));
+    rt.emit("abort_requested", { runId, reason }, "info");
+  };
+
+  const queues = new SessionQueues({ lanes, log: rt.log, dispatch, control, abort });
+  const intake = new Intake({ rt, queues, settings: deps.settings, pairing: deps.pairing, ended, commands: { rt, lanes, queues, settings: deps.settings } });
+
+  const consumer = rt.consume({
+    stream: STREAMS.inbound,
+    consumer: CONSUMERS.router,
+    schema: inboundOrInject,
+    concurrency: 1000,
+    handler: async (message, delivery) => {
+      if (message.type === "lurk.inbound.message.v1") await intake.handle(message, delivery);
+      else {
+        const request = await fromInject(message, rt);
+        if (request) await queues.submit(new Work(request, delivery, INJECT_QUEUE, Date.now()));
+      }
+      deps.processed();
+    },
+  });
+
+  // runs whose terminal event was missed (bus hiccup, restart, the previous instance's runs): ask the transcript
+  const check = (runId: string, sessionKey: string) => runStatus(sessionKey, runId).then((status) => {
+    if (isFinished(status)) releaseRun(runId);
+    else lanes.touch(runId);
+  }, () => undefined);
+  for (const run of held) void check(run.runId, run.sessionKey);
+  const reconcile = setInterval(() => {
+    for (const { runId, sessionKey } of lanes.idleRuns(IDLE_BEFORE_CHECK_MS)) void check(runId, sessionKey);
+  }, RECONCILE_EVERY_MS);
+
+  return {
+    lanes,
+    releaseRun,
+    async stop() {
+      clearInterval(reconcile);
+      await consumer.stop();
+    },
+  };
+}
+
+/** A system event: `wake: now` starts a run; otherwise it is recorded for the next run. */
+async function fromInject(msg: SystemInject, rt: ActorRuntime): Promise<RunRequest | null> {
+  const parsedKey = parseSessionKey(msg.sessionKey);
+  if (!parsedKey || parsedKey.agentId !== msg.agentId) {
+    throw new LurkError("VALIDATION_FAILED", `session key ${msg.sessionKey} does not belong to agent ${msg.agentId}`);
+  }
+  const entry = (await rt.client.call("sessions", "ensure", { sessionKey: msg.sessionKey, agentId: msg.agentId, sessionType: parsedKey.type })).session;
+  if (msg.wake !== "now") {
+    await rt.client.call("sessions", "append", {
+      sessionKey: msg.sessionKey,
+      records: [{ id: `inject:${msg.id}`, ts: msg.ts, kind: "system_event", text: msg.text, meta: { source: msg.source } }],
+    });
+    return null;
+  }
+  const origin = msg.deliverTo === "last" ? entry.lastOrigin : msg.deliverTo === "none" ? undefined : msg.deliverTo;
+  return envelope("lurk.run.request.v1", {
+    runId: runIdFor("inject", msg.id),
+    sessionKey: msg.sessionKey,
+    agentId: msg.agentId,
+    sessionType: entry.sessionType,
+    trigger: msg.trigger,
+    causationId: msg.id,
+    inputs: [{ kind: "system_event" as const, text: msg.text, attachments: [], sourceId: msg.id }],
+    ...(origin ? { origin: { ...origin, messageIds: [] } } : {}),
+    deliver: origin !== undefined,
+    options: msg.options ?? {},
+  });
+}
