@@ -14,6 +14,7 @@ import { ProviderRegistry } from "./providers/registry.js";
 import { runHandler } from "./run.js";
 import { ToolsClient } from "./tools-client.js";
 import { ImageLoader } from "./images.js";
+import { TextInliner } from "./inline-text.js";
 import { AudioTranscriber } from "./transcribe.js";
 import { TranscriptCache } from "./transcript-cache.js";
 
@@ -42,8 +43,11 @@ export const definition: ActorDefinition = {
     const transcripts = new TranscriptCache(rt.config.runs.historyLimit);
     // images of the conversation by media ref, loaded for each LLM call (images.ts)
     const images = new ImageLoader(rt.media, rt.log);
-    // voice notes and other audio to text before a run stores them (media.transcription; transcribe.ts)
-    const transcriber = rt.config.media.transcription ? new AudioTranscriber(rt.config.media.transcription, rt.config.providers, () => rt.media, rt.log) : undefined;
+    // attachments to text before a run stores them: voice notes (media.transcription; transcribe.ts), small text files (inline-text.ts)
+    const inputPreparers = [
+      ...(rt.config.media.transcription ? [new AudioTranscriber(rt.config.media.transcription, rt.config.providers, () => rt.media, rt.log)] : []),
+      new TextInliner(rt.config.media.inlineTextKb * 1024, () => rt.media, rt.log),
+    ];
     rt.onIdle(() => {
       const dropped = transcripts.trimIdle();
       if (dropped > 0) rt.log.debug({ dropped }, "idle: dropped cached transcripts");
@@ -54,7 +58,7 @@ export const definition: ActorDefinition = {
       consumer: CONSUMERS.agentRunner,
       schema: runRequestSchema,
       concurrency: rt.config.runs.concurrency,
-      handler: runHandler({ rt, registry, tools, controls, transcripts, authState, images, transcriber }),
+      handler: runHandler({ rt, registry, tools, controls, transcripts, authState, images, inputPreparers }),
     });
     rt.log.info({ model: rt.config.model ?? null, concurrency: rt.config.runs.concurrency }, rt.config.model ? "agent-runner ready" : "agent-runner ready without a model: runs will reply how to configure one");
   },

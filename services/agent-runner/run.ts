@@ -28,7 +28,6 @@ import { ModelChain } from "./failover.js";
 import type { ProviderRegistry } from "./providers/registry.js";
 import type { ToolsClient } from "./tools-client.js";
 import type { TranscriptCache } from "./transcript-cache.js";
-import type { AudioTranscriber } from "./transcribe.js";
 import { runHooks } from "./hooks.js";
 import { attachRunNotes } from "./run-notes.js";
 import type { ImageLoader } from "./images.js";
@@ -44,13 +43,28 @@ export interface RunnerDeps {
   authState?: AuthStateStore;
   /** loads images kept as media refs for each LLM call; without it they go as they are */
   images?: ImageLoader;
-  /** transcribes audio attachments before they are stored (media.transcription); without it they are not */
-  transcriber?: AudioTranscriber;
+  /**
+   * What turns attachments into text before a run stores its inputs, in order: audio to a
+   * transcript (transcribe.ts), small text files to their content (inline-text.ts)
+   */
+  inputPreparers?: InputPreparer[];
 }
 
-/** `AudioTranscriber.annotate` for the mailbox's `{ id, input }` pairs. */
-async function annotateSteered(transcriber: AudioTranscriber, steered: { id: string; input: RunInput }[], signal: AbortSignal): Promise<{ id: string; input: RunInput }[]> {
-  const inputs = await transcriber.annotate(steered.map((s) => s.input), signal);
+/** Fills in attachments of a run's inputs (never throws; the same array when nothing applies). */
+export interface InputPreparer {
+  annotate<T extends RunInput>(inputs: T[], signal: AbortSignal): Promise<T[]>;
+}
+
+async function prepareInputs<T extends RunInput>(preparers: InputPreparer[] | undefined, inputs: T[], signal: AbortSignal): Promise<T[]> {
+  let out = inputs;
+  for (const p of preparers ?? []) out = await p.annotate(out, signal);
+  return out;
+}
+
+/** `prepareInputs` for the mailbox's `{ id, input }` pairs. */
+async function annotateSteered(preparers: InputPreparer[] | undefined, steered: { id: string; input: RunInput }[], signal: AbortSignal): Promise<{ id: string; input: RunInput }[]> {
+  if (!preparers?.length) return steered;
+  const inputs = await prepareInputs(preparers, steered.map((s) => s.input), signal);
   return steered.map((s, i) => ({ id: s.id, input: inputs[i]! }));
 }
 
@@ -113,8 +127,8 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   // the tool list and the system prompt do not depend on the session: prepared while it begins
   const preparing = prepareTurnInputs(deps, req, agent, ref);
   preparing.catch(() => undefined); // awaited (and its error handled) in the run below
-  // audio attachments become text first (transcribe.ts; nothing to do without any)
-  const inputs = req.options.command || !deps.transcriber ? req.inputs : await deps.transcriber.annotate(req.inputs, rt.signal);
+  // attachments become text first (a transcript, a text file's content; nothing to do without any)
+  const inputs = req.options.command ? req.inputs : await prepareInputs(deps.inputPreparers, req.inputs, rt.signal);
   const begun = await rt.client.call("sessions", "begin", {
     ...key, runId: req.runId, agentId: req.agentId, sessionType: req.sessionType,
     records: [started, ...(req.options.command ? [] : inputRecords({ ...req, inputs }))], historyLimit: rt.config.runs.historyLimit,
@@ -187,7 +201,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
       ...(mailbox ? { mailbox } : {}),
       // an answer already given (held for the end marker) is stored before the inputs that follow it
       recordInputs: async (turn, steered) => {
-        const inputs = deps.transcriber ? await annotateSteered(deps.transcriber, steered, controller.signal) : steered;
+        const inputs = await annotateSteered(deps.inputPreparers, steered, controller.signal);
         const records = mailboxInputRecords(req.runId, turn, inputs);
         await append(records);
         return recordsToMessages(records);

@@ -34,9 +34,9 @@ const MODEL_IMAGE_TYPES = new Set(["image/jpeg", "image/png", "image/gif", "imag
 
 /**
  * An image the model can see (by media ref, inline or URL: images.ts loads a ref's bytes for each
- * call), else a note naming the file: with an audio file's transcript (transcribe.ts), or with its
- * media ref and the media_save tool that puts it in the workspace, or with the reason the channel
- * could not store it.
+ * call), else a note naming the file: with a text file's content (inline-text.ts) or an audio
+ * file's transcript (transcribe.ts), or with its media ref and the media_save tool that puts it
+ * in the workspace, or with the reason the channel could not store it.
  */
 function attachmentBlock(a: Attachment): UserMessage["content"][number] {
   if (a.kind === "image" && MODEL_IMAGE_TYPES.has(a.mime) && !a.error && (a.ref || a.dataBase64 || a.url)) {
@@ -44,6 +44,9 @@ function attachmentBlock(a: Attachment): UserMessage["content"][number] {
   }
   const what = `${a.name ?? a.kind} (${a.mime}${a.size ? `, ${formatBytes(a.size)}` : ""})`;
   if (a.error) return { type: "text", text: `[attachment ${what} could not be received: ${a.error}]` };
+  if (a.text !== undefined) {
+    return { type: "text", text: `[attachment ${what}${a.ref ? `, media ref ${a.ref}` : ""}; its text:]\n${a.text}` };
+  }
   if (a.transcript !== undefined) {
     return { type: "text", text: `[attachment ${what}${a.ref ? `, media ref ${a.ref}` : ""}; its transcript:]\n${a.transcript.trim() || "(no speech recognized)"}` };
   }

@@ -4,6 +4,8 @@
  *   "media": { "maxFileMb": 20, "maxImageMb": 5, "retentionDays": 30, "storeMb": 1024 }
  * A file above maxFileMb is not stored: the agent gets a note with its name and why. An image
  * above maxImageMb (providers refuse larger ones) goes to the model as a note, not as an image.
+ * A text file (UTF-8, a text type or a known text extension) up to inlineTextKb goes to the
+ * model with its content (64 KB by default; 0 turns it off).
  * The store keeps a file retentionDays after it was stored and refuses new files once it holds
  * storeMb; both apply when the launcher (or `lurkbot setup`) creates or updates the bucket.
  *
@@ -16,7 +18,7 @@
  */
 import { z } from "zod";
 
-export const MEDIA_DEFAULTS = { maxFileMb: 20, maxImageMb: 5, retentionDays: 30, storeMb: 1024 };
+export const MEDIA_DEFAULTS = { maxFileMb: 20, maxImageMb: 5, retentionDays: 30, storeMb: 1024, inlineTextKb: 64 };
 
 export const transcriptionConfigSchema = z.object({
   /** `openai/<model>`: whisper-1, gpt-4o-mini-transcribe, gpt-4o-transcribe, or a compatible server's model */
@@ -36,6 +38,8 @@ export const mediaConfigSchema = z.object({
   maxImageMb: z.number().positive().max(100).default(MEDIA_DEFAULTS.maxImageMb),
   retentionDays: z.number().positive().max(3650).default(MEDIA_DEFAULTS.retentionDays),
   storeMb: z.number().int().min(16).max(1024 * 1024).default(MEDIA_DEFAULTS.storeMb),
+  /** a text file (notes, code, CSV, JSON...) up to this size goes to the model as its text, not only as a ref; 0: never */
+  inlineTextKb: z.number().int().min(0).max(1024).default(MEDIA_DEFAULTS.inlineTextKb),
   /** speech to text for audio attachments; absent: off */
   transcription: transcriptionConfigSchema.optional(),
 }).prefault({});

@@ -1,9 +1,12 @@
 /**
- * Voice notes to text (media.transcription) with the whole system as processes: the agent-runner
+ * Attachments the model reads as text, with the whole system as processes.
+ * Voice notes (media.transcription): the agent-runner
  * sends an audio attachment from the media store to the fake OpenAI server's
  * /v1/audio/transcriptions (the SDK's real multipart request) and the model reads the transcript;
  * the session keeps it; the same file is not transcribed twice; a file above the cap and a
  * failed transcription become notes that say why, and the run still answers.
+ * Small text files (media.inlineTextKb): their content goes under the file's note; binary
+ * content, a file above the cap and text past the per-run total stay refs.
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -26,7 +29,7 @@ describe("audio transcription", () => {
   let cli: CliClient;
 
   before(async () => {
-    system = await TestSystem.start({ config: { media: { transcription: { model: "openai/whisper-1", language: "en", maxMb: 0.05 } } } });
+    system = await TestSystem.start({ config: { media: { inlineTextKb: 4, transcription: { model: "openai/whisper-1", language: "en", maxMb: 0.05 } } } });
     channelNc = await system.nats.connect("channel-telegram");
     runnerNc = await system.nats.connect("agent-runner");
     media = new MediaStore(channelNc, { ...MEDIA_DEFAULTS });
@@ -100,5 +103,28 @@ describe("audio transcription", () => {
     assert.equal(reply.text, "I could not hear it");
     assert.equal(system.fake.transcriptions.length, 1, "an auth failure is not retried");
     assert.match(lastUserText(), new RegExp(`memo\\.mp3 \\(audio/mpeg\\), media ref ${ref} \\(not transcribed \\(PROVIDER_AUTH\\): openai: [^)]*Incorrect API key`));
+  });
+
+  it("a small text file reaches the model as its text; binary content and a file above media.inlineTextKb stay refs", async () => {
+    const notes = "# Shopping\n- milk\n- bread\n";
+    const { ref: notesRef } = await media.put(Buffer.from(notes), { mime: "text/markdown", name: "list.md" });
+    const { ref: codeRef } = await media.put(Buffer.from("print('hi')\n"), { mime: "application/octet-stream", name: "hello.py" });
+    const { ref: binRef } = await media.put(Buffer.from([0x68, 0x69, 0x00, 0x01]), { mime: "text/plain", name: "odd.txt" });
+    const big = "x".repeat(5_000);
+    const { ref: bigRef } = await media.put(Buffer.from(big), { mime: "text/plain", name: "big.txt" });
+    system.fake.enqueue({ kind: "text", text: "read them" });
+    await cli.send("my files", { sessionName: "texts", attachments: [
+      { kind: "file", mime: "text/markdown", name: "list.md", size: notes.length, ref: notesRef },
+      { kind: "file", mime: "application/octet-stream", name: "hello.py", ref: codeRef },
+      { kind: "file", mime: "text/plain", name: "odd.txt", ref: binRef },
+      { kind: "file", mime: "text/plain", name: "big.txt", ref: bigRef },
+    ] });
+    const text = lastUserText();
+    assert.ok(text.includes(`[attachment list.md (text/markdown, ${notes.length} bytes), media ref ${notesRef}; its text:]\n${notes}`), text);
+    assert.ok(text.includes(`hello.py (application/octet-stream), media ref ${codeRef}; its text:]\nprint('hi')`), "a known text extension");
+    assert.match(text, new RegExp(`odd\\.txt \\(text/plain\\), media ref ${binRef}: the media_save tool`), "NUL bytes: not text");
+    assert.match(text, new RegExp(`big\\.txt \\(text/plain\\), media ref ${bigRef}: the media_save tool`), "above 4 KB: a ref");
+    const records = (await new BusClient(runnerNc).call("sessions", "history", { sessionKey: "agent:main:cli:dm:texts", limit: 20 })).records;
+    assert.ok(JSON.stringify(records).includes("- bread"), "the session keeps the text");
   });
 });
