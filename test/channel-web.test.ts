@@ -14,7 +14,7 @@ import { WebSocket } from "ws";
 import { envelope, inboundMessageSchema, STREAMS, subjects, type Attachment } from "../shared/contract/index.js";
 import { MEDIA_DEFAULTS } from "../shared/runtime/config-media.js";
 import { MediaStore } from "../shared/runtime/media.js";
-import { chatOfSessionKey } from "../services/channel-web/hub.js";
+import { chatOfSessionKey } from "../services/channel-web/user-scope.js";
 import { waitFor } from "./harness/actors.js";
 import { freePort } from "./harness/nats.js";
 import { BusClient } from "../shared/runtime/client.js";
@@ -502,5 +502,221 @@ describe("web channel", () => {
     } finally {
       await browser?.close();
     }
+  });
+});
+
+describe("web channel with several users (channels.web.users)", () => {
+  const ALICE = { id: "alice", name: "Alice", token: "alice-token-0123456789abcdef" };
+  const BOB = { id: "bob", token: "bob-token-0123456789abcdef-xyz" };
+  /** set too, but not used once `users` is set */
+  const UNUSED = "single-token-not-used-0123456789";
+  let system: TestSystem;
+  let port: number;
+  const api = (path: string, token: string | null) => fetch(`http://127.0.0.1:${port}${path}`, token ? { headers: { authorization: `Bearer ${token}` } } : {});
+  const sessionsOf = async (token: string) => {
+    const res = await api("/api/sessions", token);
+    assert.equal(res.status, 200);
+    return ((await res.json()) as { sessions: Array<{ chat: string; sessionKey: string }> }).sessions;
+  };
+  /** a socket signed in with `token`, showing `chat` */
+  const openChat = async (token: string, chat: string) => {
+    const c = await Client.connect(port, token);
+    await c.next((f) => f.type === "ready", "ready");
+    c.send({ type: "open", chat, since: 0 });
+    await c.next((f) => f.type === "history" && f.chat === chat, `history of ${chat}`);
+    return c;
+  };
+  const texts = (c: Client) => JSON.stringify(c.frames);
+
+  before(async () => {
+    port = await freePort();
+    system = await TestSystem.start({ fake: { chunkDelayMs: 40 }, config: { channels: { web: { enabled: true, port, token: UNUSED, users: [ALICE, BOB] } } } });
+    await system.startActor("channel-web");
+  });
+  after(async () => {
+    await system?.actors.get("channel-web")?.stop();
+    await system?.stop();
+  });
+  beforeEach(() => system.fake.reset());
+
+  it("two users chat at the same time: each gets only their own replies, history and sessions", async () => {
+    // both runs must be in flight at once (one shared session would run them one after the other)
+    const inFlight = new Set<string>();
+    let bothAtOnce = false;
+    system.fake.responder = async (body) => {
+      const last = JSON.stringify(body.messages[body.messages.length - 1] ?? "");
+      const who = last.includes("from alice") ? "alice" : last.includes("from bob") ? "bob" : undefined;
+      if (!who) return undefined;
+      inFlight.add(who);
+      if (inFlight.size === 2) bothAtOnce = true;
+      await waitFor(() => bothAtOnce || undefined, 15_000, "both runs in flight").catch(() => undefined);
+      return undefined; // auto: "echo: <text>", streamed
+    };
+    try {
+      const alice = await openChat(ALICE.token, "main");
+      const bob = await openChat(BOB.token, "main");
+      const aliceId = randomUUID();
+      const bobId = randomUUID();
+      alice.send({ type: "send", id: aliceId, chat: "main", text: "hello from alice, the secret is apples" });
+      bob.send({ type: "send", id: bobId, chat: "main", text: "hello from bob, the secret is bananas" });
+      const aliceAck = await alice.next((f) => f.type === "ack" && f.id === aliceId, "alice's ack");
+      const bobAck = await bob.next((f) => f.type === "ack" && f.id === bobId, "bob's ack");
+      assert.notEqual(aliceAck.runId, bobAck.runId);
+      const aliceReply = await alice.next((f) => f.type === "entry" && f.entry.role === "assistant", "alice's reply");
+      const bobReply = await bob.next((f) => f.type === "entry" && f.entry.role === "assistant", "bob's reply");
+      assert.ok(bothAtOnce, "the two runs were in flight at the same time");
+      assert.match(aliceReply.entry.text, /^echo: hello from alice.*apples/);
+      assert.match(bobReply.entry.text, /^echo: hello from bob.*bananas/);
+      assert.ok(alice.frames.some((f) => f.type === "delta" && f.runId === aliceAck.runId), "alice saw her reply stream");
+      // nothing of the other user: no line, no streamed text, no tool line, no run end
+      assert.ok(!texts(alice).includes("bananas") && !texts(alice).includes(bobAck.runId), "alice sees nothing of bob's chat or run");
+      assert.ok(!texts(bob).includes("apples") && !texts(bob).includes(aliceAck.runId), "bob sees nothing of alice's chat or run");
+      // separate sessions: the model never saw the other user's words
+      for (const r of system.fake.requests) {
+        const sent = JSON.stringify(r.body.messages);
+        assert.ok(!(sent.includes("apples") && sent.includes("bananas")), "one transcript holds both users' messages");
+      }
+
+      // the history of "main" is per user
+      const aliceAgain = await Client.connect(port, ALICE.token);
+      await aliceAgain.next((f) => f.type === "ready", "ready");
+      assert.equal(aliceAgain.frames.find((f) => f.type === "ready")!.userId, "alice");
+      aliceAgain.send({ type: "open", chat: "main", since: 0 });
+      const aliceHistory = await aliceAgain.next((f) => f.type === "history", "alice's history");
+      assert.deepEqual(aliceHistory.entries.map((e: any) => e.role), ["user", "assistant"]);
+      assert.ok(JSON.stringify(aliceHistory.entries).includes("apples") && !JSON.stringify(aliceHistory.entries).includes("bananas"));
+
+      // each message is a DM from its user, in that user's own session (a chat of the same name too)
+      const chatId = randomUUID();
+      bob.send({ type: "open", chat: "chat-same", since: 0 });
+      bob.send({ type: "send", id: chatId, chat: "chat-same", text: "bob in a named chat" });
+      await bob.next((f) => f.type === "entry" && f.chat === "chat-same" && f.entry.role === "assistant", "bob's named chat reply");
+      const stored = await lastInbound(system);
+      assert.equal(stored?.id, `bob+${chatId}`);
+      assert.deepEqual(stored?.peer, { kind: "dm", id: "bob" });
+      assert.deepEqual(stored?.sender, { id: "bob", name: "bob" });
+      assert.equal(stored?.conversation, "bob+chat-same");
+      assert.equal(stored?.sessionName, "bob+chat-same");
+      const aliceNamed = await openChat(ALICE.token, "chat-same");
+      const namedId = randomUUID();
+      aliceNamed.send({ type: "send", id: namedId, chat: "chat-same", text: "alice in a named chat" });
+      await aliceNamed.next((f) => f.type === "entry" && f.entry.role === "assistant", "alice's named chat reply");
+      assert.deepEqual((await lastInbound(system))?.sender, { id: "alice", name: "Alice" });
+      assert.ok(!texts(aliceNamed).includes("bob in a named chat"), "a chat of the same name is another user's own chat");
+
+      const aliceSessions = await sessionsOf(ALICE.token);
+      const bobSessions = await sessionsOf(BOB.token);
+      assert.deepEqual(aliceSessions.map((s) => [s.chat, s.sessionKey]).sort(), [["chat-same", "agent:main:web:dm:alice+chat-same"], ["main", "agent:main:web:dm:alice"]]);
+      assert.deepEqual(bobSessions.map((s) => [s.chat, s.sessionKey]).sort(), [["chat-same", "agent:main:web:dm:bob+chat-same"], ["main", "agent:main:web:dm:bob"]]);
+      bob.send({ type: "sessions" });
+      const frame = await bob.next((f) => f.type === "sessions", "bob's sessions frame");
+      assert.ok(!JSON.stringify(frame.sessions).includes("alice"), "the socket lists bob's sessions only");
+      for (const c of [alice, bob, aliceAgain, aliceNamed]) c.close();
+    } finally {
+      system.fake.responder = undefined;
+    }
+  });
+
+  it("a user's token reads neither another user's media nor their chats' deliveries; a reused message id is the user's own message", async () => {
+    const bytes = Buffer.from(`alice's private notes ${randomUUID()}\n`);
+    const up = await fetch(`http://127.0.0.1:${port}/upload?name=notes.txt`, { method: "POST", body: bytes, headers: { "content-type": "text/plain", authorization: `Bearer ${ALICE.token}` } });
+    assert.equal(up.status, 200);
+    const { attachment } = (await up.json()) as { attachment: { ref: string } };
+    assert.equal((await api(`/media/${attachment.ref}`, ALICE.token)).status, 200, "the uploader downloads it");
+    const stranger = await api(`/media/${attachment.ref}`, BOB.token);
+    const unknown = await api(`/media/${"0".repeat(64)}`, BOB.token);
+    assert.equal(stranger.status, 404, "another user's upload is not found");
+    assert.deepEqual(await stranger.json(), await unknown.json(), "…exactly like a file that does not exist");
+
+    const bob = await openChat(BOB.token, "main");
+    const alice = await openChat(ALICE.token, "main");
+    const refused = randomUUID();
+    bob.send({ type: "send", id: refused, chat: "main", text: "", attachments: [{ ref: attachment.ref }] });
+    assert.match((await bob.next((f) => f.type === "nack" && f.id === refused, "nack for alice's file")).message, /not uploaded/);
+
+    // a delivery to alice's chat (with a file) reaches alice's sockets only; conversations of no configured user reach nobody
+    const nc = await system.nats.connect("channel-web");
+    const image = await new MediaStore(nc, MEDIA_DEFAULTS).put(Buffer.concat([PNG, Buffer.from(randomUUID())]), { mime: "image/png", name: "for-alice.png" });
+    await nc.close();
+    await publishOutbound(system, "main", "to the single user that is not configured");
+    await publishOutbound(system, "mallory+main", "to a user that does not exist");
+    const out = await publishOutbound(system, "alice+main", "only for alice", [{ kind: "image", mime: "image/png", name: "for-alice.png", ref: image.ref }]);
+    await alice.next((f) => f.type === "entry" && f.entry.id === `${out.id}:1`, "alice's file line");
+    assert.equal((await api(`/media/${image.ref}`, ALICE.token)).status, 200, "alice downloads the file of her chat");
+    assert.equal((await api(`/media/${image.ref}`, BOB.token)).status, 404, "bob does not");
+    await new Promise((r) => setTimeout(r, 500));
+    for (const c of [alice, bob]) assert.ok(!/not configured|does not exist/.test(texts(c)), "nobody gets another conversation's deliveries");
+    assert.ok(!texts(bob).includes("only for alice"), "bob's socket showing his own main chat gets nothing of alice's");
+
+    // bob naming alice's message id sends his own message (its own run), never joins her run
+    const aliceId = randomUUID();
+    alice.send({ type: "send", id: aliceId, chat: "main", text: "alice writes once" });
+    const aliceAck = await alice.next((f) => f.type === "ack" && f.id === aliceId, "alice's ack");
+    bob.send({ type: "send", id: aliceId, chat: "main", text: "bob reuses the id" });
+    const bobAck = await bob.next((f) => f.type === "ack" && f.id === aliceId, "bob's ack");
+    assert.equal(bobAck.duplicate, false, "a new message of bob");
+    assert.notEqual(bobAck.runId, aliceAck.runId);
+    await bob.next((f) => f.type === "entry" && f.entry.role === "assistant" && /bob reuses/.test(f.entry.text), "bob's reply");
+    await alice.next((f) => f.type === "entry" && f.entry.role === "assistant" && /alice writes once/.test(f.entry.text), "alice's reply");
+    assert.ok(!texts(bob).includes("alice writes once") && !texts(alice).includes("bob reuses"));
+    alice.close();
+    bob.close();
+  });
+
+  it("in a real browser: another user signing in on the same browser starts afresh, without the previous user's unsent messages", { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (apt-get install chromium)` }, async () => {
+    let browser: Browser | undefined;
+    try {
+      browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+      const page = await browser.newPage();
+      await page.goto(`http://127.0.0.1:${port}/?token=${ALICE.token}`);
+      await page.locator("#status.online").waitFor({ timeout: 10_000 });
+      await page.click("#new-chat");
+      // a message of alice's that was never acknowledged (her connection dropped)
+      await page.evaluate(() => (globalThis as any).localStorage.setItem("lurkbot.web.pending", JSON.stringify({ "0b0e6a1c-1111-4222-8333-444455556666": { chat: "main", text: "alice's unsent words", files: [] } })));
+      await page.goto(`http://127.0.0.1:${port}/?token=${BOB.token}`);
+      await waitFor(async () => (await page.evaluate(() => (globalThis as any).localStorage.getItem("lurkbot.web.user"))) === "bob" || undefined, 10_000, "bob signed in");
+      await page.locator("#status.online").waitFor({ timeout: 10_000 });
+      assert.equal(await page.textContent("#chat-title"), "Main session", "bob starts in his main chat, not in alice's last chat");
+      await new Promise((r) => setTimeout(r, 500));
+      assert.ok(!(await page.evaluate(() => (globalThis as any).localStorage.getItem("lurkbot.web.pending")) ?? "").includes("unsent"), "alice's unsent message is dropped");
+      assert.notEqual((await lastInbound(system))?.text, "alice's unsent words", "…never sent as bob's");
+      assert.equal(await page.locator(".msg", { hasText: "unsent" }).count(), 0);
+    } finally {
+      await browser?.close();
+    }
+  });
+
+  it("maps a user's session keys to that user's chats only", () => {
+    const alice = { id: "alice", name: "Alice", scope: "alice" };
+    assert.equal(chatOfSessionKey("agent:main:web:dm:alice", alice), "main");
+    assert.equal(chatOfSessionKey("agent:work:web:dm:alice+chat-1a2b", alice), "chat-1a2b");
+    for (const other of ["agent:main:web:dm:bob+chat-1a2b", "agent:main:web:dm:bob", "agent:main:web:dm:alicex", "agent:main:main", "agent:main:web:dm:chat-1a2b", "agent:main:dm:alice", "agent:main:telegram:dm:alice"]) {
+      assert.equal(chatOfSessionKey(other, alice), undefined, other);
+    }
+  });
+
+  it("refuses a wrong token as before, the same way whichever token was wrong; the single token is not used", async () => {
+    const nearMiss = `${ALICE.token.slice(0, -1)}x`;
+    const bodies = new Set<string>();
+    for (const token of [null, "wrong-token-wrong-token", nearMiss, UNUSED]) {
+      for (const path of ["/api/sessions", `/media/${"1".repeat(64)}`]) {
+        const res = await api(path, token);
+        assert.equal(res.status, 401, `${path} with ${token ? "a wrong token" : "no token"}`);
+        bodies.add(await res.text());
+      }
+      const upload = await fetch(`http://127.0.0.1:${port}/upload?name=x.txt`, { method: "POST", body: "x", headers: token ? { authorization: `Bearer ${token}` } : {} });
+      assert.equal(upload.status, 401);
+      bodies.add(await upload.text());
+      if (token) {
+        const c = await Client.connect(port, token);
+        await waitFor(() => c.closed, 5_000, "close after a bad token");
+        assert.equal(c.closed!.code, 4401);
+        assert.ok(!c.frames.some((f) => f.type === "ready"));
+      }
+    }
+    assert.equal(bodies.size, 1, "one answer for every refused token");
+    assert.match([...bodies][0]!, /channels\.web\.users/);
+    const log = system.actors.get("channel-web")!.output();
+    for (const secret of [ALICE.token, BOB.token, UNUSED]) assert.ok(!log.includes(secret), "no token in the channel's log");
   });
 });

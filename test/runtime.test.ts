@@ -12,7 +12,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { z } from "zod";
 import { LurkError, STREAMS } from "../shared/contract/index.js";
-import { loadConfig, parseConfig } from "../shared/runtime/config.js";
+import { configSecrets, loadConfig, parseConfig } from "../shared/runtime/config.js";
 import { compareCodeUnits } from "../shared/runtime/order.js";
 import { startConsumer, type DeadLetterInfo, type DeliveryInfo } from "../shared/runtime/consumer.js";
 import { checkTransportSecurity, ensureCredentials, passwordFor } from "../shared/runtime/credentials.js";
@@ -204,14 +204,30 @@ describe("configuration", () => {
     ["a summary model without provider", { compaction: { model: "nano" } }, /compaction\.model.*provider\/model/],
     ["a Slack slash command without its slash", { channels: { slack: { slashCommand: "lurk" } } }, /channels\.slack\.slashCommand.*e\.g\. \/lurk/],
     ["a subagents lease renewed too rarely", { subagents: { leaseTtlMs: 2_000, leaseRenewMs: 1_500 } }, /subagents\.leaseRenewMs must be at most half of subagents\.leaseTtlMs/],
+    ["a router lease renewed too rarely", { routing: { leaseTtlMs: 2_000, leaseRenewMs: 1_500 } }, /routing\.leaseRenewMs must be at most half of routing\.leaseTtlMs/],
     ["a transcription model of a provider without a transcription API", { media: { transcription: { model: "anthropic/claude-3-5-haiku" } } }, /media\.transcription\.model.*openai\/<model>, e\.g\. openai\/whisper-1/],
     ["a transcription language that is not a two-letter code", { media: { transcription: { model: "openai/whisper-1", language: "English" } } }, /media\.transcription\.language.*two-letter ISO-639-1/],
+    ["two web users with the same id", { channels: { web: { users: [{ id: "ann", token: "ann-token-0123456789" }, { id: "ann", token: "other-token-0123456789" }] } } }, /channels\.web\.users\.1\.id: user id "ann" is used twice \(users\[0\] has it\)/],
+    ["two web users with the same token", { channels: { web: { users: [{ id: "ann", token: "shared-token-0123456789" }, { id: "ben", token: "shared-token-0123456789" }] } } }, /channels\.web\.users\.1\.token: the same token as users\[0\]/],
+    ["a web user id with a dot", { channels: { web: { users: [{ id: "ann.b", token: "ann-token-0123456789" }] } } }, /channels\.web\.users\.0\.id: 1-64 letters, digits, _ or -/],
+    ["a short web user token", { channels: { web: { users: [{ id: "ann", token: "short" }] } } }, /channels\.web\.users\.0\.token: at least 16 characters/],
   ];
   for (const [name, file, message] of invalid) {
     it(`refuses ${name} with a message naming the field`, () => {
       assert.throws(() => parseConfig(file, { LURKBOT_HOME: home }, home), (e: unknown) => LurkError.is(e) && e.code === "CONFIG_INVALID" && message.test(e.message));
     });
   }
+
+  it("never shows a web user's token in the duplicate-token message, and redacts every web user's token", () => {
+    const users = [{ id: "ann", token: "ann-secret-token-0123456789" }, { id: "ben", token: "ben-secret-token-0123456789", name: "Ben" }];
+    assert.throws(() => parseConfig({ channels: { web: { users: [users[0], { id: "ben", token: users[0]!.token }] } } }, { LURKBOT_HOME: home }, home),
+      (e: unknown) => LurkError.is(e) && !e.message.includes(users[0]!.token));
+    const config = parseConfig({ channels: { web: { users } } }, { LURKBOT_HOME: home }, home);
+    assert.deepEqual(config.channels.web?.users?.map((u) => u.id), ["ann", "ben"]);
+    const secrets = configSecrets(config);
+    assert.ok(users.every((u) => secrets.includes(u.token)), "each user's token is a secret");
+    assert.ok(!secrets.includes("Ben") && !secrets.includes("ann"), "names and ids are not");
+  });
 
   it("turns transcription on with LURKBOT_TRANSCRIPTION_MODEL (defaults filled in), and keeps it off without", () => {
     assert.equal(parseConfig({}, { LURKBOT_HOME: home }, home).media.transcription, undefined);

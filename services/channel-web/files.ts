@@ -6,9 +6,11 @@
  *  - `GET /media/<ref>` (bearer token) serves a file with its type, `Content-Disposition` with its
  *    name (inline only for the raster image types a page shows), nosniff and a sandboxing CSP;
  *    404 JSON when unknown or expired.
- * The channel remembers each ref it took in or delivered (LMDB `<dataDir>/channel-web/files`,
- * kept media.retentionDays): a `send` frame may name only those (name, type and size come from
- * this record, not from the browser) and `GET /media/` serves only those.
+ * The channel remembers each ref it took in or delivered, per user (LMDB
+ * `<dataDir>/channel-web/files`, key = the ref in the user's namespace, user-scope.ts; kept
+ * media.retentionDays): a user's `send` frame may name only the files that user uploaded or got
+ * in their chats (name, type and size come from this record, not from the browser), and
+ * `GET /media/` serves a user only those; another user's file is "not found", like an unknown one.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { LurkError, mediaRefSchema, type Attachment } from "../../shared/contract/index.js";
@@ -18,6 +20,8 @@ import {
 import { attachmentKind, formatBytes, mimeFromName, type MediaStore } from "../../shared/runtime/media.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import type { WebFile } from "./protocol.js";
+import { scoped } from "./user-scope.js";
+import type { WebUser } from "./users.js";
 
 /** images the page shows inline (and the only types served `inline`) */
 export const INLINE_IMAGE = /^image\/(png|jpeg|gif|webp)$/;
@@ -31,13 +35,14 @@ export class WebFiles extends ExpiringDb<Known> {
     super(path, "files", { keepMs: retentionDays * DAY_MS, sweepEveryMs: 3_600_000, stampOf: (f) => f.at });
   }
 
-  async remember(file: WebFile): Promise<void> {
-    await this.db.put(file.ref, { ...file, at: this.now() });
+  /** `user` may now send and download the file. */
+  async remember(user: WebUser, file: WebFile): Promise<void> {
+    await this.db.put(scoped(user, file.ref), { ...file, at: this.now() });
   }
 
-  /** A file this channel took in or delivered (undefined once forgotten). */
-  known(ref: string): WebFile | undefined {
-    const f = this.get(ref);
+  /** A file `user` uploaded or got in their chats (undefined for any other, and once forgotten). */
+  known(user: WebUser, ref: string): WebFile | undefined {
+    const f = this.get(scoped(user, ref));
     if (!f || this.expired(f)) return undefined;
     const { at: _at, ...file } = f;
     return file;
@@ -57,7 +62,7 @@ function cleanName(raw: string | null): string {
   return name || "file";
 }
 
-export async function handleUpload(req: IncomingMessage, res: ServerResponse, media: MediaStore, files: WebFiles): Promise<void> {
+export async function handleUpload(req: IncomingMessage, res: ServerResponse, media: MediaStore, files: WebFiles, user: WebUser): Promise<void> {
   const name = cleanName(new URL(req.url ?? "/", "http://x").searchParams.get("name"));
   const declared = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
   const mime = MIME.test(declared) && declared !== "application/octet-stream" ? declared : mimeFromName(name);
@@ -75,7 +80,7 @@ export async function handleUpload(req: IncomingMessage, res: ServerResponse, me
   try {
     const stored = await media.put(bytes, { mime, name });
     const file: WebFile = { ref: stored.ref, name, mime, size: stored.size, kind: attachmentKind(mime) };
-    await files.remember(file);
+    await files.remember(user, file);
     return sendJson(res, 200, { attachment: file });
   } catch (err) {
     const e = LurkError.from(err);
@@ -83,8 +88,8 @@ export async function handleUpload(req: IncomingMessage, res: ServerResponse, me
   }
 }
 
-export async function handleMedia(res: ServerResponse, ref: string, media: MediaStore, files: WebFiles): Promise<void> {
-  const file = mediaRefSchema.safeParse(ref).success ? files.known(ref) : undefined;
+export async function handleMedia(res: ServerResponse, ref: string, media: MediaStore, files: WebFiles, user: WebUser): Promise<void> {
+  const file = mediaRefSchema.safeParse(ref).success ? files.known(user, ref) : undefined;
   if (!file) return fail(res, 404, "NOT_FOUND", "no such file in this chat");
   let got;
   try {
@@ -114,16 +119,16 @@ export function contentDisposition(type: "inline" | "attachment", name: string):
 }
 
 /**
- * An agent's file for a chat line: its bytes must be readable (stored by ref, or inline bytes
- * stored now). A file that cannot be (expired, invalid) becomes a fallback text line; a store
- * that is down is retried (DeliveryError).
+ * An agent's file for a chat line of `user`: its bytes must be readable (stored by ref, or inline
+ * bytes stored now). A file that cannot be (expired, invalid) becomes a fallback text line; a
+ * store that is down is retried (DeliveryError).
  */
-export async function outboundFile(media: MediaStore, files: WebFiles, a: Attachment, log: Logger): Promise<{ file: WebFile } | { fallback: string }> {
+export async function outboundFile(media: MediaStore, files: WebFiles, user: WebUser, a: Attachment, log: Logger): Promise<{ file: WebFile } | { fallback: string }> {
   const result = await outboundFileOrFallback(media, a, log);
   if ("fallback" in result) return result;
   const loaded = result.file;
   const ref = a.ref ?? (await media.put(loaded.bytes, { mime: loaded.mime, name: loaded.name })).ref;
   const file: WebFile = { ref, name: loaded.name, mime: loaded.mime, size: loaded.bytes.byteLength, kind: loaded.kind };
-  await files.remember(file);
+  await files.remember(user, file);
   return { file };
 }

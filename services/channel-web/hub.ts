@@ -1,27 +1,35 @@
 /**
- * The open browser sockets and what flows to them. A socket shows one chat at a time; every
- * frame for a chat goes to all sockets showing it (several tabs). Browser messages become
- * inbound messages (id = the browser's UUID, so a resend after a reconnect is processed once;
- * conversation = the chat id; peer = the web user; session name = the chat id except "main"),
- * acknowledged only once LURK_INBOUND stored them. Before publishing, the run's events are
- * watched: reply text streams as `delta` frames, tool_start/tool_end as `tool` frames.
+ * The open browser sockets and what flows to them. A socket belongs to the user whose token it
+ * signed in with (`join`) and shows one of that user's chats at a time; every frame for a chat
+ * goes to all sockets showing it (several tabs), and only to that user's sockets (chats are
+ * per user: user-scope.ts). Browser messages become inbound messages (id = the browser's UUID in
+ * the user's namespace, so a resend after a reconnect is processed once; conversation = the
+ * chat's bus name; peer and sender = the user; session name: sessionNameOf), acknowledged only
+ * once LURK_INBOUND stored them. Before publishing, the run's events are watched: reply text
+ * streams as `delta` frames, tool_start/tool_end as `tool` frames.
  */
 import type { WebSocket } from "ws";
-import { LurkError, parseSessionKey } from "../../shared/contract/index.js";
+import { LurkError } from "../../shared/contract/index.js";
 import type { ChannelContext, RunWatch } from "../../shared/runtime/channel/index.js";
 import type { WebChannelConfig } from "../../shared/runtime/config-channels.js";
 import { toAttachment, type WebFiles } from "./files.js";
 import type { ChatHistory } from "./history.js";
-import { MAIN_CHAT, type ChatEntry, type SendFrame, type ServerFrame, type WebFile, type WebSession } from "./protocol.js";
+import { type ChatEntry, type SendFrame, type ServerFrame, type WebFile, type WebSession } from "./protocol.js";
+import { chatOfSessionKey, scoped, sessionNameOf, webChat, type WebChat } from "./user-scope.js";
+import type { WebUser } from "./users.js";
 
 /** how long a run's events are streamed at most */
 const WATCH_MAX_MS = 30 * 60_000;
 /** entries sent when a chat is opened */
 export const HISTORY_PAGE = 200;
 const PREVIEW_CHARS = 160;
+/** sessions asked of the sessions actor for a user of `channels.web.users` (their DM sessions among all) */
+const SESSIONS_SCAN = 500;
+
+interface SocketState { user: WebUser; showing?: WebChat }
 
 export class Hub {
-  private readonly chatOf = new Map<WebSocket, string>();
+  private readonly sockets = new Map<WebSocket, SocketState>();
   private readonly watches = new Map<string, RunWatch>();
 
   constructor(private readonly ctx: ChannelContext<WebChannelConfig>, private readonly history: ChatHistory, private readonly files: WebFiles) {}
@@ -30,11 +38,20 @@ export class Hub {
     if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(frame));
   }
 
-  /** Sends to every socket showing `chat`; returns how many got it. */
-  broadcast(chat: string, frame: ServerFrame): number {
+  /** A socket that signed in as `user`: from now on it sees that user's chats only. */
+  join(ws: WebSocket, user: WebUser): void {
+    this.sockets.set(ws, { user });
+  }
+
+  userOf(ws: WebSocket): WebUser | undefined {
+    return this.sockets.get(ws)?.user;
+  }
+
+  /** Sends to every socket showing this chat (of this user); returns how many got it. */
+  broadcast(c: WebChat, frame: ServerFrame): number {
     let n = 0;
-    for (const [ws, c] of this.chatOf) {
-      if (c === chat && ws.readyState === ws.OPEN) {
+    for (const [ws, s] of this.sockets) {
+      if (s.showing?.conversation === c.conversation && s.user.scope === c.user.scope && ws.readyState === ws.OPEN) {
         ws.send(JSON.stringify(frame));
         n++;
       }
@@ -42,78 +59,91 @@ export class Hub {
     return n;
   }
 
+  /** Shows the socket's user's chat `chat`: its kept entries after `since`, then what arrives. */
   open(ws: WebSocket, chat: string, since: number): void {
-    this.chatOf.set(ws, chat);
-    this.send(ws, { type: "history", chat, entries: this.history.since(chat, since, HISTORY_PAGE) });
+    const s = this.sockets.get(ws);
+    if (!s) return;
+    const c = webChat(s.user, chat);
+    s.showing = c;
+    this.send(ws, { type: "history", chat, entries: this.history.since(c.conversation, since, HISTORY_PAGE) });
   }
 
   leave(ws: WebSocket): void {
-    this.chatOf.delete(ws);
+    this.sockets.delete(ws);
   }
 
   /** Stores a chat line and shows it to the chat's sockets. */
-  async record(chat: string, entry: Omit<ChatEntry, "seq">): Promise<ChatEntry> {
-    const stored = await this.history.append(chat, entry);
-    this.broadcast(chat, { type: "entry", chat, entry: stored });
+  async record(c: WebChat, entry: Omit<ChatEntry, "seq">): Promise<ChatEntry> {
+    const stored = await this.history.append(c.conversation, entry);
+    this.broadcast(c, { type: "entry", chat: c.chat, entry: stored });
     return stored;
   }
 
-  /** One browser message: watch its run, persist it, then ack (or nack with the reason). */
+  /** One browser message of the socket's user: watch its run, persist it, then ack (or nack with the reason). */
   async inbound(ws: WebSocket, msg: SendFrame): Promise<void> {
     const { ctx } = this;
+    const user = this.userOf(ws);
+    if (!user) return;
+    const nack = (code: string, message: string) => this.send(ws, { type: "nack", id: msg.id, chat: msg.chat, code, message });
+    let c: WebChat;
+    try {
+      c = webChat(user, msg.chat);
+    } catch (err) {
+      return nack(LurkError.from(err).code, (err as Error).message);
+    }
     const files: WebFile[] = [];
     for (const { ref } of msg.attachments) {
-      const file = this.files.known(ref);
-      if (!file) {
-        const message = `file ${ref.slice(0, 12)}… was not uploaded here (or has expired): upload it again`;
-        return this.send(ws, { type: "nack", id: msg.id, chat: msg.chat, code: "VALIDATION_FAILED", message });
-      }
+      const file = this.files.known(user, ref);
+      if (!file) return nack("VALIDATION_FAILED", `file ${ref.slice(0, 12)}… was not uploaded here (or has expired): upload it again`);
       files.push(file);
     }
-    const runId = ctx.runIdFor(msg.id);
+    const inboundId = scoped(user, msg.id);
+    const runId = ctx.runIdFor(inboundId);
     const isNew = !this.watches.has(runId);
-    if (isNew) this.watch(msg.chat, runId);
+    if (isNew) this.watch(c, runId);
     try {
       await ctx.rt.nc.flush();
+      const sessionName = sessionNameOf(c);
       const published = await ctx.publishInbound({
-        id: msg.id,
-        conversation: msg.chat,
-        peer: { kind: "dm", id: ctx.settings.userId },
-        sender: { id: ctx.settings.userId, name: "Web" },
+        id: inboundId,
+        conversation: c.conversation,
+        peer: { kind: "dm", id: user.id },
+        sender: { id: user.id, name: user.name },
         text: msg.text,
         attachments: files.map(toAttachment),
         mentioned: true,
-        ...(msg.chat === MAIN_CHAT ? {} : { sessionName: msg.chat }),
+        ...(sessionName ? { sessionName } : {}),
       });
       if (published.duplicate) {
         if (isNew) this.unwatch(runId);
       } else {
-        await this.record(msg.chat, { ts: Date.now(), role: "user", kind: "message", id: msg.id, text: msg.text, runId, ...(files.length ? { attachments: files } : {}) });
+        await this.record(c, { ts: Date.now(), role: "user", kind: "message", id: msg.id, text: msg.text, runId, ...(files.length ? { attachments: files } : {}) });
       }
       this.send(ws, { type: "ack", id: msg.id, chat: msg.chat, runId, duplicate: published.duplicate });
-      ctx.log.debug({ runId, chat: msg.chat, duplicate: published.duplicate }, "browser message stored");
+      ctx.log.debug({ runId, user: user.id, chat: msg.chat, duplicate: published.duplicate }, "browser message stored");
     } catch (err) {
       if (isNew) this.unwatch(runId);
       const e = LurkError.from(err);
       ctx.log.warn({ runId, code: e.code, err: e.message }, "browser message not stored");
-      this.send(ws, { type: "nack", id: msg.id, chat: msg.chat, code: e.code, message: e.message });
+      nack(e.code, e.message);
     }
   }
 
-  private watch(chat: string, runId: string): void {
+  private watch(c: WebChat, runId: string): void {
+    const chat = c.chat;
     const watch = this.ctx.watchRun(runId, {
-      onAppend: (text) => void this.broadcast(chat, { type: "delta", chat, runId, text }),
+      onAppend: (text) => void this.broadcast(c, { type: "delta", chat, runId, text }),
       onEvent: (ev) => {
         const e = ev.event;
         if (e.kind === "tool_start") {
-          this.broadcast(chat, { type: "tool", chat, runId, toolCallId: e.toolCallId, name: e.name, phase: "start", detail: preview(JSON.stringify(e.args)) });
+          this.broadcast(c, { type: "tool", chat, runId, toolCallId: e.toolCallId, name: e.name, phase: "start", detail: preview(JSON.stringify(e.args)) });
         } else if (e.kind === "tool_end") {
-          this.broadcast(chat, { type: "tool", chat, runId, toolCallId: e.toolCallId, name: e.name, phase: "end", isError: e.isError, durationMs: Math.round(e.durationMs), detail: preview(e.preview) });
+          this.broadcast(c, { type: "tool", chat, runId, toolCallId: e.toolCallId, name: e.name, phase: "end", isError: e.isError, durationMs: Math.round(e.durationMs), detail: preview(e.preview) });
         }
       },
       onEnd: (end) => {
         this.watches.delete(runId);
-        this.broadcast(chat, end.status === "done"
+        this.broadcast(c, end.status === "done"
           ? { type: "run_end", chat, runId, status: "done" }
           : { type: "run_end", chat, runId, status: "error", code: end.code, message: end.message });
       },
@@ -127,12 +157,12 @@ export class Hub {
     this.watches.delete(runId);
   }
 
-  /** The web user's sessions (named web chats and the main session), newest first. */
-  async sessions(): Promise<WebSession[]> {
-    const { sessions } = await this.ctx.rt.client.call("sessions", "list", { limit: 200 });
+  /** The user's sessions (their web chats and their main session), newest first; never another user's. */
+  async sessions(user: WebUser): Promise<WebSession[]> {
+    const { sessions } = await this.ctx.rt.client.call("sessions", "list", user.scope ? { sessionType: "dm", limit: SESSIONS_SCAN } : { limit: 200 });
     const out: WebSession[] = [];
     for (const s of sessions) {
-      const chat = chatOfSessionKey(s.sessionKey);
+      const chat = chatOfSessionKey(s.sessionKey, user);
       if (!chat) continue;
       out.push({ chat, sessionKey: s.sessionKey, updatedAt: s.updatedAt, records: s.records, active: s.activeRunId !== undefined, ...(s.label ? { label: s.label } : {}) });
     }
@@ -141,17 +171,9 @@ export class Hub {
 
   stop(): void {
     for (const runId of [...this.watches.keys()]) this.unwatch(runId);
-    for (const ws of this.chatOf.keys()) ws.close(1001, "server stopping");
-    this.chatOf.clear();
+    for (const ws of this.sockets.keys()) ws.close(1001, "server stopping");
+    this.sockets.clear();
   }
-}
-
-/** `agent:<a>:main` -> "main"; `agent:<a>:web:dm:<chat>` -> chat; anything else: not a web chat. */
-export function chatOfSessionKey(key: string): string | undefined {
-  const parsed = parseSessionKey(key);
-  if (parsed?.type === "main") return MAIN_CHAT;
-  const m = /^agent:[^:]+:web:dm:([A-Za-z0-9_-]{1,64})$/.exec(key);
-  return m?.[1];
 }
 
 function preview(text: string): string {

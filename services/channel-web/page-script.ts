@@ -3,14 +3,15 @@
  * token in localStorage (taken once from `?token=` or the login form, then removed from the
  * address bar), reconnects with backoff, resends unacknowledged messages with their ids after a
  * reconnect (the channel processes each id once), and asks for the chat's entries after the
- * last seq it saw. Files (the 📎 button, paste or drop) are uploaded at once (`POST /upload`
+ * last seq it saw. When a different user signs in on the same browser, the previous user's
+ * chat and unsent messages are dropped and the page reloads. Files (the 📎 button, paste or drop) are uploaded at once (`POST /upload`
  * with the token) and sent by ref with the next message; a chat's files are fetched with the
  * token (`GET /media/<ref>`): raster images shown inline, other files as download links.
  */
 export const PAGE_SCRIPT = String.raw`
 (function () {
   "use strict";
-  var KEY_TOKEN = "lurkbot.web.token", KEY_CHAT = "lurkbot.web.chat", KEY_PENDING = "lurkbot.web.pending";
+  var KEY_TOKEN = "lurkbot.web.token", KEY_CHAT = "lurkbot.web.chat", KEY_PENDING = "lurkbot.web.pending", KEY_USER = "lurkbot.web.user";
   var MAX_FILES = 8, IMAGE = /^image\/(png|jpeg|gif|webp)$/;
   var $ = function (id) { return document.getElementById(id); };
   var state = { ws: null, ready: false, chat: localStorage.getItem(KEY_CHAT) || "main", lastSeq: 0,
@@ -203,6 +204,10 @@ export const PAGE_SCRIPT = String.raw`
   function onFrame(f) {
     switch (f.type) {
       case "ready":
+        // another user signed in on this browser: drop the previous user's chat and unsent messages, start afresh
+        var before = localStorage.getItem(KEY_USER);
+        localStorage.setItem(KEY_USER, f.userId);
+        if (before && before !== f.userId) { localStorage.removeItem(KEY_PENDING); localStorage.removeItem(KEY_CHAT); location.reload(); return; }
         state.ready = true; state.retry = 0; state.maxFileBytes = f.maxFileBytes || 0; setStatus("connected", "online");
         send({ type: "open", chat: state.chat, since: state.lastSeq });
         send({ type: "sessions" });

@@ -33,7 +33,7 @@ export function pageHtml(): string {
   <form id="composer"><button id="attach" type="button" title="Attach files (or paste or drop them)" aria-label="Attach files">&#128206;</button><input id="file" type="file" multiple hidden><textarea id="input" rows="1" placeholder="Message LurkBot (Enter to send, Shift+Enter for a new line)"></textarea><button id="send" type="submit">Send</button></form>
 </main>
 <div id="login"><form id="login-form"><strong>Sign in to LurkBot</strong>
-  <span>Paste the web token (channels.web.token, or <code>web.token</code> in credentials/channels.json).</span>
+  <span>Paste your web token (channels.web.token, or <code>web.token</code> in credentials/channels.json; with several users, your own from channels.web.users).</span>
   <input id="token" type="password" autocomplete="current-password" placeholder="token">
   <span id="login-err" class="err"></span><button type="submit">Open</button></form></div>
 <script>${PAGE_SCRIPT}</script>

@@ -4,11 +4,11 @@
  * entries after `since` come back as `history`), `send` (a message with a browser-made UUID and
  * at most MAX_FILES_PER_MESSAGE files, by the refs `POST /upload` answered: answered `ack` once
  * stored in LURK_INBOUND, or `nack`), `sessions`, `ping`.
- * Server -> browser: `ready` (with the upload cap), `history`, `entry` (a stored chat line: the
+ * Server -> browser: `ready` (the signed-in user's id and name, the upload cap), `history`, `entry` (a stored chat line: the
  * user's message, a reply, a file, a notice, an error or an approval), `delta` (streamed reply
  * text), `tool` (tool progress), `run_end`, `typing`, `sessions`, `ack`/`nack`, `error`, `pong`.
- * A chat id is token-safe (`[A-Za-z0-9_-]`, <= 64): it is the conversation and, except for
- * "main", the session name.
+ * A chat id is token-safe (`[A-Za-z0-9_-]`, <= 64) and names one of the signed-in user's
+ * chats; its conversation and session name on the bus come from user-scope.ts.
  */
 import { z } from "zod";
 import { mediaRefSchema, type Attachment } from "../../shared/contract/index.js";
@@ -65,7 +65,7 @@ export interface ChatEntry {
 export interface WebSession { chat: string; sessionKey: string; updatedAt: number; records: number; label?: string; active: boolean }
 
 export type ServerFrame =
-  | { type: "ready"; userId: string; maxFileBytes: number }
+  | { type: "ready"; userId: string; name: string; maxFileBytes: number }
   | { type: "history"; chat: string; entries: ChatEntry[] }
   | { type: "entry"; chat: string; entry: ChatEntry }
   | { type: "delta"; chat: string; runId: string; text: string }

@@ -2,18 +2,21 @@
  * HTTP + WebSocket surface (node:http + ws). `GET /` serves the chat page (it holds no data;
  * it asks for the token); `GET /api/sessions`, `POST /upload` and `GET /media/<ref>` (files.ts)
  * need `Authorization: Bearer <token>`; `/ws` upgrades to the chat socket, whose first frame
- * must be `hello` with the token (else close 4401). Tokens are compared in constant time. Browsers' cross-site sockets (an Origin header
- * naming another host) are refused before the upgrade.
+ * must be `hello` with the token (else close 4401). The token names the user (users.ts: compared
+ * with every user's token in constant time; a refusal looks the same whichever token was
+ * wrong), and the request or socket then serves that user only. Browsers' cross-site sockets
+ * (an Origin header naming another host) are refused before the upgrade.
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { WebSocketServer, type RawData, type WebSocket } from "ws";
 import { LurkError, safeParseJson } from "../../shared/contract/index.js";
-import { closeHttpServer, listenHttp, safeEqual, sendJson, type ChannelContext } from "../../shared/runtime/channel/index.js";
+import { closeHttpServer, listenHttp, sendJson, type ChannelContext } from "../../shared/runtime/channel/index.js";
 import type { WebChannelConfig } from "../../shared/runtime/config-channels.js";
 import { handleMedia, handleUpload, type WebFiles } from "./files.js";
 import type { Hub } from "./hub.js";
 import { pageResponse } from "./page.js";
 import { clientFrameSchema } from "./protocol.js";
+import type { WebUser, WebUsers } from "./users.js";
 
 export const CLOSE_UNAUTHORIZED = 4401;
 const HELLO_TIMEOUT_MS = 10_000;
@@ -22,9 +25,9 @@ const REQUEST_TIMEOUT_MS = 300_000;
 
 export interface WebServer { server: Server; port: number; close(): Promise<void> }
 
-function bearerOk(req: IncomingMessage, token: string): boolean {
+function bearerUser(req: IncomingMessage, users: WebUsers): WebUser | undefined {
   const given = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? "")?.[1]?.trim() ?? "";
-  return given.length > 0 && safeEqual(given, token);
+  return users.authenticate(given);
 }
 
 /** A browser's Origin must name the host it connected to (no Origin: not a browser, allowed). */
@@ -38,11 +41,12 @@ function sameOrigin(req: IncomingMessage): boolean {
   }
 }
 
-export async function startWebServer(ctx: ChannelContext<WebChannelConfig>, token: string, hub: Hub, files: WebFiles): Promise<WebServer> {
+export async function startWebServer(ctx: ChannelContext<WebChannelConfig>, users: WebUsers, hub: Hub, files: WebFiles): Promise<WebServer> {
   const { log, settings } = ctx;
   const media = ctx.rt.media;
   const page = pageResponse();
-  const ready = () => ({ type: "ready" as const, userId: settings.userId, maxFileBytes: media.maxFileBytes });
+  const ready = (user: WebUser) => ({ type: "ready" as const, userId: user.id, name: user.name, maxFileBytes: media.maxFileBytes });
+  const tokenHint = users.several ? "your own token from channels.web.users" : "<channels.web.token> (see <home>/credentials/channels.json)";
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? "/").split("?")[0];
@@ -54,14 +58,15 @@ export async function startWebServer(ctx: ChannelContext<WebChannelConfig>, toke
     const isUpload = path === "/upload";
     const isMedia = path?.startsWith("/media/") ?? false;
     if (path?.startsWith("/api/") || isUpload || isMedia) {
-      if (!bearerOk(req, token)) {
+      const user = bearerUser(req, users);
+      if (!user) {
         log.warn({ path, remote: req.socket.remoteAddress }, "request refused: bad or missing token");
         req.resume();
-        return sendJson(res, 401, { error: { code: "UNAUTHORIZED", message: "a valid token is needed: send Authorization: Bearer <channels.web.token> (see <home>/credentials/channels.json)" } }, { "www-authenticate": "Bearer" });
+        return sendJson(res, 401, { error: { code: "UNAUTHORIZED", message: `a valid token is needed: send Authorization: Bearer ${tokenHint}` } }, { "www-authenticate": "Bearer" });
       }
-      if (req.method === "GET" && path === "/api/sessions") return sendJson(res, 200, { sessions: await hub.sessions() });
-      if (req.method === "POST" && isUpload) return handleUpload(req, res, media, files);
-      if (req.method === "GET" && isMedia) return handleMedia(res, path!.slice("/media/".length), media, files);
+      if (req.method === "GET" && path === "/api/sessions") return sendJson(res, 200, { sessions: await hub.sessions(user) });
+      if (req.method === "POST" && isUpload) return handleUpload(req, res, media, files, user);
+      if (req.method === "GET" && isMedia) return handleMedia(res, path!.slice("/media/".length), media, files, user);
     }
     req.resume();
     return sendJson(res, 404, { error: { code: "NOT_FOUND", message: `no route ${req.method} ${path}` } });
@@ -87,8 +92,9 @@ export async function startWebServer(ctx: ChannelContext<WebChannelConfig>, toke
   });
 
   const onSocket = (ws: WebSocket, req: IncomingMessage) => {
-    let authed = false;
-    const helloTimer = setTimeout(() => { if (!authed) ws.close(CLOSE_UNAUTHORIZED, "no hello"); }, HELLO_TIMEOUT_MS);
+    /** the user this socket signed in as (its `hello`); until then only `hello` is accepted */
+    let user: WebUser | undefined;
+    const helloTimer = setTimeout(() => { if (!user) ws.close(CLOSE_UNAUTHORIZED, "no hello"); }, HELLO_TIMEOUT_MS);
     ws.on("close", () => {
       clearTimeout(helloTimer);
       hub.leave(ws);
@@ -111,24 +117,28 @@ export async function startWebServer(ctx: ChannelContext<WebChannelConfig>, toke
       }
       const parsed = clientFrameSchema.safeParse(raw);
       if (!parsed.success) {
-        if (!authed) return ws.close(CLOSE_UNAUTHORIZED, "hello first");
+        if (!user) return ws.close(CLOSE_UNAUTHORIZED, "hello first");
         return hub.send(ws, { type: "error", code: "VALIDATION_FAILED", message: parsed.error.issues.slice(0, 3).map((i) => `${i.path.join(".") || "frame"}: ${i.message}`).join("; ") });
       }
       const frame = parsed.data;
-      if (!authed) {
-        if (frame.type !== "hello" || !safeEqual(frame.token, token)) {
+      if (!user) {
+        const signedIn = frame.type === "hello" ? users.authenticate(frame.token) : undefined;
+        if (!signedIn) {
           log.warn({ remote: req.socket.remoteAddress }, "socket refused: bad or missing token");
           return ws.close(CLOSE_UNAUTHORIZED, "bad token");
         }
-        authed = true;
+        user = signedIn;
         clearTimeout(helloTimer);
-        return hub.send(ws, ready());
+        hub.join(ws, user);
+        log.debug({ user: user.id }, "socket signed in");
+        return hub.send(ws, ready(user));
       }
       switch (frame.type) {
-        case "hello": return hub.send(ws, ready());
+        // a socket stays the user it signed in as; a later hello only repeats `ready`
+        case "hello": return hub.send(ws, ready(user));
         case "open": return hub.open(ws, frame.chat, frame.since);
         case "send": return hub.inbound(ws, frame);
-        case "sessions": return hub.send(ws, { type: "sessions", sessions: await hub.sessions() });
+        case "sessions": return hub.send(ws, { type: "sessions", sessions: await hub.sessions(user) });
         case "ping": return hub.send(ws, { type: "pong" });
       }
     };

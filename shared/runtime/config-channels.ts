@@ -125,20 +125,48 @@ export const discordChannelSchema = z.object({
   commandGuildIds: z.array(z.string().regex(/^\d{15,25}$/, "a guild id (a snowflake)")).max(50).optional(),
 });
 
+const webUserIdSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "1-64 letters, digits, _ or -");
+
+/** One person of the web chat: their token signs them in; `id` is their DM peer and sender id. */
+export const webUserSchema = z.object({
+  id: webUserIdSchema,
+  token: secretSchema,
+  /** the sender's display name (default: the id) */
+  name: z.string().min(1).max(200).optional(),
+});
+export type WebUserConfig = z.infer<typeof webUserSchema>;
+
 /** `channels.web`: the browser chat (HTTP + WebSocket, services/channel-web). */
 export const webChannelSchema = z.object({
   ...channelBaseShape,
   /** loopback by default: a public address needs a reverse proxy with TLS */
   host: z.string().min(1).default("127.0.0.1"),
   port: portSchema.default(8790),
-  /** the access token of the page, the socket and the API; generated at first start when absent (env LURKBOT_WEB_TOKEN) */
+  /** the access token of the page, the socket and the API (one user: `userId`); generated at first start when absent (env LURKBOT_WEB_TOKEN); not used when `users` is set */
   token: secretSchema.optional(),
   /** the largest WebSocket frame or API body accepted, bytes */
   maxMessageBytes: z.number().int().min(1024).max(16 * 1024 * 1024).default(256 * 1024),
-  /** the web user's id (the DM peer and sender of every browser message) */
-  userId: z.string().min(1).max(64).regex(/^[A-Za-z0-9_-]+$/).default("web-user"),
+  /** the web user's id (the DM peer and sender of every browser message); not used when `users` is set */
+  userId: webUserIdSchema.default("web-user"),
+  /**
+   * several people, each with their own token, chats, sessions, history and files (unset: the
+   * one user of `token`/`userId`). Ids and tokens must be unique.
+   */
+  users: z.array(webUserSchema).min(1, "at least one user (remove `users` to use the single token)").max(1000).optional(),
   /** messages kept per chat for reconnects and reloads (oldest dropped first) */
   historyPerChat: z.number().int().min(10).max(10_000).default(500),
+}).superRefine((s, ctx) => {
+  const ids = new Map<string, number>();
+  const tokens = new Map<string, number>();
+  s.users?.forEach((u, i) => {
+    const sameId = ids.get(u.id);
+    if (sameId !== undefined) ctx.addIssue({ code: "custom", path: ["users", i, "id"], message: `user id "${u.id}" is used twice (users[${sameId}] has it); each user needs their own id` });
+    else ids.set(u.id, i);
+    // the message never shows the token itself
+    const sameToken = tokens.get(u.token);
+    if (sameToken !== undefined) ctx.addIssue({ code: "custom", path: ["users", i, "token"], message: `the same token as users[${sameToken}]; each user needs their own token` });
+    else tokens.set(u.token, i);
+  });
 });
 
 /** `channels.slack`: a Slack app over Socket Mode (events in) and the Web API (out) (services/channel-slack). */
@@ -210,14 +238,24 @@ export function enabledChannels(channels: ChannelsConfig): string[] {
   return Object.entries(channels).filter(([, c]) => (c as { enabled?: boolean } | undefined)?.enabled === true).map(([name]) => name);
 }
 
-/** Every secret-looking value of the channels config (tokens, secrets, keys), for redaction. */
+const SECRET_FIELD = /(token|secret|key|password)/i;
+
+/**
+ * Every secret-looking value of the channels config (tokens, secrets, keys), for redaction:
+ * string fields with such a name, also inside nested objects and lists (`channels.web.users[].token`).
+ */
 export function channelConfigSecrets(channels: ChannelsConfig): string[] {
   const out: string[] = [];
-  for (const c of Object.values(channels)) {
-    if (!c || typeof c !== "object") continue;
-    for (const [key, value] of Object.entries(c)) {
-      if (typeof value === "string" && value.length >= 8 && /(token|secret|key|password)/i.test(key)) out.push(value);
+  const collect = (node: unknown, depth: number): void => {
+    if (!node || typeof node !== "object" || depth > 4) return;
+    for (const [key, value] of Object.entries(node)) {
+      if (typeof value === "string") {
+        if (value.length >= 8 && SECRET_FIELD.test(key)) out.push(value);
+      } else {
+        collect(value, depth + 1);
+      }
     }
-  }
+  };
+  for (const c of Object.values(channels)) collect(c, 0);
   return out;
 }
