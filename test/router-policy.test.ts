@@ -16,6 +16,7 @@ import { createLogger } from "../shared/runtime/logger.js";
 import { decideAccess } from "../services/router/access.js";
 import { Lanes } from "../services/router/lanes.js";
 import { CODE_LENGTH, PairingStore } from "../services/router/pairing.js";
+import { GroupContext, withContext } from "../services/router/group-context.js";
 import { SessionQueues, Work, type QueueSettings } from "../services/router/queue.js";
 
 const config = (routing: Record<string, unknown>) => parseConfig({ routing }, { LURKBOT_HOME: "/tmp/lurk-policy-test" });
@@ -248,5 +249,32 @@ describe("queue policy over real lanes", () => {
     assert.deepEqual(t.queues.stop("agent:main:main", "test"), { activeRunId: "run-1", dropped: 2 });
     assert.deepEqual(await Promise.all([w2, w3]), ["dropped", "dropped"]);
     assert.deepEqual(t.aborts, ["run-1"]);
+  });
+});
+
+describe("group context (group-context.ts)", () => {
+  const line = (id: string, text: string, name?: string) => ({ id, sender: { id: `u-${id}`, ...(name ? { name } : {}) }, text, attachments: [] });
+
+  it("keeps the last historyLimit messages per session, once per message id, and hands them over once", () => {
+    const context = new GroupContext(2);
+    context.add("s1", line("1", "one", "Ann"));
+    context.add("s1", line("2", "two"));
+    context.add("s1", line("2", "two again"));
+    context.add("s1", line("3", "three"));
+    context.add("s2", line("4", "elsewhere"));
+    assert.deepEqual(context.take("s1").map((l) => `${l.from}: ${l.text}`), ["u-2: two", "u-3: three"]);
+    assert.deepEqual(context.take("s1"), []);
+    assert.equal(withContext("hi", context.take("s2")), "[Chat messages since your last reply, for context]\nu-4: elsewhere\n\n[Current message, to you]\nhi");
+    assert.equal(withContext("hi", []), "hi");
+  });
+
+  it("names attachments, cuts long texts, and keeps nothing with historyLimit 0", () => {
+    const context = new GroupContext(5);
+    context.add("s", { id: "a", sender: { id: "u" }, text: "x".repeat(3_000), attachments: [{ kind: "image", mime: "image/png", name: "cat.png" }] });
+    const [only] = context.take("s");
+    assert.equal(only!.text, `${"x".repeat(2_000)}… [cat.png]`);
+    const off = new GroupContext(0);
+    off.add("s", line("b", "ignored"));
+    assert.deepEqual(off.take("s"), []);
   });
 });

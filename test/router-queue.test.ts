@@ -186,6 +186,22 @@ describe("router: queue modes, commands, policies (router process, scripted runn
     assert.match(unknown.stderr, /no pending pairing code NOPE2345/);
   });
 
+  it("group context: messages not addressed to the bot reach it, once, ahead of the next one that is", async () => {
+    const chatter = await send("discord", { kind: "group", id: "d-ctx" }, "anyone up for lunch?", { sender: "ann" });
+    await send("discord", { kind: "group", id: "d-ctx" }, "pizza at noon", { sender: "ben" });
+    await noRun(chatter.runId, 300);
+    const asked = await send("discord", { kind: "group", id: "d-ctx" }, "@bot book a table", { sender: "ann", mentioned: true });
+    const req = await runOf(asked.runId);
+    assert.equal(req.inputs[0]!.text, [
+      "[Chat messages since your last reply, for context]", "ann: anyone up for lunch?", "ben: pizza at noon", "", "[Current message, to you]", "@bot book a table",
+    ].join("\n"));
+    finish(req);
+    const next = await send("discord", { kind: "group", id: "d-ctx" }, "@bot thanks", { sender: "ben", mentioned: true });
+    const nextReq = await runOf(next.runId);
+    assert.equal(nextReq.inputs[0]!.text, "@bot thanks", "the context was handed over once");
+    finish(nextReq);
+  });
+
   it("mention gating: a discord group message runs only when the bot is mentioned", async () => {
     const quiet = await send("discord", { kind: "group", id: "d1" }, "chatter", { sender: "u9" });
     await noRun(quiet.runId);

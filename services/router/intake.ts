@@ -12,6 +12,7 @@ import { broadcastRunId, submitBroadcast } from "./broadcast.js";
 import { executeCommand, type CommandContext } from "./command-exec.js";
 import { parseText, type Directives } from "./commands.js";
 import { Debouncer } from "./debounce.js";
+import { GroupContext, withContext } from "./group-context.js";
 import { noticeId, publishNotice } from "./notices.js";
 import type { PairingStore } from "./pairing.js";
 import { merged, Work, type DeliveryLike, type SessionQueues, type WorkOutcome } from "./queue.js";
@@ -52,9 +53,12 @@ export class Intake {
   private readonly recent = new Map<string, true>();
   /** works that own a run after an inbound debounce flush */
   private readonly leaders = new WeakSet<Work>();
+  /** group messages not addressed to the bot, for the next one that is (group-context.ts) */
+  private readonly groupContext: GroupContext;
   private readonly commandContext: CommandContext;
 
   constructor(private readonly deps: IntakeDeps) {
+    this.groupContext = new GroupContext(deps.rt.config.routing.groups.historyLimit);
     this.commandContext = {
       ...deps.commands,
       cancelDebounced: (sessionKey) => this.debouncer.cancel(`${sessionKey}\u0000`, "dropped").length,
@@ -69,6 +73,7 @@ export class Intake {
     const parsed = parseText(msg.text);
     const access = decideAccess(msg, rt.config, (c, s) => this.deps.pairing.isApproved(c, s), parsed.kind !== "message");
     if (!access.allow) {
+      if (access.reason === "not-mentioned") for (const route of routesFor(msg, rt.config)) this.groupContext.add(route.sessionKey, msg);
       await this.refuse(msg, access.reason);
       return;
     }
@@ -102,7 +107,8 @@ export class Intake {
     for (const route of routes) {
       const session = await settings.get(route.sessionKey);
       const runId = routes.length > 1 ? broadcastRunId(msg.channel, msg.id, route.agentId) : runIdFor(msg.channel, msg.id);
-      const request = messageRequest(msg, route, runId, text, runOptionsFor(session, directives));
+      const context = msg.peer.kind === "group" ? this.groupContext.take(route.sessionKey) : [];
+      const request = messageRequest(msg, route, runId, withContext(text, context), runOptionsFor(session, directives));
       works.push(new Work(request, delivery, queueSettingsFor(routing, session, directives.queue), Date.now()));
     }
     if (works.length > 1) return { ticket: submitBroadcast(works, routing.broadcast.strategy, (w) => queues.submit(w), this.deps.ended) };

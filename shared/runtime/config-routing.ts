@@ -62,6 +62,8 @@ export const routingConfigSchema = z.object({
     allowFrom: entryListSchema.default([]),
     /** answer in groups only when the bot is mentioned (owners' commands pass anyway) */
     requireMention: z.boolean().default(false),
+    /** with requireMention: how many of the messages not addressed to the bot are kept per group and shown to it with the next one that is (0: none) */
+    historyLimit: z.number().int().min(0).max(500).default(50),
     byChannel: z.record(z.string(), groupRulesSchema).default({}),
   }).prefault({}),
   /** one message to several agents: peer id ("<channel>:<peerId>" or "<peerId>") -> agent ids */
