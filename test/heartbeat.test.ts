@@ -255,3 +255,74 @@ describe("heartbeat actor", () => {
     assert.equal((await status()).last?.status, "failed");
   });
 });
+
+describe("heartbeat: the seeds' model, session and includeReasoning", () => {
+  let system: TestSystem;
+  let client: CliClient;
+  let observer: NatsConnection;
+  let bus: BusClient;
+  const delivered: OutboundMessage[] = [];
+  const HEARTBEAT_SESSION = "agent:main:cron:heartbeat";
+
+  before(async () => {
+    system = await TestSystem.start();
+    writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({
+      agents: [{ id: "main", default: true }, { id: "other" }],
+      heartbeat: {
+        intervalMinutes: 60, runTimeoutMs: 20_000, model: "openai/cheap-model", session: HEARTBEAT_SESSION, includeReasoning: true,
+        // a session of another agent: refused when that agent beats
+        agents: { other: { session: "agent:main:cron:not-mine" } },
+      },
+    }));
+    writeFileSync(join(system.workspace, "HEARTBEAT.md"), "- [ ] check the disk\n");
+    client = await CliClient.connect(system.nats, "main");
+    observer = await system.nats.connect("cli");
+    observer.subscribe(S.outboundChannel("cli"), { callback: (_e, msg) => void delivered.push(outboundMessageSchema.parse(safeParseJson(msg.data))) });
+    await observer.flush();
+    bus = new BusClient(observer);
+    await client.send("hello"); // the main session's origin: where alerts go
+    await system.startActor("heartbeat");
+  });
+  after(async () => {
+    await client?.close();
+    await observer?.close();
+    await system?.stop();
+  });
+
+  it("runs with heartbeat.model in heartbeat.session, and sends the reasoning before the alert to the target's origin", async () => {
+    system.fake.reset();
+    const before = delivered.length;
+    system.fake.enqueue({ kind: "text", text: "The disk is 97% full.", reasoning: "df shows /var at 97%; that is above the 90% line in HEARTBEAT.md." });
+    const event = (await bus.call("heartbeat", "run", { agentId: "main" }, { timeoutMs: 30_000 })).event!;
+    assert.equal(event.status, "sent", JSON.stringify(event));
+    assert.equal(system.fake.requests[0]!.body.model, "cheap-model", "heartbeat.model");
+    const sent = await waitFor(() => (delivered.length >= before + 2 ? delivered.slice(before) : undefined), 10_000, "two messages");
+    assert.deepEqual(sent.map((m) => [m.conversation, m.text]), [
+      ["main", "Reasoning:\ndf shows /var at 97%; that is above the 90% line in HEARTBEAT.md."],
+      ["main", "The disk is 97% full."],
+    ]);
+    assert.deepEqual(sent.map((m) => m.sessionKey), [HEARTBEAT_SESSION, HEARTBEAT_SESSION]);
+    const inSession = JSON.stringify((await bus.call("sessions", "history", { sessionKey: HEARTBEAT_SESSION, limit: 20 })).records);
+    assert.match(inSession, /check the disk/, "the heartbeat ran in heartbeat.session");
+    const inMain = JSON.stringify((await bus.call("sessions", "history", { sessionKey: "agent:main:main", limit: 50 })).records);
+    assert.doesNotMatch(inMain, /check the disk/, "the main conversation stays free of heartbeat checks");
+  });
+
+  it("without reasoning only the alert goes out", async () => {
+    system.fake.reset();
+    const before = delivered.length;
+    system.fake.enqueue({ kind: "text", text: "Backups stopped 2 days ago." });
+    const event = (await bus.call("heartbeat", "run", { agentId: "main" }, { timeoutMs: 30_000 })).event!;
+    assert.equal(event.status, "sent");
+    await new Promise((r) => setTimeout(r, 300));
+    assert.deepEqual(delivered.slice(before).map((m) => m.text), ["Backups stopped 2 days ago."]);
+  });
+
+  it("a heartbeat.session of another agent fails with what to write instead, before any LLM call", async () => {
+    system.fake.reset();
+    const event = (await bus.call("heartbeat", "run", { agentId: "other" }, { timeoutMs: 30_000 })).event!;
+    assert.equal(event.status, "failed");
+    assert.match(event.reason ?? "", /CONFIG_INVALID: heartbeat\.session "agent:main:cron:not-mine" is not a session of agent other: use a key that starts with agent:other:/);
+    assert.equal(system.fake.requests.length, 0);
+  });
+});

@@ -2,17 +2,19 @@
  * One heartbeat of one agent (seeds 001 §3.7 run_once), as the heartbeat actor runs it:
  *   1. cheap gates, no LLM call: disabled, quiet hours, HEARTBEAT.md missing or effectively
  *      empty, no delivery target, a run in flight in the target session (sessions.get, router.lanes)
- *   2. a system event with the heartbeat prompt injected into the target session
- *      (`lurk.inject.<agentId>`, INBOUND, wake now, deliverTo "none": the router starts the run,
- *      the agent-runner does not deliver its reply)
+ *   2. a system event with the heartbeat prompt injected into the target session, or into
+ *      `heartbeat.session` when set (`lurk.inject.<agentId>`, INBOUND, wake now, deliverTo "none":
+ *      the router starts the run, with `heartbeat.model` when set; the agent-runner does not
+ *      deliver its reply)
  *   3. the run's terminal event; tokens counted; the reply classified (reply.ts)
  *   4. an alert, unless the same text went out within 24 h, delivered by this actor to the target
- *      origin (`lurk.out.<channel>.<conversation>`, OUTBOUND, msgID `heartbeat-<runId>`)
+ *      origin (`lurk.out.<channel>.<conversation>`, OUTBOUND, msgID `heartbeat-<runId>`); with
+ *      `includeReasoning`, the run's thinking first, as its own message (`heartbeat-<runId>-reasoning`)
  * Every outcome is one `lurk.evt.heartbeat.<status>` event and the agent's "last" event.
  * The run under way is persisted, so a restarted actor finishes it (from the transcript's marker).
  */
 import {
-  buildSessionKey, emptyUsage, envelope, heartbeatEventSchema, LurkError, outboundMessageSchema, runIdFor, systemInjectSchema,
+  buildSessionKey, emptyUsage, envelope, heartbeatEventSchema, LurkError, outboundMessageSchema, parseSessionKey, runIdFor, systemInjectSchema,
   type HeartbeatEvent, type Origin, type SessionEntry, type Usage,
 } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
@@ -30,6 +32,8 @@ export type HeartbeatStatus = HeartbeatEvent["status"];
 type EventFields = Partial<Omit<HeartbeatEvent, "type" | "id" | "ts" | "agentId" | "status">>;
 
 const PREVIEW_CHARS = 200;
+/** the reasoning sent before an alert, at most */
+const REASONING_CHARS = 4_000;
 /** session types a "last" target may pick: where a person wrote */
 const PERSON_SESSIONS = new Set(["main", "dm", "group", "topic", "thread"]);
 
@@ -84,16 +88,22 @@ export class HeartbeatRunner {
     const cfg = this.settings(agentId);
     const agent = this.rt.config.agents.find((a) => a.id === agentId);
     if (!agent) throw new LurkError("NOT_FOUND", `no agent "${agentId}"`);
+    if (cfg.session && parseSessionKey(cfg.session)?.agentId !== agentId) {
+      throw new LurkError("CONFIG_INVALID", `heartbeat.session "${cfg.session}" is not a session of agent ${agentId}: use a key that starts with agent:${agentId}:, e.g. agent:${agentId}:cron:heartbeat (per agent: heartbeat.agents.${agentId}.session)`);
+    }
     if (!this.enabled(agentId)) return this.record(agentId, "skipped", { reason: "disabled" });
     if (!isWithinActiveHours(cfg.activeHours, startedAt)) return this.record(agentId, "skipped", { reason: "quiet-hours" });
     const checklist = await readChecklist(agentWorkspace(this.rt.config, agent));
     if (checklist === null) return this.record(agentId, "skipped", { reason: "no-heartbeat-file" });
     if (isEffectivelyEmpty(checklist)) return this.record(agentId, "skipped", { reason: "empty-heartbeat-file" });
 
-    const { sessionKey, entry } = await this.target(agentId, cfg.target);
+    const { sessionKey: targetKey, entry } = await this.target(agentId, cfg.target);
     const origin = entry?.lastOrigin;
     if (!origin) return this.record(agentId, "skipped", { reason: "no-target" });
-    if (await this.inFlight(sessionKey, entry)) return this.record(agentId, "skipped", { reason: "requests-in-flight" });
+    // the run happens in heartbeat.session when set (its alert still goes to the target's origin)
+    const sessionKey = cfg.session ?? targetKey;
+    const runEntry = sessionKey === targetKey ? entry : (await this.rt.client.call("sessions", "get", { sessionKey })).session;
+    if (await this.inFlight(sessionKey, runEntry)) return this.record(agentId, "skipped", { reason: "requests-in-flight" });
 
     const injectId = `heartbeat:${agentId}:${startedAt}`;
     const pending: PendingRun = { runId: runIdFor("inject", injectId), injectId, sessionKey, origin, startedAt };
@@ -102,6 +112,7 @@ export class HeartbeatRunner {
     const inject = systemInjectSchema.parse(envelope("lurk.inject.v1", {
       id: injectId, agentId, sessionKey, source: "heartbeat" as const, text: heartbeatPrompt(checklist, cfg.prompt),
       wake: "now" as const, trigger: "heartbeat" as const, deliverTo: "none" as const,
+      ...(cfg.model ? { options: { model: cfg.model } } : {}),
     }));
     await this.rt.js.publish(this.rt.subjects.inject(agentId), JSON.stringify(inject), { msgID: injectId });
     this.rt.log.info({ agentId, runId: pending.runId, sessionKey }, "heartbeat run injected");
@@ -150,13 +161,26 @@ export class HeartbeatRunner {
     const now = this.clock.now();
     if (this.store.isRecentAlert(agentId, hash, now)) return this.record(agentId, "skipped", { reason: "duplicate", preview, durationMs, ...usage, ...where });
     if (!pending.origin) return this.record(agentId, "skipped", { reason: "no-target", preview, durationMs, ...usage });
+    if (cfg.includeReasoning) {
+      const reasoning = await this.reasoningOf(pending);
+      if (reasoning) await this.deliver(pending, pending.origin, `Reasoning:\n${reasoning}`, "reasoning");
+    }
     await this.deliver(pending, pending.origin, verdict.text);
     await this.store.rememberAlert(agentId, hash, now);
     return this.record(agentId, "sent", { preview, durationMs, ...usage, ...where });
   }
 
-  private async deliver(pending: PendingRun, origin: Origin, text: string): Promise<void> {
-    const id = `heartbeat-${pending.runId}`;
+  /** The thinking of the run's last answer (seeds include_reasoning), cut at REASONING_CHARS; "" when it has none. */
+  private async reasoningOf(pending: PendingRun): Promise<string> {
+    const { records } = await this.rt.client.call("sessions", "run", { sessionKey: pending.sessionKey, runId: pending.runId });
+    const answer = records.filter((r) => r.kind === "message" && r.message?.role === "assistant").at(-1)?.message;
+    const thinking = answer?.role === "assistant" ? answer.content.flatMap((b) => (b.type === "thinking" && b.text.trim() ? [b.text.trim()] : [])).join("\n\n") : "";
+    return thinking.length > REASONING_CHARS ? `${thinking.slice(0, REASONING_CHARS)}…` : thinking;
+  }
+
+  /** One outbound message of the run to the target's origin; `part` tells the reasoning from the alert. */
+  private async deliver(pending: PendingRun, origin: Origin, text: string, part?: "reasoning"): Promise<void> {
+    const id = part ? `heartbeat-${pending.runId}-${part}` : `heartbeat-${pending.runId}`;
     const message = outboundMessageSchema.parse({
       type: "lurk.outbound.message.v1", id, ts: this.clock.now(), runId: pending.runId, sessionKey: pending.sessionKey,
       channel: origin.channel, conversation: origin.conversation, kind: "notice", replyTo: [], text, attachments: [],

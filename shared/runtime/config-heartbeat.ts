@@ -4,7 +4,8 @@
  * (any field but `agents`). `resolveHeartbeatConfig` merges them for one agent.
  */
 import { z } from "zod";
-import { agentIdSchema } from "../contract/index.js";
+import { agentIdSchema, sessionKeySchema } from "../contract/index.js";
+import { modelRefSchema } from "./config-models.js";
 import { LEASE_DEFAULTS, leaseConfigShape, leaseRenewRule } from "./config-lease.js";
 import { isValidTimeZone } from "./time-zone.js";
 
@@ -42,6 +43,16 @@ const heartbeatFields = {
   prompt: z.string().min(1).max(20_000).optional(),
   /** how long to wait for a heartbeat run's end before it counts as failed */
   runTimeoutMs: z.number().int().positive().max(24 * 3600_000),
+  /** seeds `model`: the model of heartbeat runs (`provider/model` or an alias, e.g. a cheaper one); absent: the agent's */
+  model: modelRefSchema.optional(),
+  /**
+   * seeds `session`: the session key heartbeat runs happen in (one of the agent's, e.g.
+   * agent:main:cron:heartbeat, keeping the checks out of the conversation); absent: the target's
+   * session. The alert still goes to the target's last origin.
+   */
+  session: sessionKeySchema.optional(),
+  /** seeds `include_reasoning`: an alert is preceded by the run's reasoning (the model's thinking) as its own message */
+  includeReasoning: z.boolean(),
 };
 
 export const heartbeatAgentOverrideSchema = z.object(heartbeatFields).partial();
@@ -53,6 +64,7 @@ export const HEARTBEAT_DEFAULTS = {
   target: "main" as const,
   ackMaxChars: DEFAULT_HEARTBEAT_ACK_MAX_CHARS,
   runTimeoutMs: 5 * 60_000,
+  includeReasoning: false,
   ...LEASE_DEFAULTS,
   agents: {} as Record<string, HeartbeatAgentOverride>,
 };
@@ -65,6 +77,9 @@ export const heartbeatConfigSchema = z.object({
   ackMaxChars: heartbeatFields.ackMaxChars.default(HEARTBEAT_DEFAULTS.ackMaxChars),
   prompt: heartbeatFields.prompt,
   runTimeoutMs: heartbeatFields.runTimeoutMs.default(HEARTBEAT_DEFAULTS.runTimeoutMs),
+  model: heartbeatFields.model,
+  session: heartbeatFields.session,
+  includeReasoning: heartbeatFields.includeReasoning.default(HEARTBEAT_DEFAULTS.includeReasoning),
   /** one heartbeat instance is active (config-lease.ts); not per agent */
   ...leaseConfigShape,
   /** per-agent overrides keyed by agent id */

@@ -27,7 +27,7 @@ export interface FakeToolCall {
 }
 
 export type FakeReply =
-  | { kind: "text"; text: string; chunks?: number; finishReason?: string }
+  | { kind: "text"; text: string; chunks?: number; finishReason?: string; /** streamed first as `delta.reasoning_content` (as DeepSeek and vLLM send a model's thinking) */ reasoning?: string }
   | { kind: "tool_calls"; calls: FakeToolCall[]; text?: string }
   | { kind: "error"; status: number; code?: string | null; type?: string; message?: string; headers?: Record<string, string> }
   | { kind: "hang"; text?: string };
@@ -203,7 +203,7 @@ export class FakeOpenAIServer {
     const calls = reply.kind === "tool_calls" ? reply.calls.map((c, i) => ({ id: c.id ?? `call_${id}_${i}`, type: "function", function: { name: c.name, arguments: argsString(c) } })) : undefined;
     json(res, 200, {
       id, object: "chat.completion", created: Math.floor(Date.now() / 1000), model: body.model, system_fingerprint: null,
-      choices: [{ index: 0, message: { role: "assistant", content: calls && !text ? null : text, refusal: null, ...(calls ? { tool_calls: calls } : {}) }, logprobs: null, finish_reason: calls ? "tool_calls" : reply.kind === "text" ? reply.finishReason ?? "stop" : "stop" }],
+      choices: [{ index: 0, message: { role: "assistant", content: calls && !text ? null : text, refusal: null, ...(calls ? { tool_calls: calls } : {}), ...(reply.kind === "text" && reply.reasoning ? { reasoning_content: reply.reasoning } : {}) }, logprobs: null, finish_reason: calls ? "tool_calls" : reply.kind === "text" ? reply.finishReason ?? "stop" : "stop" }],
       usage: usage(body, text + (calls ? JSON.stringify(calls) : "")),
     });
   }
@@ -219,6 +219,10 @@ export class FakeOpenAIServer {
     const chunks: unknown[] = [chunk({ role: "assistant", content: "", refusal: null })];
     let produced = "";
     const text = reply.kind === "text" || reply.kind === "hang" ? reply.text ?? "" : reply.kind === "tool_calls" ? reply.text ?? "" : "";
+    if (reply.kind === "text" && reply.reasoning) {
+      for (const piece of splitText(reply.reasoning, 2)) chunks.push(chunk({ reasoning_content: piece }));
+      produced += reply.reasoning;
+    }
     for (const piece of splitText(text, reply.kind === "text" ? reply.chunks ?? Math.min(4, Math.max(1, text.length)) : 2)) {
       chunks.push(chunk({ content: piece }));
       produced += piece;
