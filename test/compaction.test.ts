@@ -409,6 +409,35 @@ describe("compaction and memory through the system", () => {
     await waitFor(() => consolidationPrompts.length === 3, 20_000, "tried again once the session grew");
   });
 
+  it("/new puts the ended session into MEMORY.md and HISTORY.md, all of it since its last consolidation; a short one costs no call", async () => {
+    await writeConfig({ compaction: { enabled: false }, memory: { window: 40 } });
+    const memoryPath = join(system.workspace, "MEMORY.md");
+    const historyPath = join(system.workspace, "memory", "HISTORY.md");
+    writeFileSync(memoryPath, "# Memory\n- Likes tea.\n");
+    consolidationAnswer = JSON.stringify({
+      history_entry: "[2025-02-01 09:00] The user said they moved to Lisbon.",
+      memory_update: "# Memory\n- Likes tea.\n- Lives in Lisbon.",
+    });
+    const before = consolidationPrompts.length;
+    await client.send("NEW-ONE I moved to Lisbon", { sessionName: "ending" });
+    await client.send("NEW-TWO it is sunny here", { sessionName: "ending" });
+    assert.equal(consolidationPrompts.length, before, "far below the window: no consolidation after the runs");
+    const notice = await client.send("/new", { sessionName: "ending" });
+    assert.match(notice.text, /^Fresh session started/);
+    await waitFor(() => consolidationPrompts.length > before, 20_000, "the ended session's consolidation");
+    const prompt = consolidationPrompts.at(-1)!;
+    assert.ok(prompt.includes("- Likes tea.") && prompt.includes("NEW-ONE") && prompt.includes("NEW-TWO"), "the memory and all of the ended transcript");
+    await waitFor(() => readFileSync(memoryPath, "utf8").includes("Lisbon"), 10_000, "MEMORY.md updated");
+    assert.match(readFileSync(historyPath, "utf8"), /\[2025-02-01 09:00\] The user said they moved to Lisbon\./);
+    assert.ok(!JSON.stringify(await history("agent:main:cli:dm:ending")).includes("NEW-ONE"), "the new transcript starts empty");
+
+    await client.send("NEW-SHORT hi", { sessionName: "short" });
+    const calls = consolidationPrompts.length;
+    await client.send("/new", { sessionName: "short" });
+    await new Promise((r) => setTimeout(r, 1_000));
+    assert.equal(consolidationPrompts.length, calls, "one exchange: no consolidation call");
+  });
+
   it("backs off consolidation after failures: half a window, doubling, at most four windows", () => {
     const gate = new ConsolidationBackoff();
     assert.equal(gate.due("s", 49, 50), false, "below the window");

@@ -82,12 +82,19 @@ export interface ConsolidationPlan {
   throughId: string;
 }
 
-/** What to consolidate now (see the file comment); undefined below the window. */
-export function planConsolidation(records: readonly TranscriptRecord[], window: number): ConsolidationPlan | undefined {
+/** a session that ended with fewer new messages than this (a greeting) is not worth a model call */
+export const FINAL_MIN_MESSAGES = 4;
+
+/**
+ * What to consolidate now (see the file comment); undefined below the window. `final` (a session
+ * that ended, /new): every message since the last consolidation, from FINAL_MIN_MESSAGES (or the
+ * window, when smaller) on.
+ */
+export function planConsolidation(records: readonly TranscriptRecord[], window: number, final = false): ConsolidationPlan | undefined {
   const pending = pendingRecords(records);
   const messages = pending.filter(isMessage);
-  if (messages.length < window) return undefined;
-  const through = messages[messages.length - Math.floor(window / 2) - 1]!;
+  if (messages.length < (final ? Math.min(window, FINAL_MIN_MESSAGES) : window)) return undefined;
+  const through = final ? messages.at(-1)! : messages[messages.length - Math.floor(window / 2) - 1]!;
   const chosen = pending.slice(0, pending.indexOf(through) + 1).filter((r) => isMessage(r) || (r.kind === "system_event" && r.text));
   const hash = createHash("sha256").update(through.id).digest("hex").slice(0, 24);
   return { records: chosen, markerId: `consolidated:${hash}`, throughId: through.id };
@@ -143,6 +150,8 @@ export interface ConsolidateDeps {
   append(records: TranscriptRecord[]): Promise<void>;
   log: Logger;
   now?: () => number;
+  /** a transcript that ended (/new): all of it since the last consolidation (planConsolidation) */
+  final?: boolean;
 }
 
 async function readText(path: string): Promise<string> {
@@ -169,7 +178,7 @@ export async function writeFileAtomic(path: string, content: string): Promise<vo
 
 /** One consolidation if the session is past its window (see the file comment). */
 export async function consolidate(deps: ConsolidateDeps): Promise<ConsolidationResult> {
-  const plan = planConsolidation(deps.records, deps.window);
+  const plan = planConsolidation(deps.records, deps.window, deps.final);
   if (!plan) return "below-window";
   const memoryPath = join(deps.workspace, MEMORY_FILE);
   const historyPath = join(deps.workspace, HISTORY_FILE);

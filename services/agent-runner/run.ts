@@ -20,6 +20,7 @@ import { runLoop } from "./loop.js";
 import { buildSystemPrompt } from "./system-prompt.js";
 import { promptExtras } from "./prompt-inputs.js";
 import { messageRecordIds } from "./compaction-view.js";
+import { consolidateEnded } from "./consolidate-ended.js";
 import { scheduleConsolidation } from "./memory-after-run.js";
 import { chainComplete, housekeepingChain } from "./model-complete.js";
 import { RunCompactor } from "./run-compaction.js";
@@ -91,6 +92,11 @@ export function runHandler(deps: RunnerDeps) {
 async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryInfo): Promise<void> {
   const { rt } = deps;
   const log = runLogger(rt.log, req.runId, req.sessionKey);
+  // housekeeping of a transcript a reset ended: no session begin, no events, no reply
+  if (req.options.command === "consolidate") {
+    await consolidateEnded(deps, req, log);
+    return;
+  }
   const key = { sessionKey: req.sessionKey };
   const opts = { runId: req.runId, causationId: req.id };
   const lastDelivery = delivery.deliveryCount >= rt.config.bus.maxDeliver;

@@ -24,6 +24,8 @@ export interface CommandContext {
   cancelDebounced(sessionKey: string): number;
   /** queues a compaction run for the session */
   submitCompact(route: Route, instructions: string): Promise<WorkOutcome>;
+  /** stores a run that puts the transcript a reset ended into memory (no lane: it reads only that closed transcript) */
+  submitConsolidation(route: Route, previousSessionId: string): Promise<void>;
 }
 
 export interface CommandResult {
@@ -65,6 +67,10 @@ export async function executeCommand(ctx: CommandContext, command: Command, msg:
       const { previousSessionId, session } = await ctx.rt.client.call("sessions", "reset", { sessionKey: route.sessionKey, reason: command.name });
       const text = `Fresh session started (${route.sessionKey}; the previous transcript ${previousSessionId} is kept on disk).${activeRunId ? ` The active run ${activeRunId} was stopped.` : ""}`;
       ctx.rt.log.info({ sessionKey: route.sessionKey, sessionId: session.sessionId, previousSessionId }, "session reset by chat command");
+      // the ended transcript into MEMORY.md/HISTORY.md (the agent-runner skips shared sessions)
+      if (ctx.rt.config.memory.enabled) {
+        await ctx.submitConsolidation(route, previousSessionId).catch((err) => ctx.rt.log.warn({ err, sessionKey: route.sessionKey }, "could not queue the ended session's memory consolidation"));
+      }
       return { text, ...(command.rest ? { continueWith: command.rest } : {}) };
     }
     case "compact": {

@@ -228,11 +228,12 @@ export class SessionStore {
     void this.runs.put(runId, row);
   }
 
-  /** The newest `limit` records of the session's current transcript, oldest first. */
-  history(sessionKey: string, limit: number): TranscriptRecord[] {
+  /** The newest `limit` records of the session's current transcript (or of its earlier one `sessionId`), oldest first. */
+  history(sessionKey: string, limit: number, sessionId?: string): TranscriptRecord[] {
     const entry = this.get(sessionKey);
     if (!entry) return [];
-    const newestFirst = [...this.records.getRange({ start: [entry.sessionId, Number.MAX_SAFE_INTEGER], end: [entry.sessionId, -1], reverse: true, limit })];
+    const transcript = sessionId ?? entry.sessionId;
+    const newestFirst = [...this.records.getRange({ start: [transcript, Number.MAX_SAFE_INTEGER], end: [transcript, -1], reverse: true, limit })];
     return newestFirst.reverse().map((r) => r.value);
   }
 

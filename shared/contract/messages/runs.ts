@@ -37,8 +37,14 @@ export const runRequestSchema = defineMessage("lurk.run.request.v1", {
     promptMode: promptModeSchema.optional(),
     maxIterations: z.number().int().min(1).max(100).optional(),
     timeoutMs: z.number().int().positive().max(24 * 3600_000).optional(),
-    /** "compact": summarize the session's older history now (/compact) instead of a model turn on the inputs */
-    command: z.enum(["compact"]).optional(),
+    /**
+     * instead of a model turn on the inputs: "compact" summarizes the session's older history now
+     * (/compact); "consolidate" puts what the transcript `previousSessionId` of the session holds
+     * since its last consolidation into MEMORY.md and HISTORY.md (after /new and /reset)
+     */
+    command: z.enum(["compact", "consolidate"]).optional(),
+    /** with command "consolidate": the transcript a reset ended */
+    previousSessionId: idSchema.optional(),
   }).default({}),
   /** set for subagent runs: who spawned it and the task */
   subagent: z.object({

@@ -84,6 +84,8 @@ export const sessionsHistoryRequest = defineMessage("lurk.sessions.history.v1", 
   ...key,
   /** the newest `limit` records, oldest first */
   limit: listLimitSchema.default(200),
+  /** an earlier transcript of the session (a reset's `previousSessionId`) instead of the current one */
+  sessionId: idSchema.optional(),
 });
 /** Token usage of a run, added to the session's counters. */
 export const usageUpdateSchema = z.object({ usage: usageSchema, model: z.string(), provider: z.string() });

@@ -1,0 +1,41 @@
+/**
+ * The "consolidate" run command, sent by the router after /new and /reset: the transcript the
+ * reset ended (`options.previousSessionId`) goes into MEMORY.md and HISTORY.md, every message
+ * since its last consolidation (consolidation.ts, the final plan), through the housekeeping model
+ * chain (`compaction.model` first when set, then the agent's models). Only with memory.enabled and
+ * for private sessions (main, dm); nothing is delivered and no marker is appended (the transcript
+ * is closed): a redelivered command finds its HISTORY.md entry tagged and appends nothing again.
+ * Never throws: a failure is logged, the session has started afresh anyway.
+ */
+import type { RunRequest } from "../../shared/contract/index.js";
+import { agentWorkspace, defaultAgent } from "../../shared/runtime/config.js";
+import type { Logger } from "../../shared/runtime/logger.js";
+import { consolidate, CONSOLIDATION_SESSION_TYPES, type ConsolidationResult } from "./consolidation.js";
+import { ModelChain } from "./failover.js";
+import { chainComplete, housekeepingChain } from "./model-complete.js";
+import type { RunnerDeps } from "./run.js";
+
+export async function consolidateEnded(deps: RunnerDeps, req: RunRequest, log: Logger): Promise<ConsolidationResult | "skipped" | "failed"> {
+  const { rt } = deps;
+  const previous = req.options.previousSessionId;
+  if (!rt.config.memory.enabled || !previous || !CONSOLIDATION_SESSION_TYPES.has(req.sessionType)) return "skipped";
+  const agent = rt.config.agents.find((a) => a.id === req.agentId) ?? defaultAgent(rt.config);
+  const ref = deps.registry.pick(undefined, agent.model);
+  if (!ref) return "skipped";
+  try {
+    const store = deps.authState ? { store: deps.authState } : {};
+    const chain = new ModelChain({ registry: deps.registry, config: rt.config, refs: [ref, ...agent.fallbacks], sessionKey: req.sessionKey, log, ...store });
+    const summaries = housekeepingChain({ registry: deps.registry, config: rt.config, log, ...store }, rt.config.compaction.model, chain, req.sessionKey, log);
+    const { records } = await rt.client.call("sessions", "history", { sessionKey: req.sessionKey, sessionId: previous, limit: rt.config.runs.historyLimit });
+    const result = await consolidate({
+      workspace: agentWorkspace(rt.config, agent), window: rt.config.memory.window, records, final: true, log,
+      complete: chainComplete(summaries, { signal: rt.signal, timeoutMs: rt.config.runs.llmTimeoutMs, maxTokens: 4_096 }),
+      append: async () => undefined,
+    });
+    log.info({ previousSessionId: previous, result }, "the ended session's memory consolidation finished");
+    return result;
+  } catch (err) {
+    log.warn({ err, previousSessionId: previous }, "could not consolidate the ended session into memory");
+    return "failed";
+  }
+}
