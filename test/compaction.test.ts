@@ -438,6 +438,26 @@ describe("compaction and memory through the system", () => {
     assert.equal(consolidationPrompts.length, calls, "one exchange: no consolidation call");
   });
 
+  it("an idle reset made when a run begins puts the ended transcript into memory beside the run", async () => {
+    writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({ compaction: { enabled: false }, memory: { window: 40 }, sessions: { idleResetMinutes: 1 } }));
+    await system.actors.get("sessions")!.stop();
+    await system.startActor("sessions");
+    await system.actors.get("agent-runner")!.stop();
+    await system.startActor("agent-runner");
+    const memoryPath = join(system.workspace, "MEMORY.md");
+    consolidationAnswer = JSON.stringify({ history_entry: "[2025-03-01 08:00] The user adopted a cat named Miso.", memory_update: "# Memory\n- Has a cat, Miso." });
+    await client.send("IDLE-ONE I adopted a cat", { sessionName: "idle-end" });
+    await client.send("IDLE-TWO her name is Miso", { sessionName: "idle-end" });
+    const before = consolidationPrompts.length;
+    await new Promise((r) => setTimeout(r, 61_000)); // idleResetMinutes: 1
+    const reply = await client.send("IDLE-THREE good morning", { sessionName: "idle-end" });
+    assert.match(reply.text, /^ack/, "the run answered (the consolidation does not hold it)");
+    await waitFor(() => consolidationPrompts.length > before, 20_000, "the idle-ended transcript's consolidation");
+    const prompt = consolidationPrompts.at(-1)!;
+    assert.ok(prompt.includes("IDLE-ONE") && prompt.includes("IDLE-TWO") && !prompt.includes("IDLE-THREE"), "the ended transcript, not the new run");
+    await waitFor(() => readFileSync(memoryPath, "utf8").includes("Miso"), 10_000, "MEMORY.md updated");
+  });
+
   it("backs off consolidation after failures: half a window, doubling, at most four windows", () => {
     const gate = new ConsolidationBackoff();
     assert.equal(gate.due("s", 49, 50), false, "below the window");

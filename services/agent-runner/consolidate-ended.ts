@@ -1,6 +1,7 @@
 /**
- * The "consolidate" run command, sent by the router after /new and /reset: the transcript the
- * reset ended (`options.previousSessionId`) goes into MEMORY.md and HISTORY.md, every message
+ * A transcript a reset ended goes into memory: after /new and /reset (the router's "consolidate"
+ * run command, with `options.previousSessionId`), and after a daily or idle reset that a run's
+ * `sessions.begin` made (the run goes on meanwhile). The ended transcript goes into MEMORY.md and HISTORY.md, every message
  * since its last consolidation (consolidation.ts, the final plan), through the housekeeping model
  * chain (`compaction.model` first when set, then the agent's models). Only with memory.enabled and
  * for private sessions (main, dm); nothing is delivered and no marker is appended (the transcript
@@ -15,9 +16,8 @@ import { ModelChain } from "./failover.js";
 import { chainComplete, housekeepingChain } from "./model-complete.js";
 import type { RunnerDeps } from "./run.js";
 
-export async function consolidateEnded(deps: RunnerDeps, req: RunRequest, log: Logger): Promise<ConsolidationResult | "skipped" | "failed"> {
+export async function consolidateEnded(deps: RunnerDeps, req: Pick<RunRequest, "sessionKey" | "agentId" | "sessionType">, previous: string | undefined, log: Logger): Promise<ConsolidationResult | "skipped" | "failed"> {
   const { rt } = deps;
-  const previous = req.options.previousSessionId;
   if (!rt.config.memory.enabled || !previous || !CONSOLIDATION_SESSION_TYPES.has(req.sessionType)) return "skipped";
   const agent = rt.config.agents.find((a) => a.id === req.agentId) ?? defaultAgent(rt.config);
   const ref = deps.registry.pick(undefined, agent.model);

@@ -94,7 +94,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   const log = runLogger(rt.log, req.runId, req.sessionKey);
   // housekeeping of a transcript a reset ended: no session begin, no events, no reply
   if (req.options.command === "consolidate") {
-    await consolidateEnded(deps, req, log);
+    await consolidateEnded(deps, req, req.options.previousSessionId, log);
     return;
   }
   const key = { sessionKey: req.sessionKey };
@@ -143,6 +143,8 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
     ...(req.subagent ? { parentSessionKey: req.subagent.parentSessionKey, ...(req.subagent.label ? { label: req.subagent.label } : {}) } : {}),
   }, opts);
   const history = deps.transcripts.merge(req.sessionKey, begun.session.sessionId, begun.records, begun.incremental);
+  // a daily or idle reset ended the session's transcript: into memory, beside this run
+  if (begun.reset) void consolidateEnded(deps, req, begun.reset.previousSessionId, log);
   if (begun.prior === "done" || begun.prior === "error" || begun.prior === "aborted") {
     await replayFinished(rt, req, begun.runRecords, log);
     return;

@@ -170,7 +170,7 @@ export class SessionStore {
    * (only records after `known.lastSeq` when the caller has the same session id cached).
    */
   async begin(input: EnsureInput & { runId: string; records: TranscriptRecord[]; historyLimit: number; known?: { sessionId: string; lastSeq: number } }) {
-    let out!: { prior: RunStatus | "unknown"; session: SessionEntry; runRecords: TranscriptRecord[]; records: TranscriptRecord[]; incremental: boolean; reset?: AutoReset };
+    let out!: { prior: RunStatus | "unknown"; session: SessionEntry; runRecords: TranscriptRecord[]; records: TranscriptRecord[]; incremental: boolean; reset?: Pick<AutoReset, "reason" | "previousSessionId"> };
     let reset: AutoReset | null = null;
     this.commit(() => {
       const prior = this.runs.get(input.runId)?.status ?? "unknown";
@@ -188,7 +188,8 @@ export class SessionStore {
       const incremental = input.known?.sessionId === entry.sessionId && entry.records - 1 - input.known.lastSeq <= input.historyLimit;
       const from = incremental ? input.known!.lastSeq + 1 : Math.max(0, entry.records - input.historyLimit);
       const records = this.range(entry.sessionId, from, entry.records);
-      out = { prior, session: entry, runRecords: this.runRecordsInTxn(input.runId), records, incremental, ...(reset ? { reset } : {}) };
+      const ended = reset as AutoReset | null;
+      out = { prior, session: entry, runRecords: this.runRecordsInTxn(input.runId), records, incremental, ...(ended ? { reset: { reason: ended.reason, previousSessionId: ended.previousSessionId } } : {}) };
     });
     this.reported(reset);
     return out;

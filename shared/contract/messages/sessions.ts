@@ -149,6 +149,8 @@ export const beginReply = z.object({
   runRecords: z.array(transcriptRecordSchema),
   records: z.array(transcriptRecordSchema),
   incremental: z.boolean(),
+  /** the daily or idle reset this begin made: the run starts a fresh transcript; the ended one is `previousSessionId` */
+  reset: z.object({ reason: z.enum(["daily", "idle"]), previousSessionId: idSchema }).optional(),
 });
 export const resetReply = z.object({ session: sessionEntrySchema, previousSessionId: idSchema });
 export const deleteReply = z.object({ deleted: z.boolean() });
