@@ -284,19 +284,24 @@ describe("steering over the bus (agent-runner process)", () => {
     const events: RunEvent[] = [];
     const eventsNc = await nats.connect("admin");
     eventsNc.subscribe(S.runEvents(runId), { callback: (_e, msg) => void events.push(runEventSchema.parse(msg.json())) });
+    const replies: Array<{ text: string; replyTo: string[] }> = [];
+    eventsNc.subscribe(S.outbound("cli", "steer-conv"), { callback: (_e, msg) => void replies.push(msg.json()) });
     await eventsNc.flush();
     const js = jetstream(client);
     await js.publish(S.runRequest("main"), JSON.stringify({
       type: "lurk.run.request.v1", id: `req-${runId}`, ts: Date.now(), runId, sessionKey, agentId: "main", sessionType: "dm",
-      trigger: "message", inputs: [{ kind: "user", text: "note twice", attachments: [] }], deliver: false, options: {},
+      trigger: "message", inputs: [{ kind: "user", text: "note twice", attachments: [], sourceId: "m-first" }], deliver: true, options: {},
+      origin: { channel: "cli", conversation: "steer-conv", messageIds: ["m-first"] },
     }), { msgID: runId });
     await waitFor(() => executed.includes("n1"), 15_000, "first tool call running");
-    const control = (id: string) => JSON.stringify({ type: "lurk.run.control.v1", id, ts: Date.now(), runId, action: "steer", input: { kind: "user", text: "actually, stop noting", attachments: [] } });
+    const control = (id: string) => JSON.stringify({ type: "lurk.run.control.v1", id, ts: Date.now(), runId, action: "steer", input: { kind: "user", text: "actually, stop noting", attachments: [], sourceId: "m-steered" } });
     const reply = runControlReplySchema.parse((await client.request(S.runControl(runId), control("ctl-steer-1"), { timeout: 5_000 })).json());
     assert.deepEqual(reply, { runId, action: "steer", accepted: true });
     const done = await waitFor(() => events.find((e) => e.event.kind === "done"), 15_000, "done");
     assert.ok(done.event.kind === "done" && done.event.text === "steered answer");
     assert.ok(!executed.includes("n2"), "the second call was skipped");
+    const delivered = await waitFor(() => replies.find((r) => r.text === "steered answer"), 10_000, "the reply");
+    assert.deepEqual(delivered.replyTo, ["m-first", "m-steered"], "the reply answers the steered message too");
     const second = fake.requests[1]!.body.messages;
     assert.equal(messageText(second.at(-1)), "actually, stop noting");
     // the steering message is in the session's transcript, after the tool results

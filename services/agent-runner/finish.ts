@@ -55,13 +55,32 @@ function deliverable(req: RunRequest, status: Outcome["status"], text: string): 
   return req.deliver && !!req.origin && status !== "aborted" && !(status === "done" && isSilent(text));
 }
 
-export async function publishReply(rt: ActorRuntime, req: RunRequest, kind: "reply" | "error", text: string, errorCode?: string): Promise<void> {
+/**
+ * The inbound message ids of the inputs the run took from its mailbox (messages steered into it
+ * or taken as follow-ups: the router handed them over), from the run's input records' sourceId.
+ */
+export function handedMessageIds(runId: string, records: readonly TranscriptRecord[]): string[] {
+  const prefix = recordIds.mailboxInput(runId, "");
+  const ids: string[] = [];
+  for (const r of records) {
+    const sourceId = r.meta?.sourceId;
+    if (r.id.startsWith(prefix) && typeof sourceId === "string" && !ids.includes(sourceId)) ids.push(sourceId);
+  }
+  return ids;
+}
+
+/**
+ * The run's reply (or error) to its origin. It answers the origin's messages and those the run
+ * took from its mailbox (`handed`), so a client waiting for an answer to a steered message gets it.
+ */
+export async function publishReply(rt: ActorRuntime, req: RunRequest, kind: "reply" | "error", text: string, errorCode?: string, handed: readonly string[] = []): Promise<void> {
   const origin = req.origin!;
+  const replyTo = [...origin.messageIds, ...handed.filter((id) => !origin.messageIds.includes(id))].slice(0, 1000);
   const body = text.length > MAX_REPLY_CHARS ? `${text.slice(0, MAX_REPLY_CHARS)}\n[reply truncated]` : text;
   const id = replyDeliveryId(req.runId);
   const message: OutboundMessage = {
     type: "lurk.outbound.message.v1", id, ts: Date.now(), runId: req.runId, sessionKey: req.sessionKey, causationId: req.id,
-    channel: origin.channel, conversation: origin.conversation, kind, replyTo: origin.messageIds, text: body, attachments: [],
+    channel: origin.channel, conversation: origin.conversation, kind, replyTo, text: body, attachments: [],
     ...(origin.accountId ? { accountId: origin.accountId } : {}),
     ...(origin.peer ? { peer: origin.peer } : {}),
     ...(errorCode ? { errorCode } : {}),
@@ -79,6 +98,8 @@ export interface FinishDeps {
   bestEffort: boolean;
   /** acks the run's request message (the consumer's ackNow): called right before the terminal event, so both leave in one socket write */
   ack(): void;
+  /** the inbound message ids of the inputs the run took from its mailbox (handedMessageIds) */
+  handed?(): string[];
 }
 
 /** Throws when the marker or the reply could not be written (the run is then redelivered). */
@@ -99,7 +120,7 @@ export async function finishRun(deps: FinishDeps, outcome: Outcome): Promise<voi
   });
   let deliveryError: unknown;
   const delivery = deliverable(req, outcome.status, outcome.text)
-    ? publishReply(rt, req, kind, outcome.text, outcome.error?.code).catch((err) => void (deliveryError = err))
+    ? publishReply(rt, req, kind, outcome.text, outcome.error?.code, deps.handed?.() ?? []).catch((err) => void (deliveryError = err))
     : Promise.resolve();
   // a marker that could not be written fails the finish (redelivery) once the delivery settled
   await Promise.all([marker.finally(() => delivery), delivery]);
@@ -119,5 +140,5 @@ export async function replayFinished(rt: ActorRuntime, req: RunRequest, records:
   const text = end.text ?? "";
   log.info({ status: end.status }, "run already finished; re-publishing its reply only");
   if (!deliverable(req, end.status, text)) return;
-  await publishReply(rt, req, end.status === "done" ? "reply" : "error", text, end.errorCode);
+  await publishReply(rt, req, end.status === "done" ? "reply" : "error", text, end.errorCode, handedMessageIds(req.runId, records));
 }

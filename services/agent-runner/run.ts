@@ -15,7 +15,7 @@ import type { DeliveryInfo } from "../../shared/runtime/consumer.js";
 import { runLogger, type Logger } from "../../shared/runtime/logger.js";
 import { SHUTDOWN, type RunControls } from "./control.js";
 import { RunEvents } from "./events.js";
-import { errorText, finishRun, replayFinished, type FinishDeps, type Outcome } from "./finish.js";
+import { errorText, finishRun, handedMessageIds, replayFinished, type FinishDeps, type Outcome } from "./finish.js";
 import { runLoop } from "./loop.js";
 import { buildSystemPrompt } from "./system-prompt.js";
 import { promptExtras } from "./prompt-inputs.js";
@@ -150,6 +150,8 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
     return;
   }
   log.info({ trigger: req.trigger, resumed: begun.prior === "started", delivery: delivery.deliveryCount }, "run started");
+  /** messages the run took from its mailbox (a resumed run's from its records): its reply answers them too */
+  const handed = handedMessageIds(req.runId, begun.runRecords);
   attachRunNotes(rt, req, events, log); // /verbose and /reasoning notes (run-notes.ts)
   const controller = deps.controls.register(req.runId);
   const mailbox = deps.controls.mailbox(req.runId);
@@ -212,6 +214,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
         const inputs = await annotateSteered(deps.inputPreparers, steered, controller.signal);
         const records = mailboxInputRecords(req.runId, turn, inputs);
         await append(records);
+        for (const id of handedMessageIds(req.runId, records)) if (!handed.includes(id)) handed.push(id);
         return recordsToMessages(records);
       },
       hooks: runHooks(rt.config, log),
@@ -236,7 +239,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
     if (timer) clearTimeout(timer);
     deps.controls.unregister(req.runId, controller);
   }
-  await finish({ rt, req, events, log, append, bestEffort: lastDelivery, ack: delivery.ackNow }, outcome);
+  await finish({ rt, req, events, log, append, bestEffort: lastDelivery, ack: delivery.ackNow, handed: () => handed }, outcome);
   if (outcome.status === "done" && !req.options.command) afterRun?.();
 }
 
