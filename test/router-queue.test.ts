@@ -202,6 +202,30 @@ describe("router: queue modes, commands, policies (router process, scripted runn
     finish(nextReq);
   });
 
+  it("pairing: the owners are told in their last DM and answer with /pair there", async () => {
+    // the owner wrote to the bot from a Telegram DM before (the session's last origin)
+    await bus.call("sessions", "ensure", {
+      sessionKey: "agent:main:main", agentId: "main", sessionType: "main",
+      origin: { channel: "telegram", conversation: "c-boss", peer: { kind: "dm", id: "boss" }, sender: { id: "boss", name: "Boss" }, messageIds: [] },
+    });
+    const hello = await send("telegram", { kind: "dm", id: "stranger" }, "hello?", { sender: "stranger" });
+    const code = /pairing code: ([A-Z2-9]{8})/.exec((await noticeFor(hello.id)).text)?.[1];
+    assert.ok(code);
+    const told = await waitFor(() => outbound.find((o) => o.conversation === "c-boss" && o.text.includes(code!)), 10_000, "the owner's notice");
+    assert.equal(told.text, `New pairing request: (telegram:stranger) wants to talk to the bot.\nCode ${code}, valid 60 min. Answer /pair approve ${code} or /pair deny ${code}.`);
+    const list = await send("telegram", { kind: "dm", id: "boss" }, "/pair list", { sender: "boss" });
+    assert.match((await noticeFor(list.id)).text, new RegExp(`^Pending pairing requests:\n  ${code} — \\(telegram:stranger\\)`));
+    const intruder = await web("g-pair", `/pair approve ${code}`, "nobody");
+    assert.match((await noticeFor(intruder.id)).text, /^\/pair is for the owner only/);
+    const approve = await send("telegram", { kind: "dm", id: "boss" }, `/pair approve ${code}`, { sender: "boss" });
+    assert.equal((await noticeFor(approve.id)).text, `${code}: approved telegram:stranger.`);
+    await waitFor(() => outbound.find((o) => o.conversation === "c-stranger" && /You are approved/.test(o.text)), 10_000, "the sender told");
+    const again = await send("telegram", { kind: "dm", id: "stranger" }, "hello again", { sender: "stranger" });
+    finish(await runOf(again.runId, "the approved sender's run"));
+    const unknown = await send("telegram", { kind: "dm", id: "boss" }, "/pair deny NOPE2345", { sender: "boss" });
+    assert.match((await noticeFor(unknown.id)).text, /^Could not deny NOPE2345: no pending pairing code NOPE2345/);
+  });
+
   it("mention gating: a discord group message runs only when the bot is mentioned", async () => {
     const quiet = await send("discord", { kind: "group", id: "d1" }, "chatter", { sender: "u9" });
     await noRun(quiet.runId);

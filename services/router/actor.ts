@@ -21,8 +21,8 @@ import { subscribeRunEnds } from "../../shared/runtime/run-ends.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { AUTHENTICATED_API_CHANNELS } from "./access.js";
 import { checkRoutingConfig } from "./bindings.js";
-import { publishNotice } from "./notices.js";
 import { PairingStore } from "./pairing.js";
+import { decidePairing } from "./pairing-owners.js";
 import { RouterReplica, type HeldRun } from "./replica.js";
 import { SettingsCache } from "./settings.js";
 import { startTerm, type RouterTerm } from "./term.js";
@@ -88,13 +88,7 @@ export const definition: ActorDefinition = {
       let revoked;
       if (req.action === "approve" || req.action === "deny") {
         if (!req.code) throw new LurkError("VALIDATION_FAILED", `pairing ${req.action} needs a code`);
-        decided = req.action === "approve" ? await pairing.approve(req.code, req.decidedBy) : await pairing.deny(req.code);
-        if (!decided) throw new LurkError("NOT_FOUND", `no pending pairing code ${req.code.toUpperCase()} (it may have expired; the sender gets a new one by writing again)`);
-        rt.emit(`pairing_${req.action === "approve" ? "approved" : "denied"}`, { channel: decided.channel, code: decided.code }, "info");
-        if (req.action === "approve" && decided.conversation) {
-          await publishNotice(rt, { channel: decided.channel, conversation: decided.conversation, peer: { kind: "dm", id: decided.senderId } }, "You are approved: write your message again.", { deliveryId: `pairing-approved:${decided.channel}:${decided.code}` })
-            .catch((err) => rt.log.warn({ err }, "could not tell the sender about the approval"));
-        }
+        decided = await decidePairing(rt, pairing, req.action, req.code, req.decidedBy);
       } else if (req.action === "revoke") {
         if (!req.channel || !req.senderId) throw new LurkError("VALIDATION_FAILED", "pairing revoke needs channel and senderId");
         revoked = (await pairing.revoke(req.channel, req.senderId)) ?? undefined;

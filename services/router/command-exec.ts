@@ -12,11 +12,15 @@ import { COMMAND_HELP } from "../../shared/contract/index.js";
 import type { Command, Directives } from "./commands.js";
 import type { Lanes } from "./lanes.js";
 import type { SessionQueues, WorkOutcome } from "./queue.js";
+import type { PairingStore } from "./pairing.js";
+import { decidePairing } from "./pairing-owners.js";
 import type { Route } from "./resolve.js";
 import { queueSettingsFor, type SessionSettings, type SettingsCache, type SettingsPatch } from "./settings.js";
 
 export interface CommandContext {
   rt: ActorRuntime;
+  /** DM pairing (/pair) */
+  pairing: PairingStore;
   lanes: Lanes;
   queues: SessionQueues;
   settings: SettingsCache;
@@ -41,6 +45,9 @@ const STATE_CHANGING = new Set<Command["name"]>(["new", "reset", "stop", "compac
 
 export async function executeCommand(ctx: CommandContext, command: Command, msg: InboundMessage, route: Route): Promise<CommandResult> {
   const owner = isOwner(msg, ctx.rt.config);
+  if (command.name === "pair" && !owner) {
+    return { kind: "error", text: `/pair is for the owner only. Ask the owner to add "${msg.channel}:${msg.sender.id}" to routing.commands.owners, or use \`npx lurkbot pairing\`.` };
+  }
   if ((command.name === "approve" || command.name === "deny") && !owner) {
     return { kind: "error", text: `/${command.name} is for the owner only. Ask the owner to add "${msg.channel}:${msg.sender.id}" to routing.commands.owners, or decide with \`npx lurkbot approvals ${command.name} ${command.id}\`.` };
   }
@@ -88,8 +95,24 @@ export async function executeCommand(ctx: CommandContext, command: Command, msg:
       }
     case "subagents":
       return subagents(ctx, command, route);
+    case "pair":
+      return pairCommand(ctx, command, msg);
     case "settings":
       return settingsCommand(ctx, command.directives, command.show, route);
+  }
+}
+
+async function pairCommand(ctx: CommandContext, command: Extract<Command, { name: "pair" }>, msg: InboundMessage): Promise<CommandResult> {
+  if (command.action === "list") {
+    const { pending } = await ctx.pairing.list();
+    if (pending.length === 0) return { text: "No pending pairing requests." };
+    return { text: ["Pending pairing requests:", ...pending.map((p) => `  ${p.code} — ${p.senderName ? `${p.senderName} ` : ""}(${p.channel}:${p.senderId}), until ${new Date(p.expiresAt).toISOString().slice(11, 16)} UTC`)].join("\n") };
+  }
+  try {
+    const decided = await decidePairing(ctx.rt, ctx.pairing, command.action, command.code!, `${msg.channel}:${msg.sender.id}`);
+    return { text: `${decided.code}: ${command.action === "approve" ? "approved" : "denied"} ${decided.channel}:${decided.senderId}${decided.senderName ? ` (${decided.senderName})` : ""}.` };
+  } catch (err) {
+    return { kind: "error", text: `Could not ${command.action} ${command.code}: ${LurkError.from(err).message}` };
   }
 }
 

@@ -3,7 +3,8 @@
  *
  * Commands are the whole message: /new and /reset (text after them becomes the first message
  * of the fresh session), /stop (/abort), /status, /help (/commands), /compact [instructions],
- * /approve ID, /deny ID, /subagents [list|stop [KEY|RUNID|all]]. Telegram's `/cmd@botname` works.
+ * /approve ID, /deny ID, /subagents [list|stop [KEY|RUNID|all]], /pair [list|approve CODE|deny CODE].
+ * Telegram's `/cmd@botname` works.
  *
  * Directives may stand anywhere at a word start: /think (/t), /verbose (/v), /reasoning,
  * /model, /queue, as `/think:high`, `/t medium` or bare `/think` (the seeds' default level).
@@ -45,6 +46,7 @@ export type Command =
   | { name: "compact"; instructions: string }
   | { name: "approve" | "deny"; id: string }
   | { name: "subagents"; action: "list" | "stop"; target?: string }
+  | { name: "pair"; action: "list" | "approve" | "deny"; code?: string }
   /** only directives: change the session's settings (an empty set shows them) */
   | { name: "settings"; directives: Directives; show: Array<keyof Directives> };
 
@@ -165,7 +167,7 @@ function extractDirectives(text: string): { directives: Directives; rest: string
   return { directives, rest: rest.replace(/[ \t]{2,}/g, " ").trim(), seen };
 }
 
-const COMMAND_NAMES = new Set(["new", "reset", "stop", "abort", "status", "help", "commands", "compact", "approve", "deny", "subagents"]);
+const COMMAND_NAMES = new Set(["new", "reset", "stop", "abort", "status", "help", "commands", "compact", "approve", "deny", "subagents", "pair"]);
 
 function parseCommand(name: string, args: string): Parsed {
   const words = args.split(/\s+/).filter(Boolean);
@@ -192,6 +194,12 @@ function parseCommand(name: string, args: string): Parsed {
       if (action === "list" && words.length <= 1) return { kind: "command", command: { name: "subagents", action: "list" } };
       if (action === "stop" && words.length === 2) return { kind: "command", command: { name: "subagents", action: "stop", target: words[1]! } };
       return { kind: "error", message: "use /subagents list, or /subagents stop KEY|RUNID|all" };
+    }
+    case "pair": {
+      const action = (words[0] ?? "list").toLowerCase();
+      if (action === "list" && words.length <= 1) return { kind: "command", command: { name: "pair", action: "list" } };
+      if ((action === "approve" || action === "deny") && words.length === 2) return { kind: "command", command: { name: "pair", action, code: words[1]! } };
+      return { kind: "error", message: "use /pair list, /pair approve CODE or /pair deny CODE (the code is in the pairing request)" };
     }
   }
   return { kind: "error", message: `unknown command /${name}` };

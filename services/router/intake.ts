@@ -15,6 +15,7 @@ import { Debouncer } from "./debounce.js";
 import { GroupContext, withContext } from "./group-context.js";
 import { noticeId, publishNotice } from "./notices.js";
 import type { PairingStore } from "./pairing.js";
+import { notifyOwners } from "./pairing-owners.js";
 import { merged, Work, type DeliveryLike, type SessionQueues, type WorkOutcome } from "./queue.js";
 import { routesFor, type Route } from "./resolve.js";
 import { queueSettingsFor, runOptionsFor, type SettingsCache } from "./settings.js";
@@ -168,7 +169,10 @@ export class Intake {
       return;
     }
     if (outcome.kind === "approved") return; // approved a moment ago: the sender writes again
-    if (outcome.created) rt.emit("pairing_requested", { channel: msg.channel, code: outcome.code }, "info");
+    if (outcome.created) {
+      rt.emit("pairing_requested", { channel: msg.channel, code: outcome.code }, "info");
+      await notifyOwners(rt, { channel: msg.channel, senderId: msg.sender.id, ...(msg.sender.name ? { senderName: msg.sender.name } : {}), code: outcome.code, expiresAt: outcome.expiresAt });
+    }
     const minutes = Math.max(1, Math.round((outcome.expiresAt - Date.now()) / 60_000));
     await publishNotice(rt, msg, [
       "I don't know you yet, so I can't answer here.",

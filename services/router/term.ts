@@ -120,7 +120,7 @@ export function startTerm(deps: TermDeps, held: HeldRun[]): RouterTerm {
   };
 
   const queues = new SessionQueues({ lanes, log: rt.log, dispatch, control, abort });
-  const intake = new Intake({ rt, queues, settings: deps.settings, pairing: deps.pairing, ended, commands: { rt, lanes, queues, settings: deps.settings } });
+  const intake = new Intake({ rt, queues, settings: deps.settings, pairing: deps.pairing, ended, commands: { rt, lanes, queues, settings: deps.settings, pairing: deps.pairing } });
 
   const consumer = rt.consume({
     stream: STREAMS.inbound,
