@@ -28,8 +28,8 @@ const ROUTING = {
   dm: { policy: "open", byChannel: { telegram: { policy: "pairing" } } },
   groups: { byChannel: { discord: { requireMention: true } } },
   broadcast: { strategy: "sequential", peers: { "web:bcast": ["main", "helper"] } },
-  commands: { owners: ["telegram:boss", "web:owner"] },
-  queue: { controlTimeoutMs: 300 },
+  commands: { owners: ["telegram:boss", "web:owner", "slack:owner"] },
+  queue: { controlTimeoutMs: 300, byChannel: { slack: { mode: "collect", cap: 7 } } },
   debounceMs: 250,
 };
 
@@ -109,6 +109,23 @@ describe("router: queue modes, commands, policies (router process, scripted runn
     const r2 = await runOf(second.runId);
     assert.equal(r2.inputs[0]!.text, "and then this");
     finish(r2);
+  });
+
+  it("queue defaults per channel: slack collects by default, a session's /queue still wins", async () => {
+    const shown = await send("slack", { kind: "group", id: "s-col" }, "/queue", { sender: "owner" });
+    assert.match((await noticeFor(shown.id)).text, /queue: collect \(debounce 0 ms, cap 7, drop old\) \(default\)/);
+    const first = await send("slack", { kind: "group", id: "s-col" }, "first", { sender: "u1" });
+    const r1 = await runOf(first.runId);
+    const a = await send("slack", { kind: "group", id: "s-col" }, "a", { sender: "u2" });
+    const b = await send("slack", { kind: "group", id: "s-col" }, "b", { sender: "u3" });
+    await sleep(600); // past the inbound debounce
+    finish(r1);
+    const ids = [a, b].map((m) => m.runId);
+    const batch = await waitFor(async () => (await runRequests()).find((r) => ids.includes(r.runId)), 10_000, "collected run");
+    assert.deepEqual(batch.inputs.map((i) => i.text).sort(), ["a", "b"], "collected into one run, as the channel's default says");
+    finish(batch);
+    const own = await send("slack", { kind: "group", id: "s-col" }, "/queue queue", { sender: "owner" });
+    assert.match((await noticeFor(own.id)).text, /queue: queue \(debounce 0 ms, cap 7, drop old\)$/m);
   });
 
   it("collect: messages that arrive during a run become one run when the lane frees", async () => {

@@ -58,7 +58,7 @@ export async function executeCommand(ctx: CommandContext, command: Command, msg:
     case "help":
       return { text: ["Commands:", ...COMMAND_HELP.map(([c, d]) => `  ${c} — ${d}`)].join("\n") };
     case "status":
-      return { text: await statusText(ctx, route) };
+      return { text: await statusText(ctx, route, msg.channel) };
     case "stop": {
       const debounced = ctx.cancelDebounced(route.sessionKey);
       const { activeRunId, dropped } = ctx.queues.stop(route.sessionKey, `/stop by ${msg.sender.id}`);
@@ -98,7 +98,7 @@ export async function executeCommand(ctx: CommandContext, command: Command, msg:
     case "pair":
       return pairCommand(ctx, command, msg);
     case "settings":
-      return settingsCommand(ctx, command.directives, command.show, route);
+      return settingsCommand(ctx, command.directives, command.show, route, msg.channel);
   }
 }
 
@@ -138,7 +138,7 @@ async function subagents(ctx: CommandContext, command: Extract<Command, { name: 
   }
 }
 
-async function settingsCommand(ctx: CommandContext, d: Directives, show: Array<keyof Directives>, route: Route): Promise<CommandResult> {
+async function settingsCommand(ctx: CommandContext, d: Directives, show: Array<keyof Directives>, route: Route, channel: string): Promise<CommandResult> {
   const patch: SettingsPatch = {};
   if (d.thinking) patch.thinking = d.thinking;
   if (d.verbose) patch.verbose = d.verbose;
@@ -154,11 +154,11 @@ async function settingsCommand(ctx: CommandContext, d: Directives, show: Array<k
   }
   if (Object.keys(patch).length > 0) await ctx.settings.patch(route, patch);
   const settings = await ctx.settings.get(route.sessionKey);
-  const lines = show.map((key) => describe(ctx, key, settings, route));
+  const lines = show.map((key) => describe(ctx, key, settings, route, channel));
   return { text: `${Object.keys(patch).length > 0 ? "Session settings updated" : "Session settings"} (${route.sessionKey}):\n${lines.join("\n")}` };
 }
 
-function describe(ctx: CommandContext, key: keyof Directives, s: SessionSettings, route: Route): string {
+function describe(ctx: CommandContext, key: keyof Directives, s: SessionSettings, route: Route, channel: string): string {
   const config = ctx.rt.config;
   switch (key) {
     case "model": {
@@ -169,19 +169,19 @@ function describe(ctx: CommandContext, key: keyof Directives, s: SessionSettings
     case "verbose": return `  verbose: ${s.verbose ?? "off"}`;
     case "reasoning": return `  reasoning: ${s.reasoning ?? "off"}`;
     case "queue": {
-      const q = queueSettingsFor(config.routing, s);
+      const q = queueSettingsFor(config.routing, s, undefined, channel);
       return `  queue: ${q.mode} (debounce ${q.debounceMs} ms, cap ${q.cap}, drop ${q.drop})${s.queue ? "" : " (default)"}`;
     }
   }
 }
 
-async function statusText(ctx: CommandContext, route: Route): Promise<string> {
+async function statusText(ctx: CommandContext, route: Route, channel: string): Promise<string> {
   const { session } = await ctx.rt.client.call("sessions", "get", { sessionKey: route.sessionKey });
   const settings = await ctx.settings.get(route.sessionKey);
   const lane = ctx.lanes.snapshot(route.sessionKey)[0];
   const lines = [
     `Session ${route.sessionKey} (${route.sessionType}), agent ${route.agentId}`,
-    ...(["model", "thinking", "verbose", "reasoning", "queue"] as const).map((k) => describe(ctx, k, settings, route)),
+    ...(["model", "thinking", "verbose", "reasoning", "queue"] as const).map((k) => describe(ctx, k, settings, route, channel)),
     lane?.activeRunId
       ? `  run: ${lane.activeRunId} active for ${Math.round((Date.now() - (lane.activeSince ?? Date.now())) / 1000)} s, ${lane.queued} waiting`
       : "  run: idle",

@@ -111,7 +111,7 @@ export class Intake {
       const runId = routes.length > 1 ? broadcastRunId(msg.channel, msg.id, route.agentId) : runIdFor(msg.channel, msg.id);
       const context = msg.peer.kind === "group" ? this.groupContext.take(route.sessionKey) : [];
       const request = messageRequest(msg, route, runId, withContext(text, context), runOptionsFor(session, directives));
-      works.push(new Work(request, delivery, queueSettingsFor(routing, session, directives.queue), Date.now()));
+      works.push(new Work(request, delivery, queueSettingsFor(routing, session, directives.queue, msg.channel), Date.now()));
     }
     if (works.length > 1) return { ticket: submitBroadcast(works, routing.broadcast.strategy, (w) => queues.submit(w), this.deps.ended) };
     const work = works[0]!;

@@ -61,15 +61,17 @@ export class SettingsCache {
 }
 
 /** Queue settings of a message: inline /queue directive > session /queue > routing.queue. */
-export function queueSettingsFor(config: RoutingConfig, session: SessionSettings, directive?: Directives["queue"]): QueueSettings {
+/** A message's queue settings: inline directive > the session's /queue > the channel's defaults (`queue.byChannel`) > `queue`. */
+export function queueSettingsFor(config: RoutingConfig, session: SessionSettings, directive: Directives["queue"] | undefined, channel: string): QueueSettings {
   const base = config.queue;
+  const forChannel = base.byChannel[channel] ?? {};
   const own = session.queue ?? {};
   const inline = directive && !directive.reset ? directive : {};
   return {
-    mode: inline.mode ?? own.mode ?? base.mode,
-    debounceMs: inline.debounceMs ?? own.debounceMs ?? base.debounceMs,
-    cap: inline.cap ?? own.cap ?? base.cap,
-    drop: inline.drop ?? own.drop ?? base.drop,
+    mode: inline.mode ?? own.mode ?? forChannel.mode ?? base.mode,
+    debounceMs: inline.debounceMs ?? own.debounceMs ?? forChannel.debounceMs ?? base.debounceMs,
+    cap: inline.cap ?? own.cap ?? forChannel.cap ?? base.cap,
+    drop: inline.drop ?? own.drop ?? forChannel.drop ?? base.drop,
   };
 }
 

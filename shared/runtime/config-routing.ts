@@ -81,6 +81,13 @@ export const routingConfigSchema = z.object({
     drop: queueDropPolicySchema.default("old"),
     /** how long a steer/follow-up waits for the agent-runner holding the run to take it */
     controlTimeoutMs: z.number().int().min(50).max(30_000).default(1000),
+    /** per-channel defaults, e.g. { "telegram": { "mode": "collect", "debounceMs": 1500 } } (a session's /queue still wins) */
+    byChannel: z.record(z.string(), z.object({
+      mode: queueModeSchema.optional(),
+      debounceMs: z.number().int().min(0).max(60_000).optional(),
+      cap: z.number().int().min(1).max(1000).optional(),
+      drop: queueDropPolicySchema.optional(),
+    })).default({}),
   }).prefault({}),
   /** messages of one sender to one session within this window become one run (0: off) */
   debounceMs: z.number().int().min(0).max(60_000).default(0),
