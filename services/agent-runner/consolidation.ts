@@ -83,7 +83,7 @@ export interface ConsolidationPlan {
 }
 
 /** a session that ended with fewer new messages than this (a greeting) is not worth a model call */
-export const FINAL_MIN_MESSAGES = 4;
+const FINAL_MIN_MESSAGES = 4;
 
 /**
  * What to consolidate now (see the file comment); undefined below the window. `final` (a session

@@ -107,11 +107,6 @@ export class Lanes {
     this.byRun.set(runId, sessionKey);
   }
 
-  /** The session the run holds, if it holds one. */
-  sessionOf(runId: string): string | undefined {
-    return this.byRun.get(runId);
-  }
-
   markDispatched(runId: string): void {
     const key = this.byRun.get(runId);
     const active = key ? this.lanes.get(key)?.active : undefined;
