@@ -438,7 +438,7 @@ describe("compaction and memory through the system", () => {
     assert.equal(consolidationPrompts.length, calls, "one exchange: no consolidation call");
   });
 
-  it("an idle reset made when a run begins puts the ended transcript into memory beside the run", async () => {
+  it("an idle reset puts the ended transcript into memory: made when a run begins (beside the run), or by the router's ensure (/new)", async () => {
     writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({ compaction: { enabled: false }, memory: { window: 40 }, sessions: { idleResetMinutes: 1 } }));
     await system.actors.get("sessions")!.stop();
     await system.startActor("sessions");
@@ -448,14 +448,20 @@ describe("compaction and memory through the system", () => {
     consolidationAnswer = JSON.stringify({ history_entry: "[2025-03-01 08:00] The user adopted a cat named Miso.", memory_update: "# Memory\n- Has a cat, Miso." });
     await client.send("IDLE-ONE I adopted a cat", { sessionName: "idle-end" });
     await client.send("IDLE-TWO her name is Miso", { sessionName: "idle-end" });
+    // a second session, ended by the idle reset that the router's /new (sessions.ensure) makes
+    await client.send("IDLEB-ONE I start a new job on Monday", { sessionName: "idle-new" });
+    await client.send("IDLEB-TWO at the harbour office", { sessionName: "idle-new" });
     const before = consolidationPrompts.length;
     await new Promise((r) => setTimeout(r, 61_000)); // idleResetMinutes: 1
     const reply = await client.send("IDLE-THREE good morning", { sessionName: "idle-end" });
     assert.match(reply.text, /^ack/, "the run answered (the consolidation does not hold it)");
-    await waitFor(() => consolidationPrompts.length > before, 20_000, "the idle-ended transcript's consolidation");
-    const prompt = consolidationPrompts.at(-1)!;
-    assert.ok(prompt.includes("IDLE-ONE") && prompt.includes("IDLE-TWO") && !prompt.includes("IDLE-THREE"), "the ended transcript, not the new run");
+    await waitFor(() => consolidationPrompts.slice(before).some((p) => p.includes("IDLE-ONE")), 20_000, "the idle-ended transcript's consolidation");
+    const prompt = consolidationPrompts.slice(before).find((p) => p.includes("IDLE-ONE"))!;
+    assert.ok(prompt.includes("IDLE-TWO") && !prompt.includes("IDLE-THREE"), "the ended transcript, not the new run");
     await waitFor(() => readFileSync(memoryPath, "utf8").includes("Miso"), 10_000, "MEMORY.md updated");
+    await client.send("/new", { sessionName: "idle-new" });
+    const ended = await waitFor(() => consolidationPrompts.slice(before).find((p) => p.includes("IDLEB-ONE")), 20_000, "the consolidation of the transcript the router's ensure reset");
+    assert.ok(ended.includes("IDLEB-TWO"));
   });
 
   it("backs off consolidation after failures: half a window, doubling, at most four windows", () => {

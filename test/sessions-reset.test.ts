@@ -145,15 +145,18 @@ describe("session store with a reset policy and a controllable clock", () => {
   it("ensure applies the policy too; an empty session is never reset", async () => {
     const key = "agent:main:ensure";
     clock = t("2026-01-17T12:00:00Z");
-    const created = await store.ensure({ sessionKey: key, agentId: "main", sessionType: "main" });
+    const created = (await store.ensure({ sessionKey: key, agentId: "main", sessionType: "main" })).session;
     clock += 2 * 24 * 60 * MIN;
     const before = resets.length;
-    assert.equal((await store.ensure({ sessionKey: key, agentId: "main", sessionType: "main" })).sessionId, created.sessionId, "no records: nothing to reset");
+    const empty = await store.ensure({ sessionKey: key, agentId: "main", sessionType: "main" });
+    assert.equal(empty.session.sessionId, created.sessionId, "no records: nothing to reset");
+    assert.equal(empty.reset, undefined);
     await store.append(key, [note("e1", "e")]);
     clock += 45 * MIN;
-    const after = await store.ensure({ sessionKey: key, agentId: "main", sessionType: "main" });
+    const { session: after, reset } = await store.ensure({ sessionKey: key, agentId: "main", sessionType: "main" });
     assert.notEqual(after.sessionId, created.sessionId);
     assert.equal(after.records, 0);
+    assert.deepEqual(reset, { reason: "idle", previousSessionId: created.sessionId }, "the reply names the reset, for the ended transcript's consolidation");
     assert.deepEqual(store.history(key, 10), []);
     assert.equal(resets.length, before + 1);
     assert.equal(resets.at(-1)!.reason, "idle");

@@ -12,6 +12,7 @@ import { COMMAND_HELP } from "../../shared/contract/index.js";
 import type { Command, Directives } from "./commands.js";
 import type { Lanes } from "./lanes.js";
 import type { SessionQueues, WorkOutcome } from "./queue.js";
+import { ensureSession } from "./ended-sessions.js";
 import type { PairingStore } from "./pairing.js";
 import { decidePairing } from "./pairing-owners.js";
 import type { Route } from "./resolve.js";
@@ -70,14 +71,12 @@ export async function executeCommand(ctx: CommandContext, command: Command, msg:
     case "reset": {
       ctx.cancelDebounced(route.sessionKey);
       const { activeRunId } = ctx.queues.stop(route.sessionKey, `/${command.name}`);
-      await ctx.rt.client.call("sessions", "ensure", { sessionKey: route.sessionKey, agentId: route.agentId, sessionType: route.sessionType });
+      await ensureSession(ctx.rt, route);
       const { previousSessionId, session } = await ctx.rt.client.call("sessions", "reset", { sessionKey: route.sessionKey, reason: command.name });
       const text = `Fresh session started (${route.sessionKey}; the previous transcript ${previousSessionId} is kept on disk).${activeRunId ? ` The active run ${activeRunId} was stopped.` : ""}`;
       ctx.rt.log.info({ sessionKey: route.sessionKey, sessionId: session.sessionId, previousSessionId }, "session reset by chat command");
       // the ended transcript into MEMORY.md/HISTORY.md (the agent-runner skips shared sessions)
-      if (ctx.rt.config.memory.enabled) {
-        await ctx.submitConsolidation(route, previousSessionId).catch((err) => ctx.rt.log.warn({ err, sessionKey: route.sessionKey }, "could not queue the ended session's memory consolidation"));
-      }
+      await ctx.submitConsolidation(route, previousSessionId);
       return { text, ...(command.rest ? { continueWith: command.rest } : {}) };
     }
     case "compact": {

@@ -5,13 +5,14 @@
  * so `/model x` is applied before the next message of that session is routed; waiting for the
  * session's lane happens outside that section. Resolves when the message may be acked.
  */
-import { envelope, runIdFor, runRequestSchema, type InboundMessage, type RunRequest } from "../../shared/contract/index.js";
+import { envelope, runIdFor, type InboundMessage, type RunRequest } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import { decideAccess } from "./access.js";
 import { broadcastRunId, submitBroadcast } from "./broadcast.js";
 import { executeCommand, type CommandContext } from "./command-exec.js";
 import { parseText, type Directives } from "./commands.js";
 import { Debouncer } from "./debounce.js";
+import { queueConsolidation } from "./ended-sessions.js";
 import { GroupContext, withContext } from "./group-context.js";
 import { noticeId, publishNotice } from "./notices.js";
 import type { PairingStore } from "./pairing.js";
@@ -63,7 +64,7 @@ export class Intake {
     this.commandContext = {
       ...deps.commands,
       cancelDebounced: (sessionKey) => this.debouncer.cancel(`${sessionKey}\u0000`, "dropped").length,
-      submitConsolidation: (route, previousSessionId) => this.publishConsolidation(route, previousSessionId),
+      submitConsolidation: (route, previousSessionId) => queueConsolidation(this.deps.rt, route, previousSessionId),
       submitCompact: (route, instructions) => this.deps.queues.submit(new Work(this.compactRequest(route, instructions), { redelivered: false, deliveryCount: 1 }, { ...this.deps.rt.config.routing.queue, mode: "queue" }, Date.now())),
     };
   }
@@ -142,19 +143,6 @@ export class Intake {
       inputs: [{ kind: "system_event" as const, text: instructions ? `compact: ${instructions}` : "compact", attachments: [] }],
       deliver: false, options: { command: "compact" as const },
     });
-  }
-
-  /** The "consolidate" run of a transcript a reset ended, straight into RUNS (deduplicated by its run id). */
-  private async publishConsolidation(route: Route, previousSessionId: string): Promise<void> {
-    const { rt } = this.deps;
-    const id = `consolidate-${previousSessionId}`;
-    const request = runRequestSchema.parse(envelope("lurk.run.request.v1", {
-      runId: runIdFor("router", id), sessionKey: route.sessionKey, agentId: route.agentId, sessionType: route.sessionType,
-      trigger: "system" as const, causationId: id,
-      inputs: [{ kind: "system_event" as const, text: "consolidate the ended session into memory", attachments: [] }],
-      deliver: false, options: { command: "consolidate" as const, previousSessionId },
-    }));
-    await rt.js.publish(rt.subjects.runRequest(route.agentId), JSON.stringify(request), { msgID: request.runId });
   }
 
   private async refuse(msg: InboundMessage, reason: string): Promise<void> {

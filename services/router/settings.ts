@@ -7,6 +7,7 @@
 import type { RunRequest, SessionEntry } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import type { RoutingConfig } from "../../shared/runtime/config-routing.js";
+import { ensureSession } from "./ended-sessions.js";
 import type { Directives } from "./commands.js";
 import type { QueueSettings } from "./queue.js";
 import type { Route } from "./resolve.js";
@@ -46,7 +47,7 @@ export class SettingsCache {
 
   /** Ensures the session exists, patches it, caches the result. */
   async patch(route: Route, patch: SettingsPatch): Promise<SessionEntry> {
-    await this.rt.client.call("sessions", "ensure", { sessionKey: route.sessionKey, agentId: route.agentId, sessionType: route.sessionType });
+    await ensureSession(this.rt, route);
     const { session } = await this.rt.client.call("sessions", "patch", { sessionKey: route.sessionKey, patch });
     this.remember(route.sessionKey, pickSettings(session));
     return session;

@@ -18,6 +18,7 @@ import {
 } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import { z } from "zod";
+import { ensureSession } from "./ended-sessions.js";
 import { Intake } from "./intake.js";
 import { Lanes } from "./lanes.js";
 import type { PairingStore } from "./pairing.js";
@@ -163,7 +164,7 @@ async function fromInject(msg: SystemInject, rt: ActorRuntime): Promise<RunReque
   if (!parsedKey || parsedKey.agentId !== msg.agentId) {
     throw new LurkError("VALIDATION_FAILED", `session key ${msg.sessionKey} does not belong to agent ${msg.agentId}`);
   }
-  const entry = (await rt.client.call("sessions", "ensure", { sessionKey: msg.sessionKey, agentId: msg.agentId, sessionType: parsedKey.type })).session;
+  const entry = await ensureSession(rt, { sessionKey: msg.sessionKey, agentId: msg.agentId, sessionType: parsedKey.type });
   if (msg.wake !== "now") {
     await rt.client.call("sessions", "append", {
       sessionKey: msg.sessionKey,

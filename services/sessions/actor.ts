@@ -17,7 +17,7 @@ export const definition: ActorDefinition = {
       onFlushError: (err) => rt.log.error({ err }, "flushing the sessions store to disk failed; the next write retries"),
     });
     rt.serve("sessions", "begin", (req) => store.begin({ ...req, ...(req.origin ? { lastOrigin: req.origin } : {}) }));
-    rt.serve("sessions", "ensure", async (req) => ({ session: await store.ensure({ ...req, ...(req.origin ? { lastOrigin: req.origin } : {}) }) }));
+    rt.serve("sessions", "ensure", (req) => store.ensure({ ...req, ...(req.origin ? { lastOrigin: req.origin } : {}) }));
     rt.serve("sessions", "get", (req) => ({ session: store.get(req.sessionKey) }));
     rt.serve("sessions", "list", (req) => ({ sessions: store.list(req) }));
     rt.serve("sessions", "history", (req) => ({ session: store.get(req.sessionKey), records: store.history(req.sessionKey, req.limit, req.sessionId) }));

@@ -81,7 +81,8 @@ export class SessionStore {
     return this.entries.get(sessionKey) ?? null;
   }
 
-  async ensure(input: EnsureInput): Promise<SessionEntry> {
+  /** The entry (created when missing) and the daily or idle reset the policy made, if any. */
+  async ensure(input: EnsureInput): Promise<{ session: SessionEntry; reset?: Pick<AutoReset, "reason" | "previousSessionId"> }> {
     let result!: SessionEntry;
     let reset: AutoReset | null = null;
     this.commit(() => {
@@ -89,7 +90,8 @@ export class SessionStore {
       result = this.ensureInTxn(input);
     });
     this.reported(reset);
-    return result;
+    const ended = reset as AutoReset | null;
+    return { session: result, ...(ended ? { reset: { reason: ended.reason, previousSessionId: ended.previousSessionId } } : {}) };
   }
 
   /** Applies the reset policy to an existing session before new activity lands on it. */

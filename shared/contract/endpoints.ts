@@ -23,7 +23,7 @@ export const ENDPOINTS = {
   },
   sessions: {
     begin: { request: S.sessionsBeginRequest, reply: S.beginReply, description: "start a run: ensure, status, first records and transcript in one call" },
-    ensure: { request: S.sessionsEnsureRequest, reply: S.sessionReply, description: "get or create a session entry" },
+    ensure: { request: S.sessionsEnsureRequest, reply: S.ensureReply, description: "get or create a session entry (and the daily or idle reset it made)" },
     get: { request: S.sessionsGetRequest, reply: S.sessionOrNullReply, description: "one session entry" },
     list: { request: S.sessionsListRequest, reply: S.sessionListReply, description: "session entries, newest first" },
     history: { request: S.sessionsHistoryRequest, reply: S.historyReply, description: "the newest transcript records" },

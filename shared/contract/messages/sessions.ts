@@ -143,15 +143,19 @@ export const runRecordsReply = z.object({
   records: z.array(transcriptRecordSchema),
   status: z.enum(["unknown", "started", "done", "error", "aborted"]),
 });
+/** A daily or idle reset the sessions actor made: the transcript it ended is `previousSessionId`. */
+export const autoResetSchema = z.object({ reason: z.enum(["daily", "idle"]), previousSessionId: idSchema });
 export const beginReply = z.object({
   prior: z.enum(["unknown", "started", "done", "error", "aborted"]),
   session: sessionEntrySchema,
   runRecords: z.array(transcriptRecordSchema),
   records: z.array(transcriptRecordSchema),
   incremental: z.boolean(),
-  /** the daily or idle reset this begin made: the run starts a fresh transcript; the ended one is `previousSessionId` */
-  reset: z.object({ reason: z.enum(["daily", "idle"]), previousSessionId: idSchema }).optional(),
+  /** the daily or idle reset this begin made: the run starts a fresh transcript */
+  reset: autoResetSchema.optional(),
 });
+/** `sessions.ensure`: the entry, and the daily or idle reset this call made, if any. */
+export const ensureReply = z.object({ session: sessionEntrySchema, reset: autoResetSchema.optional() });
 export const resetReply = z.object({ session: sessionEntrySchema, previousSessionId: idSchema });
 export const deleteReply = z.object({ deleted: z.boolean() });
 export type UsageUpdate = z.infer<typeof usageUpdateSchema>;
