@@ -66,6 +66,7 @@ describe("bindings: most specific first", () => {
 
 describe("session keys", () => {
   const dm = { channel: "telegram", peer: { kind: "dm" as const, id: "42" } };
+  const LINKS = { alice: ["telegram:42", "discord:987"] };
   const table: Array<[string, Record<string, unknown>, Msg, string, string]> = [
     ["dmScope main: the shared main session", {}, dm, "agent:main:main", "main"],
     ["dmScope per-peer", { dmScope: "per-peer" }, dm, "agent:main:dm:42", "dm"],
@@ -75,6 +76,10 @@ describe("session keys", () => {
     ["forum topic", {}, { channel: "telegram", peer: { kind: "group", id: "-100123", topicId: "42" } }, "agent:main:telegram:group:-100123:topic:42", "topic"],
     ["thread", {}, { channel: "slack", peer: { kind: "channel", id: "C123", threadId: "1234567890.0001" } }, "agent:main:slack:channel:C123:thread:1234567890~2E0001", "thread"],
     ["ids with ':' are encoded", { dmScope: "per-peer" }, { channel: "web", peer: { kind: "dm", id: "a:b c" } }, "agent:main:dm:a:b~20c", "dm"],
+    ["identity links: a linked sender's DMs use the canonical name (telegram)", { dmScope: "per-peer", identityLinks: LINKS }, dm, "agent:main:dm:alice", "dm"],
+    ["identity links: the same person on discord shares the session", { dmScope: "per-peer", identityLinks: LINKS }, { channel: "discord", peer: { kind: "dm", id: "987" } }, "agent:main:dm:alice", "dm"],
+    ["identity links: an unlinked sender keeps their id", { dmScope: "per-peer", identityLinks: LINKS }, { channel: "discord", peer: { kind: "dm", id: "42" } }, "agent:main:dm:42", "dm"],
+    ["identity links do not merge per-channel-peer sessions", { dmScope: "per-channel-peer", identityLinks: LINKS }, dm, "agent:main:telegram:dm:42", "dm"],
   ];
   for (const [name, routing, m, key, type] of table) {
     it(name, () => {
@@ -84,6 +89,12 @@ describe("session keys", () => {
       assert.deepEqual(parseSessionKey(route.sessionKey), { agentId: "main", type });
     });
   }
+  it("refuses a sender linked to two identities, naming the entry", () => {
+    assert.throws(() => config({ identityLinks: { alice: ["telegram:42"], bob: ["discord:1", "telegram:42"] } }),
+      /routing\.identityLinks\.bob\.1: "telegram:42" is linked to "alice" already/);
+    assert.throws(() => config({ identityLinks: { "al ice": ["telegram:42"] } }), /identityLinks.*1-64 letters, digits/);
+  });
+
   it("the bound agent names the session", () => {
     const route = routeInbound(msg({ channel: "telegram", peer: { kind: "group", id: "-100family" } }), config({ bindings }));
     assert.equal(route.sessionKey, "agent:family:telegram:group:-100family");

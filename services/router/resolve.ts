@@ -3,7 +3,9 @@
  * bindings (bindings.ts); a broadcast peer (routing.broadcast.peers) names several agents.
  * Session keys follow the seeds (shared/contract/session-keys.ts, 001 §6.4):
  *   DMs: routing.dmScope "main" -> agent:<a>:main (one shared session), "per-peer" ->
- *        agent:<a>:dm:<peer>, "per-channel-peer" -> agent:<a>:<channel>:dm:<peer>; a session
+ *        agent:<a>:dm:<peer> (a peer linked in routing.identityLinks by its canonical name, so one
+ *        person's DMs on several channels share it), "per-channel-peer" ->
+ *        agent:<a>:<channel>:dm:<peer>; a session
  *        the channel names (the terminal channel's --session) -> agent:<a>:<channel>:dm:<name>.
  *   groups/channels: agent:<a>:<channel>:group:<id>, with :topic:<id> for forum topics;
  *   threads: agent:<a>:<channel>:channel:<id>:thread:<id>.
@@ -21,12 +23,20 @@ export interface Route {
 
 type KeyFields = Pick<InboundMessage, "channel" | "peer" | "sessionName">;
 
-export function sessionFor(agentId: string, msg: KeyFields, dmScope: LurkConfig["routing"]["dmScope"]): { sessionKey: string; sessionType: SessionType } {
+/** The canonical name of a linked sender (routing.identityLinks), else its peer id. */
+function identityOf(channel: string, peerId: string, links: LurkConfig["routing"]["identityLinks"]): string {
+  const entry = `${channel}:${peerId}`;
+  for (const [name, entries] of Object.entries(links)) if (entries.includes(entry)) return name;
+  return peerId;
+}
+
+export function sessionFor(agentId: string, msg: KeyFields, routing: Pick<LurkConfig["routing"], "dmScope" | "identityLinks">): { sessionKey: string; sessionType: SessionType } {
   const { peer, channel } = msg;
+  const { dmScope } = routing;
   switch (peer.kind) {
     case "dm":
       if (msg.sessionName) return { sessionType: "dm", sessionKey: buildSessionKey({ type: "dm", agentId, channel, peerId: msg.sessionName }) };
-      if (dmScope === "per-peer") return { sessionType: "dm", sessionKey: buildSessionKey({ type: "dm", agentId, peerId: peer.id }) };
+      if (dmScope === "per-peer") return { sessionType: "dm", sessionKey: buildSessionKey({ type: "dm", agentId, peerId: identityOf(channel, peer.id, routing.identityLinks) }) };
       if (dmScope === "per-channel-peer") return { sessionType: "dm", sessionKey: buildSessionKey({ type: "dm", agentId, channel, peerId: peer.id }) };
       return { sessionType: "main", sessionKey: buildSessionKey({ type: "main", agentId }) };
     case "group":
@@ -44,7 +54,7 @@ export function sessionFor(agentId: string, msg: KeyFields, dmScope: LurkConfig[
 /** The one agent and session of a message (bindings only, no broadcast). */
 export function routeInbound(msg: InboundMessage, config: LurkConfig): Route {
   const choice = resolveAgent(msg, config);
-  return { agentId: choice.agentId, tier: choice.tier, ...sessionFor(choice.agentId, msg, config.routing.dmScope) };
+  return { agentId: choice.agentId, tier: choice.tier, ...sessionFor(choice.agentId, msg, config.routing) };
 }
 
 /** The broadcast agents of a message's peer ("<channel>:<peerId>" before "<peerId>"), if any. */
@@ -58,5 +68,5 @@ export function broadcastAgents(msg: Pick<InboundMessage, "channel" | "peer" | "
 export function routesFor(msg: InboundMessage, config: LurkConfig): Route[] {
   const agents = broadcastAgents(msg, config);
   if (!agents) return [routeInbound(msg, config)];
-  return [...new Set(agents)].map((agentId) => ({ agentId, tier: "broadcast" as const, ...sessionFor(agentId, msg, config.routing.dmScope) }));
+  return [...new Set(agents)].map((agentId) => ({ agentId, tier: "broadcast" as const, ...sessionFor(agentId, msg, config.routing) }));
 }

@@ -43,6 +43,25 @@ export const routingConfigSchema = z.object({
   bindings: z.array(bindingSchema).max(10_000).default([]),
   /** direct-message sessions: one shared main session, one per sender, or one per channel and sender */
   dmScope: dmScopeSchema.default("main"),
+  /**
+   * with dmScope "per-peer": one person on several channels, one DM session. Canonical name ->
+   * "<channel>:<peerId>" entries, e.g. { "alice": ["telegram:123456", "discord:987654321"] }
+   * (agent:<a>:dm:alice for both); each entry at most once.
+   */
+  identityLinks: z.record(
+    z.string(),
+    z.array(z.string().regex(/^[a-z0-9-]+:.+$/, "\"<channel>:<peerId>\", e.g. telegram:123456")).min(1).max(50),
+  ).default({}).superRefine((links, ctx) => {
+    const owner = new Map<string, string>();
+    for (const [name, entries] of Object.entries(links)) {
+      if (!/^[A-Za-z0-9_.-]{1,64}$/.test(name)) ctx.addIssue({ code: "custom", path: [name], message: `"${name}": a canonical name is 1-64 letters, digits, _, . or -, e.g. alice` });
+      entries.forEach((entry, i) => {
+        const first = owner.get(entry);
+        if (first !== undefined) ctx.addIssue({ code: "custom", path: [name, i], message: `"${entry}" is linked to "${first}" already; a sender has one identity` });
+        else owner.set(entry, name);
+      });
+    }
+  }),
   dm: z.object({
     /** open: anyone; allowlist: allowFrom and paired senders; pairing: unknown senders get a code; disabled: no DMs */
     policy: dmPolicySchema.default("open"),
