@@ -39,7 +39,8 @@ export const definition: ActorDefinition = {
     const pairing = new PairingStore(join(rt.config.dataDir, "router", "pairing"), rt.config.routing.pairing);
     const replica = await RouterReplica.open(rt.nc, pairing, rt.log);
     pairing.onChange = (change) => replica.pairingChanged(change);
-    const settings = new SettingsCache(rt);
+    /** sessions' settings, cached for a term: another instance may have changed them while this one stood by */
+    let settings = new SettingsCache(rt);
     let processed = 0;
     /** the active term (undefined while standing by) */
     let term: RouterTerm | undefined;
@@ -53,6 +54,7 @@ export const definition: ActorDefinition = {
         await stopping; // the last term's messages are handed back first
         const loaded = await replica.load();
         held = loaded.runs;
+        settings = new SettingsCache(rt);
         rt.log.info({ runs: loaded.runs.length, pairing: loaded.pairing }, "router state loaded from the replica bucket");
       },
       activated: () => {
