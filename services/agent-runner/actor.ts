@@ -45,7 +45,7 @@ export const definition: ActorDefinition = {
     const images = new ImageLoader(rt.media, rt.log);
     // attachments to text before a run stores them: voice notes (media.transcription; transcribe.ts), small text files (inline-text.ts)
     const inputPreparers = [
-      ...(rt.config.media.transcription ? [new AudioTranscriber(rt.config.media.transcription, rt.config.providers, () => rt.media, rt.log)] : []),
+      ...(rt.config.media.transcription ? [new AudioTranscriber(rt.config.media.transcription, registry.profiles("openai")[0], () => rt.media, rt.log)] : []),
       new TextInliner(rt.config.media.inlineTextKb * 1024, () => rt.media, rt.log),
     ];
     rt.onIdle(() => {

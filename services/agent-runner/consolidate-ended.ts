@@ -13,7 +13,7 @@ import { agentWorkspace, defaultAgent } from "../../shared/runtime/config.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import { consolidate, CONSOLIDATION_SESSION_TYPES, type ConsolidationResult } from "./consolidation.js";
 import { ModelChain } from "./failover.js";
-import { chainComplete, housekeepingChain } from "./model-complete.js";
+import { housekeepingComplete } from "./model-complete.js";
 import type { RunnerDeps } from "./run.js";
 
 export async function consolidateEnded(deps: RunnerDeps, req: Pick<RunRequest, "sessionKey" | "agentId" | "sessionType">, previous: string | undefined, log: Logger): Promise<ConsolidationResult | "skipped" | "failed"> {
@@ -23,13 +23,12 @@ export async function consolidateEnded(deps: RunnerDeps, req: Pick<RunRequest, "
   const ref = deps.registry.pick(undefined, agent.model);
   if (!ref) return "skipped";
   try {
-    const store = deps.authState ? { store: deps.authState } : {};
-    const chain = new ModelChain({ registry: deps.registry, config: rt.config, refs: [ref, ...agent.fallbacks], sessionKey: req.sessionKey, log, ...store });
-    const summaries = housekeepingChain({ registry: deps.registry, config: rt.config, log, ...store }, rt.config.compaction.model, chain, req.sessionKey, log);
+    const base = { registry: deps.registry, config: rt.config, log, ...(deps.authState ? { store: deps.authState } : {}) };
+    const complete = housekeepingComplete(base, new ModelChain({ ...base, refs: [ref, ...agent.fallbacks], sessionKey: req.sessionKey }), req.sessionKey, log);
     const { records } = await rt.client.call("sessions", "history", { sessionKey: req.sessionKey, sessionId: previous, limit: rt.config.runs.historyLimit });
     const result = await consolidate({
       workspace: agentWorkspace(rt.config, agent), window: rt.config.memory.window, records, final: true, log,
-      complete: chainComplete(summaries, { signal: rt.signal, timeoutMs: rt.config.runs.llmTimeoutMs, maxTokens: 4_096 }),
+      complete: complete(rt.signal),
       append: async () => undefined,
     });
     log.info({ previousSessionId: previous, result }, "the ended session's memory consolidation finished");

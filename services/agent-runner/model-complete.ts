@@ -93,3 +93,14 @@ export function housekeepingChain(
     return runChain;
   }
 }
+
+/**
+ * The completion that writes summaries and memory for a run (compaction, consolidation): the
+ * housekeeping chain over the run's models, at most 4 096 tokens, the run's LLM timeout.
+ */
+export function housekeepingComplete(
+  base: Pick<ModelChainOptions, "registry" | "config" | "store" | "log">, runChain: ModelChain, sessionKey: string, log: Logger,
+): (signal: AbortSignal) => Complete {
+  const chain = housekeepingChain(base, base.config.compaction.model, runChain, sessionKey, log);
+  return (signal) => chainComplete(chain, { signal, timeoutMs: base.config.runs.llmTimeoutMs, maxTokens: 4_096 });
+}

@@ -22,7 +22,7 @@ import { promptExtras } from "./prompt-inputs.js";
 import { messageRecordIds } from "./compaction-view.js";
 import { consolidateEnded } from "./consolidate-ended.js";
 import { scheduleConsolidation } from "./memory-after-run.js";
-import { chainComplete, housekeepingChain } from "./model-complete.js";
+import { housekeepingComplete } from "./model-complete.js";
 import { RunCompactor } from "./run-compaction.js";
 import type { AuthStateStore } from "./auth-profiles.js";
 import { ModelChain } from "./failover.js";
@@ -182,8 +182,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
     // model chain (`compaction.model` first when set, then the run's models): a failing key or
     // model is put on cooldown and the next one asked
     const modelInfo = chain.primary.info;
-    const summaryChain = housekeepingChain({ registry: deps.registry, config: rt.config, log, ...(deps.authState ? { store: deps.authState } : {}) }, rt.config.compaction.model, runChain, req.sessionKey, log);
-    const housekeeping = (signal: AbortSignal) => chainComplete(summaryChain, { signal, timeoutMs: rt.config.runs.llmTimeoutMs, maxTokens: 4_096 });
+    const housekeeping = housekeepingComplete({ registry: deps.registry, config: rt.config, log, ...(deps.authState ? { store: deps.authState } : {}) }, runChain, req.sessionKey, log);
     messageRecordIds.register(begun.runRecords);
     const compactor = new RunCompactor({ config: rt.config.compaction, contextWindow: modelInfo.contextWindow, complete: housekeeping(controller.signal), runId: req.runId, append, events, log,
       previous: begun.runRecords.filter((r) => r.kind === "compaction_summary").length });

@@ -13,10 +13,10 @@
  */
 import { LurkError, type Attachment, type RunInput } from "../../shared/contract/index.js";
 import { MB, type TranscriptionConfig } from "../../shared/runtime/config-media.js";
-import type { ProvidersConfig } from "../../shared/runtime/config-providers.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import { formatBytes, type MediaStore } from "../../shared/runtime/media.js";
 import { openaiTranscriber, type Transcribe } from "./providers/openai-transcribe.js";
+import type { AuthProfile } from "./providers/registry.js";
 
 const CACHE_SIZE = 256;
 const VIDEO_TYPES = new Set(["video/mp4", "video/mpeg", "video/webm"]);
@@ -28,12 +28,13 @@ export class AudioTranscriber {
 
   constructor(
     private readonly config: TranscriptionConfig | undefined,
-    providers: Pick<ProvidersConfig, "openai">,
+    /** the openai provider's first auth profile (the registry's), used unless the config names its own */
+    openai: Pick<AuthProfile, "apiKey" | "baseUrl"> | undefined,
     private readonly media: () => Pick<MediaStore, "get">,
     private readonly log: Logger,
   ) {
-    const apiKey = config?.apiKey ?? providers.openai.apiKey;
-    const baseUrl = config?.baseUrl ?? providers.openai.baseUrl;
+    const apiKey = config?.apiKey ?? openai?.apiKey;
+    const baseUrl = config?.baseUrl ?? openai?.baseUrl;
     // the official API needs a key; a compatible server named by baseUrl may not
     this.missingCredentials = !apiKey && !baseUrl;
     this.transcribe = config ? openaiTranscriber({ ...(apiKey ? { apiKey } : {}), ...(baseUrl ? { baseUrl } : {}), timeoutMs: config.timeoutMs }) : undefined;

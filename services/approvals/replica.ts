@@ -12,11 +12,11 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import { APPROVALS_BUCKET, approvalRecordSchema, LurkError, type ApprovalRecord } from "../../shared/contract/index.js";
 import { KvReplica } from "../../shared/runtime/kv-replica.js";
-import { parseKvValue } from "../../shared/runtime/lease.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import type { ApprovalStore } from "./store.js";
 
-const keyOf = (approvalId: string) => `approval.${approvalId}`;
+const PREFIX = "approval.";
+const keyOf = (approvalId: string) => `${PREFIX}${approvalId}`;
 
 export class ApprovalReplica {
   private constructor(private readonly kv: KvReplica, private readonly store: ApprovalStore) {}
@@ -37,10 +37,6 @@ export class ApprovalReplica {
 
   /** The bucket into LMDB, then what only LMDB has into the bucket. */
   load(): Promise<{ applied: number; skipped: number; published: number }> {
-    return this.kv.sync(async (key, value) => {
-      const record = key.startsWith("approval.") ? parseKvValue(approvalRecordSchema, value) : undefined;
-      if (record) await this.store.replace(record);
-      return record !== undefined;
-    }, this.store.all().map((record) => [keyOf(record.approvalId), record]));
+    return this.kv.syncRecords(PREFIX, approvalRecordSchema, (record) => this.store.replace(record), this.store.all().map((record) => [record.approvalId, record]));
   }
 }

@@ -20,7 +20,7 @@ import { join } from "node:path";
 import { DiscordAPIError } from "@discordjs/rest";
 import { ApplicationCommandOptionType, InteractionType } from "discord-api-types/v10";
 import type { Attachment } from "../../shared/contract/index.js";
-import { endedWithoutReply, ExpiringDb, outboundFileOrFallback, storedRunEnd, toDiscordMarkdown, type ChannelContext, type InboundInput, type OutboundFile, type OutboundPart } from "../../shared/runtime/channel/index.js";
+import { endedWithoutReply, ExpiringDb, outboundFileOrFallback, publishWatched, storedRunEnd, toDiscordMarkdown, type ChannelContext, type InboundInput, type OutboundFile, type OutboundPart } from "../../shared/runtime/channel/index.js";
 import type { DiscordChannelConfig } from "../../shared/runtime/config-channels.js";
 import { ARGS_OPTION, routerCommands, TEXT_OPTION } from "./commands.js";
 import { peerOf, senderOf, type DcChannelInfo, type DcUser } from "./inbound.js";
@@ -176,14 +176,7 @@ export async function onInteraction(ctx: Ctx, api: DiscordApi, store: Interactio
       if (endedWithoutReply(end)) void deleteOriginal(ctx, api, store, inbound.id).catch((err) => ctx.log.debug({ err, interaction: inbound.id }, "could not delete the deferred message"));
     },
   });
-  setTimeout(() => watch.stop(), TOKEN_USE_MS).unref();
-  await ctx.rt.nc.flush();
-  try {
-    if ((await ctx.publishInbound(inbound)).duplicate) watch.stop();
-  } catch (err) {
-    watch.stop();
-    throw err;
-  }
+  await publishWatched(ctx, inbound, watch, TOKEN_USE_MS);
 }
 
 /** Deletes an interaction's deferred message unless a delivery took it first. */

@@ -12,7 +12,7 @@ import { COMMAND_HELP } from "../../shared/contract/index.js";
 import type { Command, Directives } from "./commands.js";
 import type { Lanes } from "./lanes.js";
 import type { SessionQueues, WorkOutcome } from "./queue.js";
-import { ensureSession } from "./ended-sessions.js";
+import { ensureSession, queueConsolidation } from "./ended-sessions.js";
 import type { PairingStore } from "./pairing.js";
 import { decidePairing } from "./pairing-owners.js";
 import type { Route } from "./resolve.js";
@@ -29,8 +29,6 @@ export interface CommandContext {
   cancelDebounced(sessionKey: string): number;
   /** queues a compaction run for the session */
   submitCompact(route: Route, instructions: string): Promise<WorkOutcome>;
-  /** stores a run that puts the transcript a reset ended into memory (no lane: it reads only that closed transcript) */
-  submitConsolidation(route: Route, previousSessionId: string): Promise<void>;
 }
 
 export interface CommandResult {
@@ -76,7 +74,7 @@ export async function executeCommand(ctx: CommandContext, command: Command, msg:
       const text = `Fresh session started (${route.sessionKey}; the previous transcript ${previousSessionId} is kept on disk).${activeRunId ? ` The active run ${activeRunId} was stopped.` : ""}`;
       ctx.rt.log.info({ sessionKey: route.sessionKey, sessionId: session.sessionId, previousSessionId }, "session reset by chat command");
       // the ended transcript into MEMORY.md/HISTORY.md (the agent-runner skips shared sessions)
-      await ctx.submitConsolidation(route, previousSessionId);
+      await queueConsolidation(ctx.rt, route, previousSessionId);
       return { text, ...(command.rest ? { continueWith: command.rest } : {}) };
     }
     case "compact": {

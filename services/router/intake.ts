@@ -12,7 +12,6 @@ import { broadcastRunId, submitBroadcast } from "./broadcast.js";
 import { executeCommand, type CommandContext } from "./command-exec.js";
 import { parseText, type Directives } from "./commands.js";
 import { Debouncer } from "./debounce.js";
-import { queueConsolidation } from "./ended-sessions.js";
 import { GroupContext, withContext } from "./group-context.js";
 import { noticeId, publishNotice } from "./notices.js";
 import type { PairingStore } from "./pairing.js";
@@ -43,7 +42,7 @@ export interface IntakeDeps {
   queues: SessionQueues;
   settings: SettingsCache;
   pairing: PairingStore;
-  commands: Omit<CommandContext, "cancelDebounced" | "submitCompact" | "submitConsolidation">;
+  commands: Omit<CommandContext, "cancelDebounced" | "submitCompact">;
   /** resolves when the run no longer holds its lane */
   ended(runId: string): Promise<void>;
 }
@@ -64,7 +63,6 @@ export class Intake {
     this.commandContext = {
       ...deps.commands,
       cancelDebounced: (sessionKey) => this.debouncer.cancel(`${sessionKey}\u0000`, "dropped").length,
-      submitConsolidation: (route, previousSessionId) => queueConsolidation(this.deps.rt, route, previousSessionId),
       submitCompact: (route, instructions) => this.deps.queues.submit(new Work(this.compactRequest(route, instructions), { redelivered: false, deliveryCount: 1 }, { ...this.deps.rt.config.routing.queue, mode: "queue" }, Date.now())),
     };
   }

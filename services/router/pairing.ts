@@ -49,9 +49,6 @@ export class PairingStore {
 
   /** called after each committed change; the change waits for it */
   onChange: (change: PairingChange) => Promise<void> = () => Promise.resolve();
-  /** the changes of the transaction under way, handed to onChange once it committed */
-  private changes: PairingChange[] = [];
-
   constructor(path: string, private readonly limits: PairingLimits, private readonly now: () => number = Date.now) {
     mkdirSync(path, { recursive: true, mode: 0o700 });
     this.root = open({ path, compression: true });
@@ -66,12 +63,12 @@ export class PairingStore {
   /** An unknown sender wrote: their code (new or still pending), "approved", or "full". */
   async request(channel: string, sender: { id: string; name?: string }, conversation?: string): Promise<PairingOutcome> {
     let outcome!: PairingOutcome;
-    await this.transaction(() => {
+    await this.transaction((changes) => {
       if (this.approved.get(approvedKey(channel, sender.id))) {
         outcome = { kind: "approved" };
         return;
       }
-      const live = this.sweep().filter((p) => p.channel === channel);
+      const live = this.sweep(changes).filter((p) => p.channel === channel);
       const mine = live.find((p) => p.senderId === sender.id);
       if (mine) {
         outcome = { kind: "code", code: mine.code, created: false, expiresAt: mine.expiresAt };
@@ -88,7 +85,8 @@ export class PairingStore {
         code, channel, senderId: sender.id, createdAt: now, expiresAt: now + this.limits.ttlMs,
         ...(sender.name ? { senderName: sender.name } : {}), ...(conversation ? { conversation } : {}),
       };
-      this.putPending(record);
+      void this.pending.put(record.code, record);
+      changes.push({ key: replicaKey(record), value: record });
       outcome = { kind: "code", code, created: true, expiresAt: record.expiresAt };
     });
     return outcome;
@@ -96,13 +94,13 @@ export class PairingStore {
 
   /** Approves a live code: the sender may DM from now on. Null for an unknown or expired code. */
   async approve(code: string, by?: string): Promise<PairingPending | null> {
-    return this.decide(code, (p) => {
+    return this.decide(code, (p, changes) => {
       const record: PairingApproved = {
         channel: p.channel, senderId: p.senderId, approvedAt: this.now(),
         ...(p.senderName ? { senderName: p.senderName } : {}), ...(by ? { approvedBy: by } : {}),
       };
       void this.approved.put(approvedKey(p.channel, p.senderId), record);
-      this.changes.push({ key: replicaKey(record), value: record });
+      changes.push({ key: replicaKey(record), value: record });
     });
   }
 
@@ -113,12 +111,12 @@ export class PairingStore {
 
   async revoke(channel: string, senderId: string): Promise<PairingApproved | null> {
     let removed: PairingApproved | null = null;
-    await this.transaction(() => {
+    await this.transaction((changes) => {
       const key = approvedKey(channel, senderId);
       removed = this.approved.get(key) ?? null;
       if (removed) {
         void this.approved.remove(key);
-        this.changes.push({ key: replicaKey(removed), value: undefined });
+        changes.push({ key: replicaKey(removed), value: undefined });
       }
     });
     return removed;
@@ -126,8 +124,8 @@ export class PairingStore {
 
   async list(): Promise<{ pending: PairingPending[]; approved: PairingApproved[] }> {
     let pending: PairingPending[] = [];
-    await this.transaction(() => {
-      pending = this.sweep();
+    await this.transaction((changes) => {
+      pending = this.sweep(changes);
     });
     const approved = [...this.approved.getRange()].map((e) => e.value);
     return { pending: pending.sort((a, b) => a.createdAt - b.createdAt), approved };
@@ -155,48 +153,36 @@ export class PairingStore {
     await this.root.close();
   }
 
-  /** An LMDB transaction whose changes go to onChange once it committed. */
-  private async transaction(work: () => void): Promise<void> {
+  /** An LMDB transaction; the changes `work` records go to onChange once it committed. */
+  private async transaction(work: (changes: PairingChange[]) => void): Promise<void> {
     const changes: PairingChange[] = [];
-    await this.root.transaction(() => {
-      this.changes = changes;
-      try {
-        work();
-      } finally {
-        this.changes = [];
-      }
-    });
+    await this.root.transaction(() => work(changes));
     for (const change of changes) await this.onChange(change);
   }
 
-  private putPending(record: PairingPending): void {
-    void this.pending.put(record.code, record);
-    this.changes.push({ key: replicaKey(record), value: record });
-  }
-
-  private async decide(code: string, apply: (p: PairingPending) => void): Promise<PairingPending | null> {
+  private async decide(code: string, apply: (p: PairingPending, changes: PairingChange[]) => void): Promise<PairingPending | null> {
     const key = code.trim().toUpperCase();
     let result: PairingPending | null = null;
-    await this.transaction(() => {
-      const live = this.sweep();
+    await this.transaction((changes) => {
+      const live = this.sweep(changes);
       const record = live.find((p) => p.code === key);
       if (!record) return;
       void this.pending.remove(key);
-      this.changes.push({ key: replicaKey(record), value: undefined });
-      apply(record);
+      changes.push({ key: replicaKey(record), value: undefined });
+      apply(record, changes);
       result = record;
     });
     return result;
   }
 
   /** Removes expired codes (inside a transaction); returns the live ones. */
-  private sweep(): PairingPending[] {
+  private sweep(changes: PairingChange[]): PairingPending[] {
     const now = this.now();
     const live: PairingPending[] = [];
     for (const { key, value } of this.pending.getRange()) {
       if (value.expiresAt <= now) {
         void this.pending.remove(key);
-        this.changes.push({ key: replicaKey(value), value: undefined });
+        changes.push({ key: replicaKey(value), value: undefined });
       } else live.push(value);
     }
     return live;

@@ -8,11 +8,11 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import { SUBAGENTS_BUCKET } from "../../shared/contract/index.js";
 import { KvReplica } from "../../shared/runtime/kv-replica.js";
-import { parseKvValue } from "../../shared/runtime/lease.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import { childRecordSchema, type ChildRecord, type ChildStore } from "./store.js";
 
-const keyOf = (runId: string) => `child.${runId}`;
+const PREFIX = "child.";
+const keyOf = (runId: string) => `${PREFIX}${runId}`;
 
 export class ChildReplica {
   private constructor(private readonly kv: KvReplica, private readonly store: ChildStore) {}
@@ -32,10 +32,6 @@ export class ChildReplica {
 
   /** The bucket into LMDB, then what only LMDB has into the bucket. */
   load(): Promise<{ applied: number; skipped: number; published: number }> {
-    return this.kv.sync(async (key, value) => {
-      const record = key.startsWith("child.") ? parseKvValue(childRecordSchema, value) : undefined;
-      if (record) await this.store.replace(record);
-      return record !== undefined;
-    }, this.store.records().map((record) => [keyOf(record.runId), record]));
+    return this.kv.syncRecords(PREFIX, childRecordSchema, (record) => this.store.replace(record), this.store.records().map((record) => [record.runId, record]));
   }
 }

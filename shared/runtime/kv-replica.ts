@@ -15,6 +15,8 @@
  */
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
+import type { z } from "zod";
+import { parseKvValue } from "./lease.js";
 import type { Logger } from "./logger.js";
 
 export class KvReplica {
@@ -49,6 +51,18 @@ export class KvReplica {
   /** Resolves once every write queued so far is done. */
   drain(): Promise<void> {
     return this.chain;
+  }
+
+  /**
+   * `sync` for one kind of record, each under `<prefix><id>`: the bucket's records that parse with
+   * `schema` go through `replace`, then `local` (id, record) pairs the bucket lacks are written.
+   */
+  syncRecords<T>(prefix: string, schema: z.ZodType<T>, replace: (record: T) => Promise<void>, local: Iterable<[id: string, record: T]>): Promise<{ applied: number; skipped: number; published: number }> {
+    return this.sync(async (key, value) => {
+      const record = key.startsWith(prefix) ? parseKvValue(schema, value) : undefined;
+      if (record !== undefined) await replace(record);
+      return record !== undefined;
+    }, [...local].map(([id, record]) => [`${prefix}${id}`, record] as [string, T]));
   }
 
   /** The bucket's live entries (deleted keys left out). */

@@ -19,6 +19,7 @@ import type { BlockStreams } from "./blocks.js";
 import type { OutboundPart } from "./delivery.js";
 import type { InboundInput, PublishedInbound } from "./inbound.js";
 import type { RunStreamStore } from "./run-streams.js";
+import type { RunWatch } from "./run-watch.js";
 
 export interface DraftPlatform<T> {
   /** sends a new message to `target`; returns its platform id */
@@ -205,8 +206,20 @@ export async function publishWithDraft<T>(p: DraftedPublish<T>, inbound: Inbound
     : mode === "block"
       ? ctx.watchRun(runId, { onBlock: (text) => ctx.blocks.add(runId, inbound.conversation, text) })
       : undefined;
+  return publishWatched(ctx, inbound, watch, WATCH_MAX_MS);
+}
+
+/**
+ * Publishes an inbound message whose run `watch` follows (subscribed before the message is out):
+ * the watch stops after `maxMs`, on a duplicate (an earlier delivery's run is followed there) and
+ * on a failure.
+ */
+export async function publishWatched(
+  ctx: { rt: { nc: { flush(): Promise<void> } }; publishInbound: ChannelContext<unknown>["publishInbound"] },
+  inbound: InboundInput, watch: RunWatch | undefined, maxMs: number,
+): Promise<PublishedInbound> {
   if (watch) {
-    setTimeout(() => watch.stop(), WATCH_MAX_MS).unref();
+    setTimeout(() => watch.stop(), maxMs).unref();
     await ctx.rt.nc.flush();
   }
   try {
