@@ -11,6 +11,7 @@
 import type { RunRequest } from "../../shared/contract/index.js";
 import { agentWorkspace, defaultAgent } from "../../shared/runtime/config.js";
 import type { Logger } from "../../shared/runtime/logger.js";
+import { readHistory } from "../../shared/runtime/session-history.js";
 import { consolidate, CONSOLIDATION_SESSION_TYPES, type ConsolidationResult } from "./consolidation.js";
 import { ModelChain } from "./failover.js";
 import { housekeepingComplete } from "./model-complete.js";
@@ -25,7 +26,7 @@ export async function consolidateEnded(deps: RunnerDeps, req: Pick<RunRequest, "
   try {
     const base = { registry: deps.registry, config: rt.config, log, ...(deps.authState ? { store: deps.authState } : {}) };
     const complete = housekeepingComplete(base, new ModelChain({ ...base, refs: [ref, ...agent.fallbacks], sessionKey: req.sessionKey }), req.sessionKey, log);
-    const { records } = await rt.client.call("sessions", "history", { sessionKey: req.sessionKey, sessionId: previous, limit: rt.config.runs.historyLimit });
+    const { records } = await readHistory(rt.client, { sessionKey: req.sessionKey, sessionId: previous, limit: rt.config.runs.historyLimit });
     const result = await consolidate({
       workspace: agentWorkspace(rt.config, agent), window: rt.config.memory.window, records, final: true, log,
       complete: complete(rt.signal),

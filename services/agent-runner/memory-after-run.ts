@@ -9,6 +9,7 @@
 import type { SessionType, TranscriptRecord } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import type { Logger } from "../../shared/runtime/logger.js";
+import { readHistory } from "../../shared/runtime/session-history.js";
 import { consolidate, CONSOLIDATION_SESSION_TYPES, messagesSinceConsolidation, type ConsolidationResult } from "./consolidation.js";
 import type { Complete } from "./model-complete.js";
 
@@ -60,7 +61,7 @@ export function scheduleConsolidation(input: AfterRunInput): Promise<Consolidati
   if (running.has(sessionKey) || !backoff.due(sessionKey, pending, cfg.window)) return Promise.resolve("skipped");
   running.add(sessionKey);
   return (async () => {
-    const { records } = await rt.client.call("sessions", "history", { sessionKey, limit: rt.config.runs.historyLimit });
+    const { records } = await readHistory(rt.client, { sessionKey, limit: rt.config.runs.historyLimit });
     return consolidate({
       workspace: input.workspace, window: cfg.window, records, complete: input.complete, log,
       append: (marker) => rt.client.call("sessions", "append", { sessionKey, records: marker }).then(() => undefined),

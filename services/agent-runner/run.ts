@@ -13,6 +13,7 @@ import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import { agentWorkspace, defaultAgent, type AgentConfig } from "../../shared/runtime/config.js";
 import type { DeliveryInfo } from "../../shared/runtime/consumer.js";
 import { runLogger, type Logger } from "../../shared/runtime/logger.js";
+import { olderThan } from "../../shared/runtime/session-history.js";
 import { SHUTDOWN, type RunControls } from "./control.js";
 import { RunEvents } from "./events.js";
 import { errorText, finishRun, handedMessageIds, replayFinished, type FinishDeps, type Outcome } from "./finish.js";
@@ -142,7 +143,11 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
     ...(req.origin ? { channel: req.origin.channel, origin: req.origin } : {}),
     ...(req.subagent ? { parentSessionKey: req.subagent.parentSessionKey, ...(req.subagent.label ? { label: req.subagent.label } : {}) } : {}),
   }, opts);
-  const history = deps.transcripts.merge(req.sessionKey, begun.session.sessionId, begun.records, begun.incremental);
+  // a transcript larger than one reply: the older records within the history limit, paged back
+  const records = begun.truncated
+    ? [...await olderThan(rt.client, { sessionKey: req.sessionKey, sessionId: begun.session.sessionId, limit: rt.config.runs.historyLimit - begun.records.length }, begun.records, opts), ...begun.records]
+    : begun.records;
+  const history = deps.transcripts.merge(req.sessionKey, begun.session.sessionId, records, begun.incremental);
   // a daily or idle reset ended the session's transcript: into memory, beside this run
   if (begun.reset) void consolidateEnded(deps, req, begun.reset.previousSessionId, log);
   if (begun.prior === "done" || begun.prior === "error" || begun.prior === "aborted") {

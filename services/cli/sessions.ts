@@ -9,6 +9,7 @@ import {
 } from "../../shared/contract/index.js";
 import type { BusClient } from "../../shared/runtime/client.js";
 import { loadConfig, type Env } from "../../shared/runtime/config.js";
+import { readHistory } from "../../shared/runtime/session-history.js";
 import type { ParsedCommand } from "./args.js";
 import { withCliBus } from "./bus.js";
 import { CliError, EXIT, UsageError } from "./errors.js";
@@ -79,7 +80,7 @@ async function list(bus: BusClient, p: ParsedCommand, io: SessionsIo): Promise<n
 
 async function show(bus: BusClient, key: string, p: ParsedCommand, io: SessionsIo): Promise<number> {
   const limit = Math.min(1000, (p.options.limit as number | undefined) ?? DEFAULT_SHOW_LIMIT);
-  const { session, records } = await bus.call("sessions", "history", { sessionKey: key, limit });
+  const { session, records } = await readHistory(bus, { sessionKey: key, limit });
   if (!session) throw notFound(key);
   if (p.options.json) io.out(JSON.stringify({ session, records }, null, 2));
   else io.out(formatSessionShow(session, records).trimEnd());

@@ -2,6 +2,7 @@
 import { join } from "node:path";
 import type { ActorDefinition } from "../../shared/runtime/actor.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
+import { jsonBytes, newestWithin, replyBudget } from "./reply-size.js";
 import { SessionStore } from "./store.js";
 
 export const definition: ActorDefinition = {
@@ -16,11 +17,23 @@ export const definition: ActorDefinition = {
       onReset: (r) => rt.emit("reset", { ...r, lastActivity: new Date(r.lastActivity).toISOString() }),
       onFlushError: (err) => rt.log.error({ err }, "flushing the sessions store to disk failed; the next write retries"),
     });
-    rt.serve("sessions", "begin", (req) => store.begin({ ...req, ...(req.origin ? { lastOrigin: req.origin } : {}) }));
+    // replies with transcript records keep the newest that fit the bus's message size (reply-size.ts)
+    const budget = () => replyBudget(rt.nc.info?.max_payload);
+    rt.serve("sessions", "begin", async (req) => {
+      const begun = await store.begin({ ...req, ...(req.origin ? { lastOrigin: req.origin } : {}) });
+      const fitted = newestWithin(begun.records, budget() - jsonBytes({ ...begun, records: [] }));
+      if (!fitted.truncated) return begun;
+      rt.log.info({ sessionKey: req.sessionKey, kept: fitted.records.length, of: begun.records.length }, "a run's history is larger than one reply: the runner pages back for the rest");
+      return { ...begun, records: fitted.records, incremental: false, truncated: true };
+    });
     rt.serve("sessions", "ensure", (req) => store.ensure({ ...req, ...(req.origin ? { lastOrigin: req.origin } : {}) }));
     rt.serve("sessions", "get", (req) => ({ session: store.get(req.sessionKey) }));
     rt.serve("sessions", "list", (req) => ({ sessions: store.list(req) }));
-    rt.serve("sessions", "history", (req) => ({ session: store.get(req.sessionKey), records: store.history(req.sessionKey, req.limit, req.sessionId) }));
+    rt.serve("sessions", "history", (req) => {
+      const session = store.get(req.sessionKey);
+      const fitted = newestWithin(store.history(req.sessionKey, req.limit, req.sessionId, req.beforeSeq), budget() - jsonBytes({ session, records: [] }));
+      return { session, records: fitted.records, ...(fitted.truncated ? { truncated: true } : {}) };
+    });
     rt.serve("sessions", "append", (req) => store.append(req.sessionKey, req.records, req.usage));
     rt.serve("sessions", "run", (req) => store.run(req.runId));
     rt.serve("sessions", "usage", async (req) => ({ session: await store.addUsage(req.sessionKey, req.usage, req.model, req.provider) }));

@@ -231,12 +231,14 @@ export class SessionStore {
     void this.runs.put(runId, row);
   }
 
-  /** The newest `limit` records of the session's current transcript (or of its earlier one `sessionId`), oldest first. */
-  history(sessionKey: string, limit: number, sessionId?: string): TranscriptRecord[] {
+  /** The newest `limit` records (before seq `beforeSeq` when given) of the session's current transcript (or of its earlier one `sessionId`), oldest first. */
+  history(sessionKey: string, limit: number, sessionId?: string, beforeSeq?: number): TranscriptRecord[] {
     const entry = this.get(sessionKey);
     if (!entry) return [];
     const transcript = sessionId ?? entry.sessionId;
-    const newestFirst = [...this.records.getRange({ start: [transcript, Number.MAX_SAFE_INTEGER], end: [transcript, -1], reverse: true, limit })];
+    const start = beforeSeq === undefined ? Number.MAX_SAFE_INTEGER : beforeSeq - 1;
+    if (start < 0) return [];
+    const newestFirst = [...this.records.getRange({ start: [transcript, start], end: [transcript, -1], reverse: true, limit })];
     return newestFirst.reverse().map((r) => r.value);
   }
 

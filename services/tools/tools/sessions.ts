@@ -15,6 +15,7 @@ import {
   agentIdSchema, LurkError, parseSessionKey, sessionKeySchema, sessionTypeSchema, systemInjectSchema,
   type SessionEntry, type TranscriptRecord,
 } from "../../../shared/contract/index.js";
+import { readHistory } from "../../../shared/runtime/session-history.js";
 import { cutUtf8 } from "../content.js";
 import { defineTool, type ToolContext, type ToolResult } from "../tool.js";
 import { busOf } from "./bus.js";
@@ -94,7 +95,7 @@ export const sessionsHistoryTool = defineTool({
   runsIn: "process",
   async execute(args, ctx) {
     const { rt } = busOf(ctx);
-    const { session, records } = await rt.client.call("sessions", "history", { sessionKey: args.sessionKey, limit: args.limit ?? 20 });
+    const { session, records } = await readHistory(rt.client, { sessionKey: args.sessionKey, limit: args.limit ?? 20 });
     if (!session) throw new LurkError("NOT_FOUND", `no session ${args.sessionKey} (see sessions_list)`);
     const lines = records.map(renderRecord).filter((l): l is string => l !== undefined);
     return text([`${describeEntry(session)}`, ...(lines.length > 0 ? lines : ["(no messages)"])].join("\n"), ctx);

@@ -86,6 +86,8 @@ export const sessionsHistoryRequest = defineMessage("lurk.sessions.history.v1", 
   limit: listLimitSchema.default(200),
   /** an earlier transcript of the session (a reset's `previousSessionId`) instead of the current one */
   sessionId: idSchema.optional(),
+  /** only records before this seq (paging back after a `truncated` reply: the first record's seq) */
+  beforeSeq: z.number().int().min(0).optional(),
 });
 /** Token usage of a run, added to the session's counters. */
 export const usageUpdateSchema = z.object({ usage: usageSchema, model: z.string(), provider: z.string() });
@@ -137,7 +139,11 @@ export const sessionsDeleteRequest = defineMessage("lurk.sessions.delete.v1", ke
 export const sessionReply = z.object({ session: sessionEntrySchema });
 export const sessionOrNullReply = z.object({ session: sessionEntrySchema.nullable() });
 export const sessionListReply = z.object({ sessions: z.array(sessionEntrySchema) });
-export const historyReply = z.object({ session: sessionEntrySchema.nullable(), records: z.array(transcriptRecordSchema) });
+/**
+ * `truncated`: older records within the limit were left out to keep the reply under the bus's
+ * message size; ask again with `beforeSeq` (shared/runtime/session-history.ts pages for you).
+ */
+export const historyReply = z.object({ session: sessionEntrySchema.nullable(), records: z.array(transcriptRecordSchema), truncated: z.boolean().optional() });
 export const appendReply = z.object({ appended: z.number().int(), duplicates: z.number().int(), lastSeq: z.number().int() });
 export const runRecordsReply = z.object({
   records: z.array(transcriptRecordSchema),
@@ -151,6 +157,8 @@ export const beginReply = z.object({
   runRecords: z.array(transcriptRecordSchema),
   records: z.array(transcriptRecordSchema),
   incremental: z.boolean(),
+  /** older records within historyLimit were left out (reply size): page back with sessions.history `beforeSeq`; `incremental` is then false */
+  truncated: z.boolean().optional(),
   /** the daily or idle reset this begin made: the run starts a fresh transcript */
   reset: autoResetSchema.optional(),
 });
