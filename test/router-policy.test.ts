@@ -16,7 +16,8 @@ import { createLogger } from "../shared/runtime/logger.js";
 import { decideAccess } from "../services/router/access.js";
 import { Lanes } from "../services/router/lanes.js";
 import { CODE_LENGTH, PairingStore } from "../services/router/pairing.js";
-import { GroupContext, withContext } from "../services/router/group-context.js";
+import { GroupContext, MAX_AGE_MS, SESSION_BYTES_MAX, withContext } from "../services/router/group-context.js";
+import { HandledMessages, KEEP_MS } from "../services/router/handled-messages.js";
 import { SessionQueues, Work, type QueueSettings } from "../services/router/queue.js";
 
 const config = (routing: Record<string, unknown>) => parseConfig({ routing }, { LURKBOT_HOME: "/tmp/lurk-policy-test" });
@@ -276,5 +277,42 @@ describe("group context (group-context.ts)", () => {
     const off = new GroupContext(0);
     off.add("s", line("b", "ignored"));
     assert.deepEqual(off.take("s"), []);
+  });
+
+  it("keeps at most SESSION_BYTES_MAX per session and nothing older than MAX_AGE_MS, reporting each change for the replica", () => {
+    let now = 1_000_000;
+    const changes: Array<[string, number | undefined]> = [];
+    const context = new GroupContext(500, { now: () => now, onChange: (key, lines) => changes.push([key, lines?.length]) });
+    for (let i = 0; i < 60; i++) context.add("big", line(`b${i}`, "y".repeat(2_000)));
+    const kept = context.take("big");
+    assert.ok(kept.length < 60 && kept.at(-1)!.id === "b59", `the newest kept (${kept.length})`);
+    assert.ok(kept.reduce((n, l) => n + l.text.length, 0) <= SESSION_BYTES_MAX);
+    assert.deepEqual(changes.at(-1), ["big", undefined], "taken: gone from the replica too");
+    context.add("old", line("o1", "stale soon"));
+    now += MAX_AGE_MS + 1;
+    context.add("fresh", line("f1", "new"));
+    context.prune();
+    assert.deepEqual(changes.slice(-2), [["fresh", 1], ["old", undefined]]);
+    assert.deepEqual(context.take("old"), []);
+    context.restore("back", [{ id: "r1", from: "ann", text: "kept elsewhere", at: now }, { id: "r0", from: "ben", text: "too old", at: 0 }].reverse());
+    assert.deepEqual(context.take("back").map((l) => l.id), ["r1"]);
+  });
+});
+
+describe("handled messages (handled-messages.ts)", () => {
+  it("replicates each entry before remember resolves, restores others', and forgets them after KEEP_MS", async () => {
+    let now = 5_000_000;
+    const written: string[] = [];
+    const forgotten: string[] = [];
+    const handled = new HandledMessages({ now: () => now, onRemember: async (key) => void written.push(key), onForget: (key) => void forgotten.push(key) });
+    await handled.remember("web:1");
+    handled.restore("web:0", now - 10);
+    handled.restore("web:stale", now - KEEP_MS - 1);
+    assert.deepEqual([written, forgotten], [["web:1"], ["web:stale"]]);
+    assert.ok(handled.has("web:0") && handled.has("web:1") && !handled.has("web:stale"));
+    now += KEEP_MS;
+    handled.prune();
+    assert.deepEqual(forgotten, ["web:stale", "web:0"]);
+    assert.ok(handled.has("web:1"));
   });
 });

@@ -6,29 +6,54 @@
  * a run in flight, the other takes over (at once: the holder's process is gone from this host)
  * and holds that session's lane from the replica, so the next message waits for the run instead
  * of running beside it. When it stops cleanly, the first takes over with the DM pairing the other
- * decided: an approved sender is let in, a revoked one is asked for a code again.
+ * decided: an approved sender is let in, a revoked one is asked for a code again. Group messages
+ * kept as context by one instance (SIGKILLed or stopped) reach the model once, through the next;
+ * an instance that lost the lease and takes it back reads the sessions' settings afresh; a message
+ * merged into another's run whose ack was lost (a proxy between that router and nats-server left
+ * its acks out) gets no run of its own from the next instance.
  */
 import assert from "node:assert/strict";
+import { hostname } from "node:os";
 import { join } from "node:path";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
+import { LEASE_BUCKET, ROUTER_BUCKET, STREAMS, CONSUMERS, type RunRequest } from "../shared/contract/index.js";
 import { after, before, describe, it } from "node:test";
 import type { ActorRuntime } from "../shared/runtime/actor.js";
-import { loadConfig } from "../shared/runtime/config.js";
+import { loadConfig, type LurkConfig } from "../shared/runtime/config.js";
 import { definition as routerActor } from "../services/router/actor.js";
+import { groupKey, handledKey } from "../services/router/replica.js";
 import type { StatusReport } from "../services/cli/status.js";
-import { startInProcess, waitFor } from "./harness/actors.js";
+import { AckDroppingProxy } from "./harness/ack-dropping-proxy.js";
+import { startActorProcess, startInProcess, waitFor } from "./harness/actors.js";
 import { runCli } from "./harness/cli.js";
 import { RouterRig } from "./harness/router-rig.js";
 
 const ROUTING = {
   dm: { policy: "open", byChannel: { telegram: { policy: "pairing" } } },
+  // discord groups: mention gating (kept context) and collect (merged messages)
+  groups: { byChannel: { discord: { requireMention: true } } },
+  queue: { byChannel: { discord: { mode: "collect" } } },
   leaseTtlMs: 3_000,
   leaseRenewMs: 1_000,
 };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const textOf = (run: RunRequest) => run.inputs.map((i) => i.text);
 
 describe("router: one active instance, a standby that relays and takes over", () => {
   const rig = new RouterRig();
   const { send, web, runOf, noRun, noticeFor, finish } = rig;
   let hostB: ActorRuntime | undefined;
+  let config: LurkConfig;
+  const startHostB = async () => (hostB = await startInProcess(routerActor, rig.nats, { ...config, dataDir: join(rig.nats.home, "host-b") }));
+  const count = (role: string) => roles.filter((r) => r === role).length;
+  const chat = (group: string, text: string, sender: string, mentioned = false) => send("discord", { kind: "group", id: group }, text, { sender, mentioned });
+  /** the replicated entry under `key` in lurk_router (undefined: none) */
+  const replicated = async (key: string) => {
+    const entry = await (await new Kvm(rig.admin).open(ROUTER_BUCKET)).get(key);
+    return entry?.operation === "PUT" ? entry.json<Record<string, unknown>>() : undefined;
+  };
+  const keptLines = async (group: string) => ((await replicated(groupKey(`agent:main:discord:group:${group}`)))?.lines as unknown[] | undefined)?.length ?? 0;
   const relayed: string[] = [];
   const roles: string[] = [];
 
@@ -43,8 +68,8 @@ describe("router: one active instance, a standby that relays and takes over", ()
     rig.admin.subscribe("lurk.router.active.>", { callback: (_e, m) => void relayed.push(m.subject) });
     rig.admin.subscribe("lurk.evt.router.*", { callback: (_e, m) => void roles.push(m.subject.split(".").at(-1)!) });
     await rig.admin.flush();
-    const config = loadConfig(rig.nats.env());
-    hostB = await startInProcess(routerActor, rig.nats, { ...config, dataDir: join(rig.nats.home, "host-b") });
+    config = loadConfig(rig.nats.env());
+    await startHostB();
   });
   after(async () => {
     await hostB?.stop();
@@ -102,5 +127,111 @@ describe("router: one active instance, a standby that relays and takes over", ()
     await noRun(back.runId, 500);
     const { approved } = await rig.bus.call("router", "pairing", { action: "list" });
     assert.deepEqual(approved.map((a) => `${a.channel}:${a.senderId}`), ["telegram:newbie"]);
+  });
+
+  const context = (lines: string[], text: string) => ["[Chat messages since your last reply, for context]", ...lines, "", "[Current message, to you]", text].join("\n");
+
+  it("group messages kept by an active router that is SIGKILLed reach the model once, through the next one", async () => {
+    await startHostB(); // standby; the process (host A) is active
+    await chat("crew", "anyone up for lunch?", "ann");
+    await chat("crew", "pizza at noon", "ben");
+    await waitFor(async () => (await keptLines("crew")) === 2, 5_000, "the kept lines in the replica");
+    const activations = count("active");
+    await rig.actor("router").kill();
+    await waitFor(() => count("active") > activations, 10_000, "host B active");
+    const mention = await chat("crew", "@bot book a table", "ann", true);
+    const run = await runOf(mention.runId, "the mention's run at host B");
+    finish(run);
+    assert.deepEqual(textOf(run), [context(["ann: anyone up for lunch?", "ben: pizza at noon"], "@bot book a table")]);
+    await waitFor(async () => (await keptLines("crew")) === 0, 5_000, "the shown lines gone from the replica");
+    const next = await chat("crew", "@bot and a cake", "ben", true);
+    const nextRun = await runOf(next.runId, "the next mention's run");
+    finish(nextRun);
+    assert.deepEqual(textOf(nextRun), ["@bot and a cake"], "shown once");
+  });
+
+  it("group messages kept by an active router that stops cleanly reach the model through the next one", async () => {
+    await rig.restart("router"); // host A, standing by
+    await chat("crew", "the usual place?", "cat");
+    await waitFor(async () => (await keptLines("crew")) === 1, 5_000, "the kept line in the replica");
+    const activations = count("active");
+    await hostB!.stop();
+    hostB = undefined;
+    await waitFor(() => count("active") > activations, 5_000, "host A active at once");
+    const mention = await chat("crew", "@bot yes?", "ann", true);
+    const run = await runOf(mention.runId, "the mention's run at host A");
+    finish(run);
+    assert.deepEqual(textOf(run), [context(["cat: the usual place?"], "@bot yes?")]);
+  });
+
+  it("an instance that lost the lease and takes it back reads the sessions' settings afresh", async () => {
+    await startHostB(); // standby; host A is active
+    const hostA = rig.actor("router").child;
+    const first = await web("prefs", "hello", "web-user");
+    const firstRun = await runOf(first.runId, "a run at host A (it caches the session's settings)");
+    assert.equal(firstRun.options.thinking, undefined);
+    finish(firstRun);
+    // the lease taken from host A without a restart: a live lease of nobody, until it lapses;
+    // host A, standing by, is paused meanwhile so that host B takes it then
+    const standbys = count("standby");
+    const activations = count("active");
+    const leases = await new Kvm(rig.admin).open(LEASE_BUCKET);
+    await leases.put("router", JSON.stringify({ holder: "test:nobody", host: hostname(), pid: process.pid, ttlMs: ROUTING.leaseTtlMs, renewedAt: Date.now(), released: false }));
+    await waitFor(() => count("standby") > standbys, 5_000, "host A standing by");
+    hostA.kill("SIGSTOP");
+    try {
+      await waitFor(() => count("active") > activations, 10_000, "host B active once the lease lapsed");
+      const directive = await web("prefs", "/think:high", "web-user");
+      await noticeFor(directive.id);
+    } finally {
+      hostA.kill("SIGCONT");
+    }
+    await hostB!.stop();
+    hostB = undefined;
+    await waitFor(() => count("active") > activations + 1, 5_000, "host A active again");
+    const again = await web("prefs", "hello again", "web-user");
+    const run = await runOf(again.runId, "the run at host A");
+    finish(run);
+    assert.equal(run.options.thinking, "high", "the setting host B stored while host A stood by");
+  });
+
+  it("a message merged into another's run whose ack was lost gets no run of its own from the next active router", async () => {
+    // host A again, connected through a proxy that can lose its acks; it takes over from the rig's process
+    const proxy = await AckDroppingProxy.start({ host: "127.0.0.1", port: rig.nats.port });
+    const hostA = await startActorProcess("router", rig.nats, { LURKBOT_NATS_URL: proxy.url });
+    try {
+      let activations = count("active");
+      await rig.actor("router").stop();
+      await waitFor(() => count("active") > activations, 5_000, "the proxied host A active");
+      await startHostB(); // standby
+      const first = await chat("merge", "@bot first", "ann", true);
+      const firstRun = await runOf(first.runId);
+      proxy.dropAcks = true;
+      const second = await chat("merge", "@bot second", "ann", true);
+      const third = await chat("merge", "@bot third", "ann", true);
+      await sleep(400); // both wait for the lane and are collected into one run (well within the 2 s ack wait)
+      finish(firstRun);
+      const merged = await runOf(second.runId, "the collected run");
+      assert.deepEqual(textOf(merged), ["@bot second", "@bot third"]);
+      await waitFor(() => replicated(handledKey(`discord:${third.id}`)), 5_000, "the merged message in the replica");
+      assert.ok(proxy.dropped >= 2, `the acks of both were lost (${proxy.dropped})`);
+      activations = count("active");
+      await hostA.kill();
+      await waitFor(() => count("active") > activations, 10_000, "host B active");
+      // both come again after the ack wait: the second's run holds the lane (the replica), the third was merged into it
+      const jsm = await jetstreamManager(rig.admin);
+      const consumer = () => jsm.consumers.info(STREAMS.inbound, CONSUMERS.router);
+      const deliveredBefore = (await consumer()).delivered.consumer_seq;
+      await waitFor(async () => {
+        const info = await consumer();
+        return info.delivered.consumer_seq >= deliveredBefore + 2 && info.num_ack_pending === 0;
+      }, 10_000, "both delivered again and acked by host B");
+      finish(merged);
+      await noRun(third.runId, 1_500);
+      assert.equal((await rig.runRequests()).filter((r) => r.runId === merged.runId).length, 1);
+    } finally {
+      await hostA.kill();
+      await proxy.stop();
+    }
   });
 });

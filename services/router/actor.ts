@@ -6,9 +6,11 @@
  * Several instances may run (on several hosts); one is active, through the lease `router` in
  * lurk_leases (`routing.leaseTtlMs`/`leaseRenewMs`; shared/runtime/active-instance.ts). Only it
  * reads INBOUND (a term, term.ts) and answers requests (a standby relays them to it). The runs
- * holding lanes and the DM pairing records are in the KV bucket lurk_router (replica.ts); the
- * instance taking the lease loads them, so a session's running run is not doubled by the next
- * message and a paired sender stays paired. Messages waiting in a term are unacked: a stopping
+ * holding lanes, the DM pairing records, the groups' kept context and the messages handled
+ * without a run of their own are in the KV bucket lurk_router (replica.ts); the instance taking
+ * the lease loads them, so a session's running run is not doubled by the next message, a paired
+ * sender stays paired, kept group messages still reach the model once, and a merged message whose
+ * ack was lost gets no second answer. Messages waiting in a term are unacked: a stopping
  * instance hands them back, a crashed one's come again after the ack wait.
  */
 import { join } from "node:path";
@@ -23,7 +25,7 @@ import { AUTHENTICATED_API_CHANNELS } from "./access.js";
 import { checkRoutingConfig } from "./bindings.js";
 import { PairingStore } from "./pairing.js";
 import { decidePairing } from "./pairing-owners.js";
-import { RouterReplica, type HeldRun } from "./replica.js";
+import { RouterReplica, type RouterState } from "./replica.js";
 import { SettingsCache } from "./settings.js";
 import { startTerm, type RouterTerm } from "./term.js";
 
@@ -44,7 +46,7 @@ export const definition: ActorDefinition = {
     let processed = 0;
     /** the active term (undefined while standing by) */
     let term: RouterTerm | undefined;
-    let held: HeldRun[] = [];
+    let loaded: RouterState = { runs: [], groups: [], handled: [] };
     let stopping: Promise<void> = Promise.resolve();
 
     const instance: ActiveInstance<"router"> = await ActiveInstance.open(rt, "router", {
@@ -52,13 +54,13 @@ export const definition: ActorDefinition = {
       renewMs: rt.config.routing.leaseRenewMs,
       takeOver: async () => {
         await stopping; // the last term's messages are handed back first
-        const loaded = await replica.load();
-        held = loaded.runs;
+        const result = await replica.load();
+        loaded = { runs: result.runs, groups: result.groups, handled: result.handled };
         settings = new SettingsCache(rt);
-        rt.log.info({ runs: loaded.runs.length, pairing: loaded.pairing }, "router state loaded from the replica bucket");
+        rt.log.info({ runs: result.runs.length, pairing: result.pairing, groups: result.groups.length, handled: result.handled.length }, "router state loaded from the replica bucket");
       },
       activated: () => {
-        term = startTerm({ rt, pairing, settings, replica, isActive: () => instance.isActive(), processed: () => processed++ }, held);
+        term = startTerm({ rt, pairing, settings, replica, isActive: () => instance.isActive(), processed: () => processed++ }, loaded);
       },
       standBy: () => {
         const ending = term;

@@ -13,14 +13,14 @@ import { executeCommand, type CommandContext } from "./command-exec.js";
 import { parseText, type Directives } from "./commands.js";
 import { Debouncer } from "./debounce.js";
 import { GroupContext, withContext } from "./group-context.js";
+import { HandledMessages } from "./handled-messages.js";
 import { noticeId, publishNotice } from "./notices.js";
 import type { PairingStore } from "./pairing.js";
 import { notifyOwners } from "./pairing-owners.js";
 import { merged, Work, type DeliveryLike, type SessionQueues, type WorkOutcome } from "./queue.js";
+import type { RouterReplica, RouterState } from "./replica.js";
 import { routesFor, type Route } from "./resolve.js";
 import { queueSettingsFor, runOptionsFor, type SettingsCache } from "./settings.js";
-
-const RECENT_MAX = 20_000;
 
 /** Runs `fn` after earlier work under the same key; results are boxed so promises pass through. */
 export class KeyedSerial {
@@ -45,13 +45,17 @@ export interface IntakeDeps {
   commands: Omit<CommandContext, "cancelDebounced" | "submitCompact">;
   /** resolves when the run no longer holds its lane */
   ended(runId: string): Promise<void>;
+  /** group context and handled messages are replicated there */
+  replica: Pick<RouterReplica, "groupContextChanged" | "handled" | "handledForgotten">;
+  /** what the previous active router left in the replica */
+  restored: Pick<RouterState, "groups" | "handled">;
 }
 
 export class Intake {
   private readonly serial = new KeyedSerial();
   private readonly debouncer = new Debouncer<Work, WorkOutcome>();
   /** messages handled without a run of their own (merged, handed, dropped, commands): a redelivery is acked at once */
-  private readonly recent = new Map<string, true>();
+  private readonly handled: HandledMessages;
   /** works that own a run after an inbound debounce flush */
   private readonly leaders = new WeakSet<Work>();
   /** group messages not addressed to the bot, for the next one that is (group-context.ts) */
@@ -59,7 +63,11 @@ export class Intake {
   private readonly commandContext: CommandContext;
 
   constructor(private readonly deps: IntakeDeps) {
-    this.groupContext = new GroupContext(deps.rt.config.routing.groups.historyLimit);
+    const { replica, restored } = deps;
+    this.groupContext = new GroupContext(deps.rt.config.routing.groups.historyLimit, { onChange: (sessionKey, lines) => replica.groupContextChanged(sessionKey, lines) });
+    for (const group of restored.groups) this.groupContext.restore(group.sessionKey, group.lines);
+    this.handled = new HandledMessages({ onRemember: (key, at) => replica.handled(key, at), onForget: (key) => replica.handledForgotten(key) });
+    for (const entry of [...restored.handled].sort((a, b) => a.at - b.at)) this.handled.restore(entry.key, entry.at); // oldest first: the count bound drops those first
     this.commandContext = {
       ...deps.commands,
       cancelDebounced: (sessionKey) => this.debouncer.cancel(`${sessionKey}\u0000`, "dropped").length,
@@ -69,11 +77,13 @@ export class Intake {
 
   async handle(msg: InboundMessage, delivery: DeliveryLike): Promise<void> {
     const key = `${msg.channel}:${msg.id}`;
-    if (delivery.redelivered && this.recent.has(key)) return;
+    if (delivery.redelivered && this.handled.has(key)) return;
     const { rt } = this.deps;
     const parsed = parseText(msg.text);
     const access = decideAccess(msg, rt.config, (c, s) => this.deps.pairing.isApproved(c, s), parsed.kind !== "message");
     if (!access.allow) {
+      // replicated without waiting (group-context.ts): context is not worth delaying the ack;
+      // a crash in the moment between the ack and the write loses that line, not a message
       if (access.reason === "not-mentioned") for (const route of routesFor(msg, rt.config)) this.groupContext.add(route.sessionKey, msg);
       await this.refuse(msg, access.reason);
       return;
@@ -94,7 +104,16 @@ export class Intake {
       return this.queueMessage(msg, delivery, routes, parsed.text, parsed.directives);
     });
     const outcomes = await boxed.ticket;
-    if (outcomes.every((o) => o !== "dispatched")) this.remember(key);
+    // awaited: the entry must be in the replica before the ack, which may be lost (a message with
+    // a run of its own needs none: RUNS deduplicates by its run id). It delays only the ack:
+    // the run or answer that handled the message has already left
+    if (outcomes.every((o) => o !== "dispatched")) await this.handled.remember(key);
+  }
+
+  /** Forgets aged-out group context and handled messages (here and in the replica). */
+  prune(): void {
+    this.groupContext.prune();
+    this.handled.prune();
   }
 
   /**
@@ -165,11 +184,6 @@ export class Intake {
       `Your pairing code: ${outcome.code} (valid for ${minutes} min).`,
       `Ask the owner to approve it: npx lurkbot pairing approve ${outcome.code}`,
     ].join("\n"), { deliveryId: noticeId(msg, "pairing") });
-  }
-
-  private remember(key: string): void {
-    this.recent.set(key, true);
-    if (this.recent.size > RECENT_MAX) this.recent.delete(this.recent.keys().next().value!);
   }
 }
 

@@ -1,7 +1,8 @@
 /**
  * Session settings set by chat commands (/model, /think, /verbose, /reasoning, /queue), stored
- * in the session entry (sessions.patch) and cached here: the router is the only writer, so a
- * session's settings are read from the sessions actor once per router lifetime.
+ * in the session entry (sessions.patch) and cached here: the active router is the only writer, so
+ * a session's settings are read from the sessions actor once per term (actor.ts makes a new cache
+ * when the instance takes the lease: another one may have changed them meanwhile).
  * Precedence for a run: the message's inline directive > the session's setting > config.
  */
 import type { RunRequest, SessionEntry } from "../../shared/contract/index.js";

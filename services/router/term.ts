@@ -1,8 +1,9 @@
 /**
  * One term of the active router instance (actor.ts): its lanes, session queues, intake and the
  * LURK_INBOUND consumer, from taking the lease to losing it. A standby has no term and reads
- * nothing; the next active instance starts a new term with the runs the replica says hold lanes
- * (replica.ts), checks them against the sessions actor at once and frees those that ended.
+ * nothing; the next active instance starts a new term with what the replica holds (replica.ts):
+ * the runs holding lanes (checked against the sessions actor at once, those that ended freed),
+ * the groups' kept context and the messages handled without a run of their own.
  *
  * An inbound message is acked only after its run request is persisted in RUNS (or it was taken
  * by the active run, merged into another message's run, dropped by the queue's policy, or
@@ -23,11 +24,12 @@ import { Intake } from "./intake.js";
 import { Lanes } from "./lanes.js";
 import type { PairingStore } from "./pairing.js";
 import { SessionQueues, Work, type DeliveryLike } from "./queue.js";
-import type { HeldRun, RouterReplica } from "./replica.js";
+import type { RouterReplica, RouterState } from "./replica.js";
 import type { SettingsCache } from "./settings.js";
 
 const inboundOrInject = z.discriminatedUnion("type", [inboundMessageSchema, systemInjectSchema]);
 const RECONCILE_EVERY_MS = 5_000;
+const PRUNE_EVERY_MS = 60_000;
 const IDLE_BEFORE_CHECK_MS = 15_000;
 const INJECT_QUEUE = { mode: "queue" as const, debounceMs: 0, cap: 1000, drop: "new" as const };
 const isFinished = (status: string) => status === "done" || status === "error" || status === "aborted";
@@ -50,8 +52,9 @@ export interface RouterTerm {
   stop(): Promise<void>;
 }
 
-export function startTerm(deps: TermDeps, held: HeldRun[]): RouterTerm {
+export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
   const { rt, replica } = deps;
+  const held = state.runs;
   const lanes = new Lanes();
   for (const run of held) lanes.restore(run.sessionKey, run.runId, run.since);
 
@@ -121,7 +124,10 @@ export function startTerm(deps: TermDeps, held: HeldRun[]): RouterTerm {
   };
 
   const queues = new SessionQueues({ lanes, log: rt.log, dispatch, control, abort });
-  const intake = new Intake({ rt, queues, settings: deps.settings, pairing: deps.pairing, ended, commands: { rt, lanes, queues, settings: deps.settings, pairing: deps.pairing } });
+  const intake = new Intake({
+    rt, queues, settings: deps.settings, pairing: deps.pairing, ended, replica, restored: state,
+    commands: { rt, lanes, queues, settings: deps.settings, pairing: deps.pairing },
+  });
 
   const consumer = rt.consume({
     stream: STREAMS.inbound,
@@ -147,12 +153,14 @@ export function startTerm(deps: TermDeps, held: HeldRun[]): RouterTerm {
   const reconcile = setInterval(() => {
     for (const { runId, sessionKey } of lanes.idleRuns(IDLE_BEFORE_CHECK_MS)) void check(runId, sessionKey);
   }, RECONCILE_EVERY_MS);
+  const prune = setInterval(() => intake.prune(), PRUNE_EVERY_MS);
 
   return {
     lanes,
     releaseRun,
     async stop() {
       clearInterval(reconcile);
+      clearInterval(prune);
       await consumer.stop();
     },
   };
