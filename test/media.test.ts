@@ -2,7 +2,7 @@
  * The media store over a real nats-server and the whole system as processes: files on the bus by
  * reference. Each actor user gets only its share of the store (channels and tools write, the
  * agent-runner reads); a user's image goes to the model as bytes while the transcript keeps its
- * ref; media_save puts a user's file into the workspace; the message tool sends workspace files
+ * ref, scaled down first when it is above media.imageMaxPx or media.maxImageMb; media_save puts a user's file into the workspace; the message tool sends workspace files
  * as attachments; the channel kit's download helpers cap what they fetch; the store's size and
  * retention come from the config.
  */
@@ -25,6 +25,7 @@ import { ensureStreams } from "../shared/runtime/streams.js";
 import { closeLoopback, listenLoopback } from "./fakes/http.js";
 import { waitFor } from "./harness/actors.js";
 import { TestNats } from "./harness/nats.js";
+import { decodedImage, flatImage, noisyImage } from "./harness/images.js";
 import { CliClient, TestSystem } from "./harness/system.js";
 import { textOf } from "./harness/tools-actor.js";
 
@@ -36,6 +37,15 @@ const store = (nc: NatsConnection, media: Partial<typeof MEDIA_DEFAULTS> = {}) =
 
 type ContentPart = { type: string; text?: string; image_url?: { url: string } };
 const partsOf = (content: unknown): ContentPart[] => (Array.isArray(content) ? content as ContentPart[] : [{ type: "text", text: String(content ?? "") }]);
+/** the images in a message to the fake LLM: their data URLs' MIME type and bytes */
+const imagesOf = (content: unknown): Array<{ mime: string; bytes: Buffer }> => partsOf(content).filter((p) => p.type === "image_url").map((p) => {
+  const m = /^data:([^;,]+);base64,(.*)$/s.exec(p.image_url!.url);
+  assert.ok(m, `a data URL: ${p.image_url!.url.slice(0, 60)}`);
+  return { mime: m[1]!, bytes: Buffer.from(m[2]!, "base64") };
+});
+/** media.maxImageMb of this file's system: 51.2 KB, so that test images above it stay small */
+const MAX_IMAGE_MB = 0.05;
+const IMAGE_CAP = Math.floor(MAX_IMAGE_MB * 1024 * 1024);
 
 describe("media store", () => {
   let system: TestSystem;
@@ -45,7 +55,7 @@ describe("media store", () => {
   let n = 0;
 
   before(async () => {
-    system = await TestSystem.start({ config: { agents: [{ id: "main", default: true, toolProfile: "full" }] }, files: { "report.csv": "a,b\n1,2\n" } });
+    system = await TestSystem.start({ config: { agents: [{ id: "main", default: true, toolProfile: "full" }], media: { maxImageMb: MAX_IMAGE_MB } }, files: { "report.csv": "a,b\n1,2\n" } });
     channelNc = await system.nats.connect("channel-telegram");
     runnerNc = await system.nats.connect("agent-runner");
     cli = await CliClient.connect(system.nats);
@@ -124,6 +134,83 @@ describe("media store", () => {
     // an image type not every provider takes goes as a file
     assert.match(text, /logo\.svg \(image\/svg\+xml, 13 bytes\), media ref/);
     assert.equal(partsOf(system.fake.requests[0]!.body.messages.at(-1)!.content).filter((p) => p.type === "image_url").length, 0);
+  });
+
+  it("scales an image wider or taller than media.imageMaxPx into 2048 x 2048; the MIME type follows the new bytes", async () => {
+    // a phone photo, and a flat 3000 x 2000 PNG that is only a few KB (its size alone is no reason to scale it)
+    const photo = await noisyImage(3000, 2000, 3).jpeg({ quality: 90 }).toBuffer();
+    const wide = await flatImage(3000, 2000).png({ palette: true }).toBuffer();
+    assert.ok(wide.length < IMAGE_CAP, `${wide.length} bytes`);
+    const channel = store(channelNc);
+    const [p, w] = [await channel.put(photo, { mime: "image/jpeg", name: "photo.jpg" }), await channel.put(wide, { mime: "image/png", name: "wide.png" })];
+    system.fake.reset();
+    system.fake.enqueue({ kind: "text", text: "two pictures" });
+    const reply = await cli.send("what are these?", { sessionName: "big-pics", attachments: [
+      { kind: "image", mime: "image/jpeg", name: "photo.jpg", size: photo.length, ref: p.ref },
+      { kind: "image", mime: "image/png", name: "wide.png", size: wide.length, ref: w.ref },
+    ] });
+    assert.equal(reply.text, "two pictures");
+    const images = imagesOf(system.fake.requests[0]!.body.messages.at(-1)!.content);
+    assert.equal(images.length, 2);
+    for (const image of images) {
+      const d = await decodedImage(image.bytes);
+      assert.equal(image.mime, `image/${d.format}`, "the MIME type is what the bytes are");
+      assert.ok(d.width <= 2048 && d.height <= 2048, `${d.width}x${d.height}`);
+      assert.ok(image.bytes.length <= IMAGE_CAP, `${image.bytes.length} bytes`);
+    }
+    assert.equal((await decodedImage(images[0]!.bytes)).format, "jpeg");
+    // the opaque PNG: scaled for its size in pixels alone, re-encoded as JPEG
+    assert.deepEqual(await decodedImage(images[1]!.bytes), { format: "jpeg", width: 2048, height: 1365, pages: 1, hasAlpha: false });
+    assert.equal(images[1]!.mime, "image/jpeg");
+  });
+
+  it("scales an image above media.maxImageMb under it, and sends the same scaled bytes on the next turn", async () => {
+    const sticker = await noisyImage(400, 300, 4).png().toBuffer();
+    assert.ok(sticker.length > IMAGE_CAP * 4, `${sticker.length} bytes`);
+    const { ref } = await store(channelNc).put(sticker, { mime: "image/png", name: "sticker.png" });
+    system.fake.reset();
+    system.fake.enqueue({ kind: "text", text: "a sticker" }, { kind: "text", text: "the same sticker" });
+    const reply = await cli.send("look", { sessionName: "heavy-pic", attachments: [{ kind: "image", mime: "image/png", name: "sticker.png", size: sticker.length, ref }] });
+    assert.equal(reply.text, "a sticker");
+    const [image] = imagesOf(system.fake.requests[0]!.body.messages.at(-1)!.content);
+    assert.ok(image, "the model gets it as an image, not a note");
+    assert.ok(image.bytes.length <= IMAGE_CAP, `${image.bytes.length} bytes`);
+    const d = await decodedImage(image.bytes);
+    assert.deepEqual([image.mime, d.format, d.hasAlpha], ["image/png", "png", true], "transparency kept as PNG");
+    assert.ok(d.width < 400 && Math.abs(d.width / d.height - 4 / 3) < 0.03, `${d.width}x${d.height}`);
+    await cli.send("again?", { sessionName: "heavy-pic" });
+    const again = system.fake.requests[1]!.body.messages.flatMap((m) => imagesOf(m.content));
+    assert.equal(again.length, 1);
+    assert.deepEqual(again[0], image);
+  });
+
+  it("sends an image within both limits byte for byte, typed by what its bytes are", async () => {
+    const small = await noisyImage(64, 48, 3).jpeg().toBuffer();
+    const labelledWrong = await noisyImage(40, 30, 3).png().toBuffer();
+    assert.ok(small.length < IMAGE_CAP && labelledWrong.length < IMAGE_CAP);
+    const channel = store(channelNc);
+    const [s, l] = [await channel.put(small, { mime: "image/jpeg", name: "small.jpg" }), await channel.put(labelledWrong, { mime: "image/jpeg", name: "really.png" })];
+    system.fake.reset();
+    system.fake.enqueue({ kind: "text", text: "small ones" });
+    await cli.send("and these?", { sessionName: "small-pics", attachments: [
+      { kind: "image", mime: "image/jpeg", name: "small.jpg", size: small.length, ref: s.ref },
+      { kind: "image", mime: "image/jpeg", name: "really.png", size: labelledWrong.length, ref: l.ref },
+    ] });
+    const images = imagesOf(system.fake.requests[0]!.body.messages.at(-1)!.content);
+    assert.deepEqual(images, [{ mime: "image/jpeg", bytes: small }, { mime: "image/png", bytes: labelledWrong }]);
+  });
+
+  it("a corrupt image above media.maxImageMb becomes a note saying why; the run still answers", async () => {
+    const corrupt = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(IMAGE_CAP * 2, 0x5a)]);
+    const { ref } = await store(channelNc).put(corrupt, { mime: "image/jpeg", name: "broken.jpg" });
+    system.fake.reset();
+    system.fake.enqueue({ kind: "text", text: "I cannot see it" });
+    const reply = await cli.send("what is this?", { sessionName: "broken-pic", attachments: [{ kind: "image", mime: "image/jpeg", name: "broken.jpg", size: corrupt.length, ref }] });
+    assert.equal(reply.text, "I cannot see it");
+    const content = system.fake.requests[0]!.body.messages.at(-1)!.content;
+    assert.equal(imagesOf(content).length, 0);
+    const text = partsOf(content).map((p) => p.text ?? "").join("\n");
+    assert.match(text, /\[image not shown to you: it could not be fitted to media\.maxImageMb \(51\.2 KB\) and media\.imageMaxPx \(2048 px\): it could not be read as an image: /);
   });
 
   it("media_save writes a user's file into the workspace", async () => {

@@ -142,6 +142,8 @@ describe("lazy providers", () => {
       assert.ok(specifiers.includes("pino") && specifiers.includes("lmdb"), `the hook saw the runner's imports: ${specifiers.join(", ")}`);
       const sdks = specifiers.filter((s) => /^(openai|@anthropic-ai\/sdk|ollama)(\/|$)/.test(s));
       assert.deepEqual(sdks, [], "no provider SDK was imported");
+      const parsers = specifiers.filter((s) => /^(unpdf|mammoth|piscina)(\/|$)/.test(s));
+      assert.deepEqual(parsers, [], "the document parsers (and their worker pool) load only when a document comes");
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -15,6 +15,8 @@ import { runHandler } from "./run.js";
 import { ToolsClient } from "./tools-client.js";
 import { ImageLoader } from "./images.js";
 import { TextInliner } from "./inline-text.js";
+import { DocumentTextExtractor } from "./document-text.js";
+import { MB } from "../../shared/runtime/config-media.js";
 import { AudioTranscriber } from "./transcribe.js";
 import { TranscriptCache } from "./transcript-cache.js";
 
@@ -43,10 +45,14 @@ export const definition: ActorDefinition = {
     const transcripts = new TranscriptCache(rt.config.runs.historyLimit);
     // images of the conversation by media ref, loaded for each LLM call (images.ts)
     const images = new ImageLoader(rt.media, rt.log);
-    // attachments to text before a run stores them: voice notes (media.transcription; transcribe.ts), small text files (inline-text.ts)
+    // attachments to text before a run stores them: voice notes (media.transcription; transcribe.ts), small text files (inline-text.ts),
+    // PDF and DOCX documents (document-text.ts: read in a worker thread that stops when idle)
+    const documents = new DocumentTextExtractor({ maxBytes: rt.config.media.documentTextKb * 1024, maxFileBytes: rt.config.media.maxFileMb * MB, timeoutMs: rt.config.media.documentTimeoutMs, maxPayloadBytes: rt.config.bus.maxPayloadBytes }, () => rt.media, rt.log);
+    rt.onStop({ stop: () => documents.close() });
     const inputPreparers = [
       ...(rt.config.media.transcription ? [new AudioTranscriber(rt.config.media.transcription, registry.profiles("openai")[0], () => rt.media, rt.log)] : []),
-      new TextInliner(rt.config.media.inlineTextKb * 1024, () => rt.media, rt.log),
+      new TextInliner(rt.config.media.inlineTextKb * 1024, () => rt.media, rt.log, rt.config.bus.maxPayloadBytes),
+      documents,
     ];
     rt.onIdle(() => {
       const dropped = transcripts.trimIdle();

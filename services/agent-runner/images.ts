@@ -1,18 +1,21 @@
 /**
  * Images by media ref -> bytes for one LLM call. Transcripts keep an image as its media-store ref
  * (shared/runtime/media.ts); before each call the blocks that have a ref and no bytes get them.
- * An image the store no longer has, or one above media.maxImageMb (providers refuse larger ones),
- * becomes a text note, so the call still goes out. Loaded images are cached by ref (up to
- * CACHE_BYTES of base64) for the next turns of the run; `clear()` drops them when the actor idles.
+ * An image above media.maxImageMb or media.imageMaxPx is scaled down to fit (image-fit.ts); the
+ * block's MIME type becomes what the bytes sent are. An image the store no longer has, or one that cannot
+ * be scaled, becomes a text note, so the call still goes out. Loaded images are cached by ref (the
+ * bytes as sent, up to CACHE_BYTES of base64) for the next turns of the run; `clear()` drops them
+ * when the actor idles.
  */
 import { LurkError, type LlmMessage } from "../../shared/contract/index.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import { formatBytes, type MediaStore } from "../../shared/runtime/media.js";
 import { MB } from "../../shared/runtime/config-media.js";
+import { fitImage } from "./image-fit.js";
 
 const CACHE_BYTES = 32 * MB;
 
-type Loaded = { dataBase64: string } | { note: string };
+type Loaded = { dataBase64: string; mime: string } | { note: string };
 
 export class ImageLoader {
   private readonly cache = new Map<string, Loaded>();
@@ -35,7 +38,7 @@ export class ImageLoader {
       const content = m.content.map((b) => {
         if (b.type !== "image" || !b.ref || b.dataBase64) return b;
         const got = loaded.get(b.ref)!;
-        return "dataBase64" in got ? { ...b, dataBase64: got.dataBase64 } : { type: "text" as const, text: got.note };
+        return "dataBase64" in got ? { ...b, dataBase64: got.dataBase64, mime: got.mime } : { type: "text" as const, text: got.note };
       });
       return { ...m, content } as LlmMessage;
     });
@@ -51,20 +54,34 @@ export class ImageLoader {
   private async load(ref: string): Promise<Loaded> {
     const cached = this.cache.get(ref);
     if (cached) return cached;
-    const maxBytes = Math.floor(this.media.config.maxImageMb * MB);
-    let result: Loaded;
+    const result = await this.read(ref);
+    this.remember(ref, result);
+    return result;
+  }
+
+  private async read(ref: string): Promise<Loaded> {
+    const { maxFileMb, maxImageMb, imageMaxPx } = this.media.config;
+    // the store took the file up to media.maxFileMb; scaling brings it under media.maxImageMb
+    const maxFileBytes = Math.floor(maxFileMb * MB);
+    let stored: Uint8Array;
     try {
-      const got = await this.media.get(ref, maxBytes);
-      result = { dataBase64: Buffer.from(got.bytes).toString("base64") };
+      stored = (await this.media.get(ref, maxFileBytes)).bytes;
     } catch (err) {
       const e = LurkError.from(err);
       // the bus or the store being down is worth a retry of the run, not a note
       if (e.code === "UNAVAILABLE") throw e;
       this.log.warn({ ref, code: e.code }, "an image of the conversation cannot be sent to the model");
-      result = { note: e.code === "LIMIT_EXCEEDED" ? `[image not shown to you: it is larger than media.maxImageMb (${formatBytes(maxBytes)})]` : `[image no longer available: ${e.message}]` };
+      return { note: e.code === "LIMIT_EXCEEDED" ? `[image not shown to you: it is larger than media.maxFileMb (${formatBytes(maxFileBytes)})]` : `[image no longer available: ${e.message}]` };
     }
-    this.remember(ref, result);
-    return result;
+    try {
+      const fitted = await fitImage(stored, { maxBytes: Math.floor(maxImageMb * MB), maxPx: imageMaxPx });
+      if (fitted.resized) this.log.info({ ref, from: stored.byteLength, to: fitted.bytes.byteLength, width: fitted.width, height: fitted.height }, "image scaled down for the model");
+      return { dataBase64: Buffer.from(fitted.bytes).toString("base64"), mime: fitted.mime };
+    } catch (err) {
+      const why = (err as Error).message;
+      this.log.warn({ ref, reason: why }, "an image of the conversation could not be scaled down for the model");
+      return { note: `[image not shown to you: it could not be fitted to media.maxImageMb (${formatBytes(Math.floor(maxImageMb * MB))}) and media.imageMaxPx (${imageMaxPx} px): ${why}]` };
+    }
   }
 
   private remember(ref: string, value: Loaded): void {

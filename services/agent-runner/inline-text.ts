@@ -7,14 +7,15 @@
  * type, a JSON/XML/YAML/script type, or a generic type with a known text extension), has a media
  * ref, no `text` and no error, and is at most the cap is read from the media store; when its
  * bytes are valid UTF-8 without NUL bytes, they go in the attachment's `text` (transcript.ts puts
- * it under the file's note, and the session keeps it). The texts of one call add up to at most
- * TOTAL_BYTES (the run's first transcript append must stay under the bus payload cap); files past
- * it, and anything else, are left as they were (a note with the ref). It never throws: a store
- * that cannot be read leaves the attachment as it was.
+ * it under the file's note, and the session keeps it). The texts of one call take at most what
+ * is left of the inline budget (inline-budget.ts: the run's first transcript append must stay
+ * under the bus payload cap); files past it, and anything else, are left as they were (a note
+ * with the ref). It never throws: a store that cannot be read leaves the attachment as it was.
  */
 import type { Attachment, RunInput } from "../../shared/contract/index.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import type { MediaStore } from "../../shared/runtime/media.js";
+import { InlineBudget } from "./inline-budget.js";
 
 const TEXT_TYPES = new Set([
   "application/json", "application/ld+json", "application/x-ndjson", "application/xml", "application/yaml", "application/x-yaml",
@@ -26,16 +27,21 @@ const TEXT_EXTENSIONS = new Set([
   "html", "htm", "css", "js", "mjs", "cjs", "ts", "tsx", "jsx", "py", "rb", "go", "rs", "java", "kt", "c", "h", "cc", "cpp", "hpp", "cs",
   "php", "pl", "lua", "swift", "sh", "bash", "zsh", "fish", "ps1", "sql", "r", "tex", "diff", "patch", "srt", "vtt", "ics", "vcf",
 ]);
-const GENERIC_TYPES = new Set(["application/octet-stream", "binary/octet-stream", ""]);
-/** inlined text per call (all inputs together) */
-const TOTAL_BYTES = 512 * 1024;
+/** MIME types that say nothing about the content: the file name's extension decides */
+export const GENERIC_TYPES = new Set(["application/octet-stream", "binary/octet-stream", ""]);
 
 export class TextInliner {
-  constructor(private readonly maxBytes: number, private readonly media: () => Pick<MediaStore, "get">, private readonly log: Logger) {}
+  constructor(
+    private readonly maxBytes: number,
+    private readonly media: () => Pick<MediaStore, "get">,
+    private readonly log: Logger,
+    /** bus.maxPayloadBytes: the inline budget's bound (inline-budget.ts) */
+    private readonly maxPayloadBytes: number,
+  ) {}
 
   async annotate<T extends RunInput>(inputs: T[], _signal?: AbortSignal): Promise<T[]> {
     if (this.maxBytes === 0 || !inputs.some((i) => i.attachments.some((a) => this.wanted(a)))) return inputs;
-    let budget = TOTAL_BYTES;
+    const budget = new InlineBudget(inputs, this.maxPayloadBytes);
     const out: T[] = [];
     for (const input of inputs) {
       if (!input.attachments.some((a) => this.wanted(a))) {
@@ -44,9 +50,9 @@ export class TextInliner {
       }
       const attachments: Attachment[] = [];
       for (const a of input.attachments) {
-        const done = this.wanted(a) && budget > 0 ? await this.one(a, Math.min(this.maxBytes, budget)) : a;
-        if (done.text !== undefined) budget -= Buffer.byteLength(done.text);
-        attachments.push(done);
+        const done = this.wanted(a) && budget.bytes > 0 ? await this.one(a, Math.min(this.maxBytes, budget.bytes)) : a;
+        // escaped for JSON, a text can outgrow the bytes it was read with
+        attachments.push(done.text === undefined || budget.take(done.text) ? done : a);
       }
       out.push({ ...input, attachments });
     }

@@ -47,7 +47,8 @@ export interface RunnerDeps {
   images?: ImageLoader;
   /**
    * What turns attachments into text before a run stores its inputs, in order: audio to a
-   * transcript (transcribe.ts), small text files to their content (inline-text.ts)
+   * transcript (transcribe.ts), small text files to their content (inline-text.ts), PDF and DOCX
+   * documents to their extracted text (document-text.ts)
    */
   inputPreparers?: InputPreparer[];
 }

@@ -13,6 +13,7 @@ import {
 } from "../../shared/contract/index.js";
 import { formatBytes } from "../../shared/runtime/media.js";
 import { compactedView, messageRecordIds, summaryNote } from "./compaction-view.js";
+import { documentFormat, type DocumentFormat } from "./document-types.js";
 
 export function inputRecords(req: RunRequest, now = Date.now()): TranscriptRecord[] {
   return req.inputs.map((input, index) => inputRecord(recordIds.input(req.runId, index), req.runId, input, now));
@@ -29,14 +30,21 @@ function inputRecord(id: string, runId: string, input: RunInput, now: number, ex
   return { id, ts: now, runId, kind: "message", message: { role: "user", content }, ...(meta ? { meta } : {}) };
 }
 
+/** what the note says for a document whose extracted text is empty */
+const NO_TEXT: Record<DocumentFormat, string> = {
+  pdf: "(no extractable text: its pages are probably scanned images, and OCR is not available)",
+  docx: "(the document has no text)",
+};
+
 /** the image types every provider takes (others, e.g. SVG or HEIC, go as files) */
 const MODEL_IMAGE_TYPES = new Set(["image/jpeg", "image/png", "image/gif", "image/webp"]);
 
 /**
  * An image the model can see (by media ref, inline or URL: images.ts loads a ref's bytes for each
- * call), else a note naming the file: with a text file's content (inline-text.ts) or an audio
- * file's transcript (transcribe.ts), or with its media ref and the media_save tool that puts it
- * in the workspace, or with the reason the channel could not store it.
+ * call), else a note naming the file: with a text file's content (inline-text.ts), a PDF or
+ * DOCX document's extracted text (document-text.ts) or an audio file's transcript (transcribe.ts),
+ * or with its media ref and the media_save tool that puts it in the workspace, or with the reason
+ * the channel could not store it.
  */
 function attachmentBlock(a: Attachment): UserMessage["content"][number] {
   if (a.kind === "image" && MODEL_IMAGE_TYPES.has(a.mime) && !a.error && (a.ref || a.dataBase64 || a.url)) {
@@ -45,6 +53,8 @@ function attachmentBlock(a: Attachment): UserMessage["content"][number] {
   const what = `${a.name ?? a.kind} (${a.mime}${a.size ? `, ${formatBytes(a.size)}` : ""})`;
   if (a.error) return { type: "text", text: `[attachment ${what} could not be received: ${a.error}]` };
   if (a.text !== undefined) {
+    const format = documentFormat(a);
+    if (format) return { type: "text", text: `[attachment ${what}${a.ref ? `, media ref ${a.ref}` : ""}; its extracted text:]\n${a.text.trim() || NO_TEXT[format]}` };
     return { type: "text", text: `[attachment ${what}${a.ref ? `, media ref ${a.ref}` : ""}; its text:]\n${a.text}` };
   }
   if (a.transcript !== undefined) {

@@ -51,7 +51,7 @@ export const attachmentSchema = z.object({
   transcript: z.string().max(200_000).optional(),
   /** why an audio file was not transcribed (too large, the transcription model failed) */
   transcriptError: z.string().max(500).optional(),
-  /** a small text file's content (UTF-8), put in the model's note by the agent-runner (media.inlineTextKb) */
+  /** put in the model's note by the agent-runner: a small text file's content (UTF-8, media.inlineTextKb) or a PDF's or DOCX's extracted text (media.documentTextKb; "" when it has none) */
   text: z.string().max(1_000_000).optional(),
 });
 export type Attachment = z.infer<typeof attachmentSchema>;

@@ -1,11 +1,16 @@
 /**
  * The `media` config key: the media store (JetStream object store `lurk_media`) where channels put
  * the files users send and the `message` tool puts the files the agent sends.
- *   "media": { "maxFileMb": 20, "maxImageMb": 5, "retentionDays": 30, "storeMb": 1024 }
+ *   "media": { "maxFileMb": 20, "maxImageMb": 5, "imageMaxPx": 2048, "retentionDays": 30, "storeMb": 1024 }
  * A file above maxFileMb is not stored: the agent gets a note with its name and why. An image
- * above maxImageMb (providers refuse larger ones) goes to the model as a note, not as an image.
+ * above maxImageMb (providers refuse larger ones) or wider or taller than imageMaxPx (providers
+ * scale large images down anyway; Anthropic refuses a side over 8000 px) is scaled down to fit
+ * both before it goes to the model; only one that cannot be scaled becomes a note.
  * A text file (UTF-8, a text type or a known text extension) up to inlineTextKb goes to the
  * model with its content (64 KB by default; 0 turns it off).
+ * A PDF or Word (DOCX) document goes to the model with its text, read in a worker thread (at most
+ * 200 pages, documentTimeoutMs per document): at most documentTextKb of it (64 KB by default; 0
+ * turns it off), cut with a marker when longer.
  * The store keeps a file retentionDays after it was stored and refuses new files once it holds
  * storeMb; both apply when the launcher (or `lurkbot setup`) creates or updates the bucket.
  *
@@ -18,7 +23,7 @@
  */
 import { z } from "zod";
 
-export const MEDIA_DEFAULTS = { maxFileMb: 20, maxImageMb: 5, retentionDays: 30, storeMb: 1024, inlineTextKb: 64 };
+export const MEDIA_DEFAULTS = { maxFileMb: 20, maxImageMb: 5, imageMaxPx: 2048, retentionDays: 30, storeMb: 1024, inlineTextKb: 64, documentTextKb: 64, documentTimeoutMs: 30_000 };
 
 export const transcriptionConfigSchema = z.object({
   /** `openai/<model>`: whisper-1, gpt-4o-mini-transcribe, gpt-4o-transcribe, or a compatible server's model */
@@ -36,10 +41,16 @@ export type TranscriptionConfig = z.infer<typeof transcriptionConfigSchema>;
 export const mediaConfigSchema = z.object({
   maxFileMb: z.number().positive().max(1024).default(MEDIA_DEFAULTS.maxFileMb),
   maxImageMb: z.number().positive().max(100).default(MEDIA_DEFAULTS.maxImageMb),
+  /** an image's longest side sent to the model, in pixels; larger ones are scaled down (services/agent-runner/image-fit.ts) */
+  imageMaxPx: z.number().int().min(64).max(8000).default(MEDIA_DEFAULTS.imageMaxPx),
   retentionDays: z.number().positive().max(3650).default(MEDIA_DEFAULTS.retentionDays),
   storeMb: z.number().int().min(16).max(1024 * 1024).default(MEDIA_DEFAULTS.storeMb),
   /** a text file (notes, code, CSV, JSON...) up to this size goes to the model as its text, not only as a ref; 0: never */
   inlineTextKb: z.number().int().min(0).max(1024).default(MEDIA_DEFAULTS.inlineTextKb),
+  /** most of a PDF's or DOCX's extracted text that goes to the model (services/agent-runner/document-text.ts); 0: none */
+  documentTextKb: z.number().int().min(0).max(512).default(MEDIA_DEFAULTS.documentTextKb),
+  /** time the document worker may take to read one document */
+  documentTimeoutMs: z.number().int().min(1_000).max(600_000).default(MEDIA_DEFAULTS.documentTimeoutMs),
   /** speech to text for audio attachments; absent: off */
   transcription: transcriptionConfigSchema.optional(),
 }).prefault({});

@@ -1,0 +1,138 @@
+/**
+ * PDF and DOCX documents -> their text in the model's note (`media.documentTextKb`, 64 KB by
+ * default; 0: off), before a run stores its inputs, so the model reads a document a user sends
+ * instead of having to save and convert it with tools.
+ *
+ * Contract of `annotate(inputs)`: each user input's attachment that is a PDF or DOCX
+ * (document-types.ts) with a media ref, no `text`, no error and at most `maxFileBytes` is read
+ * from the media store and handed to the document worker (document-pool.ts: a worker thread,
+ * at most MAX_PAGES pages, `timeoutMs` per document). Its text goes in the attachment's `text`
+ * (transcript.ts puts it under the file's note, and the session keeps it): at most `maxBytes`
+ * (counted as JSON-encoded UTF-8), and at most what is left of the call's inline budget
+ * (inline-budget.ts), which also says when too little is left to read one; a longer text is cut
+ * at a paragraph, line or word boundary and ends with a marker saying how much there was and
+ * that media_save with the ref saves the whole file. A document without text (a scanned PDF)
+ * gets an empty `text`. A document that cannot be read (damaged, password-protected, too slow,
+ * the store failed) is left as it was (a note with its ref) and logged. It never throws.
+ */
+import type { Attachment, RunInput } from "../../shared/contract/index.js";
+import type { Logger } from "../../shared/runtime/logger.js";
+import { formatBytes, type MediaStore } from "../../shared/runtime/media.js";
+import { DocumentPool } from "./document-pool.js";
+import { documentFormat } from "./document-types.js";
+import type { DocumentResult } from "./document-worker.js";
+import { InlineBudget, jsonFit } from "./inline-budget.js";
+
+/** pages of a PDF read at most */
+const MAX_PAGES = 200;
+/** bytes kept for the cut marker within a document's allowance */
+const MARKER_BYTES = 400;
+/** a document is not read when less than this is left of the budget */
+const MIN_ALLOWANCE = 2 * 1024;
+
+export interface DocumentTextOptions {
+  /** most bytes of one document's text put inline (media.documentTextKb); 0: off */
+  maxBytes: number;
+  /** largest document read (media.maxFileMb) */
+  maxFileBytes: number;
+  /** time the worker may take for one document (media.documentTimeoutMs) */
+  timeoutMs: number;
+  /** bus.maxPayloadBytes: the inline budget's bound (inline-budget.ts) */
+  maxPayloadBytes: number;
+}
+
+export class DocumentTextExtractor {
+  private readonly pool: DocumentPool;
+
+  constructor(private readonly opts: DocumentTextOptions, private readonly media: () => Pick<MediaStore, "get">, private readonly log: Logger) {
+    this.pool = new DocumentPool(opts.timeoutMs, log);
+  }
+
+  async annotate<T extends RunInput>(inputs: T[], signal?: AbortSignal): Promise<T[]> {
+    if (this.opts.maxBytes === 0 || !inputs.some((i) => i.attachments.some((a) => this.wanted(a)))) return inputs;
+    const budget = new InlineBudget(inputs, this.opts.maxPayloadBytes);
+    const out: T[] = [];
+    for (const input of inputs) {
+      if (!input.attachments.some((a) => this.wanted(a))) {
+        out.push(input);
+        continue;
+      }
+      const attachments: Attachment[] = [];
+      for (const a of input.attachments) {
+        const allowance = Math.min(this.opts.maxBytes, budget.bytes);
+        const done = this.wanted(a) && allowance >= MIN_ALLOWANCE ? await this.one(a, allowance, signal) : a;
+        attachments.push(done.text === undefined || budget.take(done.text) ? done : a);
+      }
+      out.push({ ...input, attachments });
+    }
+    return out;
+  }
+
+  /** Stops the worker (the actor is stopping). */
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+
+  private wanted(a: Attachment): boolean {
+    return !!a.ref && a.text === undefined && !a.error && (a.size === undefined || a.size <= this.opts.maxFileBytes) && documentFormat(a) !== undefined;
+  }
+
+  private async one(a: Attachment, allowance: number, signal: AbortSignal | undefined): Promise<Attachment> {
+    const ref = a.ref!;
+    const format = documentFormat(a)!;
+    const started = Date.now();
+    try {
+      const { bytes } = await this.media().get(ref, this.opts.maxFileBytes);
+      const textBytes = allowance - MARKER_BYTES;
+      const result = await this.pool.extract(format, bytes, { maxChars: textBytes + 1, maxPages: MAX_PAGES }, signal);
+      if (!result.ok) {
+        this.log.warn({ ref: ref.slice(0, 12), format, reason: result.reason }, "a document's text could not be extracted; it stays a ref");
+        return a;
+      }
+      const text = documentText(result, textBytes, ref);
+      this.log.info({ ref: ref.slice(0, 12), format, bytes: bytes.byteLength, pages: result.pages, textBytes: Buffer.byteLength(text), ms: Date.now() - started }, "document text extracted");
+      return { ...a, text };
+    } catch (err) {
+      this.log.warn({ err, ref: ref.slice(0, 12) }, "a document stays a ref (too large, or the store could not be read)");
+      return a;
+    }
+  }
+}
+
+/** The text for the note: whole, or cut within `maxBytes` with a marker; "" when there is none. */
+export function documentText(result: Extract<DocumentResult, { ok: true }>, maxBytes: number, ref: string): string {
+  const whole = result.text;
+  if (whole === "") return "";
+  const saveHint = `The media_save tool saves the whole file (media ref ${ref}) into the workspace.`;
+  const kept = cutText(whole, maxBytes);
+  if (kept.length < whole.length) {
+    const size = formatBytes(Buffer.byteLength(kept));
+    const where = result.pages !== undefined
+      ? `, through page ${pageAt(result.pageEnds ?? [], kept.length)} of ${result.pages}`
+      : result.totalBytes !== undefined ? ` of ${formatBytes(result.totalBytes)}` : "";
+    return `${kept}\n\n[The text is cut here: the above is its first ${size}${where}. ${saveHint}]`;
+  }
+  if (!result.complete && result.pages !== undefined) {
+    return `${whole}\n\n[Only the first ${result.pagesRead} of ${result.pages} pages were read. ${saveHint}]`;
+  }
+  return whole;
+}
+
+/** The start of `text` in at most `maxBytes` (JSON-encoded), ended at a paragraph, line, sentence or word when one is near. */
+export function cutText(text: string, maxBytes: number): string {
+  const fit = jsonFit(text, maxBytes);
+  if (fit === text.length) return text;
+  const head = text.slice(0, fit);
+  const near = Math.floor(head.length * 0.8);
+  for (const sep of ["\n\n", "\n", ". ", " "]) {
+    const at = head.lastIndexOf(sep);
+    if (at >= near) return head.slice(0, sep === ". " ? at + 1 : at);
+  }
+  return head;
+}
+
+/** the page (1-based) that the character at `offset` is on */
+function pageAt(pageEnds: number[], offset: number): number {
+  const i = pageEnds.findIndex((end) => end >= offset);
+  return i < 0 ? pageEnds.length : i + 1;
+}

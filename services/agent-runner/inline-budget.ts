@@ -1,0 +1,58 @@
+/**
+ * The room for text the input preparers put inline in one call's inputs, all together: file
+ * contents (inline-text.ts), documents' text (document-text.ts), and what is already there
+ * (transcripts, the messages themselves). The run's first transcript append (sessions.begin)
+ * carries all of it and must stay under the bus payload cap (bus.maxPayloadBytes), so the budget
+ * is that cap, less RESERVE_BYTES for what the records add around the inputs, less the inputs'
+ * JSON size. Sizes are counted as JSON-encoded UTF-8 (a newline or a quote takes two bytes).
+ */
+import type { RunInput } from "../../shared/contract/index.js";
+
+/** room for the records' ids, the notes' headers and the request's other fields */
+const RESERVE_BYTES = 32 * 1024;
+
+export class InlineBudget {
+  private left: number;
+
+  constructor(inputs: readonly RunInput[], maxPayloadBytes: number) {
+    this.left = Math.max(0, maxPayloadBytes - RESERVE_BYTES - jsonBytes(inputs));
+  }
+
+  /** what is left, JSON-encoded bytes */
+  get bytes(): number {
+    return this.left;
+  }
+
+  /** Counts `text` against the budget; false (and nothing counted) when it does not fit. */
+  take(text: string): boolean {
+    const size = jsonBytes(text);
+    if (size > this.left) return false;
+    this.left -= size;
+    return true;
+  }
+}
+
+export function jsonBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value));
+}
+
+/** The length of the longest start of `text` whose JSON-encoded UTF-8 (without the quotes) fits in `maxBytes`. */
+export function jsonFit(text: string, maxBytes: number): number {
+  let size = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    let step: number;
+    let width = 1;
+    if (c === 0x22 || c === 0x5c || c === 0x0a || c === 0x0d || c === 0x09 || c === 0x08 || c === 0x0c) step = 2;
+    else if (c < 0x20) step = 6;
+    else if (c < 0x80) step = 1;
+    else if (c < 0x800) step = 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length && text.charCodeAt(i + 1) >= 0xdc00 && text.charCodeAt(i + 1) <= 0xdfff) [step, width] = [4, 2];
+    else if (c >= 0xd800 && c <= 0xdfff) step = 6; // a lone surrogate is escaped
+    else step = 3;
+    if (size + step > maxBytes) return i;
+    size += step;
+    i += width - 1;
+  }
+  return text.length;
+}
