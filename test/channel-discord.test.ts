@@ -4,7 +4,8 @@
  * and @discordjs/ws talk to. Files go through the real media store (a user's attachments are
  * downloaded from the fake's CDN; replies' files are uploaded as multipart). Slash commands:
  * registration at start (global, per guild, refused), interactions answered deferred, published
- * like messages, their replies editing @original and following it up.
+ * like messages, their replies editing @original and following it up; a command the router
+ * refuses (DM disabled, allowlists) has its deferred message edited to the refusal.
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -390,5 +391,72 @@ describe("discord channel end to end", () => {
   it("refuses to start without a bot token, saying how to set one", async () => {
     writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({ channels: { discord: { enabled: true, apiRoot: discord.apiRoot } } }));
     await assert.rejects(startActorProcess("channel-discord", system.nats, { ...system.env, DISCORD_BOT_TOKEN: "" }, 10_000), /DISCORD_BOT_TOKEN/);
+  });
+});
+
+describe("discord slash commands the router refuses", () => {
+  let system: TestSystem;
+  let discord: FakeDiscordServer;
+  let admin: NatsConnection;
+  const refusals: string[] = [];
+
+  /** the router reads `routing` at start: these tests restart it with another one */
+  const configure = (routing: Record<string, unknown>) => writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({
+    channels: { discord: { enabled: true, botToken: discord.token, apiRoot: discord.apiRoot } },
+    routing,
+  }));
+
+  before(async () => {
+    discord = await FakeDiscordServer.start();
+    system = await TestSystem.start({ config: { routing: { dm: { policy: "disabled" } } } });
+    configure({ dm: { policy: "disabled" } });
+    await system.startActor("channel-discord");
+    admin = await system.nats.connect("admin");
+    admin.subscribe(S.eventsOf("router"), { callback: (_e, m) => { const ev = m.json<{ event: string; data: { reason?: string } }>(); if (ev.event === "refused" && ev.data.reason) refusals.push(ev.data.reason); } });
+    await admin.flush();
+  });
+  after(async () => {
+    await admin?.close();
+    await system?.actors.get("channel-discord")?.stop();
+    await system?.stop();
+    await discord?.close();
+  });
+
+  const viaInteraction = (id: string) => discord.sent.filter((m) => m.interactionId === id);
+  const refusedCount = (reason: string) => refusals.filter((r) => r === reason).length;
+
+  /** A slash command answered deferred whose "thinking…" becomes `text`, with no run and nothing else sent. */
+  async function refusedCommand(opts: { channelId: string; guildId?: string }, reason: string, text: string) {
+    const before = refusedCount(reason);
+    const i = discord.interaction({ name: "lurk", ...opts, options: { text: "are you there?" } });
+    const edit = await waitFor(() => viaInteraction(i.id).find((m) => m.via === "original"), 20_000, "the refusal in @original");
+    assert.deepEqual(discord.interactions.get(i.id)!.callbacks, [{ type: 5 }], "deferred first");
+    assert.equal(edit.content, text);
+    await waitFor(() => refusedCount(reason) > before, 5_000, `the router's refused event (${reason})`);
+    await new Promise((r) => setTimeout(r, 500));
+    assert.deepEqual(viaInteraction(i.id).map((m) => [m.method, m.via]), [["PATCH", "original"]], "one edit of the deferred message, nothing else");
+    assert.equal(discord.sent.filter((m) => m.channelId === opts.channelId && !m.via).length, 0, "no channel message");
+    assert.equal(system.fake.requests.length, 0, "no run");
+  }
+
+  it("DM policy disabled: a slash command's deferred message becomes the refusal; no run", async () => {
+    await refusedCommand({ channelId: "3001" }, "dm-disabled", "I don't take direct messages.");
+  });
+
+  it("DM policy disabled: an ordinary DM still gets no answer at all", async () => {
+    const before = refusedCount("dm-disabled");
+    discord.userMessage({ channelId: "3002", content: "hello?" });
+    await waitFor(() => refusedCount("dm-disabled") > before, 20_000, "refused");
+    await new Promise((r) => setTimeout(r, 800));
+    assert.deepEqual(discord.sent.filter((m) => m.channelId === "3002"), [], "nothing sent");
+    assert.equal(system.fake.requests.length, 0, "no run");
+  });
+
+  it("DM and guild allowlists: a slash command from a sender or a channel not listed is answered with the refusal", async () => {
+    await system.actors.get("router")!.stop();
+    configure({ dm: { policy: "allowlist", allowFrom: ["discord:222"] }, groups: { policy: "allowlist", allowFrom: ["discord:3999"] } });
+    await system.startActor("router");
+    await refusedCommand({ channelId: "3003" }, "dm-not-allowed", "You are not on this bot's allowlist here, so I can't answer you.");
+    await refusedCommand({ channelId: "3004", guildId: "g1" }, "group-not-allowed", "I don't answer in this channel.");
   });
 });

@@ -14,7 +14,9 @@
  * Interaction runs show no draft and no blocks: the deferred "thinking…" is their progress. A
  * run that ends without a reply (silent, aborted) deletes it: watched in process, and for a run
  * that ended while the channel was down, by a sweep at start and every minute that reads the run
- * from the sessions actor (`sweepSilentInteractions`).
+ * from the sessions actor (`sweepSilentInteractions`). A deferred interaction is published with
+ * `awaitsAnswer`, so a message the router refuses (no run) is answered by a notice, which edits
+ * the "thinking…" like any other answer.
  */
 import { join } from "node:path";
 import { DiscordAPIError } from "@discordjs/rest";
@@ -170,13 +172,15 @@ export async function onInteraction(ctx: Ctx, api: DiscordApi, store: Interactio
     return;
   }
   await store.add(inbound.id, { appId: i.application_id, token: i.token, at: Date.now() });
+  // the "thinking…" shown now clears only with an answer: the router answers even a refusal
+  const awaiting: InboundInput = { ...inbound, awaitsAnswer: true };
   const watch = ctx.watchRun(ctx.runIdFor(inbound.id), {
     onEvent: (event) => void store.setSessionKey(inbound.id, event.sessionKey).catch(() => undefined),
     onEnd: (end) => {
       if (endedWithoutReply(end)) void deleteOriginal(ctx, api, store, inbound.id).catch((err) => ctx.log.debug({ err, interaction: inbound.id }, "could not delete the deferred message"));
     },
   });
-  await publishWatched(ctx, inbound, watch, TOKEN_USE_MS);
+  await publishWatched(ctx, awaiting, watch, TOKEN_USE_MS);
 }
 
 /** Deletes an interaction's deferred message unless a delivery took it first. */

@@ -10,7 +10,7 @@
  * do not apply to them. A pairing code would reach an API client as a completion, and a silent
  * refusal as a timeout; to shut such a channel, disable it (`channels.<name>.enabled: false`).
  */
-import type { InboundMessage } from "../../shared/contract/index.js";
+import type { InboundMessage, Peer } from "../../shared/contract/index.js";
 import type { LurkConfig } from "../../shared/runtime/config.js";
 
 export const OWNER_CHANNEL = "cli";
@@ -21,6 +21,7 @@ export type AccessDecision =
   | { allow: true }
   | { allow: false; reason: "dm-disabled" | "dm-not-allowed" | "group-disabled" | "group-not-allowed" | "not-mentioned" }
   | { allow: false; reason: "pairing-required" };
+export type RefusalReason = Extract<AccessDecision, { allow: false }>["reason"];
 
 type Who = Pick<InboundMessage, "channel" | "sender" | "peer" | "mentioned">;
 
@@ -64,4 +65,23 @@ export function decideAccess(msg: Who, config: LurkConfig, paired: (channel: str
   if (policy === "allowlist" && !listMatches(allowFrom, msg.channel, msg.peer.id)) return { allow: false, reason: "group-not-allowed" };
   if (requireMention && !msg.mentioned && !(owner && isCommand)) return { allow: false, reason: "not-mentioned" };
   return { allow: true };
+}
+
+const PLACE: Record<Peer["kind"], string> = { dm: "chat", group: "group", channel: "channel", thread: "thread", topic: "topic" };
+
+/**
+ * What a sender whose platform waits for an answer (`awaitsAnswer`) is told when refused: that
+ * the bot does not answer there and the plain reason, nothing of the configuration beyond it.
+ * Undefined for pairing (its own notice carries the code) and for a message not addressed to
+ * the bot (a group's ordinary traffic, kept as context).
+ */
+export function refusalText(reason: RefusalReason, place: Peer["kind"]): string | undefined {
+  switch (reason) {
+    case "dm-disabled": return "I don't take direct messages.";
+    case "dm-not-allowed": return "You are not on this bot's allowlist here, so I can't answer you.";
+    case "group-disabled": return "I don't answer in groups or channels.";
+    case "group-not-allowed": return `I don't answer in this ${PLACE[place]}.`;
+    case "pairing-required":
+    case "not-mentioned": return undefined;
+  }
 }

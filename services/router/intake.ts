@@ -7,7 +7,7 @@
  */
 import { envelope, runIdFor, type InboundMessage, type RunRequest } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
-import { decideAccess } from "./access.js";
+import { decideAccess, refusalText, type RefusalReason } from "./access.js";
 import { broadcastRunId, submitBroadcast } from "./broadcast.js";
 import { executeCommand, type CommandContext } from "./command-exec.js";
 import { parseText, type Directives } from "./commands.js";
@@ -162,18 +162,32 @@ export class Intake {
     });
   }
 
-  private async refuse(msg: InboundMessage, reason: string): Promise<void> {
+  /**
+   * A refused message is dropped silently, unless its platform shows the sender a pending state
+   * until an answer comes (`awaitsAnswer`): then it is answered with a short notice. Pairing
+   * answers with the code either way.
+   */
+  private async refuse(msg: InboundMessage, reason: RefusalReason): Promise<void> {
     const { rt, pairing } = this.deps;
+    const answerPending = async (text: string | undefined) => {
+      if (msg.awaitsAnswer && text) await publishNotice(rt, msg, text, { deliveryId: noticeId(msg, "refusal") });
+    };
     if (reason !== "pairing-required") {
       rt.emit("refused", { channel: msg.channel, reason, peerKind: msg.peer.kind }, "debug");
+      await answerPending(refusalText(reason, msg.peer.kind));
       return;
     }
     const outcome = await pairing.request(msg.channel, msg.sender, msg.conversation);
     if (outcome.kind === "full") {
       rt.emit("refused", { channel: msg.channel, reason: "pairing-full" }, "info");
+      await answerPending("I don't know you yet, and I can't take new pairing requests right now. Try again later.");
       return;
     }
-    if (outcome.kind === "approved") return; // approved a moment ago: the sender writes again
+    if (outcome.kind === "approved") {
+      // approved a moment ago: the sender writes again
+      await answerPending("You were approved a moment ago: please send that again.");
+      return;
+    }
     if (outcome.created) {
       rt.emit("pairing_requested", { channel: msg.channel, code: outcome.code }, "info");
       await notifyOwners(rt, { channel: msg.channel, senderId: msg.sender.id, ...(msg.sender.name ? { senderName: msg.sender.name } : {}), code: outcome.code, expiresAt: outcome.expiresAt });

@@ -75,10 +75,11 @@ export class RouterRig {
   }
 
   /** Publishes an inbound message as a channel would; the run id is the router's. */
-  readonly send = async (channel: string, peer: Peer, text: string, opts: { sender?: string; mentioned?: boolean } = {}) => {
+  readonly send = async (channel: string, peer: Peer, text: string, opts: { sender?: string; mentioned?: boolean; awaitsAnswer?: boolean } = {}) => {
     const id = randomUUID();
     const msg = envelope("lurk.inbound.message.v1", {
       id, channel, conversation: `c-${peer.id}`, peer, sender: { id: opts.sender ?? "owner" }, text, attachments: [], mentioned: opts.mentioned ?? false,
+      ...(opts.awaitsAnswer !== undefined ? { awaitsAnswer: opts.awaitsAnswer } : {}),
     });
     await jetstream(this.admin).publish(s.inbound(channel), JSON.stringify(msg), { msgID: inboundMsgId(channel, id) });
     return { id, runId: runIdFor(channel, id) };

@@ -23,6 +23,11 @@ export const inboundMessageSchema = defineMessage("lurk.inbound.message.v1", {
   agentId: z.string().max(64).optional(),
   /** session name chosen by the user (the terminal channel's --session) */
   sessionName: z.string().max(128).optional(),
+  /**
+   * the platform shows the sender a pending state (Discord's deferred "thinking…") that only an
+   * outbound message answering this one (`replyTo`) clears: a refusal must answer it too
+   */
+  awaitsAnswer: z.boolean().optional(),
 });
 export type InboundMessage = z.infer<typeof inboundMessageSchema>;
 
