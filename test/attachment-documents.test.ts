@@ -1,10 +1,12 @@
 /**
- * PDF and DOCX attachments the model reads as text (media.documentTextKb), with the whole system
- * as processes: documents built in memory (test/fixtures/documents.ts) are put in the media store,
- * the agent-runner's document worker (a real worker thread running unpdf and mammoth) extracts
- * their text, and the fake OpenAI server shows what the model received. Covered: a PDF's and a
- * DOCX's text under their notes and in the session; a long document cut at the cap with a marker;
- * a PDF past the page cap; a scanned PDF; damaged and password-protected PDFs staying refs while
+ * Documents the model reads as text (media.documentTextKb), with the whole system as processes:
+ * documents built in memory (test/fixtures/documents.ts) are put in the media store, the
+ * agent-runner's document worker (a real worker thread running unpdf, mammoth, jszip and the
+ * office readers) extracts their text, and the fake OpenAI server shows what the model received.
+ * Covered: a PDF's and a DOCX's text under their notes and in the session; XLSX, PPTX, ODT, ODS
+ * and ODP as sheets, slides and paragraphs; a long document cut at the cap with a marker (by
+ * page, slide); a PDF past the page cap; a scanned PDF; damaged and password-protected documents
+ * and an archive that unpacks past the caps shown to the model with the reason (textError) while
  * the run answers; the budget shared with text files; `documentTextKb: 0`. In process: the worker
  * pool's per-document deadline (the worker is terminated) and its idle stop.
  */
@@ -18,10 +20,14 @@ import { BusClient } from "../shared/runtime/client.js";
 import { MEDIA_DEFAULTS } from "../shared/runtime/config-media.js";
 import { formatBytes, MediaStore } from "../shared/runtime/media.js";
 import { messageText } from "./fakes/openai-server.js";
-import { makeDocx, makePdf } from "./fixtures/documents.js";
+import { makeDocx, makeOdp, makeOds, makeOdt, makePdf, makePptx, makeXlsx } from "./fixtures/documents.js";
 import { CliClient, TestSystem } from "./harness/system.js";
 
 const DOCX_MIME = "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
+const XLSX_MIME = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
+const PPTX_MIME = "application/vnd.openxmlformats-officedocument.presentationml.presentation";
+const ODT_MIME = "application/vnd.oasis.opendocument.text";
+const ODS_MIME = "application/vnd.oasis.opendocument.spreadsheet";
 const CONFIG = { media: { documentTextKb: 4, inlineTextKb: 600 } };
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
@@ -50,6 +56,15 @@ describe("document text extraction", () => {
   const lastUserText = (i = 0) => messageText(system.fake.requests[i]!.body.messages.at(-1));
   const history = async (session: string) => JSON.stringify((await new BusClient(runnerNc).call("sessions", "history", { sessionKey: `agent:main:cli:dm:${session}`, limit: 20 })).records);
   const refNote = (name: string, mime: string, ref: string) => new RegExp(`\\[attachment ${escape(name)} \\(${escape(mime)}[^)]*\\), media ref ${ref}: the media_save tool saves it into the workspace\\]`);
+  /** the note of the attachment `name` in `text`, with its text up to the next attachment's note */
+  const noteOf = (text: string, name: string) => {
+    const start = text.indexOf(`[attachment ${name} `);
+    assert.ok(start >= 0, `${name} has a note`);
+    const next = text.indexOf("[attachment ", start + 1);
+    return text.slice(start, next < 0 ? undefined : next);
+  };
+  /** the note of a file whose text could not be read, with the reason */
+  const errorNote = (name: string, mime: string, ref: string, reason: string) => `[attachment ${name} (${mime}), media ref ${ref} (its text could not be read: ${reason}): the media_save tool saves it into the workspace]`;
   const report = makePdf([["Quarterly report", "Revenue grew 12% (in EUR)"], ["Outlook: steady"]]);
 
   it("a PDF's text reaches the model under its note, and the session keeps it", async () => {
@@ -71,28 +86,62 @@ describe("document text extraction", () => {
     assert.ok((await history("docx")).includes("Decide on the venue & budget <soon>."), "the session keeps the text");
   });
 
-  it("a long document is cut at media.documentTextKb with a marker; a PDF is read up to its page cap", async () => {
+  it("XLSX, PPTX, ODT, ODS and ODP reach the model as their sheets, slides and paragraphs (by type, or a generic type and the name)", async () => {
+    const files = await Promise.all([
+      makeXlsx([
+        { name: "Budget", rows: [["Item", "Cost", "Paid"], ["Rent, office", 1200.5, true], [null, null, "due \"soon\""]] },
+        { name: "Empty", rows: [] },
+        { name: "Notes", rows: [["a & b <c>"]] },
+      ]).then((b) => media.put(b, { mime: XLSX_MIME, name: "budget.xlsx" })),
+      makePptx([{ shapes: [["Launch plan"], ["Ship in May", "Tell the press"]], notes: "Mention the budget" }, { shapes: [] }, { shapes: [["Questions?"]] }])
+        .then((b) => media.put(b, { mime: "application/octet-stream", name: "plan.pptx" })),
+      makeOdt("Minutes", ["Present: Ana & Bo", "Next meeting <Tuesday>"]).then((b) => media.put(b, { mime: ODT_MIME, name: "minutes.odt" })),
+      makeOds([{ name: "Stock", rows: [["Fruit", "Qty"], ["apples", 3], ["pears", 2.5]] }]).then((b) => media.put(b, { mime: ODS_MIME, name: "stock.ods" })),
+      makeOdp([{ texts: ["Welcome", "Agenda"], notes: "Smile" }, { texts: ["Thanks"] }]).then((b) => media.put(b, { mime: "application/octet-stream", name: "talk.odp" })),
+    ]);
+    const [xlsx, pptx, odt, ods, odp] = files.map((f) => f.ref);
+    system.fake.enqueue({ kind: "text", text: "five documents" });
+    const reply = await cli.send("read all", { sessionName: "office", attachments: [
+      { kind: "file", mime: XLSX_MIME, name: "budget.xlsx", ref: xlsx },
+      { kind: "file", mime: "application/octet-stream", name: "plan.pptx", ref: pptx },
+      { kind: "file", mime: ODT_MIME, name: "minutes.odt", ref: odt },
+      { kind: "file", mime: ODS_MIME, name: "stock.ods", ref: ods },
+      { kind: "file", mime: "application/octet-stream", name: "talk.odp", ref: odp },
+    ] });
+    assert.equal(reply.text, "five documents");
+    const text = lastUserText();
+    const note = (name: string) => noteOf(text, name).trimEnd();
+    assert.equal(note("budget.xlsx"), `[attachment budget.xlsx (${XLSX_MIME}), media ref ${xlsx}; its extracted text:]\nSheet: Budget\nItem,Cost,Paid\n"Rent, office",1200.5,TRUE\n,,"due ""soon"""\n\nSheet: Notes\na & b <c>`);
+    assert.equal(note("plan.pptx"), `[attachment plan.pptx (application/octet-stream), media ref ${pptx}; its extracted text:]\nSlide 1:\nLaunch plan\nShip in May\nTell the press\nSpeaker notes:\nMention the budget\n\nSlide 3:\nQuestions?`);
+    assert.equal(note("minutes.odt"), `[attachment minutes.odt (${ODT_MIME}), media ref ${odt}; its extracted text:]\nMinutes\n\nPresent: Ana & Bo\n\nNext meeting <Tuesday>`);
+    assert.equal(note("stock.ods"), `[attachment stock.ods (${ODS_MIME}), media ref ${ods}; its extracted text:]\nSheet: Stock\nFruit,Qty\napples,3\npears,2.5`, "numbers as stored, not as shown (3.00)");
+    assert.equal(note("talk.odp"), `[attachment talk.odp (application/octet-stream), media ref ${odp}; its extracted text:]\nSlide 1:\nWelcome\nAgenda\nSpeaker notes:\nSmile\n\nSlide 2:\nThanks`);
+    assert.ok((await history("office")).includes("Tell the press"), "the session keeps the text");
+  });
+
+  it("a long document is cut at media.documentTextKb with a marker (naming the page, slide or sheet); a PDF is read up to its page cap", async () => {
     const longPdf = makePdf(Array.from({ length: 30 }, (_, p) => Array.from({ length: 30 }, (_, l) => `line ${l + 1} of page ${p + 1}, with some words`)));
     const longDocx = makeDocx(Array.from({ length: 300 }, (_, i) => `Paragraph ${i + 1} says something.`));
     const manyPages = makePdf(Array.from({ length: 201 }, (_, p) => [`p${p + 1}`]));
-    const [a, b, c] = await Promise.all([
+    const longPptx = await makePptx(Array.from({ length: 30 }, (_, i) => ({ shapes: [Array.from({ length: 8 }, (_, l) => `point ${l + 1} of slide ${i + 1}`)] })));
+    const longXlsx = await makeXlsx([{ name: "Big", rows: Array.from({ length: 400 }, (_, r) => [`row ${r + 1}`, r * 1.5]) }, { name: "Second", rows: [["never read"]] }]);
+    const [a, b, c, d, e] = await Promise.all([
       media.put(longPdf, { mime: "application/pdf", name: "long.pdf" }),
       media.put(longDocx, { mime: DOCX_MIME, name: "long.docx" }),
       media.put(manyPages, { mime: "application/pdf", name: "pages.pdf" }),
+      media.put(longPptx, { mime: PPTX_MIME, name: "long.pptx" }),
+      media.put(longXlsx, { mime: XLSX_MIME, name: "long.xlsx" }),
     ]);
     system.fake.enqueue({ kind: "text", text: "long ones" });
     await cli.send("read these", { sessionName: "long", attachments: [
       { kind: "file", mime: "application/pdf", name: "long.pdf", ref: a.ref },
       { kind: "file", mime: DOCX_MIME, name: "long.docx", ref: b.ref },
       { kind: "file", mime: "application/pdf", name: "pages.pdf", ref: c.ref },
+      { kind: "file", mime: PPTX_MIME, name: "long.pptx", ref: d.ref },
+      { kind: "file", mime: XLSX_MIME, name: "long.xlsx", ref: e.ref },
     ] });
     const text = lastUserText();
-    const part = (name: string) => {
-      const start = text.indexOf(`[attachment ${name} `);
-      assert.ok(start >= 0, `${name} has a note`);
-      const next = text.indexOf("[attachment ", start + 1);
-      return text.slice(start, next < 0 ? undefined : next);
-    };
+    const part = (name: string) => noteOf(text, name);
     const pdfPart = part("long.pdf");
     assert.match(pdfPart, new RegExp(`^\\[attachment long\\.pdf \\(application/pdf\\), media ref ${a.ref}; its extracted text:\\]\\nline 1 of page 1, with some words\\n`));
     const pdfCut = new RegExp(`, with some words\\n\\n\\[The text is cut here: the above is its first [\\d.]+ KB, through page (\\d+) of 30\\. The media_save tool saves the whole file \\(media ref ${a.ref}\\) into the workspace\\.\\]\\n?$`);
@@ -109,6 +158,17 @@ describe("document text extraction", () => {
     const pagesPart = part("pages.pdf");
     assert.ok(pagesPart.includes("\n\np200\n\n[Only the first 200 of 201 pages were read. The media_save tool saves the whole file"), pagesPart.slice(-300));
     assert.ok(!pagesPart.includes("p201"));
+
+    const pptxPart = part("long.pptx");
+    const slideCut = new RegExp(`^[^]*\\nSlide (\\d+):\\n[^[]*\\n\\n\\[The text is cut here: the above is its first [\\d.]+ KB, through slide (\\d+) of 30\\. The media_save tool saves the whole file \\(media ref ${d.ref}\\) into the workspace\\.\\]\\n?$`);
+    assert.match(pptxPart, /its extracted text:\]\nSlide 1:\npoint 1 of slide 1\n/);
+    const [, lastSlide, markerSlide] = slideCut.exec(pptxPart) ?? assert.fail(pptxPart.slice(-400));
+    assert.equal(markerSlide, lastSlide, "the marker names the slide the text stops on");
+    assert.ok(Buffer.byteLength(pptxPart.slice(pptxPart.indexOf("\n") + 1)) <= 4 * 1024);
+
+    const xlsxPart = part("long.xlsx");
+    assert.match(xlsxPart, new RegExp(`its extracted text:\\]\\nSheet: Big\\nrow 1,0\\nrow 2,1\\.5\\n[^]*\\n\\n\\[The text is cut here: the above is its first [\\d.]+ KB, through sheet 1 of 2\\. The media_save tool`));
+    assert.ok(!xlsxPart.includes("never read"));
   });
 
   it("a PDF without a text layer (scanned pages) gets a note saying there is no extractable text", async () => {
@@ -119,26 +179,62 @@ describe("document text extraction", () => {
     assert.ok(lastUserText().endsWith(`media ref ${ref}; its extracted text:]\n(no extractable text: its pages are probably scanned images, and OCR is not available)`), lastUserText());
   });
 
-  it("damaged and password-protected PDFs stay refs (the reason is logged) and the run answers; other documents are still read", async () => {
-    const [damaged, locked, fine] = await Promise.all([
+  it("damaged and password-protected documents show the model why their text could not be read, and the run answers; other documents are still read", async () => {
+    /** how Office stores an encrypted XLSX: an OLE compound file, not a zip */
+    const encryptedXlsx = Buffer.concat([Buffer.from("d0cf11e0a1b11ae1", "hex"), Buffer.alloc(1_000)]);
+    const [damaged, locked, fine, lockedOdt, lockedXlsx, notZip] = await Promise.all([
       media.put(Buffer.from("%PDF-1.4 tiny"), { mime: "application/pdf", name: "broken.pdf" }),
       media.put(makePdf([["secret"]], { encrypted: true }), { mime: "application/pdf", name: "locked.pdf" }),
       media.put(report, { mime: "application/octet-stream", name: "fine.pdf" }),
+      makeOdt("Secret", ["hidden"], { encrypted: true }).then((b) => media.put(b, { mime: ODT_MIME, name: "locked.odt" })),
+      media.put(encryptedXlsx, { mime: XLSX_MIME, name: "locked.xlsx" }),
+      media.put(Buffer.from("PK but not really a zip"), { mime: PPTX_MIME, name: "broken.pptx" }),
     ]);
-    system.fake.enqueue({ kind: "text", text: "one of three" });
-    const reply = await cli.send("three files", { sessionName: "bad", attachments: [
+    system.fake.enqueue({ kind: "text", text: "one of six" });
+    const reply = await cli.send("six files", { sessionName: "bad", attachments: [
       { kind: "file", mime: "application/pdf", name: "broken.pdf", ref: damaged.ref },
       { kind: "file", mime: "application/pdf", name: "locked.pdf", ref: locked.ref },
       { kind: "file", mime: "application/octet-stream", name: "fine.pdf", ref: fine.ref },
+      { kind: "file", mime: ODT_MIME, name: "locked.odt", ref: lockedOdt.ref },
+      { kind: "file", mime: XLSX_MIME, name: "locked.xlsx", ref: lockedXlsx.ref },
+      { kind: "file", mime: PPTX_MIME, name: "broken.pptx", ref: notZip.ref },
     ] });
-    assert.equal(reply.text, "one of three");
+    assert.equal(reply.text, "one of six");
     const text = lastUserText();
-    assert.match(text, refNote("broken.pdf", "application/pdf", damaged.ref));
-    assert.match(text, refNote("locked.pdf", "application/pdf", locked.ref));
+    assert.ok(text.includes(errorNote("broken.pdf", "application/pdf", damaged.ref, "it is not a valid PDF (damaged, or another kind of file)")), text);
+    assert.ok(text.includes(errorNote("locked.pdf", "application/pdf", locked.ref, "the PDF is password-protected")), text);
+    assert.ok(text.includes(errorNote("locked.odt", ODT_MIME, lockedOdt.ref, "it is password-protected")), text);
+    assert.ok(text.includes(errorNote("locked.xlsx", XLSX_MIME, lockedXlsx.ref, "it is password-protected (encrypted), or an old binary Office file under a new name")), text);
+    assert.ok(text.includes(errorNote("broken.pptx", PPTX_MIME, notZip.ref, "it is not a valid PPTX (damaged, or another kind of file)")), text);
     assert.ok(text.includes(`fine.pdf (application/octet-stream), media ref ${fine.ref}; its extracted text:]\nQuarterly report`), text);
-    const log = system.actors.get("agent-runner")!.output();
-    assert.match(log, /not a valid PDF/);
-    assert.match(log, /password-protected/);
+    assert.ok(!/\n\s+at |node_modules|\/work\/|jszip/.test(text), "no stack, path or library message reaches the model");
+    assert.ok((await history("bad")).includes("the PDF is password-protected"), "the session keeps the reason");
+  });
+
+  it("an office file that unpacks past the zip caps (one part, or all parts together) is refused with the reason, and the run answers", async () => {
+    // a few kilobytes each: white space deflates about a thousand to one
+    const [onePart, allParts] = await Promise.all([
+      makeXlsx([{ name: "S", rows: [["bomb"]] }], { padding: 24 * 1024 * 1024 }),
+      makeXlsx(["a", "b", "c"].map((name) => ({ name, rows: [[name]] })), { padding: 18 * 1024 * 1024 }),
+    ]);
+    const wordBomb = makeDocx(["bomb"], { padding: 24 * 1024 * 1024 });
+    assert.ok(onePart.length < 200_000 && allParts.length < 200_000 && wordBomb.length < 200_000, `small archives (${onePart.length}, ${allParts.length}, ${wordBomb.length} bytes)`);
+    const [big, many, word] = await Promise.all([
+      media.put(onePart, { mime: XLSX_MIME, name: "bomb.xlsx" }),
+      media.put(allParts, { mime: "application/octet-stream", name: "bombs.xlsx" }),
+      media.put(wordBomb, { mime: DOCX_MIME, name: "bomb.docx" }),
+    ]);
+    system.fake.enqueue({ kind: "text", text: "refused" });
+    const reply = await cli.send("open these", { sessionName: "bomb", attachments: [
+      { kind: "file", mime: XLSX_MIME, name: "bomb.xlsx", ref: big.ref },
+      { kind: "file", mime: "application/octet-stream", name: "bombs.xlsx", ref: many.ref },
+      { kind: "file", mime: DOCX_MIME, name: "bomb.docx", ref: word.ref },
+    ] });
+    assert.equal(reply.text, "refused");
+    const text = lastUserText();
+    assert.ok(text.includes(errorNote("bomb.xlsx", XLSX_MIME, big.ref, "one of its parts unpacks to more than 20 MB, more than is read")), text);
+    assert.ok(text.includes(errorNote("bombs.xlsx", "application/octet-stream", many.ref, "its parts unpack to more than 50 MB, more than is read")), text);
+    assert.ok(text.includes(errorNote("bomb.docx", DOCX_MIME, word.ref, "one of its parts unpacks to more than 20 MB, more than is read")), text);
   });
 
   it("documents share a message's inline budget with text files; text that would not fit in the first transcript append stays a ref", async () => {

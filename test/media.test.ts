@@ -129,7 +129,8 @@ describe("media store", () => {
     ] });
     const text = partsOf(system.fake.requests[0]!.body.messages.at(-1)!.content).map((p) => p.text ?? "").join("\n");
     assert.match(text, /\[image no longer available: media f{12}… is not in the media store/);
-    assert.match(text, new RegExp(`paper\\.pdf \\(application/pdf, 13 bytes\\), media ref ${fileRef}: the media_save tool`));
+    // the document reader tried it: no valid PDF, and the note says so
+    assert.match(text, new RegExp(`paper\\.pdf \\(application/pdf, 13 bytes\\), media ref ${fileRef} \\(its text could not be read: it is not a valid PDF [^\\]]*\\): the media_save tool`));
     assert.match(text, /huge\.zip \(application\/zip\) could not be received: not downloaded/);
     // an image type not every provider takes goes as a file
     assert.match(text, /logo\.svg \(image\/svg\+xml, 13 bytes\), media ref/);

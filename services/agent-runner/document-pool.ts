@@ -5,8 +5,9 @@
  * The worker's heap is capped (WORKER_MEMORY_MB).
  *
  * Contract of `extract()`: resolves with the worker's result, or `{ ok: false, reason }` when the
- * document took longer than `timeoutMs` (its worker is terminated), ran out of memory, was
- * cancelled by `signal`, or the pool is busy or closed. It never throws. The bytes are copied into
+ * document took longer than `timeoutMs` (its worker is terminated), ran out of memory, or the
+ * pool is busy or failed (`detail` says how), and `{ ok: false, transient: true }` when it was
+ * cancelled by `signal` or the pool is closed. It never throws. The bytes are copied into
  * a fresh ArrayBuffer that is transferred to the worker.
  */
 import { fileURLToPath } from "node:url";
@@ -30,7 +31,7 @@ export class DocumentPool {
   constructor(private readonly timeoutMs: number, private readonly log: Pick<Logger, "warn">) {}
 
   async extract(format: DocumentTask["format"], bytes: Uint8Array, limits: { maxChars: number; maxPages: number }, signal?: AbortSignal): Promise<DocumentResult> {
-    if (this.closed) return { ok: false, reason: "the agent-runner is stopping" };
+    if (this.closed) return { ok: false, reason: "the agent-runner is stopping", transient: true };
     const copy = new Uint8Array(bytes).buffer; // its own buffer: a view into a shared one must not be transferred
     const timeout = new AbortController();
     const timer = setTimeout(() => timeout.abort(), this.timeoutMs);
@@ -40,11 +41,11 @@ export class DocumentPool {
       return await pool.run({ format, bytes: copy, ...limits }, { transferList: [copy], signal: stop });
     } catch (err) {
       if (timeout.signal.aborted) return { ok: false, reason: `reading it took longer than ${Math.round(this.timeoutMs / 1000)} s (media.documentTimeoutMs)` };
-      if (signal?.aborted) return { ok: false, reason: "the run was cancelled" };
+      if (signal?.aborted) return { ok: false, reason: "the run was cancelled", transient: true };
       const e = err as { code?: string; message?: string };
       if (e?.code === "ERR_WORKER_OUT_OF_MEMORY") return { ok: false, reason: `reading it needed more than ${WORKER_MEMORY_MB} MB of memory` };
       this.log.warn({ err }, "the document worker failed");
-      return { ok: false, reason: `the document reader failed: ${String(e?.message ?? err).slice(0, 200)}` };
+      return { ok: false, reason: "the document reader failed", detail: String(e?.message ?? err).slice(0, 300) };
     } finally {
       clearTimeout(timer);
     }

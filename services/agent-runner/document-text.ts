@@ -1,21 +1,24 @@
 /**
- * PDF and DOCX documents -> their text in the model's note (`media.documentTextKb`, 64 KB by
- * default; 0: off), before a run stores its inputs, so the model reads a document a user sends
- * instead of having to save and convert it with tools.
+ * Documents (PDF, DOCX, XLSX, PPTX, ODT, ODS, ODP) -> their text in the model's note
+ * (`media.documentTextKb`, 64 KB by default; 0: off), before a run stores its inputs, so the
+ * model reads a document a user sends instead of having to save and convert it with tools.
  *
- * Contract of `annotate(inputs)`: each user input's attachment that is a PDF or DOCX
- * (document-types.ts) with a media ref, no `text`, no error and at most `maxFileBytes` is read
- * from the media store and handed to the document worker (document-pool.ts: a worker thread,
- * at most MAX_PAGES pages, `timeoutMs` per document). Its text goes in the attachment's `text`
- * (transcript.ts puts it under the file's note, and the session keeps it): at most `maxBytes`
- * (counted as JSON-encoded UTF-8), and at most what is left of the call's inline budget
- * (inline-budget.ts), which also says when too little is left to read one; a longer text is cut
- * at a paragraph, line or word boundary and ends with a marker saying how much there was and
- * that media_save with the ref saves the whole file. A document without text (a scanned PDF)
+ * Contract of `annotate(inputs)`: each user input's attachment that is a document
+ * (document-types.ts) with a media ref, no `text`, no error or textError and at most
+ * `maxFileBytes` is read from the media store and handed to the document worker
+ * (document-pool.ts: a worker thread, at most MAX_PAGES pages, slides or sheets, `timeoutMs` per
+ * document). Its text goes in the attachment's `text` (transcript.ts puts it under the file's
+ * note, and the session keeps it): at most `maxBytes` (counted as JSON-encoded UTF-8), and at
+ * most what is left of the call's inline budget (inline-budget.ts), which also says when too
+ * little is left to read one; a longer text is cut at a paragraph, line or word boundary and ends
+ * with a marker saying how much there was and that media_save with the ref saves the whole file. A document without text (a scanned PDF)
  * gets an empty `text`. A document that cannot be read (damaged, password-protected, too slow,
- * the store failed) is left as it was (a note with its ref) and logged. It never throws.
+ * the worker failed, no longer in the store) gets `textError`, "its text could not be read: "
+ * and why (transcript.ts shows it in the note), and is logged; one the run's cancellation, the
+ * runner's stop or an unavailable store kept from being read is left as it was (a note with its
+ * ref), to be tried again. It never throws.
  */
-import type { Attachment, RunInput } from "../../shared/contract/index.js";
+import { LurkError, type Attachment, type RunInput } from "../../shared/contract/index.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import { formatBytes, type MediaStore } from "../../shared/runtime/media.js";
 import { DocumentPool } from "./document-pool.js";
@@ -23,7 +26,7 @@ import { documentFormat } from "./document-types.js";
 import type { DocumentResult } from "./document-worker.js";
 import { InlineBudget, jsonFit } from "./inline-budget.js";
 
-/** pages of a PDF read at most */
+/** pages of a PDF (slides, sheets) read at most */
 const MAX_PAGES = 200;
 /** bytes kept for the cut marker within a document's allowance */
 const MARKER_BYTES = 400;
@@ -74,7 +77,7 @@ export class DocumentTextExtractor {
   }
 
   private wanted(a: Attachment): boolean {
-    return !!a.ref && a.text === undefined && !a.error && (a.size === undefined || a.size <= this.opts.maxFileBytes) && documentFormat(a) !== undefined;
+    return !!a.ref && a.text === undefined && !a.error && !a.textError && (a.size === undefined || a.size <= this.opts.maxFileBytes) && documentFormat(a) !== undefined;
   }
 
   private async one(a: Attachment, allowance: number, signal: AbortSignal | undefined): Promise<Attachment> {
@@ -86,17 +89,24 @@ export class DocumentTextExtractor {
       const textBytes = allowance - MARKER_BYTES;
       const result = await this.pool.extract(format, bytes, { maxChars: textBytes + 1, maxPages: MAX_PAGES }, signal);
       if (!result.ok) {
-        this.log.warn({ ref: ref.slice(0, 12), format, reason: result.reason }, "a document's text could not be extracted; it stays a ref");
-        return a;
+        this.log.warn({ ref: ref.slice(0, 12), format, reason: result.reason, detail: result.detail }, "a document's text could not be extracted");
+        return result.transient ? a : unreadable(a, result.reason);
       }
       const text = documentText(result, textBytes, ref);
       this.log.info({ ref: ref.slice(0, 12), format, bytes: bytes.byteLength, pages: result.pages, textBytes: Buffer.byteLength(text), ms: Date.now() - started }, "document text extracted");
       return { ...a, text };
     } catch (err) {
-      this.log.warn({ err, ref: ref.slice(0, 12) }, "a document stays a ref (too large, or the store could not be read)");
+      const e = LurkError.from(err);
+      this.log.warn({ err: e, ref: ref.slice(0, 12) }, "a document's bytes could not be read from the media store");
+      if (e.code === "NOT_FOUND") return unreadable(a, "the file is no longer in the media store");
+      if (e.code === "LIMIT_EXCEEDED") return unreadable(a, `it is larger than media.maxFileMb (${formatBytes(this.opts.maxFileBytes)})`);
       return a;
     }
   }
+}
+
+function unreadable(a: Attachment, reason: string): Attachment {
+  return { ...a, textError: `its text could not be read: ${reason}` };
 }
 
 /** The text for the note: whole, or cut within `maxBytes` with a marker; "" when there is none. */
@@ -108,12 +118,12 @@ export function documentText(result: Extract<DocumentResult, { ok: true }>, maxB
   if (kept.length < whole.length) {
     const size = formatBytes(Buffer.byteLength(kept));
     const where = result.pages !== undefined
-      ? `, through page ${pageAt(result.pageEnds ?? [], kept.length)} of ${result.pages}`
+      ? `, through ${result.unit ?? "page"} ${pageAt(result.pageEnds ?? [], kept.length)} of ${result.pages}`
       : result.totalBytes !== undefined ? ` of ${formatBytes(result.totalBytes)}` : "";
     return `${kept}\n\n[The text is cut here: the above is its first ${size}${where}. ${saveHint}]`;
   }
   if (!result.complete && result.pages !== undefined) {
-    return `${whole}\n\n[Only the first ${result.pagesRead} of ${result.pages} pages were read. ${saveHint}]`;
+    return `${whole}\n\n[Only the first ${result.pagesRead} of ${result.pages} ${result.unit ?? "page"}s were read. ${saveHint}]`;
   }
   return whole;
 }

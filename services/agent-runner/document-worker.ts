@@ -1,19 +1,25 @@
 /**
  * The piscina worker entry that reads a document's text (document-pool.ts runs it): a PDF through
- * unpdf (pdf.js), a DOCX through mammoth. Both libraries are imported here only, so they load in
- * the worker thread and go away with it.
+ * unpdf (pdf.js), a DOCX through mammoth, XLSX and PPTX through document-ooxml.ts, ODT, ODS and
+ * ODP through document-odf.ts. All of them are imported here only, so they load in the worker
+ * thread and go away with it.
  *
  * Contract: the bytes come as an ArrayBuffer (transferred; never a path). At most `maxPages`
- * pages of a PDF are read, and reading stops once `maxChars` characters are collected; `text` is
- * at most `maxChars` long. A PDF's pages are separated by a blank line and `pageEnds[i]` is the
- * length of `text` through page i + 1 (so a cut in `text` can be told its page). A document that
- * cannot be read is `{ ok: false, reason }` (a short sentence for the model); it never throws
- * for a bad file.
+ * pages of a PDF (slides of a presentation, sheets of a spreadsheet) are read, and reading stops
+ * once `maxChars` characters are collected; `text` is at most `maxChars` long. Pages (slides,
+ * sheets) are separated by a blank line and `pageEnds[i]` is the length of `text` through page
+ * i + 1 (so a cut in `text` can be told its page). A document that cannot be read is
+ * `{ ok: false, reason }`: a short phrase for the model ("the PDF is password-protected"), with
+ * no paths or stack; a library's own message goes in `detail`, for the log. It never throws for
+ * a bad file.
  */
+import type { DocumentFormat } from "./document-types.js";
+import { collectParts, wholeText, type TextLimits } from "./document-parts.js";
+
 type PDFDocumentProxy = Awaited<ReturnType<typeof import("unpdf").getDocumentProxy>>;
 
 export interface DocumentTask {
-  format: "pdf" | "docx";
+  format: DocumentFormat;
   bytes: ArrayBuffer;
   maxChars: number;
   maxPages: number;
@@ -25,38 +31,52 @@ export type DocumentResult =
     text: string;
     /** false: text is missing past `maxChars` or past the pages read */
     complete: boolean;
-    /** a PDF: its page count, the pages read and where each ended in `text` */
+    /** a PDF (presentation, spreadsheet): its page (slide, sheet) count, the pages read and where each ended in `text` */
     pages?: number;
     pagesRead?: number;
     pageEnds?: number[];
-    /** a DOCX: the UTF-8 size of its whole text (it is read at once) */
+    /** what the pages are when they are not a PDF's pages */
+    unit?: "slide" | "sheet";
+    /** a DOCX or ODT: the UTF-8 size of its whole text (it is read at once) */
     totalBytes?: number;
   }
-  | { ok: false; reason: string };
+  | {
+    ok: false;
+    reason: string;
+    /** the library's message, logged */
+    detail?: string;
+    /** the run was cancelled or the runner is stopping: nothing is known about the file */
+    transient?: true;
+  };
 
 export default async function extractDocumentText(task: DocumentTask): Promise<DocumentResult> {
+  const bytes = new Uint8Array(task.bytes);
   try {
-    return task.format === "pdf" ? await pdfText(task) : await docxText(task);
+    switch (task.format) {
+      case "pdf":
+        return await pdfText(bytes, task);
+      case "docx":
+        return await docxText(bytes, task);
+      case "xlsx":
+        return await (await import("./document-ooxml.js")).xlsxText(bytes, task);
+      case "pptx":
+        return await (await import("./document-ooxml.js")).pptxText(bytes, task);
+      case "odt":
+      case "ods":
+      case "odp":
+        return await (await import("./document-odf.js")).odfText(task.format, bytes, task);
+    }
   } catch (err) {
-    return { ok: false, reason: failureReason(task.format, err) };
+    return failure(task.format, err);
   }
 }
 
-async function pdfText(task: DocumentTask): Promise<DocumentResult> {
+async function pdfText(bytes: Uint8Array, limits: TextLimits): Promise<DocumentResult> {
   const { getDocumentProxy } = await import("unpdf");
   // verbosity 0: pdf.js prints no warnings (they would land on the actor's stdout)
-  const pdf = await getDocumentProxy(new Uint8Array(task.bytes), { verbosity: 0, isEvalSupported: false, stopAtErrors: false });
+  const pdf = await getDocumentProxy(bytes, { verbosity: 0, isEvalSupported: false, stopAtErrors: false });
   try {
-    const last = Math.min(pdf.numPages, task.maxPages);
-    const pageEnds: number[] = [];
-    let text = "";
-    for (let n = 1; n <= last && text.length < task.maxChars; n++) {
-      const pageText = await pdfPageText(pdf, n);
-      if (pageText) text += (text ? "\n\n" : "") + pageText;
-      pageEnds.push(text.length);
-    }
-    const complete = pageEnds.length === pdf.numPages && text.length <= task.maxChars;
-    return { ok: true, text: text.slice(0, task.maxChars), complete, pages: pdf.numPages, pagesRead: pageEnds.length, pageEnds };
+    return await collectParts(pdf.numPages, limits, (i) => pdfPageText(pdf, i + 1));
   } finally {
     await pdf.destroy();
   }
@@ -72,29 +92,29 @@ async function pdfPageText(pdf: PDFDocumentProxy, n: number): Promise<string> {
     for (const item of content.items) {
       if ("str" in item) text += item.str + (item.hasEOL ? "\n" : "");
     }
-    return tidy(text);
+    return text;
   } catch {
     return "";
   }
 }
 
-async function docxText(task: DocumentTask): Promise<DocumentResult> {
+async function docxText(bytes: Uint8Array, limits: TextLimits): Promise<DocumentResult> {
+  // mammoth inflates what it reads without a limit: its parts are read here first, under the zip
+  // caps (an encrypted file or a zip bomb gets its reason); images and embedded files are not read for text
+  const { ZipDocument } = await import("./document-zip.js");
+  const zip = await ZipDocument.open(bytes);
+  for (const path of zip.paths()) if (!/^word\/(media|embeddings)\//.test(path)) await zip.text(path);
   const { default: mammoth } = await import("mammoth");
-  const { value } = await mammoth.extractRawText({ buffer: Buffer.from(task.bytes) });
-  const text = tidy(value);
-  return { ok: true, text: text.slice(0, task.maxChars), complete: text.length <= task.maxChars, totalBytes: Buffer.byteLength(text) };
+  const { value } = await mammoth.extractRawText({ buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) });
+  return wholeText(value, limits.maxChars);
 }
 
-/** line breaks as \n, no other control characters, no trailing spaces, at most one blank line in a row, no blank start or end */
-function tidy(text: string): string {
-  return text.replace(/\r\n?/g, "\n").replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, "").replace(/[ \t]+\n/g, "\n").replace(/\n{3,}/g, "\n\n").trim();
-}
-
-function failureReason(format: DocumentTask["format"], err: unknown): string {
+function failure(format: DocumentFormat, err: unknown): Extract<DocumentResult, { ok: false }> {
   const e = err as { name?: string; message?: string } | undefined;
-  if (e?.name === "PasswordException") return "the PDF is password-protected";
-  if (e?.name === "InvalidPDFException") return "it is not a valid PDF (damaged, or another kind of file)";
-  const message = String(e?.message ?? err).slice(0, 200);
-  if (format === "docx" && /zip|central directory|word\/document\.xml|Could not find file/i.test(message)) return "it is not a valid DOCX (damaged, or another kind of file)";
-  return `it could not be read: ${message}`;
+  const detail = String(e?.message ?? err).slice(0, 300);
+  if (e?.name === "DocumentError") return { ok: false, reason: detail };
+  if (e?.name === "PasswordException") return { ok: false, reason: "the PDF is password-protected" };
+  // pdf.js names a file that is no PDF; the zip-based formats fail in jszip or mammoth
+  if (e?.name === "InvalidPDFException" || format !== "pdf") return { ok: false, reason: `it is not a valid ${format.toUpperCase()} (damaged, or another kind of file)`, detail };
+  return { ok: false, reason: "it could not be read (it may be damaged)", detail };
 }

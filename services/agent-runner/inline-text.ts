@@ -5,9 +5,9 @@
  *
  * Contract of `annotate(inputs)`: each user input's attachment that looks like text (a text/*
  * type, a JSON/XML/YAML/script type, or a generic type with a known text extension), has a media
- * ref, no `text` and no error, and is at most the cap is read from the media store; when its
- * bytes are valid UTF-8 without NUL bytes, they go in the attachment's `text` (transcript.ts puts
- * it under the file's note, and the session keeps it). The texts of one call take at most what
+ * ref, no `text`, no error or textError, and is at most the cap is read from the media store;
+ * when its bytes are valid UTF-8 without NUL bytes, they go in the attachment's `text`
+ * (transcript.ts puts it under the file's note, and the session keeps it). The texts of one call take at most what
  * is left of the inline budget (inline-budget.ts: the run's first transcript append must stay
  * under the bus payload cap); files past it, and anything else, are left as they were (a note
  * with the ref). It never throws: a store that cannot be read leaves the attachment as it was.
@@ -60,7 +60,7 @@ export class TextInliner {
   }
 
   private wanted(a: Attachment): boolean {
-    return !!a.ref && a.text === undefined && !a.error && (a.size === undefined || a.size <= this.maxBytes) && looksLikeText(a);
+    return !!a.ref && a.text === undefined && !a.error && !a.textError && (a.size === undefined || a.size <= this.maxBytes) && looksLikeText(a);
   }
 
   private async one(a: Attachment, maxBytes: number): Promise<Attachment> {

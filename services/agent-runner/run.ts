@@ -47,8 +47,9 @@ export interface RunnerDeps {
   images?: ImageLoader;
   /**
    * What turns attachments into text before a run stores its inputs, in order: audio to a
-   * transcript (transcribe.ts), small text files to their content (inline-text.ts), PDF and DOCX
-   * documents to their extracted text (document-text.ts)
+   * transcript (transcribe.ts), small text files to their content (inline-text.ts), PDF and office
+   * documents to their extracted text (document-text.ts). An attachment one of them gave a
+   * `textError` is left alone by the others.
    */
   inputPreparers?: InputPreparer[];
 }

@@ -4,9 +4,9 @@
  *
  * Contract of `annotate(inputs)`: each user input's audio attachment (kind audio, or a video in
  * a type the API takes: mp4, mpeg, webm) that has a media ref and no transcript, error or
- * transcriptError is read from the media store (at most `maxMb`) and transcribed; its text goes
- * in the attachment's `transcript`, a failure's reason in `transcriptError` (transcript.ts turns
- * both into the note the model reads and the session keeps). Attachments are transcribed in
+ * textError is read from the media store (at most `maxMb`) and transcribed; its text goes in the
+ * attachment's `transcript`, a failure's reason in `textError` ("not transcribed: …";
+ * transcript.ts turns both into the note the model reads and the session keeps). Attachments are transcribed in
  * parallel; the inputs are returned as new objects (the same array when nothing applies). It
  * never throws: a run goes on without a transcript. Transcripts are cached by ref (CACHE_SIZE
  * entries), so a redelivered run or the same file sent again is not transcribed twice.
@@ -55,9 +55,9 @@ export class AudioTranscriber {
     const cached = this.cache.get(ref);
     if (cached !== undefined) return { ...a, transcript: cached };
     const max = config.maxMb * MB;
-    const tooLarge = (size?: number) => ({ ...a, transcriptError: `not transcribed: ${size !== undefined ? formatBytes(size) : "the file"} is above the ${formatBytes(max)} cap (media.transcription.maxMb)` });
+    const tooLarge = (size?: number) => ({ ...a, textError: `not transcribed: ${size !== undefined ? formatBytes(size) : "the file"} is above the ${formatBytes(max)} cap (media.transcription.maxMb)` });
     if (a.size !== undefined && a.size > max) return tooLarge(a.size);
-    if (this.missingCredentials) return { ...a, transcriptError: "not transcribed: media.transcription needs OpenAI credentials (set OPENAI_API_KEY, or media.transcription.apiKey / baseUrl)" };
+    if (this.missingCredentials) return { ...a, textError: "not transcribed: media.transcription needs OpenAI credentials (set OPENAI_API_KEY, or media.transcription.apiKey / baseUrl)" };
     const started = Date.now();
     try {
       const file = await this.media().get(ref, max);
@@ -72,7 +72,7 @@ export class AudioTranscriber {
       const e = LurkError.from(err);
       if (e.code === "LIMIT_EXCEEDED") return tooLarge(); // the store's size was above the cap
       this.log.warn({ err: e, ref: ref.slice(0, 12) }, "could not transcribe an audio attachment");
-      return { ...a, transcriptError: `not transcribed (${e.code}): ${e.message}`.slice(0, 500) };
+      return { ...a, textError: `not transcribed (${e.code}): ${e.message}`.slice(0, 500) };
     }
   }
 
@@ -86,5 +86,5 @@ export class AudioTranscriber {
 /** An attachment to transcribe: audio (or a video the API takes) in the media store, not done yet. */
 function wanted(a: Attachment): boolean {
   return (a.kind === "audio" || (a.kind === "video" && VIDEO_TYPES.has(a.mime)))
-    && !!a.ref && a.transcript === undefined && !a.error && !a.transcriptError;
+    && !!a.ref && a.transcript === undefined && !a.error && !a.textError;
 }

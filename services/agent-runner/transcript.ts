@@ -34,6 +34,11 @@ function inputRecord(id: string, runId: string, input: RunInput, now: number, ex
 const NO_TEXT: Record<DocumentFormat, string> = {
   pdf: "(no extractable text: its pages are probably scanned images, and OCR is not available)",
   docx: "(the document has no text)",
+  odt: "(the document has no text)",
+  xlsx: "(the spreadsheet has no cells with values)",
+  ods: "(the spreadsheet has no cells with values)",
+  pptx: "(the presentation has no text)",
+  odp: "(the presentation has no text)",
 };
 
 /** the image types every provider takes (others, e.g. SVG or HEIC, go as files) */
@@ -41,10 +46,10 @@ const MODEL_IMAGE_TYPES = new Set(["image/jpeg", "image/png", "image/gif", "imag
 
 /**
  * An image the model can see (by media ref, inline or URL: images.ts loads a ref's bytes for each
- * call), else a note naming the file: with a text file's content (inline-text.ts), a PDF or
- * DOCX document's extracted text (document-text.ts) or an audio file's transcript (transcribe.ts),
- * or with its media ref and the media_save tool that puts it in the workspace, or with the reason
- * the channel could not store it.
+ * call), else a note naming the file: with a text file's content (inline-text.ts), a document's
+ * extracted text (document-text.ts) or an audio file's transcript (transcribe.ts), or with its
+ * media ref and the media_save tool that puts it in the workspace (and `textError`, why its text
+ * could not be read, when set), or with the reason the channel could not store it.
  */
 function attachmentBlock(a: Attachment): UserMessage["content"][number] {
   if (a.kind === "image" && MODEL_IMAGE_TYPES.has(a.mime) && !a.error && (a.ref || a.dataBase64 || a.url)) {
@@ -60,9 +65,9 @@ function attachmentBlock(a: Attachment): UserMessage["content"][number] {
   if (a.transcript !== undefined) {
     return { type: "text", text: `[attachment ${what}${a.ref ? `, media ref ${a.ref}` : ""}; its transcript:]\n${a.transcript.trim() || "(no speech recognized)"}` };
   }
-  const why = a.transcriptError ? ` (${a.transcriptError})` : "";
+  const why = a.textError ? ` (${a.textError})` : "";
   if (a.ref) return { type: "text", text: `[attachment ${what}, media ref ${a.ref}${why}: the media_save tool saves it into the workspace]` };
-  return { type: "text", text: `[attachment: ${what}${a.url ? ` ${a.url}` : ""}]` };
+  return { type: "text", text: `[attachment: ${what}${a.url ? ` ${a.url}` : ""}${why}]` };
 }
 
 export function recordsToMessages(records: TranscriptRecord[]): LlmMessage[] {

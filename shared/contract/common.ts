@@ -49,10 +49,14 @@ export const attachmentSchema = z.object({
   error: z.string().max(500).optional(),
   /** an audio file's text (the agent-runner's `media.transcription`, or a platform's own) */
   transcript: z.string().max(200_000).optional(),
-  /** why an audio file was not transcribed (too large, the transcription model failed) */
-  transcriptError: z.string().max(500).optional(),
-  /** put in the model's note by the agent-runner: a small text file's content (UTF-8, media.inlineTextKb) or a PDF's or DOCX's extracted text (media.documentTextKb; "" when it has none) */
+  /** put in the model's note by the agent-runner: a small text file's content (UTF-8, media.inlineTextKb) or an office document's or PDF's extracted text (media.documentTextKb; "" when it has none) */
   text: z.string().max(1_000_000).optional(),
+  /**
+   * why the agent-runner could not read the file's text (a document that is damaged, password-protected
+   * or too slow to read; an audio file not transcribed): a short phrase shown to the model in the
+   * file's note. An attachment with one is not tried again.
+   */
+  textError: z.string().max(500).optional(),
 });
 export type Attachment = z.infer<typeof attachmentSchema>;
 

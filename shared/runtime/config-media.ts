@@ -8,9 +8,9 @@
  * both before it goes to the model; only one that cannot be scaled becomes a note.
  * A text file (UTF-8, a text type or a known text extension) up to inlineTextKb goes to the
  * model with its content (64 KB by default; 0 turns it off).
- * A PDF or Word (DOCX) document goes to the model with its text, read in a worker thread (at most
- * 200 pages, documentTimeoutMs per document): at most documentTextKb of it (64 KB by default; 0
- * turns it off), cut with a marker when longer.
+ * A document (PDF, DOCX, XLSX, PPTX, ODT, ODS, ODP) goes to the model with its text, read in a
+ * worker thread (at most 200 pages, slides or sheets, documentTimeoutMs per document): at most
+ * documentTextKb of it (64 KB by default; 0 turns it off), cut with a marker when longer.
  * The store keeps a file retentionDays after it was stored and refuses new files once it holds
  * storeMb; both apply when the launcher (or `lurkbot setup`) creates or updates the bucket.
  *
@@ -47,7 +47,7 @@ export const mediaConfigSchema = z.object({
   storeMb: z.number().int().min(16).max(1024 * 1024).default(MEDIA_DEFAULTS.storeMb),
   /** a text file (notes, code, CSV, JSON...) up to this size goes to the model as its text, not only as a ref; 0: never */
   inlineTextKb: z.number().int().min(0).max(1024).default(MEDIA_DEFAULTS.inlineTextKb),
-  /** most of a PDF's or DOCX's extracted text that goes to the model (services/agent-runner/document-text.ts); 0: none */
+  /** most of a document's extracted text (PDF, office formats) that goes to the model (services/agent-runner/document-text.ts); 0: none */
   documentTextKb: z.number().int().min(0).max(512).default(MEDIA_DEFAULTS.documentTextKb),
   /** time the document worker may take to read one document */
   documentTimeoutMs: z.number().int().min(1_000).max(600_000).default(MEDIA_DEFAULTS.documentTimeoutMs),

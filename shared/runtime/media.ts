@@ -110,6 +110,8 @@ const MIME_BY_EXTENSION: Record<string, string> = {
   json: "application/json", csv: "text/csv", txt: "text/plain", md: "text/markdown", html: "text/html", xml: "application/xml",
   doc: "application/msword", docx: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
   xls: "application/vnd.ms-excel", xlsx: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+  ppt: "application/vnd.ms-powerpoint", pptx: "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+  odt: "application/vnd.oasis.opendocument.text", ods: "application/vnd.oasis.opendocument.spreadsheet", odp: "application/vnd.oasis.opendocument.presentation",
 };
 
 /** A MIME type guessed from a file name's extension (application/octet-stream when unknown). */
