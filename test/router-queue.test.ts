@@ -182,6 +182,21 @@ describe("router: queue modes, commands, policies (router process, scripted runn
     assert.match((await noticeFor(stranger.id)).text, /only owners/);
   });
 
+  it("a queued message that awaits an answer (a slash command's \"thinking…\") and is dropped gets a notice; one without the flag gets none", async () => {
+    const first = await web("g-drop", "first");
+    const r1 = await runOf(first.runId);
+    const pending = await send("web", { kind: "group", id: "g-drop" }, "pending", { sender: "u2", awaitsAnswer: true });
+    const plain = await web("g-drop", "plain", "u3");
+    await sleep(400);
+    const stop = await web("g-drop", "/stop");
+    assert.equal((await noticeFor(stop.id)).text, `Stopped the active run (${r1.runId}). Dropped 2 queued messages.`);
+    finish(r1, "error");
+    assert.match((await noticeFor(pending.id)).text, /^I dropped this message without answering it/);
+    await noRun(plain.runId, 300);
+    assert.equal(outbound.filter((o) => o.replyTo.includes(plain.id)).length, 0, "an ordinary dropped message stays silent");
+    assert.equal(outbound.filter((o) => o.replyTo.includes(pending.id)).length, 1, "one notice");
+  });
+
   it("pairing: an unknown DM sender gets a code; `lurkbot pairing approve` lets them in", async () => {
     const hello = await send("telegram", { kind: "dm", id: "newbie" }, "hi bot", { sender: "newbie" });
     const notice = await noticeFor(hello.id);

@@ -104,6 +104,10 @@ export class Intake {
       return this.queueMessage(msg, delivery, routes, parsed.text, parsed.directives);
     });
     const outcomes = await boxed.ticket;
+    // a message the queue dropped (full, /stop, an interrupt) gets no run: a pending platform state must still be answered
+    if (msg.awaitsAnswer && outcomes.length > 0 && outcomes.every((o) => o === "dropped")) {
+      await publishNotice(rt, msg, "I dropped this message without answering it: the conversation's queue was full, or it was stopped or interrupted while I was busy. Send it again if it still matters.", { deliveryId: noticeId(msg, "dropped") });
+    }
     // awaited: the entry must be in the replica before the ack, which may be lost (a message with
     // a run of its own needs none: RUNS deduplicates by its run id). It delays only the ack:
     // the run or answer that handled the message has already left
