@@ -1,85 +1,13 @@
 /**
- * The worker thread documents are read in (document-worker.ts), off the agent-runner's event
- * loop: one piscina thread at most, started on the first document (piscina itself is imported
- * then) and stopped after IDLE_MS without work, so an idle runner holds no parser and no isolate.
- * The worker's heap is capped (WORKER_MEMORY_MB).
- *
- * Contract of `extract()`: resolves with the worker's result, or `{ ok: false, reason }` when the
- * document took longer than `timeoutMs` (its worker is terminated), ran out of memory, or the
- * pool is busy or failed (`detail` says how), and `{ ok: false, transient: true }` when it was
- * cancelled by `signal` or the pool is closed. It never throws. The bytes are copied into
- * a fresh ArrayBuffer that is transferred to the worker.
+ * The agent-runner's document worker: the shared one (shared/runtime/documents/pool.ts: one
+ * thread, started with the first document, stopped after 5 s idle, heap capped at 256 MB) with
+ * the runner's words for a timeout (media.documentTimeoutMs), a stop and a cancelled run.
  */
-import { fileURLToPath } from "node:url";
-import type { Piscina } from "piscina";
 import type { Logger } from "../../shared/runtime/logger.js";
-import type { DocumentResult, DocumentTask } from "./document-worker.js";
+import { DocumentPool as SharedDocumentPool } from "../../shared/runtime/documents/pool.js";
 
-/** the compiled worker entry next to this file */
-const WORKER_FILE = fileURLToPath(new URL("./document-worker.js", import.meta.url));
-const IDLE_MS = 5_000;
-const WORKER_MEMORY_MB = 256;
-/** documents waiting for the worker beyond the one it reads */
-const MAX_QUEUE = 32;
-
-type Pool = Piscina<DocumentTask, DocumentResult>;
-
-export class DocumentPool {
-  private pool: Promise<Pool> | undefined;
-  private closed = false;
-
-  constructor(private readonly timeoutMs: number, private readonly log: Pick<Logger, "warn">) {}
-
-  async extract(format: DocumentTask["format"], bytes: Uint8Array, limits: { maxChars: number; maxPages: number }, signal?: AbortSignal): Promise<DocumentResult> {
-    if (this.closed) return { ok: false, reason: "the agent-runner is stopping", transient: true };
-    const copy = new Uint8Array(bytes).buffer; // its own buffer: a view into a shared one must not be transferred
-    const timeout = new AbortController();
-    const timer = setTimeout(() => timeout.abort(), this.timeoutMs);
-    const stop = signal ? AbortSignal.any([signal, timeout.signal]) : timeout.signal;
-    try {
-      const pool = await this.open();
-      return await pool.run({ format, bytes: copy, ...limits }, { transferList: [copy], signal: stop });
-    } catch (err) {
-      if (timeout.signal.aborted) return { ok: false, reason: `reading it took longer than ${Math.round(this.timeoutMs / 1000)} s (media.documentTimeoutMs)` };
-      if (signal?.aborted) return { ok: false, reason: "the run was cancelled", transient: true };
-      const e = err as { code?: string; message?: string };
-      if (e?.code === "ERR_WORKER_OUT_OF_MEMORY") return { ok: false, reason: `reading it needed more than ${WORKER_MEMORY_MB} MB of memory` };
-      this.log.warn({ err }, "the document worker failed");
-      return { ok: false, reason: "the document reader failed", detail: String(e?.message ?? err).slice(0, 300) };
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  /** worker threads alive now (0 before the first document and after IDLE_MS without one) */
-  async threads(): Promise<number> {
-    return this.pool ? (await this.pool).threads.length : 0;
-  }
-
-  async close(): Promise<void> {
-    this.closed = true;
-    const pool = await this.pool?.catch(() => undefined);
-    await pool?.destroy().catch(() => undefined);
-  }
-
-  private open(): Promise<Pool> {
-    this.pool ??= import("piscina").then(({ Piscina }) => {
-      const pool: Pool = new Piscina<DocumentTask, DocumentResult>({
-        filename: WORKER_FILE,
-        minThreads: 0,
-        maxThreads: 1,
-        concurrentTasksPerWorker: 1,
-        idleTimeout: IDLE_MS,
-        maxQueue: MAX_QUEUE,
-        resourceLimits: { maxOldGenerationSizeMb: WORKER_MEMORY_MB, maxYoungGenerationSizeMb: 16 },
-      });
-      // a worker that dies with no task emits 'error'; unhandled, it would take the actor down
-      pool.on("error", (err: unknown) => this.log.warn({ err }, "the document worker failed"));
-      return pool;
-    }).catch((err: unknown) => {
-      this.pool = undefined;
-      throw err;
-    });
-    return this.pool;
+export class DocumentPool extends SharedDocumentPool {
+  constructor(timeoutMs: number, log: Pick<Logger, "warn">) {
+    super({ timeoutMs, log, timeoutSetting: "media.documentTimeoutMs", stoppingReason: "the agent-runner is stopping", cancelledReason: "the run was cancelled" });
   }
 }

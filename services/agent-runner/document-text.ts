@@ -23,7 +23,7 @@ import type { Logger } from "../../shared/runtime/logger.js";
 import { formatBytes, type MediaStore } from "../../shared/runtime/media.js";
 import { DocumentPool } from "./document-pool.js";
 import { documentFormat } from "./document-types.js";
-import type { DocumentResult } from "./document-worker.js";
+import type { DocumentResult } from "../../shared/runtime/documents/extract.js";
 import { InlineBudget, jsonFit } from "./inline-budget.js";
 
 /** pages of a PDF (slides, sheets) read at most */

@@ -6,9 +6,12 @@
  * answers `lurk.tools.list` in its own group, and the caller merges).
  * Background jobs of the `process` tool are the exception: they live in the instance that
  * started them, and its `lurk.tools.job.<instanceId>` takes the calls about them (jobs/).
+ * Documents web_fetch downloads are read in a thread of their own (shared/runtime/documents/
+ * pool.ts), created here but started only with the first document and stopped when idle.
  */
 import { toolCallRequest, toolCallReply } from "../../shared/contract/index.js";
 import type { ActorDefinition } from "../../shared/runtime/actor.js";
+import { DocumentPool } from "../../shared/runtime/documents/pool.js";
 import { serveToolCatalog } from "../../shared/runtime/tool-catalog.js";
 import { InflightCalls } from "../../shared/runtime/tool-inflight.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
@@ -41,7 +44,9 @@ export const definition: ActorDefinition = {
     // the calls running here, cancelled by lurk.tools.cancel or when their run is aborted or ends
     const inflight = new InflightCalls(rt);
     inflight.listen();
-    const jobHost = serveJobRoutes(rt, jobs, (req) => handleToolCall(rt, pool, processTool!, req, exec, { jobs: jobHost, inflight }));
+    // documents web_fetch downloads are read in their own worker thread, started on the first one
+    const documents = new DocumentPool({ timeoutMs: rt.config.tools.timeoutMs, log: rt.log, timeoutSetting: "tools.timeoutMs", stoppingReason: "the tools actor is stopping", cancelledReason: "the call was cancelled" });
+    const jobHost = serveJobRoutes(rt, jobs, (req) => handleToolCall(rt, pool, processTool!, req, exec, { jobs: jobHost, inflight, documents }));
     rt.log.info({ toolsInstance: jobs.instanceId }, "tools instance ready");
 
     // the tool policy (policy.ts) filters the catalog per agent and session; call.ts enforces it
@@ -51,13 +56,14 @@ export const definition: ActorDefinition = {
     for (const tool of BUILTIN_TOOLS) {
       for (const name of [tool.name, ...(tool.aliases ?? [])]) {
         rt.serveSubject(`call-${name}`, rt.subjects.toolCall(name), toolCallRequest, toolCallReply,
-          (req) => handleToolCall(rt, pool, tool, req, exec, { jobs: jobHost, inflight }), { queue: TOOLS_QUEUE });
+          (req) => handleToolCall(rt, pool, tool, req, exec, { jobs: jobHost, inflight, documents }), { queue: TOOLS_QUEUE });
       }
     }
     return {
       stop: async () => {
         await jobs.stopAll();
         await pool.close();
+        await documents.close();
       },
     };
   },

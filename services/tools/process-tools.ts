@@ -9,6 +9,7 @@ import { LurkError } from "../../shared/contract/index.js";
 import { cancelReason } from "./attempt.js";
 import { capTextContent, resultFromError } from "./content.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
+import type { DocumentPool } from "../../shared/runtime/documents/pool.js";
 import type { ExecHost } from "./exec/sandbox.js";
 import type { JobHost } from "./jobs/route.js";
 import { ConfinedFs } from "./fs-confined.js";
@@ -19,6 +20,7 @@ import type { Tool, ToolResult } from "./tool.js";
 export interface ProcessHostExtras {
   rt?: ActorRuntime;
   jobs?: JobHost;
+  documents?: Pick<DocumentPool, "extract">;
 }
 
 export async function runProcessTool(tool: Tool, opts: RunToolOptions, exec: ExecHost | undefined, extras: ProcessHostExtras = {}): Promise<ToolResult> {

@@ -15,6 +15,7 @@ import { z } from "zod";
 import type { ErrorCode, imageBlockSchema, Origin, SessionType, textBlockSchema, ToolDefinition } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import type { WebConfig } from "../../shared/runtime/config.js";
+import type { DocumentPool } from "../../shared/runtime/documents/pool.js";
 import type { ExecHost } from "./exec/sandbox.js";
 import type { ConfinedFs } from "./fs-confined.js";
 import type { JobHost } from "./jobs/route.js";
@@ -79,6 +80,8 @@ export interface ProcessToolHost {
   rt?: ActorRuntime;
   /** this instance's background jobs (the `process` tool) */
   jobs?: JobHost;
+  /** a worker thread that reads documents' text (web_fetch), started on the first one */
+  documents?: Pick<DocumentPool, "extract">;
 }
 
 export interface Tool<S extends z.ZodType = z.ZodType> {

@@ -5,13 +5,19 @@
  * config.tools.outputCapBytes; when the file continues, a last line says which `offset` reads
  * on and the reply's `truncated` names the file. The file is streamed, so a huge file costs
  * only what is shown. PNG, JPEG, GIF and WebP files (by magic bytes) come back as an image
- * block (base64) if they fit the image cap; other binary files are refused. Besides the workspace,
+ * block (base64) if they fit the image cap. A PDF or office document (DOCX, XLSX, PPTX, ODT, ODS,
+ * ODP; by magic bytes and extension, see shared/runtime/documents/formats.ts) of at most
+ * DOCUMENT_MAX_BYTES is read here, in the pool worker (the readers load on the first document),
+ * and its extracted text is numbered and paged like a file's lines, under a line saying what it
+ * is; one that cannot be read is an error with the reason. Other binary files are refused. Besides the workspace,
  * `read` (and only read) opens files under the skill folders by absolute path, read-only
  * (`<home>/skills`, the bundled skills; see skill-roots.ts and ConfinedFs readOnlyRoots).
  */
 import { z } from "zod";
 import { LurkError } from "../../../shared/contract/index.js";
+import { sniffDocument, type DocumentFormat } from "../../../shared/runtime/documents/formats.js";
 import { cutUtf8, looksBinary, sniffImage } from "../content.js";
+import { DOCUMENT_LIMITS, DOCUMENT_MAX_BYTES, documentBody, documentSummary, documentTooLarge, noTextNote, unreadableDocument } from "../documents.js";
 import { readAt, type ConfinedFile } from "../fs-confined.js";
 import { defineTool, type ToolContext, type ToolResult } from "../tool.js";
 
@@ -33,7 +39,10 @@ export const readTool = defineTool({
   name: "read",
   description: "Read a file from the workspace. Text comes back as numbered lines (number, tab, line); "
     + `at most ${DEFAULT_LIMIT} lines per call by default and the output is size-capped, so for a long file read on with offset (a 1-based line number) `
-    + "as the last line of the output tells you. Lines longer than 2000 characters are cut. PNG, JPEG, GIF and WebP images come back as images.",
+    + "as the last line of the output tells you. Lines longer than 2000 characters are cut. PNG, JPEG, GIF and WebP images come back as images. "
+    + "PDFs and office documents (DOCX, XLSX, PPTX, ODT, ODS, ODP) come back as their extracted text, numbered and paged the same way "
+    + "(spreadsheets as a \"Sheet: <name>\" block of comma-separated rows per sheet, presentations as a \"Slide N:\" block per slide); "
+    + `at most ${DOCUMENT_MAX_BYTES / 1024 / 1024} MB and ${DOCUMENT_LIMITS.maxPages} pages are read.`,
   parameters,
   sideEffects: false,
   parallelSafe: true,
@@ -45,10 +54,13 @@ export const readTool = defineTool({
       const head = await readAt(file.handle, 0, 8192);
       const mime = sniffImage(head);
       if (mime) return await readImage(file, mime, ctx);
+      const format = sniffDocument(head, file.path);
+      if (format) return await readDocument(file, format, args.offset ?? 1, args.limit ?? DEFAULT_LIMIT, ctx);
       if (looksBinary(head)) {
-        throw new LurkError("TOOL_FAILED", `"${file.path}" is a binary file (${file.stat.size} bytes); read shows text files and PNG, JPEG, GIF or WebP images only`);
+        throw new LurkError("TOOL_FAILED", `"${file.path}" is a binary file (${file.stat.size} bytes); read shows text files, PDF and office documents, and PNG, JPEG, GIF or WebP images only`);
       }
-      return await readLines(file, args.offset ?? 1, args.limit ?? DEFAULT_LIMIT, ctx);
+      const source: LineSource = { chunk: (position) => readAt(file.handle, position, CHUNK_BYTES), name: `"${file.path}"`, rest: "the file continues", path: file.path, totalBytes: file.stat.size };
+      return await readLines(source, args.offset ?? 1, args.limit ?? DEFAULT_LIMIT, ctx);
     } finally {
       await file.close();
     }
@@ -70,8 +82,49 @@ async function readImage(file: ConfinedFile, mime: string, ctx: ToolContext): Pr
   };
 }
 
-async function readLines(file: ConfinedFile, offset: number, limit: number, ctx: ToolContext): Promise<ToolResult> {
-  const budget = Math.max(256, ctx.limits.outputCapBytes - NOTE_RESERVE);
+/** A document's extracted text as numbered lines, under a line saying what it is (extraction: shared/runtime/documents/extract.ts). */
+async function readDocument(file: ConfinedFile, format: DocumentFormat, offset: number, limit: number, ctx: ToolContext): Promise<ToolResult> {
+  const what = `"${file.path}"`;
+  if (file.stat.size > DOCUMENT_MAX_BYTES) throw documentTooLarge(what, format, file.stat.size);
+  const bytes = await readAt(file.handle, 0, DOCUMENT_MAX_BYTES + 1);
+  if (bytes.length > DOCUMENT_MAX_BYTES) throw documentTooLarge(what, format);
+  ctx.progress(`reading the text of ${file.path}`);
+  // the readers load in this worker thread on the first document only
+  const { default: extractDocumentText } = await import("../../../shared/runtime/documents/extract.js");
+  const result = await extractDocumentText({ format, bytes, ...DOCUMENT_LIMITS });
+  if (ctx.signal.aborted) throw new LurkError("ABORTED", "the read was stopped");
+  if (!result.ok) throw unreadableDocument(what, format, result.reason);
+  const text = Buffer.from(documentBody(result), "utf8");
+  if (text.length === 0) return { content: [{ type: "text", text: noTextNote(file.path, format) }] };
+  const header = `${file.path}: ${documentSummary(format, result)}, ${text.length} bytes of text as numbered lines:\n`;
+  const source: LineSource = {
+    chunk: async (position) => text.subarray(position, position + CHUNK_BYTES),
+    name: `the text extracted from "${file.path}"`,
+    rest: "the text continues",
+    path: file.path,
+    totalBytes: text.length,
+    header,
+  };
+  return readLines(source, offset, limit, ctx);
+}
+
+/** Where numbered lines come from: a file, or a document's extracted text. */
+interface LineSource {
+  /** up to CHUNK_BYTES bytes at `position`; empty at the end */
+  chunk(position: number): Promise<Buffer>;
+  /** how the closing notes name it, and say that there is more */
+  name: string;
+  rest: string;
+  /** workspace path `read` pages again (the reply's `truncated`) */
+  path: string;
+  totalBytes: number;
+  /** a line put before the numbered lines */
+  header?: string;
+}
+
+async function readLines(source: LineSource, offset: number, limit: number, ctx: ToolContext): Promise<ToolResult> {
+  const header = source.header ?? "";
+  const budget = Math.max(256, ctx.limits.outputCapBytes - NOTE_RESERVE - Buffer.byteLength(header, "utf8"));
   const out: string[] = [];
   let used = 0;
   let lineNo = 0;
@@ -111,7 +164,7 @@ async function readLines(file: ConfinedFile, offset: number, limit: number, ctx:
     // in the worker the reads are sync: let the pool's "abort" message in now and then
     if (++chunks % YIELD_EVERY_CHUNKS === 0) await new Promise<void>((resolve) => setImmediate(resolve));
     if (ctx.signal.aborted) throw new LurkError("ABORTED", "the read was stopped");
-    const chunk = await readAt(file.handle, position, CHUNK_BYTES);
+    const chunk = await source.chunk(position);
     position += chunk.length;
     const text = chunk.length > 0 ? decoder.decode(chunk, { stream: true }) : decoder.decode();
     let start = 0;
@@ -142,16 +195,16 @@ async function readLines(file: ConfinedFile, offset: number, limit: number, ctx:
 
   const shown = out.length;
   if (shown === 0) {
-    if (lineNo === 0) return { content: [{ type: "text", text: `(${file.path} is empty)` }] };
-    throw new LurkError("TOOL_INVALID_ARGS", `offset ${offset} is past the end of "${file.path}", which has ${lineNo} line${lineNo === 1 ? "" : "s"}`);
+    if (lineNo === 0) return { content: [{ type: "text", text: `(${source.path} is empty)` }] };
+    throw new LurkError("TOOL_INVALID_ARGS", `offset ${offset} is past the end of ${source.name}, which has ${lineNo} line${lineNo === 1 ? "" : "s"}`);
   }
   const first = offset;
   const last = offset + shown - 1;
-  if (stop === "eof") return { content: [{ type: "text", text: out.join("") }] };
+  if (stop === "eof") return { content: [{ type: "text", text: header + out.join("") }] };
   const why = stop === "cap" ? `output capped at ${ctx.limits.outputCapBytes} bytes` : `limit of ${limit} lines reached`;
-  const note = `[${why}: showed lines ${first}-${last} of "${file.path}" (${file.stat.size} bytes); the file continues: read again with offset=${last + 1}]`;
+  const note = `[${why}: showed lines ${first}-${last} of ${source.name} (${source.totalBytes} bytes); ${source.rest}: read again with offset=${last + 1}]`;
   return {
-    content: [{ type: "text", text: out.join("") + note }],
-    truncated: { fullOutputPath: file.path, totalBytes: file.stat.size },
+    content: [{ type: "text", text: header + out.join("") + note }],
+    truncated: { fullOutputPath: source.path, totalBytes: source.totalBytes },
   };
 }

@@ -2,19 +2,25 @@
  * `web_fetch`: one web page as readable text. http and https only; every hop (the first
  * request and each redirect, at most 5) is checked and pinned to a public address by
  * web/http.ts (tools.web.allowPrivateHosts names the exceptions). HTML is converted to text
- * (web/html.ts), other text types come back as they are, binary content is refused. The body is
- * read up to tools.web.maxBodyBytes; the text up to `maxChars` and config.tools.outputCapBytes.
+ * (web/html.ts), other text types come back as they are. A PDF or office document (by its
+ * content type, or by its first bytes and the URL's extension when the type is generic or not
+ * a text one) is read up to DOCUMENT_MAX_BYTES and handed to the actor's document worker
+ * (`ctx.host.documents`: a thread of its own, never this one); its text comes back, or an error
+ * with the reason (password-protected, damaged, too large). Other binary content is refused. The
+ * body is read up to tools.web.maxBodyBytes; the text up to `maxChars` and config.tools.outputCapBytes.
  * Text cut at either limit is kept whole in the workspace (`.lurkbot/outputs/<toolCallId>.txt`,
  * named in the reply's `truncated`), so `read` can page past the cap, as with exec.
  * Network I/O, so it runs in the tools actor's main thread (`runsIn: "process"`).
  */
 import { z } from "zod";
 import { LurkError } from "../../../shared/contract/index.js";
+import { formatOfMime, formatOfName, sniffDocument, type DocumentFormat } from "../../../shared/runtime/documents/formats.js";
 import { cutUtf8, looksBinary } from "../content.js";
+import { DOCUMENT_LIMITS, DOCUMENT_MAX_BYTES, documentBody, documentSummary, documentTooLarge, noTextNote, unreadableDocument } from "../documents.js";
 import { saveOutput } from "../saved-output.js";
-import { defineTool, type ToolResult } from "../tool.js";
+import { defineTool, type ToolContext, type ToolResult } from "../tool.js";
 import { htmlToText } from "../web/html.js";
-import { guardedFetch, type FetchResult } from "../web/http.js";
+import { abortError, guardedFetch, type FetchResult } from "../web/http.js";
 import { webContext } from "../web/context.js";
 
 export const DEFAULT_MAX_CHARS = 50_000;
@@ -37,6 +43,42 @@ function kindOf(mime: string, body: Buffer): Kind {
   return /[+/](json|xml)$/.test(mime) ? "text" : "binary";
 }
 
+/** types that say nothing about the content: a document among them is known by its bytes or its URL */
+const GENERIC_TYPES = new Set(["", "application/octet-stream", "binary/octet-stream", "application/download", "application/force-download", "application/x-download"]);
+
+/** The document format of a response: by its type, else (a generic or binary type) by its first bytes and the URL path. */
+function documentOf(mime: string, res: FetchResult): DocumentFormat | undefined {
+  const byType = formatOfMime(mime);
+  if (byType) return byType;
+  if (!GENERIC_TYPES.has(mime) && kindOf(mime, res.body) !== "binary") return undefined;
+  return sniffDocument(res.body.subarray(0, 8192), new URL(res.url).pathname);
+}
+
+/** The body cap for a response: DOCUMENT_MAX_BYTES for what its type (or a generic type and the URL's extension) says is a document. */
+function bodyCap(maxBodyBytes: number) {
+  return (contentType: string, url: URL): number => {
+    const mime = contentType.split(";")[0]!.trim().toLowerCase();
+    const document = formatOfMime(mime) ?? (GENERIC_TYPES.has(mime) ? formatOfName(url.pathname) : undefined);
+    return document ? DOCUMENT_MAX_BYTES : maxBodyBytes;
+  };
+}
+
+/** A document's text, read in the actor's document worker; an error the model can act on when it cannot be. */
+async function documentText(res: FetchResult, format: DocumentFormat, ctx: ToolContext, signal: AbortSignal): Promise<{ text: string; summary: string }> {
+  if (res.truncated || res.body.length > DOCUMENT_MAX_BYTES) throw documentTooLarge(res.url, format);
+  const documents = ctx.host?.documents;
+  if (!documents) throw new LurkError("TOOL_FAILED", "this tools actor does not read documents");
+  ctx.progress(`reading the text of a ${format.toUpperCase()} (${res.body.length} bytes)`);
+  const result = await documents.extract(format, res.body, DOCUMENT_LIMITS, signal);
+  if (signal.aborted) throw abortError(signal);
+  if (!result.ok) {
+    ctx.host?.rt?.log.warn({ url: res.url.slice(0, 500), format, reason: result.reason, detail: result.detail }, "web_fetch could not read a document's text");
+    throw unreadableDocument(res.url, format, result.reason);
+  }
+  const text = documentBody(result);
+  return { text: text === "" ? noTextNote(res.url, format) : text, summary: documentSummary(format, result) };
+}
+
 function decode(res: FetchResult, kind: Kind): string {
   let charset = /charset\s*=\s*"?([^";\s]+)/i.exec(res.contentType)?.[1];
   if (!charset && kind === "html") charset = /<meta[^>]+charset\s*=\s*["']?([^"'>\s;/]+)/i.exec(res.body.subarray(0, 4096).toString("latin1"))?.[1];
@@ -50,7 +92,9 @@ function decode(res: FetchResult, kind: Kind): string {
 export const webFetchTool = defineTool({
   name: "web_fetch",
   description: "Fetch a web page (http or https) and return it as readable text: HTML is converted to text (headings, paragraphs, "
-    + "list items, links as \"text (url)\"); other text types come back as they are; binary content (images, PDFs, archives) is refused. "
+    + "list items, links as \"text (url)\"); other text types come back as they are. PDFs and office documents (DOCX, XLSX, PPTX, ODT, ODS, ODP) "
+    + `up to ${DOCUMENT_MAX_BYTES / 1024 / 1024} MB come back as their extracted text (at most ${DOCUMENT_LIMITS.maxPages} pages; spreadsheets as a "Sheet: <name>" block of `
+    + "comma-separated rows per sheet, presentations as a \"Slide N:\" block per slide). Other binary content (images, archives) is refused. "
     + "Redirects are followed. Private and local network addresses cannot be fetched. Long pages are cut: pass maxChars for more or less.",
   parameters,
   sideEffects: false,
@@ -60,22 +104,25 @@ export const webFetchTool = defineTool({
   async execute(args, ctx): Promise<ToolResult> {
     const { web, signal } = webContext(ctx, "web_fetch");
     ctx.progress(`fetching ${args.url.slice(0, 200)}`);
-    const res = await guardedFetch(args.url, { maxBytes: web.maxBodyBytes, signal, allowPrivateHosts: web.allowPrivateHosts });
+    const res = await guardedFetch(args.url, { maxBytes: web.maxBodyBytes, maxBytesFor: bodyCap(web.maxBodyBytes), signal, allowPrivateHosts: web.allowPrivateHosts });
     const mime = res.contentType.split(";")[0]!.trim().toLowerCase();
+    const format = documentOf(mime, res);
     const kind = kindOf(mime, res.body);
-    if (kind === "binary") {
-      throw new LurkError("TOOL_FAILED", `${res.url} is ${mime || "binary content"} (HTTP ${res.status}), not text; web_fetch returns HTML and text only`);
+    if (!format && kind === "binary") {
+      throw new LurkError("TOOL_FAILED", `${res.url} is ${mime || "binary content"} (HTTP ${res.status}), not text; web_fetch returns HTML, text, PDF and office documents only`);
     }
-    const decoded = decode(res, kind);
-    const converted = kind === "html" ? htmlToText(decoded, res.url) : { text: decoded };
+    const converted: { text: string; title?: string; summary?: string } = format
+      ? await documentText(res, format, ctx, signal)
+      : kind === "html" ? htmlToText(decode(res, kind), res.url) : { text: decode(res, kind) };
 
     const header = [`URL: ${res.url}`];
     if (res.redirects.length > 0) header.push(`Redirected from: ${args.url.slice(0, 2000)} (${res.redirects.length} redirect${res.redirects.length === 1 ? "" : "s"})`);
     header.push(`Status: ${res.status}`, `Content-Type: ${res.contentType || "(none)"}`);
-    if ("title" in converted && converted.title) header.push(`Title: ${converted.title}`);
+    if (converted.title) header.push(`Title: ${converted.title}`);
+    if (converted.summary) header.push(`Document: ${converted.summary}`);
 
     const notes: string[] = [];
-    if (res.truncated) notes.push(`[the body was cut at ${web.maxBodyBytes} bytes (tools.web.maxBodyBytes); the rest was not downloaded]`);
+    if (res.truncated && !format) notes.push(`[the body was cut at ${web.maxBodyBytes} bytes (tools.web.maxBodyBytes); the rest was not downloaded]`);
     const maxChars = args.maxChars ?? DEFAULT_MAX_CHARS;
     let text = converted.text;
     if (text.length > maxChars) {

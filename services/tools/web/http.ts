@@ -38,6 +38,8 @@ export interface FetchResult {
 
 export interface GuardedFetchOptions {
   maxBytes: number;
+  /** the body cap for a response of this content type, when it is not maxBytes (read when the headers arrive) */
+  maxBytesFor?: (contentType: string, url: URL) => number;
   signal: AbortSignal;
   /** hosts ("host" or "host:port") that may resolve to private addresses */
   allowPrivateHosts?: readonly string[];
@@ -121,7 +123,7 @@ function pinnedLookup(target: Target): LookupFunction {
   }) as unknown as LookupFunction;
 }
 
-function abortError(signal: AbortSignal): LurkError {
+export function abortError(signal: AbortSignal): LurkError {
   const reason: unknown = signal.reason;
   if (LurkError.is(reason)) return LurkError.from(reason);
   if (reason instanceof Error && reason.name === "TimeoutError") return new LurkError("TIMEOUT", "the web request timed out");
@@ -137,7 +139,7 @@ export interface OnceResult {
 }
 
 /** One GET, connected to `target` when given (whatever DNS says); a redirect is returned (not followed) with its Location. */
-export function requestOnce(url: URL, target: Target | undefined, opts: { maxBytes: number; signal: AbortSignal; headers?: Record<string, string> }): Promise<OnceResult> {
+export function requestOnce(url: URL, target: Target | undefined, opts: { maxBytes: number; maxBytesFor?: GuardedFetchOptions["maxBytesFor"]; signal: AbortSignal; headers?: Record<string, string> }): Promise<OnceResult> {
   const host = bareHost(url);
   const mod = url.protocol === "https:" ? https : http;
   return new Promise<OnceResult>((resolve, reject) => {
@@ -179,19 +181,21 @@ export function requestOnce(url: URL, target: Target | undefined, opts: { maxByt
       if (encoding === "gzip" || encoding === "x-gzip") stream = res.pipe(zlib.createGunzip());
       else if (encoding === "deflate") stream = res.pipe(zlib.createInflate());
       else if (encoding === "br") stream = res.pipe(zlib.createBrotliDecompress());
+      const type = res.headers["content-type"];
+      const maxBytes = opts.maxBytesFor?.((Array.isArray(type) ? type[0] : type) ?? "", url) ?? opts.maxBytes;
       const chunks: Buffer[] = [];
       let size = 0;
       const finish = (truncated: boolean) => {
         if (settled) return;
         settled = true;
-        resolve({ status, headers: res.headers, body: Buffer.concat(chunks, Math.min(size, opts.maxBytes)), truncated });
+        resolve({ status, headers: res.headers, body: Buffer.concat(chunks, Math.min(size, maxBytes)), truncated });
         if (truncated) req.destroy();
       };
       stream.on("data", (chunk: Buffer) => {
         if (settled) return;
         chunks.push(chunk);
         size += chunk.length;
-        if (size > opts.maxBytes) {
+        if (size > maxBytes) {
           stream.pause();
           finish(true);
         }

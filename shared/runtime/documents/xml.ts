@@ -1,5 +1,5 @@
 /**
- * A small scan of the XML parts of office documents (document-ooxml.ts, document-odf.ts):
+ * A small scan of the XML parts of office documents (ooxml.ts, odf.ts):
  * element starts and ends and the text between them, in document order. It reads nothing else: a
  * DOCTYPE, comments and processing instructions are skipped, no DTD or external entity is
  * loaded, and only the five predefined entities and numeric character references are decoded

@@ -1,10 +1,10 @@
 /**
- * What the document readers in the worker share (document-worker.ts, document-ooxml.ts,
- * document-odf.ts): collecting a document's text part by part (a PDF's pages, a presentation's
+ * What the document readers share (extract.ts, ooxml.ts,
+ * odf.ts): collecting a document's text part by part (a PDF's pages, a presentation's
  * slides, a spreadsheet's sheets) or at once, the text clean-up, and the error whose message is
  * the reason the model is told. Imports nothing.
  */
-import type { DocumentResult } from "./document-worker.js";
+import type { DocumentResult } from "./extract.js";
 
 type Extracted = Extract<DocumentResult, { ok: true }>;
 

@@ -1,6 +1,6 @@
 /**
  * The parts of a ZIP-based document (OOXML: XLSX, PPTX; OpenDocument), read with limits that hold
- * against zip bombs. Loaded only in the document worker (jszip comes with it).
+ * against zip bombs. Loaded only in a worker thread that reads a document (jszip comes with it).
  *
  * Contract: `ZipDocument.open(bytes)` refuses (DocumentError) an encrypted Office file (an OLE compound
  * file, not a zip) and an archive whose directory lists more than MAX_ENTRIES entries, before
@@ -11,7 +11,7 @@
  * throw a DocumentError.
  */
 import JSZip from "jszip";
-import { DocumentError } from "./document-parts.js";
+import { DocumentError } from "./parts.js";
 
 const MB = 1024 * 1024;
 export const MAX_ENTRY_BYTES = 20 * MB;

@@ -1,6 +1,6 @@
 /**
- * The text of OpenDocument files (ODT, ODS, ODP), in the document worker: all three keep their
- * content in the zip's content.xml (document-zip.ts reads it with its limits; document-xml.ts
+ * The text of OpenDocument files (ODT, ODS, ODP), in a worker thread: all three keep their
+ * content in the zip's content.xml (zip.ts reads it with its limits; xml.ts
  * scans it). A file whose manifest says its parts are encrypted is password-protected.
  *
  *  - ODT: its paragraphs and headings in order, separated by a blank line (read at once, like a
@@ -10,10 +10,10 @@
  *  - ODP: one block per slide: "Slide N:", its paragraphs, then "Speaker notes:" and its notes.
  * Left out everywhere: tracked deletions, comments and footnote marks.
  */
-import { collectParts, DocumentError, MAX_COLUMNS, MAX_ROWS, notValid, SheetText, wholeText, type TextLimits } from "./document-parts.js";
-import type { DocumentResult } from "./document-worker.js";
-import { attr, scanXml } from "./document-xml.js";
-import { ZipDocument } from "./document-zip.js";
+import { collectParts, DocumentError, MAX_COLUMNS, MAX_ROWS, notValid, SheetText, wholeText, type TextLimits } from "./parts.js";
+import type { DocumentResult } from "./extract.js";
+import { attr, scanXml } from "./xml.js";
+import { ZipDocument } from "./zip.js";
 
 export async function odfText(format: "odt" | "ods" | "odp", bytes: Uint8Array, limits: TextLimits): Promise<DocumentResult> {
   const zip = await ZipDocument.open(bytes);

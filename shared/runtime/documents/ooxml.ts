@@ -1,6 +1,6 @@
 /**
- * The text of Excel (XLSX) and PowerPoint (PPTX) files, in the document worker. Both are ZIP
- * files of XML parts (document-zip.ts, read with its limits; document-xml.ts scans them); the
+ * The text of Excel (XLSX) and PowerPoint (PPTX) files, in a worker thread. Both are ZIP
+ * files of XML parts (zip.ts, read with its limits; xml.ts scans them); the
  * parts are found through the package's relationships, as Office does.
  *
  *  - XLSX: one block per sheet, in the workbook's order (SheetText: its name, then its rows as
@@ -12,10 +12,10 @@
  * Parts are read one after the other until the text is long enough (collectParts).
  */
 import { posix } from "node:path";
-import { collectParts, notValid, SheetText, type TextLimits } from "./document-parts.js";
-import type { DocumentResult } from "./document-worker.js";
-import { attr, scanXml } from "./document-xml.js";
-import { ZipDocument } from "./document-zip.js";
+import { collectParts, notValid, SheetText, type TextLimits } from "./parts.js";
+import type { DocumentResult } from "./extract.js";
+import { attr, scanXml } from "./xml.js";
+import { ZipDocument } from "./zip.js";
 
 export async function xlsxText(bytes: Uint8Array, limits: TextLimits): Promise<DocumentResult> {
   const zip = await ZipDocument.open(bytes);

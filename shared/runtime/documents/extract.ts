@@ -1,26 +1,27 @@
 /**
- * The piscina worker entry that reads a document's text (document-pool.ts runs it): a PDF through
- * unpdf (pdf.js), a DOCX through mammoth, XLSX and PPTX through document-ooxml.ts, ODT, ODS and
- * ODP through document-odf.ts. All of them are imported here only, so they load in the worker
- * thread and go away with it.
+ * A document's text: a PDF through unpdf (pdf.js), a DOCX through mammoth, XLSX and PPTX through
+ * ooxml.ts, ODT, ODS and ODP through odf.ts. Each library is imported when the first document
+ * of its kind is read, so only a thread that reads documents loads them. Meant to run off an
+ * actor's event loop: the piscina entry of pool.ts (its default export), or called inside a
+ * worker thread that already runs the caller (the tools actor's `read`).
  *
- * Contract: the bytes come as an ArrayBuffer (transferred; never a path). At most `maxPages`
- * pages of a PDF (slides of a presentation, sheets of a spreadsheet) are read, and reading stops
- * once `maxChars` characters are collected; `text` is at most `maxChars` long. Pages (slides,
- * sheets) are separated by a blank line and `pageEnds[i]` is the length of `text` through page
- * i + 1 (so a cut in `text` can be told its page). A document that cannot be read is
- * `{ ok: false, reason }`: a short phrase for the model ("the PDF is password-protected"), with
- * no paths or stack; a library's own message goes in `detail`, for the log. It never throws for
- * a bad file.
+ * Contract: at most `maxPages` pages of a PDF (slides of a presentation, sheets of a
+ * spreadsheet) are read, and reading stops once `maxChars` characters are collected; `text` is
+ * at most `maxChars` long. Pages (slides, sheets) are separated by a blank line and
+ * `pageEnds[i]` is the length of `text` through page i + 1 (so a cut in `text` can be told its
+ * page). A document that cannot be read is `{ ok: false, reason }`: a short phrase for the model
+ * ("the PDF is password-protected"), with no paths or stack; a library's own message goes in
+ * `detail`, for the log. It never throws for a bad file.
  */
-import type { DocumentFormat } from "./document-types.js";
-import { collectParts, wholeText, type TextLimits } from "./document-parts.js";
+import type { DocumentFormat } from "./formats.js";
+import { collectParts, wholeText, type TextLimits } from "./parts.js";
 
 type PDFDocumentProxy = Awaited<ReturnType<typeof import("unpdf").getDocumentProxy>>;
 
 export interface DocumentTask {
   format: DocumentFormat;
-  bytes: ArrayBuffer;
+  /** the file's bytes (through pool.ts: a transferred ArrayBuffer, never a path) */
+  bytes: ArrayBuffer | Uint8Array;
   maxChars: number;
   maxPages: number;
 }
@@ -45,12 +46,13 @@ export type DocumentResult =
     reason: string;
     /** the library's message, logged */
     detail?: string;
-    /** the run was cancelled or the runner is stopping: nothing is known about the file */
+    /** the caller cancelled or is stopping: nothing is known about the file */
     transient?: true;
   };
 
 export default async function extractDocumentText(task: DocumentTask): Promise<DocumentResult> {
-  const bytes = new Uint8Array(task.bytes);
+  // a view (a Buffer) is copied into a plain Uint8Array: pdf.js refuses a Buffer
+  const bytes = task.bytes instanceof ArrayBuffer ? new Uint8Array(task.bytes) : new Uint8Array(task.bytes);
   try {
     switch (task.format) {
       case "pdf":
@@ -58,13 +60,13 @@ export default async function extractDocumentText(task: DocumentTask): Promise<D
       case "docx":
         return await docxText(bytes, task);
       case "xlsx":
-        return await (await import("./document-ooxml.js")).xlsxText(bytes, task);
+        return await (await import("./ooxml.js")).xlsxText(bytes, task);
       case "pptx":
-        return await (await import("./document-ooxml.js")).pptxText(bytes, task);
+        return await (await import("./ooxml.js")).pptxText(bytes, task);
       case "odt":
       case "ods":
       case "odp":
-        return await (await import("./document-odf.js")).odfText(task.format, bytes, task);
+        return await (await import("./odf.js")).odfText(task.format, bytes, task);
     }
   } catch (err) {
     return failure(task.format, err);
@@ -101,7 +103,7 @@ async function pdfPageText(pdf: PDFDocumentProxy, n: number): Promise<string> {
 async function docxText(bytes: Uint8Array, limits: TextLimits): Promise<DocumentResult> {
   // mammoth inflates what it reads without a limit: its parts are read here first, under the zip
   // caps (an encrypted file or a zip bomb gets its reason); images and embedded files are not read for text
-  const { ZipDocument } = await import("./document-zip.js");
+  const { ZipDocument } = await import("./zip.js");
   const zip = await ZipDocument.open(bytes);
   for (const path of zip.paths()) if (!/^word\/(media|embeddings)\//.test(path)) await zip.text(path);
   const { default: mammoth } = await import("mammoth");

@@ -1,0 +1,63 @@
+/**
+ * Which files are documents whose text the readers here extract: a PDF, a Word (DOCX), Excel
+ * (XLSX) or PowerPoint (PPTX) file, or an OpenDocument text, spreadsheet or presentation (ODT,
+ * ODS, ODP). Known by MIME type, by a name's extension, or by the file's first bytes. The old
+ * binary Office formats (.doc, .xls, .ppt) are not among them. Imports nothing heavy: the
+ * readers load in a worker thread (extract.ts).
+ */
+
+export type DocumentFormat = "pdf" | "docx" | "xlsx" | "pptx" | "odt" | "ods" | "odp";
+
+const OOXML = "application/vnd.openxmlformats-officedocument";
+const ODF = "application/vnd.oasis.opendocument";
+const TYPES: Record<string, DocumentFormat> = {
+  "application/pdf": "pdf",
+  "application/x-pdf": "pdf",
+  [`${OOXML}.wordprocessingml.document`]: "docx",
+  [`${OOXML}.spreadsheetml.sheet`]: "xlsx",
+  [`${OOXML}.presentationml.presentation`]: "pptx",
+  [`${ODF}.text`]: "odt",
+  [`${ODF}.spreadsheet`]: "ods",
+  [`${ODF}.presentation`]: "odp",
+};
+const EXTENSIONS: Record<string, DocumentFormat> = { pdf: "pdf", docx: "docx", xlsx: "xlsx", pptx: "pptx", odt: "odt", ods: "ods", odp: "odp" };
+
+/** The format a MIME type names (parameters and case ignored); undefined for any other type. */
+export function formatOfMime(mime: string): DocumentFormat | undefined {
+  const bare = mime.split(";")[0]!.trim().toLowerCase();
+  return Object.hasOwn(TYPES, bare) ? TYPES[bare] : undefined;
+}
+
+/** The format a file name's (or URL path's) extension names; undefined for any other. */
+export function formatOfName(name: string | undefined): DocumentFormat | undefined {
+  const ext = /\.([A-Za-z0-9]+)$/.exec(name ?? "")?.[1]?.toLowerCase();
+  return ext !== undefined && Object.hasOwn(EXTENSIONS, ext) ? EXTENSIONS[ext] : undefined;
+}
+
+const ZIP = [0x50, 0x4b, 0x03, 0x04];
+/** an OLE compound file: a password-protected DOCX, XLSX or PPTX (or an old binary Office file) */
+const COMPOUND_FILE = [0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1];
+const startsWith = (head: Uint8Array, magic: number[]) => magic.every((b, i) => head[i] === b);
+
+/**
+ * The format of a file by its first bytes (at least its first 1 KB) and its name: "%PDF-" in the
+ * first 1 KB is a PDF; an OpenDocument zip names its type in its first entry ("mimetype"); a zip
+ * or an OLE compound file (how Office stores an encrypted file) is the format its name's
+ * extension says. Undefined for anything else.
+ */
+export function sniffDocument(head: Uint8Array, name?: string): DocumentFormat | undefined {
+  const start = Buffer.from(head.buffer, head.byteOffset, Math.min(head.byteLength, 1024)).toString("latin1");
+  if (start.includes("%PDF-")) return "pdf";
+  if (startsWith(head, ZIP)) {
+    const odf = /^mimetype(application\/vnd\.oasis\.opendocument\.(?:text|spreadsheet|presentation))/.exec(start.slice(30, 100));
+    if (odf) return formatOfMime(odf[1]!);
+  }
+  const byName = formatOfName(name);
+  if (byName && byName !== "pdf" && (startsWith(head, ZIP) || startsWith(head, COMPOUND_FILE))) return byName;
+  return undefined;
+}
+
+/** how a format is named to the model: "PDF", "XLSX" */
+export function formatLabel(format: DocumentFormat): string {
+  return format.toUpperCase();
+}
