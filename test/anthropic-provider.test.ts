@@ -135,6 +135,14 @@ describe("anthropic provider", () => {
     assert.deepEqual(blocksOf(fake.requests[0]!.body.messages[0])[1], { type: "image", source: { type: "base64", media_type: "image/png", data: "iVBORw0KGgo=" }, cache_control: { type: "ephemeral" } });
   });
 
+  it("sends a PDF as a base64 document block titled with its name; the cache mark goes on it as the last block", async () => {
+    const data = Buffer.from("%PDF-1.4\n%fake\n").toString("base64");
+    const ref = "b".repeat(64);
+    const messages: LlmMessage[] = [{ role: "user", content: [{ type: "text", text: "what does it say?" }, { type: "document", mime: "application/pdf", ref, name: "scan.pdf", dataBase64: data }] }];
+    doneMessage(await collect(provider, { messages }));
+    assert.deepEqual(blocksOf(fake.requests[0]!.body.messages[0])[1], { type: "document", source: { type: "base64", media_type: "application/pdf", data }, title: "scan.pdf", cache_control: { type: "ephemeral" } });
+  });
+
   const errorCases: Array<[string, FakeAnthropicReply, string, boolean]> = [
     ["429", { kind: "error", status: 429, headers: { "retry-after": "2" } }, "PROVIDER_RATE_LIMIT", true],
     ["529 overloaded", { kind: "error", status: 529 }, "PROVIDER_OVERLOADED", true],

@@ -8,6 +8,7 @@ import { configSecrets, parseConfig } from "../shared/runtime/config.js";
 import { createLogger } from "../shared/runtime/logger.js";
 import { ModelChain } from "../services/agent-runner/failover.js";
 import { lookupModel, usageCostUsd } from "../services/agent-runner/models.js";
+import { takesImages } from "../services/agent-runner/vision-input.js";
 import { AnthropicProvider } from "../services/agent-runner/providers/anthropic.js";
 import { OllamaProvider } from "../services/agent-runner/providers/ollama.js";
 import { OpenAIProvider } from "../services/agent-runner/providers/openai.js";
@@ -51,10 +52,33 @@ describe("model registry", () => {
     assert.equal(lookupModel("openai/gpt-4odd", cfg).known, false, "a prefix only matches on a name boundary");
   });
 
+  it("images go to every model but one known to lack vision; vision variants of text-only families have rows of their own", () => {
+    const cfg = config();
+    const takes = (ref: string, c = cfg) => takesImages(lookupModel(ref, c));
+    for (const ref of ["openai/gpt-4o", "anthropic/claude-haiku-4-5", "ollama/gemma3:4b", "ollama/llama3.2-vision:11b", "ollama/qwen3-vl:8b", "ollama/mistral-small3.1:24b", "ollama/llava:7b", "openai/my-vllm-model"]) {
+      assert.equal(takes(ref), true, ref);
+    }
+    for (const ref of ["openai/gpt-3.5-turbo", "openai/o3-mini", "ollama/llama3.2:3b", "ollama/qwen3:8b", "ollama/mistral:7b"]) assert.equal(takes(ref), false, ref);
+    assert.equal(lookupModel("ollama/llama3.2-vision:11b", cfg).capabilities.tools, false, "no tools for a model Ollama serves without them");
+    assert.equal(takes("openai/my-vllm-model", config({ models: { entries: { "openai/my-vllm-model": { capabilities: { vision: false } } } } })), false, "configured text-only");
+  });
+
+  it("knows which models take PDFs as documents (pdf), and a config entry turns it on or off", () => {
+    const pdf = (ref: string, cfg = config()) => lookupModel(ref, cfg).capabilities.pdf;
+    for (const ref of ["anthropic/claude-sonnet-4-5-20250929", "anthropic/claude-3-5-haiku", "haiku", "openai/gpt-4o", "openai/gpt-4.1-mini", "openai/gpt-5", "openai/o3", "openai/o4-mini"]) {
+      assert.equal(pdf(ref), true, ref);
+    }
+    for (const ref of ["openai/o3-mini", "openai/gpt-3.5-turbo", "openai/my-vllm-model", "ollama/gemma3", "anthropic/claude-test"]) assert.equal(pdf(ref), false, ref);
+    const cfg = config({ models: { entries: { "openai/my-vllm-model": { capabilities: { pdf: true } }, "openai/gpt-4o": { capabilities: { pdf: false } } } } });
+    assert.equal(pdf("openai/my-vllm-model", cfg), true);
+    assert.equal(pdf("openai/gpt-4o", cfg), false);
+    assert.equal(lookupModel("openai/gpt-4o", cfg).capabilities.vision, true, "the other capabilities stay");
+  });
+
   it("gives unknown models conservative defaults and applies config entries and aliases", () => {
     const unknown = lookupModel("openai/MiniMax-M2", config());
     assert.deepEqual([unknown.contextWindow, unknown.maxOutput, unknown.capabilities, unknown.cost, unknown.known],
-      [32_000, 4_096, { tools: true, vision: false, thinking: false }, undefined, false]);
+      [32_000, 4_096, { tools: true, vision: false, thinking: false, pdf: false }, undefined, false]);
     const cfg = config({
       model: "openai/gpt-4o",
       models: {
@@ -66,7 +90,7 @@ describe("model registry", () => {
       },
     });
     const mm = lookupModel("openai/MiniMax-M2", cfg);
-    assert.deepEqual([mm.contextWindow, mm.maxOutput, mm.capabilities, mm.cost?.outputPerMTok, mm.known], [200_000, 8_000, { tools: true, vision: false, thinking: true }, 1.2, true]);
+    assert.deepEqual([mm.contextWindow, mm.maxOutput, mm.capabilities, mm.cost?.outputPerMTok, mm.known], [200_000, 8_000, { tools: true, vision: false, thinking: true, pdf: false }, 1.2, true]);
     const big = lookupModel("anthropic/claude-sonnet-4-5", cfg);
     assert.deepEqual([big.contextWindow, big.maxOutput, big.cost?.inputPerMTok], [1_000_000, 64_000, 3], "an override changes only its fields");
     assert.equal(lookupModel("fast", cfg).ref, "openai/gpt-4o-mini");

@@ -112,7 +112,7 @@ export function formatConversation(records: readonly TranscriptRecord[]): string
       if (r.text) lines.push(`[${stamp(r.ts)}] EVENT: ${clip(r.text, MESSAGE_CHARS)}`);
       continue;
     }
-    const text = m.content.map((b) => (b.type === "text" ? b.text : b.type === "image" ? "[image]" : "")).join(" ").trim();
+    const text = m.content.map((b) => (b.type === "text" ? b.text : b.type === "image" ? "[image]" : b.type === "document" ? `[PDF ${b.name ?? ""}]` : "")).join(" ").trim();
     if (m.role === "tool_result") lines.push(`[${stamp(r.ts)}] TOOL ${m.toolName}: ${clip(text, TOOL_RESULT_CHARS)}`);
     else {
       const tools = m.role === "assistant" ? m.content.flatMap((b) => (b.type === "tool_call" ? [b.name] : [])) : [];

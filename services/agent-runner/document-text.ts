@@ -12,7 +12,8 @@
  * most what is left of the call's inline budget (inline-budget.ts), which also says when too
  * little is left to read one; a longer text is cut at a paragraph, line or word boundary and ends
  * with a marker saying how much there was and that media_save with the ref saves the whole file. A document without text (a scanned PDF)
- * gets an empty `text`. A document that cannot be read (damaged, password-protected, too slow,
+ * gets an empty `text`. The page (slide, sheet) count goes in `pages` (pdf-input.ts: a scanned
+ * PDF within its caps goes to models with PDF input as the PDF itself). A document that cannot be read (damaged, password-protected, too slow,
  * the worker failed, no longer in the store) gets `textError`, "its text could not be read: "
  * and why (transcript.ts shows it in the note), and is logged; one the run's cancellation, the
  * runner's stop or an unavailable store kept from being read is left as it was (a note with its
@@ -94,7 +95,7 @@ export class DocumentTextExtractor {
       }
       const text = documentText(result, textBytes, ref);
       this.log.info({ ref: ref.slice(0, 12), format, bytes: bytes.byteLength, pages: result.pages, textBytes: Buffer.byteLength(text), ms: Date.now() - started }, "document text extracted");
-      return { ...a, text };
+      return { ...a, text, ...(result.pages !== undefined ? { pages: result.pages } : {}) };
     } catch (err) {
       const e = LurkError.from(err);
       this.log.warn({ err: e, ref: ref.slice(0, 12) }, "a document's bytes could not be read from the media store");

@@ -95,6 +95,11 @@ export class ModelChain {
     if (this.models.every((m) => m.profiles.length === 0)) throw opts.registry.missingCredentials(first.providerName, first.ref);
   }
 
+  /** whether some model of the chain takes PDFs as documents (capability `pdf`) */
+  get takesPdf(): boolean {
+    return this.models.some((m) => m.info.capabilities.pdf);
+  }
+
   get primary(): ChainModel {
     return this.models[0]!;
   }

@@ -16,6 +16,8 @@ import type { Logger } from "../../shared/runtime/logger.js";
 import type { RunEvents } from "./events.js";
 import { failureReason, type Candidate, type ModelChain } from "./failover.js";
 import type { ImageLoader } from "./images.js";
+import { pdfInputFor } from "./pdf-input.js";
+import { imageInputFor, takesImages } from "./vision-input.js";
 import type { Provider, ProviderRequest } from "./providers/types.js";
 import { sleepUnlessAborted as sleep } from "../../shared/runtime/abortable-sleep.js";
 
@@ -41,8 +43,10 @@ export interface LlmCallDeps {
   llmTimeoutMs: number;
   /** profiles and fallbacks; when absent only `provider`/`model` are used */
   chain?: ModelChain;
-  /** fills in the bytes of images kept as media refs (images.ts); absent: sent as they are */
+  /** fills in the bytes of images and PDFs kept as media refs (images.ts); absent: sent as they are */
   images?: Pick<ImageLoader, "resolve">;
+  /** without a chain: whether `model` takes PDFs (document blocks); absent: it does not */
+  pdfInput?: boolean;
 }
 
 /** The LurkError a fired run signal stands for (ABORTED unless the reason is a LurkError). */
@@ -97,10 +101,13 @@ function backoff(error: LurkError, retry: number): number {
 }
 
 export async function callModel(deps: LlmCallDeps, turn: number, history: LlmMessage[]): Promise<AssistantMessage> {
-  const messages = deps.images ? await deps.images.resolve(history) : history;
+  // PDFs are loaded when a model of the run may take them, and made notes per model (pdf-input.ts)
+  const documents = deps.chain ? deps.chain.takesPdf : deps.pdfInput ?? false;
+  const messages = deps.images ? await deps.images.resolve(history, { documents }) : history;
   if (deps.chain) return callWithFailover(deps, deps.chain, turn, messages);
+  const forModel = pdfInputFor(messages, deps.pdfInput ?? false);
   for (let retry = 0; ; retry++) {
-    const result = await attempt(deps, deps.provider, { model: deps.model, system: deps.system, messages, tools: deps.tools }, turn);
+    const result = await attempt(deps, deps.provider, { model: deps.model, system: deps.system, messages: forModel, tools: deps.tools }, turn);
     if ("message" in result) return result.message;
     const { error, streamed } = result;
     if (!error.retryable || streamed || retry >= RETRY_DELAYS_MS.length) throw error;
@@ -128,7 +135,7 @@ async function callWithFailover(deps: LlmCallDeps, chain: ModelChain, turn: numb
       if (deps.inputsFor) ({ tools: deps.tools, system: deps.system } = await deps.inputsFor(candidate.ref));
     }
     await chain.use(candidate);
-    const request = { model: candidate.model, system: deps.system, messages, tools: deps.tools, ...chain.requestOptions(candidate) };
+    const request = { model: candidate.model, system: deps.system, messages: imageInputFor(pdfInputFor(messages, candidate.info.capabilities.pdf), takesImages(candidate.info)), tools: deps.tools, ...chain.requestOptions(candidate) };
     const result = await attempt(deps, candidate.provider, request, turn);
     if ("message" in result) {
       await chain.success(candidate);

@@ -4,7 +4,9 @@
  * overridden field by field and extended by config `models.entries`; aliases ("sonnet", "gpt4o",
  * config `models.aliases`) name a `provider/model`. A model name matches the longest table entry
  * it starts with (`claude-sonnet-4-5-20250929` -> `claude-sonnet-4-5`, `llama3.1:8b` -> `llama3.1`);
- * an unknown model gets conservative defaults (32k context, 4k output, tools, no vision, no thinking).
+ * an unknown model gets conservative defaults (32k context, 4k output, tools, no vision, no thinking,
+ * no PDF input). `pdf`: the API takes a PDF as a document the model reads page by page (Anthropic
+ * `document` blocks, OpenAI `file` parts).
  */
 import type { Usage } from "../../shared/contract/index.js";
 import type { LurkConfig } from "../../shared/runtime/config.js";
@@ -24,7 +26,7 @@ export interface ModelInfo {
   model: string;
   contextWindow: number;
   maxOutput: number;
-  capabilities: { tools: boolean; vision: boolean; thinking: boolean };
+  capabilities: { tools: boolean; vision: boolean; thinking: boolean; pdf: boolean };
   cost?: ModelCost;
   /** false when neither the table nor the config knows the model (the numbers are defaults) */
   known?: boolean;
@@ -35,10 +37,12 @@ type Row = Omit<ModelInfo, "ref" | "provider" | "model" | "known">;
 export const UNKNOWN_MODEL_DEFAULTS: Row = {
   contextWindow: 32_000,
   maxOutput: 4_096,
-  capabilities: { tools: true, vision: false, thinking: false },
+  capabilities: { tools: true, vision: false, thinking: false, pdf: false },
 };
 
-const caps = (tools: boolean, vision: boolean, thinking: boolean) => ({ tools, vision, thinking });
+const caps = (tools: boolean, vision: boolean, thinking: boolean, pdf = false) => ({ tools, vision, thinking, pdf });
+/** models whose API takes PDFs as files (OpenAI's with vision: gpt-4o, gpt-4.1, gpt-5, o1, o3, o4-mini; every Claude row) */
+const PDF = true;
 const price = (inputPerMTok: number, outputPerMTok: number, cacheReadPerMTok?: number, cacheWritePerMTok?: number): ModelCost => ({
   inputPerMTok, outputPerMTok,
   ...(cacheReadPerMTok !== undefined ? { cacheReadPerMTok } : {}),
@@ -49,33 +53,33 @@ const FREE = price(0, 0, 0, 0);
 /** Built-in rows, by provider then model-name prefix (list prices in USD per million tokens). */
 export const BUILTIN_MODELS: Record<string, Record<string, Row>> = {
   openai: {
-    "gpt-4o": { contextWindow: 128_000, maxOutput: 16_384, capabilities: caps(true, true, false), cost: price(2.5, 10, 1.25) },
-    "gpt-4o-mini": { contextWindow: 128_000, maxOutput: 16_384, capabilities: caps(true, true, false), cost: price(0.15, 0.6, 0.075) },
-    "gpt-4.1": { contextWindow: 1_047_576, maxOutput: 32_768, capabilities: caps(true, true, false), cost: price(2, 8, 0.5) },
-    "gpt-4.1-mini": { contextWindow: 1_047_576, maxOutput: 32_768, capabilities: caps(true, true, false), cost: price(0.4, 1.6, 0.1) },
-    "gpt-4.1-nano": { contextWindow: 1_047_576, maxOutput: 32_768, capabilities: caps(true, true, false), cost: price(0.1, 0.4, 0.025) },
+    "gpt-4o": { contextWindow: 128_000, maxOutput: 16_384, capabilities: caps(true, true, false, PDF), cost: price(2.5, 10, 1.25) },
+    "gpt-4o-mini": { contextWindow: 128_000, maxOutput: 16_384, capabilities: caps(true, true, false, PDF), cost: price(0.15, 0.6, 0.075) },
+    "gpt-4.1": { contextWindow: 1_047_576, maxOutput: 32_768, capabilities: caps(true, true, false, PDF), cost: price(2, 8, 0.5) },
+    "gpt-4.1-mini": { contextWindow: 1_047_576, maxOutput: 32_768, capabilities: caps(true, true, false, PDF), cost: price(0.4, 1.6, 0.1) },
+    "gpt-4.1-nano": { contextWindow: 1_047_576, maxOutput: 32_768, capabilities: caps(true, true, false, PDF), cost: price(0.1, 0.4, 0.025) },
     "gpt-4-turbo": { contextWindow: 128_000, maxOutput: 4_096, capabilities: caps(true, true, false), cost: price(10, 30) },
     "gpt-3.5-turbo": { contextWindow: 16_385, maxOutput: 4_096, capabilities: caps(true, false, false), cost: price(0.5, 1.5) },
-    "o1": { contextWindow: 200_000, maxOutput: 100_000, capabilities: caps(true, true, true), cost: price(15, 60, 7.5) },
+    "o1": { contextWindow: 200_000, maxOutput: 100_000, capabilities: caps(true, true, true, PDF), cost: price(15, 60, 7.5) },
     "o1-mini": { contextWindow: 128_000, maxOutput: 65_536, capabilities: caps(false, false, true), cost: price(1.1, 4.4, 0.55) },
-    "o3": { contextWindow: 200_000, maxOutput: 100_000, capabilities: caps(true, true, true), cost: price(2, 8, 0.5) },
+    "o3": { contextWindow: 200_000, maxOutput: 100_000, capabilities: caps(true, true, true, PDF), cost: price(2, 8, 0.5) },
     "o3-mini": { contextWindow: 200_000, maxOutput: 100_000, capabilities: caps(true, false, true), cost: price(1.1, 4.4, 0.55) },
-    "o4-mini": { contextWindow: 200_000, maxOutput: 100_000, capabilities: caps(true, true, true), cost: price(1.1, 4.4, 0.275) },
-    "gpt-5": { contextWindow: 400_000, maxOutput: 128_000, capabilities: caps(true, true, true), cost: price(1.25, 10, 0.125) },
-    "gpt-5-mini": { contextWindow: 400_000, maxOutput: 128_000, capabilities: caps(true, true, true), cost: price(0.25, 2, 0.025) },
-    "gpt-5-nano": { contextWindow: 400_000, maxOutput: 128_000, capabilities: caps(true, true, true), cost: price(0.05, 0.4, 0.005) },
+    "o4-mini": { contextWindow: 200_000, maxOutput: 100_000, capabilities: caps(true, true, true, PDF), cost: price(1.1, 4.4, 0.275) },
+    "gpt-5": { contextWindow: 400_000, maxOutput: 128_000, capabilities: caps(true, true, true, PDF), cost: price(1.25, 10, 0.125) },
+    "gpt-5-mini": { contextWindow: 400_000, maxOutput: 128_000, capabilities: caps(true, true, true, PDF), cost: price(0.25, 2, 0.025) },
+    "gpt-5-nano": { contextWindow: 400_000, maxOutput: 128_000, capabilities: caps(true, true, true, PDF), cost: price(0.05, 0.4, 0.005) },
   },
   anthropic: {
-    "claude-3-5-haiku": { contextWindow: 200_000, maxOutput: 8_192, capabilities: caps(true, true, false), cost: price(0.8, 4, 0.08, 1) },
-    "claude-3-5-sonnet": { contextWindow: 200_000, maxOutput: 8_192, capabilities: caps(true, true, false), cost: price(3, 15, 0.3, 3.75) },
-    "claude-3-7-sonnet": { contextWindow: 200_000, maxOutput: 64_000, capabilities: caps(true, true, true), cost: price(3, 15, 0.3, 3.75) },
-    "claude-sonnet-4": { contextWindow: 200_000, maxOutput: 64_000, capabilities: caps(true, true, true), cost: price(3, 15, 0.3, 3.75) },
-    "claude-sonnet-4-5": { contextWindow: 200_000, maxOutput: 64_000, capabilities: caps(true, true, true), cost: price(3, 15, 0.3, 3.75) },
-    "claude-sonnet-4-6": { contextWindow: 200_000, maxOutput: 64_000, capabilities: caps(true, true, true), cost: price(3, 15, 0.3, 3.75) },
-    "claude-opus-4-5": { contextWindow: 200_000, maxOutput: 64_000, capabilities: caps(true, true, true), cost: price(5, 25, 0.5, 6.25) },
-    "claude-opus-4": { contextWindow: 200_000, maxOutput: 32_000, capabilities: caps(true, true, true), cost: price(15, 75, 1.5, 18.75) },
-    "claude-opus-4-1": { contextWindow: 200_000, maxOutput: 32_000, capabilities: caps(true, true, true), cost: price(15, 75, 1.5, 18.75) },
-    "claude-haiku-4-5": { contextWindow: 200_000, maxOutput: 64_000, capabilities: caps(true, true, true), cost: price(1, 5, 0.1, 1.25) },
+    "claude-3-5-haiku": { contextWindow: 200_000, maxOutput: 8_192, capabilities: caps(true, true, false, PDF), cost: price(0.8, 4, 0.08, 1) },
+    "claude-3-5-sonnet": { contextWindow: 200_000, maxOutput: 8_192, capabilities: caps(true, true, false, PDF), cost: price(3, 15, 0.3, 3.75) },
+    "claude-3-7-sonnet": { contextWindow: 200_000, maxOutput: 64_000, capabilities: caps(true, true, true, PDF), cost: price(3, 15, 0.3, 3.75) },
+    "claude-sonnet-4": { contextWindow: 200_000, maxOutput: 64_000, capabilities: caps(true, true, true, PDF), cost: price(3, 15, 0.3, 3.75) },
+    "claude-sonnet-4-5": { contextWindow: 200_000, maxOutput: 64_000, capabilities: caps(true, true, true, PDF), cost: price(3, 15, 0.3, 3.75) },
+    "claude-sonnet-4-6": { contextWindow: 200_000, maxOutput: 64_000, capabilities: caps(true, true, true, PDF), cost: price(3, 15, 0.3, 3.75) },
+    "claude-opus-4-5": { contextWindow: 200_000, maxOutput: 64_000, capabilities: caps(true, true, true, PDF), cost: price(5, 25, 0.5, 6.25) },
+    "claude-opus-4": { contextWindow: 200_000, maxOutput: 32_000, capabilities: caps(true, true, true, PDF), cost: price(15, 75, 1.5, 18.75) },
+    "claude-opus-4-1": { contextWindow: 200_000, maxOutput: 32_000, capabilities: caps(true, true, true, PDF), cost: price(15, 75, 1.5, 18.75) },
+    "claude-haiku-4-5": { contextWindow: 200_000, maxOutput: 64_000, capabilities: caps(true, true, true, PDF), cost: price(1, 5, 0.1, 1.25) },
   },
   ollama: {
     "llama3.1": { contextWindow: 128_000, maxOutput: 8_192, capabilities: caps(true, false, false), cost: FREE },
@@ -87,6 +91,13 @@ export const BUILTIN_MODELS: Record<string, Record<string, Row>> = {
     "gpt-oss": { contextWindow: 128_000, maxOutput: 16_384, capabilities: caps(true, false, true), cost: FREE },
     "mistral": { contextWindow: 32_768, maxOutput: 8_192, capabilities: caps(true, false, false), cost: FREE },
     "gemma3": { contextWindow: 128_000, maxOutput: 8_192, capabilities: caps(false, true, false), cost: FREE },
+    // vision variants whose names start like a text-only row above: their own rows (images reach them)
+    "llama3.2-vision": { contextWindow: 128_000, maxOutput: 8_192, capabilities: caps(false, true, false), cost: FREE },
+    "qwen2.5vl": { contextWindow: 125_000, maxOutput: 8_192, capabilities: caps(false, true, false), cost: FREE },
+    "qwen3-vl": { contextWindow: 256_000, maxOutput: 8_192, capabilities: caps(true, true, true), cost: FREE },
+    "mistral-small3.1": { contextWindow: 128_000, maxOutput: 8_192, capabilities: caps(true, true, false), cost: FREE },
+    "mistral-small3.2": { contextWindow: 128_000, maxOutput: 8_192, capabilities: caps(true, true, false), cost: FREE },
+    "llava": { contextWindow: 4_096, maxOutput: 2_048, capabilities: caps(false, true, false), cost: FREE },
   },
 };
 

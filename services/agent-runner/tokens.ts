@@ -31,12 +31,17 @@ export function estimateTextTokens(text: string): number {
   return cjk + Math.ceil((text.length - cjkUnits) / CHARS_PER_TOKEN);
 }
 
+/** what one page of a PDF sent as the PDF itself is counted as */
+const PDF_PAGE_TOKENS = 1_500;
+
 export function estimateMessageTokens(message: LlmMessage): number {
   let total = MESSAGE_OVERHEAD_TOKENS;
   if (message.role === "tool_result") total += estimateTextTokens(message.toolName);
   for (const block of message.content) {
     if (block.type === "text" || block.type === "thinking") total += estimateTextTokens(block.text);
     else if (block.type === "image") total += IMAGE_TOKENS;
+    // a PDF read as pages: about an image and its text per page
+    else if (block.type === "document") total += PDF_PAGE_TOKENS * Math.max(1, block.pages ?? 1);
     else if (block.type === "tool_call") total += TOOL_CALL_OVERHEAD_TOKENS + estimateTextTokens(block.name) + estimateTextTokens(JSON.stringify(block.args));
   }
   return total;

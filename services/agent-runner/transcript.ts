@@ -14,6 +14,7 @@ import {
 import { formatBytes } from "../../shared/runtime/media.js";
 import { compactedView, messageRecordIds, summaryNote } from "./compaction-view.js";
 import { documentFormat, type DocumentFormat } from "./document-types.js";
+import { NO_TEXT_PDF, pdfDocumentBlock } from "./pdf-input.js";
 
 export function inputRecords(req: RunRequest, now = Date.now()): TranscriptRecord[] {
   return req.inputs.map((input, index) => inputRecord(recordIds.input(req.runId, index), req.runId, input, now));
@@ -32,7 +33,7 @@ function inputRecord(id: string, runId: string, input: RunInput, now: number, ex
 
 /** what the note says for a document whose extracted text is empty */
 const NO_TEXT: Record<DocumentFormat, string> = {
-  pdf: "(no extractable text: its pages are probably scanned images, and OCR is not available)",
+  pdf: NO_TEXT_PDF,
   docx: "(the document has no text)",
   odt: "(the document has no text)",
   xlsx: "(the spreadsheet has no cells with values)",
@@ -49,7 +50,8 @@ const MODEL_IMAGE_TYPES = new Set(["image/jpeg", "image/png", "image/gif", "imag
  * call), else a note naming the file: with a text file's content (inline-text.ts), a document's
  * extracted text (document-text.ts) or an audio file's transcript (transcribe.ts), or with its
  * media ref and the media_save tool that puts it in the workspace (and `textError`, why its text
- * could not be read, when set), or with the reason the channel could not store it.
+ * could not be read, when set), or with the reason the channel could not store it. A scanned PDF
+ * within the PDF input caps is a document block (pdf-input.ts: a note for models without PDF input).
  */
 function attachmentBlock(a: Attachment): UserMessage["content"][number] {
   if (a.kind === "image" && MODEL_IMAGE_TYPES.has(a.mime) && !a.error && (a.ref || a.dataBase64 || a.url)) {
@@ -59,6 +61,8 @@ function attachmentBlock(a: Attachment): UserMessage["content"][number] {
   if (a.error) return { type: "text", text: `[attachment ${what} could not be received: ${a.error}]` };
   if (a.text !== undefined) {
     const format = documentFormat(a);
+    const pdf = pdfDocumentBlock(a, format === "pdf");
+    if (pdf) return pdf;
     if (format) return { type: "text", text: `[attachment ${what}${a.ref ? `, media ref ${a.ref}` : ""}; its extracted text:]\n${a.text.trim() || NO_TEXT[format]}` };
     return { type: "text", text: `[attachment ${what}${a.ref ? `, media ref ${a.ref}` : ""}; its text:]\n${a.text}` };
   }

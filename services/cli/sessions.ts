@@ -141,7 +141,7 @@ export function formatSessionList(sessions: SessionEntry[]): string {
 const preview = (text: string, max = PREVIEW_CHARS) => oneLine(text, max);
 
 function textOf(content: Array<{ type: string; text?: string }>): string {
-  return content.map((b) => (b.type === "text" ? b.text ?? "" : b.type === "image" ? "[image]" : "")).filter(Boolean).join(" ");
+  return content.map((b) => (b.type === "text" ? b.text ?? "" : b.type === "image" ? "[image]" : b.type === "document" ? "[PDF]" : "")).filter(Boolean).join(" ");
 }
 
 /** One transcript record as readable lines: role or kind, a text preview, tool calls and results. */

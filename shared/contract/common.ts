@@ -57,6 +57,8 @@ export const attachmentSchema = z.object({
    * file's note. An attachment with one is not tried again.
    */
   textError: z.string().max(500).optional(),
+  /** a document's page count (slides, sheets) as the agent-runner's reader found it */
+  pages: z.number().int().nonnegative().optional(),
 });
 export type Attachment = z.infer<typeof attachmentSchema>;
 
@@ -121,6 +123,20 @@ export const imageBlockSchema = z.object({
   url: z.string().optional(),
   ref: mediaRefSchema.optional(),
 });
+/**
+ * A PDF the model reads as the PDF itself (one without a text layer, for models with the `pdf`
+ * capability). Transcripts keep the ref; the agent-runner loads the bytes for each LLM call and
+ * makes it a text note for a model that cannot take PDFs.
+ */
+export const documentBlockSchema = z.object({
+  type: z.literal("document"),
+  mime: z.literal("application/pdf"),
+  ref: mediaRefSchema,
+  name: z.string().max(500).optional(),
+  size: z.number().int().nonnegative().optional(),
+  pages: z.number().int().nonnegative().optional(),
+  dataBase64: z.string().optional(),
+});
 export const toolCallBlockSchema = z.object({
   type: z.literal("tool_call"),
   id: z.string().min(1).max(200),
@@ -136,7 +152,7 @@ export const stopReasonSchema = z.enum(["end_turn", "tool_use", "max_tokens", "s
 
 export const userMessageSchema = z.object({
   role: z.literal("user"),
-  content: z.array(z.discriminatedUnion("type", [textBlockSchema, imageBlockSchema])),
+  content: z.array(z.discriminatedUnion("type", [textBlockSchema, imageBlockSchema, documentBlockSchema])),
 });
 export const assistantMessageSchema = z.object({
   role: z.literal("assistant"),

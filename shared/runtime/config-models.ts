@@ -25,7 +25,8 @@ export const modelEntrySchema = z.object({
   contextWindow: z.number().int().min(1024).max(100_000_000).optional(),
   /** tokens one answer may have at most; sent to the provider as its max tokens */
   maxOutput: z.number().int().min(16).max(10_000_000).optional(),
-  capabilities: z.object({ tools: z.boolean(), vision: z.boolean(), thinking: z.boolean() }).partial().optional(),
+  /** `pdf`: the model takes a PDF as a document (Anthropic, OpenAI); off for unknown models */
+  capabilities: z.object({ tools: z.boolean(), vision: z.boolean(), thinking: z.boolean(), pdf: z.boolean() }).partial().optional(),
   cost: modelCostSchema.optional(),
 });
 export type ModelEntryConfig = z.infer<typeof modelEntrySchema>;

@@ -10,9 +10,12 @@
  * message ending in a tool_result -> `tool said: <first 100 chars>`; `read <path>` in the last
  * user text -> a tool_use `read {path}`; otherwise `echo: <user text>`. Every request is
  * recorded (parsed body, headers). Zero latency. Non-streaming requests are not supported.
+ * Content the real API refuses (an unknown block type; a `document` that is not a base64 PDF)
+ * gets a 400 invalid_request_error and is not recorded (wire-checks.ts).
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { closeLoopback, listenLoopback, readBody, sendJson, splitText } from "./http.js";
+import { anthropicContentError } from "./wire-checks.js";
 
 export interface FakeToolUse { id?: string; name: string; input: string | Record<string, unknown>; fragments?: number }
 export interface FakeThinking { text: string; signature: string }
@@ -26,7 +29,7 @@ export type FakeAnthropicReply =
   /** never answers (`started`: sends the SSE headers and a ping first), for timeouts and aborts */
   | { kind: "hang"; started?: boolean };
 
-export interface WireBlock { type: string; text?: string; thinking?: string; signature?: string; data?: string; id?: string; name?: string; input?: unknown; tool_use_id?: string; content?: string | WireBlock[]; is_error?: boolean; cache_control?: { type: string }; source?: Record<string, string> }
+export interface WireBlock { type: string; text?: string; thinking?: string; signature?: string; data?: string; id?: string; name?: string; input?: unknown; tool_use_id?: string; content?: string | WireBlock[]; is_error?: boolean; cache_control?: { type: string }; source?: Record<string, string>; title?: string }
 export interface WireMessage { role: string; content: string | WireBlock[] }
 export interface MessagesBody {
   model: string; max_tokens: number; stream?: boolean; messages: WireMessage[];
@@ -95,6 +98,8 @@ export class FakeAnthropicServer {
       return json(res, 400, errorBody("invalid_request_error", "request body is not valid JSON"));
     }
     if (this.apiKey && apiKeyOf(req.headers) !== this.apiKey) return json(res, 401, errorBody(...ERRORS[401]!));
+    const invalid = anthropicContentError(body.messages ?? []);
+    if (invalid) return json(res, 400, errorBody("invalid_request_error", invalid));
     const reply = this.queue.shift() ?? autoReply(body);
     this.requests.push({ headers: req.headers, body, reply });
     if (reply.kind === "error") {

@@ -10,12 +10,15 @@
  * tool result -> `tool said: <first 100 chars>`; otherwise `echo: <user text>`.
  * Every request is recorded (parsed body) so tests can assert the history and tools sent.
  * Latency is zero unless `latencyMs` / `chunkDelayMs` are given. Reused by the benchmark.
+ * Content parts the real API refuses (an unknown part type; a `file` part without a PDF data URL)
+ * get a 400 invalid_request_error and are not recorded (wire-checks.ts).
  * `POST /v1/audio/transcriptions` takes the multipart form the SDK sends (file, model, language,
  * response_format), records it in `transcriptions` and answers `{ text }`: `transcriptText` of
  * the request, or an HTTP error when `transcriptText` returns a number (the status).
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { closeLoopback, listenLoopback, readBody, readRaw, sendJson, splitText } from "./http.js";
+import { openaiContentError } from "./wire-checks.js";
 
 export interface FakeToolCall {
   id?: string;
@@ -34,7 +37,7 @@ export type FakeReply =
 
 export interface ChatMessage {
   role: string;
-  content?: string | null | Array<{ type: string; text?: string }>;
+  content?: string | null | Array<{ type: string; text?: string; image_url?: { url: string }; file?: { filename?: string; file_data?: string; file_id?: string } }>;
   tool_calls?: Array<{ id: string; type: string; function: { name: string; arguments: string } }>;
   tool_call_id?: string;
 }
@@ -165,6 +168,8 @@ export class FakeOpenAIServer {
     if (this.opts.apiKey && req.headers.authorization !== `Bearer ${this.opts.apiKey}`) {
       return this.error(res, { kind: "error", status: 401 });
     }
+    const invalid = openaiContentError(body.messages ?? []);
+    if (invalid) return this.error(res, { kind: "error", status: 400, message: invalid });
     const reply = (await this.responder?.(body)) ?? this.queue.shift() ?? autoReply(body);
     this.requests.push({ at: Date.now(), headers: req.headers, body, reply });
     if (this.opts.latencyMs) await sleep(this.opts.latencyMs);

@@ -6,16 +6,18 @@
  *    thinking without a signature); tool calls become `tool_use` blocks;
  *  - tool results become `tool_result` blocks in a user message; consecutive messages of the
  *    same role are merged (the API wants user/assistant alternation);
+ *  - a PDF (document block with its bytes) becomes a `document` block with a base64 source;
  *  - cache marks: the system prompt, the last tool definition and the last user message's
  *    last block (3 of the 4 breakpoints the API allows).
  */
 import type Anthropic from "@anthropic-ai/sdk";
-import type { LlmMessage, ToolDefinition } from "../../../shared/contract/index.js";
+import type { LlmMessage, ToolDefinition, UserMessage } from "../../../shared/contract/index.js";
+import { pdfFallbackNote } from "../pdf-input.js";
 
 type Param = Anthropic.MessageParam;
 type Block = Anthropic.ContentBlockParam;
 type ImageMime = Anthropic.Base64ImageSource["media_type"];
-type UserBlock = Anthropic.TextBlockParam | Anthropic.ImageBlockParam;
+type UserBlock = Anthropic.TextBlockParam | Anthropic.ImageBlockParam | Anthropic.DocumentBlockParam;
 
 const EPHEMERAL = { type: "ephemeral" } as const;
 
@@ -32,11 +34,14 @@ export function toAnthropicTools(tools: ToolDefinition[]): Anthropic.Tool[] {
   }));
 }
 
-function userBlocks(content: Array<{ type: "text"; text: string } | { type: "image"; mime: string; dataBase64?: string | undefined; url?: string | undefined }>): UserBlock[] {
+function userBlocks(content: UserMessage["content"]): UserBlock[] {
   const out: UserBlock[] = [];
   for (const b of content) {
     if (b.type === "text") {
       if (b.text !== "") out.push({ type: "text", text: b.text });
+    } else if (b.type === "document") {
+      if (b.dataBase64) out.push({ type: "document", source: { type: "base64", media_type: "application/pdf", data: b.dataBase64 }, ...(b.name ? { title: b.name } : {}) });
+      else out.push({ type: "text", text: pdfFallbackNote(b) });
     } else if (b.dataBase64) {
       out.push({ type: "image", source: { type: "base64", media_type: b.mime as ImageMime, data: b.dataBase64 } });
     } else if (b.url) {
@@ -96,7 +101,7 @@ function markLastUser(messages: Array<{ role: "user" | "assistant"; content: Blo
     const m = messages[i]!;
     if (m.role !== "user") continue;
     const last = m.content[m.content.length - 1];
-    if (last && (last.type === "text" || last.type === "image" || last.type === "tool_result")) {
+    if (last && (last.type === "text" || last.type === "image" || last.type === "document" || last.type === "tool_result")) {
       m.content[m.content.length - 1] = { ...last, cache_control: EPHEMERAL };
     }
     return;

@@ -3,6 +3,7 @@
  * User images go as base64 `images` (Ollama cannot fetch URLs: a URL image becomes a text
  * note); assistant tool calls are sent back with their arguments as objects; tool results are
  * `role: "tool"` messages with `tool_name` (Ollama has no call ids). Thinking is not sent back.
+ * Ollama takes no PDFs: a document block is its "no extractable text" note (pdf-input.ts).
  * Ollama's tool calls carry no ids, so every call gets a fresh random id here.
  */
 import { randomBytes } from "node:crypto";
@@ -10,6 +11,7 @@ import type { Message, Tool, ToolCall } from "ollama";
 import type { LlmMessage, ToolDefinition } from "../../../shared/contract/index.js";
 import { toolCallFromJson } from "./json-repair.js";
 import type { ToolCallBlock } from "./types.js";
+import { pdfFallbackNote } from "../pdf-input.js";
 
 type Block = LlmMessage["content"][number];
 
@@ -23,6 +25,7 @@ function textAndImages(blocks: Block[]): { text: string; images: string[] } {
   const images: string[] = [];
   for (const b of blocks) {
     if (b.type === "text") texts.push(b.text);
+    else if (b.type === "document") texts.push(pdfFallbackNote(b));
     else if (b.type === "image") {
       if (b.dataBase64) images.push(b.dataBase64);
       else if (b.url) texts.push(`[image ${b.mime}: ${b.url}]`);

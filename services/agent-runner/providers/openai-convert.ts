@@ -2,9 +2,11 @@
  * The provider-neutral message model -> OpenAI chat-completions messages and tools.
  * Assistant tool calls become `tool_calls` (arguments re-serialized), tool results become
  * `role: "tool"` messages; thinking blocks are not sent (chat completions has no field for them).
+ * A PDF (document block with its bytes) is a `file` part: its name and a base64 data URL.
  */
 import type OpenAI from "openai";
 import type { LlmMessage, ToolDefinition } from "../../../shared/contract/index.js";
+import { pdfFallbackNote } from "../pdf-input.js";
 
 type Param = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 type UserPart = OpenAI.Chat.Completions.ChatCompletionContentPart;
@@ -17,7 +19,10 @@ export function toOpenAIMessages(system: string, messages: LlmMessage[]): Param[
       const parts: UserPart[] = [];
       for (const block of m.content) {
         if (block.type === "text") parts.push({ type: "text", text: block.text });
-        else {
+        else if (block.type === "document") {
+          if (block.dataBase64) parts.push({ type: "file", file: { filename: block.name ?? "document.pdf", file_data: `data:${block.mime};base64,${block.dataBase64}` } });
+          else parts.push({ type: "text", text: pdfFallbackNote(block) });
+        } else {
           const url = block.url ?? (block.dataBase64 ? `data:${block.mime};base64,${block.dataBase64}` : undefined);
           if (url) parts.push({ type: "image_url", image_url: { url } });
         }
