@@ -25,7 +25,7 @@ import { formatBytes, type MediaStore } from "../../shared/runtime/media.js";
 import { DocumentPool } from "./document-pool.js";
 import { documentFormat } from "./document-types.js";
 import type { DocumentResult } from "../../shared/runtime/documents/extract.js";
-import { InlineBudget, jsonFit } from "./inline-budget.js";
+import { inlineWithinBudget, jsonFit } from "./inline-budget.js";
 
 /** pages of a PDF (slides, sheets) read at most */
 const MAX_PAGES = 200;
@@ -54,22 +54,7 @@ export class DocumentTextExtractor {
 
   async annotate<T extends RunInput>(inputs: T[], signal?: AbortSignal): Promise<T[]> {
     if (this.opts.maxBytes === 0 || !inputs.some((i) => i.attachments.some((a) => this.wanted(a)))) return inputs;
-    const budget = new InlineBudget(inputs, this.opts.maxPayloadBytes);
-    const out: T[] = [];
-    for (const input of inputs) {
-      if (!input.attachments.some((a) => this.wanted(a))) {
-        out.push(input);
-        continue;
-      }
-      const attachments: Attachment[] = [];
-      for (const a of input.attachments) {
-        const allowance = Math.min(this.opts.maxBytes, budget.bytes);
-        const done = this.wanted(a) && allowance >= MIN_ALLOWANCE ? await this.one(a, allowance, signal) : a;
-        attachments.push(done.text === undefined || budget.take(done.text) ? done : a);
-      }
-      out.push({ ...input, attachments });
-    }
-    return out;
+    return inlineWithinBudget(inputs, this.opts.maxPayloadBytes, this.opts.maxBytes, { wanted: (a) => this.wanted(a), read: (a, allowance) => this.one(a, allowance, signal) }, MIN_ALLOWANCE);
   }
 
   /** Stops the worker (the actor is stopping). */

@@ -4,13 +4,10 @@
  * the type is a generic one (the formats: shared/runtime/documents/formats.ts).
  */
 import type { Attachment } from "../../shared/contract/index.js";
-import { formatOfMime, formatOfName, type DocumentFormat } from "../../shared/runtime/documents/formats.js";
-import { GENERIC_TYPES } from "./inline-text.js";
+import { formatOf, type DocumentFormat } from "../../shared/runtime/documents/formats.js";
 
 export type { DocumentFormat };
 
 export function documentFormat(a: Pick<Attachment, "mime" | "name">): DocumentFormat | undefined {
-  const byType = formatOfMime(a.mime);
-  if (byType) return byType;
-  return GENERIC_TYPES.has(a.mime.split(";")[0]!.trim().toLowerCase()) ? formatOfName(a.name) : undefined;
+  return formatOf(a.mime, a.name);
 }

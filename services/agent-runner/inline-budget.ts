@@ -6,7 +6,7 @@
  * is that cap, less RESERVE_BYTES for what the records add around the inputs, less the inputs'
  * JSON size. Sizes are counted as JSON-encoded UTF-8 (a newline or a quote takes two bytes).
  */
-import type { RunInput } from "../../shared/contract/index.js";
+import { jsonBytes, type Attachment, type RunInput } from "../../shared/contract/index.js";
 
 /** room for the records' ids, the notes' headers and the request's other fields */
 const RESERVE_BYTES = 32 * 1024;
@@ -32,10 +32,6 @@ export class InlineBudget {
   }
 }
 
-export function jsonBytes(value: unknown): number {
-  return Buffer.byteLength(JSON.stringify(value));
-}
-
 /** The length of the longest start of `text` whose JSON-encoded UTF-8 (without the quotes) fits in `maxBytes`. */
 export function jsonFit(text: string, maxBytes: number): number {
   let size = 0;
@@ -55,4 +51,36 @@ export function jsonFit(text: string, maxBytes: number): number {
     i += width - 1;
   }
   return text.length;
+}
+
+export interface InlineReader {
+  /** whether this reader puts the attachment's text inline */
+  wanted(a: Attachment): boolean;
+  /** the attachment with its `text` (or `textError`), read with at most `allowance` JSON bytes of room; never throws */
+  read(a: Attachment, allowance: number): Promise<Attachment>;
+}
+
+/**
+ * Each wanted attachment of `inputs`, in order, read while at least `minAllowance` bytes of the
+ * budget are left (each gets at most `cap`); one whose text turns out not to fit stays as it was.
+ * Inputs with nothing wanted come back as they are.
+ */
+export async function inlineWithinBudget<T extends RunInput>(inputs: T[], maxPayloadBytes: number, cap: number, reader: InlineReader, minAllowance = 1): Promise<T[]> {
+  const budget = new InlineBudget(inputs, maxPayloadBytes);
+  const out: T[] = [];
+  for (const input of inputs) {
+    if (!input.attachments.some((a) => reader.wanted(a))) {
+      out.push(input);
+      continue;
+    }
+    const attachments: Attachment[] = [];
+    for (const a of input.attachments) {
+      const allowance = Math.min(cap, budget.bytes);
+      const done = reader.wanted(a) && allowance >= minAllowance ? await reader.read(a, allowance) : a;
+      // escaped for JSON, a text can outgrow the bytes it was read with
+      attachments.push(done.text === undefined || budget.take(done.text) ? done : a);
+    }
+    out.push({ ...input, attachments });
+  }
+  return out;
 }

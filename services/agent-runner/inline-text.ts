@@ -14,8 +14,9 @@
  */
 import type { Attachment, RunInput } from "../../shared/contract/index.js";
 import type { Logger } from "../../shared/runtime/logger.js";
+import { GENERIC_TYPES } from "../../shared/runtime/documents/formats.js";
 import type { MediaStore } from "../../shared/runtime/media.js";
-import { InlineBudget } from "./inline-budget.js";
+import { inlineWithinBudget } from "./inline-budget.js";
 
 const TEXT_TYPES = new Set([
   "application/json", "application/ld+json", "application/x-ndjson", "application/xml", "application/yaml", "application/x-yaml",
@@ -28,7 +29,6 @@ const TEXT_EXTENSIONS = new Set([
   "php", "pl", "lua", "swift", "sh", "bash", "zsh", "fish", "ps1", "sql", "r", "tex", "diff", "patch", "srt", "vtt", "ics", "vcf",
 ]);
 /** MIME types that say nothing about the content: the file name's extension decides */
-export const GENERIC_TYPES = new Set(["application/octet-stream", "binary/octet-stream", ""]);
 
 export class TextInliner {
   constructor(
@@ -41,22 +41,7 @@ export class TextInliner {
 
   async annotate<T extends RunInput>(inputs: T[], _signal?: AbortSignal): Promise<T[]> {
     if (this.maxBytes === 0 || !inputs.some((i) => i.attachments.some((a) => this.wanted(a)))) return inputs;
-    const budget = new InlineBudget(inputs, this.maxPayloadBytes);
-    const out: T[] = [];
-    for (const input of inputs) {
-      if (!input.attachments.some((a) => this.wanted(a))) {
-        out.push(input);
-        continue;
-      }
-      const attachments: Attachment[] = [];
-      for (const a of input.attachments) {
-        const done = this.wanted(a) && budget.bytes > 0 ? await this.one(a, Math.min(this.maxBytes, budget.bytes)) : a;
-        // escaped for JSON, a text can outgrow the bytes it was read with
-        attachments.push(done.text === undefined || budget.take(done.text) ? done : a);
-      }
-      out.push({ ...input, attachments });
-    }
-    return out;
+    return inlineWithinBudget(inputs, this.maxPayloadBytes, this.maxBytes, { wanted: (a) => this.wanted(a), read: (a, allowance) => this.one(a, allowance) });
   }
 
   private wanted(a: Attachment): boolean {

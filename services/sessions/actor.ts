@@ -2,7 +2,8 @@
 import { join } from "node:path";
 import type { ActorDefinition } from "../../shared/runtime/actor.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
-import { jsonBytes, newestWithin, replyBudget } from "./reply-size.js";
+import { jsonBytes } from "../../shared/contract/index.js";
+import { newestWithin, replyBudget } from "./reply-size.js";
 import { SessionStore } from "./store.js";
 
 export const definition: ActorDefinition = {

@@ -6,7 +6,7 @@
  * that fit and says `truncated`; the caller pages back with `sessions.history` `beforeSeq`.
  */
 import type { TranscriptRecord } from "../../shared/contract/index.js";
-import { DEFAULT_MAX_PAYLOAD_BYTES } from "../../shared/contract/safe-json.js";
+import { DEFAULT_MAX_PAYLOAD_BYTES, jsonBytes } from "../../shared/contract/safe-json.js";
 
 /** room for the reply's other fields (session entry, run records are measured; this is slack) */
 const RESERVE_BYTES = 16 * 1024;
@@ -23,18 +23,14 @@ export function replyBudget(serverMaxPayload: number | undefined): number {
  */
 export function newestWithin(records: TranscriptRecord[], budgetBytes: number): { records: TranscriptRecord[]; truncated: boolean } {
   // one measure for the common case: everything fits
-  if (Buffer.byteLength(JSON.stringify(records)) <= budgetBytes) return { records, truncated: false };
+  if (jsonBytes(records) <= budgetBytes) return { records, truncated: false };
   let used = 2; // the brackets
   let first = records.length;
   while (first > 0) {
-    const size = Buffer.byteLength(JSON.stringify(records[first - 1])) + 1;
+    const size = jsonBytes(records[first - 1]) + 1;
     if (used + size > budgetBytes && first < records.length) break;
     used += size;
     first--;
   }
   return { records: records.slice(first), truncated: first > 0 };
-}
-
-export function jsonBytes(value: unknown): number {
-  return Buffer.byteLength(JSON.stringify(value));
 }

@@ -14,7 +14,7 @@
  */
 import { z } from "zod";
 import { LurkError } from "../../../shared/contract/index.js";
-import { formatOfMime, formatOfName, sniffDocument, type DocumentFormat } from "../../../shared/runtime/documents/formats.js";
+import { formatOf, formatOfMime, GENERIC_TYPES, sniffDocument, type DocumentFormat } from "../../../shared/runtime/documents/formats.js";
 import { cutUtf8, looksBinary } from "../content.js";
 import { DOCUMENT_LIMITS, DOCUMENT_MAX_BYTES, documentBody, documentSummary, documentTooLarge, noTextNote, unreadableDocument } from "../documents.js";
 import { saveOutput } from "../saved-output.js";
@@ -43,9 +43,6 @@ function kindOf(mime: string, body: Buffer): Kind {
   return /[+/](json|xml)$/.test(mime) ? "text" : "binary";
 }
 
-/** types that say nothing about the content: a document among them is known by its bytes or its URL */
-const GENERIC_TYPES = new Set(["", "application/octet-stream", "binary/octet-stream", "application/download", "application/force-download", "application/x-download"]);
-
 /** The document format of a response: by its type, else (a generic or binary type) by its first bytes and the URL path. */
 function documentOf(mime: string, res: FetchResult): DocumentFormat | undefined {
   const byType = formatOfMime(mime);
@@ -57,9 +54,7 @@ function documentOf(mime: string, res: FetchResult): DocumentFormat | undefined 
 /** The body cap for a response: DOCUMENT_MAX_BYTES for what its type (or a generic type and the URL's extension) says is a document. */
 function bodyCap(maxBodyBytes: number) {
   return (contentType: string, url: URL): number => {
-    const mime = contentType.split(";")[0]!.trim().toLowerCase();
-    const document = formatOfMime(mime) ?? (GENERIC_TYPES.has(mime) ? formatOfName(url.pathname) : undefined);
-    return document ? DOCUMENT_MAX_BYTES : maxBodyBytes;
+    return formatOf(contentType, url.pathname) ? DOCUMENT_MAX_BYTES : maxBodyBytes;
   };
 }
 

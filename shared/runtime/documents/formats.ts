@@ -24,8 +24,19 @@ const EXTENSIONS: Record<string, DocumentFormat> = { pdf: "pdf", docx: "docx", x
 
 /** The format a MIME type names (parameters and case ignored); undefined for any other type. */
 export function formatOfMime(mime: string): DocumentFormat | undefined {
-  const bare = mime.split(";")[0]!.trim().toLowerCase();
+  const bare = bareMime(mime);
   return Object.hasOwn(TYPES, bare) ? TYPES[bare] : undefined;
+}
+
+/** MIME types that say nothing about the content: a file of one is known by its name (or its bytes) */
+export const GENERIC_TYPES: ReadonlySet<string> = new Set(["", "application/octet-stream", "binary/octet-stream", "application/download", "application/force-download", "application/x-download"]);
+
+/** The bare, lower-case MIME type ("Application/PDF; x=y" -> "application/pdf"). */
+export const bareMime = (mime: string): string => mime.split(";")[0]!.trim().toLowerCase();
+
+/** The format a MIME type names, or for a generic type the one `name`'s extension names. */
+export function formatOf(mime: string, name: string | undefined): DocumentFormat | undefined {
+  return formatOfMime(mime) ?? (GENERIC_TYPES.has(bareMime(mime)) ? formatOfName(name) : undefined);
 }
 
 /** The format a file name's (or URL path's) extension names; undefined for any other. */
@@ -38,6 +49,8 @@ const ZIP = [0x50, 0x4b, 0x03, 0x04];
 /** an OLE compound file: a password-protected DOCX, XLSX or PPTX (or an old binary Office file) */
 const COMPOUND_FILE = [0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1];
 const startsWith = (head: Uint8Array, magic: number[]) => magic.every((b, i) => head[i] === b);
+/** true for an OLE compound file (an encrypted DOCX, XLSX or PPTX, or an old binary Office file) */
+export const isCompoundFile = (head: Uint8Array): boolean => startsWith(head, COMPOUND_FILE);
 
 /**
  * The format of a file by its first bytes (at least its first 1 KB) and its name: "%PDF-" in the
@@ -53,7 +66,7 @@ export function sniffDocument(head: Uint8Array, name?: string): DocumentFormat |
     if (odf) return formatOfMime(odf[1]!);
   }
   const byName = formatOfName(name);
-  if (byName && byName !== "pdf" && (startsWith(head, ZIP) || startsWith(head, COMPOUND_FILE))) return byName;
+  if (byName && byName !== "pdf" && (startsWith(head, ZIP) || isCompoundFile(head))) return byName;
   return undefined;
 }
 

@@ -11,6 +11,7 @@
  * throw a DocumentError.
  */
 import JSZip from "jszip";
+import { isCompoundFile } from "./formats.js";
 import { DocumentError } from "./parts.js";
 
 const MB = 1024 * 1024;
@@ -19,12 +20,10 @@ export const MAX_TOTAL_BYTES = 50 * MB;
 const MAX_ENTRIES = 10_000;
 const MAX_READS = 1_000;
 
-/** the start of an OLE compound file: how Office stores a password-protected DOCX, XLSX or PPTX (and the old .doc, .xls, .ppt) */
-const COMPOUND_FILE = [0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1];
 
 /** Throws the DocumentError `open` throws for an encrypted Office file or too many entries, without parsing the archive. */
 export function checkArchive(bytes: Uint8Array): void {
-  if (COMPOUND_FILE.every((b, i) => bytes[i] === b)) throw new DocumentError("it is password-protected (encrypted), or an old binary Office file under a new name");
+  if (isCompoundFile(bytes)) throw new DocumentError("it is password-protected (encrypted), or an old binary Office file under a new name");
   const entries = directoryEntries(bytes);
   if (entries !== undefined && entries > MAX_ENTRIES) throw new DocumentError(`it holds ${entries} files, more than the ${MAX_ENTRIES} read`);
 }
