@@ -6,7 +6,6 @@
  * events on lurk.run.evt.<runId>), and `setup` writes the home idempotently.
  */
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -25,22 +24,12 @@ import { actorEnv, isSecretEnvName, LAUNCHER_ACTORS } from "../services/cli/acto
 import { parseArgs, type ParsedCommand } from "../services/cli/args.js";
 import { Backoff } from "../services/cli/backoff.js";
 import { subjectMatches } from "../services/cli/tail.js";
-import { CLI_MAIN, runCli } from "./harness/cli.js";
+import { runCli, startCli } from "./harness/cli.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
 import { freePort, TestNats } from "./harness/nats.js";
 
 const s = subjects();
 
-/** A long-running CLI process (tail) whose output is read while it runs. */
-function startCli(args: string[], env: Record<string, string>): { child: ChildProcess; stdout: () => string; stderr: () => string; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, [CLI_MAIN, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
-  child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
-  return { child, stdout: () => stdout, stderr: () => stderr, exited };
-}
 
 describe("lurkbot command line", () => {
   it("parses commands, options and arguments, and rejects what it does not know", () => {
@@ -387,7 +376,7 @@ describe("lurkbot streams", () => {
         const { jetstreamManager } = await import("@nats-io/jetstream");
         const names: string[] = [];
         for await (const si of (await jetstreamManager(admin)).streams.list()) names.push(si.config.name);
-        assert.deepEqual(names.sort(), ["KV_lurk_approvals", "KV_lurk_cron_fires", "KV_lurk_cron_jobs", "KV_lurk_heartbeat", "KV_lurk_leases", "KV_lurk_router", "KV_lurk_subagents", "LURK_DEADLETTER", "LURK_INBOUND", "LURK_OUTBOUND", "LURK_RUNS", "OBJ_lurk_media"], "the streams, the lease bucket, the cron buckets, the approvals, heartbeat, subagents and router buckets, the media store");
+        assert.deepEqual(names.sort(), ["KV_lurk_approvals", "KV_lurk_auth", "KV_lurk_cron_fires", "KV_lurk_cron_jobs", "KV_lurk_heartbeat", "KV_lurk_leases", "KV_lurk_router", "KV_lurk_subagents", "LURK_DEADLETTER", "LURK_INBOUND", "LURK_OUTBOUND", "LURK_RUNS", "OBJ_lurk_media"], "the streams, the lease bucket, the cron buckets, the approvals, heartbeat, subagents, router and auth buckets, the media store");
       } finally {
         await admin.close();
       }

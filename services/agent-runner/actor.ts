@@ -4,13 +4,15 @@
  * bus, checkpoints to the sessions actor, streams run events and delivers the reply.
  * Stateless: any number of instances share the queue.
  */
-import { CONSUMERS, runRequestSchema, STREAMS } from "../../shared/contract/index.js";
+import { Kvm, type KV } from "@nats-io/kv";
+import { AUTH_BUCKET, CONSUMERS, runRequestSchema, STREAMS } from "../../shared/contract/index.js";
 import type { ActorDefinition } from "../../shared/runtime/actor.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { join } from "node:path";
 import { AuthStateStore } from "./auth-profiles.js";
 import { RunControls } from "./control.js";
-import { ProviderRegistry } from "./providers/registry.js";
+import { KNOWN_PROVIDERS, ProviderRegistry } from "./providers/registry.js";
+import { watchLogins } from "./login-watch.js";
 import { runHandler } from "./run.js";
 import { ToolsClient } from "./tools-client.js";
 import { ImageLoader } from "./images.js";
@@ -28,11 +30,22 @@ export const definition: ActorDefinition = {
   version: LURKBOT_VERSION,
   description: "the agent loop: prompt, LLM, tools over the bus, checkpoints",
   async start(rt) {
-    const registry = new ProviderRegistry(rt.config);
+    // the lurk_auth bucket, opened when a refresh_token OAuth profile is first used (credentials.ts)
+    let authBucket: Promise<KV> | undefined;
+    const openAuthBucket = () => (authBucket ??= new Kvm(rt.nc).open(AUTH_BUCKET).catch((err: unknown) => {
+      authBucket = undefined;
+      throw err;
+    }));
+    const registry = new ProviderRegistry(rt.config, { authBucket: openAuthBucket });
     // auth profile cooldowns and session pins, shared by the runners of this host
     const authState = new AuthStateStore(join(rt.config.dataDir, "agent-runner", "auth-state"));
     rt.onStop({ stop: () => authState.close() });
     void authState.prunePins().catch((err) => rt.log.warn({ err }, "could not prune auth profile pins"));
+    // a login clears the disable a refused one left (login-watch.ts); only with refresh_token profiles
+    if (KNOWN_PROVIDERS.some((p) => registry.profiles(p).some((profile) => profile.credential?.kind === "oauth" && profile.credential.client.grant === "refresh_token"))) {
+      void openAuthBucket().then((kv) => watchLogins(kv, authState, rt.log, rt.signal))
+        .catch((err: unknown) => rt.log.warn({ err }, "cannot watch the lurk_auth bucket: a new login clears its profile's cooldowns only after they end"));
+    }
     // a gated call waits for a human (up to approvals.timeoutMs) before its own deadline starts
     const toolCallTimeoutMs = rt.config.approvals.timeoutMs + rt.config.tools.timeoutMs + TOOL_CALL_MARGIN_MS;
     const tools = new ToolsClient(rt.nc, rt.client, rt.subjects, rt.log, toolCallTimeoutMs);

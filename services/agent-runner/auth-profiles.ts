@@ -165,6 +165,27 @@ export class AuthStateStore {
     });
   }
 
+  /** Forgets a profile's disable and every model's cooldown of it (a new login); returns whether there was any. */
+  async clearProfile(provider: string, id: string): Promise<boolean> {
+    const key = `${provider}\u0000${id}`;
+    const prefix = `${key}\u0000`;
+    let cleared = false;
+    await this.root.transaction(() => {
+      const state = this.profilesDb.get(key);
+      if (state && (state.disableCount > 0 || state.disabledUntil !== undefined)) {
+        const { disabledUntil: _u, disabledReason: _r, ...rest } = state;
+        void this.profilesDb.put(key, { ...rest, disableCount: 0 });
+        cleared = true;
+      }
+      for (const { key: k } of this.cooldownsDb.getRange({ start: prefix })) {
+        if (!k.startsWith(prefix)) break;
+        void this.cooldownsDb.remove(k);
+        cleared = true;
+      }
+    });
+    return cleared;
+  }
+
   /** Drops pins older than PIN_TTL_MS; returns how many. */
   async prunePins(): Promise<number> {
     const cutoff = this.now() - PIN_TTL_MS;

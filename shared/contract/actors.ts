@@ -41,6 +41,9 @@ export const APPROVALS_BUCKET = "lurk_approvals";
 /** The router's state, written by the active instance for the next one: active runs (`run.<runId>`) and DM pairing (`pending.<code>`, `approved.<channel>.<sender>`). */
 export const ROUTER_BUCKET = "lurk_router";
 
+/** Tokens of auth profiles with a refresh_token OAuth client (key: `<provider>.<profileId>`; auth-state.ts). */
+export const AUTH_BUCKET = "lurk_auth";
+
 /** The media store: a JetStream object store of files, named by their SHA-256 (mediaRefSchema). */
 export const MEDIA_BUCKET = "lurk_media";
 
@@ -94,10 +97,12 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       user: "agent-runner",
       description: "the agent loop: prompt, LLM, tools over the bus, checkpoints",
       // reading the media store: a transcript's images go to the model as bytes
-      publish: [s.runEventAll, s.outboundAll, ops("sessions"), ops("tools"), ...mediaSubjects("read")],
+      // the auth bucket: OAuth tokens refreshed with a compare-and-set, logins watched (auth-state.ts)
+      publish: [s.runEventAll, s.outboundAll, ops("sessions"), ops("tools"), ...mediaSubjects("read"), ...kvWatchSubjects(AUTH_BUCKET)],
       subscribe: [s.runControlAll, s.toolProgressAll, s.toolsCatalogChanged],
       responder: true,
       consumers: [{ stream: STREAMS.runs, consumer: CONSUMERS.agentRunner }],
+      kvBuckets: [AUTH_BUCKET],
     }),
     grant({
       user: "tools",
@@ -167,8 +172,10 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       user: "cli",
       description: "the terminal channel and the operator console (status, tail, admin commands)",
       // reading the leases: which instance of cron, heartbeat, subagents, approvals and router is active (status);
-      // the media store: files sent from the terminal and files received there
-      publish: [s.inbound("cli"), "$SRV.>", ...["router", "sessions", "tools", "approvals", "subagents", "heartbeat", "cron"].map(ops), ...kvReadSubjects(LEASE_BUCKET), ...mediaSubjects("write")],
+      // the media store: files sent from the terminal and files received there;
+      // the auth bucket: `lurkbot auth login|import|logout|list` (auth-state.ts)
+      publish: [s.inbound("cli"), "$SRV.>", ...["router", "sessions", "tools", "approvals", "subagents", "heartbeat", "cron"].map(ops), ...kvReadSubjects(LEASE_BUCKET), ...mediaSubjects("write"),
+        ...kvReadSubjects(AUTH_BUCKET), `$KV.${AUTH_BUCKET}.>`, ...kvWatchSubjects(AUTH_BUCKET)],
       subscribe: [s.outboundChannel("cli"), s.runEventAll, s.toolProgressAll, s.eventAll],
       responder: false,
     }),

@@ -1,5 +1,6 @@
 /** The bus contract: subjects, envelope, schemas, endpoints, errors, NATS users. */
 export * from "./actors.js";
+export * from "./auth-state.js";
 export * from "./chat-commands.js";
 export * from "./common.js";
 export * from "./endpoints.js";

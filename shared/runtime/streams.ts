@@ -9,7 +9,7 @@ import { nanos, type NatsConnection } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
 import { Objm } from "@nats-io/obj";
 import { MEDIA_DEFAULTS, MB, type MediaConfig } from "./config-media.js";
-import { APPROVALS_BUCKET, ROUTER_BUCKET, MEDIA_BUCKET, CRON_FIRES_BUCKET, CRON_JOBS_BUCKET, HEARTBEAT_BUCKET, LEASE_BUCKET, STREAMS, SUBAGENTS_BUCKET, subjects } from "../contract/index.js";
+import { APPROVALS_BUCKET, AUTH_BUCKET, ROUTER_BUCKET, MEDIA_BUCKET, CRON_FIRES_BUCKET, CRON_JOBS_BUCKET, HEARTBEAT_BUCKET, LEASE_BUCKET, STREAMS, SUBAGENTS_BUCKET, subjects } from "../contract/index.js";
 
 const DAY_MS = 24 * 3600_000;
 const DUPLICATE_WINDOW_MS = 2 * 60_000;
@@ -30,7 +30,8 @@ export function streamConfigs(prefix?: string): Array<Partial<StreamConfig> & { 
  * nobody renewed for a day), the cron actor's replicated jobs (kept until removed) and its fire
  * claims (kept three days: longer than any catch-up gap they guard), and the heartbeat,
  * subagents actors' state (kept until removed), the approvals actor's records (kept a week) and the
- * router's active runs and pairing (kept until removed).
+ * router's active runs and pairing (kept until removed), and the OAuth tokens of auth profiles
+ * (kept until `lurkbot auth logout`).
  */
 const BUCKETS = [
   { name: LEASE_BUCKET, ttl: DAY_MS, description: "leases: one active instance per stateful actor" },
@@ -41,6 +42,7 @@ const BUCKETS = [
   // a record matters at most 48 h (pending up to 24 h, its token valid up to 24 h more)
   { name: APPROVALS_BUCKET, ttl: 7 * DAY_MS, description: "approval records, for the instance that takes over" },
   { name: ROUTER_BUCKET, description: "the router's active runs and DM pairing, for the instance that takes over" },
+  { name: AUTH_BUCKET, description: "OAuth tokens of auth profiles (refresh_token grant), refreshed by any agent-runner with compare-and-set" },
 ];
 
 /**

@@ -66,6 +66,8 @@ export function autoReply(body: MessagesBody): FakeAnthropicReply {
 
 export class FakeAnthropicServer {
   readonly requests: AnthropicRequest[] = [];
+  /** Optional: whether a request's headers are accepted (else 401), e.g. a fake OAuth server's tokens. */
+  acceptsAuth: ((headers: IncomingHttpHeaders) => boolean) | undefined;
   private readonly queue: FakeAnthropicReply[] = [];
   private counter = 0;
 
@@ -97,7 +99,7 @@ export class FakeAnthropicServer {
     } catch {
       return json(res, 400, errorBody("invalid_request_error", "request body is not valid JSON"));
     }
-    if (this.apiKey && apiKeyOf(req.headers) !== this.apiKey) return json(res, 401, errorBody(...ERRORS[401]!));
+    if ((this.apiKey && apiKeyOf(req.headers) !== this.apiKey) || (this.acceptsAuth && !this.acceptsAuth(req.headers))) return json(res, 401, errorBody(...ERRORS[401]!));
     const invalid = anthropicContentError(body.messages ?? []);
     if (invalid) return json(res, 400, errorBody("invalid_request_error", invalid));
     const reply = this.queue.shift() ?? autoReply(body);

@@ -110,6 +110,10 @@ export class FakeOpenAIServer {
    */
   responder: ((body: ChatRequestBody) => FakeReply | undefined | Promise<FakeReply | undefined>) | undefined;
   readonly transcriptions: TranscriptionRequest[] = [];
+  /** Optional: whether a chat request's Authorization header is accepted (else 401), e.g. a fake OAuth server's tokens. */
+  acceptsAuth: ((authorization: string | undefined) => boolean) | undefined;
+  /** chat requests answered 401 (not in `requests`) */
+  refusedAuth = 0;
   /** the text of a transcription (a number: answer with that HTTP status instead) */
   transcriptText: (req: TranscriptionRequest) => string | number = (req) => `transcript of ${req.fileName}, ${req.bytes.byteLength} bytes`;
   private readonly queue: FakeReply[] = [];
@@ -165,7 +169,8 @@ export class FakeOpenAIServer {
     } catch {
       return json(res, 400, { error: { message: "We could not parse the JSON body of your request.", type: "invalid_request_error", param: null, code: null } });
     }
-    if (this.opts.apiKey && req.headers.authorization !== `Bearer ${this.opts.apiKey}`) {
+    if ((this.opts.apiKey && req.headers.authorization !== `Bearer ${this.opts.apiKey}`) || (this.acceptsAuth && !this.acceptsAuth(req.headers.authorization))) {
+      this.refusedAuth++;
       return this.error(res, { kind: "error", status: 401 });
     }
     const invalid = openaiContentError(body.messages ?? []);

@@ -1,5 +1,5 @@
 /** Running the `lurkbot` command as a user would: `node dist/services/cli/main.js ...args`. */
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { DIST_ROOT } from "../../shared/scripts/paths.js";
 
@@ -26,4 +26,22 @@ export function runCli(args: string[], env: Record<string, string>, opts: { time
     });
     child.stdin.end(opts.input);
   });
+}
+
+export interface RunningCli {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+/** A CLI process whose output is read while it runs (tail, a login); `stdin: "pipe"` to write to it. */
+export function startCli(args: string[], env: Record<string, string>, stdin: "ignore" | "pipe" = "ignore"): RunningCli {
+  const child = spawn(process.execPath, [CLI_MAIN, ...args], { env, stdio: [stdin, "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
+  return { child, stdout: () => stdout, stderr: () => stderr, exited };
 }

@@ -16,6 +16,8 @@ import type { Provider, ProviderRequest, ProviderStreamEvent, ToolCallBlock } fr
 
 export interface AnthropicProviderOptions {
   apiKey?: string;
+  /** a bearer token instead of an API key (a `token` or `oauth` auth profile) */
+  authToken?: string;
   baseUrl?: string;
   timeoutMs: number;
   /** max_tokens when the request gives none (the API requires it) */
@@ -23,6 +25,10 @@ export interface AnthropicProviderOptions {
 }
 
 export const DEFAULT_MAX_TOKENS = 4096;
+
+/** tokens of Claude accounts (`claude setup-token`) are OAuth access tokens; the API wants this beta flag with them */
+const CLAUDE_OAUTH_TOKEN = /^sk-ant-oat\d*-/;
+const CLAUDE_OAUTH_BETA = "oauth-2025-04-20";
 
 type Building =
   | { kind: "text"; text: string }
@@ -43,7 +49,9 @@ export class AnthropicProvider implements Provider {
   constructor(opts: AnthropicProviderOptions) {
     // an Anthropic-compatible local server may need no key; the SDK insists on one
     this.client = new Anthropic({
-      apiKey: opts.apiKey ?? "no-key",
+      ...(opts.authToken
+        ? { apiKey: null, authToken: opts.authToken, ...(CLAUDE_OAUTH_TOKEN.test(opts.authToken) ? { defaultHeaders: { "anthropic-beta": CLAUDE_OAUTH_BETA } } : {}) }
+        : { apiKey: opts.apiKey ?? "no-key" }),
       ...(opts.baseUrl ? { baseURL: opts.baseUrl } : {}),
       maxRetries: 0,
       timeout: opts.timeoutMs,

@@ -6,12 +6,17 @@
  *
  * Auth profiles of a provider: "default" (the provider's apiKey/baseUrl, also from the
  * environment) first, then `providers.<name>.profiles`. A profile's fingerprint (a hash of its
- * key and endpoint) lets the auth state forget cooldowns of a key that was replaced.
+ * key and endpoint) lets the auth state forget cooldowns of a key that was replaced. A profile
+ * with a token or an OAuth client gets its secret per call (credentials.ts, credentialed.ts).
  */
 import { createHash } from "node:crypto";
+import type { KV } from "@nats-io/kv";
 import { LurkError } from "../../../shared/contract/index.js";
 import type { LurkConfig } from "../../../shared/runtime/config.js";
+import { PROVIDER_NAMES, providerProfiles, type OAuthClientConfig, type ProviderName, type ResolvedProfileConfig } from "../../../shared/runtime/config-providers.js";
+import { ClientCredentials, RefreshedTokens, StaticToken, type CredentialSource } from "../credentials.js";
 import { resolveModelRef } from "../models.js";
+import { CredentialedProvider } from "./credentialed.js";
 import { LazyProvider, providerModules } from "./lazy.js";
 import { OllamaProvider } from "./ollama.js";
 import type { Provider } from "./types.js";
@@ -19,15 +24,27 @@ import type { Provider } from "./types.js";
 export const NO_MODEL_TEXT =
   "No model is configured. Set LURKBOT_MODEL=openai/gpt-4o-mini and OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible server), then restart with `npx lurkbot start`.";
 
-export const KNOWN_PROVIDERS = ["openai", "anthropic", "ollama"] as const;
+export const KNOWN_PROVIDERS = PROVIDER_NAMES;
+
+/** A profile's credential when it is not an API key (config-providers.ts). */
+export type ProfileCredential =
+  | { kind: "token"; token: string; expires?: number }
+  | { kind: "oauth"; client: OAuthClientConfig };
 
 export interface AuthProfile {
   provider: string;
   id: string;
   apiKey?: string;
+  credential?: ProfileCredential;
   baseUrl?: string;
-  /** sha256 of key and endpoint, 16 hex chars (never the key itself) */
+  /** sha256 of the credential (a token, an OAuth client's endpoint and id) and endpoint, 16 hex chars */
   fingerprint: string;
+}
+
+export interface ProviderRegistryOptions {
+  /** the `lurk_auth` bucket, for profiles whose OAuth client uses the refresh_token grant */
+  authBucket?: () => Promise<KV>;
+  now?: () => number;
 }
 
 export interface ResolvedModel {
@@ -41,14 +58,17 @@ export interface ResolvedModel {
   profile: AuthProfile;
 }
 
-const fingerprint = (apiKey: string | undefined, baseUrl: string | undefined) =>
-  createHash("sha256").update(`${apiKey ?? ""}\n${baseUrl ?? ""}`).digest("hex").slice(0, 16);
+const credentialText = (c: ProfileCredential | undefined) =>
+  !c ? "" : c.kind === "token" ? `token\u0000${c.token}` : `oauth\u0000${c.client.grant}\u0000${c.client.tokenUrl}\u0000${c.client.clientId}`;
+
+const fingerprint = (apiKey: string | undefined, baseUrl: string | undefined, credential?: ProfileCredential) =>
+  createHash("sha256").update(`${apiKey ?? ""}\n${baseUrl ?? ""}${credential ? `\n${credentialText(credential)}` : ""}`).digest("hex").slice(0, 16);
 
 export class ProviderRegistry {
   private readonly cache = new Map<string, Provider>();
   private readonly profileCache = new Map<string, AuthProfile[]>();
 
-  constructor(private readonly config: LurkConfig) {}
+  constructor(private readonly config: LurkConfig, private readonly opts: ProviderRegistryOptions = {}) {}
 
   /** The model ref a run uses (aliases expanded), or undefined when none is configured anywhere. */
   pick(requested: string | undefined, agentModel: string | undefined): string | undefined {
@@ -66,20 +86,13 @@ export class ProviderRegistry {
   profiles(providerName: string): AuthProfile[] {
     const cached = this.profileCache.get(providerName);
     if (cached) return cached;
-    const make = (id: string, apiKey: string | undefined, baseUrl: string | undefined): AuthProfile => ({
-      provider: providerName, id, ...(apiKey ? { apiKey } : {}), ...(baseUrl ? { baseUrl } : {}), fingerprint: fingerprint(apiKey, baseUrl),
+    const make = (id: string, apiKey: string | undefined, baseUrl: string | undefined, credential?: ProfileCredential): AuthProfile => ({
+      provider: providerName, id, ...(apiKey ? { apiKey } : {}), ...(credential ? { credential } : {}), ...(baseUrl ? { baseUrl } : {}),
+      fingerprint: fingerprint(apiKey, baseUrl, credential),
     });
-    const out: AuthProfile[] = [];
-    const p = this.config.providers;
-    if (providerName === "openai" || providerName === "anthropic") {
-      const c = p[providerName];
-      if (c.apiKey || c.baseUrl) out.push(make("default", c.apiKey, c.baseUrl));
-      for (const profile of c.profiles) if (profile.id !== "default" || out.length === 0) out.push(make(profile.id, profile.apiKey, profile.baseUrl ?? c.baseUrl));
-    } else if (providerName === "ollama") {
-      const c = p.ollama;
-      if (c.profiles.length === 0 || c.host || c.apiKey) out.push(make("default", c.apiKey, c.host));
-      for (const profile of c.profiles) if (profile.id !== "default" || out.length === 0) out.push(make(profile.id, profile.apiKey, profile.baseUrl ?? c.host));
-    }
+    const out: AuthProfile[] = (PROVIDER_NAMES as readonly string[]).includes(providerName)
+      ? providerProfiles(this.config.providers, providerName as ProviderName).profiles.map((p) => make(p.id, p.apiKey, p.baseUrl, credentialOf(p)))
+      : [];
     this.profileCache.set(providerName, out);
     return out;
   }
@@ -118,24 +131,48 @@ export class ProviderRegistry {
     const key = `${profile.provider}#${profile.id}#${profile.fingerprint}`;
     const cached = this.cache.get(key);
     if (cached) return cached;
-    const timeoutMs = this.config.runs.llmTimeoutMs;
-    const creds = { ...(profile.apiKey ? { apiKey: profile.apiKey } : {}), ...(profile.baseUrl ? { baseUrl: profile.baseUrl } : {}), timeoutMs };
-    let provider: Provider;
-    switch (profile.provider) {
-      case "openai":
-        provider = new LazyProvider("openai", async () => new (await providerModules.openai()).OpenAIProvider(creds));
-        break;
-      case "anthropic":
-        provider = new LazyProvider("anthropic", async () => new (await providerModules.anthropic()).AnthropicProvider(creds));
-        break;
-      case "ollama":
-        // imports its client library itself on the first call
-        provider = new OllamaProvider({ ...(profile.baseUrl ? { host: profile.baseUrl } : {}), ...(profile.apiKey ? { apiKey: profile.apiKey } : {}), timeoutMs });
-        break;
-      default:
-        throw new LurkError("CONFIG_INVALID", `unknown model provider "${profile.provider}"; supported: ${KNOWN_PROVIDERS.join(", ")}`);
-    }
+    const provider = profile.credential
+      ? new CredentialedProvider(profile.provider, this.sourceFor(profile, profile.credential), (secret) => this.client(profile, secret, true))
+      : this.client(profile, profile.apiKey, false);
     this.cache.set(key, provider);
     return provider;
   }
+
+  /** A provider client with one fixed secret: an API key, or a bearer token (`bearer`). */
+  private client(profile: AuthProfile, secret: string | undefined, bearer: boolean): Provider {
+    const timeoutMs = this.config.runs.llmTimeoutMs;
+    const base = profile.baseUrl ? { baseUrl: profile.baseUrl } : {};
+    const creds = { ...(secret ? { apiKey: secret } : {}), ...base, timeoutMs };
+    switch (profile.provider) {
+      case "openai":
+        // OpenAI and compatible servers take keys and tokens alike as `Authorization: Bearer`
+        return new LazyProvider("openai", async () => new (await providerModules.openai()).OpenAIProvider(creds));
+      case "anthropic": {
+        const anthropic = bearer && secret ? { authToken: secret, ...base, timeoutMs } : creds;
+        return new LazyProvider("anthropic", async () => new (await providerModules.anthropic()).AnthropicProvider(anthropic));
+      }
+      case "ollama":
+        // imports its client library itself on the first call; a key or token goes as Bearer
+        return new OllamaProvider({ ...(profile.baseUrl ? { host: profile.baseUrl } : {}), ...(secret ? { apiKey: secret } : {}), timeoutMs });
+      default:
+        throw new LurkError("CONFIG_INVALID", `unknown model provider "${profile.provider}"; supported: ${KNOWN_PROVIDERS.join(", ")}`);
+    }
+  }
+
+  private sourceFor(profile: AuthProfile, credential: ProfileCredential): CredentialSource {
+    const label = `auth profile ${profile.provider}/${profile.id}`;
+    if (credential.kind === "token") {
+      return new StaticToken(credential.token, credential.expires, label, `put a new token in providers.${profile.provider}.profiles (id "${profile.id}") of config.json and restart the agent-runner`, this.opts.now);
+    }
+    if (credential.client.grant === "client_credentials") return new ClientCredentials(credential.client, label, this.opts.now);
+    const bucket = this.opts.authBucket;
+    if (!bucket) throw new LurkError("CONFIG_INVALID", `${label} uses the refresh_token grant, which needs the lurk_auth bucket; this process has no bus connection for it`);
+    return new RefreshedTokens(bucket, profile.provider, profile.id, credential.client, this.opts.now);
+  }
+}
+
+function credentialOf(profile: ResolvedProfileConfig): ProfileCredential | undefined {
+  if (profile.token) return { kind: "token", token: profile.token, ...(profile.expires !== undefined ? { expires: profile.expires } : {}) };
+  if (profile.oauth) return { kind: "oauth", client: profile.oauth };
+  return undefined;
 }
