@@ -116,7 +116,7 @@ describe("lurkbot auth on a real bus", () => {
         },
         anthropic: {
           profiles: [
-            { id: "work", oauth: { ...refresh, authorizeUrl: oauth.authorizeUrl, scope: "offline_access llm" } },
+            { id: "work", oauth: { ...refresh, authorizeUrl: oauth.authorizeUrl, scope: "offline_access llm", params: { audience: "https://llm.example" } } },
             { id: "pasted", oauth: { ...refresh, authorizeUrl: oauth.authorizeUrl, redirectUri: PASTE_REDIRECT } },
             { id: "imported", oauth: refresh },
           ],
@@ -192,6 +192,7 @@ describe("lurkbot auth on a real bus", () => {
     assert.equal(q.get("response_type"), "code");
     assert.match(q.get("redirect_uri")!, /^http:\/\/127\.0\.0\.1:\d+\/callback$/);
     assert.equal(q.get("scope"), "offline_access llm");
+    assert.equal(q.get("audience"), "https://llm.example", "the configured params go to the authorization request too");
     assert.equal(q.get("code_challenge_method"), "S256");
     assert.match(q.get("code_challenge")!, /^[A-Za-z0-9_-]{43}$/);
     assert.ok((q.get("state") ?? "").length >= 16);

@@ -43,7 +43,8 @@ export async function browserLogin(client: OAuthClientConfig & { authorizeUrl: s
   const receiver = loopback ? await LoopbackReceiver.start(client.redirectUri, state, again) : undefined;
   const redirectUri = receiver?.redirectUri ?? client.redirectUri!;
   const url = new URL(client.authorizeUrl);
-  const query = { client_id: client.clientId, response_type: "code", redirect_uri: redirectUri, ...(client.scope ? { scope: client.scope } : {}), state, code_challenge: challenge, code_challenge_method: "S256" };
+  // the configured extra params (e.g. Auth0's audience, RFC 8707's resource) go to the authorization request too
+  const query = { ...(client.params ?? {}), client_id: client.clientId, response_type: "code", redirect_uri: redirectUri, ...(client.scope ? { scope: client.scope } : {}), state, code_challenge: challenge, code_challenge_method: "S256" };
   for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
 
   io.out(`To log in to ${label}, open this address in a browser:`);

@@ -27,7 +27,7 @@ export const oauthClientConfigSchema = z.object({
   clientSecret: z.string().min(1).optional(),
   /** space-separated scopes asked for (client_credentials, and the login of refresh_token) */
   scope: z.string().max(2048).optional(),
-  /** further token request fields, e.g. { "audience": "https://llm.example" } or { "resource": ... } */
+  /** further request fields, e.g. { "audience": "https://llm.example" } or { "resource": ... }: sent to the token endpoint and, for a login, in the authorization request */
   params: z.record(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/), z.string().max(2048)).optional(),
   /** the token request's body: form-encoded (RFC 6749) or JSON (some servers take only that) */
   body: z.enum(["form", "json"]).default("form"),
