@@ -71,12 +71,16 @@ describe("reset policy: which reset is due", () => {
     assert.equal(resetReason(0, Date.now(), undefined), null);
     assert.equal(resetReason(0, Date.now(), {}), null);
     const cfg = parseConfig({}, { LURKBOT_HOME: "/tmp/lurk-x" });
-    assert.deepEqual(cfg.sessions, {});
+    const { replication, ...resets } = cfg.sessions;
+    assert.deepEqual(resets, {});
+    assert.equal(replication.enabled, false, "replication is off by default too");
   });
 
   it("config: validates the hour and the time zone", () => {
     const cfg = parseConfig({ sessions: { dailyResetHour: 4, idleResetMinutes: 120, timeZone: "Europe/Berlin" } }, { LURKBOT_HOME: "/tmp/lurk-x" });
-    assert.deepEqual(cfg.sessions, { dailyResetHour: 4, idleResetMinutes: 120, timeZone: "Europe/Berlin" });
+    const { replication: _, ...resets } = cfg.sessions;
+    assert.deepEqual(resets, { dailyResetHour: 4, idleResetMinutes: 120, timeZone: "Europe/Berlin" });
+    assert.throws(() => parseConfig({ sessions: { replication: { enabled: true, leaseTtlMs: 2000, leaseRenewMs: 1500 } } }, { LURKBOT_HOME: "/tmp/lurk-x" }), /sessions\.replication\.leaseRenewMs must be at most half/);
     assert.throws(() => parseConfig({ sessions: { dailyResetHour: 24 } }, { LURKBOT_HOME: "/tmp/lurk-x" }), /sessions\.dailyResetHour/);
     assert.throws(() => parseConfig({ sessions: { timeZone: "Mars/Olympus" } }, { LURKBOT_HOME: "/tmp/lurk-x" }), /sessions\.timeZone: unknown time zone/);
   });

@@ -11,7 +11,9 @@ import { LAUNCHER_ACTORS } from "./actors.js";
 import { table } from "./format.js";
 
 /** the actors that keep one active instance through a lease named after them */
-export const LEASED_ACTORS = ["cron", "heartbeat", "subagents", "approvals", "router"] as const;
+export const LEASED_ACTORS = ["cron", "heartbeat", "subagents", "approvals", "router", "sessions"] as const;
+/** actors that hold a lease only in some setups (sessions: with `sessions.replication`); no lease: no role */
+const OPTIONAL_LEASE: readonly string[] = ["sessions"];
 
 export interface InstanceStatus {
   name: string;
@@ -97,6 +99,7 @@ export async function gatherStatus(nc: NatsConnection, url: string, now = Date.n
 
 function roleOf(instance: InstanceStatus, lease: LeaseHolder | undefined): InstanceStatus["role"] {
   if (!(LEASED_ACTORS as readonly string[]).includes(instance.name)) return null;
+  if (!lease && OPTIONAL_LEASE.includes(instance.name)) return null;
   return lease?.live && lease.instance === instance.id ? "active" : "standby";
 }
 

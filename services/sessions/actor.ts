@@ -1,10 +1,23 @@
-/** The sessions actor: serves `lurk.sessions.<op>` from its LMDB store. One active instance. */
+/**
+ * The sessions actor: serves `lurk.sessions.<op>` from its LMDB store.
+ * Without `sessions.replication` (the default): one instance, this host's LMDB.
+ * With it: one active instance through the lease `sessions`; every write is in the SESSIONS
+ * stream before it is answered (replication.ts); standbys follow the stream into their own LMDB,
+ * relay requests to the active instance, and one takes over (after applying the whole stream)
+ * when the lease lapses.
+ */
 import { join } from "node:path";
-import type { ActorDefinition } from "../../shared/runtime/actor.js";
+import type { ActorDefinition, ActorRuntime } from "../../shared/runtime/actor.js";
+import { ActiveInstance } from "../../shared/runtime/active-instance.js";
+import { deadLocalHolder } from "../../shared/runtime/dead-holder.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
-import { jsonBytes } from "../../shared/contract/index.js";
+import { jsonBytes, type EndpointOp, type ParsedRequestOf, type ReplyOf } from "../../shared/contract/index.js";
 import { newestWithin, replyBudget } from "./reply-size.js";
+import { SessionReplication } from "./replication.js";
 import { SessionStore } from "./store.js";
+
+type Op = EndpointOp<"sessions">;
+type Serve = <O extends Op>(op: O, handler: (req: ParsedRequestOf<"sessions", O>) => Promise<ReplyOf<"sessions", O>> | ReplyOf<"sessions", O>, writes?: boolean) => void;
 
 export const definition: ActorDefinition = {
   name: "sessions",
@@ -12,39 +25,96 @@ export const definition: ActorDefinition = {
   description: "session entries and append-only transcripts (LMDB)",
   async start(rt) {
     const policy = rt.config.sessions;
+    const replicated = policy.replication.enabled;
+    let replication: SessionReplication | undefined;
     const store = new SessionStore(join(rt.config.dataDir, "sessions"), Date.now, {
       resetPolicy: policy,
       // daily/idle resets done while a run begins (or a session is ensured)
       onReset: (r) => rt.emit("reset", { ...r, lastActivity: new Date(r.lastActivity).toISOString() }),
       onFlushError: (err) => rt.log.error({ err }, "flushing the sessions store to disk failed; the next write retries"),
+      replicate: replicated,
+      onQueued: () => replication?.queued(),
     });
-    // replies with transcript records keep the newest that fit the bus's message size (reply-size.ts)
-    const budget = () => replyBudget(rt.nc.info?.max_payload);
-    rt.serve("sessions", "begin", async (req) => {
-      const begun = await store.begin({ ...req, ...(req.origin ? { lastOrigin: req.origin } : {}) });
-      const fitted = newestWithin(begun.records, budget() - jsonBytes({ ...begun, records: [] }));
-      if (!fitted.truncated) return begun;
-      rt.log.info({ sessionKey: req.sessionKey, kept: fitted.records.length, of: begun.records.length }, "a run's history is larger than one reply: the runner pages back for the rest");
-      return { ...begun, records: fitted.records, incremental: false, truncated: true };
-    });
-    rt.serve("sessions", "ensure", (req) => store.ensure({ ...req, ...(req.origin ? { lastOrigin: req.origin } : {}) }));
-    rt.serve("sessions", "get", (req) => ({ session: store.get(req.sessionKey) }));
-    rt.serve("sessions", "list", (req) => ({ sessions: store.list(req) }));
-    rt.serve("sessions", "history", (req) => {
-      const session = store.get(req.sessionKey);
-      const fitted = newestWithin(store.history(req.sessionKey, req.limit, req.sessionId, req.beforeSeq), budget() - jsonBytes({ session, records: [] }));
-      return { session, records: fitted.records, ...(fitted.truncated ? { truncated: true } : {}) };
-    });
-    rt.serve("sessions", "append", (req) => store.append(req.sessionKey, req.records, req.usage));
-    rt.serve("sessions", "run", (req) => store.run(req.runId));
-    rt.serve("sessions", "usage", async (req) => ({ session: await store.addUsage(req.sessionKey, req.usage, req.model, req.provider) }));
-    rt.serve("sessions", "patch", async (req) => ({ session: await store.patch(req.sessionKey, req.patch) }));
-    rt.serve("sessions", "reset", async (req) => {
-      const result = await store.reset(req.sessionKey);
-      rt.emit("reset", { sessionKey: req.sessionKey, reason: req.reason });
-      return result;
-    });
-    rt.serve("sessions", "delete", async (req) => ({ deleted: await store.delete(req.sessionKey) }));
-    return { stop: () => store.close() };
+    let serve: Serve = (op, handler) => rt.serve("sessions", op, handler);
+    let instance: ActiveInstance<"sessions"> | undefined;
+    if (replicated) {
+      const r = new SessionReplication(rt, store, policy.replication.ackTimeoutMs);
+      replication = r;
+      instance = await openReplicated(rt, store, r);
+      const relay = instance.relay;
+      // a write is answered once its change set is in the stream
+      serve = (op, handler, writes = false) => relay.serve(op, writes ? async (req) => {
+        const reply = await handler(req);
+        await r.settled(store.changeLog!.lastQueued);
+        return reply;
+      } : handler);
+    }
+    serveOps(rt, store, serve);
+    if (instance) await instance.start();
+    if (instance && !instance.isActive()) await replication!.startFollowing();
+    return {
+      stop: async () => {
+        await instance?.stop();
+        await replication?.close();
+        await store.close();
+      },
+    };
   },
 };
+
+/** The lease, with the takeover (apply the whole stream, then write) and the standby (follow). */
+async function openReplicated(rt: ActorRuntime, store: SessionStore, replication: SessionReplication): Promise<ActiveInstance<"sessions">> {
+  let roles: Promise<void> = Promise.resolve();
+  const then = (step: () => Promise<void>) => (roles = roles.then(step).catch((err: unknown) => rt.log.error({ err }, "sessions: changing role failed")));
+  return ActiveInstance.open(rt, "sessions", {
+    ttlMs: rt.config.sessions.replication.leaseTtlMs,
+    renewMs: rt.config.sessions.replication.leaseRenewMs,
+    takeOver: () => then(async () => {
+      await replication.catchUp(rt.signal);
+      const log = store.changeLog!;
+      if (!log.seeded) {
+        // the first active instance publishes the data it had before replication was on
+        if (await replication.streamEmpty()) rt.log.info({ sessions: store.seedChangeLog() }, "sessions: this store's sessions go to the SESSIONS stream");
+        else store.logTxn((l) => l.markSeededInTxn());
+      }
+      replication.startWriting();
+      rt.log.info({ appliedSeq: log.appliedSeq }, "sessions: the whole stream is applied; writing");
+    }),
+    standBy: () => void then(async () => {
+      await replication.stopWriting();
+      await replication.startFollowing();
+    }),
+    // a restart after a crash on this host takes the lease at once, not after leaseTtlMs
+    holderGone: deadLocalHolder(rt.nc, "sessions"),
+  });
+}
+
+function serveOps(rt: ActorRuntime, store: SessionStore, serve: Serve): void {
+  // replies with transcript records keep the newest that fit the bus's message size (reply-size.ts)
+  const budget = () => replyBudget(rt.nc.info?.max_payload);
+  serve("begin", async (req) => {
+    const begun = await store.begin({ ...req, ...(req.origin ? { lastOrigin: req.origin } : {}) });
+    const fitted = newestWithin(begun.records, budget() - jsonBytes({ ...begun, records: [] }));
+    if (!fitted.truncated) return begun;
+    rt.log.info({ sessionKey: req.sessionKey, kept: fitted.records.length, of: begun.records.length }, "a run's history is larger than one reply: the runner pages back for the rest");
+    return { ...begun, records: fitted.records, incremental: false, truncated: true };
+  }, true);
+  serve("ensure", (req) => store.ensure({ ...req, ...(req.origin ? { lastOrigin: req.origin } : {}) }), true);
+  serve("get", (req) => ({ session: store.get(req.sessionKey) }));
+  serve("list", (req) => ({ sessions: store.list(req) }));
+  serve("history", (req) => {
+    const session = store.get(req.sessionKey);
+    const fitted = newestWithin(store.history(req.sessionKey, req.limit, req.sessionId, req.beforeSeq), budget() - jsonBytes({ session, records: [] }));
+    return { session, records: fitted.records, ...(fitted.truncated ? { truncated: true } : {}) };
+  });
+  serve("append", (req) => store.append(req.sessionKey, req.records, req.usage), true);
+  serve("run", (req) => store.run(req.runId));
+  serve("usage", async (req) => ({ session: await store.addUsage(req.sessionKey, req.usage, req.model, req.provider) }), true);
+  serve("patch", async (req) => ({ session: await store.patch(req.sessionKey, req.patch) }), true);
+  serve("reset", async (req) => {
+    const result = await store.reset(req.sessionKey);
+    rt.emit("reset", { sessionKey: req.sessionKey, reason: req.reason });
+    return result;
+  }, true);
+  serve("delete", async (req) => ({ deleted: await store.delete(req.sessionKey) }), true);
+}

@@ -15,7 +15,8 @@
 import { randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { open, type Database, type RootDatabase } from "lmdb";
-import { addUsage, emptyUsage, LurkError, type SessionEntry, type TranscriptRecord, type Usage } from "../../shared/contract/index.js";
+import { addUsage, emptyUsage, LurkError, type SessionChangeOp, type SessionEntry, type TranscriptRecord, type Usage } from "../../shared/contract/index.js";
+import { ChangeLog } from "./change-log.js";
 import { resetReason, type ResetPolicy, type ResetReason } from "./reset-policy.js";
 
 type RunStatus = "started" | "done" | "error" | "aborted";
@@ -43,7 +44,13 @@ export interface SessionStoreOptions {
   onReset?: (reset: AutoReset) => void;
   /** called when a background flush to disk failed (the writes stay committed in memory) */
   onFlushError?: (err: unknown) => void;
+  /** replication on: every write transaction queues its change set (change-log.ts) */
+  replicate?: boolean;
+  /** called after a transaction that queued a change set committed */
+  onQueued?: () => void;
 }
+
+type SessionDb = SessionChangeOp extends infer O ? O extends { db: infer D } ? D : never : never;
 
 /** lmdb's `sync` (mdb_env_sync on libuv's thread pool), missing from its type declarations */
 type SyncableRoot = RootDatabase & { sync(callback: (err?: unknown) => void): void };
@@ -67,6 +74,11 @@ export class SessionStore {
   private readonly records: Database<TranscriptRecord, [string, number]>;
   private readonly recordIds: Database<number, [string, string]>;
   private readonly runs: Database<RunRow, string>;
+  private readonly dbs: Record<SessionDb, Database<unknown, string>>;
+  /** replication: the outbox and the applied stream sequence (absent when replication is off) */
+  readonly changeLog: ChangeLog | undefined;
+  /** the writes of the transaction under way, when replication is on */
+  private capture: SessionChangeOp[] | undefined;
 
   constructor(path: string, private readonly now: () => number = Date.now, private readonly options: SessionStoreOptions = {}) {
     mkdirSync(path, { recursive: true });
@@ -75,6 +87,18 @@ export class SessionStore {
     this.records = this.root.openDB({ name: "records" });
     this.recordIds = this.root.openDB({ name: "recordIds" });
     this.runs = this.root.openDB({ name: "runs" });
+    this.dbs = { entries: this.entries, records: this.records, recordIds: this.recordIds, runs: this.runs } as unknown as Record<SessionDb, Database<unknown, string>>;
+    this.changeLog = options.replicate ? new ChangeLog(this.root) : undefined;
+  }
+
+  private put(db: SessionDb, key: unknown, value: unknown): void {
+    void this.dbs[db].put(key as never, value);
+    this.capture?.push({ op: "put", db, key: key as string, value });
+  }
+
+  private remove(db: SessionDb, key: unknown): void {
+    void this.dbs[db].remove(key as never);
+    this.capture?.push({ op: "remove", db, key: key as string });
   }
 
   get(sessionKey: string): SessionEntry | null {
@@ -88,7 +112,7 @@ export class SessionStore {
     this.commit(() => {
       reset = this.expireInTxn(input.sessionKey);
       result = this.ensureInTxn(input);
-    });
+    }, input.sessionKey);
     this.reported(reset);
     const ended = reset as AutoReset | null;
     return { session: result, ...(ended ? { reset: { reason: ended.reason, previousSessionId: ended.previousSessionId } } : {}) };
@@ -102,7 +126,7 @@ export class SessionStore {
     const reason = resetReason(entry.updatedAt, now, this.options.resetPolicy);
     if (!reason) return null;
     const next = { ...freshTranscript(entry), updatedAt: now };
-    void this.entries.put(sessionKey, next);
+    this.put("entries", sessionKey, next);
     return { sessionKey, reason, previousSessionId: entry.sessionId, sessionId: next.sessionId, lastActivity: entry.updatedAt };
   }
 
@@ -120,7 +144,7 @@ export class SessionStore {
     if (existing) {
       if (!input.lastOrigin) return existing;
       const updated = { ...existing, lastOrigin: input.lastOrigin, channel: input.channel ?? existing.channel, updatedAt: this.now() };
-      void this.entries.put(input.sessionKey, updated);
+      this.put("entries", input.sessionKey, updated);
       return updated;
     }
     const now = this.now();
@@ -138,7 +162,7 @@ export class SessionStore {
       ...(input.parentSessionKey ? { parentSessionKey: input.parentSessionKey } : {}),
       ...(input.label ? { label: input.label } : {}),
     };
-    void this.entries.put(input.sessionKey, created);
+    this.put("entries", input.sessionKey, created);
     return created;
   }
 
@@ -161,8 +185,8 @@ export class SessionStore {
       const appended = this.appendInTxn(entry, records);
       result = appended.result;
       const next = usage ? withUsage(appended.entry, usage) : appended.entry;
-      if (next !== entry) void this.entries.put(sessionKey, { ...next, updatedAt: this.now() });
-    });
+      if (next !== entry) this.put("entries", sessionKey, { ...next, updatedAt: this.now() });
+    }, sessionKey);
     return result;
   }
 
@@ -184,7 +208,7 @@ export class SessionStore {
         const appended = this.appendInTxn(entry, input.records);
         if (appended.entry !== entry) {
           entry = { ...appended.entry, updatedAt: this.now() };
-          void this.entries.put(entry.sessionKey, entry);
+          this.put("entries", entry.sessionKey, entry);
         }
       }
       const incremental = input.known?.sessionId === entry.sessionId && entry.records - 1 - input.known.lastSeq <= input.historyLimit;
@@ -192,7 +216,7 @@ export class SessionStore {
       const records = this.range(entry.sessionId, from, entry.records);
       const ended = reset as AutoReset | null;
       out = { prior, session: entry, runRecords: this.runRecordsInTxn(input.runId), records, incremental, ...(ended ? { reset: { reason: ended.reason, previousSessionId: ended.previousSessionId } } : {}) };
-    });
+    }, input.sessionKey);
     this.reported(reset);
     return out;
   }
@@ -215,8 +239,8 @@ export class SessionStore {
         continue;
       }
       const seq = next++;
-      void this.records.put([entry.sessionId, seq], { ...record, seq });
-      void this.recordIds.put([entry.sessionId, record.id], seq);
+      this.put("records", [entry.sessionId, seq], { ...record, seq });
+      this.put("recordIds", [entry.sessionId, record.id], seq);
       if (record.runId) this.trackRun(record, entry, seq);
       appended++;
       lastSeq = seq;
@@ -228,7 +252,7 @@ export class SessionStore {
     const runId = record.runId!;
     const row = this.runs.get(runId) ?? { sessionKey: entry.sessionKey, sessionId: entry.sessionId, firstSeq: seq, status: "started" as RunStatus };
     if (record.kind === "run_marker" && record.runStatus) row.status = record.runStatus;
-    void this.runs.put(runId, row);
+    this.put("runs", runId, row);
   }
 
   /** The newest `limit` records (before seq `beforeSeq` when given) of the session's current transcript (or of its earlier one `sessionId`), oldest first. */
@@ -287,12 +311,60 @@ export class SessionStore {
     this.commit(() => {
       const entry = this.entries.get(sessionKey);
       if (!entry) return;
-      for (const { key } of this.records.getRange({ start: [entry.sessionId, -1], end: [entry.sessionId, Number.MAX_SAFE_INTEGER] })) void this.records.remove(key);
-      for (const { key } of this.recordIds.getRange({ start: [entry.sessionId], end: [entry.sessionId, "\uffff"] })) void this.recordIds.remove(key);
-      void this.entries.remove(sessionKey);
+      this.deleteInTxn(sessionKey, entry.sessionId);
+      this.capture?.push({ op: "deleteSession", sessionKey, sessionId: entry.sessionId });
       deleted = true;
-    });
+    }, sessionKey);
     return deleted;
+  }
+
+  /** The entry and the current transcript of a session (earlier transcripts stay, as after a reset). */
+  private deleteInTxn(sessionKey: string, sessionId: string): void {
+    for (const { key } of this.records.getRange({ start: [sessionId, -1], end: [sessionId, Number.MAX_SAFE_INTEGER] })) void this.records.remove(key);
+    for (const { key } of this.recordIds.getRange({ start: [sessionId], end: [sessionId, "\uffff"] })) void this.recordIds.remove(key);
+    void this.entries.remove(sessionKey);
+  }
+
+  /** A standby: applies a followed change set and its stream sequence in one transaction. */
+  applyChange(ops: SessionChangeOp[], streamSeq: number): void {
+    this.root.transactionSync(() => {
+      for (const op of ops) {
+        if (op.op === "put") void this.dbs[op.db].put(op.key as never, op.value);
+        else if (op.op === "remove") void this.dbs[op.db].remove(op.key as never);
+        else this.deleteInTxn(op.sessionKey, op.sessionId);
+      }
+      this.changeLog?.setAppliedInTxn(streamSeq);
+    });
+    this.scheduleFlush();
+  }
+
+  /** The first active instance of a replicated store: queues everything it holds, once (the stream starts empty). */
+  seedChangeLog(): number {
+    const log = this.changeLog;
+    if (!log || log.seeded) return 0;
+    let sessions = 0;
+    this.root.transactionSync(() => {
+      for (const { key: sessionKey, value: entry } of this.entries.getRange()) {
+        const ops: SessionChangeOp[] = [{ op: "put", db: "entries", key: sessionKey, value: entry }];
+        for (const { key, value } of this.records.getRange({ start: [entry.sessionId, -1], end: [entry.sessionId, Number.MAX_SAFE_INTEGER] })) ops.push({ op: "put", db: "records", key: key as [string, number], value });
+        for (const { key, value } of this.recordIds.getRange({ start: [entry.sessionId], end: [entry.sessionId, "\uffff"] })) ops.push({ op: "put", db: "recordIds", key: key as [string, string], value });
+        log.enqueueInTxn(sessionKey, ops);
+        sessions++;
+      }
+      for (const { key, value } of this.runs.getRange()) log.enqueueInTxn(value.sessionKey, [{ op: "put", db: "runs", key, value }]);
+      log.markSeededInTxn();
+    });
+    return sessions;
+  }
+
+  /** Runs `work` in one write transaction (the change log's bookkeeping). */
+  logTxn<T>(work: (log: ChangeLog) => T): T {
+    const log = this.changeLog;
+    if (!log) throw new Error("replication is off");
+    let out!: T;
+    this.root.transactionSync(() => (out = work(log)));
+    this.scheduleFlush();
+    return out;
   }
 
   private async update(sessionKey: string, change: (e: SessionEntry) => SessionEntry): Promise<SessionEntry> {
@@ -301,14 +373,37 @@ export class SessionStore {
       const entry = this.entries.get(sessionKey);
       if (!entry) throw new LurkError("NOT_FOUND", `no session ${sessionKey}`);
       result = { ...change(entry), updatedAt: this.now() };
-      void this.entries.put(sessionKey, result);
-    });
+      this.put("entries", sessionKey, result);
+    }, sessionKey);
     return result;
   }
 
-  /** One write transaction, run and committed before this returns (what `work` throws aborts it). */
-  private commit(work: () => void): void {
-    this.root.transactionSync(work);
+  /**
+   * One write transaction, run and committed before this returns (what `work` throws aborts it).
+   * With replication on, the transaction's writes are queued in the outbox as one change set of
+   * the session `sessionKey`, in the same transaction.
+   */
+  private commit(work: () => void, sessionKey?: string): void {
+    const log = this.changeLog;
+    if (!log || sessionKey === undefined) {
+      this.root.transactionSync(work);
+    } else {
+      const before = log.lastQueued;
+      this.root.transactionSync(() => {
+        this.capture = [];
+        try {
+          work();
+          if (this.capture.length > 0) log.enqueueInTxn(sessionKey, this.capture);
+        } finally {
+          this.capture = undefined;
+        }
+      });
+      if (log.lastQueued !== before) this.options.onQueued?.();
+    }
+    this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
     this.flushTimer ??= setTimeout(() => {
       this.flushTimer = undefined;
       void this.flush();

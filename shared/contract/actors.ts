@@ -88,10 +88,13 @@ export function actorGrants(prefix?: string): ActorGrant[] {
     }),
     grant({
       user: "sessions",
-      description: "session entries and transcripts (LMDB)",
-      publish: [],
+      description: "session entries and transcripts (LMDB); replicated: one active instance through a lease, standbys follow its change sets",
+      // sessions.replication: change sets to the SESSIONS stream (sessionChangesSubjects), a standby relays
+      // requests to the active instance (lurk.sessions.active.<op>); $SRV.PING.sessions.<id>: whether a lease holder of this host that died still answers
+      publish: [s.sessionChangesAll, ...sessionChangesSubjects(), s.activeOpAll("sessions"), "$SRV.PING.sessions.>"],
       subscribe: [],
       responder: true,
+      kvBuckets: [LEASE_BUCKET],
     }),
     grant({
       user: "agent-runner",
@@ -201,6 +204,18 @@ export function mediaSubjects(access: "read" | "write"): string[] {
   return access === "read" ? read : [...read, `$O.${MEDIA_BUCKET}.C.>`, `$O.${MEDIA_BUCKET}.M.>`, `$JS.API.STREAM.PURGE.${stream}`];
 }
 
+/**
+ * The sessions actor's own stream: its info, following it with an ordered consumer (create,
+ * next, info, delete, flow control) and purging a deleted session's subject.
+ */
+export function sessionChangesSubjects(): string[] {
+  const stream = STREAMS.sessions;
+  return [
+    `$JS.API.STREAM.INFO.${stream}`, `$JS.API.STREAM.PURGE.${stream}`, `$JS.API.CONSUMER.CREATE.${stream}`, `$JS.API.CONSUMER.CREATE.${stream}.>`,
+    `$JS.API.CONSUMER.MSG.NEXT.${stream}.>`, `$JS.API.CONSUMER.INFO.${stream}.>`, `$JS.API.CONSUMER.DELETE.${stream}.>`, `$JS.FC.${stream}.>`,
+  ];
+}
+
 /** Reading single keys of a bucket, nothing else (the operator console reads the leases). */
 export function kvReadSubjects(bucket: string): string[] {
   const stream = `KV_${bucket}`;
@@ -243,7 +258,7 @@ export function expandGrant(grant: ActorGrant, prefix?: string): { publish: stri
 }
 
 function isStreamSubject(subject: string, prefix: string): boolean {
-  return ["in", "inject", "run.req", "out"].some((part) => subject.startsWith(`${prefix}.${part}.`) || subject === `${prefix}.${part}`);
+  return ["in", "inject", "run.req", "out", "sesslog"].some((part) => subject.startsWith(`${prefix}.${part}.`) || subject === `${prefix}.${part}`);
 }
 
 /** Environment variable that carries an actor's NATS password to nats-server and the actor. */

@@ -10,6 +10,7 @@ import { ERROR_CODES, errorReplySchema } from "./errors.js";
 import { deliveryReceiptSchema, inboundMessageSchema, outboundMessageSchema } from "./messages/channels.js";
 import { actorEventSchema, deadLetterDataSchema } from "./messages/events.js";
 import { heartbeatEventSchema } from "./messages/heartbeat.js";
+import { sessionChangeSchema } from "./messages/sessions.js";
 import { runControlReplySchema, runControlSchema, runEventSchema, runRequestSchema, systemInjectSchema } from "./messages/runs.js";
 import { toolCallReply, toolCallRequest, toolProgressSchema, toolsCancelSchema, toolsCatalogChangedSchema } from "./messages/tools.js";
 import { DEFAULT_PREFIX, STREAMS } from "./subjects.js";
@@ -31,6 +32,7 @@ export const STREAMED_MESSAGES = {
   "lurk.evt.<channel actor>.delivered": deliveryReceiptSchema,
   "lurk.evt.heartbeat.<status>": heartbeatEventSchema,
   "lurk.evt.<actor>.dead_letter (data)": deadLetterDataSchema,
+  "lurk.sesslog.<sessionKey>": sessionChangeSchema,
 } as const;
 
 export function exportContract(): Record<string, unknown> {

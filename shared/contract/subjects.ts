@@ -76,6 +76,8 @@ export const STREAMS = {
   runs: "LURK_RUNS",
   outbound: "LURK_OUTBOUND",
   deadLetter: "LURK_DEADLETTER",
+  /** the sessions actor's change sets, when replicated (`sessions.replication`) */
+  sessions: "LURK_SESSIONS",
 } as const;
 
 /** All subjects of one bus, under one prefix (default `lurk`). */
@@ -143,6 +145,12 @@ export function subjects(prefix: string = DEFAULT_PREFIX) {
     event: (actor: string, event: string) => `${p}.evt.${token(actor, "actor")}.${token(event, "event")}`,
     eventsOf: (actor: string) => `${p}.evt.${token(actor, "actor")}.>`,
     eventAll: `${p}.evt.>`,
+    /**
+     * sessions (active instance) -> sessions (standbys): the change sets of one session, in commit
+     * order (SESSIONS stream; `sessions.replication`). The session key is encoded as one token.
+     */
+    sessionChanges: (sessionKey: string) => `${p}.sesslog.${encodeToken(sessionKey)}`,
+    sessionChangesAll: `${p}.sesslog.>`,
     /** dead letters: `lurk.dlq.<stream>.<consumer>` (DEADLETTER). */
     deadLetter: (stream: string, consumer: string) => `${p}.dlq.${token(stream, "stream")}.${token(consumer, "consumer")}`,
     deadLetterAll: `${p}.dlq.>`,

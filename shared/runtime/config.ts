@@ -17,7 +17,7 @@ import { compactionConfigSchema, memoryConfigSchema } from "./config-compaction.
 import { mediaConfigSchema } from "./config-media.js";
 import { subagentsConfigSchema } from "./config-subagents.js";
 import { cronConfigSchema } from "./config-cron.js";
-import { leaseConfigShape, leaseRenewRule } from "./config-lease.js";
+import { LEASE_DEFAULTS, leaseConfigShape, leaseRenewRule } from "./config-lease.js";
 import { routingConfigSchema } from "./config-routing.js";
 import { agentIdSchema, LurkError, promptModeSchema, safeParseJson, sessionTypeSchema, thinkLevelSchema } from "../contract/index.js";
 import { channelConfigSecrets, channelEnvOverrides, channelsConfigSchema } from "./config-channels.js";
@@ -236,7 +236,18 @@ export const configSchema = z.object({
     idleResetMinutes: z.number().int().positive().max(525_600).optional(),
     /** IANA time zone of dailyResetHour (default: the host's) */
     timeZone: z.string().refine(isValidTimeZone, "unknown time zone, e.g. Europe/Berlin").optional(),
-  }).default({}),
+    /**
+     * Replication for several hosts (services/sessions/replication.ts): every write also goes to the
+     * SESSIONS stream before it is answered, one instance is active through a lease and the others
+     * follow the stream and take over. Off: one instance, this host's LMDB only.
+     */
+    replication: z.object({
+      enabled: z.boolean().default(false),
+      ...leaseConfigShape,
+      /** how long a write waits for JetStream's ack before it is answered anyway (it stays queued for replication) */
+      ackTimeoutMs: z.number().int().min(100).max(60_000).default(5_000),
+    }).refine(...leaseRenewRule("sessions.replication")).default({ enabled: false, ...LEASE_DEFAULTS, ackTimeoutMs: 5_000 }),
+  }).default({ replication: { enabled: false, ...LEASE_DEFAULTS, ackTimeoutMs: 5_000 } }),
   /** periodic HEARTBEAT.md checks per agent (services/heartbeat) */
   heartbeat: heartbeatConfigSchema,
   /** scheduled jobs (services/cron): lease timing, run-log cap */

@@ -22,6 +22,8 @@ export function streamConfigs(prefix?: string): Array<Partial<StreamConfig> & { 
     { ...base, name: STREAMS.runs, subjects: [s.runRequestAll], retention: RetentionPolicy.Workqueue, max_age: nanos(7 * DAY_MS), description: "run requests for agent-runners (work queue)" },
     { ...base, name: STREAMS.outbound, subjects: [s.outboundAll], retention: RetentionPolicy.Limits, max_age: nanos(7 * DAY_MS), description: "deliveries for channels" },
     { ...base, name: STREAMS.deadLetter, subjects: [s.deadLetterAll], retention: RetentionPolicy.Limits, max_age: nanos(30 * DAY_MS), description: "messages that gave up after their retries" },
+    // kept until a session is deleted (its subject is purged then): standbys rebuild their store from it
+    { ...base, name: STREAMS.sessions, subjects: [s.sessionChangesAll], retention: RetentionPolicy.Limits, description: "the sessions actor's change sets, for its standbys (sessions.replication)" },
   ];
 }
 

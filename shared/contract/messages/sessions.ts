@@ -167,3 +167,28 @@ export const ensureReply = z.object({ session: sessionEntrySchema, reset: autoRe
 export const resetReply = z.object({ session: sessionEntrySchema, previousSessionId: idSchema });
 export const deleteReply = z.object({ deleted: z.boolean() });
 export type UsageUpdate = z.infer<typeof usageUpdateSchema>;
+
+/** The LMDB databases of the sessions store a change set writes (services/sessions/store.ts). */
+export const SESSION_DBS = ["entries", "records", "recordIds", "runs"] as const;
+const dbKey = z.union([z.string().max(1024), z.tuple([z.string().max(1024), z.union([z.number().int(), z.string().max(1024)])])]);
+
+/** One write of a change set: a put or remove of one key, or the removal of a whole session. */
+export const sessionChangeOpSchema = z.discriminatedUnion("op", [
+  z.object({ op: z.literal("put"), db: z.enum(SESSION_DBS), key: dbKey, value: z.unknown() }),
+  z.object({ op: z.literal("remove"), db: z.enum(SESSION_DBS), key: dbKey }),
+  z.object({ op: z.literal("deleteSession"), sessionKey: sessionKeySchema, sessionId: z.string().max(200) }),
+]);
+export type SessionChangeOp = z.infer<typeof sessionChangeOpSchema>;
+
+/**
+ * Payload of `lurk.sesslog.<sessionKey>` (SESSIONS stream): the writes of one committed
+ * transaction of the active sessions instance, applied in stream order by the standbys. A
+ * transaction larger than one message is split into `parts` messages with the same `txn`.
+ */
+export const sessionChangeSchema = defineMessage("lurk.sessions.change.v1", {
+  txn: z.string().max(100),
+  part: z.number().int().nonnegative(),
+  parts: z.number().int().positive().max(10_000),
+  ops: z.array(sessionChangeOpSchema).max(100_000),
+});
+export type SessionChange = z.infer<typeof sessionChangeSchema>;
