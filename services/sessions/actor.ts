@@ -51,7 +51,10 @@ export const definition: ActorDefinition = {
     }
     serveOps(rt, store, serve);
     if (instance) await instance.start();
-    if (instance && !instance.isActive()) await replication!.startFollowing();
+    if (instance && !instance.isActive()) {
+      replication!.discardQueued("this instance starts as a standby");
+      await replication!.startFollowing();
+    }
     return {
       stop: async () => {
         await instance?.stop();
@@ -70,8 +73,11 @@ async function openReplicated(rt: ActorRuntime, store: SessionStore, replication
     ttlMs: rt.config.sessions.replication.leaseTtlMs,
     renewMs: rt.config.sessions.replication.leaseRenewMs,
     takeOver: () => then(async () => {
-      await replication.catchUp(rt.signal);
       const log = store.changeLog!;
+      const before = log.appliedSeq;
+      await replication.catchUp(rt.signal);
+      // change sets left queued by this host's last term go out only if nobody wrote since
+      if (log.appliedSeq !== before) replication.discardQueued("another instance wrote after this host's last term");
       if (!log.seeded) {
         // the first active instance publishes the data it had before replication was on
         if (await replication.streamEmpty()) rt.log.info({ sessions: store.seedChangeLog() }, "sessions: this store's sessions go to the SESSIONS stream");

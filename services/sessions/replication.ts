@@ -63,10 +63,20 @@ export class SessionReplication {
     this.wake?.();
     await this.pumping;
     this.writing = undefined;
-    const dropped = this.store.logTxn((log) => log.discardInTxn());
-    if (dropped > 0) this.rt.log.warn({ dropped }, "sessions: change sets this instance committed but never got into the stream are dropped (another instance writes now)");
+    this.discardQueued("another instance writes now");
     for (const [, resolvers] of this.waiters) resolvers.forEach((r) => r());
     this.waiters.clear();
+  }
+
+  /**
+   * Drops the change sets this store committed but never got into the stream (logged). For an
+   * instance that is not the writer, or one whose takeover applied another writer's changes:
+   * publishing its older ones after those would undo them.
+   */
+  discardQueued(why: string): void {
+    if (this.log.pendingCount === 0) return;
+    const dropped = this.store.logTxn((log) => log.discardInTxn());
+    this.rt.log.warn({ dropped }, `sessions: change sets committed here but never stored in the SESSIONS stream are dropped: ${why}`);
   }
 
   /** A change set was queued: the pump goes on. */
@@ -167,7 +177,11 @@ export class SessionReplication {
     const messages = await consumer.consume();
     const done = (async () => {
       for await (const m of messages) this.apply(m.data, m.seq);
-    })().catch((err: unknown) => this.rt.log.error({ err }, "sessions: following the SESSIONS stream stopped"));
+    })().catch((err: unknown) => this.rt.log.error({ err }, "sessions: following the SESSIONS stream stopped"))
+      // a follower that ended on its own is started again by the next startFollowing (a takeover's catch-up)
+      .finally(() => {
+        if (this.following?.messages === messages) this.following = undefined;
+      });
     this.following = { messages, done };
   }
 
