@@ -27,6 +27,8 @@ const CONFIG = {
     "openai/pdf-reader": { capabilities: { pdf: true } },
     "anthropic/claude-haiku-4-5": { capabilities: { pdf: false } },
   } },
+  // the note without OCR (test/ocr.test.ts covers a scan read by OCR)
+  media: { ocr: { enabled: false } },
 };
 
 describe("scanned PDFs as the PDF itself for models with PDF input", () => {

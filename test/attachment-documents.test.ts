@@ -17,18 +17,18 @@ import { after, before, beforeEach, describe, it } from "node:test";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { DocumentPool } from "../services/agent-runner/document-pool.js";
 import { BusClient } from "../shared/runtime/client.js";
-import { MEDIA_DEFAULTS } from "../shared/runtime/config-media.js";
 import { formatBytes, MediaStore } from "../shared/runtime/media.js";
 import { messageText } from "./fakes/openai-server.js";
 import { makeDocx, makeOdp, makeOds, makeOdt, makePdf, makePptx, makeXlsx } from "./fixtures/documents.js";
 import { CliClient, TestSystem } from "./harness/system.js";
+import { startFileRig, stopFileRig } from "./harness/file-rig.js";
 
 const DOCX_MIME = "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
 const XLSX_MIME = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
 const PPTX_MIME = "application/vnd.openxmlformats-officedocument.presentationml.presentation";
 const ODT_MIME = "application/vnd.oasis.opendocument.text";
 const ODS_MIME = "application/vnd.oasis.opendocument.spreadsheet";
-const CONFIG = { media: { documentTextKb: 4, inlineTextKb: 600 } };
+const CONFIG = { media: { documentTextKb: 4, inlineTextKb: 600, ocr: { enabled: false } } };
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 describe("document text extraction", () => {
@@ -39,18 +39,9 @@ describe("document text extraction", () => {
   let cli: CliClient;
 
   before(async () => {
-    system = await TestSystem.start({ config: CONFIG });
-    channelNc = await system.nats.connect("channel-telegram");
-    runnerNc = await system.nats.connect("agent-runner");
-    media = new MediaStore(channelNc, { ...MEDIA_DEFAULTS });
-    cli = await CliClient.connect(system.nats);
+    ({ system, channelNc, runnerNc, media, cli } = await startFileRig({ config: CONFIG }));
   });
-  after(async () => {
-    await cli?.close();
-    await channelNc?.close();
-    await runnerNc?.close();
-    await system?.stop();
-  });
+  after(() => stopFileRig({ system, channelNc, runnerNc, media, cli }));
   beforeEach(() => system.fake.reset());
 
   const lastUserText = (i = 0) => messageText(system.fake.requests[i]!.body.messages.at(-1));

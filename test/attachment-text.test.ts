@@ -13,10 +13,10 @@ import { randomBytes } from "node:crypto";
 import { after, before, beforeEach, describe, it } from "node:test";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { BusClient } from "../shared/runtime/client.js";
-import { MEDIA_DEFAULTS } from "../shared/runtime/config-media.js";
 import { MediaStore } from "../shared/runtime/media.js";
 import { messageText } from "./fakes/openai-server.js";
 import { CliClient, TestSystem } from "./harness/system.js";
+import { startFileRig, stopFileRig } from "./harness/file-rig.js";
 
 /** an Ogg page header and noise: the server does not decode it */
 const voice = (size: number) => Buffer.concat([Buffer.from("OggS\0\x02", "binary"), randomBytes(size - 6)]);
@@ -29,18 +29,9 @@ describe("audio transcription", () => {
   let cli: CliClient;
 
   before(async () => {
-    system = await TestSystem.start({ config: { media: { inlineTextKb: 4, transcription: { model: "openai/whisper-1", language: "en", maxMb: 0.05 } } } });
-    channelNc = await system.nats.connect("channel-telegram");
-    runnerNc = await system.nats.connect("agent-runner");
-    media = new MediaStore(channelNc, { ...MEDIA_DEFAULTS });
-    cli = await CliClient.connect(system.nats);
+    ({ system, channelNc, runnerNc, media, cli } = await startFileRig({ config: { media: { inlineTextKb: 4, transcription: { model: "openai/whisper-1", language: "en", maxMb: 0.05 } } } }));
   });
-  after(async () => {
-    await cli?.close();
-    await channelNc?.close();
-    await runnerNc?.close();
-    await system?.stop();
-  });
+  after(() => stopFileRig({ system, channelNc, runnerNc, media, cli }));
   beforeEach(() => system.fake.reset());
 
   const lastUserText = (i = 0) => messageText(system.fake.requests[i]!.body.messages.at(-1));

@@ -60,7 +60,9 @@ export const definition: ActorDefinition = {
     const images = new ImageLoader(rt.media, rt.log);
     // attachments to text before a run stores them: voice notes (media.transcription; transcribe.ts), small text files (inline-text.ts),
     // PDF and DOCX documents (document-text.ts: read in a worker thread that stops when idle)
-    const documents = new DocumentTextExtractor({ maxBytes: rt.config.media.documentTextKb * 1024, maxFileBytes: rt.config.media.maxFileMb * MB, timeoutMs: rt.config.media.documentTimeoutMs, maxPayloadBytes: rt.config.bus.maxPayloadBytes }, () => rt.media, rt.log);
+    // scanned PDFs for a model without PDF input: OCR with the system's poppler and Tesseract in bubblewrap (media.ocr)
+    const ocr = { ...rt.config.media.ocr, bwrapPath: rt.config.tools.exec.bwrapPath };
+    const documents = new DocumentTextExtractor({ maxBytes: rt.config.media.documentTextKb * 1024, maxFileBytes: rt.config.media.maxFileMb * MB, timeoutMs: rt.config.media.documentTimeoutMs, maxPayloadBytes: rt.config.bus.maxPayloadBytes, ocr }, () => rt.media, rt.log);
     rt.onStop({ stop: () => documents.close() });
     const inputPreparers = [
       ...(rt.config.media.transcription ? [new AudioTranscriber(rt.config.media.transcription, registry.profiles("openai")[0], () => rt.media, rt.log)] : []),

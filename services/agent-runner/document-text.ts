@@ -12,7 +12,8 @@
  * most what is left of the call's inline budget (inline-budget.ts), which also says when too
  * little is left to read one; a longer text is cut at a paragraph, line or word boundary and ends
  * with a marker saying how much there was and that media_save with the ref saves the whole file. A document without text (a scanned PDF)
- * gets an empty `text`. The page (slide, sheet) count goes in `pages` (pdf-input.ts: a scanned
+ * gets an empty `text`, and, for a run whose model does not read PDFs, the text OCR reads from
+ * its pages in `ocrText` (media.ocr; see `recognized`). The page (slide, sheet) count goes in `pages` (pdf-input.ts: a scanned
  * PDF within its caps goes to models with PDF input as the PDF itself). A document that cannot be read (damaged, password-protected, too slow,
  * the worker failed, no longer in the store) gets `textError`, "its text could not be read: "
  * and why (transcript.ts shows it in the note), and is logged; one the run's cancellation, the
@@ -26,6 +27,7 @@ import { DocumentPool } from "./document-pool.js";
 import { documentFormat } from "./document-types.js";
 import type { DocumentResult } from "../../shared/runtime/documents/extract.js";
 import { inlineWithinBudget, jsonFit } from "./inline-budget.js";
+import { ocrPdf, probeOcr, type OcrOptions } from "../../shared/runtime/documents/ocr.js";
 
 /** pages of a PDF (slides, sheets) read at most */
 const MAX_PAGES = 200;
@@ -34,7 +36,15 @@ const MARKER_BYTES = 400;
 /** a document is not read when less than this is left of the budget */
 const MIN_ALLOWANCE = 2 * 1024;
 
+/** OCR of scanned PDFs (media.ocr; shared/runtime/documents/ocr.ts) */
+export interface DocumentOcrOptions extends Omit<OcrOptions, "signal"> {
+  enabled: boolean;
+  bwrapPath: string;
+}
+
 export interface DocumentTextOptions {
+  /** scanned PDFs read with OCR for runs whose model does not read PDFs */
+  ocr?: DocumentOcrOptions;
   /** most bytes of one document's text put inline (media.documentTextKb); 0: off */
   maxBytes: number;
   /** largest document read (media.maxFileMb) */
@@ -52,9 +62,10 @@ export class DocumentTextExtractor {
     this.pool = new DocumentPool(opts.timeoutMs, log);
   }
 
-  async annotate<T extends RunInput>(inputs: T[], signal?: AbortSignal): Promise<T[]> {
+  /** `ctx.pdfInput`: the run's model reads PDFs (a scanned one goes to it as the PDF; no OCR) */
+  async annotate<T extends RunInput>(inputs: T[], signal?: AbortSignal, ctx: PrepareContext = {}): Promise<T[]> {
     if (this.opts.maxBytes === 0 || !inputs.some((i) => i.attachments.some((a) => this.wanted(a)))) return inputs;
-    return inlineWithinBudget(inputs, this.opts.maxPayloadBytes, this.opts.maxBytes, { wanted: (a) => this.wanted(a), read: (a, allowance) => this.one(a, allowance, signal) }, MIN_ALLOWANCE);
+    return inlineWithinBudget(inputs, this.opts.maxPayloadBytes, this.opts.maxBytes, { wanted: (a) => this.wanted(a), read: (a, allowance) => this.one(a, allowance, signal, ctx) }, MIN_ALLOWANCE);
   }
 
   /** Stops the worker (the actor is stopping). */
@@ -62,11 +73,45 @@ export class DocumentTextExtractor {
     return this.pool.close();
   }
 
+  /**
+   * A scanned PDF's text through OCR (media.ocr), for a model that does not read PDFs: with a
+   * header saying so, cut like any document's; a note when it found no text; "" when OCR is off,
+   * unavailable or fails (the model gets the "no extractable text" note then; a failure is logged).
+   */
+  private async recognized(bytes: Uint8Array, pages: number, maxBytes: number, ref: string, signal: AbortSignal | undefined): Promise<string> {
+    const ocr = this.opts.ocr;
+    if (!ocr?.enabled) return "";
+    const probe = await probeOcr(ocr.bwrapPath, ocr.languages);
+    if (!probe.available) {
+      this.logOcrUnavailable(probe.reason);
+      return "";
+    }
+    const started = Date.now();
+    try {
+      const read = await ocrPdf(bytes, probe, ocr.bwrapPath, { languages: ocr.languages, maxPages: ocr.maxPages, dpi: ocr.dpi, timeoutMs: ocr.timeoutMs, ...(signal ? { signal } : {}) });
+      this.log.info({ ref: ref.slice(0, 12), pages, pagesRead: read.pagesRead, chars: read.text.length, sandboxed: probe.sandboxed, ms: Date.now() - started }, "scanned PDF read with OCR");
+      if (read.text.trim() === "") return `(no extractable text: its ${read.pagesRead === 1 ? "page is" : `${read.pagesRead} pages are`} probably scanned images, and OCR found no text on ${read.pagesRead === 1 ? "it" : "them"})`;
+      const body = documentText({ ok: true, text: read.text, pages, pagesRead: read.pagesRead, pageEnds: read.pageEnds, complete: read.complete && read.pagesRead === pages }, maxBytes - OCR_HEADER.length - 1, ref);
+      return `${OCR_HEADER}\n${body}`;
+    } catch (err) {
+      this.log.warn({ err, ref: ref.slice(0, 12) }, "OCR of a scanned PDF failed; the model gets a note");
+      return "";
+    }
+  }
+
+  private ocrUnavailableLogged = false;
+
+  private logOcrUnavailable(reason: string | undefined): void {
+    if (this.ocrUnavailableLogged) return;
+    this.ocrUnavailableLogged = true;
+    this.log.warn({ reason }, "OCR of scanned PDFs is not available; models without PDF input get a note instead (media.ocr)");
+  }
+
   private wanted(a: Attachment): boolean {
     return !!a.ref && a.text === undefined && !a.error && !a.textError && (a.size === undefined || a.size <= this.opts.maxFileBytes) && documentFormat(a) !== undefined;
   }
 
-  private async one(a: Attachment, allowance: number, signal: AbortSignal | undefined): Promise<Attachment> {
+  private async one(a: Attachment, allowance: number, signal: AbortSignal | undefined, ctx: PrepareContext): Promise<Attachment> {
     const ref = a.ref!;
     const format = documentFormat(a)!;
     const started = Date.now();
@@ -80,7 +125,10 @@ export class DocumentTextExtractor {
       }
       const text = documentText(result, textBytes, ref);
       this.log.info({ ref: ref.slice(0, 12), format, bytes: bytes.byteLength, pages: result.pages, textBytes: Buffer.byteLength(text), ms: Date.now() - started }, "document text extracted");
-      return { ...a, text, ...(result.pages !== undefined ? { pages: result.pages } : {}) };
+      // a scanned PDF: its text layer stays empty (a model with PDF input gets the PDF); OCR's text goes apart
+      const scanned = format === "pdf" && text === "" && result.pages !== undefined && !ctx.pdfInput;
+      const ocrText = scanned ? await this.recognized(bytes, result.pages!, textBytes, ref, signal) : "";
+      return { ...a, text, ...(result.pages !== undefined ? { pages: result.pages } : {}), ...(ocrText ? { ocrText } : {}) };
     } catch (err) {
       const e = LurkError.from(err);
       this.log.warn({ err: e, ref: ref.slice(0, 12) }, "a document's bytes could not be read from the media store");
@@ -90,6 +138,14 @@ export class DocumentTextExtractor {
     }
   }
 }
+
+/** what a run tells its input preparers */
+export interface PrepareContext {
+  /** the run's model reads PDFs itself (the `pdf` capability) */
+  pdfInput?: boolean;
+}
+
+export const OCR_HEADER = "[The text below was recognized by OCR from the scanned pages; it may contain errors.]";
 
 function unreadable(a: Attachment, reason: string): Attachment {
   return { ...a, textError: `its text could not be read: ${reason}` };

@@ -77,8 +77,9 @@ export async function inlineWithinBudget<T extends RunInput>(inputs: T[], maxPay
     for (const a of input.attachments) {
       const allowance = Math.min(cap, budget.bytes);
       const done = reader.wanted(a) && allowance >= minAllowance ? await reader.read(a, allowance) : a;
-      // escaped for JSON, a text can outgrow the bytes it was read with
-      attachments.push(done.text === undefined || budget.take(done.text) ? done : a);
+      // escaped for JSON, a text can outgrow the bytes it was read with (a scan's OCR text counts like a text)
+      const added = (done.text ?? "") + (done.ocrText ?? "");
+      attachments.push((done.text === undefined && done.ocrText === undefined) || budget.take(added) ? done : a);
     }
     out.push({ ...input, attachments });
   }

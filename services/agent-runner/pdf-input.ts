@@ -5,9 +5,9 @@
  *    anything else: undefined (the attachment stays a note).
  *  - `pdfInputFor(messages, pdf)`: for one model, each document block becomes, when the model has
  *    the `pdf` capability and the block carries its bytes (images.ts loads them), a note saying the
- *    PDF itself is attached followed by the block; otherwise the note a scanned PDF always had
- *    ("no extractable text", no OCR). The preparer runs before the run's model is known for sure
- *    (failover may switch), so this is decided per call.
+ *    PDF itself is attached followed by the block; otherwise a note with the text OCR read from it
+ *    (`ocrText`, document-text.ts) or, without OCR, "no extractable text". The preparer runs
+ *    before the run's model is known for sure (failover may switch), so this is decided per call.
  */
 import type { Attachment, LlmMessage, UserMessage } from "../../shared/contract/index.js";
 import { formatBytes } from "../../shared/runtime/media.js";
@@ -25,14 +25,14 @@ export const NO_TEXT_PDF = "(no extractable text: its pages are probably scanned
 export function pdfDocumentBlock(a: Attachment, isPdf: boolean): DocumentBlock | undefined {
   if (!isPdf || !a.ref || a.text === undefined || a.text.trim() !== "" || a.pages === undefined) return undefined;
   if (a.pages > PDF_MAX_PAGES || (a.size !== undefined && a.size > PDF_MAX_BYTES)) return undefined;
-  return { type: "document", mime: "application/pdf", ref: a.ref, ...(a.name ? { name: a.name } : {}), ...(a.size !== undefined ? { size: a.size } : {}), pages: a.pages };
+  return { type: "document", mime: "application/pdf", ref: a.ref, ...(a.name ? { name: a.name } : {}), ...(a.size !== undefined ? { size: a.size } : {}), pages: a.pages, ...(a.ocrText !== undefined ? { ocrText: a.ocrText } : {}) };
 }
 
 const described = (b: DocumentBlock) => `${b.name ?? "file"} (${b.mime}${b.size ? `, ${formatBytes(b.size)}` : ""}), media ref ${b.ref}`;
 
-/** The text a document block stands for when the model does not get the PDF. */
+/** The text a document block stands for when the model does not get the PDF: what OCR read, or that there is no text. */
 export function pdfFallbackNote(b: DocumentBlock): string {
-  return `[attachment ${described(b)}; its extracted text:]\n${NO_TEXT_PDF}`;
+  return `[attachment ${described(b)}; its extracted text:]\n${b.ocrText ?? NO_TEXT_PDF}`;
 }
 
 /** The note before a PDF the model gets as the PDF itself. */

@@ -10,6 +10,7 @@ import {
   addUsage, emptyUsage, LurkError, recordIds, type AssistantMessage, type RunInput, type RunRequest, type ToolDefinition, type ToolResultMessage, type TranscriptRecord, type UsageUpdate,
 } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
+import type { PrepareContext } from "./document-text.js";
 import { agentWorkspace, defaultAgent, type AgentConfig } from "../../shared/runtime/config.js";
 import type { DeliveryInfo } from "../../shared/runtime/consumer.js";
 import { runLogger, type Logger } from "../../shared/runtime/logger.js";
@@ -29,6 +30,7 @@ import type { AuthStateStore } from "./auth-profiles.js";
 import { ModelChain } from "./failover.js";
 import type { ProviderRegistry } from "./providers/registry.js";
 import type { ToolsClient } from "./tools-client.js";
+import { lookupModel } from "./models.js";
 import type { TranscriptCache } from "./transcript-cache.js";
 import { runHooks } from "./hooks.js";
 import { attachRunNotes } from "./run-notes.js";
@@ -56,19 +58,19 @@ export interface RunnerDeps {
 
 /** Fills in attachments of a run's inputs (never throws; the same array when nothing applies). */
 export interface InputPreparer {
-  annotate<T extends RunInput>(inputs: T[], signal: AbortSignal): Promise<T[]>;
+  annotate<T extends RunInput>(inputs: T[], signal: AbortSignal, ctx?: PrepareContext): Promise<T[]>;
 }
 
-async function prepareInputs<T extends RunInput>(preparers: InputPreparer[] | undefined, inputs: T[], signal: AbortSignal): Promise<T[]> {
+async function prepareInputs<T extends RunInput>(preparers: InputPreparer[] | undefined, inputs: T[], signal: AbortSignal, ctx: PrepareContext): Promise<T[]> {
   let out = inputs;
-  for (const p of preparers ?? []) out = await p.annotate(out, signal);
+  for (const p of preparers ?? []) out = await p.annotate(out, signal, ctx);
   return out;
 }
 
 /** `prepareInputs` for the mailbox's `{ id, input }` pairs. */
-async function annotateSteered(preparers: InputPreparer[] | undefined, steered: { id: string; input: RunInput }[], signal: AbortSignal): Promise<{ id: string; input: RunInput }[]> {
+async function annotateSteered(preparers: InputPreparer[] | undefined, steered: { id: string; input: RunInput }[], signal: AbortSignal, ctx: PrepareContext): Promise<{ id: string; input: RunInput }[]> {
   if (!preparers?.length) return steered;
-  const inputs = await prepareInputs(preparers, steered.map((s) => s.input), signal);
+  const inputs = await prepareInputs(preparers, steered.map((s) => s.input), signal, ctx);
   return steered.map((s, i) => ({ id: s.id, input: inputs[i]! }));
 }
 
@@ -137,7 +139,9 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   const preparing = prepareTurnInputs(deps, req, agent, ref);
   preparing.catch(() => undefined); // awaited (and its error handled) in the run below
   // attachments become text first (a transcript, a text file's content; nothing to do without any)
-  const inputs = req.options.command ? req.inputs : await prepareInputs(deps.inputPreparers, req.inputs, rt.signal);
+  // the run's model decides whether a scanned PDF goes as the PDF itself or as its OCR'd text
+  const prepareCtx: PrepareContext = { pdfInput: ref !== undefined && lookupModel(ref, rt.config).capabilities.pdf };
+  const inputs = req.options.command ? req.inputs : await prepareInputs(deps.inputPreparers, req.inputs, rt.signal, prepareCtx);
   const begun = await rt.client.call("sessions", "begin", {
     ...key, runId: req.runId, agentId: req.agentId, sessionType: req.sessionType,
     records: [started, ...(req.options.command ? [] : inputRecords({ ...req, inputs }))], historyLimit: rt.config.runs.historyLimit,
@@ -217,7 +221,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
       ...(mailbox ? { mailbox } : {}),
       // an answer already given (held for the end marker) is stored before the inputs that follow it
       recordInputs: async (turn, steered) => {
-        const inputs = await annotateSteered(deps.inputPreparers, steered, controller.signal);
+        const inputs = await annotateSteered(deps.inputPreparers, steered, controller.signal, prepareCtx);
         const records = mailboxInputRecords(req.runId, turn, inputs);
         await append(records);
         for (const id of handedMessageIds(req.runId, records)) if (!handed.includes(id)) handed.push(id);

@@ -63,7 +63,7 @@ function attachmentBlock(a: Attachment): UserMessage["content"][number] {
     const format = documentFormat(a);
     const pdf = pdfDocumentBlock(a, format === "pdf");
     if (pdf) return pdf;
-    if (format) return { type: "text", text: `[attachment ${what}${a.ref ? `, media ref ${a.ref}` : ""}; its extracted text:]\n${a.text.trim() || NO_TEXT[format]}` };
+    if (format) return { type: "text", text: `[attachment ${what}${a.ref ? `, media ref ${a.ref}` : ""}; its extracted text:]\n${a.text.trim() || a.ocrText || NO_TEXT[format]}` };
     return { type: "text", text: `[attachment ${what}${a.ref ? `, media ref ${a.ref}` : ""}; its text:]\n${a.text}` };
   }
   if (a.transcript !== undefined) {

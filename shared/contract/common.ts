@@ -59,6 +59,11 @@ export const attachmentSchema = z.object({
   textError: z.string().max(500).optional(),
   /** a document's page count (slides, sheets) as the agent-runner's reader found it */
   pages: z.number().int().nonnegative().optional(),
+  /**
+   * a scanned PDF's text as OCR read it (the agent-runner's media.ocr; or that OCR found none):
+   * what a model without PDF input gets in the file's note; one with PDF input gets the PDF
+   */
+  ocrText: z.string().max(1_000_000).optional(),
 });
 export type Attachment = z.infer<typeof attachmentSchema>;
 
@@ -135,6 +140,8 @@ export const documentBlockSchema = z.object({
   name: z.string().max(500).optional(),
   size: z.number().int().nonnegative().optional(),
   pages: z.number().int().nonnegative().optional(),
+  /** its text as OCR read it (Attachment.ocrText): the note's text for a model without PDF input */
+  ocrText: z.string().max(1_000_000).optional(),
   dataBase64: z.string().optional(),
 });
 export const toolCallBlockSchema = z.object({

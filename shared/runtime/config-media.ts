@@ -11,6 +11,10 @@
  * A document (PDF, DOCX, XLSX, PPTX, ODT, ODS, ODP) goes to the model with its text, read in a
  * worker thread (at most 200 pages, slides or sheets, documentTimeoutMs per document): at most
  * documentTextKb of it (64 KB by default; 0 turns it off), cut with a marker when longer.
+ * A scanned PDF (no text layer) goes to a model without PDF input with the text Tesseract reads
+ * from its pages (`ocr`; at most maxPages pages in timeoutMs, in the bubblewrap sandbox) when
+ * poppler-utils and tesseract-ocr are installed (shared/runtime/documents/ocr.ts); a model that
+ * reads PDFs gets the PDF itself instead.
  * The store keeps a file retentionDays after it was stored and refuses new files once it holds
  * storeMb; both apply when the launcher (or `lurkbot setup`) creates or updates the bucket.
  *
@@ -23,7 +27,8 @@
  */
 import { z } from "zod";
 
-export const MEDIA_DEFAULTS = { maxFileMb: 20, maxImageMb: 5, imageMaxPx: 2048, retentionDays: 30, storeMb: 1024, inlineTextKb: 64, documentTextKb: 64, documentTimeoutMs: 30_000 };
+export const OCR_DEFAULTS = { enabled: true, languages: "eng", maxPages: 20, dpi: 200, timeoutMs: 120_000 };
+export const MEDIA_DEFAULTS = { maxFileMb: 20, maxImageMb: 5, imageMaxPx: 2048, retentionDays: 30, storeMb: 1024, inlineTextKb: 64, documentTextKb: 64, documentTimeoutMs: 30_000, ocr: OCR_DEFAULTS };
 
 export const transcriptionConfigSchema = z.object({
   /** `openai/<model>`: whisper-1, gpt-4o-mini-transcribe, gpt-4o-transcribe, or a compatible server's model */
@@ -51,6 +56,17 @@ export const mediaConfigSchema = z.object({
   documentTextKb: z.number().int().min(0).max(512).default(MEDIA_DEFAULTS.documentTextKb),
   /** time the document worker may take to read one document */
   documentTimeoutMs: z.number().int().min(1_000).max(600_000).default(MEDIA_DEFAULTS.documentTimeoutMs),
+  /** OCR of scanned PDFs for models without PDF input (needs poppler-utils and tesseract-ocr; off or missing: a note) */
+  ocr: z.object({
+    enabled: z.boolean().default(OCR_DEFAULTS.enabled),
+    /** Tesseract languages joined by "+", e.g. "eng+deu" (each needs its tesseract-ocr-<lang> package) */
+    languages: z.string().regex(/^[a-z][a-z_]{1,30}(\+[a-z][a-z_]{1,30})*$/, "Tesseract language codes joined by +, e.g. eng+deu").default(OCR_DEFAULTS.languages),
+    maxPages: z.number().int().min(1).max(200).default(OCR_DEFAULTS.maxPages),
+    /** resolution the pages are rendered at for OCR */
+    dpi: z.number().int().min(72).max(600).default(OCR_DEFAULTS.dpi),
+    /** time for one document's OCR in all (the pages read by then are kept) */
+    timeoutMs: z.number().int().min(1_000).max(600_000).default(OCR_DEFAULTS.timeoutMs),
+  }).prefault({}),
   /** speech to text for audio attachments; absent: off */
   transcription: transcriptionConfigSchema.optional(),
 }).prefault({});

@@ -18,18 +18,21 @@
  * user, so it is set to the user's current count plus maxProcesses.
  */
 import { spawn } from "node:child_process";
-import { accessSync, constants, existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ExecConfig, LurkConfig } from "../../../shared/runtime/config.js";
 import type { Logger } from "../../../shared/runtime/logger.js";
 import { findPidsCgroupRoot, type PidsCgroupRoot } from "./cgroup.js";
+import { bwrapArgs, executable, sandboxEnv } from "../../../shared/runtime/sandbox.js";
+
+// the sandbox's mounts and environment are shared with the agent-runner's OCR (shared/runtime/sandbox.ts)
+export { bwrapArgs, SANDBOX_PATH, sandboxEnv } from "../../../shared/runtime/sandbox.js";
 
 export type SandboxMode = "bwrap" | "none" | "unavailable";
 
 export const BASH = "/bin/bash";
-export const SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 export interface ExecHost {
   mode: SandboxMode;
@@ -48,44 +51,6 @@ export function unavailableMessage(host: ExecHost): string {
     + "or on Ubuntu 24.04+ kernel.apparmor_restrict_unprivileged_userns=0), or point tools.exec.bwrapPath in config.json at it; "
     + "then restart the tools actor. To run commands without a sandbox instead (no isolation: they can read and write "
     + "whatever this user can, and reach the network), set tools.exec.allowUnsandboxed: true in config.json.";
-}
-
-/** The whole environment a command sees: nothing of ours (no secrets, no LURKBOT_*). */
-export function sandboxEnv(workspace: string): Record<string, string> {
-  return { PATH: SANDBOX_PATH, HOME: workspace, PWD: workspace, LANG: "C.UTF-8", TERM: "dumb", TMPDIR: "/tmp" };
-}
-
-/** /etc entries a shell and common tools need; the rest of /etc (shadow, keys...) stays out. */
-const ETC_ENTRIES = [
-  "passwd", "group", "hosts", "hostname", "nsswitch.conf", "resolv.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
-  "alternatives", "ssl", "ca-certificates", "ca-certificates.conf", "pki", "localtime", "timezone", "bash.bashrc",
-  "profile", "profile.d", "inputrc", "mime.types", "os-release", "debian_version", "lsb-release", "gitconfig", "magic",
-  "services", "protocols", "locale.alias", "locale.gen", "environment", "login.defs",
-];
-
-/** bubblewrap's arguments up to (not including) `--`. */
-export function bwrapArgs(workspace: string, env: Record<string, string>): string[] {
-  const args = [
-    "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-    "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "lurkbot",
-    "--ro-bind", "/usr", "/usr",
-  ];
-  for (const dir of ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"]) {
-    try {
-      const st = lstatSync(dir);
-      if (st.isSymbolicLink()) args.push("--symlink", readlinkSync(dir), dir);
-      else if (st.isDirectory()) args.push("--ro-bind", dir, dir);
-    } catch {
-      // not on this system
-    }
-  }
-  for (const entry of ETC_ENTRIES) args.push("--ro-bind-try", `/etc/${entry}`, `/etc/${entry}`);
-  args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run");
-  args.push("--bind", workspace, workspace, "--chdir", workspace);
-  // the root bwrap built (where /etc and the mount points live) becomes read-only too
-  args.push("--remount-ro", "/", "--clearenv");
-  for (const [key, value] of Object.entries(env)) args.push("--setenv", key, value);
-  return args;
 }
 
 /** Tasks (processes and threads) owned by `uid` now: what RLIMIT_NPROC counts. */
@@ -128,15 +93,6 @@ export function shellArgs(config: ExecConfig, command: string, opts: { nproc?: n
   const prelude = limits.map(([flag, value]) => `ulimit -HS ${flag} ${value} 2>/dev/null || ulimit -S ${flag} ${value} 2>/dev/null;`).join(" ")
     + (opts.keepStdin ? " exec 2>&1;" : " exec 2>&1 </dev/null;") + ' exec /bin/bash -c "$1"';
   return ["-c", prelude, "lurkbot-exec", command];
-}
-
-function executable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Runs bwrap once with the real arguments and `true`; undefined if it worked, else why not. */
