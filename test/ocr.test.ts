@@ -13,7 +13,8 @@ import { ocrPdf, probeOcr, type OcrProbe } from "../shared/runtime/documents/ocr
 import { MediaStore } from "../shared/runtime/media.js";
 import { OCR_HEADER } from "../services/agent-runner/document-text.js";
 import { messageText } from "./fakes/openai-server.js";
-import { makePdf, makeScannedPdf } from "./fixtures/documents.js";
+import { makePdf, makeScannedPdf, renderPages } from "./fixtures/documents.js";
+import { ocrImage } from "../shared/runtime/documents/ocr.js";
 import { CliClient, TestSystem } from "./harness/system.js";
 import { startFileRig, stopFileRig } from "./harness/file-rig.js";
 
@@ -52,6 +53,12 @@ describe("OCR of scanned PDFs", { skip }, () => {
     const abort = new AbortController();
     abort.abort();
     await assert.rejects(ocrPdf(scanned, probe, BWRAP, { ...OPTS, signal: abort.signal }), (e: Error & { code?: string }) => e.code === "ABORTED");
+  });
+
+  it("reads an image's text", async () => {
+    const [png] = await renderPages([["Error 503: upstream timed out"]]);
+    assert.match(await ocrImage(png!, probe, BWRAP, OPTS), /Error 503: upstream timed out/);
+    await assert.rejects(ocrImage(Buffer.from("no image"), probe, BWRAP, OPTS), (e: Error & { code?: string }) => e.code === "VALIDATION_FAILED");
   });
 
   it("says what is missing when a language's data is not installed", async () => {
@@ -102,5 +109,36 @@ describe("a scanned PDF sent to a model without PDF input", { skip }, () => {
     const text = messageText(system.fake.requests.at(-1)!.body.messages.at(-1));
     assert.match(text, /plain text layer here/);
     assert.ok(!text.includes(OCR_HEADER));
+  });
+});
+
+describe("an image sent to a model without vision", { skip }, () => {
+  let rig: Awaited<ReturnType<typeof startFileRig>>;
+  before(async () => {
+    // gpt-3.5-turbo: the registry knows it has no vision
+    rig = await startFileRig({ env: { LURKBOT_MODEL: "openai/gpt-3.5-turbo" } });
+  });
+  after(() => stopFileRig(rig));
+
+  it("reaches the model as the text OCR read in it; the session keeps the image", async () => {
+    const [png] = await renderPages([["Error 503: upstream timed out"]]);
+    const { ref } = await rig.media.put(png!, { mime: "image/png", name: "screenshot.png" });
+    rig.system.fake.enqueue({ kind: "text", text: "seen" });
+    await rig.cli.send("what does it say?", { sessionName: "ocr-image", attachments: [{ kind: "image", mime: "image/png", name: "screenshot.png", ref }], timeoutMs: 60_000 });
+    const text = messageText(rig.system.fake.requests.at(-1)!.body.messages.at(-1));
+    assert.match(text, /\[an image is here, but this model does not take images; the text OCR recognized in it \(it may contain errors\):\]\nError 503: upstream timed out/);
+    const history = await new BusClient(rig.runnerNc).call("sessions", "history", { sessionKey: "agent:main:cli:dm:ocr-image", limit: 10 });
+    const image = history.records.flatMap((r) => (r.message?.role === "user" ? r.message.content : [])).find((b) => b.type === "image");
+    assert.ok(image && image.type === "image" && image.ref === ref && /Error 503/.test(image.ocrText ?? ""), "the image stays, with its text, for a model with vision later");
+  });
+
+  it("a model with vision gets the image itself and no OCR runs", async () => {
+    const [png] = await renderPages([["Vision sees this"]]);
+    const { ref } = await rig.media.put(png!, { mime: "image/png", name: "shot.png" });
+    rig.system.fake.enqueue({ kind: "text", text: "seen" });
+    await rig.cli.send("/model openai/gpt-4o look", { sessionName: "ocr-vision", attachments: [{ kind: "image", mime: "image/png", name: "shot.png", ref }], timeoutMs: 60_000 });
+    const last = rig.system.fake.requests.at(-1)!.body.messages.at(-1)!;
+    assert.ok(JSON.stringify(last.content).includes("image_url"), "the image goes as an image");
+    assert.ok(!messageText(last).includes("OCR"), "no OCR note");
   });
 });

@@ -18,6 +18,7 @@ import { ToolsClient } from "./tools-client.js";
 import { ImageLoader } from "./images.js";
 import { TextInliner } from "./inline-text.js";
 import { DocumentTextExtractor } from "./document-text.js";
+import { ImageTextReader } from "./image-text.js";
 import { MB } from "../../shared/runtime/config-media.js";
 import { AudioTranscriber } from "./transcribe.js";
 import { TranscriptCache } from "./transcript-cache.js";
@@ -68,6 +69,8 @@ export const definition: ActorDefinition = {
       ...(rt.config.media.transcription ? [new AudioTranscriber(rt.config.media.transcription, registry.profiles("openai")[0], () => rt.media, rt.log)] : []),
       new TextInliner(rt.config.media.inlineTextKb * 1024, () => rt.media, rt.log, rt.config.bus.maxPayloadBytes),
       documents,
+      // images for a model without vision: their text by OCR (image-text.ts)
+      new ImageTextReader({ ocr, maxBytes: rt.config.media.documentTextKb * 1024, maxFileBytes: rt.config.media.maxFileMb * MB, maxPayloadBytes: rt.config.bus.maxPayloadBytes }, () => rt.media, rt.log),
     ];
     rt.onIdle(() => {
       const dropped = transcripts.trimIdle();

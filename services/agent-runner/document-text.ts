@@ -143,6 +143,8 @@ export class DocumentTextExtractor {
 export interface PrepareContext {
   /** the run's model reads PDFs itself (the `pdf` capability) */
   pdfInput?: boolean;
+  /** false: the run's model is known to have no vision (image-text.ts reads images' text then) */
+  vision?: boolean;
 }
 
 export const OCR_HEADER = "[The text below was recognized by OCR from the scanned pages; it may contain errors.]";

@@ -31,6 +31,7 @@ import { ModelChain } from "./failover.js";
 import type { ProviderRegistry } from "./providers/registry.js";
 import type { ToolsClient } from "./tools-client.js";
 import { lookupModel } from "./models.js";
+import { takesImages } from "./vision-input.js";
 import type { TranscriptCache } from "./transcript-cache.js";
 import { runHooks } from "./hooks.js";
 import { attachRunNotes } from "./run-notes.js";
@@ -139,8 +140,9 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   const preparing = prepareTurnInputs(deps, req, agent, ref);
   preparing.catch(() => undefined); // awaited (and its error handled) in the run below
   // attachments become text first (a transcript, a text file's content; nothing to do without any)
-  // the run's model decides whether a scanned PDF goes as the PDF itself or as its OCR'd text
-  const prepareCtx: PrepareContext = { pdfInput: ref !== undefined && lookupModel(ref, rt.config).capabilities.pdf };
+  // the run's model decides whether a scanned PDF goes as the PDF itself or as its OCR'd text, and whether images are read by OCR
+  const primaryInfo = ref !== undefined ? lookupModel(ref, rt.config) : undefined;
+  const prepareCtx: PrepareContext = { pdfInput: primaryInfo?.capabilities.pdf ?? false, vision: primaryInfo ? takesImages(primaryInfo) : true };
   const inputs = req.options.command ? req.inputs : await prepareInputs(deps.inputPreparers, req.inputs, rt.signal, prepareCtx);
   const begun = await rt.client.call("sessions", "begin", {
     ...key, runId: req.runId, agentId: req.agentId, sessionType: req.sessionType,

@@ -55,7 +55,7 @@ const MODEL_IMAGE_TYPES = new Set(["image/jpeg", "image/png", "image/gif", "imag
  */
 function attachmentBlock(a: Attachment): UserMessage["content"][number] {
   if (a.kind === "image" && MODEL_IMAGE_TYPES.has(a.mime) && !a.error && (a.ref || a.dataBase64 || a.url)) {
-    return { type: "image", mime: a.mime, ...(a.ref ? { ref: a.ref } : a.dataBase64 ? { dataBase64: a.dataBase64 } : {}), ...(a.url && !a.ref ? { url: a.url } : {}) };
+    return { type: "image", mime: a.mime, ...(a.ref ? { ref: a.ref } : a.dataBase64 ? { dataBase64: a.dataBase64 } : {}), ...(a.url && !a.ref ? { url: a.url } : {}), ...(a.ocrText !== undefined ? { ocrText: a.ocrText } : {}) };
   }
   const what = `${a.name ?? a.kind} (${a.mime}${a.size ? `, ${formatBytes(a.size)}` : ""})`;
   if (a.error) return { type: "text", text: `[attachment ${what} could not be received: ${a.error}]` };

@@ -60,8 +60,9 @@ export const attachmentSchema = z.object({
   /** a document's page count (slides, sheets) as the agent-runner's reader found it */
   pages: z.number().int().nonnegative().optional(),
   /**
-   * a scanned PDF's text as OCR read it (the agent-runner's media.ocr; or that OCR found none):
-   * what a model without PDF input gets in the file's note; one with PDF input gets the PDF
+   * a scanned PDF's or an image's text as OCR read it (the agent-runner's media.ocr; for a PDF also
+   * that OCR found none): what a model without PDF input (without vision) gets in the file's
+   * note; one with it gets the PDF (the image)
    */
   ocrText: z.string().max(1_000_000).optional(),
 });
@@ -127,6 +128,8 @@ export const imageBlockSchema = z.object({
   dataBase64: z.string().optional(),
   url: z.string().optional(),
   ref: mediaRefSchema.optional(),
+  /** its text as OCR read it (Attachment.ocrText): shown to a model without vision in the image's place */
+  ocrText: z.string().max(1_000_000).optional(),
 });
 /**
  * A PDF the model reads as the PDF itself (one without a text layer, for models with the `pdf`

@@ -8,6 +8,7 @@
  * Contract:
  * - `probeOcr(bwrapPath)` says once whether OCR can run (both programs found, the languages
  *   asked for installed) and how (sandboxed or not), or why not.
+ * - `ocrImage(bytes, opts)` reads one image's text (VALIDATION_FAILED when Tesseract cannot).
  * - `ocrPdf(bytes, opts)` reads at most `maxPages` pages, in order, within `timeoutMs` in all
  *   (a page not done by then ends the reading: the pages read so far are returned with
  *   `complete: false`); a signal stops it at once (ABORTED). A PDF pdftoppm cannot render
@@ -150,6 +151,21 @@ export async function ocrPdf(bytes: Uint8Array, probe: OcrProbe, bwrapPath: stri
       pageEnds.push(text.length);
     }
     return { text, pagesRead: pageEnds.length, pageEnds, complete: pageEnds.length === pages.length && render.code === 0 };
+  } finally {
+    await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+/** The text of one image (PNG, JPEG, GIF, WebP, TIFF, BMP: what Tesseract's Leptonica reads), within `timeoutMs`. */
+export async function ocrImage(bytes: Uint8Array, probe: OcrProbe, bwrapPath: string, opts: Pick<OcrOptions, "languages" | "timeoutMs" | "signal">): Promise<string> {
+  if (!probe.available) throw new LurkError("UNAVAILABLE", `OCR is not available: ${probe.reason ?? "unknown"}`);
+  const dir = await mkdtemp(join(tmpdir(), "lurkbot-ocr-"));
+  try {
+    await writeFile(join(dir, "image"), bytes);
+    const read = await run([probe.tesseract!, "image", "stdout", "-l", opts.languages], dir, probe.sandboxed ? bwrapPath : undefined, Date.now() + opts.timeoutMs, opts.signal);
+    if (opts.signal?.aborted) throw new LurkError("ABORTED", "the OCR was stopped");
+    if (read.code !== 0) throw new LurkError("VALIDATION_FAILED", `the image cannot be read by OCR: ${read.stderr.trim().split("\n").at(-1)?.slice(0, 200) || `tesseract exit ${read.code}`}`);
+    return read.stdout.replace(/\f/g, "").trim();
   } finally {
     await rm(dir, { recursive: true, force: true }).catch(() => undefined);
   }
