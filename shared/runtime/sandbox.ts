@@ -4,7 +4,10 @@
  * system, a private /tmp, /proc and /dev, one writable working directory, a clean environment,
  * new pid/ipc/uts namespaces, no capabilities, and the process dying with its parent.
  */
+import { spawn } from "node:child_process";
 import { accessSync, constants, lstatSync, readlinkSync } from "node:fs";
+import { join } from "node:path";
+import { LurkError } from "../contract/index.js";
 
 /** Whether this process may execute `path`. */
 export function executable(path: string): boolean {
@@ -56,3 +59,49 @@ export function bwrapArgs(workspace: string, env: Record<string, string>): strin
   return args;
 }
 
+
+/** A program on the sandbox's PATH (what a sandboxed run finds too), or undefined. */
+export function findProgram(name: string): string | undefined {
+  return SANDBOX_PATH.split(":").map((dir) => join(dir, name)).find(executable);
+}
+
+export interface ProgramRun { code: number | null; stdout: string; stderr: string }
+
+/** most stdout kept from one run (a document's text is far less) */
+const MAX_OUTPUT_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Runs `argv` in `dir` with the sandbox's clean environment: inside bubblewrap (`dir` its only
+ * writable directory) when `bwrap` is given, else as a plain child. Its process group is killed
+ * at `deadline` (epoch ms) or when `signal` fires; the result then has a null or non-zero code.
+ * Rejects (UNAVAILABLE) only when the program cannot be started.
+ */
+export function runProgram(argv: string[], dir: string, bwrap: string | undefined, deadline: number, signal?: AbortSignal): Promise<ProgramRun> {
+  const env = sandboxEnv(dir);
+  const [cmd, args] = bwrap ? [bwrap, [...bwrapArgs(dir, env), "--", ...argv]] : [argv[0]!, argv.slice(1)];
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => { if (stdout.length < MAX_OUTPUT_BYTES) stdout += d.toString("utf8"); });
+    child.stderr.on("data", (d: Buffer) => { if (stderr.length < 8192) stderr += d.toString("utf8"); });
+    const kill = () => {
+      try {
+        process.kill(-child.pid!, "SIGKILL");
+      } catch {
+        // gone
+      }
+    };
+    const timer = setTimeout(kill, Math.max(0, deadline - Date.now()));
+    signal?.addEventListener("abort", kill, { once: true });
+    child.on("error", (err) => {
+      clearTimeout(timer);
+      reject(new LurkError("UNAVAILABLE", `${argv[0]} cannot be started: ${err.message}`));
+    });
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", kill);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}

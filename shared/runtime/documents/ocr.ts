@@ -14,12 +14,11 @@
  *   `complete: false`); a signal stops it at once (ABORTED). A PDF pdftoppm cannot render
  *   rejects with VALIDATION_FAILED. The temporary directory is always removed.
  */
-import { spawn } from "node:child_process";
 import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LurkError } from "../../contract/index.js";
-import { bwrapArgs, executable, SANDBOX_PATH, sandboxEnv } from "../sandbox.js";
+import { executable, findProgram, runProgram as run } from "../sandbox.js";
 
 export interface OcrProbe {
   available: boolean;
@@ -48,46 +47,6 @@ export interface OcrResult {
   pageEnds: number[];
   /** false when the time ran out before the last page asked for */
   complete: boolean;
-}
-
-/** most output kept from one program run (a page's text is far less) */
-const MAX_OUTPUT_BYTES = 4 * 1024 * 1024;
-
-function findProgram(name: string): string | undefined {
-  return SANDBOX_PATH.split(":").map((dir) => join(dir, name)).find(executable);
-}
-
-interface RunResult { code: number | null; stdout: string; stderr: string }
-
-/** Runs argv in `dir`: in bubblewrap when `bwrap` is given; killed (its process group) at `deadline` or on `signal`. */
-function run(argv: string[], dir: string, bwrap: string | undefined, deadline: number, signal?: AbortSignal): Promise<RunResult> {
-  const env = sandboxEnv(dir);
-  const [cmd, args] = bwrap ? [bwrap, [...bwrapArgs(dir, env), "--", ...argv]] : [argv[0]!, argv.slice(1)];
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => { if (stdout.length < MAX_OUTPUT_BYTES) stdout += d.toString("utf8"); });
-    child.stderr.on("data", (d: Buffer) => { if (stderr.length < 8192) stderr += d.toString("utf8"); });
-    const kill = () => {
-      try {
-        process.kill(-child.pid!, "SIGKILL");
-      } catch {
-        // gone
-      }
-    };
-    const timer = setTimeout(kill, Math.max(0, deadline - Date.now()));
-    signal?.addEventListener("abort", kill, { once: true });
-    child.on("error", (err) => {
-      clearTimeout(timer);
-      reject(new LurkError("UNAVAILABLE", `${argv[0]} cannot be started: ${err.message}`));
-    });
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", kill);
-      resolve({ code, stdout, stderr });
-    });
-  });
 }
 
 let probed: Promise<OcrProbe> | undefined;
