@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepares a Debian/Ubuntu machine for LurkBot and runs `lurkbot setup`:
 #   - installs nats-server and bubblewrap with apt-get when they are missing, and poppler-utils and
-#     tesseract-ocr (OCR of scanned PDFs for models without PDF input; media.ocr)
+#     tesseract-ocr (OCR of scanned PDFs for models without PDF input; media.ocr) and catdoc
+#     (the text of old binary Word and Excel files)
 #     (apt-get update only when something has to be installed; sudo when not root)
 #   - installs the npm dependencies (npm ci with the lockfile, npm install without), which builds dist/
 #   - creates LURKBOT_HOME (default ~/.lurkbot): workspace, NATS credentials, nats.conf
@@ -29,6 +30,7 @@ have bwrap || packages+=(bubblewrap)
 have node || packages+=(nodejs npm)
 have pdftoppm || packages+=(poppler-utils)
 have tesseract || packages+=(tesseract-ocr tesseract-ocr-eng)
+have catdoc || packages+=(catdoc)
 if $with_test_deps; then have chromium || packages+=(chromium); fi
 if [ "${#packages[@]}" -gt 0 ]; then
   command -v apt-get >/dev/null 2>&1 || fail "missing ${packages[*]} and apt-get is not available: install them with your package manager, then run this again."
@@ -37,7 +39,7 @@ if [ "${#packages[@]}" -gt 0 ]; then
   $SUDO apt-get update
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${packages[@]}"
 else
-  say "nats-server, bubblewrap, node, poppler-utils and tesseract-ocr are installed"
+  say "nats-server, bubblewrap, node, poppler-utils, tesseract-ocr and catdoc are installed"
 fi
 
 major="$(node -p 'process.versions.node.split(".")[0]')"

@@ -8,12 +8,14 @@
  * password-protected one (extracted in the actor's document worker thread).
  */
 import assert from "node:assert/strict";
-import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { findProgram } from "../shared/runtime/sandbox.js";
+import { REPO_ROOT } from "../shared/scripts/paths.js";
 import { makePdf, makeXlsx } from "./fixtures/documents.js";
 import { startToolsActor, textOf, toolCaller, type ToolsActorUnderTest } from "./harness/tools-actor.js";
 
@@ -34,6 +36,8 @@ describe("documents through the tools", () => {
     ws = mkdtempSync(join(tmpdir(), "lurk-docs-ws-"));
     writeFileSync(join(ws, "report.pdf"), REPORT);
     writeFileSync(join(ws, "locked.pdf"), LOCKED);
+    // an old Word file (saved by LibreOffice), read with the system's catdoc in the sandbox
+    writeFileSync(join(ws, "report.doc"), readFileSync(join(REPO_ROOT, "test", "fixtures", "legacy", "report.doc")));
     writeFileSync(join(ws, "budget.xlsx"), await makeXlsx([
       { name: "Costs", rows: [["Item", "Amount"], ["Rent", 1200], ["Power, water", 80.5]] },
       { name: "Notes", rows: [["approved", true]] },
@@ -85,6 +89,12 @@ describe("documents through the tools", () => {
     const lines = textOf(reply).split("\n").slice(1).map((l) => l.replace(/^ *\d+\t/, ""));
     assert.deepEqual(lines, ["Sheet: Costs", "Item,Amount", "Rent,1200", "\"Power, water\",80.5", "", "Sheet: Notes", "approved,TRUE", ""]);
     assert.match(textOf(reply), /^budget\.xlsx: text extracted from an XLSX \(2 sheets\)/);
+  });
+
+  it("read returns an old Word (.doc) file's text as numbered lines", { skip: findProgram("catdoc") ? false : "catdoc is not installed here" }, async () => {
+    const reply = await call("read", { path: "report.doc" });
+    assert.equal(reply.isError, false, textOf(reply));
+    assert.match(textOf(reply), /^report\.doc: text extracted from a DOC, \d+ bytes of text as numbered lines:\n {5}1\tQuarterly report\n {5}2\tRevenue grew by 12 percent in Q3\.\n {5}3\tGrüße aus Köln — naïve café\n$/);
   });
 
   it("read of a password-protected PDF or one over the size cap is an error with the reason", async () => {

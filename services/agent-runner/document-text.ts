@@ -1,5 +1,5 @@
 /**
- * Documents (PDF, DOCX, XLSX, PPTX, ODT, ODS, ODP) -> their text in the model's note
+ * Documents (PDF, DOCX, XLSX, PPTX, ODT, ODS, ODP; DOC and XLS through catdoc) -> their text in the model's note
  * (`media.documentTextKb`, 64 KB by default; 0: off), before a run stores its inputs, so the
  * model reads a document a user sends instead of having to save and convert it with tools.
  *
@@ -118,7 +118,7 @@ export class DocumentTextExtractor {
     try {
       const { bytes } = await this.media().get(ref, this.opts.maxFileBytes);
       const textBytes = allowance - MARKER_BYTES;
-      const result = await this.pool.extract(format, bytes, { maxChars: textBytes + 1, maxPages: MAX_PAGES }, signal);
+      const result = await this.pool.extract(format, bytes, { maxChars: textBytes + 1, maxPages: MAX_PAGES, ...(this.opts.ocr ? { bwrapPath: this.opts.ocr.bwrapPath } : {}) }, signal);
       if (!result.ok) {
         this.log.warn({ ref: ref.slice(0, 12), format, reason: result.reason, detail: result.detail }, "a document's text could not be extracted");
         return result.transient ? a : unreadable(a, result.reason);

@@ -40,6 +40,8 @@ const NO_TEXT: Record<DocumentFormat, string> = {
   ods: "(the spreadsheet has no cells with values)",
   pptx: "(the presentation has no text)",
   odp: "(the presentation has no text)",
+  doc: "(the document has no text)",
+  xls: "(the spreadsheet has no cells with values)",
 };
 
 /** the image types every provider takes (others, e.g. SVG or HEIC, go as files) */

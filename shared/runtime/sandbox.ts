@@ -6,6 +6,8 @@
  */
 import { spawn } from "node:child_process";
 import { accessSync, constants, lstatSync, readlinkSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LurkError } from "../contract/index.js";
 
@@ -104,4 +106,27 @@ export function runProgram(argv: string[], dir: string, bwrap: string | undefine
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+const works = new Map<string, Promise<boolean>>();
+
+/** Whether bubblewrap at `bwrapPath` can build its sandbox here (one trial run of `true`, once per path and process). */
+export function bwrapWorks(bwrapPath: string): Promise<boolean> {
+  let trial = works.get(bwrapPath);
+  if (!trial) {
+    trial = (async () => {
+      const truePath = findProgram("true");
+      if (!executable(bwrapPath) || !truePath) return false;
+      const dir = await mkdtemp(join(tmpdir(), "lurkbot-bwrap-probe-"));
+      try {
+        return (await runProgram([truePath], dir, bwrapPath, Date.now() + 10_000)).code === 0;
+      } catch {
+        return false;
+      } finally {
+        await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+      }
+    })();
+    works.set(bwrapPath, trial);
+  }
+  return trial;
 }

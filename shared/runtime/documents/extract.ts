@@ -1,6 +1,7 @@
 /**
  * A document's text: a PDF through unpdf (pdf.js), a DOCX through mammoth, XLSX and PPTX through
- * ooxml.ts, ODT, ODS and ODP through odf.ts. Each library is imported when the first document
+ * ooxml.ts, ODT, ODS and ODP through odf.ts, DOC and XLS through the system's catdoc in the
+ * sandbox (legacy-office.ts). Each library is imported when the first document
  * of its kind is read, so only a thread that reads documents loads them. Meant to run off an
  * actor's event loop: the piscina entry of pool.ts (its default export), or called inside a
  * worker thread that already runs the caller (the tools actor's `read`).
@@ -24,6 +25,10 @@ export interface DocumentTask {
   bytes: ArrayBuffer | Uint8Array;
   maxChars: number;
   maxPages: number;
+  /** DOC and XLS: bubblewrap, for the sandbox catdoc runs in (default /usr/bin/bwrap) */
+  bwrapPath?: string;
+  /** DOC and XLS: the most catdoc may take (default 20 s) */
+  timeoutMs?: number;
 }
 
 export type DocumentResult =
@@ -67,6 +72,11 @@ export default async function extractDocumentText(task: DocumentTask): Promise<D
       case "ods":
       case "odp":
         return await (await import("./odf.js")).odfText(task.format, bytes, task);
+      case "doc":
+      case "xls":
+        return await (await import("./legacy-office.js")).legacyOfficeText(task.format, bytes, {
+          maxChars: task.maxChars, maxPages: task.maxPages, timeoutMs: task.timeoutMs ?? 20_000, bwrapPath: task.bwrapPath ?? "/usr/bin/bwrap",
+        });
     }
   } catch (err) {
     return failure(task.format, err);

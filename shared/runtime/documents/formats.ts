@@ -1,12 +1,13 @@
 /**
  * Which files are documents whose text the readers here extract: a PDF, a Word (DOCX), Excel
- * (XLSX) or PowerPoint (PPTX) file, or an OpenDocument text, spreadsheet or presentation (ODT,
- * ODS, ODP). Known by MIME type, by a name's extension, or by the file's first bytes. The old
- * binary Office formats (.doc, .xls, .ppt) are not among them. Imports nothing heavy: the
- * readers load in a worker thread (extract.ts).
+ * (XLSX) or PowerPoint (PPTX) file, an OpenDocument text, spreadsheet or presentation (ODT,
+ * ODS, ODP), or an old binary Word or Excel file (DOC, XLS: legacy-office.ts, with the system's
+ * catdoc). Known by MIME type, by a name's extension, or by the file's first bytes. Old binary
+ * PowerPoint files (.ppt) are not among them. Imports nothing heavy: the readers load in a
+ * worker thread (extract.ts).
  */
 
-export type DocumentFormat = "pdf" | "docx" | "xlsx" | "pptx" | "odt" | "ods" | "odp";
+export type DocumentFormat = "pdf" | "docx" | "xlsx" | "pptx" | "odt" | "ods" | "odp" | "doc" | "xls";
 
 const OOXML = "application/vnd.openxmlformats-officedocument";
 const ODF = "application/vnd.oasis.opendocument";
@@ -19,8 +20,13 @@ const TYPES: Record<string, DocumentFormat> = {
   [`${ODF}.text`]: "odt",
   [`${ODF}.spreadsheet`]: "ods",
   [`${ODF}.presentation`]: "odp",
+  "application/msword": "doc",
+  "application/vnd.ms-word": "doc",
+  "application/vnd.ms-excel": "xls",
+  "application/excel": "xls",
+  "application/x-msexcel": "xls",
 };
-const EXTENSIONS: Record<string, DocumentFormat> = { pdf: "pdf", docx: "docx", xlsx: "xlsx", pptx: "pptx", odt: "odt", ods: "ods", odp: "odp" };
+const EXTENSIONS: Record<string, DocumentFormat> = { pdf: "pdf", docx: "docx", xlsx: "xlsx", pptx: "pptx", odt: "odt", ods: "ods", odp: "odp", doc: "doc", xls: "xls" };
 
 /** The format a MIME type names (parameters and case ignored); undefined for any other type. */
 export function formatOfMime(mime: string): DocumentFormat | undefined {

@@ -42,7 +42,7 @@ export class DocumentPool {
 
   constructor(private readonly opts: DocumentPoolOptions) {}
 
-  async extract(format: DocumentFormat, bytes: Uint8Array, limits: { maxChars: number; maxPages: number }, signal?: AbortSignal): Promise<DocumentResult> {
+  async extract(format: DocumentFormat, bytes: Uint8Array, limits: { maxChars: number; maxPages: number; bwrapPath?: string }, signal?: AbortSignal): Promise<DocumentResult> {
     if (this.closed) return { ok: false, reason: this.opts.stoppingReason, transient: true };
     const copy = new Uint8Array(bytes).buffer; // its own buffer: a view into a shared one must not be transferred
     const timeout = new AbortController();
@@ -50,7 +50,8 @@ export class DocumentPool {
     const stop = signal ? AbortSignal.any([signal, timeout.signal]) : timeout.signal;
     try {
       const pool = await this.open();
-      return await pool.run({ format, bytes: copy, ...limits }, { transferList: [copy], signal: stop });
+      // catdoc (DOC, XLS) gets a little less than the worker's own deadline
+      return await pool.run({ format, bytes: copy, timeoutMs: Math.max(1_000, this.opts.timeoutMs - 1_000), ...limits }, { transferList: [copy], signal: stop });
     } catch (err) {
       if (timeout.signal.aborted) return { ok: false, reason: `reading it took longer than ${Math.round(this.opts.timeoutMs / 1000)} s (${this.opts.timeoutSetting})` };
       if (signal?.aborted) return { ok: false, reason: this.opts.cancelledReason, transient: true };
