@@ -16,7 +16,10 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { findProgram } from "../shared/runtime/sandbox.js";
 import { REPO_ROOT } from "../shared/scripts/paths.js";
-import { makePdf, makeXlsx } from "./fixtures/documents.js";
+import { probeOcr } from "../shared/runtime/documents/ocr.js";
+import { makePdf, makeScannedPdf, makeXlsx } from "./fixtures/documents.js";
+
+const ocrReady = (await probeOcr("/usr/bin/bwrap")).available;
 import { startToolsActor, textOf, toolCaller, type ToolsActorUnderTest } from "./harness/tools-actor.js";
 
 const REPORT = makePdf([["Quarterly report", "Revenue grew 12% (in EUR)"], ["Outlook: steady"]]);
@@ -38,6 +41,8 @@ describe("documents through the tools", () => {
     writeFileSync(join(ws, "locked.pdf"), LOCKED);
     // an old Word file (saved by LibreOffice), read with the system's catdoc in the sandbox
     writeFileSync(join(ws, "report.doc"), readFileSync(join(REPO_ROOT, "test", "fixtures", "legacy", "report.doc")));
+    // a scanned PDF (images of rendered pages, no text layer): read by OCR when the host has it
+    if (ocrReady) writeFileSync(join(ws, "scan.pdf"), await makeScannedPdf([["INVOICE 4711 from Lurk Corp"], ["Total due: 128 EUR by March 3"]]));
     writeFileSync(join(ws, "budget.xlsx"), await makeXlsx([
       { name: "Costs", rows: [["Item", "Amount"], ["Rent", 1200], ["Power, water", 80.5]] },
       { name: "Notes", rows: [["approved", true]] },
@@ -95,6 +100,15 @@ describe("documents through the tools", () => {
     const reply = await call("read", { path: "report.doc" });
     assert.equal(reply.isError, false, textOf(reply));
     assert.match(textOf(reply), /^report\.doc: text extracted from a DOC, \d+ bytes of text as numbered lines:\n {5}1\tQuarterly report\n {5}2\tRevenue grew by 12 percent in Q3\.\n {5}3\tGrüße aus Köln — naïve café\n$/);
+  });
+
+  it("read returns a scanned PDF's text recognized by OCR", { skip: ocrReady ? false : "OCR is not installed here" }, async () => {
+    const reply = await call("read", { path: "scan.pdf" });
+    assert.equal(reply.isError, false, textOf(reply));
+    const text = textOf(reply);
+    assert.match(text, /^scan\.pdf: text recognized by OCR from a scanned PDF \(2 pages; it may contain errors\), \d+ bytes of text as numbered lines:\n/);
+    assert.match(text, /INVOICE 4711 from Lurk Corp/);
+    assert.match(text, /Total due: 128 EUR by March 3/);
   });
 
   it("read of a password-protected PDF or one over the size cap is an error with the reason", async () => {

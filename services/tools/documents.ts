@@ -38,9 +38,9 @@ export function documentSummary(format: DocumentFormat, result: Extract<Document
   return `text extracted from ${aFormat(format)}${count}`;
 }
 
-/** what the model reads for a document without text (a scanned PDF) */
+/** what the model reads for a document without text (a scanned PDF whose pages OCR could not read, or without OCR) */
 export function noTextNote(what: string, format: DocumentFormat): string {
-  return `(${what} is ${aFormat(format)} with no extractable text: its pages may be scanned images, and there is no OCR)`;
+  return `(${what} is ${aFormat(format)} with no extractable text: its pages may be scanned images, and OCR read no text from them or is not available here)`;
 }
 
 /** The error for a document that cannot be read: "the text of "x.pdf" (PDF) could not be read: the PDF is password-protected". */

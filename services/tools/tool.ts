@@ -40,6 +40,8 @@ export interface ToolLimits {
   imageCapBytes: number;
   /** the most a file tool writes to one file (config.tools.maxWriteBytes; 5 MiB when unset) */
   maxWriteBytes?: number;
+  /** OCR of scanned PDFs `read` meets (config.media.ocr, with config.tools.exec.bwrapPath); absent: none */
+  ocr?: { languages: string; maxPages: number; dpi: number; timeoutMs: number; bwrapPath: string };
 }
 
 /** Who is calling: for tools that act on the session, and for the policy layer later. */

@@ -94,9 +94,16 @@ async function readDocument(file: ConfinedFile, format: DocumentFormat, offset: 
   const result = await extractDocumentText({ format, bytes, ...DOCUMENT_LIMITS });
   if (ctx.signal.aborted) throw new LurkError("ABORTED", "the read was stopped");
   if (!result.ok) throw unreadableDocument(what, format, result.reason);
-  const text = Buffer.from(documentBody(result), "utf8");
+  let body = documentBody(result);
+  let summary = documentSummary(format, result);
+  // a scanned PDF: its pages' text by OCR (media.ocr) when the host has it
+  if (body === "" && format === "pdf" && result.pages !== undefined && ctx.limits.ocr) {
+    const recognized = await recognizedText(bytes, result.pages, ctx.limits.ocr, ctx);
+    if (recognized) [body, summary] = [recognized.text, recognized.summary];
+  }
+  const text = Buffer.from(body, "utf8");
   if (text.length === 0) return { content: [{ type: "text", text: noTextNote(file.path, format) }] };
-  const header = `${file.path}: ${documentSummary(format, result)}, ${text.length} bytes of text as numbered lines:\n`;
+  const header = `${file.path}: ${summary}, ${text.length} bytes of text as numbered lines:\n`;
   const source: LineSource = {
     chunk: async (position) => text.subarray(position, position + CHUNK_BYTES),
     name: `the text extracted from "${file.path}"`,
@@ -106,6 +113,18 @@ async function readDocument(file: ConfinedFile, format: DocumentFormat, offset: 
     header,
   };
   return readLines(source, offset, limit, ctx);
+}
+
+/** A scanned PDF's text read by OCR (shared/runtime/documents/ocr.ts), or undefined when OCR is not available or read nothing. */
+async function recognizedText(bytes: Uint8Array, pages: number, ocr: NonNullable<ToolContext["limits"]["ocr"]>, ctx: ToolContext): Promise<{ text: string; summary: string } | undefined> {
+  const { ocrPdf, probeOcr } = await import("../../../shared/runtime/documents/ocr.js");
+  const probe = await probeOcr(ocr.bwrapPath, ocr.languages);
+  if (!probe.available) return undefined;
+  ctx.progress(`reading the scanned pages by OCR (at most ${ocr.maxPages})`);
+  const read = await ocrPdf(bytes, probe, ocr.bwrapPath, { languages: ocr.languages, maxPages: ocr.maxPages, dpi: ocr.dpi, timeoutMs: ocr.timeoutMs, signal: ctx.signal });
+  if (read.text.trim() === "") return undefined;
+  const partial = read.pagesRead < pages ? `\n\n[Only the first ${read.pagesRead} of ${pages} pages were read by OCR.]` : "";
+  return { text: read.text + partial, summary: `text recognized by OCR from a scanned PDF (${pages} page${pages === 1 ? "" : "s"}; it may contain errors)` };
 }
 
 /** Where numbered lines come from: a file, or a document's extracted text. */
