@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { STREAMS, subjects, type TranscriptRecord } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
@@ -148,6 +148,40 @@ describe("sessions replication across hosts", () => {
     await waitFor(() => activeCount() === 4, 15_000, "host d active");
     assert.equal((await bus.call("sessions", "get", { sessionKey: key })).session, null, "deleted on the host that rebuilt from the stream");
     assert.deepEqual(await history("agent:main:s2"), ["x1", "x2", "x3", "x4"]);
+  });
+
+  it("a host whose last term left a change set unreplicated drops it when another host wrote since", async () => {
+    const key = "agent:main:s2";
+    const subject = S.sessionChanges(key);
+    await startHost("e");
+    const jsm = await jetstreamManager(admin);
+    const config = (await jsm.streams.info(STREAMS.sessions)).config;
+    // JetStream cannot store: host d (active) answers the write after ackTimeoutMs and keeps it queued
+    await jsm.streams.update(STREAMS.sessions, { ...config, subjects: ["lurk.sesslog-paused.>"] });
+    try {
+      await bus.call("sessions", "append", { sessionKey: key, records: [note("lost-1")] });
+      await hosts.get("d")!.kill();
+      hosts.delete("d");
+    } finally {
+      await jsm.streams.update(STREAMS.sessions, config);
+    }
+    await waitFor(() => activeCount() === 5, 15_000, "host e active");
+    await bus.call("sessions", "append", { sessionKey: key, records: [note("after-1")] });
+    assert.deepEqual(await history(key), ["x1", "x2", "x3", "x4", "after-1"], "host e never had the unreplicated write");
+    // host d comes back (its outbox still holds lost-1) as a standby, then takes over from e
+    await startHost("d");
+    await hosts.get("e")!.kill();
+    hosts.delete("e");
+    await waitFor(() => activeCount() === 6, 15_000, "host d active again");
+    assert.deepEqual(await history(key), ["x1", "x2", "x3", "x4", "after-1"], "host d has host e's writes, not its own stale one");
+    const js = jetstream(admin);
+    const consumer = await js.consumers.get(STREAMS.sessions, { filter_subjects: subject });
+    const texts: string[] = [];
+    for await (const m of await consumer.fetch({ max_messages: 1_000, expires: 1_000 })) {
+      texts.push(m.string());
+      if (m.info.pending === 0) break;
+    }
+    assert.ok(texts.length > 0 && texts.every((t) => !t.includes("lost-1")), "the stale change set never reached the stream");
   });
 
   it("splits a change set only when it does not fit one message", () => {
