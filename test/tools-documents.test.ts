@@ -33,6 +33,7 @@ describe("documents through the tools", () => {
   let ws: string;
   let site: Server;
   let port = 0;
+  let scanned: Buffer | undefined;
   const url = (path: string) => `http://127.0.0.1:${port}${path}`;
 
   before(async () => {
@@ -42,7 +43,8 @@ describe("documents through the tools", () => {
     // an old Word file (saved by LibreOffice), read with the system's catdoc in the sandbox
     writeFileSync(join(ws, "report.doc"), readFileSync(join(REPO_ROOT, "test", "fixtures", "legacy", "report.doc")));
     // a scanned PDF (images of rendered pages, no text layer): read by OCR when the host has it
-    if (ocrReady) writeFileSync(join(ws, "scan.pdf"), await makeScannedPdf([["INVOICE 4711 from Lurk Corp"], ["Total due: 128 EUR by March 3"]]));
+    if (ocrReady) scanned = await makeScannedPdf([["INVOICE 4711 from Lurk Corp"], ["Total due: 128 EUR by March 3"]]);
+    if (scanned) writeFileSync(join(ws, "scan.pdf"), scanned);
     writeFileSync(join(ws, "budget.xlsx"), await makeXlsx([
       { name: "Costs", rows: [["Item", "Amount"], ["Rent", 1200], ["Power, water", 80.5]] },
       { name: "Notes", rows: [["approved", true]] },
@@ -58,6 +60,7 @@ describe("documents through the tools", () => {
         case "/paper.pdf": return res.writeHead(200, { "content-type": "application/pdf" }).end(PAPER);
         case "/download": return res.writeHead(200, { "content-type": "application/octet-stream" }).end(REPORT);
         case "/locked": return res.writeHead(200, { "content-type": "application/pdf" }).end(LOCKED);
+        case "/scan.pdf": return res.writeHead(200, { "content-type": "application/pdf" }).end(scanned);
         default: return res.writeHead(404).end();
       }
     });
@@ -135,6 +138,13 @@ describe("documents through the tools", () => {
     const generic = await call("web_fetch", { url: url("/download") });
     assert.equal(generic.isError, false, textOf(generic));
     assert.match(textOf(generic), /^Document: text extracted from a PDF \(2 pages\)\n\nQuarterly report\nRevenue grew 12% \(in EUR\)\n\nOutlook: steady$/m);
+  });
+
+  it("web_fetch of a scanned PDF returns the text OCR recognizes", { skip: ocrReady ? false : "OCR is not installed here" }, async () => {
+    const reply = await call("web_fetch", { url: url("/scan.pdf") });
+    assert.equal(reply.isError, false, textOf(reply));
+    assert.match(textOf(reply), /text recognized by OCR from a scanned PDF \(2 pages; it may contain errors\)/);
+    assert.match(textOf(reply), /INVOICE 4711 from Lurk Corp/);
   });
 
   it("web_fetch of a password-protected PDF is an error with the reason", async () => {

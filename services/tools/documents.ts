@@ -7,6 +7,7 @@ import { LurkError } from "../../shared/contract/index.js";
 import type { DocumentResult } from "../../shared/runtime/documents/extract.js";
 import { formatLabel, type DocumentFormat } from "../../shared/runtime/documents/formats.js";
 import { formatBytes } from "../../shared/runtime/media.js";
+import type { ToolContext } from "./tool.js";
 
 /** the largest document read (as media.maxFileMb's default) */
 export const DOCUMENT_MAX_BYTES = 20 * 1024 * 1024;
@@ -57,4 +58,16 @@ export function documentTooLarge(what: string, format: DocumentFormat, size?: nu
 /** "a PDF", "an XLSX" */
 function aFormat(format: DocumentFormat): string {
   return `${/^[xo]/.test(format) ? "an" : "a"} ${formatLabel(format)}`;
+}
+
+/** A scanned PDF's text read by OCR (shared/runtime/documents/ocr.ts), or undefined when OCR is not available or read nothing. */
+export async function recognizedText(bytes: Uint8Array, pages: number, ocr: NonNullable<ToolContext["limits"]["ocr"]>, ctx: Pick<ToolContext, "progress" | "signal">): Promise<{ text: string; summary: string } | undefined> {
+  const { ocrPdf, probeOcr } = await import("../../shared/runtime/documents/ocr.js");
+  const probe = await probeOcr(ocr.bwrapPath, ocr.languages);
+  if (!probe.available) return undefined;
+  ctx.progress(`reading the scanned pages by OCR (at most ${ocr.maxPages})`);
+  const read = await ocrPdf(bytes, probe, ocr.bwrapPath, { languages: ocr.languages, maxPages: ocr.maxPages, dpi: ocr.dpi, timeoutMs: ocr.timeoutMs, signal: ctx.signal });
+  if (read.text.trim() === "") return undefined;
+  const partial = read.pagesRead < pages ? `\n\n[Only the first ${read.pagesRead} of ${pages} pages were read by OCR.]` : "";
+  return { text: read.text + partial, summary: `text recognized by OCR from a scanned PDF (${pages} page${pages === 1 ? "" : "s"}; it may contain errors)` };
 }

@@ -17,7 +17,7 @@ import { z } from "zod";
 import { LurkError } from "../../../shared/contract/index.js";
 import { sniffDocument, type DocumentFormat } from "../../../shared/runtime/documents/formats.js";
 import { cutUtf8, looksBinary, sniffImage } from "../content.js";
-import { DOCUMENT_LIMITS, DOCUMENT_MAX_BYTES, documentBody, documentSummary, documentTooLarge, noTextNote, unreadableDocument } from "../documents.js";
+import { DOCUMENT_LIMITS, DOCUMENT_MAX_BYTES, documentBody, documentSummary, documentTooLarge, noTextNote, unreadableDocument, recognizedText } from "../documents.js";
 import { readAt, type ConfinedFile } from "../fs-confined.js";
 import { defineTool, type ToolContext, type ToolResult } from "../tool.js";
 
@@ -113,18 +113,6 @@ async function readDocument(file: ConfinedFile, format: DocumentFormat, offset: 
     header,
   };
   return readLines(source, offset, limit, ctx);
-}
-
-/** A scanned PDF's text read by OCR (shared/runtime/documents/ocr.ts), or undefined when OCR is not available or read nothing. */
-async function recognizedText(bytes: Uint8Array, pages: number, ocr: NonNullable<ToolContext["limits"]["ocr"]>, ctx: ToolContext): Promise<{ text: string; summary: string } | undefined> {
-  const { ocrPdf, probeOcr } = await import("../../../shared/runtime/documents/ocr.js");
-  const probe = await probeOcr(ocr.bwrapPath, ocr.languages);
-  if (!probe.available) return undefined;
-  ctx.progress(`reading the scanned pages by OCR (at most ${ocr.maxPages})`);
-  const read = await ocrPdf(bytes, probe, ocr.bwrapPath, { languages: ocr.languages, maxPages: ocr.maxPages, dpi: ocr.dpi, timeoutMs: ocr.timeoutMs, signal: ctx.signal });
-  if (read.text.trim() === "") return undefined;
-  const partial = read.pagesRead < pages ? `\n\n[Only the first ${read.pagesRead} of ${pages} pages were read by OCR.]` : "";
-  return { text: read.text + partial, summary: `text recognized by OCR from a scanned PDF (${pages} page${pages === 1 ? "" : "s"}; it may contain errors)` };
 }
 
 /** Where numbered lines come from: a file, or a document's extracted text. */

@@ -16,7 +16,7 @@ import { z } from "zod";
 import { LurkError } from "../../../shared/contract/index.js";
 import { formatOf, formatOfMime, GENERIC_TYPES, sniffDocument, type DocumentFormat } from "../../../shared/runtime/documents/formats.js";
 import { cutUtf8, looksBinary } from "../content.js";
-import { DOCUMENT_LIMITS, DOCUMENT_MAX_BYTES, documentBody, documentSummary, documentTooLarge, noTextNote, unreadableDocument } from "../documents.js";
+import { DOCUMENT_LIMITS, DOCUMENT_MAX_BYTES, documentBody, documentSummary, documentTooLarge, noTextNote, unreadableDocument, recognizedText } from "../documents.js";
 import { saveOutput } from "../saved-output.js";
 import { defineTool, type ToolContext, type ToolResult } from "../tool.js";
 import { htmlToText } from "../web/html.js";
@@ -71,6 +71,11 @@ async function documentText(res: FetchResult, format: DocumentFormat, ctx: ToolC
     throw unreadableDocument(res.url, format, result.reason);
   }
   const text = documentBody(result);
+  // a scanned PDF: its pages' text by OCR (media.ocr) when the host has it
+  if (text === "" && format === "pdf" && result.pages !== undefined && ctx.limits.ocr) {
+    const recognized = await recognizedText(res.body, result.pages, ctx.limits.ocr, { progress: ctx.progress, signal });
+    if (recognized) return recognized;
+  }
   return { text: text === "" ? noTextNote(res.url, format) : text, summary: documentSummary(format, result) };
 }
 
