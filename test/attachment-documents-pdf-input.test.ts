@@ -12,13 +12,13 @@ import assert from "node:assert/strict";
 import { after, before, beforeEach, describe, it } from "node:test";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { BusClient } from "../shared/runtime/client.js";
-import { MEDIA_DEFAULTS } from "../shared/runtime/config-media.js";
 import { formatBytes, MediaStore } from "../shared/runtime/media.js";
 import { blocksOf, FakeAnthropicServer, type WireBlock } from "./fakes/anthropic-server.js";
 import { messageText } from "./fakes/openai-server.js";
 import { makePdf } from "./fixtures/documents.js";
 import { flatImage } from "./harness/images.js";
 import { CliClient, TestSystem } from "./harness/system.js";
+import { startFileRig, stopFileRig } from "./harness/file-rig.js";
 
 const NO_TEXT = "(no extractable text: its pages are probably scanned images, and OCR is not available)";
 const CONFIG = {
@@ -43,18 +43,11 @@ describe("scanned PDFs as the PDF itself for models with PDF input", () => {
 
   before(async () => {
     anthropic = await FakeAnthropicServer.start();
-    system = await TestSystem.start({ config: CONFIG, env: { ANTHROPIC_BASE_URL: anthropic.baseUrl, ANTHROPIC_API_KEY: "sk-ant-test-0123456789" } });
-    channelNc = await system.nats.connect("channel-telegram");
-    runnerNc = await system.nats.connect("agent-runner");
-    media = new MediaStore(channelNc, { ...MEDIA_DEFAULTS });
-    cli = await CliClient.connect(system.nats);
+    ({ system, channelNc, runnerNc, media, cli } = await startFileRig({ config: CONFIG, env: { ANTHROPIC_BASE_URL: anthropic.baseUrl, ANTHROPIC_API_KEY: "sk-ant-test-0123456789" } }));
     scanRef = (await media.put(scanned, { mime: "application/pdf", name: "scan.pdf" })).ref;
   });
   after(async () => {
-    await cli?.close();
-    await channelNc?.close();
-    await runnerNc?.close();
-    await system?.stop();
+    await stopFileRig({ system, channelNc, runnerNc, media, cli });
     await anthropic?.close();
   });
   beforeEach(() => {

@@ -64,8 +64,8 @@ export type Availability =
 /** Availability plus whether a success must clear stored state (a failure streak or a disable count). */
 export type AvailabilityWithState = Availability & { hasState: boolean };
 
-const profileKey = (p: ProfileRef) => `${p.provider}\u0000${p.id}`;
-const cooldownKey = (p: ProfileRef, model: string) => `${p.provider}\u0000${p.id}\u0000${model}`;
+const profileKey = (p: Pick<ProfileRef, "provider" | "id">) => `${p.provider}\u0000${p.id}`;
+const cooldownKey = (p: Pick<ProfileRef, "provider" | "id">, model: string) => `${profileKey(p)}\u0000${model}`;
 const pinKey = (sessionKey: string, provider: string) => `${sessionKey}\u0000${provider}`;
 
 export class AuthStateStore {
@@ -167,8 +167,8 @@ export class AuthStateStore {
 
   /** Forgets a profile's disable and every model's cooldown of it (a new login); returns whether there was any. */
   async clearProfile(provider: string, id: string): Promise<boolean> {
-    const key = `${provider}\u0000${id}`;
-    const prefix = `${key}\u0000`;
+    const key = profileKey({ provider, id });
+    const prefix = cooldownKey({ provider, id }, "");
     let cleared = false;
     await this.root.transaction(() => {
       const state = this.profilesDb.get(key);

@@ -17,19 +17,14 @@
  */
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
-import { LurkError, oauthStateKey, oauthStateSchema, safeParseJson, type OAuthState } from "../../shared/contract/index.js";
+import { LurkError, oauthStateKey, parseOAuthState, type OAuthState } from "../../shared/contract/index.js";
+import { isWrongRevision } from "../../shared/runtime/lease.js";
 import type { OAuthClientConfig } from "../../shared/runtime/config-providers.js";
-import { clientFields, requestTokens } from "../../shared/runtime/oauth-token-endpoint.js";
+import { clientFields, refreshGrant, requestTokens } from "../../shared/runtime/oauth-token-endpoint.js";
 import { abortable, sleepUnlessAborted } from "../../shared/runtime/abortable-sleep.js";
 
 const aborted = () => new LurkError("ABORTED", "the run was aborted");
-
-/** A compare-and-set that lost: the entry's revision moved on (JetStream's wrong-last-sequence errors). */
-function wrongRevision(err: unknown): boolean {
-  return err instanceof JetStreamApiError && (err.code === JetStreamApiCodes.StreamWrongLastSequence || err.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown);
-}
 
 export interface CredentialSource {
   secret(signal: AbortSignal, refused?: string): Promise<string>;
@@ -143,7 +138,7 @@ export class RefreshedTokens implements CredentialSource {
       try {
         claimed = await kv.update(key, JSON.stringify(claim), entry.revision);
       } catch (err) {
-        if (wrongRevision(err)) continue; // another instance wrote first (a claim, a refresh or a new login): read it again
+        if (isWrongRevision(err)) continue; // another instance wrote first (a claim, a refresh or a new login): read it again
         throw this.busError(err);
       }
       return this.refresh(kv, key, state, claimed, signal);
@@ -154,7 +149,7 @@ export class RefreshedTokens implements CredentialSource {
     const { refreshing: _, ...rest } = state;
     let tokens;
     try {
-      tokens = await requestTokens(this.client, { grant_type: "refresh_token", refresh_token: state.refreshToken, ...clientFields(this.client) }, {
+      tokens = await requestTokens(this.client, refreshGrant(this.client, state.refreshToken), {
         label: `the token refresh of ${this.label}`, fix: this.loginFix, signal, now: this.now,
       });
     } catch (err) {
@@ -177,7 +172,7 @@ export class RefreshedTokens implements CredentialSource {
         break;
       } catch (err) {
         // a new login replaced the entry meanwhile: its tokens win; these belong to the old login
-        if (wrongRevision(err)) throw new LurkError("PROVIDER_ERROR", `the tokens of ${this.label} changed while refreshing (a new login?); trying again`, { retryable: true, cause: err });
+        if (isWrongRevision(err)) throw new LurkError("PROVIDER_ERROR", `the tokens of ${this.label} changed while refreshing (a new login?); trying again`, { retryable: true, cause: err });
         // the bus failed: the new access token still serves this process until it expires
         if (write >= 2) break;
         await sleepUnlessAborted(1_000, signal);
@@ -199,10 +194,8 @@ export class RefreshedTokens implements CredentialSource {
   }
 
   private parse(value: Uint8Array): OAuthState {
-    try {
-      return oauthStateSchema.parse(safeParseJson(value, { maxBytes: 64 * 1024, maxDepth: 8 }));
-    } catch {
-      throw new LurkError("PROVIDER_AUTH", `the stored tokens of ${this.label} cannot be read; ${this.loginFix}`);
-    }
+    const state = parseOAuthState(value);
+    if (!state) throw new LurkError("PROVIDER_AUTH", `the stored tokens of ${this.label} cannot be read; ${this.loginFix}`);
+    return state;
   }
 }

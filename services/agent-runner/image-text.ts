@@ -18,9 +18,8 @@ import type { MediaStore } from "../../shared/runtime/media.js";
 import type { DocumentOcrOptions, PrepareContext } from "./document-text.js";
 import { cutText } from "./document-text.js";
 import { inlineWithinBudget } from "./inline-budget.js";
+import { MODEL_IMAGE_TYPES } from "./transcript.js";
 
-/** the image types models take, which are the ones read here (transcript.ts MODEL_IMAGE_TYPES) */
-const IMAGE_TYPES = new Set(["image/jpeg", "image/png", "image/gif", "image/webp"]);
 const MIN_ALLOWANCE = 256;
 
 export interface ImageTextOptions {
@@ -61,6 +60,6 @@ export class ImageTextReader {
   }
 
   private wanted(a: Attachment): boolean {
-    return a.kind === "image" && IMAGE_TYPES.has(a.mime) && !!a.ref && a.ocrText === undefined && !a.error && (a.size === undefined || a.size <= this.opts.maxFileBytes);
+    return a.kind === "image" && MODEL_IMAGE_TYPES.has(a.mime) && !!a.ref && a.ocrText === undefined && !a.error && (a.size === undefined || a.size <= this.opts.maxFileBytes);
   }
 }

@@ -45,8 +45,6 @@ export interface LlmCallDeps {
   chain?: ModelChain;
   /** fills in the bytes of images and PDFs kept as media refs (images.ts); absent: sent as they are */
   images?: Pick<ImageLoader, "resolve">;
-  /** without a chain: whether `model` takes PDFs (document blocks); absent: it does not */
-  pdfInput?: boolean;
 }
 
 /** The LurkError a fired run signal stands for (ABORTED unless the reason is a LurkError). */
@@ -102,10 +100,11 @@ function backoff(error: LurkError, retry: number): number {
 
 export async function callModel(deps: LlmCallDeps, turn: number, history: LlmMessage[]): Promise<AssistantMessage> {
   // PDFs are loaded when a model of the run may take them, and made notes per model (pdf-input.ts)
-  const documents = deps.chain ? deps.chain.takesPdf : deps.pdfInput ?? false;
+  const documents = deps.chain?.takesPdf ?? false;
   const messages = deps.images ? await deps.images.resolve(history, { documents }) : history;
   if (deps.chain) return callWithFailover(deps, deps.chain, turn, messages);
-  const forModel = pdfInputFor(messages, deps.pdfInput ?? false);
+  // without a chain (housekeeping calls) the model is not known to take PDFs: document blocks become notes
+  const forModel = pdfInputFor(messages, false);
   for (let retry = 0; ; retry++) {
     const result = await attempt(deps, deps.provider, { model: deps.model, system: deps.system, messages: forModel, tools: deps.tools }, turn);
     if ("message" in result) return result.message;

@@ -45,7 +45,7 @@ const NO_TEXT: Record<DocumentFormat, string> = {
 };
 
 /** the image types every provider takes (others, e.g. SVG or HEIC, go as files) */
-const MODEL_IMAGE_TYPES = new Set(["image/jpeg", "image/png", "image/gif", "image/webp"]);
+export const MODEL_IMAGE_TYPES: ReadonlySet<string> = new Set(["image/jpeg", "image/png", "image/gif", "image/webp"]);
 
 /**
  * An image the model can see (by media ref, inline or URL: images.ts loads a ref's bytes for each

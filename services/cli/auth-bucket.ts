@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { AUTH_BUCKET, oauthStateKey, oauthStateSchema, safeParseJson, type OAuthState } from "../../shared/contract/index.js";
+import { AUTH_BUCKET, oauthStateKey, oauthStateSchema, parseOAuthState, type OAuthState } from "../../shared/contract/index.js";
 import { CliError } from "./errors.js";
 
 export async function openAuthBucket(nc: NatsConnection): Promise<KV> {
@@ -24,11 +24,8 @@ export type StoredLogin = { state: "none" } | { state: "unreadable" } | { state:
 export async function readLogin(kv: KV, provider: string, id: string): Promise<StoredLogin> {
   const entry = await kv.get(oauthStateKey(provider, id));
   if (!entry || entry.operation !== "PUT") return { state: "none" };
-  try {
-    return { state: "stored", login: oauthStateSchema.parse(safeParseJson(entry.value, { maxBytes: 64 * 1024, maxDepth: 8 })) };
-  } catch {
-    return { state: "unreadable" };
-  }
+  const login = parseOAuthState(entry.value);
+  return login ? { state: "stored", login } : { state: "unreadable" };
 }
 
 export interface NewTokens {

@@ -8,7 +8,7 @@ import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { oauthStateKey, safeParseJson, type OAuthState } from "../../shared/contract/index.js";
 import { loadConfig, type Env, type LurkConfig } from "../../shared/runtime/config.js";
-import { clientFields, requestTokens } from "../../shared/runtime/oauth-token-endpoint.js";
+import { refreshGrant, requestTokens } from "../../shared/runtime/oauth-token-endpoint.js";
 import type { ParsedCommand } from "./args.js";
 import { openAuthBucket, readLogin, storeLogin, when } from "./auth-bucket.js";
 import { formatAuthList, gatherAuthList } from "./auth-list.js";
@@ -74,7 +74,7 @@ export async function cmdAuth(p: ParsedCommand, env: Env, io: AuthIo): Promise<n
     const refreshToken = parseImport(await readInput(io.input));
     // the bus first: the check below may spend (rotate) the refresh token
     return withBucket(cfg, env, false, async (kv) => {
-      const tokens = await requestTokens(client, { grant_type: "refresh_token", refresh_token: refreshToken, ...clientFields(client) }, {
+      const tokens = await requestTokens(client, refreshGrant(client, refreshToken), {
         label: `the imported refresh token of auth profile ${label}`,
         fix: `nothing was stored; check that the token was issued to this profile's OAuth client (clientId, tokenUrl in config.json) and is still valid, or log in with \`lurkbot auth login ${provider} ${id}\``,
       });

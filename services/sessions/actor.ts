@@ -65,31 +65,30 @@ export const definition: ActorDefinition = {
   },
 };
 
-/** The lease, with the takeover (apply the whole stream, then write) and the standby (follow). */
+/** The lease: a takeover applies the whole stream and a new instance writes once active; a standby follows. */
 async function openReplicated(rt: ActorRuntime, store: SessionStore, replication: SessionReplication): Promise<ActiveInstance<"sessions">> {
-  let roles: Promise<void> = Promise.resolve();
-  const then = (step: () => Promise<void>) => (roles = roles.then(step).catch((err: unknown) => rt.log.error({ err }, "sessions: changing role failed")));
   return ActiveInstance.open(rt, "sessions", {
     ttlMs: rt.config.sessions.replication.leaseTtlMs,
     renewMs: rt.config.sessions.replication.leaseRenewMs,
-    takeOver: () => then(async () => {
+    takeOver: async () => {
       const log = store.changeLog!;
       const before = log.appliedSeq;
-      await replication.catchUp(rt.signal);
+      const stream = await replication.catchUp(rt.signal);
       // change sets left queued by this host's last term go out only if nobody wrote since
       if (log.appliedSeq !== before) replication.discardQueued("another instance wrote after this host's last term");
       if (!log.seeded) {
         // the first active instance publishes the data it had before replication was on
-        if (await replication.streamEmpty()) rt.log.info({ sessions: store.seedChangeLog() }, "sessions: this store's sessions go to the SESSIONS stream");
+        if (stream.messages === 0) rt.log.info({ sessions: store.seedChangeLog() }, "sessions: this store's sessions go to the SESSIONS stream");
         else store.logTxn((l) => l.markSeededInTxn());
       }
-      replication.startWriting();
-      rt.log.info({ appliedSeq: log.appliedSeq }, "sessions: the whole stream is applied; writing");
-    }),
-    standBy: () => void then(async () => {
+      rt.log.info({ appliedSeq: log.appliedSeq }, "sessions: the whole stream is applied");
+    },
+    // also after a takeover that failed in part (ActiveInstance logs it): an active instance always publishes its writes
+    activated: () => replication.startWriting(),
+    standBy: async () => {
       await replication.stopWriting();
       await replication.startFollowing();
-    }),
+    },
     // a restart after a crash on this host takes the lease at once, not after leaseTtlMs
     holderGone: deadLocalHolder(rt.nc, "sessions"),
   });

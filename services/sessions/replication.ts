@@ -12,7 +12,7 @@
  * every change set in stream order (parts gathered first). `catchUp` returns once everything the
  * stream held when it was called is applied: the takeover waits for it before it serves.
  */
-import { jetstream, jetstreamManager, type ConsumerMessages, type JetStreamClient } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type StreamState } from "@nats-io/jetstream";
 import { DeliverPolicy } from "@nats-io/jetstream";
 import { headers as natsHeaders } from "@nats-io/transport-node";
 import { randomUUID } from "node:crypto";
@@ -39,8 +39,15 @@ export class SessionReplication {
   /** parts of a change set split over several messages, gathered until the last */
   private partial: { txn: string; ops: SessionChangeOp[] } | undefined;
 
+  private jsmOnce: Promise<JetStreamManager> | undefined;
+
   constructor(private readonly rt: ActorRuntime, private readonly store: SessionStore, private readonly ackTimeoutMs: number) {
     this.js = jetstream(rt.nc);
+  }
+
+  /** one manager for the stream's info and purges (made on first use; no API check: the stream is ours) */
+  private jsm(): Promise<JetStreamManager> {
+    return (this.jsmOnce ??= jetstreamManager(this.rt.nc, { checkAPI: false }));
   }
 
   private get log() {
@@ -86,7 +93,8 @@ export class SessionReplication {
 
   /** Resolves once change set `n` is in the stream, or after the ack timeout (then logged). */
   async settled(n: number): Promise<void> {
-    if (n === 0 || !this.writing || this.log.pending(1)[0] === undefined || this.log.pending(1)[0]!.n > n) return;
+    const oldest = this.log.pending(1)[0];
+    if (n === 0 || !this.writing || oldest === undefined || oldest.n > n) return;
     let timer: NodeJS.Timeout | undefined;
     const stored = new Promise<boolean>((resolve) => {
       const list = this.waiters.get(n) ?? [];
@@ -134,12 +142,12 @@ export class SessionReplication {
     const acks: Array<Promise<{ seq: number }>> = [];
     for (const entry of batch) {
       const parts = splitOps(entry.ops, maxBytes);
-      const txn = `${this.rt.service.info().id}-${entry.n}`;
+      const txn = `${this.log.id}-${entry.n}`;
       for (const [part, ops] of parts.entries()) {
         const body = { type: "lurk.sessions.change.v1", id: randomUUID(), ts: Date.now(), sessionKey: entry.sessionKey, txn, part, parts: parts.length, ops };
         const h = natsHeaders();
         // the store's own id: a change set published again after a restart is stored once too
-        h.set("Nats-Msg-Id", `${this.log.id}-${entry.n}-${part}`);
+        h.set("Nats-Msg-Id", `${txn}-${part}`);
         acks.push(this.js.publish(this.rt.subjects.sessionChanges(entry.sessionKey), JSON.stringify(body), { headers: h }));
       }
     }
@@ -151,7 +159,7 @@ export class SessionReplication {
   private async purgeDeleted(batch: OutboxEntry[]): Promise<void> {
     const deleted = batch.filter((e) => e.ops.some((op) => op.op === "deleteSession")).map((e) => e.sessionKey);
     if (deleted.length === 0) return;
-    const jsm = await jetstreamManager(this.rt.nc);
+    const jsm = await this.jsm();
     for (const sessionKey of new Set(deleted)) {
       try {
         await jsm.streams.purge(STREAMS.sessions, { filter: this.rt.subjects.sessionChanges(sessionKey), keep: 1 });
@@ -194,10 +202,10 @@ export class SessionReplication {
     this.partial = undefined;
   }
 
-  /** Applies everything the stream holds now (following until then), then stops following. */
-  async catchUp(signal: AbortSignal): Promise<void> {
-    const jsm = await jetstreamManager(this.rt.nc);
-    const target = (await jsm.streams.info(STREAMS.sessions)).state.last_seq;
+  /** Applies everything the stream holds now (following until then), then stops following; resolves with the stream's state it caught up to. */
+  async catchUp(signal: AbortSignal): Promise<StreamState> {
+    const state = (await (await this.jsm()).streams.info(STREAMS.sessions)).state;
+    const target = state.last_seq;
     if (this.log.appliedSeq < target) {
       await this.startFollowing();
       let seen = this.log.appliedSeq;
@@ -212,12 +220,7 @@ export class SessionReplication {
       }
     }
     await this.stopFollowing();
-  }
-
-  /** Whether the stream holds nothing yet (a store that had data before replication publishes it). */
-  async streamEmpty(): Promise<boolean> {
-    const jsm = await jetstreamManager(this.rt.nc);
-    return (await jsm.streams.info(STREAMS.sessions)).state.messages === 0;
+    return state;
   }
 
   private apply(data: Uint8Array, seq: number): void {

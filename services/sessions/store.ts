@@ -15,7 +15,7 @@
 import { randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { open, type Database, type RootDatabase } from "lmdb";
-import { addUsage, emptyUsage, LurkError, type SessionChangeOp, type SessionEntry, type TranscriptRecord, type Usage } from "../../shared/contract/index.js";
+import { addUsage, emptyUsage, LurkError, type SESSION_DBS, type SessionChangeOp, type SessionEntry, type TranscriptRecord, type Usage } from "../../shared/contract/index.js";
 import { ChangeLog } from "./change-log.js";
 import { resetReason, type ResetPolicy, type ResetReason } from "./reset-policy.js";
 
@@ -50,7 +50,7 @@ export interface SessionStoreOptions {
   onQueued?: () => void;
 }
 
-type SessionDb = SessionChangeOp extends infer O ? O extends { db: infer D } ? D : never : never;
+type SessionDb = (typeof SESSION_DBS)[number];
 
 /** lmdb's `sync` (mdb_env_sync on libuv's thread pool), missing from its type declarations */
 type SyncableRoot = RootDatabase & { sync(callback: (err?: unknown) => void): void };
@@ -96,10 +96,6 @@ export class SessionStore {
     this.capture?.push({ op: "put", db, key: key as string, value });
   }
 
-  private remove(db: SessionDb, key: unknown): void {
-    void this.dbs[db].remove(key as never);
-    this.capture?.push({ op: "remove", db, key: key as string });
-  }
 
   get(sessionKey: string): SessionEntry | null {
     return this.entries.get(sessionKey) ?? null;
@@ -330,7 +326,6 @@ export class SessionStore {
     this.root.transactionSync(() => {
       for (const op of ops) {
         if (op.op === "put") void this.dbs[op.db].put(op.key as never, op.value);
-        else if (op.op === "remove") void this.dbs[op.db].remove(op.key as never);
         else this.deleteInTxn(op.sessionKey, op.sessionId);
       }
       this.changeLog?.setAppliedInTxn(streamSeq);
@@ -383,9 +378,9 @@ export class SessionStore {
    * With replication on, the transaction's writes are queued in the outbox as one change set of
    * the session `sessionKey`, in the same transaction.
    */
-  private commit(work: () => void, sessionKey?: string): void {
+  private commit(work: () => void, sessionKey: string): void {
     const log = this.changeLog;
-    if (!log || sessionKey === undefined) {
+    if (!log) {
       this.root.transactionSync(work);
     } else {
       const before = log.lastQueued;

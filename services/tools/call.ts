@@ -36,6 +36,7 @@ export function toolLimits(rt: ActorRuntime): ToolLimits {
     // base64 is 4/3 the size
     imageCapBytes: Math.floor(((maxPayload - REPLY_OVERHEAD) * 3) / 4),
     maxWriteBytes: rt.config.tools.maxWriteBytes,
+    bwrapPath: rt.config.tools.exec.bwrapPath,
     ...(rt.config.media.ocr.enabled ? { ocr: { ...rt.config.media.ocr, bwrapPath: rt.config.tools.exec.bwrapPath } } : {}),
   };
 }

@@ -40,7 +40,9 @@ export interface ToolLimits {
   imageCapBytes: number;
   /** the most a file tool writes to one file (config.tools.maxWriteBytes; 5 MiB when unset) */
   maxWriteBytes?: number;
-  /** OCR of scanned PDFs `read` meets (config.media.ocr, with config.tools.exec.bwrapPath); absent: none */
+  /** bubblewrap (config.tools.exec.bwrapPath), for the programs documents are read with (catdoc, OCR) */
+  bwrapPath?: string;
+  /** OCR of scanned PDFs `read` and `web_fetch` meet (config.media.ocr, with bwrapPath); absent: none */
   ocr?: { languages: string; maxPages: number; dpi: number; timeoutMs: number; bwrapPath: string };
 }
 

@@ -177,10 +177,10 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       // reading the leases: which instance of cron, heartbeat, subagents, approvals and router is active (status);
       // the media store: files sent from the terminal and files received there;
       // the auth bucket: `lurkbot auth login|import|logout|list` (auth-state.ts)
-      publish: [s.inbound("cli"), "$SRV.>", ...["router", "sessions", "tools", "approvals", "subagents", "heartbeat", "cron"].map(ops), ...kvReadSubjects(LEASE_BUCKET), ...mediaSubjects("write"),
-        ...kvReadSubjects(AUTH_BUCKET), `$KV.${AUTH_BUCKET}.>`, ...kvWatchSubjects(AUTH_BUCKET)],
+      publish: [s.inbound("cli"), "$SRV.>", ...["router", "sessions", "tools", "approvals", "subagents", "heartbeat", "cron"].map(ops), ...kvReadSubjects(LEASE_BUCKET), ...mediaSubjects("write")],
       subscribe: [s.outboundChannel("cli"), s.runEventAll, s.toolProgressAll, s.eventAll],
       responder: false,
+      kvBuckets: [AUTH_BUCKET],
     }),
     channel("web"),
     channel("telegram"),

@@ -8,10 +8,11 @@
  * Key: `<provider>.<profileId>` (oauthStateKey).
  */
 import { z } from "zod";
+import { safeParseJson } from "./safe-json.js";
 
 export const oauthStateSchema = z.object({
   type: z.literal("lurk.auth.oauth.v1"),
-  /** new at each login or import; a profile's cooldowns are kept per login */
+  /** new at each login or import: a change of it is a new login (the agent-runners clear that profile's cooldowns) */
   loginId: z.string().min(1).max(64),
   refreshToken: z.string().min(1).max(16_384),
   accessToken: z.string().min(1).max(16_384).optional(),
@@ -32,4 +33,19 @@ export type OAuthState = z.infer<typeof oauthStateSchema>;
 /** The KV key of a profile's OAuth state; profile ids are [A-Za-z0-9._-], valid in KV keys. */
 export function oauthStateKey(provider: string, profileId: string): string {
   return `${provider}.${profileId}`;
+}
+
+/** The provider and profile id of a bucket key (oauthStateKey's inverse; the provider has no dot). */
+export function parseOAuthStateKey(key: string): { provider: string; profileId: string } {
+  const dot = key.indexOf(".");
+  return { provider: key.slice(0, dot), profileId: key.slice(dot + 1) };
+}
+
+/** A bucket entry's value as OAuth state, or undefined when it is not one (size-capped, safe JSON, the schema). */
+export function parseOAuthState(value: Uint8Array): OAuthState | undefined {
+  try {
+    return oauthStateSchema.parse(safeParseJson(value, { maxBytes: 64 * 1024, maxDepth: 8 }));
+  } catch {
+    return undefined;
+  }
 }

@@ -7,7 +7,8 @@
  * - `isActive()` is true only after `takeOver` finished for the current term (e.g. the replicated
  *   state was loaded) and while the lease is fresh; the actor acts (timers, events, requests) only then.
  * - On losing the lease `standBy` runs at once (drop timers; work already started goes on) and
- *   relayed requests go to the next holder.
+ *   relayed requests go to the next holder. A `standBy` that returns a promise is waited for
+ *   before the next takeover of this instance starts (takeovers and stand-bys run in order).
  * - `start()` makes the first try before it resolves, so an actor reports started either active
  *   (state loaded) or standing by. `stop()` gives the lease up: a standby takes over at once.
  * - Each change of role is logged and published as `lurk.evt.<actor>.active` (once it acts) /
@@ -27,8 +28,8 @@ export interface ActiveInstanceOptions {
   takeOver(): Promise<void>;
   /** runs once it is active (a first tick, recovering work left under way) */
   activated?(): void;
-  /** runs when this instance lost the lease */
-  standBy(): void;
+  /** runs when this instance lost the lease (a next takeover waits for its promise) */
+  standBy(): void | Promise<void>;
   /** opt-in: a live lease whose holder this declares gone is taken at once (lease.ts, dead-holder.ts) */
   holderGone?: LeaseOptions["holderGone"];
 }
@@ -79,7 +80,12 @@ export class ActiveInstance<A extends EndpointActor> {
       this.ready = false;
       this.relay.deactivate();
       this.rt.emit("standby", { holder });
-      opts.standBy();
+      const standingBy = opts.standBy();
+      if (standingBy) {
+        this.takingOver = this.takingOver.then(() => standingBy).catch((err: unknown) => {
+          this.rt.log.warn({ err }, "standing by failed in part");
+        });
+      }
       return;
     }
     this.takingOver = this.takingOver.then(async () => {

@@ -131,6 +131,8 @@ export const webConfigSchema = z.object({
 });
 export type WebConfig = z.infer<typeof webConfigSchema>;
 
+const SESSIONS_REPLICATION_DEFAULTS = { enabled: false, ...LEASE_DEFAULTS, ackTimeoutMs: 5_000 };
+
 export const configSchema = z.object({
   home: z.string(),
   workspace: z.string(),
@@ -245,9 +247,9 @@ export const configSchema = z.object({
       enabled: z.boolean().default(false),
       ...leaseConfigShape,
       /** how long a write waits for JetStream's ack before it is answered anyway (it stays queued for replication) */
-      ackTimeoutMs: z.number().int().min(100).max(60_000).default(5_000),
-    }).refine(...leaseRenewRule("sessions.replication")).default({ enabled: false, ...LEASE_DEFAULTS, ackTimeoutMs: 5_000 }),
-  }).default({ replication: { enabled: false, ...LEASE_DEFAULTS, ackTimeoutMs: 5_000 } }),
+      ackTimeoutMs: z.number().int().min(100).max(60_000).default(SESSIONS_REPLICATION_DEFAULTS.ackTimeoutMs),
+    }).refine(...leaseRenewRule("sessions.replication")).default(SESSIONS_REPLICATION_DEFAULTS),
+  }).default({ replication: SESSIONS_REPLICATION_DEFAULTS }),
   /** periodic HEARTBEAT.md checks per agent (services/heartbeat) */
   heartbeat: heartbeatConfigSchema,
   /** scheduled jobs (services/cron): lease timing, run-log cap */

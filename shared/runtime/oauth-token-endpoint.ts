@@ -40,6 +40,11 @@ export function clientFields(client: OAuthClientConfig): Record<string, string> 
   return { ...(client.params ?? {}), client_id: client.clientId, ...(client.clientSecret ? { client_secret: client.clientSecret } : {}) };
 }
 
+/** The fields of a refresh (RFC 6749 §6) with `refreshToken`, the client's included. */
+export function refreshGrant(client: OAuthClientConfig, refreshToken: string): Record<string, string> {
+  return { grant_type: "refresh_token", refresh_token: refreshToken, ...clientFields(client) };
+}
+
 export async function requestTokens(client: OAuthClientConfig, fields: Record<string, string>, opts: TokenRequestOptions): Promise<TokenResponse> {
   const now = opts.now ?? Date.now;
   const timeout = AbortSignal.timeout(opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);

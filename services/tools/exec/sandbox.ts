@@ -28,7 +28,7 @@ import { findPidsCgroupRoot, type PidsCgroupRoot } from "./cgroup.js";
 import { bwrapArgs, executable, sandboxEnv } from "../../../shared/runtime/sandbox.js";
 
 // the sandbox's mounts and environment are shared with the agent-runner's OCR (shared/runtime/sandbox.ts)
-export { bwrapArgs, SANDBOX_PATH, sandboxEnv } from "../../../shared/runtime/sandbox.js";
+export { bwrapArgs, sandboxEnv } from "../../../shared/runtime/sandbox.js";
 
 export type SandboxMode = "bwrap" | "none" | "unavailable";
 

@@ -91,7 +91,7 @@ async function readDocument(file: ConfinedFile, format: DocumentFormat, offset: 
   ctx.progress(`reading the text of ${file.path}`);
   // the readers load in this worker thread on the first document only
   const { default: extractDocumentText } = await import("../../../shared/runtime/documents/extract.js");
-  const result = await extractDocumentText({ format, bytes, ...DOCUMENT_LIMITS });
+  const result = await extractDocumentText({ format, bytes, ...DOCUMENT_LIMITS, ...(ctx.limits.bwrapPath ? { bwrapPath: ctx.limits.bwrapPath } : {}) });
   if (ctx.signal.aborted) throw new LurkError("ABORTED", "the read was stopped");
   if (!result.ok) throw unreadableDocument(what, format, result.reason);
   let body = documentBody(result);

@@ -64,7 +64,7 @@ async function documentText(res: FetchResult, format: DocumentFormat, ctx: ToolC
   const documents = ctx.host?.documents;
   if (!documents) throw new LurkError("TOOL_FAILED", "this tools actor does not read documents");
   ctx.progress(`reading the text of a ${format.toUpperCase()} (${res.body.length} bytes)`);
-  const result = await documents.extract(format, res.body, DOCUMENT_LIMITS, signal);
+  const result = await documents.extract(format, res.body, { ...DOCUMENT_LIMITS, ...(ctx.limits.bwrapPath ? { bwrapPath: ctx.limits.bwrapPath } : {}) }, signal);
   if (signal.aborted) throw abortError(signal);
   if (!result.ok) {
     ctx.host?.rt?.log.warn({ url: res.url.slice(0, 500), format, reason: result.reason, detail: result.detail }, "web_fetch could not read a document's text");

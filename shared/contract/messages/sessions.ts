@@ -172,10 +172,9 @@ export type UsageUpdate = z.infer<typeof usageUpdateSchema>;
 export const SESSION_DBS = ["entries", "records", "recordIds", "runs"] as const;
 const dbKey = z.union([z.string().max(1024), z.tuple([z.string().max(1024), z.union([z.number().int(), z.string().max(1024)])])]);
 
-/** One write of a change set: a put or remove of one key, or the removal of a whole session. */
+/** One write of a change set: a put of one key, or the removal of a whole session. */
 export const sessionChangeOpSchema = z.discriminatedUnion("op", [
   z.object({ op: z.literal("put"), db: z.enum(SESSION_DBS), key: dbKey, value: z.unknown() }),
-  z.object({ op: z.literal("remove"), db: z.enum(SESSION_DBS), key: dbKey }),
   z.object({ op: z.literal("deleteSession"), sessionKey: sessionKeySchema, sessionId: z.string().max(200) }),
 ]);
 export type SessionChangeOp = z.infer<typeof sessionChangeOpSchema>;

@@ -17,6 +17,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DocumentResult } from "./extract.js";
 import { bwrapWorks, findProgram, runProgram } from "../sandbox.js";
+import { collectParts, csvCell, wholeText } from "./parts.js";
 
 export type LegacyFormat = "doc" | "xls";
 
@@ -46,38 +47,17 @@ export async function legacyOfficeText(format: LegacyFormat, bytes: Uint8Array, 
       if (Date.now() >= deadline) return { ok: false, reason: `reading it took longer than ${Math.round(opts.timeoutMs / 1000)} s` };
       return { ok: false, reason: "the file is damaged, password-protected or not really this format", detail: `${program.name} exit ${run.code}: ${run.stderr.trim().slice(0, 300)}` };
     }
-    return format === "doc" ? wordText(run.stdout, opts) : sheetsText(run.stdout, opts);
+    // a DOC's pages (form feeds) are paragraphs apart; the clean-up is the other readers'
+    return format === "doc" ? wholeText(run.stdout.replace(/\f/g, "\n\n"), opts.maxChars) : await sheetsText(run.stdout, opts);
   } finally {
     await rm(dir, { recursive: true, force: true }).catch(() => undefined);
   }
 }
 
-function wordText(raw: string, opts: LegacyOptions): DocumentResult {
-  const whole = raw.replace(/\r\n?/g, "\n").replace(/\f/g, "\n\n").replace(/\n{3,}/g, "\n\n").trim();
-  const text = whole.slice(0, opts.maxChars);
-  return { ok: true, text, complete: text.length === whole.length, totalBytes: Buffer.byteLength(whole) };
-}
-
-/** xls2csv's output: sheets apart by form feeds, rows of quoted cells; empty sheets dropped. */
-function sheetsText(raw: string, opts: LegacyOptions): DocumentResult {
-  const sheets = raw.split("\f").map((s) => s.replace(/\r\n?/g, "\n").trim()).map((rows, i) => ({ rows, n: i + 1 })).filter((s) => s.rows !== "");
-  let text = "";
-  const pageEnds: number[] = [];
-  let complete = true;
-  for (const sheet of sheets.slice(0, opts.maxPages)) {
-    const block = `Sheet ${sheet.n}\n${sheet.rows.split("\n").map(unquoteRow).join("\n")}`;
-    const next = (text ? `${text}\n\n` : "") + block;
-    if (next.length > opts.maxChars) {
-      text = next.slice(0, opts.maxChars);
-      pageEnds.push(text.length);
-      complete = false;
-      break;
-    }
-    text = next;
-    pageEnds.push(text.length);
-  }
-  if (sheets.length > opts.maxPages) complete = false;
-  return { ok: true, text, complete, pages: sheets.length, pagesRead: pageEnds.length, pageEnds, unit: "sheet" };
+/** xls2csv's output: sheets apart by form feeds, rows of quoted cells; empty sheets dropped, each a "Sheet N" block. */
+function sheetsText(raw: string, opts: LegacyOptions): Promise<DocumentResult> {
+  const sheets = raw.split("\f").map((rows, i) => ({ rows: rows.trim(), n: i + 1 })).filter((s) => s.rows !== "");
+  return collectParts(sheets.length, opts, (i) => `Sheet ${sheets[i]!.n}\n${sheets[i]!.rows.split(/\r?\n/).map(unquoteRow).join("\n")}`, "sheet");
 }
 
 /** `"Rent","1200"` -> `Rent,1200` (a cell with a comma or quote stays quoted, CSV-style). */
@@ -86,8 +66,7 @@ function unquoteRow(row: string): string {
   const re = /"((?:[^"]|"")*)"|([^,]*)/g;
   let m: RegExpExecArray | null;
   while ((m = re.exec(row)) !== null) {
-    const cell = m[1] !== undefined ? m[1].replace(/""/g, '"') : m[2] ?? "";
-    cells.push(/[,"\n]/.test(cell) ? `"${cell.replace(/"/g, '""')}"` : cell);
+    cells.push(csvCell(m[1] !== undefined ? m[1].replace(/""/g, '"') : m[2] ?? ""));
     if (re.lastIndex >= row.length) break;
     re.lastIndex++; // the comma
   }

@@ -18,7 +18,7 @@ import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LurkError } from "../../contract/index.js";
-import { executable, findProgram, runProgram as run } from "../sandbox.js";
+import { bwrapWorks, executable, findProgram, runProgram as run } from "../sandbox.js";
 
 export interface OcrProbe {
   available: boolean;
@@ -68,15 +68,13 @@ async function probe(bwrapPath: string, languages: string): Promise<OcrProbe> {
   if (missing.length > 0) return { available: false, sandboxed: false, reason: `${missing.join(" and ")} not installed (Debian: sudo apt-get install poppler-utils tesseract-ocr)` };
   const dir = await mkdtemp(join(tmpdir(), "lurkbot-ocr-probe-"));
   try {
-    const deadline = Date.now() + 10_000;
-    const bwrap = executable(bwrapPath) ? bwrapPath : undefined;
-    const trial = bwrap ? await run([tesseract!, "--list-langs"], dir, bwrap, deadline).catch(() => undefined) : undefined;
-    const sandboxed = trial?.code === 0;
-    const langs = sandboxed ? trial! : await run([tesseract!, "--list-langs"], dir, undefined, deadline);
+    // the same sandbox question every sandboxed reader asks (sandbox.ts, once per process)
+    const sandboxed = await bwrapWorks(bwrapPath);
+    const langs = await run([tesseract!, "--list-langs"], dir, sandboxed ? bwrapPath : undefined, Date.now() + 10_000);
     const installed = new Set(langs.stdout.split("\n").map((l) => l.trim()).filter(Boolean));
     const lacking = languages.split("+").filter((l) => !installed.has(l));
     if (lacking.length > 0) return { available: false, sandboxed, reason: `Tesseract lacks the language data ${lacking.join(", ")} (Debian: sudo apt-get install ${lacking.map((l) => `tesseract-ocr-${l}`).join(" ")})`, pdftoppm, tesseract };
-    return { available: true, sandboxed, ...(sandboxed ? {} : { reason: `bubblewrap cannot run here (${bwrap ? "its trial run failed" : `${bwrapPath} not found`}): OCR runs as plain child processes` }), pdftoppm, tesseract };
+    return { available: true, sandboxed, ...(sandboxed ? {} : { reason: `bubblewrap cannot run here (${executable(bwrapPath) ? "its trial run failed" : `${bwrapPath} not found`}): OCR runs as plain child processes` }), pdftoppm, tesseract };
   } finally {
     await rm(dir, { recursive: true, force: true }).catch(() => undefined);
   }

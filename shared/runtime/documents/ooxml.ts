@@ -18,11 +18,7 @@ import { attr, scanXml } from "./xml.js";
 import { ZipDocument } from "./zip.js";
 
 export async function xlsxText(bytes: Uint8Array, limits: TextLimits): Promise<DocumentResult> {
-  const zip = await ZipDocument.open(bytes);
-  const workbookPath = (await mainPart(zip)) ?? "xl/workbook.xml";
-  const workbook = await zip.text(workbookPath);
-  if (workbook === undefined) throw notValid("xlsx");
-  const rels = await relationships(zip, workbookPath);
+  const { zip, xml: workbook, rels } = await openPackage(bytes, "xl/workbook.xml", "xlsx");
   const sheets: { name: string; path: string | undefined }[] = [];
   scanXml(workbook, {
     start(name, attrs) {
@@ -127,11 +123,7 @@ function columnIndex(ref: string): number | undefined {
 }
 
 export async function pptxText(bytes: Uint8Array, limits: TextLimits): Promise<DocumentResult> {
-  const zip = await ZipDocument.open(bytes);
-  const presentationPath = (await mainPart(zip)) ?? "ppt/presentation.xml";
-  const presentation = await zip.text(presentationPath);
-  if (presentation === undefined) throw notValid("pptx");
-  const rels = await relationships(zip, presentationPath);
+  const { zip, xml: presentation, rels } = await openPackage(bytes, "ppt/presentation.xml", "pptx");
   const slides: string[] = [];
   scanXml(presentation, {
     start(name, attrs) {
@@ -195,6 +187,15 @@ interface Relationship {
 }
 
 /** the package's main part (the workbook, the presentation), as its root relationships name it */
+/** The package, its main part (named by the package's relationships, else `fallback`) and that part's relationships. */
+async function openPackage(bytes: Uint8Array, fallback: string, format: "xlsx" | "pptx"): Promise<{ zip: ZipDocument; xml: string; rels: Map<string, Relationship> }> {
+  const zip = await ZipDocument.open(bytes);
+  const path = (await mainPart(zip)) ?? fallback;
+  const xml = await zip.text(path);
+  if (xml === undefined) throw notValid(format);
+  return { zip, xml, rels: await relationships(zip, path) };
+}
+
 async function mainPart(zip: ZipDocument): Promise<string | undefined> {
   return [...(await relationships(zip, "")).values()].find((r) => r.type.endsWith("/officeDocument"))?.path;
 }

@@ -1,6 +1,6 @@
 /**
  * What the document readers share (extract.ts, ooxml.ts,
- * odf.ts): collecting a document's text part by part (a PDF's pages, a presentation's
+ * odf.ts, legacy-office.ts): collecting a document's text part by part (a PDF's pages, a presentation's
  * slides, a spreadsheet's sheets) or at once, the text clean-up, and the error whose message is
  * the reason the model is told. Imports nothing.
  */
@@ -113,6 +113,7 @@ export class SheetText {
   }
 }
 
-function csvCell(value: string): string {
+/** A cell as CSV writes it: quoted when it holds a comma, quote or line break. */
+export function csvCell(value: string): string {
   return /[",\r\n]/.test(value) ? `"${value.replace(/"/g, "\"\"")}"` : value;
 }
