@@ -2,7 +2,8 @@
 # Prepares a Debian/Ubuntu machine for LurkBot and runs `lurkbot setup`:
 #   - installs nats-server and bubblewrap with apt-get when they are missing, and poppler-utils and
 #     tesseract-ocr (OCR of scanned PDFs for models without PDF input; media.ocr) and catdoc
-#     (the text of old binary Word and Excel files)
+#     (the text of old binary Word and Excel files), and make, g++ and python3 (node-gyp builds the
+#     idle-memory addon, which gives an idle actor's freed memory back to the system)
 #     (apt-get update only when something has to be installed; sudo when not root)
 #   - installs the npm dependencies (npm ci with the lockfile, npm install without), which builds dist/
 #   - creates LURKBOT_HOME (default ~/.lurkbot): workspace, NATS credentials, nats.conf
@@ -31,6 +32,9 @@ have node || packages+=(nodejs npm)
 have pdftoppm || packages+=(poppler-utils)
 have tesseract || packages+=(tesseract-ocr tesseract-ocr-eng)
 have catdoc || packages+=(catdoc)
+have make || packages+=(make)
+have g++ || packages+=(g++)
+have python3 || packages+=(python3)
 if $with_test_deps; then have chromium || packages+=(chromium); fi
 if [ "${#packages[@]}" -gt 0 ]; then
   command -v apt-get >/dev/null 2>&1 || fail "missing ${packages[*]} and apt-get is not available: install them with your package manager, then run this again."

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { LlmMessage, TranscriptRecord } from "../shared/contract/index.js";
 import { parseConfig } from "../shared/runtime/config.js";
-import { ACTOR_NODE_FLAGS } from "../shared/runtime/memory.js";
+import { ACTOR_ENV, ACTOR_NODE_FLAGS, loadIdleMemoryAddon } from "../shared/runtime/memory.js";
 import { DIST_ROOT } from "../shared/scripts/paths.js";
 import { LazyProvider } from "../services/agent-runner/providers/lazy.js";
 import { ProviderRegistry } from "../services/agent-runner/providers/registry.js";
@@ -218,5 +218,81 @@ describe("idle collections", () => {
     const { grown, after } = JSON.parse(out.stdout) as { grown: number; after: number };
     assert.ok(grown >= 4 * 1048576, `the load grew the young generation (${grown} bytes)`);
     assert.ok(after <= 2 * 1048576, `idle gave it back (${after} bytes)`);
+  });
+});
+
+/** Runs an ES module script in a child Node with the actors' flags and environment; returns its last stdout line as JSON. */
+function runChild<T>(script: string): T {
+  const out = spawnSync(process.execPath, [...ACTOR_NODE_FLAGS, "--input-type=module", "-e", script], { encoding: "utf8", timeout: 60_000, env: { ...process.env, ...ACTOR_ENV } });
+  assert.equal(out.status, 0, out.stderr);
+  return JSON.parse(out.stdout.trim().split("\n").at(-1)!) as T;
+}
+
+describe("the idle-memory addon", () => {
+  it("is built by the install (npm ci runs node-gyp for it)", () => {
+    assert.ok(loadIdleMemoryAddon(), "@lurkbot/idle-memory did not load: run `npm rebuild @lurkbot/idle-memory` and read its error");
+  });
+
+  it("trim() gives back the free pages malloc keeps inside its heap", () => {
+    // 60 MB of small malloc'd buffers, freed except one in 500, which keeps glibc from trimming the heap's top
+    const { before, after, released } = runChild<{ before: number; after: number; released: boolean }>(`
+      import { loadIdleMemoryAddon } from ${JSON.stringify(join(DIST_ROOT, "shared/runtime/memory.js"))};
+      const addon = loadIdleMemoryAddon();
+      const rss = () => process.memoryUsage().rss / 1048576;
+      let buffers = [];
+      for (let i = 0; i < 40000; i++) buffers.push(Buffer.allocUnsafeSlow(1500));
+      const pinned = buffers.filter((_, i) => i % 500 === 499);
+      buffers = null;
+      gc(); await new Promise((r) => setTimeout(r, 200)); gc();
+      const before = rss();
+      const released = addon.trim();
+      console.log(JSON.stringify({ before, after: rss(), released, pinned: pinned.length }));`);
+    assert.equal(released, true);
+    assert.ok(before - after >= 30, `RSS ${before.toFixed(1)} -> ${after.toFixed(1)} MB`);
+  });
+
+  it("an idle collection drops the LMDB file's mapped pages; the data reads back unchanged", () => {
+    const dir = mkdtempSync(join(tmpdir(), "lurk-idle-lmdb-"));
+    try {
+      const r = runChild<{ mappedAfterReads: number; mappedAtIdle: number; mappedAfterRereads: number; same: boolean; released: number }>(`
+        import { open } from "lmdb";
+        import { readFileSync } from "node:fs";
+        import { startIdleGc, loadIdleMemoryAddon } from ${JSON.stringify(join(DIST_ROOT, "shared/runtime/memory.js"))};
+        const path = ${JSON.stringify(dir)};
+        /** resident MB of this process's mappings of the store's data file */
+        const mapped = () => {
+          let kb = 0, inFile = false;
+          for (const line of readFileSync("/proc/self/smaps", "utf8").split("\\n")) {
+            const head = /^[0-9a-f]+-[0-9a-f]+ \\S+ \\S+ \\S+ \\S+\\s*(.*)$/.exec(line);
+            if (head) { inFile = head[1] === path + "/data.mdb"; continue; }
+            const rss = /^Rss:\\s+(\\d+) kB/.exec(line);
+            if (rss && inFile) kb += Number(rss[1]);
+          }
+          return kb / 1024;
+        };
+        const db = open({ path, encoding: "binary" });
+        const value = (i) => Buffer.alloc(8192, i % 251);
+        await db.transaction(() => { for (let i = 0; i < 2000; i++) db.put(i, value(i)); });
+        const readAll = () => { let same = true; for (let i = 0; i < 2000; i++) same &&= value(i).equals(db.get(i)); return same; };
+        readAll();
+        const mappedAfterReads = mapped();
+        const activity = { count: 1 };
+        const idle = startIdleGc(activity, { warn() {}, debug() {} }, () => {}, { checkMs: 200, secondGcMs: 60000 });
+        await new Promise((r) => setTimeout(r, 700));
+        idle.stop();
+        const mappedAtIdle = mapped();
+        const same = readAll();
+        const mappedAfterRereads = mapped();
+        const released = loadIdleMemoryAddon().releaseSharedFilePages("/no-such-file.mdb");
+        await db.close();
+        console.log(JSON.stringify({ mappedAfterReads, mappedAtIdle, mappedAfterRereads, same, released }));`);
+      assert.ok(r.mappedAfterReads >= 12, `reading 16 MB mapped ${r.mappedAfterReads} MB`);
+      assert.ok(r.mappedAtIdle <= 1, `at idle ${r.mappedAtIdle} MB stayed mapped`);
+      assert.equal(r.same, true, "every value reads back unchanged");
+      assert.ok(r.mappedAfterRereads >= 12, "reading maps the pages again");
+      assert.equal(r.released, 0, "no mapping of another file is touched");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -5,6 +5,7 @@
  * after, so V8 returns the pages a busy spell grew (the young generation included) instead of
  * keeping them until the next allocation pressure. Peak capacity is not limited.
  */
+import { createRequire } from "node:module";
 import type { Logger } from "./logger.js";
 
 /**
@@ -22,6 +23,32 @@ export const ACTOR_NODE_FLAGS = ["--max-semi-space-size=4", "--expose-gc"];
  */
 export const ACTOR_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: "2" };
 
+/** What the optional `@lurkbot/idle-memory` addon gives an idle process (shared/native/idle-memory). */
+export interface IdleMemoryAddon {
+  /** glibc's malloc_trim(0): the free pages inside malloc's arenas go back to the system */
+  trim(): boolean;
+  /** drops this process's page-table entries of shared file mappings whose path ends so; the pages stay in the page cache */
+  releaseSharedFilePages(pathSuffix: string): number;
+}
+
+/**
+ * The `@lurkbot/idle-memory` addon (N-API, built by node-gyp at install), or undefined when it
+ * is not built: then an idle actor only collects garbage. Measured after a load: malloc_trim
+ * gave back 10-15 MB in the tools actor (whose worker threads come and go) and 5-8 MB in the
+ * agent-runner; the sessions actor's LMDB file was 15 MB of its RSS.
+ */
+export function loadIdleMemoryAddon(): IdleMemoryAddon | undefined {
+  try {
+    const addon = createRequire(import.meta.url)("@lurkbot/idle-memory") as Partial<IdleMemoryAddon>;
+    return typeof addon.trim === "function" && typeof addon.releaseSharedFilePages === "function" ? (addon as IdleMemoryAddon) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** LMDB's data file, which every store (opened on a directory) maps shared */
+export const LMDB_DATA_FILE_SUFFIX = "/data.mdb";
+
 const IDLE_CHECK_MS = 10_000;
 /** V8 rates allocation over the last 5 s: a collection this long after the first sees only the quiet spell */
 const SECOND_GC_DELAY_MS = 6_000;
@@ -34,10 +61,20 @@ export interface ActivityCounter {
 /**
  * Once the actor has been idle for IDLE_CHECK_MS after doing work (start-up included): runs
  * `onIdle` (actors drop caches there, see ActorRuntime.onIdle), then a full collection when `gc`
- * is exposed, and a second one SECOND_GC_DELAY_MS later if it is still idle.
+ * is exposed, and a second one SECOND_GC_DELAY_MS later if it is still idle. With the idle-memory
+ * addon built, each collection is followed by malloc_trim and by dropping the process's mapped
+ * pages of its LMDB files (they stay in the page cache: the next read maps them again).
  */
 export function startIdleGc(activity: ActivityCounter, log: Logger, onIdle: () => void = () => {}, timing = { checkMs: IDLE_CHECK_MS, secondGcMs: SECOND_GC_DELAY_MS }): { stop(): void } {
   const gc = (globalThis as { gc?: () => void }).gc;
+  const addon = typeof gc === "function" ? loadIdleMemoryAddon() : undefined;
+  if (typeof gc === "function" && !addon) log.debug("idle: the idle-memory addon is not built, so malloc keeps its free pages (run `npm rebuild @lurkbot/idle-memory`; it needs make and a C compiler)");
+  const collect = (): void => {
+    gc?.();
+    if (!addon) return;
+    addon.trim();
+    addon.releaseSharedFilePages(LMDB_DATA_FILE_SUFFIX);
+  };
   let seen = activity.count;
   /** the count at the last collection; NaN: none yet, so the quiet after start-up collects too */
   let collectedAt = Number.NaN;
@@ -53,11 +90,11 @@ export function startIdleGc(activity: ActivityCounter, log: Logger, onIdle: () =
       log.warn({ err }, "idle: a cache could not be trimmed");
     }
     if (typeof gc !== "function") return;
-    gc();
+    collect();
     // V8 shrinks a young generation grown by the busy spell only at a collection whose allocation
     // rate over the last 5 s is low: this one still counts the spell's tail, one 6 s later does not
     setTimeout(() => {
-      if (activity.count === now) gc();
+      if (activity.count === now) collect();
     }, timing.secondGcMs).unref();
     const m = process.memoryUsage();
     log.debug({ rssMb: Math.round(m.rss / 1048576), heapUsedMb: Math.round(m.heapUsed / 1048576), heapTotalMb: Math.round(m.heapTotal / 1048576), externalMb: Math.round(m.external / 1048576), arrayBuffersMb: Math.round(m.arrayBuffers / 1048576) }, "idle: collected garbage");

@@ -1,0 +1,8 @@
+{
+  "targets": [
+    {
+      "target_name": "idle_memory",
+      "sources": ["idle-memory.c"]
+    }
+  ]
+}
