@@ -1,5 +1,5 @@
 /**
- * Documents (PDF, DOCX, XLSX, PPTX, ODT, ODS, ODP; DOC and XLS through catdoc) -> their text in the model's note
+ * Documents (PDF, DOCX, XLSX, PPTX, ODT, ODS, ODP, PPT; DOC and XLS through catdoc) -> their text in the model's note
  * (`media.documentTextKb`, 64 KB by default; 0: off), before a run stores its inputs, so the
  * model reads a document a user sends instead of having to save and convert it with tools.
  *

@@ -42,6 +42,7 @@ const NO_TEXT: Record<DocumentFormat, string> = {
   odp: "(the presentation has no text)",
   doc: "(the document has no text)",
   xls: "(the spreadsheet has no cells with values)",
+  ppt: "(the presentation has no text)",
 };
 
 /** the image types every provider takes (others, e.g. SVG or HEIC, go as files) */

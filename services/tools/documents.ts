@@ -1,5 +1,5 @@
 /**
- * What `read` and `web_fetch` share about documents (PDF, DOCX, XLSX, PPTX, ODT, ODS, ODP, DOC, XLS; the
+ * What `read` and `web_fetch` share about documents (PDF, DOCX, XLSX, PPTX, ODT, ODS, ODP, DOC, XLS, PPT; the
  * readers are shared/runtime/documents/): the caps, the text handed to the model with a note
  * when it is not whole, and the error the model gets for one that cannot be read.
  */

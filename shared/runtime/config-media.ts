@@ -8,7 +8,7 @@
  * both before it goes to the model; only one that cannot be scaled becomes a note.
  * A text file (UTF-8, a text type or a known text extension) up to inlineTextKb goes to the
  * model with its content (64 KB by default; 0 turns it off).
- * A document (PDF, DOCX, XLSX, PPTX, ODT, ODS, ODP; DOC and XLS with the system's catdoc) goes to the model with its text, read in a
+ * A document (PDF, DOCX, XLSX, PPTX, ODT, ODS, ODP, PPT; DOC and XLS with the system's catdoc) goes to the model with its text, read in a
  * worker thread (at most 200 pages, slides or sheets, documentTimeoutMs per document): at most
  * documentTextKb of it (64 KB by default; 0 turns it off), cut with a marker when longer.
  * A scanned PDF (no text layer) goes to a model without PDF input with the text Tesseract reads

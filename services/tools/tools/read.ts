@@ -6,7 +6,7 @@
  * on and the reply's `truncated` names the file. The file is streamed, so a huge file costs
  * only what is shown. PNG, JPEG, GIF and WebP files (by magic bytes) come back as an image
  * block (base64) if they fit the image cap. A PDF or office document (DOCX, XLSX, PPTX, ODT, ODS,
- * ODP; by magic bytes and extension, see shared/runtime/documents/formats.ts) of at most
+ * ODP, DOC, XLS, PPT; by magic bytes and extension, see shared/runtime/documents/formats.ts) of at most
  * DOCUMENT_MAX_BYTES is read here, in the pool worker (the readers load on the first document),
  * and its extracted text is numbered and paged like a file's lines, under a line saying what it
  * is; one that cannot be read is an error with the reason. Other binary files are refused. Besides the workspace,

@@ -1,10 +1,10 @@
 /**
  * A document's text: a PDF through unpdf (pdf.js), a DOCX through mammoth, XLSX and PPTX through
  * ooxml.ts, ODT, ODS and ODP through odf.ts, DOC and XLS through the system's catdoc in the
- * sandbox (legacy-office.ts). Each library is imported when the first document
- * of its kind is read, so only a thread that reads documents loads them. Meant to run off an
- * actor's event loop: the piscina entry of pool.ts (its default export), or called inside a
- * worker thread that already runs the caller (the tools actor's `read`).
+ * sandbox (legacy-office.ts), PPT through ppt.ts (on cfb.ts, no library). Each library is
+ * imported when the first document of its kind is read, so only a thread that reads documents
+ * loads them. Meant to run off an actor's event loop: the piscina entry of pool.ts (its default
+ * export), or called inside a worker thread that already runs the caller (the tools actor's `read`).
  *
  * Contract: at most `maxPages` pages of a PDF (slides of a presentation, sheets of a
  * spreadsheet) are read, and reading stops once `maxChars` characters are collected; `text` is
@@ -72,6 +72,8 @@ export default async function extractDocumentText(task: DocumentTask): Promise<D
       case "ods":
       case "odp":
         return await (await import("./odf.js")).odfText(task.format, bytes, task);
+      case "ppt":
+        return await (await import("./ppt.js")).pptText(bytes, task);
       case "doc":
       case "xls":
         return await (await import("./legacy-office.js")).legacyOfficeText(task.format, bytes, {
@@ -126,7 +128,7 @@ function failure(format: DocumentFormat, err: unknown): Extract<DocumentResult, 
   const detail = String(e?.message ?? err).slice(0, 300);
   if (e?.name === "DocumentError") return { ok: false, reason: detail };
   if (e?.name === "PasswordException") return { ok: false, reason: "the PDF is password-protected" };
-  // pdf.js names a file that is no PDF; the zip-based formats fail in jszip or mammoth
+  // pdf.js names a file that is no PDF; the zip-based formats fail in jszip or mammoth, a PPT in cfb.ts (a CfbError)
   if (e?.name === "InvalidPDFException" || format !== "pdf") return { ok: false, reason: `it is not a valid ${format.toUpperCase()} (damaged, or another kind of file)`, detail };
   return { ok: false, reason: "it could not be read (it may be damaged)", detail };
 }

@@ -1,13 +1,13 @@
 /**
  * Which files are documents whose text the readers here extract: a PDF, a Word (DOCX), Excel
  * (XLSX) or PowerPoint (PPTX) file, an OpenDocument text, spreadsheet or presentation (ODT,
- * ODS, ODP), or an old binary Word or Excel file (DOC, XLS: legacy-office.ts, with the system's
- * catdoc). Known by MIME type, by a name's extension, or by the file's first bytes. Old binary
- * PowerPoint files (.ppt) are not among them. Imports nothing heavy: the readers load in a
- * worker thread (extract.ts).
+ * ODS, ODP), an old binary Word or Excel file (DOC, XLS: legacy-office.ts, with the system's
+ * catdoc), or an old binary PowerPoint file (PPT, also .pps and .pot: ppt.ts). Known by MIME
+ * type, by a name's extension, or by the file's first bytes. Imports nothing heavy: the readers
+ * load in a worker thread (extract.ts).
  */
 
-export type DocumentFormat = "pdf" | "docx" | "xlsx" | "pptx" | "odt" | "ods" | "odp" | "doc" | "xls";
+export type DocumentFormat = "pdf" | "docx" | "xlsx" | "pptx" | "odt" | "ods" | "odp" | "doc" | "xls" | "ppt";
 
 const OOXML = "application/vnd.openxmlformats-officedocument";
 const ODF = "application/vnd.oasis.opendocument";
@@ -25,8 +25,11 @@ const TYPES: Record<string, DocumentFormat> = {
   "application/vnd.ms-excel": "xls",
   "application/excel": "xls",
   "application/x-msexcel": "xls",
+  "application/vnd.ms-powerpoint": "ppt",
+  "application/mspowerpoint": "ppt",
+  "application/x-mspowerpoint": "ppt",
 };
-const EXTENSIONS: Record<string, DocumentFormat> = { pdf: "pdf", docx: "docx", xlsx: "xlsx", pptx: "pptx", odt: "odt", ods: "ods", odp: "odp", doc: "doc", xls: "xls" };
+const EXTENSIONS: Record<string, DocumentFormat> = { pdf: "pdf", docx: "docx", xlsx: "xlsx", pptx: "pptx", odt: "odt", ods: "ods", odp: "odp", doc: "doc", xls: "xls", ppt: "ppt", pps: "ppt", pot: "ppt" };
 
 /** The format a MIME type names (parameters and case ignored); undefined for any other type. */
 export function formatOfMime(mime: string): DocumentFormat | undefined {

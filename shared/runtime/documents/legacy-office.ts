@@ -6,7 +6,7 @@
  *  - an Excel 97-2003 workbook (.xls) through `xls2csv -d utf-8`: a block per sheet ("Sheet 2"),
  *    rows of comma-separated cells like an XLSX's (the format has the sheets' names elsewhere;
  *    xls2csv does not print them).
- * PowerPoint 97-2003 (.ppt) is not read: catppt finds no text in many decks.
+ * PowerPoint 97-2003 (.ppt) is read by ppt.ts instead (catppt finds no text in decks LibreOffice saves).
  *
  * Contract: the DocumentResult of extract.ts (never throws for a bad file): at most `maxChars`
  * characters, at most `maxPages` sheets, within `timeoutMs`; the programs missing, a damaged or

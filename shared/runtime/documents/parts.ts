@@ -1,6 +1,6 @@
 /**
  * What the document readers share (extract.ts, ooxml.ts,
- * odf.ts, legacy-office.ts): collecting a document's text part by part (a PDF's pages, a presentation's
+ * odf.ts, legacy-office.ts, ppt.ts): collecting a document's text part by part (a PDF's pages, a presentation's
  * slides, a spreadsheet's sheets) or at once, the text clean-up, and the error whose message is
  * the reason the model is told. Imports nothing.
  */
