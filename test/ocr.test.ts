@@ -3,10 +3,13 @@
  * document-text.ts) with the system's real pdftoppm and tesseract in bubblewrap: scanned PDFs
  * built from rendered pages (test/fixtures/documents.ts makeScannedPdf), read in process, then
  * through the whole system: a model without PDF input gets the recognized text under the file's
- * note, and with OCR off the "no extractable text" note. Needs poppler-utils and tesseract-ocr
+ * note, and with OCR off the "no extractable text" note; an image sent to, or returned by a tool
+ * to, a model without vision reaches it as its recognized text. Needs poppler-utils and tesseract-ocr
  * (.ci/run and deploy/setup.sh install them); without them the suite says so and is skipped.
  */
 import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { BusClient } from "../shared/runtime/client.js";
 import { ocrPdf, probeOcr, type OcrProbe } from "../shared/runtime/documents/ocr.js";
@@ -140,5 +143,26 @@ describe("an image sent to a model without vision", { skip }, () => {
     const last = rig.system.fake.requests.at(-1)!.body.messages.at(-1)!;
     assert.ok(JSON.stringify(last.content).includes("image_url"), "the image goes as an image");
     assert.ok(!messageText(last).includes("OCR"), "no OCR note");
+  });
+
+  it("an image a tool returns reaches the model as the text OCR read in it; the checkpoint keeps both", async () => {
+    const [png] = await renderPages([["Disk quota exceeded on /var"]]);
+    writeFileSync(join(rig.system.workspace, "alert.png"), png!);
+    // the fake's auto mode answers "read X" with a read call, then a tool result with text
+    await rig.cli.send("read alert.png", { sessionName: "ocr-tool-image", timeoutMs: 60_000 });
+    const sent = rig.system.fake.requests.at(-1)!.body.messages.map((m) => messageText(m)).join("\n");
+    assert.match(sent, /\[an image is here, but this model does not take images; the text OCR recognized in it \(it may contain errors\):\]\nDisk quota exceeded on \/var/);
+    const history = await new BusClient(rig.runnerNc).call("sessions", "history", { sessionKey: "agent:main:cli:dm:ocr-tool-image", limit: 10 });
+    const image = history.records.flatMap((r) => (r.message?.role === "tool_result" ? r.message.content : [])).find((b) => b.type === "image");
+    assert.ok(image && image.type === "image" && /Disk quota/.test(image.ocrText ?? "") && (image.dataBase64 || image.ref), "the tool result keeps the image with its text");
+  });
+
+  it("a model with vision gets a tool's image itself, without OCR", async () => {
+    const [png] = await renderPages([["Only vision reads this"]]);
+    writeFileSync(join(rig.system.workspace, "seen.png"), png!);
+    await rig.cli.send("/model openai/gpt-4o read seen.png", { sessionName: "ocr-tool-vision", timeoutMs: 60_000 });
+    const messages = rig.system.fake.requests.at(-1)!.body.messages;
+    assert.ok(JSON.stringify(messages).includes("image_url"), `the image goes as an image: ${JSON.stringify(messages).slice(-1500)}`);
+    assert.ok(!messages.map((m) => messageText(m)).join("\n").includes("OCR"), "no OCR note");
   });
 });

@@ -65,12 +65,13 @@ export const definition: ActorDefinition = {
     const ocr = { ...rt.config.media.ocr, bwrapPath: rt.config.tools.exec.bwrapPath };
     const documents = new DocumentTextExtractor({ maxBytes: rt.config.media.documentTextKb * 1024, maxFileBytes: rt.config.media.maxFileMb * MB, timeoutMs: rt.config.media.documentTimeoutMs, maxPayloadBytes: rt.config.bus.maxPayloadBytes, ocr }, () => rt.media, rt.log);
     rt.onStop({ stop: () => documents.close() });
+    // images for a model without vision, sent by the user or returned by tools: their text by OCR (image-text.ts)
+    const imageText = new ImageTextReader({ ocr, maxBytes: rt.config.media.documentTextKb * 1024, maxFileBytes: rt.config.media.maxFileMb * MB, maxPayloadBytes: rt.config.bus.maxPayloadBytes }, () => rt.media, rt.log);
     const inputPreparers = [
       ...(rt.config.media.transcription ? [new AudioTranscriber(rt.config.media.transcription, registry.profiles("openai")[0], () => rt.media, rt.log)] : []),
       new TextInliner(rt.config.media.inlineTextKb * 1024, () => rt.media, rt.log, rt.config.bus.maxPayloadBytes),
       documents,
-      // images for a model without vision: their text by OCR (image-text.ts)
-      new ImageTextReader({ ocr, maxBytes: rt.config.media.documentTextKb * 1024, maxFileBytes: rt.config.media.maxFileMb * MB, maxPayloadBytes: rt.config.bus.maxPayloadBytes }, () => rt.media, rt.log),
+      imageText,
     ];
     rt.onIdle(() => {
       const dropped = transcripts.trimIdle();
@@ -82,7 +83,7 @@ export const definition: ActorDefinition = {
       consumer: CONSUMERS.agentRunner,
       schema: runRequestSchema,
       concurrency: rt.config.runs.concurrency,
-      handler: runHandler({ rt, registry, tools, controls, transcripts, authState, images, inputPreparers }),
+      handler: runHandler({ rt, registry, tools, controls, transcripts, authState, images, inputPreparers, toolImages: imageText }),
     });
     rt.log.info({ model: rt.config.model ?? null, concurrency: rt.config.runs.concurrency }, rt.config.model ? "agent-runner ready" : "agent-runner ready without a model: runs will reply how to configure one");
   },

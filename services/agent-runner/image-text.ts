@@ -10,8 +10,15 @@
  * (inline-budget.ts, at most `maxBytes` of text each). An image without text gets "" (the note
  * says OCR found none); one OCR cannot read, or OCR being off or missing, leaves the attachment
  * as it was (logged). It never throws.
+ *
+ * Contract of `annotateToolResult(result, signal)` (images a tool returns, e.g. `read` of a
+ * screenshot, for a run whose model has no vision; run.ts calls it only then): each image block
+ * without `ocrText`, from its inline bytes or its media ref (at most `maxFileBytes`), gets the
+ * text OCR reads in it, at most `maxBytes` and only while the result stays under the bus payload
+ * cap, so the model is told what the image says. The checkpoint stores it: a model with vision
+ * later still gets the image. It never throws; failures leave the block as it was (logged).
  */
-import { LurkError, type Attachment, type RunInput } from "../../shared/contract/index.js";
+import { jsonBytes, LurkError, type Attachment, type RunInput, type ToolResultMessage } from "../../shared/contract/index.js";
 import { ocrImage, probeOcr } from "../../shared/runtime/documents/ocr.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import type { MediaStore } from "../../shared/runtime/media.js";
@@ -21,6 +28,10 @@ import { inlineWithinBudget } from "./inline-budget.js";
 import { MODEL_IMAGE_TYPES } from "./transcript.js";
 
 const MIN_ALLOWANCE = 256;
+/** room kept in a tool result's checkpoint for the record around it */
+const RECORD_MARGIN = 4_096;
+
+type ImageBlock = Extract<ToolResultMessage["content"][number], { type: "image" }>;
 
 export interface ImageTextOptions {
   ocr: DocumentOcrOptions;
@@ -57,6 +68,38 @@ export class ImageTextReader {
         }
       },
     }, MIN_ALLOWANCE);
+  }
+
+  async annotateToolResult(result: ToolResultMessage, signal?: AbortSignal): Promise<ToolResultMessage> {
+    const wanted = (b: ToolResultMessage["content"][number]): b is ImageBlock => b.type === "image" && b.ocrText === undefined && MODEL_IMAGE_TYPES.has(b.mime) && (!!b.dataBase64 || !!b.ref);
+    if (!this.opts.ocr.enabled || this.opts.maxBytes === 0 || !result.content.some(wanted)) return result;
+    const probe = await probeOcr(this.opts.ocr.bwrapPath, this.opts.ocr.languages);
+    if (!probe.available) {
+      if (!this.unavailableLogged) this.log.warn({ reason: probe.reason }, "OCR of images is not available; a model without vision gets a note for each image (media.ocr)");
+      this.unavailableLogged = true;
+      return result;
+    }
+    let size = jsonBytes(result);
+    const content: ToolResultMessage["content"] = [];
+    for (const block of result.content) {
+      const allowance = Math.min(this.opts.maxBytes, this.opts.maxPayloadBytes - RECORD_MARGIN - size);
+      if (!wanted(block) || allowance < MIN_ALLOWANCE || signal?.aborted) {
+        content.push(block);
+        continue;
+      }
+      try {
+        const bytes = block.dataBase64 !== undefined ? Buffer.from(block.dataBase64, "base64") : (await this.media().get(block.ref!, this.opts.maxFileBytes)).bytes;
+        if (bytes.length > this.opts.maxFileBytes) throw new LurkError("PAYLOAD_TOO_LARGE", `the image has ${bytes.length} bytes, more than media.maxFileMb`);
+        const text = cutText(await ocrImage(bytes, probe, this.opts.ocr.bwrapPath, { languages: this.opts.ocr.languages, timeoutMs: this.opts.ocr.timeoutMs, ...(signal ? { signal } : {}) }), allowance);
+        this.log.info({ tool: result.toolName, chars: text.length }, "a tool's image read with OCR for a model without vision");
+        content.push({ ...block, ocrText: text });
+        size += jsonBytes(text);
+      } catch (err) {
+        this.log.warn({ err: LurkError.from(err), tool: result.toolName }, "OCR of a tool's image failed; the model gets a note");
+        content.push(block);
+      }
+    }
+    return { ...result, content };
   }
 
   private wanted(a: Attachment): boolean {

@@ -36,6 +36,7 @@ import type { TranscriptCache } from "./transcript-cache.js";
 import { runHooks } from "./hooks.js";
 import { attachRunNotes } from "./run-notes.js";
 import type { ImageLoader } from "./images.js";
+import type { ImageTextReader } from "./image-text.js";
 import { inputRecords, mailboxInputRecords, recordsToMessages, resumeState } from "./transcript.js";
 
 export interface RunnerDeps {
@@ -55,6 +56,8 @@ export interface RunnerDeps {
    * `textError` is left alone by the others.
    */
   inputPreparers?: InputPreparer[];
+  /** images tools return, for a run whose model has no vision: their text by OCR (image-text.ts) */
+  toolImages?: Pick<ImageTextReader, "annotateToolResult">;
 }
 
 /** Fills in attachments of a run's inputs (never throws; the same array when nothing applies). */
@@ -211,7 +214,11 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
       // after a switch of model: that model's tools and prompt (llm-call.ts)
       inputsFor: (modelRef) => prepareTurnInputs(deps, req, agent, modelRef),
       // a call runs under the tool policy of the model that made it (after a failover, the fallback's)
-      execute: (call) => deps.tools.call({ ...ctx, model: runChain.current }, call.id, call.name, call.args),
+      execute: async (call) => {
+        const result = await deps.tools.call({ ...ctx, model: runChain.current }, call.id, call.name, call.args);
+        // an image a tool returns, for a model without vision: its text by OCR (the checkpoint keeps it)
+        return prepareCtx.vision === false && deps.toolImages ? deps.toolImages.annotateToolResult(result, controller.signal) : result;
+      },
       checkpointAssistant: (turn: number, message: AssistantMessage, withResults: boolean) => {
         const record: TranscriptRecord = { id: recordIds.assistant(req.runId, turn), ts: Date.now(), runId: req.runId, kind: "message", message, meta: { turn } };
         // a final answer (no tool calls) is stored with the end marker, in the same write

@@ -27,8 +27,22 @@ export function anthropicContentError(messages: Array<{ role: string; content: u
   return undefined;
 }
 
-/** OpenAI chat completions: user parts text, image_url and file; a file needs a PDF data URL (or a file id). */
-export function openaiContentError(messages: Array<{ role: string; content?: unknown }>): string | undefined {
+/**
+ * OpenAI chat completions: an assistant message's tool calls must each be answered by a `tool`
+ * message right after it (nothing else in between); user parts text, image_url and file; a file
+ * needs a PDF data URL (or a file id).
+ */
+export function openaiContentError(messages: Array<{ role: string; content?: unknown; tool_calls?: Array<{ id?: unknown }>; tool_call_id?: unknown }>): string | undefined {
+  let unanswered = new Set<unknown>();
+  for (const [i, m] of messages.entries()) {
+    if (unanswered.size > 0 && m.role !== "tool") {
+      return `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${[...unanswered].join(", ")} (messages[${i}] is a ${m.role} message)`;
+    }
+    if (m.role === "tool") {
+      if (!unanswered.delete(m.tool_call_id)) return `Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls' (messages[${i}]).`;
+    }
+    if (m.role === "assistant") unanswered = new Set((m.tool_calls ?? []).map((c) => c.id));
+  }
   for (const [i, m] of messages.entries()) {
     if (!Array.isArray(m.content)) continue;
     for (const [j, p] of (m.content as Block[]).entries()) {

@@ -3,6 +3,10 @@
  * Assistant tool calls become `tool_calls` (arguments re-serialized), tool results become
  * `role: "tool"` messages; thinking blocks are not sent (chat completions has no field for them).
  * A PDF (document block with its bytes) is a `file` part: its name and a base64 data URL.
+ * Images a tool returned: a `tool` message takes only text, so each image is named there and
+ * sent in one user message right after the turn's last tool message (never between two: the API
+ * wants every tool message right after the assistant's calls), with a line saying which call
+ * returned it. (A model without vision gets notes instead before this: vision-input.ts.)
  */
 import type OpenAI from "openai";
 import type { LlmMessage, ToolDefinition } from "../../../shared/contract/index.js";
@@ -14,7 +18,15 @@ type UserPart = OpenAI.Chat.Completions.ChatCompletionContentPart;
 export function toOpenAIMessages(system: string, messages: LlmMessage[]): Param[] {
   const out: Param[] = [];
   if (system) out.push({ role: "system", content: system });
+  /** images of the tool messages since the last other message: sent after the last of them */
+  let toolImages: UserPart[] = [];
+  const flushToolImages = () => {
+    if (toolImages.length === 0) return;
+    out.push({ role: "user", content: toolImages });
+    toolImages = [];
+  };
   for (const m of messages) {
+    if (m.role !== "tool_result") flushToolImages();
     if (m.role === "user") {
       const parts: UserPart[] = [];
       for (const block of m.content) {
@@ -39,10 +51,16 @@ export function toOpenAIMessages(system: string, messages: LlmMessage[]): Param[
       }
       out.push(param);
     } else {
-      const text = m.content.map((b) => (b.type === "text" ? b.text : `[image ${b.mime}]`)).join("\n");
+      const images = m.content.flatMap((b) => (b.type === "image" && (b.url || b.dataBase64) ? [b.url ?? `data:${b.mime};base64,${b.dataBase64}`] : []));
+      const text = m.content.map((b) => (b.type === "text" ? b.text : b.url || b.dataBase64 ? `[image ${b.mime}: in the user message after the tool results]` : `[image ${b.mime}]`)).join("\n");
       out.push({ role: "tool", tool_call_id: m.toolCallId, content: text === "" ? "(no output)" : text });
+      if (images.length > 0) {
+        toolImages.push({ type: "text", text: `[the image${images.length > 1 ? "s" : ""} the ${m.toolName} call ${m.toolCallId} returned:]` });
+        for (const url of images) toolImages.push({ type: "image_url", image_url: { url } });
+      }
     }
   }
+  flushToolImages();
   return out;
 }
 
