@@ -60,6 +60,11 @@ describe("nats.conf permissions", () => {
     ["agent-runner", "lurk.inject.main"],
     ["router", "lurk.evt.sessions.reset"], // events only under one's own name
     ["cli", "lurk.run.req.main"],
+    // embeddings cost money: only the tools actor may ask the agent-runner for them
+    ["cli", "lurk.agent-runner.embed"],
+    ["router", "lurk.agent-runner.embed"],
+    ["channel-web", "lurk.agent-runner.embed"],
+    ["tools-ext", "lurk.agent-runner.embed"],
   ];
   for (const [user, subject] of forbiddenPublish) {
     it(`${user} cannot publish ${subject}`, async () => {
@@ -74,6 +79,7 @@ describe("nats.conf permissions", () => {
     ["channel-telegram", "lurk.in.telegram"],
     ["agent-runner", "lurk.run.evt.r1"],
     ["sessions", "lurk.evt.sessions.reset"],
+    ["tools", "lurk.agent-runner.embed"],
   ];
   for (const [user, subject] of allowedPublish) {
     it(`${user} can publish ${subject}`, async () => {

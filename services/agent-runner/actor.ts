@@ -2,6 +2,7 @@
  * The agent-runner actor: reads RunRequests from the RUNS work queue (durable consumer
  * "agent-runner"), runs the agent loop against the configured model, executes tools over the
  * bus, checkpoints to the sessions actor, streams run events and delivers the reply.
+ * It also serves `lurk.agent-runner.embed` (embed.ts): vectors for memory_search.
  * Stateless: any number of instances share the queue.
  */
 import { Kvm, type KV } from "@nats-io/kv";
@@ -10,6 +11,7 @@ import type { ActorDefinition } from "../../shared/runtime/actor.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { join } from "node:path";
 import { AuthStateStore } from "./auth-profiles.js";
+import { serveEmbeddings } from "./embed.js";
 import { RunControls } from "./control.js";
 import { KNOWN_PROVIDERS, ProviderRegistry } from "./providers/registry.js";
 import { watchLogins } from "./login-watch.js";
@@ -78,6 +80,12 @@ export const definition: ActorDefinition = {
       if (dropped > 0) rt.log.debug({ dropped }, "idle: dropped cached transcripts");
       images.clear();
     });
+    // lurk.agent-runner.embed: vectors for the tools actor's memory_search (memory.embeddings; embed.ts)
+    serveEmbeddings(rt, { registry, store: authState });
+    const embedModel = rt.config.memory.embeddings?.model;
+    if (embedModel && registry.profiles(embedModel.split("/")[0]!).length === 0) {
+      rt.log.warn({ model: embedModel }, "memory.embeddings.model has no credentials: memory_search ranks by keywords until they are set");
+    }
     rt.consume({
       stream: STREAMS.runs,
       consumer: CONSUMERS.agentRunner,

@@ -8,6 +8,8 @@
  * started them, and its `lurk.tools.job.<instanceId>` takes the calls about them (jobs/).
  * Documents web_fetch downloads are read in a thread of their own (shared/runtime/documents/
  * pool.ts), created here but started only with the first document and stopped when idle.
+ * With memory.embeddings, memory_search's vectors are cached in LMDB under the data dir and
+ * asked of the agent-runner (`lurk.agent-runner.embed`) from this thread (embeddings/).
  */
 import { toolCallRequest, toolCallReply } from "../../shared/contract/index.js";
 import type { ActorDefinition } from "../../shared/runtime/actor.js";
@@ -16,6 +18,7 @@ import { serveToolCatalog } from "../../shared/runtime/tool-catalog.js";
 import { InflightCalls } from "../../shared/runtime/tool-inflight.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { handleToolCall } from "./call.js";
+import { openMemoryEmbeddings } from "./embeddings/open.js";
 import { execHostFor, execMetadata } from "./exec/sandbox.js";
 import { allowedCatalog, explainTools } from "./policy-config.js";
 import { ToolPool } from "./pool.js";
@@ -23,6 +26,7 @@ import { serveJobRoutes } from "./jobs/route.js";
 import { JobTable, newInstanceId } from "./jobs/table.js";
 import { BUILTIN_TOOLS, builtinTool } from "./registry.js";
 import { toolDefinition } from "./tool.js";
+import { hybridSearchDefinition } from "./tools/memory.js";
 
 export const TOOLS_QUEUE = "tools";
 
@@ -37,7 +41,9 @@ export const definition: ActorDefinition = {
   async start(rt) {
     const exec = await execHostFor(rt.config, rt.log);
     const pool = ToolPool.fromConfig(rt.config, rt.log);
-    const catalog = BUILTIN_TOOLS.map((tool) => toolDefinition(tool, rt.name));
+    // with memory.embeddings, memory_search's entry says it also ranks by meaning
+    const catalog = BUILTIN_TOOLS.map((tool) => toolDefinition(tool, rt.name))
+      .map((def) => (def.name === "memory_search" && rt.config.memory.embeddings ? hybridSearchDefinition(def) : def));
     // background jobs (the process tool) live here; calls about another instance's job go there
     const jobs = new JobTable(newInstanceId(), rt.config.tools.jobs, exec);
     const processTool = builtinTool("process");
@@ -46,6 +52,8 @@ export const definition: ActorDefinition = {
     inflight.listen();
     // documents web_fetch downloads are read in their own worker thread, started on the first one
     const documents = new DocumentPool({ timeoutMs: rt.config.tools.timeoutMs, log: rt.log, timeoutSetting: "tools.timeoutMs", stoppingReason: "the tools actor is stopping", cancelledReason: "the call was cancelled" });
+    // memory.embeddings: memory_search's vectors, cached in LMDB and asked of the agent-runner (embeddings/)
+    const embeddings = await openMemoryEmbeddings(rt);
     const jobHost = serveJobRoutes(rt, jobs, (req) => handleToolCall(rt, pool, processTool!, req, exec, { jobs: jobHost, inflight, documents }));
     rt.log.info({ toolsInstance: jobs.instanceId }, "tools instance ready");
 
@@ -56,7 +64,7 @@ export const definition: ActorDefinition = {
     for (const tool of BUILTIN_TOOLS) {
       for (const name of [tool.name, ...(tool.aliases ?? [])]) {
         rt.serveSubject(`call-${name}`, rt.subjects.toolCall(name), toolCallRequest, toolCallReply,
-          (req) => handleToolCall(rt, pool, tool, req, exec, { jobs: jobHost, inflight, documents }), { queue: TOOLS_QUEUE });
+          (req) => handleToolCall(rt, pool, tool, req, exec, { jobs: jobHost, inflight, documents, ...(embeddings ? { embeddings: embeddings.host } : {}) }), { queue: TOOLS_QUEUE });
       }
     }
     return {
@@ -64,6 +72,7 @@ export const definition: ActorDefinition = {
         await jobs.stopAll();
         await pool.close();
         await documents.close();
+        await embeddings?.cache.close();
       },
     };
   },

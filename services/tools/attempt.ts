@@ -5,15 +5,20 @@
  *  - at the deadline or on cancellation the worker is told "abort" (the tool's AbortSignal);
  *    if it is still running `graceMs` later, piscina's abort terminates its worker;
  *  - a task that is still queued when stopped is dropped from the queue;
- *  - a task that waits longer than `queueWaitMs` for a worker is given up (UNAVAILABLE).
+ *  - a task that waits longer than `queueWaitMs` for a worker is given up (UNAVAILABLE);
+ *  - a worker's "vectors" requests (memory.embeddings) are answered by `vectors` on the same port.
  * The outcome says whether the task ever started, so the pool can resubmit a task whose queue
  * was lost when it replaced a broken piscina instance.
  */
 import { MessageChannel } from "node:worker_threads";
 import type { Piscina } from "piscina";
 import { LurkError } from "../../shared/contract/index.js";
-import type { PoolToWorker, ToolTask, WorkerToPool } from "./task.js";
+import type { VectorHost } from "./embeddings/types.js";
+import type { PoolToWorker, ToolTask, VectorsReply, VectorsRequest, WorkerToPool } from "./task.js";
 import type { ToolResult } from "./tool.js";
+
+/** the most hashes or texts one vectors request is served for (a search asks for at most maxChunks + 1) */
+const MAX_VECTOR_REQUEST = 100_001;
 
 export interface AttemptOptions {
   task: Omit<ToolTask, "port">;
@@ -23,6 +28,8 @@ export interface AttemptOptions {
   queueDeadline: number;
   signal?: AbortSignal;
   onProgress?: (message: string, fraction?: number) => void;
+  /** answers the worker's "vectors" requests (memory.embeddings; embeddings/host.ts) */
+  vectors?: VectorHost;
 }
 
 export type AttemptOutcome =
@@ -33,6 +40,8 @@ export type AttemptOutcome =
 export async function runAttempt(piscina: Piscina<ToolTask, ToolResult>, opts: AttemptOptions): Promise<AttemptOutcome> {
   const { port1, port2 } = new MessageChannel();
   const hardStop = new AbortController();
+  // stopped with the task: a vectors request in progress sends no more batches
+  const vectorsStop = new AbortController();
   const tool = opts.task.tool;
   let started = false;
   let failure: LurkError | undefined;
@@ -44,6 +53,7 @@ export async function runAttempt(piscina: Piscina<ToolTask, ToolResult>, opts: A
   const stop = (err: LurkError) => {
     if (failure) return;
     failure = err;
+    vectorsStop.abort(err);
     if (!started) return hardStop.abort(err); // still queued: drop it
     port1.postMessage({ type: "abort", code: err.code, message: err.message } satisfies PoolToWorker);
     grace = setTimeout(() => hardStop.abort(err), opts.graceMs);
@@ -58,6 +68,8 @@ export async function runAttempt(piscina: Piscina<ToolTask, ToolResult>, opts: A
       deadline = setTimeout(() => stop(new LurkError("TIMEOUT", `the ${tool} tool ran longer than ${opts.timeoutMs} ms and was stopped`)), opts.timeoutMs);
     } else if (message?.type === "done") {
       markDone();
+    } else if (message?.type === "vectors") {
+      void answerVectors(message);
     } else if (message?.type === "progress" && !failure) {
       try {
         opts.onProgress?.(message.message, message.fraction);
@@ -66,6 +78,26 @@ export async function runAttempt(piscina: Piscina<ToolTask, ToolResult>, opts: A
       }
     }
   });
+  const answerVectors = async (request: VectorsRequest): Promise<void> => {
+    let reply: VectorsReply;
+    try {
+      if (!opts.vectors) throw new LurkError("INTERNAL", "this call has no vectors (memory.embeddings is not set)");
+      const vectors = request.op === "lookup"
+        ? opts.vectors.lookup(request.hashes.slice(0, MAX_VECTOR_REQUEST))
+        : await opts.vectors.embed(request.texts.slice(0, MAX_VECTOR_REQUEST), request.hashes.slice(0, MAX_VECTOR_REQUEST), vectorsStop.signal);
+      reply = { type: "vectors", id: request.id, vectors };
+    } catch (err) {
+      const e = LurkError.from(err);
+      reply = { type: "vectors", id: request.id, error: { code: e.code, message: e.message } };
+    }
+    // each vector has its own buffer: moved to the worker, not copied
+    const buffers = "vectors" in reply ? [...new Set(reply.vectors.flatMap((v) => (v ? [v.buffer as ArrayBuffer] : [])))] : [];
+    try {
+      port1.postMessage(reply, buffers);
+    } catch {
+      // the task ended meanwhile
+    }
+  };
   const onCancel = () => stop(cancelReason(opts.signal));
   if (opts.signal?.aborted) onCancel();
   opts.signal?.addEventListener("abort", onCancel, { once: true });
@@ -86,6 +118,7 @@ export async function runAttempt(piscina: Piscina<ToolTask, ToolResult>, opts: A
     clearTimeout(deadline);
     clearTimeout(grace);
     opts.signal?.removeEventListener("abort", onCancel);
+    vectorsStop.abort(new LurkError("ABORTED", "the tool call ended"));
     port1.close();
   }
 }

@@ -15,6 +15,7 @@ import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import { agentWorkspace, type LurkConfig } from "../../shared/runtime/config.js";
 import { gateToolCall } from "./approval-gate.js";
 import { errorResult, resultFromError } from "./content.js";
+import type { MemoryEmbeddings } from "./embeddings/host.js";
 import type { ExecHost } from "./exec/sandbox.js";
 import type { RunToolOptions, ToolPool } from "./pool.js";
 import { deniedMessage } from "./policy.js";
@@ -45,10 +46,12 @@ export function toolLimits(rt: ActorRuntime): ToolLimits {
 export interface CallHost extends ProcessHostExtras {
   /** this instance's in-flight calls: `lurk.tools.cancel`, a run's abort or end cancel them */
   inflight?: InflightCalls;
+  /** memory.embeddings is set: vectors for worker tools (memory_search) */
+  embeddings?: MemoryEmbeddings;
 }
 
 export async function handleToolCall(rt: ActorRuntime, pool: ToolPool, tool: Tool, req: ToolCallRequest, exec?: ExecHost, host: CallHost = {}): Promise<ToolCallReply> {
-  const { inflight, ...extras } = host;
+  const { inflight, embeddings, ...extras } = host;
   if (req.tool !== tool.name && !(tool.aliases ?? []).includes(req.tool)) {
     throw new LurkError("VALIDATION_FAILED", `the request names the tool "${req.tool}" but was sent to ${rt.subjects.toolCall(tool.name)}`);
   }
@@ -60,14 +63,14 @@ export async function handleToolCall(rt: ActorRuntime, pool: ToolPool, tool: Too
   const tracked = inflight?.track(req.runId, req.toolCallId, rt.signal);
   const signal = tracked?.signal ?? rt.signal;
   try {
-    return fitReply(rt, { ...(await runCall(rt, pool, tool, req, agent, signal, exec, extras)), durationMs: Date.now() - started });
+    return fitReply(rt, { ...(await runCall(rt, pool, tool, req, agent, signal, exec, extras, embeddings)), durationMs: Date.now() - started });
   } finally {
     tracked?.done();
   }
 }
 
 async function runCall(rt: ActorRuntime, pool: ToolPool, tool: Tool, req: ToolCallRequest, agent: LurkConfig["agents"][number], signal: AbortSignal,
-  exec: ExecHost | undefined, extras: ProcessHostExtras): Promise<Omit<ToolCallReply, "durationMs">> {
+  exec: ExecHost | undefined, extras: ProcessHostExtras, embeddings?: MemoryEmbeddings): Promise<Omit<ToolCallReply, "durationMs">> {
   let result: ToolResult;
   let gated: ToolResult | null;
   // the tool policy, again at call time: a runner cannot call what the list left out
@@ -83,11 +86,12 @@ async function runCall(rt: ActorRuntime, pool: ToolPool, tool: Tool, req: ToolCa
     result = gated;
   } else {
     const configured = rt.config.tools.timeoutMs;
+    const timeoutMs = Math.min(req.timeoutMs ?? configured, configured);
     try {
       const opts: RunToolOptions = {
         args: parsed.data as Record<string, unknown>,
         workspace: agentWorkspace(rt.config, agent),
-        timeoutMs: Math.min(req.timeoutMs ?? configured, configured),
+        timeoutMs,
         limits: toolLimits(rt),
         call: {
           toolCallId: req.toolCallId, runId: req.runId, agentId: req.agentId, sessionKey: req.sessionKey, sessionType: req.sessionType,
@@ -97,6 +101,7 @@ async function runCall(rt: ActorRuntime, pool: ToolPool, tool: Tool, req: ToolCa
         signal,
         onProgress: progressPublisher(rt, req),
         web: rt.config.tools.web,
+        ...(embeddings && tool.usesEmbeddings && tool.runsIn !== "process" ? { vectors: embeddings.forCall(timeoutMs) } : {}),
       };
       result = tool.runsIn === "process" ? await runProcessTool(tool, opts, exec, { rt, ...extras }) : await pool.run(tool.name, opts);
     } catch (err) {

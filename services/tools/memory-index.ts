@@ -144,8 +144,17 @@ export interface SearchOptions {
   snippetChars?: number;
 }
 
-/** BM25 over every chunk of `docs`, best first. An empty query (no tokens) finds nothing. */
-export function searchDocs(docs: readonly IndexedDoc[], query: string, opts: SearchOptions): SearchHit[] {
+/** A chunk that contains a query term, with its BM25 score (boosts included). */
+export interface KeywordScore {
+  path: string;
+  chunk: Chunk;
+  score: number;
+  /** the query terms this chunk contains (body or heading) */
+  matched: string[];
+}
+
+/** The BM25 score of every chunk of `docs` that contains a query term, in document order. */
+export function keywordScores(docs: readonly IndexedDoc[], query: string): KeywordScore[] {
   const terms = [...new Set(tokenize(query))];
   if (terms.length === 0) return [];
   let n = 0;
@@ -163,7 +172,7 @@ export function searchDocs(docs: readonly IndexedDoc[], query: string, opts: Sea
   const idf = new Map(terms.map((t) => [t, Math.log(1 + (n - df.get(t)! + 0.5) / (df.get(t)! + 0.5))]));
   const phrase = terms.length >= 2 ? normalizeForPhrase(query) : "";
 
-  const hits: SearchHit[] = [];
+  const scored: KeywordScore[] = [];
   for (const doc of docs) {
     for (const chunk of doc.chunks) {
       let score = 0;
@@ -178,18 +187,20 @@ export function searchDocs(docs: readonly IndexedDoc[], query: string, opts: Sea
       }
       if (matched.length === 0) continue;
       if (phrase && chunk.phraseText.includes(phrase)) score *= PHRASE_BOOST;
-      if (opts.minScore !== undefined && score < opts.minScore) continue;
-      hits.push({ path: doc.path, startLine: chunk.startLine, endLine: chunk.endLine, heading: chunk.heading, score, matched, snippet: "" });
+      scored.push({ path: doc.path, chunk, score, matched });
     }
   }
-  hits.sort((a, b) => b.score - a.score || compareCodeUnits(a.path, b.path) || a.startLine - b.startLine);
-  const top = hits.slice(0, opts.maxResults);
-  const byKey = new Map(docs.flatMap((d) => d.chunks.map((c) => [`${d.path}\0${c.startLine}`, c] as const)));
-  for (const hit of top) {
-    const chunk = byKey.get(`${hit.path}\0${hit.startLine}`)!;
-    hit.snippet = snippetOf(chunk, hit.startLine, new Set(hit.matched), opts.snippetChars ?? 320);
-  }
-  return top;
+  return scored;
+}
+
+/** BM25 over every chunk of `docs`, best first. An empty query (no tokens) finds nothing. */
+export function searchDocs(docs: readonly IndexedDoc[], query: string, opts: SearchOptions): SearchHit[] {
+  const scored = keywordScores(docs, query).filter((s) => opts.minScore === undefined || s.score >= opts.minScore);
+  scored.sort((a, b) => b.score - a.score || compareCodeUnits(a.path, b.path) || a.chunk.startLine - b.chunk.startLine);
+  return scored.slice(0, opts.maxResults).map(({ path, chunk, score, matched }) => ({
+    path, startLine: chunk.startLine, endLine: chunk.endLine, heading: chunk.heading, score, matched,
+    snippet: snippetOf(chunk, chunk.startLine, new Set(matched), opts.snippetChars ?? 320),
+  }));
 }
 
 /**

@@ -25,6 +25,7 @@ import { LurkError } from "../../shared/contract/index.js";
 import { MIN_WORKER_MEMORY_MB, type LurkConfig, type WebConfig } from "../../shared/runtime/config.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import { runAttempt } from "./attempt.js";
+import type { VectorHost } from "./embeddings/types.js";
 import type { ToolTask } from "./task.js";
 import type { ToolCallInfo, ToolLimits, ToolResult } from "./tool.js";
 
@@ -64,6 +65,8 @@ export interface RunToolOptions {
   web?: WebConfig;
   /** absolute directories `read` may open read-only besides the workspace (skill folders) */
   readOnlyRoots?: string[];
+  /** memory.embeddings is set: the call's vectors (the worker tool's ctx.embeddings; embeddings/host.ts) */
+  vectors?: VectorHost;
 }
 
 type Pool = Piscina<ToolTask, ToolResult>;
@@ -121,6 +124,7 @@ export class ToolPool {
       limits: opts.limits,
       ...(opts.call ? { call: opts.call } : {}),
       ...(opts.readOnlyRoots ? { readOnlyRoots: opts.readOnlyRoots } : {}),
+      ...(opts.vectors ? { embeddings: opts.vectors.settings } : {}),
     };
     const queueDeadline = Date.now() + (this.opts.maxQueueWaitMs ?? 5 * 60_000);
     this.inFlight++;
@@ -142,6 +146,7 @@ export class ToolPool {
         queueDeadline,
         ...(opts.signal ? { signal: opts.signal } : {}),
         ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
+        ...(opts.vectors ? { vectors: opts.vectors } : {}),
       });
       if (outcome.ok) return outcome.result;
       // its queue was dropped when the piscina instance was replaced: submit it again

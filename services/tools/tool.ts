@@ -16,6 +16,7 @@ import type { ErrorCode, imageBlockSchema, Origin, SessionType, textBlockSchema,
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import type { WebConfig } from "../../shared/runtime/config.js";
 import type { DocumentPool } from "../../shared/runtime/documents/pool.js";
+import type { MemoryVectors } from "./embeddings/types.js";
 import type { ExecHost } from "./exec/sandbox.js";
 import type { ConfinedFs } from "./fs-confined.js";
 import type { JobHost } from "./jobs/route.js";
@@ -64,6 +65,8 @@ export interface ToolContext {
   fs: ConfinedFs;
   limits: ToolLimits;
   call?: ToolCallInfo;
+  /** memory.embeddings is set: vectors of memory passages (worker tools; embeddings/types.ts) */
+  embeddings?: MemoryVectors;
   /** a short progress note (rate-limited by the caller side) */
   progress(message: string, fraction?: number): void;
   /** only for tools with `runsIn: "process"`: what the actor process gives them */
@@ -105,6 +108,8 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
    * that spawn child processes (exec); they get `ctx.host` and must honour `ctx.signal`.
    */
   runsIn?: "worker" | "process";
+  /** a worker tool that gets `ctx.embeddings` when memory.embeddings is set (memory_search) */
+  usesEmbeddings?: boolean;
   execute(args: z.output<S>, ctx: ToolContext): Promise<ToolResult>;
 }
 

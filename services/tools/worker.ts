@@ -12,6 +12,7 @@ import { pathToFileURL } from "node:url";
 import { z } from "zod";
 import { errorCodeSchema, imageBlockSchema, LurkError, textBlockSchema } from "../../shared/contract/index.js";
 import { capTextContent, errorResult, resultFromError } from "./content.js";
+import { portVectors } from "./embeddings/worker-access.js";
 import { ConfinedFs } from "./fs-confined.js";
 import { builtinTool } from "./registry.js";
 import type { PoolToWorker, ToolTask, WorkerToPool } from "./task.js";
@@ -28,7 +29,10 @@ export default async function runToolTask(task: ToolTask): Promise<ToolResult> {
   const { port } = task;
   const post = (message: WorkerToPool) => port.postMessage(message);
   const controller = new AbortController();
+  // memory.embeddings: vectors come from the actor's thread over the port (embeddings/)
+  const vectors = task.embeddings ? portVectors(port, task.embeddings, controller.signal) : undefined;
   port.on("message", (message: PoolToWorker) => {
+    if (vectors?.receive(message)) return;
     if (message?.type === "abort" && !controller.signal.aborted) controller.abort(new LurkError(message.code, message.message));
   });
   try {
@@ -43,6 +47,7 @@ export default async function runToolTask(task: ToolTask): Promise<ToolResult> {
       fs,
       limits: task.limits,
       ...(task.call ? { call: task.call } : {}),
+      ...(vectors ? { embeddings: vectors.access } : {}),
       progress: (message, fraction) => post({ type: "progress", message: String(message).slice(0, 2000), ...(fraction === undefined ? {} : { fraction }) }),
     });
     const checked = resultSchema.safeParse(result);

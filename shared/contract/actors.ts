@@ -113,7 +113,8 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       // $SRV.INFO.approvals: the approvals actor's public key, to verify approval tokens
       // toolJobAll, toolJobsList: a background job's calls go to the instance that owns it
       // the media store: media_save reads a user's file, message stores the files it sends
-      publish: [s.toolProgressAll, ops("approvals"), "$SRV.INFO.approvals", ops("sessions"), ops("subagents"), ops("cron"), s.outboundAll, s.injectAll, s.toolJobAll, s.toolJobsList, s.toolsCatalogChanged, ...mediaSubjects("write")],
+      // lurk.agent-runner.embed: memory_search's vectors (memory.embeddings); no other user may ask for them
+      publish: [s.toolProgressAll, ops("approvals"), "$SRV.INFO.approvals", ops("sessions"), ops("subagents"), ops("cron"), s.outboundAll, s.injectAll, s.toolJobAll, s.toolJobsList, s.toolsCatalogChanged, s.op("agent-runner", "embed"), ...mediaSubjects("write")],
       // a run's in-flight calls are cancelled on lurk.tools.cancel, on its abort control and when it ends
       subscribe: [s.toolsCancel, s.runControlAll, ...s.runTerminalAll],
       responder: true,

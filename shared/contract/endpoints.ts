@@ -6,6 +6,7 @@
 import { z } from "zod";
 import * as A from "./messages/approvals.js";
 import * as C from "./messages/cron.js";
+import * as E from "./messages/embeddings.js";
 import * as H from "./messages/heartbeat.js";
 import * as R from "./messages/router.js";
 import * as S from "./messages/sessions.js";
@@ -67,6 +68,9 @@ export const ENDPOINTS = {
     run: { request: C.cronRunRequest, reply: C.cronRunReply, description: "run a job now or when due" },
     runs: { request: C.cronRunsRequest, reply: C.cronRunsReply, description: "the run log" },
     status: { request: C.cronStatusRequest, reply: C.cronStatusReply, description: "scheduler state" },
+  },
+  "agent-runner": {
+    embed: { request: E.agentRunnerEmbedRequest, reply: E.agentRunnerEmbedReply, description: "embedding vectors of texts (memory_search's hybrid ranking; tools actor only)" },
   },
 } as const satisfies { [A in OperationActor]: { [O in Operation<A>]: EndpointSpec } };
 

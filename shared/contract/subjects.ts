@@ -65,6 +65,8 @@ export const OPERATIONS = {
   subagents: ["spawn", "list", "stop"],
   heartbeat: ["status", "last", "run", "enable", "disable"],
   cron: ["add", "list", "get", "edit", "rm", "run", "runs", "status"],
+  /** the agent-runner serves embeddings for memory_search (only the tools user may ask) */
+  "agent-runner": ["embed"],
 } as const;
 
 export type OperationActor = keyof typeof OPERATIONS;

@@ -4,6 +4,7 @@
  * model table (`models.entries["provider/model"].contextWindow` overrides it).
  */
 import { z } from "zod";
+import { memoryEmbeddingsConfigSchema } from "./config-embeddings.js";
 import { modelRefSchema } from "./config-models.js";
 
 export const COMPACTION_DEFAULTS = {
@@ -38,5 +39,7 @@ export const MEMORY_DEFAULTS = {
 export const memoryConfigSchema = z.object({
   enabled: z.boolean().default(MEMORY_DEFAULTS.enabled),
   window: z.number().int().min(4).max(5_000).default(MEMORY_DEFAULTS.window),
+  /** hybrid memory_search (keywords and vectors) with this embedding model; absent: keywords only (config-embeddings.ts) */
+  embeddings: memoryEmbeddingsConfigSchema.optional(),
 }).default(MEMORY_DEFAULTS);
 export type MemoryConfig = z.infer<typeof memoryConfigSchema>;

@@ -256,7 +256,7 @@ export const configSchema = z.object({
   cron: cronConfigSchema,
   /** context compaction of long sessions (config-compaction.ts) */
   compaction: compactionConfigSchema,
-  /** consolidation of old messages into MEMORY.md and memory/HISTORY.md (config-compaction.ts) */
+  /** consolidation of old messages into MEMORY.md and memory/HISTORY.md, and memory_search's embeddings (config-compaction.ts, config-embeddings.ts) */
   memory: memoryConfigSchema,
   /** bindings, DM/group policies, pairing, broadcast, queue modes, commands (config-routing.ts) */
   routing: routingConfigSchema.prefault({}),
@@ -307,6 +307,10 @@ export function parseConfig(fromFile: Record<string, unknown>, env: Env, home = 
   if (env.LURKBOT_TRANSCRIPTION_MODEL) {
     raw.media = { ...(raw.media ?? {}) };
     raw.media.transcription = { ...(raw.media.transcription ?? {}), model: env.LURKBOT_TRANSCRIPTION_MODEL };
+  }
+  if (env.LURKBOT_EMBEDDING_MODEL) {
+    raw.memory = { ...(raw.memory ?? {}) };
+    raw.memory.embeddings = { ...(raw.memory.embeddings ?? {}), model: env.LURKBOT_EMBEDDING_MODEL };
   }
   raw.providers = { ...(raw.providers ?? {}) };
   const provider = (name: string) => (raw.providers[name] = { ...(raw.providers[name] ?? {}) });

@@ -8,9 +8,13 @@
  * Replies come from a scriptable queue; when it is empty the "auto" mode answers: a last tool
  * message -> `tool said: <first 100 chars>`; a last user message containing `read <path>` -> a
  * tool call `read {path}`; otherwise `echo: <user text>`. Requests are recorded; zero latency.
+ * `POST /api/embed` (`{model, input: string | string[]}`) answers `{model, embeddings: [[...]],
+ * total_duration, load_duration, prompt_eval_count}` with embedding.ts's fake model (404 for an
+ * unknown model when `models` is given); `enqueueEmbed` scripts errors or a request never answered.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { closeLoopback, listenLoopback, readBody, sendJson, splitText } from "./http.js";
+import { fakeEmbedding, FAKE_EMBED_DIMENSIONS, type EmbedRequestRecord, type FakeEmbedReply } from "./embedding.js";
 
 export interface OllamaFakeToolCall { name: string; arguments: unknown }
 
@@ -60,6 +64,9 @@ export function autoReply(body: OllamaChatBody): OllamaFakeReply {
 
 export class FakeOllamaServer {
   readonly requests: OllamaReceived[] = [];
+  /** POST /api/embed as received */
+  readonly embedRequests: EmbedRequestRecord[] = [];
+  private readonly embedQueue: FakeEmbedReply[] = [];
   private readonly queue: OllamaFakeReply[] = [];
   private readonly open = new Set<ServerResponse>();
 
@@ -76,9 +83,20 @@ export class FakeOllamaServer {
     this.queue.push(...replies);
   }
 
+  enqueueEmbed(...replies: FakeEmbedReply[]): void {
+    this.embedQueue.push(...replies);
+  }
+
+  /** The texts of every answered embed request so far, in order. */
+  get embeddedTexts(): string[] {
+    return this.embedRequests.flatMap((r) => (r.reply.kind === "ok" ? r.input : []));
+  }
+
   reset(): void {
     this.queue.length = 0;
     this.requests.length = 0;
+    this.embedQueue.length = 0;
+    this.embedRequests.length = 0;
   }
 
   async close(): Promise<void> {
@@ -93,6 +111,7 @@ export class FakeOllamaServer {
       return json(res, 200, { models: names.map((name) => ({ name, model: name, modified_at: new Date(0).toISOString(), size: 1, digest: "0".repeat(64), details: { format: "gguf", family: "llama" } })) });
     }
     if (req.method === "GET" && path === "/") return void res.end("Ollama is running");
+    if (req.method === "POST" && path === "/api/embed") return this.embed(req, res);
     if (req.method !== "POST" || path !== "/api/chat") return void res.writeHead(404, { "content-type": "text/plain" }).end("404 page not found");
     let body: OllamaChatBody;
     try {
@@ -134,6 +153,33 @@ export class FakeOllamaServer {
     else if (reply.kind !== "hang" && reply.kind !== "cut") lines.push({ ...base(), message: { role: "assistant", content: "" }, ...final });
     res.write(lines.map((l) => `${JSON.stringify(l)}\n`).join(""));
     if (reply.kind !== "hang") res.end();
+  }
+
+  private async embed(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let body: { model?: unknown; input?: unknown };
+    try {
+      body = JSON.parse(await readBody(req)) as typeof body;
+    } catch {
+      return json(res, 400, { error: "invalid character 'x' looking for beginning of value" });
+    }
+    if (typeof body.model !== "string" || body.model === "") return json(res, 400, { error: "model is required" });
+    const input = typeof body.input === "string" ? [body.input] : Array.isArray(body.input) && body.input.every((x) => typeof x === "string") ? body.input as string[] : undefined;
+    if (!input) return json(res, 400, { error: "invalid input type" });
+    if (this.opts.models && !this.opts.models.includes(body.model)) {
+      this.embedRequests.push({ model: body.model, input, reply: { kind: "error", status: 404 } });
+      return json(res, 404, { error: `model "${body.model}" not found, try pulling it first` });
+    }
+    const reply = this.embedQueue.shift() ?? { kind: "ok" };
+    this.embedRequests.push({ model: body.model, input, reply });
+    if (reply.kind === "error") return json(res, reply.status, { error: reply.message ?? "llama runner process has terminated: exit status 2" });
+    if (reply.kind === "hang") {
+      this.open.add(res);
+      res.on("close", () => this.open.delete(res));
+      return;
+    }
+    const embeddings = input.map((text) => fakeEmbedding(text, FAKE_EMBED_DIMENSIONS));
+    const tokens = input.reduce((n, text) => n + Math.max(1, Math.ceil(text.length / 4)), 0);
+    json(res, 200, { model: body.model, embeddings, total_duration: 1_000_000, load_duration: 1000, prompt_eval_count: tokens });
   }
 }
 

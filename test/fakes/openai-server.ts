@@ -15,10 +15,16 @@
  * `POST /v1/audio/transcriptions` takes the multipart form the SDK sends (file, model, language,
  * response_format), records it in `transcriptions` and answers `{ text }`: `transcriptText` of
  * the request, or an HTTP error when `transcriptText` returns a number (the status).
+ * `POST /v1/embeddings` answers as the real API does (`{object: "list", data: [{object:
+ * "embedding", index, embedding}], model, usage}`), with each embedding as JSON numbers or, for
+ * `encoding_format: "base64"` (what the SDK v6 sends by default), base64 of little-endian
+ * float32s; the vectors are embedding.ts's fake model. Requests are recorded in `embedRequests`;
+ * `enqueueEmbed` scripts HTTP errors or a request that is never answered.
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { closeLoopback, listenLoopback, readBody, readRaw, sendJson, splitText } from "./http.js";
 import { openaiContentError } from "./wire-checks.js";
+import { base64Float32, fakeEmbedding, FAKE_EMBED_DIMENSIONS, type EmbedRequestRecord, type FakeEmbedReply } from "./embedding.js";
 
 export interface FakeToolCall {
   id?: string;
@@ -116,6 +122,11 @@ export class FakeOpenAIServer {
   refusedAuth = 0;
   /** the text of a transcription (a number: answer with that HTTP status instead) */
   transcriptText: (req: TranscriptionRequest) => string | number = (req) => `transcript of ${req.fileName}, ${req.bytes.byteLength} bytes`;
+  /** POST /v1/embeddings as received (model, input texts, encoding_format) */
+  readonly embedRequests: EmbedRequestRecord[] = [];
+  /** the dimensions of the fake embedding model's vectors */
+  embedDimensions = FAKE_EMBED_DIMENSIONS;
+  private readonly embedQueue: FakeEmbedReply[] = [];
   private readonly queue: FakeReply[] = [];
   private readonly open = new Set<ServerResponse>();
   private counter = 0;
@@ -138,11 +149,23 @@ export class FakeOpenAIServer {
     this.queue.push(...replies);
   }
 
+  /** Scripts the next embeddings requests (then they are answered "ok" again). */
+  enqueueEmbed(...replies: FakeEmbedReply[]): void {
+    this.embedQueue.push(...replies);
+  }
+
+  /** The texts of every embeddings request so far, in order. */
+  get embeddedTexts(): string[] {
+    return this.embedRequests.flatMap((r) => (r.reply.kind === "ok" ? r.input : []));
+  }
+
   /** Drops queued replies and recorded requests. */
   reset(): void {
     this.queue.length = 0;
     this.requests.length = 0;
     this.transcriptions.length = 0;
+    this.embedQueue.length = 0;
+    this.embedRequests.length = 0;
   }
 
   get queued(): number {
@@ -160,6 +183,7 @@ export class FakeOpenAIServer {
       return json(res, 200, { object: "list", data: [{ id: "test-model", object: "model", created: 0, owned_by: "fake" }] });
     }
     if (req.method === "POST" && path === "/v1/audio/transcriptions") return this.transcription(req, res);
+    if (req.method === "POST" && path === "/v1/embeddings") return this.embeddings(req, res);
     if (req.method !== "POST" || path !== "/v1/chat/completions") {
       return json(res, 404, { error: { message: `Unknown request URL: ${req.method} ${path}`, type: "invalid_request_error", param: null, code: "unknown_url" } });
     }
@@ -200,6 +224,44 @@ export class FakeOpenAIServer {
     const text = this.transcriptText(received);
     if (typeof text === "number") return this.error(res, { kind: "error", status: text });
     json(res, 200, { text, usage: { type: "duration", seconds: 3 } });
+  }
+
+  private async embeddings(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let body: { model?: unknown; input?: unknown; encoding_format?: unknown };
+    try {
+      body = JSON.parse(await readBody(req)) as typeof body;
+    } catch {
+      return json(res, 400, { error: { message: "We could not parse the JSON body of your request.", type: "invalid_request_error", param: null, code: null } });
+    }
+    if ((this.opts.apiKey && req.headers.authorization !== `Bearer ${this.opts.apiKey}`) || (this.acceptsAuth && !this.acceptsAuth(req.headers.authorization))) {
+      this.refusedAuth++;
+      return this.error(res, { kind: "error", status: 401 });
+    }
+    const invalid = (message: string, param: string) => json(res, 400, { error: { message, type: "invalid_request_error", param, code: null } });
+    if (typeof body.model !== "string" || body.model === "") return invalid("you must provide a model parameter", "model");
+    const input = typeof body.input === "string" ? [body.input] : Array.isArray(body.input) && body.input.every((x) => typeof x === "string") ? body.input as string[] : undefined;
+    if (!input || input.length === 0 || input.length > 2048 || input.some((x) => x === "")) {
+      return invalid("'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference.", "input");
+    }
+    const format = body.encoding_format ?? "float";
+    if (format !== "float" && format !== "base64") return invalid(`'${String(format)}' is not one of ['float', 'base64'] - 'encoding_format'`, "encoding_format");
+    const reply = this.embedQueue.shift() ?? { kind: "ok" };
+    this.embedRequests.push({
+      model: body.model, input, ...(typeof body.encoding_format === "string" ? { encodingFormat: body.encoding_format } : {}),
+      ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}), reply,
+    });
+    if (reply.kind === "error") return this.error(res, { kind: "error", status: reply.status, ...(reply.message ? { message: reply.message } : {}), ...(reply.headers ? { headers: reply.headers } : {}) });
+    if (reply.kind === "hang") {
+      this.open.add(res);
+      res.on("close", () => this.open.delete(res));
+      return; // never answers; the client gives up or the server closes
+    }
+    const data = input.map((text, index) => {
+      const vector = fakeEmbedding(text, this.embedDimensions);
+      return { object: "embedding", index, embedding: format === "base64" ? base64Float32(vector) : vector };
+    });
+    const tokens = input.reduce((n, text) => n + Math.max(1, Math.ceil(text.length / 4)), 0);
+    json(res, 200, { object: "list", data, model: body.model, usage: { prompt_tokens: tokens, total_tokens: tokens } });
   }
 
   private error(res: ServerResponse, reply: Extract<FakeReply, { kind: "error" }>): void {

@@ -22,7 +22,8 @@ const BILLING = /insufficient_quota|billing|quota|credit balance|payment/i;
 export function classifyProviderError(err: unknown, provider: string, aborted = false): LurkError {
   if (LurkError.is(err)) return LurkError.from(err);
   const e = (err ?? {}) as HttpishError;
-  const name = e.name ?? "";
+  // the OpenAI SDK v6 leaves `name` as "Error": its class name tells a timeout or a failed connection
+  const name = (e.name && e.name !== "Error" ? e.name : (err as { constructor?: { name?: string } } | undefined)?.constructor?.name) ?? "";
   const message = redactSecrets(String(e.message ?? err)).slice(0, 1000);
   const text = `${provider}: ${message}`;
   const retryAfterMs = retryAfter(e.headers);

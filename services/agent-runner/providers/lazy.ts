@@ -5,8 +5,11 @@
  * the SDKs actually called are ever loaded. Behaviour is the wrapped
  * provider's: every event of its stream is passed on unchanged. A module that cannot be loaded
  * (a broken install) yields one PROVIDER_ERROR event, like a provider that cannot connect.
+ * LazyEmbedder does the same for OpenAI embeddings (lurk.agent-runner.embed; ollama-embed.ts
+ * imports its client itself): a failed load rejects with PROVIDER_ERROR.
  */
 import { LurkError } from "../../../shared/contract/index.js";
+import type { Embedder, EmbedRequest, EmbedResult } from "./embedder.js";
 import type { Provider, ProviderRequest, ProviderStreamEvent } from "./types.js";
 
 export type ProviderFactory = () => Promise<Provider>;
@@ -15,6 +18,8 @@ export type ProviderFactory = () => Promise<Provider>;
 export const providerModules = {
   openai: () => import("./openai.js"),
   anthropic: () => import("./anthropic.js"),
+  /** embeddings (lurk.agent-runner.embed): the same SDK, loaded only when memory_search asks */
+  openaiEmbed: () => import("./openai-embed.js"),
 };
 
 export class LazyProvider implements Provider {
@@ -52,5 +57,21 @@ export class LazyProvider implements Provider {
       return;
     }
     yield* provider.stream(request);
+  }
+}
+
+/** An Embedder whose SDK is imported on its first call, like LazyProvider (a failed load is retried next time). */
+export class LazyEmbedder implements Embedder {
+  private loading: Promise<Embedder> | undefined;
+
+  constructor(readonly name: string, private readonly factory: () => Promise<Embedder>) {}
+
+  async embed(request: EmbedRequest): Promise<EmbedResult> {
+    this.loading ??= this.factory().catch((err: unknown) => {
+      this.loading = undefined;
+      const reason = err instanceof Error ? err.message : String(err);
+      throw new LurkError("PROVIDER_ERROR", `the ${this.name} provider could not be loaded: ${reason}; reinstall with \`npm install\``);
+    });
+    return (await this.loading).embed(request);
   }
 }

@@ -17,7 +17,9 @@ import { PROVIDER_NAMES, providerProfiles, type OAuthClientConfig, type Provider
 import { ClientCredentials, RefreshedTokens, StaticToken, type CredentialSource } from "../credentials.js";
 import { resolveModelRef } from "../models.js";
 import { CredentialedProvider } from "./credentialed.js";
-import { LazyProvider, providerModules } from "./lazy.js";
+import { CredentialedEmbedder, type Embedder } from "./embedder.js";
+import { LazyEmbedder, LazyProvider, providerModules } from "./lazy.js";
+import { OllamaEmbedder } from "./ollama-embed.js";
 import { OllamaProvider } from "./ollama.js";
 import type { Provider } from "./types.js";
 
@@ -25,6 +27,9 @@ export const NO_MODEL_TEXT =
   "No model is configured. Set LURKBOT_MODEL=openai/gpt-4o-mini and OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible server), then restart with `npx lurkbot start`.";
 
 export const KNOWN_PROVIDERS = PROVIDER_NAMES;
+
+export const NO_ANTHROPIC_EMBEDDINGS =
+  "Anthropic has no embeddings API; use an OpenAI embedding model (openai/text-embedding-3-small; an OpenAI-compatible server's through OPENAI_BASE_URL) or an Ollama one (ollama/nomic-embed-text)";
 
 /** A profile's credential when it is not an API key (config-providers.ts). */
 export type ProfileCredential =
@@ -66,6 +71,7 @@ const fingerprint = (apiKey: string | undefined, baseUrl: string | undefined, cr
 
 export class ProviderRegistry {
   private readonly cache = new Map<string, Provider>();
+  private readonly embedders = new Map<string, Embedder>();
   private readonly profileCache = new Map<string, AuthProfile[]>();
 
   constructor(private readonly config: LurkConfig, private readonly opts: ProviderRegistryOptions = {}) {}
@@ -136,6 +142,35 @@ export class ProviderRegistry {
       : this.client(profile, profile.apiKey, false);
     this.cache.set(key, provider);
     return provider;
+  }
+
+  /**
+   * The embeddings client of one profile (cached; the OpenAI SDK is imported on its first call).
+   * Anthropic has no embeddings API: VALIDATION_FAILED saying what to use instead.
+   */
+  embedderFor(profile: AuthProfile): Embedder {
+    const key = `${profile.provider}#${profile.id}#${profile.fingerprint}`;
+    const cached = this.embedders.get(key);
+    if (cached) return cached;
+    const embedder = profile.credential
+      ? new CredentialedEmbedder(profile.provider, this.sourceFor(profile, profile.credential), (secret) => this.embedClient(profile, secret))
+      : this.embedClient(profile, profile.apiKey);
+    this.embedders.set(key, embedder);
+    return embedder;
+  }
+
+  private embedClient(profile: AuthProfile, secret: string | undefined): Embedder {
+    const opts = { ...(secret ? { apiKey: secret } : {}), ...(profile.baseUrl ? { baseUrl: profile.baseUrl } : {}) };
+    switch (profile.provider) {
+      case "openai":
+        return new LazyEmbedder("openai", async () => new (await providerModules.openaiEmbed()).OpenAIEmbedder(opts));
+      case "ollama":
+        return new OllamaEmbedder({ ...(profile.baseUrl ? { host: profile.baseUrl } : {}), ...(secret ? { apiKey: secret } : {}) });
+      case "anthropic":
+        throw new LurkError("VALIDATION_FAILED", NO_ANTHROPIC_EMBEDDINGS);
+      default:
+        throw new LurkError("CONFIG_INVALID", `unknown model provider "${profile.provider}"; supported: ${KNOWN_PROVIDERS.join(", ")}`);
+    }
   }
 
   /** A provider client with one fixed secret: an API key, or a bearer token (`bearer`). */

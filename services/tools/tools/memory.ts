@@ -9,6 +9,12 @@
  * per call. Every read goes through the confined fs (ctx.fs.openRead); the directory walk only
  * lists names under memory/ and never follows a symlinked directory.
  *
+ * With memory.embeddings the ranking is hybrid (memory-hybrid.ts): keywords and the cosine
+ * similarity of the passages' vectors to the query's (memory-vectors.ts gathers them through
+ * `ctx.embeddings`: this worker's last ones, the actor's LMDB cache, the agent-runner), and the
+ * header says so. If the vectors cannot be had (no agent-runner, a provider failure, the time
+ * for embeddings used up) the results are the keyword ones, with a note saying why.
+ *
  * `memory_get` {path, fromLine?, lines?}: numbered lines of one memory file. Any other path
  * (SOUL.md, ../x, a symlink from memory/ to elsewhere) is refused with FORBIDDEN.
  */
@@ -16,11 +22,13 @@ import type { Dirent } from "node:fs";
 import { readdir, realpath, stat } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
 import { z } from "zod";
-import { LurkError } from "../../../shared/contract/index.js";
+import { LurkError, type ToolDefinition } from "../../../shared/contract/index.js";
 import { cutUtf8, looksBinary } from "../content.js";
 import type { ConfinedFs } from "../fs-confined.js";
-import { chunkMarkdown, searchDocs, type Chunk, type IndexedDoc } from "../memory-index.js";
-import { defineTool } from "../tool.js";
+import { hybridSearch, type HybridHit } from "../memory-hybrid.js";
+import { chunkMarkdown, searchDocs, type Chunk, type SearchHit } from "../memory-index.js";
+import { searchVectors, type MemoryDoc } from "../memory-vectors.js";
+import { defineTool, type ToolResult } from "../tool.js";
 import { compareCodeUnits } from "../../../shared/runtime/order.js";
 
 export const MAX_MEMORY_FILE_BYTES = 2 * 1024 * 1024;
@@ -95,11 +103,11 @@ async function listMemoryFiles(fs: ConfinedFs): Promise<string[]> {
 }
 
 /** Brings the workspace's index up to date; returns the docs and the files skipped as too big. */
-async function refreshIndex(fs: ConfinedFs, signal: AbortSignal): Promise<{ docs: IndexedDoc[]; skipped: string[] }> {
+async function refreshIndex(fs: ConfinedFs, signal: AbortSignal): Promise<{ docs: MemoryDoc[]; skipped: string[] }> {
   let cache = indexes.get(fs.realRoot);
   if (!cache) indexes.set(fs.realRoot, (cache = new Map()));
   const paths = await listMemoryFiles(fs);
-  const docs: IndexedDoc[] = [];
+  const docs: MemoryDoc[] = [];
   const skipped: string[] = [];
   const seen = new Set<string>();
   indexStats.lastReindexed = 0;
@@ -119,7 +127,7 @@ async function refreshIndex(fs: ConfinedFs, signal: AbortSignal): Promise<{ docs
     seen.add(rel);
     const cached = cache.get(rel);
     if (cached && cached.size === st.size && cached.mtimeMs === st.mtimeMs && cached.ino === st.ino) {
-      docs.push({ path: rel, chunks: cached.chunks });
+      docs.push({ path: rel, chunks: cached.chunks, mtimeMs: cached.mtimeMs });
       continue;
     }
     try {
@@ -138,7 +146,7 @@ async function refreshIndex(fs: ConfinedFs, signal: AbortSignal): Promise<{ docs
       const chunks = chunkMarkdown(data.toString("utf8"));
       cache.set(rel, { size: fileStat.size, mtimeMs: fileStat.mtimeMs, ino: fileStat.ino, chunks });
       indexStats.lastReindexed++;
-      docs.push({ path: rel, chunks });
+      docs.push({ path: rel, chunks, mtimeMs: fileStat.mtimeMs });
     } catch (err) {
       if (LurkError.is(err) && err.code === "PATH_ESCAPE") continue;
       if (LurkError.is(err) && err.code === "NOT_FOUND") continue;
@@ -157,39 +165,77 @@ const searchParameters = z.object({
   minScore: z.number().min(0).optional().describe("Drop results scoring below this (BM25 score; typical hits score 1-10)"),
 });
 
+const SEARCH_DESCRIPTION = "Search your memory files (MEMORY.md, HISTORY.md and memory/*.md) by keywords, in any language. "
+  + "Returns the best-matching passages with file path, line range, score and a snippet; "
+  + "use memory_get with the path and line range to read more. Search memory before answering questions about past events, preferences or decisions.";
+
 export const memorySearchTool = defineTool({
   name: "memory_search",
-  description: "Search your memory files (MEMORY.md, HISTORY.md and memory/*.md) by keywords, in any language. "
-    + "Returns the best-matching passages with file path, line range, score and a snippet; "
-    + "use memory_get with the path and line range to read more. Search memory before answering questions about past events, preferences or decisions.",
+  description: SEARCH_DESCRIPTION,
   parameters: searchParameters,
   sideEffects: false,
   parallelSafe: true,
   groups: ["group:memory"],
+  usesEmbeddings: true,
   async execute(args, ctx) {
     const { docs, skipped } = await refreshIndex(ctx.fs, ctx.signal);
     const chunkCount = docs.reduce((n, d) => n + d.chunks.length, 0);
-    const hits = searchDocs(docs, args.query, { maxResults: args.maxResults ?? 8, ...(args.minScore === undefined ? {} : { minScore: args.minScore }) });
+    const maxResults = args.maxResults ?? 8;
     const scope = `${docs.length} memory file${docs.length === 1 ? "" : "s"}, ${chunkCount} passages searched`;
     const skipNote = skipped.length > 0 ? `\n[skipped, over the ${MAX_MEMORY_FILE_BYTES}-byte cap: ${skipped.join(", ")}]` : "";
-    if (hits.length === 0) {
-      return { content: [{ type: "text", text: `No memory matches "${args.query}" (${scope}).${skipNote}` }] };
+    const keywordHits = () => searchDocs(docs, args.query, { maxResults, ...(args.minScore === undefined ? {} : { minScore: args.minScore }) });
+    const embeddings = ctx.embeddings;
+    // without memory.embeddings: the keyword search, worded as it always was
+    if (!embeddings) return render(args.query, keywordHits(), scope, "", skipNote, ctx.limits.outputCapBytes);
+    if (args.query.trim() === "" || chunkCount === 0) return render(args.query, keywordHits(), `keywords only; ${scope}`, "", skipNote, ctx.limits.outputCapBytes);
+    let vectors;
+    try {
+      vectors = await searchVectors(docs, args.query.trim(), embeddings);
+    } catch (err) {
+      if (ctx.signal.aborted) throw err;
+      // never fail the search because embeddings are down: keyword results, saying why
+      const reason = cutUtf8(String((err as { message?: unknown })?.message ?? err), 240);
+      return render(args.query, keywordHits(), `keywords only; ${scope}`, `\n[not ranked by meaning this time: ${reason}]`, skipNote, ctx.limits.outputCapBytes);
     }
-    const budget = Math.max(512, ctx.limits.outputCapBytes - NOTE_RESERVE);
-    let text = `${hits.length} result${hits.length === 1 ? "" : "s"} for "${args.query}" (${scope}):\n`;
-    let shown = 0;
-    for (const [i, hit] of hits.entries()) {
-      const block = `\n${i + 1}. ${hit.path}:${hit.startLine}-${hit.endLine} (score ${hit.score.toFixed(2)})${hit.heading ? ` under "${hit.heading}"` : ""}\n`
-        + `   matched: ${hit.matched.join(", ")}\n`
-        + hit.snippet.split("\n").map((l) => `   ${l}`).join("\n") + "\n";
-      if (Buffer.byteLength(text + block, "utf8") > budget) break;
-      text += block;
-      shown++;
-    }
-    if (shown < hits.length) text += `\n[output capped: showed ${shown} of ${hits.length} results; ask for fewer with maxResults]`;
-    return { content: [{ type: "text", text: text + skipNote }] };
+    const hits = hybridSearch(docs, args.query, vectors.query, vectors.of, { maxResults, vectorWeight: embeddings.vectorWeight, ...(args.minScore === undefined ? {} : { minScore: args.minScore }) });
+    const partial = vectors.withVectors < chunkCount ? `; ${vectors.withVectors} of them ranked by meaning (memory.embeddings.maxChunks), the rest by keywords` : "";
+    return render(args.query, hits, `hybrid ranking, keywords and meaning (${embeddings.model}); ${scope}${partial}`, "", skipNote, ctx.limits.outputCapBytes);
   },
 });
+
+/** memory_search's catalog entry when memory.embeddings is set: the description and minScore say the ranking is hybrid. */
+export function hybridSearchDefinition(def: ToolDefinition): ToolDefinition {
+  const parameters = structuredClone(def.parameters) as { properties?: { minScore?: { description?: string } } };
+  if (parameters.properties?.minScore) parameters.properties.minScore.description = "Drop results scoring below this (hybrid score from 0 to 1; keyword-only results: BM25, typical hits score 1-10)";
+  return {
+    ...def,
+    description: SEARCH_DESCRIPTION.replace("by keywords, in any language", "by keywords and by meaning (so a different wording of the same thing is found too), in any language"),
+    parameters: parameters as Record<string, unknown>,
+  };
+}
+
+/** The reply: a header with the scope (and the ranking when embeddings are configured), a note, numbered hits within the output cap. */
+function render(query: string, hits: Array<SearchHit | HybridHit>, scope: string, note: string, skipNote: string, outputCapBytes: number): ToolResult {
+  if (hits.length === 0) {
+    return { content: [{ type: "text", text: `No memory matches "${query}" (${scope}).${note}${skipNote}` }] };
+  }
+  const budget = Math.max(512, outputCapBytes - NOTE_RESERVE);
+  let text = `${hits.length} result${hits.length === 1 ? "" : "s"} for "${query}" (${scope}):${note}\n`;
+  let shown = 0;
+  for (const [i, hit] of hits.entries()) {
+    const hybrid = "textScore" in hit;
+    const score = hybrid ? `score ${hit.score.toFixed(2)}: keywords ${hit.textScore.toFixed(2)}, meaning ${hit.vectorScore === undefined ? "-" : hit.vectorScore.toFixed(2)}` : `score ${hit.score.toFixed(2)}`;
+    const matched = hit.matched.length > 0 ? hit.matched.join(", ") : "(no keyword; found by meaning)";
+    const block = `\n${i + 1}. ${hit.path}:${hit.startLine}-${hit.endLine} (${score})${hit.heading ? ` under "${hit.heading}"` : ""}\n`
+      + `   matched: ${matched}\n`
+      + hit.snippet.split("\n").map((l) => `   ${l}`).join("\n") + "\n";
+    if (Buffer.byteLength(text + block, "utf8") > budget) break;
+    text += block;
+    shown++;
+  }
+  if (shown < hits.length) text += `\n[output capped: showed ${shown} of ${hits.length} results; ask for fewer with maxResults]`;
+  return { content: [{ type: "text", text: text + skipNote }] };
+}
 
 // ---------------------------------------------------------------- memory_get
 
