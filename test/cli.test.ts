@@ -179,6 +179,19 @@ describe("lurkbot status, tail, send and chat on a real bus", () => {
     assert.match(table.stdout, /^router\s.*not running/m);
   });
 
+  it("status with the bus up and no actor on it: every actor not running, and how to start them", async () => {
+    const empty = await TestNats.start();
+    try {
+      const r = await runCli(["status"], empty.env(empty.passwordEnv("cli")));
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /: 0 instances\n/);
+      assert.match(r.stdout, /^sessions\s.*not running/m);
+      assert.match(r.stdout, /start them with `npx lurkbot start`/);
+    } finally {
+      await empty.stop();
+    }
+  });
+
   it("status with the bus down: exit 2 and how to start it", async () => {
     const url = `nats://127.0.0.1:${await freePort()}`;
     const started = Date.now();

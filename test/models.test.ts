@@ -1,5 +1,5 @@
 /**
- * The model registry (services/agent-runner/models.ts) and thinking levels on the wire: the real
+ * The model registry (shared/runtime/models.ts) and thinking levels on the wire: the real
  * OpenAI, Anthropic and Ollama SDKs against the fake servers, asserting the request bodies.
  */
 import assert from "node:assert/strict";
@@ -7,7 +7,7 @@ import { after, before, beforeEach, describe, it } from "node:test";
 import { configSecrets, parseConfig } from "../shared/runtime/config.js";
 import { createLogger } from "../shared/runtime/logger.js";
 import { ModelChain } from "../services/agent-runner/failover.js";
-import { lookupModel, usageCostUsd } from "../services/agent-runner/models.js";
+import { lookupModel, usageCostUsd } from "../shared/runtime/models.js";
 import { takesImages } from "../services/agent-runner/vision-input.js";
 import { AnthropicProvider } from "../services/agent-runner/providers/anthropic.js";
 import { OllamaProvider } from "../services/agent-runner/providers/ollama.js";

@@ -13,7 +13,7 @@ import { after, describe, it } from "node:test";
 import { envelope, type InboundMessage, type RunRequest } from "../shared/contract/index.js";
 import { parseConfig } from "../shared/runtime/config.js";
 import { createLogger } from "../shared/runtime/logger.js";
-import { decideAccess } from "../services/router/access.js";
+import { decideAccess } from "../shared/runtime/access-policy.js";
 import { Lanes } from "../services/router/lanes.js";
 import { CODE_LENGTH, PairingStore } from "../services/router/pairing.js";
 import { GroupContext, MAX_AGE_MS, SESSION_BYTES_MAX, withContext } from "../services/router/group-context.js";

@@ -11,7 +11,7 @@ import type { LurkConfig } from "../../shared/runtime/config.js";
 import { LurkError, type ErrorCode, type Usage } from "../../shared/contract/index.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import type { AuthStateStore, FailureReason } from "./auth-profiles.js";
-import { lookupModel, usageCostUsd, type ModelInfo } from "./models.js";
+import { lookupModel, usageCostUsd, type ModelInfo } from "../../shared/runtime/models.js";
 import type { AuthProfile, ProviderRegistry } from "./providers/registry.js";
 import type { ThinkLevel } from "./providers/thinking.js";
 import type { Provider } from "./providers/types.js";

@@ -30,7 +30,7 @@ import type { AuthStateStore } from "./auth-profiles.js";
 import { ModelChain } from "./failover.js";
 import type { ProviderRegistry } from "./providers/registry.js";
 import type { ToolsClient } from "./tools-client.js";
-import { lookupModel } from "./models.js";
+import { lookupModel } from "../../shared/runtime/models.js";
 import { takesImages } from "./vision-input.js";
 import type { TranscriptCache } from "./transcript-cache.js";
 import { runHooks } from "./hooks.js";

@@ -9,7 +9,7 @@
  * false` makes them notes for it.
  */
 import type { LlmMessage } from "../../shared/contract/index.js";
-import type { ModelInfo } from "./models.js";
+import type { ModelInfo } from "../../shared/runtime/models.js";
 
 export const IMAGE_NOT_TAKEN = "[an image is here, but this model does not take images, so it is not shown to you]";
 

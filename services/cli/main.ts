@@ -1,6 +1,6 @@
 /**
  * `lurkbot`: the operator's command. `setup`, `start` (the launcher), `status`, `tail`, `send`,
- * `chat`, `streams`, `sessions`, `auth` and the other admin commands. Exit codes: 0 ok, 1 failed, 2 bus unreachable, 64 usage, 78 config.
+ * `chat`, `streams`, `sessions`, `auth`, `security audit` and the other admin commands. Exit codes: 0 ok, 1 failed, 2 bus unreachable, 64 usage, 78 config.
  */
 import { join } from "node:path";
 import { loadConfig, type Env, type LurkConfig } from "../../shared/runtime/config.js";
@@ -28,6 +28,7 @@ import { cmdPairing } from "./pairing.js";
 import { cmdSubagents } from "./subagents.js";
 import { cmdHeartbeat } from "./heartbeat.js";
 import { cmdAuth } from "./auth.js";
+import { cmdSecurity } from "./security-audit.js";
 
 const out = (line: string) => process.stdout.write(line + "\n");
 const err = (line: string) => process.stderr.write(line + "\n");
@@ -213,6 +214,7 @@ const HANDLERS: Record<string, (p: ParsedCommand, env: Env) => Promise<number>> 
   subagents: (p, env) => cmdSubagents(p, env, { out }),
   heartbeat: (p, env) => cmdHeartbeat(p, env, { out }),
   auth: (p, env) => cmdAuth(p, env, { out, input: process.stdin }),
+  security: (p, env) => cmdSecurity(p, env, { out: (text) => process.stdout.write(text), color: process.stdout.isTTY === true && !env.NO_COLOR }),
 };
 
 export async function main(argv: string[], env: Env = process.env): Promise<number> {

@@ -6,6 +6,7 @@
  */
 import { Svcm, type ServiceIdentity, type ServiceInfo, type ServiceStats } from "@nats-io/services";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { isNoResponders } from "../../shared/runtime/client.js";
 import { readLeases, type LeaseHolder } from "../../shared/runtime/lease.js";
 import { LAUNCHER_ACTORS } from "./actors.js";
 import { table } from "./format.js";
@@ -43,9 +44,14 @@ export interface StatusReport {
   missing: string[];
 }
 
+/** Every answer to a `$SRV` request; none when no service is on the bus (nats.js then says "no responders"). */
 async function collect<T>(iter: Promise<AsyncIterable<T>>): Promise<T[]> {
   const out: T[] = [];
-  for await (const item of await iter) out.push(item);
+  try {
+    for await (const item of await iter) out.push(item);
+  } catch (err) {
+    if (!isNoResponders(err)) throw err;
+  }
   return out;
 }
 

@@ -21,7 +21,7 @@ import { defaultAgent } from "../../shared/runtime/config.js";
 import { deadLocalHolder } from "../../shared/runtime/dead-holder.js";
 import { subscribeRunEnds } from "../../shared/runtime/run-ends.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
-import { AUTHENTICATED_API_CHANNELS } from "./access.js";
+import { AUTHENTICATED_API_CHANNELS } from "../../shared/runtime/access-policy.js";
 import { checkRoutingConfig } from "./bindings.js";
 import { PairingStore } from "./pairing.js";
 import { decidePairing } from "./pairing-owners.js";

@@ -7,7 +7,7 @@
 import { LurkError, type InboundMessage } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import { defaultAgent } from "../../shared/runtime/config.js";
-import { isOwner } from "./access.js";
+import { isOwner } from "../../shared/runtime/access-policy.js";
 import { COMMAND_HELP } from "../../shared/contract/index.js";
 import type { Command, Directives } from "./commands.js";
 import type { Lanes } from "./lanes.js";

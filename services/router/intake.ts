@@ -7,7 +7,7 @@
  */
 import { envelope, runIdFor, type InboundMessage, type RunRequest } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
-import { decideAccess, refusalText, type RefusalReason } from "./access.js";
+import { decideAccess, refusalText, type RefusalReason } from "../../shared/runtime/access-policy.js";
 import { broadcastRunId, submitBroadcast } from "./broadcast.js";
 import { executeCommand, type CommandContext } from "./command-exec.js";
 import { parseText, type Directives } from "./commands.js";

@@ -11,7 +11,7 @@
 import { createHash } from "node:crypto";
 import { LurkError, type PairingPending } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
-import { isOwner, OWNER_CHANNEL } from "./access.js";
+import { isOwner, OWNER_CHANNEL } from "../../shared/runtime/access-policy.js";
 import { publishNotice } from "./notices.js";
 import type { PairingStore } from "./pairing.js";
 

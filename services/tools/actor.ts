@@ -20,7 +20,7 @@ import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { handleToolCall } from "./call.js";
 import { openMemoryEmbeddings } from "./embeddings/open.js";
 import { execHostFor, execMetadata } from "./exec/sandbox.js";
-import { allowedCatalog, explainTools } from "./policy-config.js";
+import { allowedCatalog, explainTools } from "../../shared/runtime/tool-policy-config.js";
 import { ToolPool } from "./pool.js";
 import { serveJobRoutes } from "./jobs/route.js";
 import { JobTable, newInstanceId } from "./jobs/table.js";
@@ -57,7 +57,7 @@ export const definition: ActorDefinition = {
     const jobHost = serveJobRoutes(rt, jobs, (req) => handleToolCall(rt, pool, processTool!, req, exec, { jobs: jobHost, inflight, documents }));
     rt.log.info({ toolsInstance: jobs.instanceId }, "tools instance ready");
 
-    // the tool policy (policy.ts) filters the catalog per agent and session; call.ts enforces it
+    // the tool policy (shared/runtime/tool-policy.ts) filters the catalog per agent and session; call.ts enforces it
     // served in the queue group and announced on `lurk.tools.catalog` once live (agent-runners refresh)
     serveToolCatalog(rt, (req) => ({ actor: rt.name, tools: allowedCatalog(rt.config, BUILTIN_TOOLS, catalog, req) }), { queue: TOOLS_QUEUE });
     rt.serve("tools", "explain", (req) => explainTools(rt.config, rt.name, BUILTIN_TOOLS, req), { queue: TOOLS_QUEUE });

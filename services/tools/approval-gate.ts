@@ -13,7 +13,7 @@ import { approvalGateFor } from "../../shared/runtime/approval-gate.js";
 import type { LurkConfig } from "../../shared/runtime/config.js";
 import { configRequiresApproval } from "../../shared/runtime/config-tools-approval.js";
 import { errorResult } from "./content.js";
-import { TOOL_GROUPS } from "./policy.js";
+import { TOOL_GROUPS } from "../../shared/runtime/tool-policy.js";
 import type { Tool, ToolResult } from "./tool.js";
 
 /** Characters that make a command more than one simple command (lists, pipes, redirections, substitutions, globs of other commands). */

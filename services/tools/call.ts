@@ -6,7 +6,7 @@
  * back to the model. Only a malformed request (the runtime) or a request for an agent this
  * install does not have is an error reply.
  *
- * The tool policy (policy.ts) refuses a denied tool first (TOOL_DENIED, naming the layer);
+ * The tool policy (shared/runtime/tool-policy.ts) refuses a denied tool first (TOOL_DENIED, naming the layer);
  * approvals (approval-gate.ts) sit between validation and `pool.run`. Tools
  * with `runsIn: "process"` (exec) run in this thread instead of the pool (process-tools.ts).
  */
@@ -18,8 +18,8 @@ import { errorResult, resultFromError } from "./content.js";
 import type { MemoryEmbeddings } from "./embeddings/host.js";
 import type { ExecHost } from "./exec/sandbox.js";
 import type { RunToolOptions, ToolPool } from "./pool.js";
-import { deniedMessage } from "./policy.js";
-import { decideForRequest } from "./policy-config.js";
+import { deniedMessage } from "../../shared/runtime/tool-policy.js";
+import { decideForRequest } from "../../shared/runtime/tool-policy-config.js";
 import type { InflightCalls } from "../../shared/runtime/tool-inflight.js";
 import { runProcessTool, type ProcessHostExtras } from "./process-tools.js";
 import { skillRoots } from "./skill-roots.js";

@@ -1,11 +1,11 @@
 /**
- * The policy's tables as Markdown, generated from the code (policy.ts, registry.ts) so the docs
+ * The policy's tables as Markdown, generated from the code (shared/runtime/tool-policy.ts, registry.ts) so the docs
  * cannot drift: services/tools/README.md holds this text between the `policy-tables` markers,
  * and test/tools-policy.test.ts fails when it differs. Print it with
  * `node dist/services/tools/policy-doc.js`.
  */
 import { pathToFileURL } from "node:url";
-import { decideTool, type ToolProfile, GROUP_DENY_LIST, GROUP_SESSION_TYPES, normalizeGroup, SANDBOX_DENY_LIST, SUBAGENT_DENY_LIST, TOOL_GROUPS, TOOL_PROFILES } from "./policy.js";
+import { decideTool, type ToolProfile, GROUP_DENY_LIST, GROUP_SESSION_TYPES, normalizeGroup, SANDBOX_DENY_LIST, SUBAGENT_DENY_LIST, TOOL_GROUPS, TOOL_PROFILES } from "../../shared/runtime/tool-policy.js";
 import { BUILTIN_TOOLS } from "./registry.js";
 import { compareCodeUnits } from "../../shared/runtime/order.js";
 

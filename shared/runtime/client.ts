@@ -61,11 +61,13 @@ export class BusClient {
   }
 }
 
+/** True for nats.js's "no responders" (nothing subscribes to the subject), in either of its forms. */
+export function isNoResponders(err: unknown): boolean {
+  return (err instanceof errors.RequestError && err.isNoResponders()) || err instanceof errors.NoRespondersError;
+}
+
 export function mapRequestError(err: unknown, serving: string, subject: string): LurkError {
-  if (err instanceof errors.RequestError && err.isNoResponders()) {
-    return new LurkError("UNAVAILABLE", `nothing serves ${subject}: is the ${serving} actor running? (npx lurkbot status)`);
-  }
-  if (err instanceof errors.NoRespondersError) {
+  if (isNoResponders(err)) {
     return new LurkError("UNAVAILABLE", `nothing serves ${subject}: is the ${serving} actor running? (npx lurkbot status)`);
   }
   if (err instanceof errors.TimeoutError || (err instanceof Error && err.name === "TimeoutError")) {

@@ -40,7 +40,7 @@ export function glob(pattern: string, value: string): boolean {
  * Whether an entry names this tool: its name or an alias (exact or glob), or one of the groups
  * its definition declares. `groupMembers` adds the members of built-in groups (the tools actor
  * passes its policy table, so "group:runtime" also names "bash"). The tool policy's allow and
- * deny entries (services/tools/policy.ts) match the same way.
+ * deny entries (shared/runtime/tool-policy.ts) match the same way.
  */
 export function toolEntryMatches(entry: string, tool: ApprovalRuleTool, groupMembers: Readonly<Record<string, readonly string[]>> = {}): boolean {
   const names = [tool.name, ...(tool.aliases ?? [])];

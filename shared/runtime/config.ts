@@ -34,7 +34,7 @@ const msSchema = z.number().int().positive();
 export const MIN_WORKER_MEMORY_MB = 32;
 
 /**
- * Tool policy rules (services/tools/policy.ts): entries are tool names (aliases count), groups
+ * Tool policy rules (shared/runtime/tool-policy.ts): entries are tool names (aliases count), groups
  * ("group:fs"), "*" or globs ("sessions_*"). Deny wins; a non-empty allow list narrows.
  */
 export const toolRulesSchema = z.object({
@@ -149,7 +149,7 @@ export const configSchema = z.object({
   model: z.string().regex(/^[a-z0-9-]+\/.+$/, "model: provider/model, e.g. openai/gpt-4o-mini").optional(),
   /** endpoints, keys and auth profiles per provider (shared/runtime/config-providers.ts) */
   providers: providersConfigSchema,
-  /** model table additions/overrides and aliases (services/agent-runner/models.ts) */
+  /** model table additions/overrides and aliases (shared/runtime/models.ts) */
   models: modelsConfigSchema,
   agents: z.array(agentConfigSchema).min(1).default([{ id: "main", default: true, fallbacks: [], toolProfile: "coding", promptMode: "full" }]),
   bus: z.object({

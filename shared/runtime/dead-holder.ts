@@ -7,7 +7,8 @@
  * name) or one whose connection is merely quiet (a timeout) is never taken for dead.
  */
 import { hostname } from "node:os";
-import { errors, type NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { isNoResponders } from "./client.js";
 import type { LeaseHolder } from "./lease.js";
 
 const PING_TIMEOUT_MS = 1_000;
@@ -19,7 +20,7 @@ export function deadLocalHolder(nc: NatsConnection, actor: string): (holder: Omi
       await nc.request(`$SRV.PING.${actor}.${holder.instance}`, "", { timeout: PING_TIMEOUT_MS });
       return false;
     } catch (err) {
-      return (err instanceof errors.RequestError && err.isNoResponders()) || err instanceof errors.NoRespondersError;
+      return isNoResponders(err);
     }
   };
 }

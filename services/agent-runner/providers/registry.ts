@@ -1,7 +1,7 @@
 /**
  * `provider/model` -> a Provider instance (cached per provider and auth profile) and the bare
  * model name. Which model a run uses: RunRequest.options.model, else the agent's model, else
- * config.model; aliases ("sonnet", config `models.aliases`) are expanded (models.ts). A model
+ * config.model; aliases ("sonnet", config `models.aliases`) are expanded (shared/runtime/models.ts). A model
  * without a provider prefix inherits the configured model's provider.
  *
  * Auth profiles of a provider: "default" (the provider's apiKey/baseUrl, also from the
@@ -15,7 +15,7 @@ import { LurkError } from "../../../shared/contract/index.js";
 import type { LurkConfig } from "../../../shared/runtime/config.js";
 import { PROVIDER_NAMES, providerProfiles, type OAuthClientConfig, type ProviderName, type ResolvedProfileConfig } from "../../../shared/runtime/config-providers.js";
 import { ClientCredentials, RefreshedTokens, StaticToken, type CredentialSource } from "../credentials.js";
-import { resolveModelRef } from "../models.js";
+import { resolveModelRef } from "../../../shared/runtime/models.js";
 import { CredentialedProvider } from "./credentialed.js";
 import { CredentialedEmbedder, type Embedder } from "./embedder.js";
 import { LazyEmbedder, LazyProvider, providerModules } from "./lazy.js";

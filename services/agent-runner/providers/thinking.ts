@@ -1,6 +1,6 @@
 /**
  * Thinking levels (contract: off | low | medium | high) -> each provider's request parameter.
- * A request carries a level only when the model supports thinking (models.ts capabilities);
+ * A request carries a level only when the model supports thinking (shared/runtime/models.ts capabilities);
  * without one the provider's default applies. Anthropic: `thinking: {type:"enabled", budget_tokens}`
  * (max_tokens raised above the budget) or nothing for "off"; OpenAI: `reasoning_effort`
  * (gpt-5 family: "minimal" for off; o-series has no off: "low"); Ollama: `think` (gpt-oss takes

@@ -28,7 +28,7 @@ export interface ProviderRequest {
   signal: AbortSignal;
   /** the model's max output when the registry knows it */
   maxTokens?: number;
-  /** set only for models that support thinking (models.ts); absent: the provider's default */
+  /** set only for models that support thinking (shared/runtime/models.ts); absent: the provider's default */
   thinking?: ThinkLevel;
 }
 

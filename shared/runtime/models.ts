@@ -8,8 +8,8 @@
  * no PDF input). `pdf`: the API takes a PDF as a document the model reads page by page (Anthropic
  * `document` blocks, OpenAI `file` parts).
  */
-import type { Usage } from "../../shared/contract/index.js";
-import type { LurkConfig } from "../../shared/runtime/config.js";
+import type { Usage } from "../contract/index.js";
+import type { LurkConfig } from "./config.js";
 
 export interface ModelCost {
   inputPerMTok: number;

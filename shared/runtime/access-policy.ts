@@ -10,8 +10,8 @@
  * do not apply to them. A pairing code would reach an API client as a completion, and a silent
  * refusal as a timeout; to shut such a channel, disable it (`channels.<name>.enabled: false`).
  */
-import type { InboundMessage, Peer } from "../../shared/contract/index.js";
-import type { LurkConfig } from "../../shared/runtime/config.js";
+import type { InboundMessage, Peer } from "../contract/index.js";
+import type { LurkConfig } from "./config.js";
 
 export const OWNER_CHANNEL = "cli";
 /** channels whose every request is authenticated by the channel (token or signature) */

@@ -4,10 +4,10 @@
  * `needsApproval`, each matching entry of tools.requireApproval and of the agent's
  * requireApproval, and tools.exec.ask for exec and process start. Undefined: never.
  */
-import type { ToolApproval } from "../../shared/contract/index.js";
-import type { LurkConfig } from "../../shared/runtime/config.js";
-import { toolEntryMatches } from "../../shared/runtime/config-tools-approval.js";
-import { TOOL_GROUPS, type PolicyTool } from "./policy.js";
+import type { ToolApproval } from "../contract/index.js";
+import type { LurkConfig } from "./config.js";
+import { toolEntryMatches } from "./config-tools-approval.js";
+import { TOOL_GROUPS, type PolicyTool } from "./tool-policy.js";
 
 export type ExplainedTool = PolicyTool & { needsApproval?: boolean | undefined };
 

@@ -20,8 +20,8 @@
  * or a glob with "*" ("sessions_*"). Within a layer a deny entry beats an allow entry; an allow
  * list that is present and non-empty narrows (a tool matching none of it is denied there).
  */
-import type { SessionType } from "../../shared/contract/index.js";
-import { glob, toolEntryMatches } from "../../shared/runtime/config-tools-approval.js";
+import type { SessionType } from "../contract/index.js";
+import { glob, toolEntryMatches } from "./config-tools-approval.js";
 
 export type ToolProfile = "minimal" | "coding" | "messaging" | "full";
 export type PolicyLayer = "profile" | "provider" | "model" | "global" | "agent" | "session" | "sandbox" | "subagent";

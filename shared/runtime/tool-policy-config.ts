@@ -4,10 +4,10 @@
  * the global, provider, model, session and subagent rules of `config.tools`. `explainTools`
  * also says which tools need a human approval and why.
  */
-import { LurkError, parseSessionKey, type SessionType } from "../../shared/contract/index.js";
-import type { AgentConfig, LurkConfig } from "../../shared/runtime/config.js";
-import { approvalExplanation, type ExplainedTool } from "./approval-explain.js";
-import { decideTool, decideTools, type PolicyContext, type PolicyTool, type ToolDecision } from "./policy.js";
+import { LurkError, parseSessionKey, type SessionType } from "../contract/index.js";
+import type { AgentConfig, LurkConfig } from "./config.js";
+import { approvalExplanation, type ExplainedTool } from "./tool-approval-explain.js";
+import { decideTool, decideTools, type PolicyContext, type PolicyTool, type ToolDecision } from "./tool-policy.js";
 
 export interface PolicyRequest {
   agentId?: string | undefined;
