@@ -229,8 +229,10 @@ function runChild<T>(script: string): T {
 }
 
 describe("the idle-memory addon", () => {
-  it("is built by the install (npm ci runs node-gyp for it)", () => {
-    assert.ok(loadIdleMemoryAddon(), "@lurkbot/idle-memory did not load: run `npm rebuild @lurkbot/idle-memory` and read its error");
+  it("is built by the install (npm ci runs node-gyp for it), V8's low-memory notification included", () => {
+    const addon = loadIdleMemoryAddon();
+    assert.ok(addon, "@lurkbot/idle-memory did not load: run `npm rebuild @lurkbot/idle-memory` and read its error");
+    assert.equal(typeof addon.lowMemoryNotification, "function", "v8_low_memory.node did not load on this Node");
   });
 
   it("trim() gives back the free pages malloc keeps inside its heap", () => {
@@ -249,6 +251,27 @@ describe("the idle-memory addon", () => {
       console.log(JSON.stringify({ before, after: rss(), released, pinned: pinned.length }));`);
     assert.equal(released, true);
     assert.ok(before - after >= 30, `RSS ${before.toFixed(1)} -> ${after.toFixed(1)} MB`);
+  });
+
+  it("lowMemoryNotification() compacts half-empty old-space pages a full collection leaves as they are", () => {
+    // 400 000 objects promoted to the old space, then two in three dropped: every page stays a third full
+    const r = runChild<{ afterGc: { size: number; used: number }; afterNotification: { size: number; used: number }; kept: number }>(`
+      import v8 from "node:v8";
+      import { loadIdleMemoryAddon } from ${JSON.stringify(join(DIST_ROOT, "shared/runtime/memory.js"))};
+      const addon = loadIdleMemoryAddon();
+      const old = () => { const s = v8.getHeapSpaceStatistics().find((x) => x.space_name === "old_space"); return { size: s.space_size / 1048576, used: s.space_used_size / 1048576 }; };
+      let all = [];
+      for (let i = 0; i < 400000; i++) all.push({ i, s: "v" + i, a: [i, i + 1] });
+      gc(); gc();
+      const kept = all.filter((_, i) => i % 3 === 0);
+      all = null;
+      gc(); gc();
+      const afterGc = old();
+      addon.lowMemoryNotification();
+      console.log(JSON.stringify({ afterGc, afterNotification: old(), kept: kept.length }));`);
+    const unused = (s: { size: number; used: number }) => s.size - s.used;
+    assert.ok(unused(r.afterGc) >= 10, `the full collections left ${unused(r.afterGc).toFixed(1)} MB of old space unused`);
+    assert.ok(unused(r.afterNotification) <= 3, `after the notification ${unused(r.afterNotification).toFixed(1)} MB (${r.afterNotification.size.toFixed(1)} committed)`);
   });
 
   it("an idle collection drops the LMDB file's mapped pages; the data reads back unchanged", () => {

@@ -29,13 +29,16 @@ export interface IdleMemoryAddon {
   trim(): boolean;
   /** drops this process's page-table entries of shared file mappings whose path ends so; the pages stay in the page cache */
   releaseSharedFilePages(pathSuffix: string): number;
+  /** V8's Isolate::LowMemoryNotification (full collections that compact every fragmented page); absent when it could not be loaded */
+  lowMemoryNotification?: () => void;
 }
 
 /**
  * The `@lurkbot/idle-memory` addon (N-API, built by node-gyp at install), or undefined when it
  * is not built: then an idle actor only collects garbage. Measured after a load: malloc_trim
  * gave back 10-15 MB in the tools actor (whose worker threads come and go) and 5-8 MB in the
- * agent-runner; the sessions actor's LMDB file was 15 MB of its RSS.
+ * agent-runner; the sessions actor's LMDB file was 15 MB of its RSS; the low-memory
+ * notification compacted 3-4 MB of half-empty old-space pages in the agent-runner.
  */
 export function loadIdleMemoryAddon(): IdleMemoryAddon | undefined {
   try {
@@ -62,15 +65,17 @@ export interface ActivityCounter {
  * Once the actor has been idle for IDLE_CHECK_MS after doing work (start-up included): runs
  * `onIdle` (actors drop caches there, see ActorRuntime.onIdle), then a full collection when `gc`
  * is exposed, and a second one SECOND_GC_DELAY_MS later if it is still idle. With the idle-memory
- * addon built, each collection is followed by malloc_trim and by dropping the process's mapped
- * pages of its LMDB files (they stay in the page cache: the next read maps them again).
+ * addon built, the second is V8's low-memory notification (it compacts every fragmented page),
+ * and each is followed by malloc_trim and by dropping the process's mapped pages of its LMDB
+ * files (they stay in the page cache: the next read maps them again).
  */
 export function startIdleGc(activity: ActivityCounter, log: Logger, onIdle: () => void = () => {}, timing = { checkMs: IDLE_CHECK_MS, secondGcMs: SECOND_GC_DELAY_MS }): { stop(): void } {
   const gc = (globalThis as { gc?: () => void }).gc;
   const addon = typeof gc === "function" ? loadIdleMemoryAddon() : undefined;
   if (typeof gc === "function" && !addon) log.debug("idle: the idle-memory addon is not built, so malloc keeps its free pages (run `npm rebuild @lurkbot/idle-memory`; it needs make and a C compiler)");
-  const collect = (): void => {
-    gc?.();
+  const collect = (compact = false): void => {
+    if (compact && addon?.lowMemoryNotification) addon.lowMemoryNotification();
+    else gc?.();
     if (!addon) return;
     addon.trim();
     addon.releaseSharedFilePages(LMDB_DATA_FILE_SUFFIX);
@@ -94,7 +99,7 @@ export function startIdleGc(activity: ActivityCounter, log: Logger, onIdle: () =
     // V8 shrinks a young generation grown by the busy spell only at a collection whose allocation
     // rate over the last 5 s is low: this one still counts the spell's tail, one 6 s later does not
     setTimeout(() => {
-      if (activity.count === now) collect();
+      if (activity.count === now) collect(true);
     }, timing.secondGcMs).unref();
     const m = process.memoryUsage();
     log.debug({ rssMb: Math.round(m.rss / 1048576), heapUsedMb: Math.round(m.heapUsed / 1048576), heapTotalMb: Math.round(m.heapTotal / 1048576), externalMb: Math.round(m.external / 1048576), arrayBuffersMb: Math.round(m.arrayBuffers / 1048576) }, "idle: collected garbage");
