@@ -69,7 +69,7 @@ describe("schemas", () => {
         assert.ok(spec, `${actor}.${op} has an endpoint`);
         const type = requestType(actor as never, op);
         assert.equal(spec.request.safeParse({ type: "lurk.wrong.v1", id: "x", ts: 1 }).success, false);
-        assert.match(type, /^lurk\.[a-z-]+\.[a-z]+\.v1$/);
+        assert.match(type, /^lurk\.[a-z-]+\.[a-z][a-z_]*\.v1$/);
       }
     }
   });

@@ -1,7 +1,7 @@
 /**
  * The media store over a real nats-server and the whole system as processes: files on the bus by
- * reference. Each actor user gets only its share of the store (channels and tools write, the
- * agent-runner reads); a user's image goes to the model as bytes while the transcript keeps its
+ * reference. Each actor user gets only its share of the store (channels, tools and the
+ * agent-runner, for voice replies, write; the router has none); a user's image goes to the model as bytes while the transcript keeps its
  * ref, scaled down first when it is above media.imageMaxPx or media.maxImageMb; media_save puts a user's file into the workspace; the message tool sends workspace files
  * as attachments; the channel kit's download helpers cap what they fetch; the store's size and
  * retention come from the config.
@@ -73,7 +73,7 @@ describe("media store", () => {
       origin: { channel: "cli", conversation: "files", messageIds: [] },
     }, toolCallReply, { timeoutMs: 20_000 });
 
-  it("stores a file once under its SHA-256; the agent-runner may read but not write", async () => {
+  it("stores a file once under its SHA-256; the agent-runner reads (and stores voice replies), the router may not write", async () => {
     const channel = store(channelNc);
     const first = await channel.put(PNG, { mime: "image/png", name: "dot.png" });
     assert.equal(first.ref, sha256Hex(PNG));
@@ -86,7 +86,12 @@ describe("media store", () => {
     assert.deepEqual(Buffer.from(got.bytes), PNG);
     assert.equal(got.mime, "image/png");
     assert.equal(got.name, "dot.png");
-    await assert.rejects(store(runnerNc).put(Buffer.from("not allowed"), { mime: "text/plain" }), /permission|not be stored|timeout/i);
+    const routerNc = await system.nats.connect("router");
+    try {
+      await assert.rejects(store(routerNc).put(Buffer.from("not allowed"), { mime: "text/plain" }), /permission|not be stored|timeout|not available/i);
+    } finally {
+      await routerNc.close();
+    }
     await assert.rejects(channel.get("0".repeat(64)), (err: { code?: string }) => err.code === "NOT_FOUND");
     await assert.rejects(channel.get("../etc/passwd"), (err: { code?: string }) => err.code === "VALIDATION_FAILED");
     await assert.rejects(store(channelNc, { maxFileMb: 0.001 }).put(Buffer.alloc(2_000), { mime: "application/octet-stream", name: "big.bin" }),

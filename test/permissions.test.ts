@@ -65,6 +65,10 @@ describe("nats.conf permissions", () => {
     ["router", "lurk.agent-runner.embed"],
     ["channel-web", "lurk.agent-runner.embed"],
     ["tools-ext", "lurk.agent-runner.embed"],
+    // so does speech: only the tools actor (its tts tool) may ask for a voice message
+    ["cli", "lurk.agent-runner.speak"],
+    ["channel-telegram", "lurk.agent-runner.speak"],
+    ["tools-ext", "lurk.agent-runner.speak"],
   ];
   for (const [user, subject] of forbiddenPublish) {
     it(`${user} cannot publish ${subject}`, async () => {
@@ -80,6 +84,7 @@ describe("nats.conf permissions", () => {
     ["agent-runner", "lurk.run.evt.r1"],
     ["sessions", "lurk.evt.sessions.reset"],
     ["tools", "lurk.agent-runner.embed"],
+    ["tools", "lurk.agent-runner.speak"],
   ];
   for (const [user, subject] of allowedPublish) {
     it(`${user} can publish ${subject}`, async () => {

@@ -39,6 +39,12 @@ const cases: Array<[string, Parsed]> = [
   ["/queue collect debounce:2s cap:5 drop:summarize", { kind: "command", command: { name: "settings", directives: { queue: { mode: "collect", debounceMs: 2000, cap: 5, drop: "summarize" } }, show: ["queue"] } }],
   ["/queue reset", { kind: "command", command: { name: "settings", directives: { queue: { reset: true } }, show: ["queue"] } }],
   ["/think:low /v:high", { kind: "command", command: { name: "settings", directives: { thinking: "low", verbose: "high" }, show: ["thinking", "verbose"] } }],
+  ["/tts on", { kind: "command", command: { name: "settings", directives: { tts: "always" }, show: ["tts"] } }],
+  ["/tts:inbound", { kind: "command", command: { name: "settings", directives: { tts: "inbound" }, show: ["tts"] } }],
+  ["/tts tagged", { kind: "command", command: { name: "settings", directives: { tts: "tagged" }, show: ["tts"] } }],
+  ["/tts off", { kind: "command", command: { name: "settings", directives: { tts: "off" }, show: ["tts"] } }],
+  ["/tts", { kind: "command", command: { name: "settings", directives: {}, show: ["tts"] } }],
+  ["/tts status", { kind: "command", command: { name: "settings", directives: {}, show: ["tts"] } }],
   // inline directives: this run only
   ["/think:high explain monads", { kind: "message", text: "explain monads", directives: { thinking: "high" } }],
   ["/t:medium why?", { kind: "message", text: "why?", directives: { thinking: "medium" } }],
@@ -48,6 +54,7 @@ const cases: Array<[string, Parsed]> = [
   ["/model openai/gpt-4o summarize", { kind: "message", text: "summarize", directives: { model: "openai/gpt-4o" } }],
   ["/queue:interrupt stop that, do this", { kind: "message", text: "stop that, do this", directives: { queue: { mode: "interrupt" } } }],
   ["/reasoning:on /v:low what is 2+2", { kind: "message", text: "what is 2+2", directives: { verbose: "low", reasoning: "on" } }],
+  ["/tts:always read me the news", { kind: "message", text: "read me the news", directives: { tts: "always" } }],
   // plain text stays as it is
   ["look at /tmp/x and /var/think", { kind: "message", text: "look at /tmp/x and /var/think", directives: {} }],
   ["see https://x.org/t/123", { kind: "message", text: "see https://x.org/t/123", directives: {} }],
@@ -56,6 +63,7 @@ const cases: Array<[string, Parsed]> = [
   ["hello  world", { kind: "message", text: "hello  world", directives: {} }],
   // errors
   ["/think:banana", { kind: "error", message: "/think:banana: unknown level; use off, low, medium or high" }],
+  ["/tts:loud", { kind: "error", message: "/tts:loud: unknown level; use off, on (always), inbound or tagged" }],
   ["/approve", { kind: "error", message: "/approve needs one approval ID, e.g. /approve ap-123 (the ID is in the approval request)" }],
   ["/subagents kill", { kind: "error", message: "use /subagents list, or /subagents stop KEY|RUNID|all" }],
   ["/queue drop:maybe", { kind: "error", message: "/queue drop:maybe: use old, new or summarize" }],

@@ -71,14 +71,15 @@ describe("reset policy: which reset is due", () => {
     assert.equal(resetReason(0, Date.now(), undefined), null);
     assert.equal(resetReason(0, Date.now(), {}), null);
     const cfg = parseConfig({}, { LURKBOT_HOME: "/tmp/lurk-x" });
-    const { replication, ...resets } = cfg.sessions;
+    const { replication, usage, ...resets } = cfg.sessions;
     assert.deepEqual(resets, {});
     assert.equal(replication.enabled, false, "replication is off by default too");
+    assert.equal(usage.retentionDays, 400, "the usage ledger keeps 400 days");
   });
 
   it("config: validates the hour and the time zone", () => {
     const cfg = parseConfig({ sessions: { dailyResetHour: 4, idleResetMinutes: 120, timeZone: "Europe/Berlin" } }, { LURKBOT_HOME: "/tmp/lurk-x" });
-    const { replication: _, ...resets } = cfg.sessions;
+    const { replication: _, usage: __, ...resets } = cfg.sessions;
     assert.deepEqual(resets, { dailyResetHour: 4, idleResetMinutes: 120, timeZone: "Europe/Berlin" });
     assert.throws(() => parseConfig({ sessions: { replication: { enabled: true, leaseTtlMs: 2000, leaseRenewMs: 1500 } } }, { LURKBOT_HOME: "/tmp/lurk-x" }), /sessions\.replication\.leaseRenewMs must be at most half/);
     assert.throws(() => parseConfig({ sessions: { dailyResetHour: 24 } }, { LURKBOT_HOME: "/tmp/lurk-x" }), /sessions\.dailyResetHour/);

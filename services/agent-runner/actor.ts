@@ -2,7 +2,8 @@
  * The agent-runner actor: reads RunRequests from the RUNS work queue (durable consumer
  * "agent-runner"), runs the agent loop against the configured model, executes tools over the
  * bus, checkpoints to the sessions actor, streams run events and delivers the reply.
- * It also serves `lurk.agent-runner.embed` (embed.ts): vectors for memory_search.
+ * It also serves `lurk.agent-runner.embed` (embed.ts): vectors for memory_search, and
+ * `lurk.agent-runner.speak` (tts-serve.ts): voice messages for the tts tool.
  * Stateless: any number of instances share the queue.
  */
 import { Kvm, type KV } from "@nats-io/kv";
@@ -24,6 +25,9 @@ import { ImageTextReader } from "./image-text.js";
 import { MB } from "../../shared/runtime/config-media.js";
 import { AudioTranscriber } from "./transcribe.js";
 import { TranscriptCache } from "./transcript-cache.js";
+import { Speaker } from "./tts.js";
+import { serveSpeech } from "./tts-serve.js";
+import { VoiceReplies } from "./voice-reply.js";
 
 /** margin over the tools' own timeout before a call counts as unanswered */
 const TOOL_CALL_MARGIN_MS = 5_000;
@@ -86,12 +90,16 @@ export const definition: ActorDefinition = {
     if (embedModel && registry.profiles(embedModel.split("/")[0]!).length === 0) {
       rt.log.warn({ model: embedModel }, "memory.embeddings.model has no credentials: memory_search ranks by keywords until they are set");
     }
+    // voice replies and the tts tool's audio (tts; tts.ts): synthesized here, where the credentials are
+    const speaker = new Speaker(rt.config.tts, registry, () => rt.media, rt.log);
+    const voice = new VoiceReplies(rt.config.tts, speaker, rt.log);
+    serveSpeech(rt, speaker);
     rt.consume({
       stream: STREAMS.runs,
       consumer: CONSUMERS.agentRunner,
       schema: runRequestSchema,
       concurrency: rt.config.runs.concurrency,
-      handler: runHandler({ rt, registry, tools, controls, transcripts, authState, images, inputPreparers, toolImages: imageText }),
+      handler: runHandler({ rt, registry, tools, controls, transcripts, authState, images, inputPreparers, toolImages: imageText, voice }),
     });
     rt.log.info({ model: rt.config.model ?? null, concurrency: rt.config.runs.concurrency }, rt.config.model ? "agent-runner ready" : "agent-runner ready without a model: runs will reply how to configure one");
   },

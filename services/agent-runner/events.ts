@@ -10,11 +10,15 @@
  * the run's end: a terminal event goes at once with everything before it. A tool turn thus costs
  * the run no socket write of its own for its events. They are observations: nothing orders them
  * against the run's requests.
+ * The model's voice directives ([[tts…]], tts-directives.ts) never leave in a message delta or a
+ * message_end: a delta that may hold the start of one is held until it is known (the turn's next
+ * delta, or any other event), so channels stream exactly the reply's visible text.
  */
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { z } from "zod";
 import { TERMINAL_RUN_EVENTS, type runEventBodySchema, type Subjects } from "../../shared/contract/index.js";
 import type { Logger } from "../../shared/runtime/logger.js";
+import { parseTtsReply, TtsDirectiveFilter } from "./tts-directives.js";
 
 export type RunEventInput = z.input<typeof runEventBodySchema>;
 
@@ -38,6 +42,8 @@ export class RunEvents {
   private pending: { kind: DeltaKind; turn: number; text: string } | undefined;
   private timer: NodeJS.Timeout | undefined;
   private holdTimer: NodeJS.Timeout | undefined;
+  /** the directive filter of the turn whose text streams now (created at its first "[") */
+  private directives: { turn: number; filter: TtsDirectiveFilter } | undefined;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -52,6 +58,30 @@ export class RunEvents {
 
   emit(event: RunEventInput): void {
     if (this.terminal) return;
+    if (event.kind === "message_delta") {
+      if (this.directives && this.directives.turn !== event.turn) this.releaseHeld();
+      if (!this.directives && !event.text.includes("[")) return this.emitVisible(event);
+      this.directives ??= { turn: event.turn, filter: new TtsDirectiveFilter() };
+      const text = this.directives.filter.push(event.text);
+      if (text) this.emitVisible({ ...event, text });
+      return;
+    }
+    // a thinking delta inside a turn's text (rare) leaves the filter's state alone
+    if (event.kind !== "thinking_delta" || event.turn !== this.directives?.turn) this.releaseHeld();
+    if (event.kind === "message_end" && event.text.includes("[")) event = { ...event, text: parseTtsReply(event.text).visible };
+    this.emitVisible(event);
+  }
+
+  /** The text a turn's filter still holds (an unfinished "[[…" that is text after all), as its delta. */
+  private releaseHeld(): void {
+    const held = this.directives;
+    if (!held) return;
+    this.directives = undefined;
+    const text = held.filter.end();
+    if (text) this.emitVisible({ kind: "message_delta", turn: held.turn, text });
+  }
+
+  private emitVisible(event: RunEventInput): void {
     for (const observer of this.observers) observer.observe(event);
     if (event.kind === "message_delta" || event.kind === "thinking_delta") {
       if (this.pending && (this.pending.kind !== event.kind || this.pending.turn !== event.turn)) this.queueDelta();

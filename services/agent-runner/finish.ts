@@ -8,9 +8,11 @@
  * delivering: if the runner dies in the millisecond between the two, the redelivered run asks
  * the model again and stores that answer, while the user keeps the first (the duplicate reply
  * is dropped by the stream within its duplicate window).
+ * A voice reply's audio (voice-reply.ts) goes with the reply as an attachment; the marker keeps
+ * it (meta.attachments), so a re-published reply carries the same audio.
  */
 import {
-  isSilentReply, LurkError, recordIds, replyDeliveryId, type ErrorCode, type UsageUpdate, type OutboundMessage, type RunRequest, type TranscriptRecord, type Usage,
+  attachmentSchema, isSilentReply, LurkError, recordIds, replyDeliveryId, type Attachment, type ErrorCode, type UsageUpdate, type OutboundMessage, type RunRequest, type TranscriptRecord, type Usage,
 } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import type { Logger } from "../../shared/runtime/logger.js";
@@ -29,6 +31,10 @@ export interface Outcome {
   usage: Usage;
   model?: string;
   provider?: string;
+  /** sent with the reply: a voice reply's audio (voice-reply.ts) */
+  attachments?: Attachment[];
+  /** what the voice reply spoke, or why it could not (kept in the end marker's meta) */
+  voice?: Record<string, unknown>;
 }
 
 /** An empty reply, or a silent one (seeds 5.6: ends with NO_REPLY or starts with /NO_REPLY): not delivered. */
@@ -51,8 +57,8 @@ export function errorText(err: LurkError): string {
   return `Sorry, I could not answer (${err.code}): ${err.message}${hint[err.code] ? `\n${hint[err.code]}` : ""}`;
 }
 
-function deliverable(req: RunRequest, status: Outcome["status"], text: string): boolean {
-  return req.deliver && !!req.origin && status !== "aborted" && !(status === "done" && isSilent(text));
+function deliverable(req: RunRequest, status: Outcome["status"], text: string, attachments: readonly Attachment[] = []): boolean {
+  return req.deliver && !!req.origin && status !== "aborted" && !(status === "done" && isSilent(text) && attachments.length === 0);
 }
 
 /**
@@ -73,14 +79,14 @@ export function handedMessageIds(runId: string, records: readonly TranscriptReco
  * The run's reply (or error) to its origin. It answers the origin's messages and those the run
  * took from its mailbox (`handed`), so a client waiting for an answer to a steered message gets it.
  */
-export async function publishReply(rt: ActorRuntime, req: RunRequest, kind: "reply" | "error", text: string, errorCode?: string, handed: readonly string[] = []): Promise<void> {
+export async function publishReply(rt: ActorRuntime, req: RunRequest, kind: "reply" | "error", text: string, errorCode?: string, handed: readonly string[] = [], attachments: Attachment[] = []): Promise<void> {
   const origin = req.origin!;
   const replyTo = [...origin.messageIds, ...handed.filter((id) => !origin.messageIds.includes(id))].slice(0, 1000);
   const body = text.length > MAX_REPLY_CHARS ? `${text.slice(0, MAX_REPLY_CHARS)}\n[reply truncated]` : text;
   const id = replyDeliveryId(req.runId);
   const message: OutboundMessage = {
     type: "lurk.outbound.message.v1", id, ts: Date.now(), runId: req.runId, sessionKey: req.sessionKey, causationId: req.id,
-    channel: origin.channel, conversation: origin.conversation, kind, replyTo, text: body, attachments: [],
+    channel: origin.channel, conversation: origin.conversation, kind, replyTo, text: body, attachments,
     ...(origin.accountId ? { accountId: origin.accountId } : {}),
     ...(origin.peer ? { peer: origin.peer } : {}),
     ...(errorCode ? { errorCode } : {}),
@@ -107,20 +113,24 @@ export async function finishRun(deps: FinishDeps, outcome: Outcome): Promise<voi
   const { rt, req, events } = deps;
   await events.settleObservers(); // /verbose and /reasoning notes (run-notes.ts) reach the stream before the reply
   const kind = outcome.status === "done" ? "reply" : "error";
-  const silent = outcome.status === "done" && isSilent(outcome.text);
+  const attachments = outcome.attachments ?? [];
+  const silent = outcome.status === "done" && isSilent(outcome.text) && attachments.length === 0;
   const usage = outcome.model && outcome.provider && outcome.usage.total + outcome.usage.input + outcome.usage.output > 0
     ? { usage: outcome.usage, model: outcome.model, provider: outcome.provider } : undefined;
   const marker = deps.append([{
     id: recordIds.marker(req.runId, outcome.status), ts: Date.now(), runId: req.runId, kind: "run_marker", runStatus: outcome.status, text: outcome.text,
-    meta: { replyKind: kind, silent, turns: outcome.turns, ...(outcome.error ? { errorCode: outcome.error.code } : {}) },
+    meta: {
+      replyKind: kind, silent, turns: outcome.turns, ...(outcome.error ? { errorCode: outcome.error.code } : {}),
+      ...(attachments.length > 0 ? { attachments } : {}), ...(outcome.voice ? { voice: outcome.voice } : {}),
+    },
   }], usage).catch((err) => {
     // a retryable failure is retried by redelivery; a permanent one (or the last try) must not cost the reply
     if (!deps.bestEffort && !(LurkError.is(err) && !err.retryable)) throw err;
     deps.log.error({ err }, "could not write the run's end marker; delivering anyway");
   });
   let deliveryError: unknown;
-  const delivery = deliverable(req, outcome.status, outcome.text)
-    ? publishReply(rt, req, kind, outcome.text, outcome.error?.code, deps.handed?.() ?? []).catch((err) => void (deliveryError = err))
+  const delivery = deliverable(req, outcome.status, outcome.text, attachments)
+    ? publishReply(rt, req, kind, outcome.text, outcome.error?.code, deps.handed?.() ?? [], attachments).catch((err) => void (deliveryError = err))
     : Promise.resolve();
   // a marker that could not be written fails the finish (redelivery) once the delivery settled
   await Promise.all([marker.finally(() => delivery), delivery]);
@@ -138,7 +148,15 @@ export async function replayFinished(rt: ActorRuntime, req: RunRequest, records:
   const end = runEndFromRecords(records);
   if (!end) return;
   const text = end.text ?? "";
+  const attachments = markerAttachments(records);
   log.info({ status: end.status }, "run already finished; re-publishing its reply only");
-  if (!deliverable(req, end.status, text)) return;
-  await publishReply(rt, req, end.status === "done" ? "reply" : "error", text, end.errorCode, handedMessageIds(req.runId, records));
+  if (!deliverable(req, end.status, text, attachments)) return;
+  await publishReply(rt, req, end.status === "done" ? "reply" : "error", text, end.errorCode, handedMessageIds(req.runId, records), attachments);
+}
+
+/** The attachments the run's end marker kept (a voice reply's audio), validated. */
+function markerAttachments(records: readonly TranscriptRecord[]): Attachment[] {
+  const marker = records.findLast((r) => r.kind === "run_marker" && r.runStatus !== "started");
+  const parsed = attachmentSchema.array().max(32).safeParse(marker?.meta?.attachments ?? []);
+  return parsed.success ? parsed.data : [];
 }

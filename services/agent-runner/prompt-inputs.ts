@@ -1,7 +1,8 @@
 /**
  * What a run's system prompt needs beyond the basics: the prompt mode (a subagent session is
  * always "minimal"; else the request's promptMode, else the agent's), the bootstrap files, the
- * skills (full mode only), the sandbox note and runtime details. Loading problems never fail a
+ * skills (full mode only), the sandbox note, the Voice (TTS) lines (when replies may be spoken)
+ * and runtime details. Loading problems never fail a
  * run: a file that cannot be read is left out.
  */
 import { join } from "node:path";
@@ -11,8 +12,9 @@ import { REPO_ROOT } from "../../shared/scripts/paths.js";
 import { loadBootstrapFiles } from "./bootstrap.js";
 import { loadSkills } from "./skills.js";
 import type { PromptInput, PromptMode } from "./system-prompt.js";
+import { ttsPromptLines } from "./tts-prompt.js";
 
-export type PromptExtras = Pick<PromptInput, "mode" | "bootstrap" | "skills" | "sandbox" | "docsPath" | "model" | "thinking" | "subagent">;
+export type PromptExtras = Pick<PromptInput, "mode" | "bootstrap" | "skills" | "sandbox" | "docsPath" | "model" | "thinking" | "subagent" | "tts">;
 
 export async function promptExtras(config: LurkConfig, agent: AgentConfig, req: RunRequest, tools: ToolDefinition[], model?: string): Promise<PromptExtras> {
   const workspace = agentWorkspace(config, agent);
@@ -25,12 +27,14 @@ export async function promptExtras(config: LurkConfig, agent: AgentConfig, req: 
   ]);
   const thinking = req.options.thinking ?? agent.thinking;
   const sandbox = sandboxNote(config, tools);
+  const tts = subagent ? [] : ttsPromptLines(config.tts, req.options.tts ?? config.tts.auto, tools.some((t) => t.name === "tts"));
   return {
     mode, bootstrap, skills,
     docsPath: join(REPO_ROOT, "README.md"),
     ...(sandbox ? { sandbox } : {}),
     ...(model ? { model } : {}),
     ...(thinking ? { thinking } : {}),
+    ...(tts.length > 0 ? { tts } : {}),
     ...(subagent ? { subagent: {
       task: req.subagent?.task ?? req.inputs.find((i) => i.kind === "user")?.text ?? "",
       ...(req.subagent?.label ? { label: req.subagent.label } : {}),

@@ -4,7 +4,8 @@
  * reply), appends the inputs and a "started" marker (stable record ids: appends are idempotent)
  * and returns the transcript records the runner's cache lacks; then the loop runs from the
  * checkpoints, and the run finishes (marker and usage in one append, reply, terminal event). Bus failures with deliveries left are thrown, so JetStream redelivers and the run
- * resumes; everything else ends the run with a terminal error and an error reply.
+ * resumes; everything else ends the run with a terminal error and an error reply. Before it
+ * finishes, a done run's text loses its voice directives and may get a voice message (voice-reply.ts).
  */
 import {
   addUsage, emptyUsage, LurkError, recordIds, type AssistantMessage, type RunInput, type RunRequest, type ToolDefinition, type ToolResultMessage, type TranscriptRecord, type UsageUpdate,
@@ -24,7 +25,8 @@ import { promptExtras } from "./prompt-inputs.js";
 import { messageRecordIds } from "./compaction-view.js";
 import { consolidateEnded } from "./consolidate-ended.js";
 import { scheduleConsolidation } from "./memory-after-run.js";
-import { housekeepingComplete } from "./model-complete.js";
+import { chainComplete, housekeepingChain, housekeepingComplete, type Complete } from "./model-complete.js";
+import type { VoiceReplies } from "./voice-reply.js";
 import { RunCompactor } from "./run-compaction.js";
 import type { AuthStateStore } from "./auth-profiles.js";
 import { ModelChain } from "./failover.js";
@@ -58,6 +60,8 @@ export interface RunnerDeps {
   inputPreparers?: InputPreparer[];
   /** images tools return, for a run whose model has no vision: their text by OCR (image-text.ts) */
   toolImages?: Pick<ImageTextReader, "annotateToolResult">;
+  /** the reply's voice directives and voice message (tts; voice-reply.ts); without it the text goes as it is */
+  voice?: VoiceReplies;
 }
 
 /** Fills in attachments of a run's inputs (never throws; the same array when nothing applies). */
@@ -178,6 +182,8 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   events.emit({ kind: "run_start", agentId: req.agentId, trigger: req.trigger, ...(ref ? { model: ref, provider: ref.split("/")[0] } : {}) });
   let chain: ModelChain | undefined;
   let afterRun: (() => void) | undefined;
+  /** a long reply's summary for speech: tts.summaryModel, else compaction.model, then the run's models */
+  let summarizer: (() => Complete) | undefined;
   try {
     const resume = resumeState(req.runId, history.filter((r) => r.runId !== req.runId), begun.runRecords);
 
@@ -202,6 +208,9 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
     messageRecordIds.register(begun.runRecords);
     const compactor = new RunCompactor({ config: rt.config.compaction, contextWindow: modelInfo.contextWindow, complete: housekeeping(controller.signal), runId: req.runId, append, events, log,
       previous: begun.runRecords.filter((r) => r.kind === "compaction_summary").length });
+    summarizer = () => chainComplete(
+      housekeepingChain({ registry: deps.registry, config: rt.config, log, ...(deps.authState ? { store: deps.authState } : {}) }, rt.config.tts.summaryModel ?? rt.config.compaction.model, runChain, req.sessionKey, log),
+      { signal: rt.signal, timeoutMs: rt.config.runs.llmTimeoutMs, maxTokens: 1_024 });
     afterRun = () => void scheduleConsolidation({
       rt, sessionKey: req.sessionKey, sessionType: req.sessionType, workspace: agentWorkspace(rt.config, agent), history,
       added: outcome.turns, complete: housekeeping(rt.signal), log,
@@ -257,6 +266,12 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
     if (chain && chain.current !== outcome.model) Object.assign(outcome, { model: chain.current, provider: chain.current.split("/")[0] });
     if (timer) clearTimeout(timer);
     deps.controls.unregister(req.runId, controller);
+  }
+  if (outcome.status === "done" && !req.options.command && deps.voice) {
+    const voiced = await deps.voice.reply(req, outcome.text, rt.signal, summarizer, log);
+    Object.assign(outcome, { text: voiced.text, usage: addUsage(outcome.usage, voiced.usage) });
+    if (voiced.attachments.length > 0) outcome.attachments = voiced.attachments;
+    if (voiced.voice) outcome.voice = voiced.voice;
   }
   await finish({ rt, req, events, log, append, bestEffort: lastDelivery, ack: delivery.ackNow, handed: () => handed }, outcome);
   if (outcome.status === "done" && !req.options.command) afterRun?.();

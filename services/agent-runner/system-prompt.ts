@@ -8,10 +8,11 @@
  *   none    - the identity line only.
  * Sections of the seed list left out because their feature does not exist in LurkBot yet:
  *   7 User Identity (no owner is configured), 13 Reply Tags (no channel parses [[reply_to:…]]),
- *   15 Voice/TTS, 16 Self-Update (no updater), 17 Model Aliases (no alias config),
+ *   16 Self-Update (no updater), 17 Model Aliases (no alias config),
  *   22 Reactions (no reaction guidance), 23 Reasoning Format (no tag-reasoning models).
  * "Safety" is not in the seed's list; it follows Tool Call Style as in MoltBot.
- * Section 6 Memory Recall and the `message` tool line of Messaging appear only when those tools exist.
+ * Section 6 Memory Recall and the `message` tool line of Messaging appear only when those tools exist;
+ * 15 Voice (TTS) only when the run's replies may be spoken (tts-prompt.ts).
  */
 import { hostname } from "node:os";
 import type { ToolDefinition } from "../../shared/contract/index.js";
@@ -48,6 +49,8 @@ export interface PromptInput {
   timeZone?: string;
   /** a subagent run: the task and who spawned it, for the Subagent Context section */
   subagent?: SubagentPromptContext;
+  /** the Voice (TTS) section's lines (tts-prompt.ts); absent or empty: no section */
+  tts?: string[];
 }
 
 export interface SubagentPromptContext {
@@ -157,6 +160,9 @@ export function buildSystemPrompt(input: PromptInput): string {
       ...(names.has("message") ? ["Use the `message` tool only to reach another channel or conversation, or to send files from the workspace (its `files`); a normal reply needs no tool."] : []),
       ...(names.has("media_save") ? ["Files the user sends appear as [attachment …] notes with a media ref; `media_save` puts one into the workspace. Images you see directly."] : []));
   }
+
+  // 15. Voice (TTS)
+  if (full && input.tts?.length) section("## Voice (TTS)", ...input.tts);
 
   // 18. Project Context: the bootstrap files
   if (bootstrap.length) {

@@ -5,9 +5,10 @@
  *    downloaded and its attachment carries `error`). The token is only in that URL: errors that
  *    reach the attachment or the logs are scrubbed of it.
  *  - out: one attachment per part: images with sendPhoto (at most 10 MB, else as a document),
- *    MP3/M4A with sendAudio, MP4 with sendVideo, anything else with sendDocument, uploaded as
- *    multipart/form-data with the file's name, into the chat/topic of the conversation. A file
- *    Telegram refuses as a photo/audio/video (400) goes again as a document. A file that cannot
+ *    OGG/Opus audio (a voice reply) with sendVoice as a voice note, MP3/M4A with sendAudio, MP4
+ *    with sendVideo, anything else with sendDocument, uploaded as multipart/form-data with the
+ *    file's name, into the chat/topic of the conversation. A file Telegram refuses as a
+ *    photo/voice/audio/video (400) goes again as a document. A file that cannot
  *    be loaded (expired, too large) or is above the Bot API's 50 MB upload limit is replaced by
  *    a text line saying so; a store that is down throws a retryable DeliveryError.
  */
@@ -87,10 +88,13 @@ export async function sendAttachment(api: Api, media: MediaStore, log: Logger, t
   }
 }
 
-type UploadMethod = "sendPhoto" | "sendAudio" | "sendVideo" | "sendDocument";
+type UploadMethod = "sendPhoto" | "sendVoice" | "sendAudio" | "sendVideo" | "sendDocument";
+/** what Telegram shows as a voice note: OGG with Opus (the other types go as audio files) */
+const VOICE_MIMES = new Set(["audio/ogg", "audio/opus"]);
 
 function methodFor(file: OutboundFile): UploadMethod {
   if (file.kind === "image" && PHOTO_MIMES.has(file.mime) && file.bytes.byteLength <= PHOTO_MAX_BYTES) return "sendPhoto";
+  if (file.kind === "audio" && VOICE_MIMES.has(file.mime)) return "sendVoice";
   if (file.kind === "audio" && (file.mime === "audio/mpeg" || file.mime === "audio/mp4")) return "sendAudio";
   if (file.kind === "video" && file.mime === "video/mp4") return "sendVideo";
   return "sendDocument";
@@ -103,6 +107,7 @@ async function upload(api: Api, method: UploadMethod, target: TgTarget, file: Ou
   const s = tgSignal(signal);
   switch (method) {
     case "sendPhoto": return (await api.sendPhoto(target.chatId, input, other, s)).message_id;
+    case "sendVoice": return (await api.sendVoice(target.chatId, input, other, s)).message_id;
     case "sendAudio": return (await api.sendAudio(target.chatId, input, other, s)).message_id;
     case "sendVideo": return (await api.sendVideo(target.chatId, input, other, s)).message_id;
     case "sendDocument": return (await api.sendDocument(target.chatId, input, other, s)).message_id;

@@ -6,7 +6,8 @@
  * last seq it saw. When a different user signs in on the same browser, the previous user's
  * chat and unsent messages are dropped and the page reloads. Files (the 📎 button, paste or drop) are uploaded at once (`POST /upload`
  * with the token) and sent by ref with the next message; a chat's files are fetched with the
- * token (`GET /media/<ref>`): raster images shown inline, other files as download links.
+ * token (`GET /media/<ref>`): raster images shown inline, audio (a voice reply) with a player,
+ * other files as download links.
  */
 export const PAGE_SCRIPT = String.raw`
 (function () {
@@ -81,6 +82,10 @@ export const PAGE_SCRIPT = String.raw`
         img.onclick = function () { download(f, link); };
         box.appendChild(img);
         mediaUrl(f.ref).then(function (u) { img.src = u; }, function (e) { img.remove(); link.title = e.message; });
+      } else if (/^audio\//.test(f.mime)) {
+        var audio = document.createElement("audio"); audio.controls = true; audio.title = f.name;
+        box.appendChild(audio);
+        mediaUrl(f.ref).then(function (u) { audio.src = u; }, function (e) { audio.remove(); link.title = e.message; });
       }
       box.appendChild(link); box.appendChild(size); el.appendChild(box);
     });

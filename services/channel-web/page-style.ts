@@ -62,6 +62,7 @@ header #chat-title { font-weight: 600; flex: 1; }
 .msg .file:first-child { margin-top: 0; }
 .msg .file img { display: block; max-width: 100%; max-height: 320px; border-radius: 8px; cursor: pointer; }
 .msg .file a { color: inherit; text-decoration: underline; }
+.msg .file audio { display: block; max-width: 100%; margin-bottom: 4px; }
 .msg .file .size { opacity: .7; font-size: 12px; }
 #send { padding: 0 20px; border: none; border-radius: 10px; background: var(--accent); color: #fff; font: inherit; font-weight: 600; cursor: pointer; }
 #send:disabled { opacity: .5; }

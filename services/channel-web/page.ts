@@ -51,6 +51,8 @@ export function pageResponse(): { body: Buffer; headers: Record<string, string> 
     "connect-src 'self'",
     // the chat's images: fetched with the token (GET /media/<ref>), shown from blob: URLs
     "img-src 'self' data: blob:",
+    // voice replies: played from blob: URLs too
+    "media-src blob:",
     "base-uri 'none'",
     "form-action 'none'",
     "frame-ancestors 'none'",

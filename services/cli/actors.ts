@@ -11,7 +11,8 @@ import type { Credentials } from "../../shared/runtime/credentials.js";
 import { DIST_ROOT } from "../../shared/scripts/paths.js";
 import { UsageError } from "./errors.js";
 
-export const LAUNCHER_ACTORS = ["sessions", "approvals", "tools", "router", "agent-runner", "subagents", "heartbeat", "cron"] as const;
+/** `browser` (services/browser) last: it starts no Chromium until a call needs one, and serves no tool when `browser.enabled` is false */
+export const LAUNCHER_ACTORS = ["sessions", "approvals", "tools", "router", "agent-runner", "subagents", "heartbeat", "cron", "browser"] as const;
 
 /** Secrets an actor gets from the launcher's environment, beyond its own NATS password. */
 export const ACTOR_SECRETS: Record<string, readonly string[]> = {
@@ -21,7 +22,8 @@ export const ACTOR_SECRETS: Record<string, readonly string[]> = {
   "channel-discord": ["DISCORD_BOT_TOKEN"],
   "channel-slack": ["SLACK_BOT_TOKEN", "SLACK_APP_TOKEN"],
   "channel-web": ["LURKBOT_WEB_TOKEN"],
-  "agent-runner": ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"],
+  // ELEVENLABS_API_KEY / XI_API_KEY: voice replies through ElevenLabs (tts.provider)
+  "agent-runner": ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ELEVENLABS_API_KEY", "XI_API_KEY"],
 };
 
 /**

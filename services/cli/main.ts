@@ -1,6 +1,6 @@
 /**
  * `lurkbot`: the operator's command. `setup`, `start` (the launcher), `status`, `tail`, `send`,
- * `chat`, `streams`, `sessions`, `auth`, `security audit` and the other admin commands. Exit codes: 0 ok, 1 failed, 2 bus unreachable, 64 usage, 78 config.
+ * `chat`, `streams`, `sessions`, `usage`, `auth`, `security audit` and the other admin commands. Exit codes: 0 ok, 1 failed, 2 bus unreachable, 64 usage, 78 config.
  */
 import { join } from "node:path";
 import { loadConfig, type Env, type LurkConfig } from "../../shared/runtime/config.js";
@@ -22,6 +22,7 @@ import { formatStatus, gatherStatus } from "./status.js";
 import { tail } from "./tail.js";
 import { cmdTools } from "./tools.js";
 import { cmdSessions, ttyConfirm } from "./sessions.js";
+import { cmdUsage } from "./usage.js";
 import { cmdApprovals } from "./approvals.js";
 import { cmdCron } from "./cron.js";
 import { cmdPairing } from "./pairing.js";
@@ -208,6 +209,7 @@ const HANDLERS: Record<string, (p: ParsedCommand, env: Env) => Promise<number>> 
   streams: cmdStreams,
   tools: (p, env) => cmdTools(p, env, { out }),
   sessions: (p, env) => cmdSessions(p, env, { out, err, confirm: ttyConfirm }),
+  usage: (p, env) => cmdUsage(p, env, { out }),
   approvals: (p, env) => cmdApprovals(p, env, { out }),
   cron: (p, env) => cmdCron(p, env, { out }),
   pairing: (p, env) => cmdPairing(p, env, { out }),

@@ -140,6 +140,7 @@ async function settingsCommand(ctx: CommandContext, d: Directives, show: Array<k
   if (d.thinking) patch.thinking = d.thinking;
   if (d.verbose) patch.verbose = d.verbose;
   if (d.reasoning) patch.reasoning = d.reasoning;
+  if (d.tts) patch.tts = d.tts;
   if (d.model !== undefined) patch.modelOverride = d.model;
   if (d.queue) {
     if (d.queue.reset) patch.queue = null;
@@ -165,6 +166,7 @@ function describe(ctx: CommandContext, key: keyof Directives, s: SessionSettings
     case "thinking": return `  thinking: ${s.thinking ?? "default"}`;
     case "verbose": return `  verbose: ${s.verbose ?? "off"}`;
     case "reasoning": return `  reasoning: ${s.reasoning ?? "off"}`;
+    case "tts": return `  tts: ${s.tts ?? `${config.tts.auto} (default)`}`;
     case "queue": {
       const q = queueSettingsFor(config.routing, s, undefined, channel);
       return `  queue: ${q.mode} (debounce ${q.debounceMs} ms, cap ${q.cap}, drop ${q.drop})${s.queue ? "" : " (default)"}`;
@@ -178,7 +180,7 @@ async function statusText(ctx: CommandContext, route: Route, channel: string): P
   const lane = ctx.lanes.snapshot(route.sessionKey)[0];
   const lines = [
     `Session ${route.sessionKey} (${route.sessionType}), agent ${route.agentId}`,
-    ...(["model", "thinking", "verbose", "reasoning", "queue"] as const).map((k) => describe(ctx, k, settings, route, channel)),
+    ...(["model", "thinking", "verbose", "reasoning", "tts", "queue"] as const).map((k) => describe(ctx, k, settings, route, channel)),
     lane?.activeRunId
       ? `  run: ${lane.activeRunId} active for ${Math.round((Date.now() - (lane.activeSince ?? Date.now())) / 1000)} s, ${lane.queued} waiting`
       : "  run: idle",

@@ -6,17 +6,19 @@
  * /approve ID, /deny ID, /subagents [list|stop [KEY|RUNID|all]], /pair [list|approve CODE|deny CODE].
  * Telegram's `/cmd@botname` works.
  *
- * Directives may stand anywhere at a word start: /think (/t), /verbose (/v), /reasoning,
- * /model, /queue, as `/think:high`, `/t medium` or bare `/think` (the seeds' default level).
+ * Directives may stand anywhere at a word start: /think (/t), /verbose (/v), /reasoning, /tts,
+ * /model, /queue, as `/think:high`, `/t medium` or bare `/think` (the seeds' default level;
+ * bare `/tts` and `/tts status` only show the setting).
  * A message made only of directives changes the session's settings; with other text they
  * apply to that one run and the rest of the text is the message.
  */
 import type { z } from "zod";
-import type { queueDropPolicySchema, queueModeSchema, reasoningLevelSchema, thinkLevelSchema, verboseLevelSchema } from "../../shared/contract/index.js";
+import type { queueDropPolicySchema, queueModeSchema, reasoningLevelSchema, thinkLevelSchema, ttsAutoSchema, verboseLevelSchema } from "../../shared/contract/index.js";
 
 export type ThinkLevel = z.infer<typeof thinkLevelSchema>;
 export type VerboseLevel = z.infer<typeof verboseLevelSchema>;
 export type ReasoningLevel = z.infer<typeof reasoningLevelSchema>;
+export type TtsAuto = z.infer<typeof ttsAutoSchema>;
 export type QueueMode = z.infer<typeof queueModeSchema>;
 export type DropPolicy = z.infer<typeof queueDropPolicySchema>;
 
@@ -33,6 +35,8 @@ export interface Directives {
   thinking?: ThinkLevel;
   verbose?: VerboseLevel;
   reasoning?: ReasoningLevel;
+  /** when replies are also spoken (voice messages) */
+  tts?: TtsAuto;
   /** a model ref; null: back to the agent's model */
   model?: string | null;
   queue?: QueueDirective;
@@ -58,6 +62,7 @@ export type Parsed =
 const THINK: Record<string, ThinkLevel> = { off: "off", "0": "off", none: "off", low: "low", "1": "low", l: "low", medium: "medium", "2": "medium", m: "medium", default: "medium", high: "high", "3": "high", h: "high" };
 const VERBOSE: Record<string, VerboseLevel> = { off: "off", "0": "off", none: "off", default: "off", on: "low", low: "low", "1": "low", l: "low", high: "high", full: "high", "2": "high", h: "high" };
 const REASONING: Record<string, ReasoningLevel> = { off: "off", on: "on", default: "on", stream: "stream" };
+const TTS: Record<string, TtsAuto> = { off: "off", "0": "off", none: "off", on: "always", always: "always", "1": "always", inbound: "inbound", tagged: "tagged" };
 const QUEUE_MODES: QueueMode[] = ["steer", "followup", "collect", "steer-backlog", "interrupt", "queue"];
 const DROPS: DropPolicy[] = ["old", "new", "summarize"];
 
@@ -71,16 +76,19 @@ export function parseDuration(text: string): number | undefined {
 }
 
 interface LevelSpec<T> {
-  key: "thinking" | "verbose" | "reasoning";
+  key: "thinking" | "verbose" | "reasoning" | "tts";
   names: string[];
   table: Record<string, T>;
   allowed: string;
+  /** values that only show the setting (the bare directive is "default") */
+  show?: string[];
 }
 
 const LEVELS: Array<LevelSpec<string>> = [
   { key: "thinking", names: ["think", "t"], table: THINK, allowed: "off, low, medium or high" },
   { key: "verbose", names: ["verbose", "v"], table: VERBOSE, allowed: "off, on (low) or high (full)" },
   { key: "reasoning", names: ["reasoning", "reason"], table: REASONING, allowed: "off, on or stream" },
+  { key: "tts", names: ["tts"], table: TTS, allowed: "off, on (always), inbound or tagged", show: ["default", "status"] },
 ];
 
 class DirectiveError extends Error {}
@@ -138,11 +146,12 @@ function extractDirectives(text: string): { directives: Directives; rest: string
   const seen: Array<keyof Directives> = [];
   let rest = text;
   for (const spec of LEVELS) {
-    const found = take(rest, spec.names, (w) => spec.table[w.toLowerCase()] !== undefined);
+    const found = take(rest, spec.names, (w) => spec.table[w.toLowerCase()] !== undefined || !!spec.show?.includes(w.toLowerCase()));
     if (!found.found) continue;
     rest = found.rest;
     seen.push(spec.key);
     const raw = (found.value ?? "default").toLowerCase();
+    if (spec.show?.includes(raw === "" ? "default" : raw)) continue;
     const level = spec.table[raw === "" ? "default" : raw];
     if (!level) throw new DirectiveError(`/${spec.names[0]}:${found.value}: unknown level; use ${spec.allowed}`);
     (directives as Record<string, string>)[spec.key] = level;

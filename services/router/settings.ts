@@ -1,5 +1,5 @@
 /**
- * Session settings set by chat commands (/model, /think, /verbose, /reasoning, /queue), stored
+ * Session settings set by chat commands (/model, /think, /verbose, /reasoning, /queue, /tts), stored
  * in the session entry (sessions.patch) and cached here: the active router is the only writer, so
  * a session's settings are read from the sessions actor once per term (actor.ts makes a new cache
  * when the instance takes the lease: another one may have changed them meanwhile).
@@ -13,7 +13,7 @@ import type { Directives } from "./commands.js";
 import type { QueueSettings } from "./queue.js";
 import type { Route } from "./resolve.js";
 
-export type SessionSettings = Pick<SessionEntry, "modelOverride" | "thinking" | "verbose" | "reasoning" | "queue">;
+export type SessionSettings = Pick<SessionEntry, "modelOverride" | "thinking" | "verbose" | "reasoning" | "queue" | "tts">;
 export type SettingsPatch = { [K in keyof SessionSettings]?: SessionSettings[K] | null };
 
 const MAX_CACHED = 10_000;
@@ -26,6 +26,7 @@ export function pickSettings(entry: SessionEntry | null): SessionSettings {
   if (entry.verbose !== undefined) out.verbose = entry.verbose;
   if (entry.reasoning !== undefined) out.reasoning = entry.reasoning;
   if (entry.queue !== undefined) out.queue = entry.queue;
+  if (entry.tts !== undefined) out.tts = entry.tts;
   return out;
 }
 
@@ -83,10 +84,12 @@ export function runOptionsFor(session: SessionSettings, directives: Directives):
   const thinking = directives.thinking ?? session.thinking;
   const verbose = directives.verbose ?? session.verbose;
   const reasoning = directives.reasoning ?? session.reasoning;
+  const tts = directives.tts ?? session.tts;
   return {
     ...(model ? { model } : {}),
     ...(thinking ? { thinking } : {}),
     ...(verbose ? { verbose } : {}),
     ...(reasoning ? { reasoning } : {}),
+    ...(tts ? { tts } : {}),
   };
 }

@@ -5,16 +5,20 @@
  * stream before it is answered (replication.ts); standbys follow the stream into their own LMDB,
  * relay requests to the active instance, and one takes over (after applying the whole stream)
  * when the lease lapses.
+ * Every usage update also goes into the usage ledger (usage-ledger.ts), served as
+ * `usage_report`; the writing instance prunes days past `sessions.usage.retentionDays` (usage-prune.ts).
  */
 import { join } from "node:path";
 import type { ActorDefinition, ActorRuntime } from "../../shared/runtime/actor.js";
 import { ActiveInstance } from "../../shared/runtime/active-instance.js";
 import { deadLocalHolder } from "../../shared/runtime/dead-holder.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
+import { lookupModel, usageCostUsd } from "../../shared/runtime/models.js";
 import { jsonBytes, type EndpointOp, type ParsedRequestOf, type ReplyOf } from "../../shared/contract/index.js";
-import { newestWithin, replyBudget } from "./reply-size.js";
+import { checkReportSize, newestWithin, replyBudget } from "./reply-size.js";
 import { SessionReplication } from "./replication.js";
 import { SessionStore } from "./store.js";
+import { startUsagePrune, type UsagePrune } from "./usage-prune.js";
 
 type Op = EndpointOp<"sessions">;
 type Serve = <O extends Op>(op: O, handler: (req: ParsedRequestOf<"sessions", O>) => Promise<ReplyOf<"sessions", O>> | ReplyOf<"sessions", O>, writes?: boolean) => void;
@@ -34,13 +38,17 @@ export const definition: ActorDefinition = {
       onFlushError: (err) => rt.log.error({ err }, "flushing the sessions store to disk failed; the next write retries"),
       replicate: replicated,
       onQueued: () => replication?.queued(),
+      // the ledger's cost, priced when the usage arrives: built-in prices with config `models` overrides
+      usagePrice: (ref, usage) => usageCostUsd(usage, lookupModel(ref, rt.config)),
     });
     let serve: Serve = (op, handler) => rt.serve("sessions", op, handler);
     let instance: ActiveInstance<"sessions"> | undefined;
+    // only the writing instance prunes the usage ledger; standbys get the prune as a change set
+    const prune: UsagePrune = startUsagePrune(rt, store, () => !instance || instance.isActive());
     if (replicated) {
       const r = new SessionReplication(rt, store, policy.replication.ackTimeoutMs);
       replication = r;
-      instance = await openReplicated(rt, store, r);
+      instance = await openReplicated(rt, store, r, prune);
       const relay = instance.relay;
       // a write is answered once its change set is in the stream
       serve = (op, handler, writes = false) => relay.serve(op, writes ? async (req) => {
@@ -55,8 +63,11 @@ export const definition: ActorDefinition = {
       replication!.discardQueued("this instance starts as a standby");
       await replication!.startFollowing();
     }
+    // replicated: the instance that became active at start pruned then (activated)
+    if (!instance) prune.run();
     return {
       stop: async () => {
+        prune.stop();
         await instance?.stop();
         await replication?.close();
         await store.close();
@@ -66,7 +77,7 @@ export const definition: ActorDefinition = {
 };
 
 /** The lease: a takeover applies the whole stream and a new instance writes once active; a standby follows. */
-async function openReplicated(rt: ActorRuntime, store: SessionStore, replication: SessionReplication): Promise<ActiveInstance<"sessions">> {
+async function openReplicated(rt: ActorRuntime, store: SessionStore, replication: SessionReplication, prune: UsagePrune): Promise<ActiveInstance<"sessions">> {
   return ActiveInstance.open(rt, "sessions", {
     ttlMs: rt.config.sessions.replication.leaseTtlMs,
     renewMs: rt.config.sessions.replication.leaseRenewMs,
@@ -84,7 +95,10 @@ async function openReplicated(rt: ActorRuntime, store: SessionStore, replication
       rt.log.info({ appliedSeq: log.appliedSeq }, "sessions: the whole stream is applied");
     },
     // also after a takeover that failed in part (ActiveInstance logs it): an active instance always publishes its writes
-    activated: () => replication.startWriting(),
+    activated: () => {
+      replication.startWriting();
+      prune.run();
+    },
     standBy: async () => {
       await replication.stopWriting();
       await replication.startFollowing();
@@ -122,4 +136,6 @@ function serveOps(rt: ActorRuntime, store: SessionStore, serve: Serve): void {
     return result;
   }, true);
   serve("delete", async (req) => ({ deleted: await store.delete(req.sessionKey) }), true);
+  // the usage ledger's sums; a report larger than one reply is refused (narrow the range or grouping)
+  serve("usage_report", (req) => checkReportSize(store.usageReport(req), budget()));
 }

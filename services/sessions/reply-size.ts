@@ -5,7 +5,7 @@
  * otherwise make every `sessions.begin` of its session fail. So a reply keeps the newest records
  * that fit and says `truncated`; the caller pages back with `sessions.history` `beforeSeq`.
  */
-import type { TranscriptRecord } from "../../shared/contract/index.js";
+import { LurkError, type TranscriptRecord, type UsageReport } from "../../shared/contract/index.js";
 import { DEFAULT_MAX_PAYLOAD_BYTES, jsonBytes } from "../../shared/contract/safe-json.js";
 
 /** room for the reply's other fields (session entry, run records are measured; this is slack) */
@@ -33,4 +33,18 @@ export function newestWithin(records: TranscriptRecord[], budgetBytes: number): 
     first--;
   }
   return { records: records.slice(first), truncated: first > 0 };
+}
+
+/**
+ * A usage report that fits one reply, as it is; a larger one is refused (PAYLOAD_TOO_LARGE) with
+ * what to do: its rows cannot be paged like records, so the caller narrows the days or the grouping.
+ */
+export function checkReportSize(report: UsageReport, budgetBytes: number): UsageReport {
+  const bytes = jsonBytes(report);
+  if (bytes <= budgetBytes) return report;
+  throw new LurkError(
+    "PAYLOAD_TOO_LARGE",
+    `the usage report has ${report.rows.length} rows (${bytes} bytes), more than one reply holds (${budgetBytes} bytes): narrow the range (from, to), group by fewer keys, or filter by agentId`,
+    { details: { rows: report.rows.length, bytes, maxBytes: budgetBytes } },
+  );
 }

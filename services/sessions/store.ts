@@ -4,6 +4,7 @@
  *   records   [sessionId, seq]        -> TranscriptRecord (append-only)
  *   recordIds [sessionId, recordId]   -> seq   (makes appends idempotent)
  *   runs      runId                   -> { sessionKey, sessionId, firstSeq, status }
+ *   usage     [day, agent, model, channel, sessionType] -> summed usage (usage-ledger.ts)
  * Every write is one LMDB transaction committed on this thread (`transactionSync`) before the
  * method returns: visible, and safe from a crash of this process. The environment does not sync
  * at commit (`noSync`); a background flush (`env.sync` on libuv's thread pool) follows within
@@ -15,9 +16,13 @@
 import { randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { open, type Database, type RootDatabase } from "lmdb";
-import { addUsage, emptyUsage, LurkError, type SESSION_DBS, type SessionChangeOp, type SessionEntry, type TranscriptRecord, type Usage } from "../../shared/contract/index.js";
+import {
+  addUsage, emptyUsage, LurkError, USAGE_LEDGER_CHANGE_KEY,
+  type SESSION_DBS, type SessionChangeOp, type SessionEntry, type TranscriptRecord, type Usage, type UsageBucketKey, type UsageReport,
+} from "../../shared/contract/index.js";
 import { ChangeLog } from "./change-log.js";
 import { resetReason, type ResetPolicy, type ResetReason } from "./reset-policy.js";
+import { addDays, builtinUsagePrice, usageModelRef, UsageLedger, utcDay, type UsagePrice, type UsageQuery } from "./usage-ledger.js";
 
 type RunStatus = "started" | "done" | "error" | "aborted";
 interface RunRow { sessionKey: string; sessionId: string; firstSeq: number; status: RunStatus }
@@ -48,6 +53,8 @@ export interface SessionStoreOptions {
   replicate?: boolean;
   /** called after a transaction that queued a change set committed */
   onQueued?: () => void;
+  /** the usage ledger's prices (default: the built-in table; the actor adds config `models`) */
+  usagePrice?: UsagePrice;
 }
 
 type SessionDb = (typeof SESSION_DBS)[number];
@@ -79,6 +86,10 @@ export class SessionStore {
   readonly changeLog: ChangeLog | undefined;
   /** the writes of the transaction under way, when replication is on */
   private capture: SessionChangeOp[] | undefined;
+  /** the usage ledger (usage-ledger.ts) */
+  private readonly ledger: UsageLedger;
+  /** the ledger writes of the transaction under way, when replication is on: their own change set (USAGE_LEDGER_CHANGE_KEY) */
+  private ledgerCapture: SessionChangeOp[] | undefined;
 
   constructor(path: string, private readonly now: () => number = Date.now, private readonly options: SessionStoreOptions = {}) {
     mkdirSync(path, { recursive: true });
@@ -89,6 +100,7 @@ export class SessionStore {
     this.runs = this.root.openDB({ name: "runs" });
     this.dbs = { entries: this.entries, records: this.records, recordIds: this.recordIds, runs: this.runs } as unknown as Record<SessionDb, Database<unknown, string>>;
     this.changeLog = options.replicate ? new ChangeLog(this.root) : undefined;
+    this.ledger = new UsageLedger(this.root);
   }
 
   private put(db: SessionDb, key: unknown, value: unknown): void {
@@ -180,8 +192,11 @@ export class SessionStore {
       if (!entry) throw new LurkError("NOT_FOUND", `no session ${sessionKey}; call sessions.ensure first`);
       const appended = this.appendInTxn(entry, records);
       result = appended.result;
-      const next = usage ? withUsage(appended.entry, usage) : appended.entry;
+      // records all stored before (a retried run end): their usage was counted then
+      const counted = usage !== undefined && result.appended > 0;
+      const next = counted ? withUsage(appended.entry, usage) : appended.entry;
       if (next !== entry) this.put("entries", sessionKey, { ...next, updatedAt: this.now() });
+      if (counted) this.bookUsage(appended.entry, usage);
     }, sessionKey);
     return result;
   }
@@ -277,7 +292,33 @@ export class SessionStore {
   }
 
   async addUsage(sessionKey: string, usage: Usage, model: string, provider: string): Promise<SessionEntry> {
-    return this.update(sessionKey, (e) => withUsage(e, { usage, model, provider }));
+    return this.update(sessionKey, (e) => withUsage(e, { usage, model, provider }), (e) => this.bookUsage(e, { usage, model, provider }));
+  }
+
+  /** Inside a write transaction: the update also goes into the ledger's bucket, priced now. */
+  private bookUsage(entry: SessionEntry, { usage, model, provider }: UsageUpdate): void {
+    const ref = usageModelRef(provider, model);
+    const key: UsageBucketKey = [utcDay(this.now()), entry.agentId, ref, entry.lastOrigin?.channel ?? entry.channel ?? "-", entry.sessionType];
+    const value = this.ledger.addInTxn(key, usage, (this.options.usagePrice ?? builtinUsagePrice)(ref, usage));
+    this.ledgerCapture?.push({ op: "usage", key, value });
+  }
+
+  /** The usage ledger summed by `q.groupBy` over `q.from`..`q.to` (UTC days; `to` defaults to today). */
+  usageReport(q: UsageQuery): UsageReport {
+    return this.ledger.report(q, utcDay(this.now()));
+  }
+
+  /** Removes the ledger's days older than the last `retentionDays` (today included); returns how many buckets went. */
+  pruneUsage(retentionDays: number): number {
+    const before = addDays(utcDay(this.now()), -(retentionDays - 1));
+    const oldest = this.ledger.oldestDay();
+    if (oldest === null || oldest >= before) return 0;
+    let removed = 0;
+    this.commit(() => {
+      removed = this.ledger.pruneInTxn(before);
+      this.ledgerCapture?.push({ op: "pruneUsage", before });
+    }, USAGE_LEDGER_CHANGE_KEY);
+    return removed;
   }
 
   async patch(sessionKey: string, patch: Record<string, unknown>): Promise<SessionEntry> {
@@ -326,6 +367,8 @@ export class SessionStore {
     this.root.transactionSync(() => {
       for (const op of ops) {
         if (op.op === "put") void this.dbs[op.db].put(op.key as never, op.value);
+        else if (op.op === "usage") this.ledger.putInTxn(op.key, op.value);
+        else if (op.op === "pruneUsage") this.ledger.pruneInTxn(op.before);
         else this.deleteInTxn(op.sessionKey, op.sessionId);
       }
       this.changeLog?.setAppliedInTxn(streamSeq);
@@ -347,6 +390,8 @@ export class SessionStore {
         sessions++;
       }
       for (const { key, value } of this.runs.getRange()) log.enqueueInTxn(value.sessionKey, [{ op: "put", db: "runs", key, value }]);
+      const buckets = this.ledger.buckets();
+      if (buckets.length > 0) log.enqueueInTxn(USAGE_LEDGER_CHANGE_KEY, buckets.map(({ key, value }): SessionChangeOp => ({ op: "usage", key, value })));
       log.markSeededInTxn();
     });
     return sessions;
@@ -362,13 +407,15 @@ export class SessionStore {
     return out;
   }
 
-  private async update(sessionKey: string, change: (e: SessionEntry) => SessionEntry): Promise<SessionEntry> {
+  /** Changes an entry in one transaction; `also` writes more in it (given the entry before the change). */
+  private async update(sessionKey: string, change: (e: SessionEntry) => SessionEntry, also?: (before: SessionEntry) => void): Promise<SessionEntry> {
     let result!: SessionEntry;
     this.commit(() => {
       const entry = this.entries.get(sessionKey);
       if (!entry) throw new LurkError("NOT_FOUND", `no session ${sessionKey}`);
       result = { ...change(entry), updatedAt: this.now() };
       this.put("entries", sessionKey, result);
+      also?.(entry);
     }, sessionKey);
     return result;
   }
@@ -376,7 +423,9 @@ export class SessionStore {
   /**
    * One write transaction, run and committed before this returns (what `work` throws aborts it).
    * With replication on, the transaction's writes are queued in the outbox as one change set of
-   * the session `sessionKey`, in the same transaction.
+   * the session `sessionKey`, in the same transaction; its usage-ledger writes as a change set of
+   * their own (USAGE_LEDGER_CHANGE_KEY: a session's delete purges its change sets from the stream,
+   * never the ledger's).
    */
   private commit(work: () => void, sessionKey: string): void {
     const log = this.changeLog;
@@ -386,11 +435,14 @@ export class SessionStore {
       const before = log.lastQueued;
       this.root.transactionSync(() => {
         this.capture = [];
+        this.ledgerCapture = [];
         try {
           work();
           if (this.capture.length > 0) log.enqueueInTxn(sessionKey, this.capture);
+          if (this.ledgerCapture.length > 0) log.enqueueInTxn(USAGE_LEDGER_CHANGE_KEY, this.ledgerCapture);
         } finally {
           this.capture = undefined;
+          this.ledgerCapture = undefined;
         }
       });
       if (log.lastQueued !== before) this.options.onQueued?.();

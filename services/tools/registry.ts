@@ -18,8 +18,9 @@ import { mediaSaveTool } from "./tools/media.js";
 import { agentsListTool, sessionsHistoryTool, sessionsListTool, sessionsSendTool, sessionStatusTool } from "./tools/sessions.js";
 import { sessionsSpawnTool } from "./tools/sessions-spawn.js";
 import { cronTool } from "./tools/cron.js";
+import { ttsTool } from "./tools/tts.js";
 
-export const BUILTIN_TOOLS: readonly Tool[] = [readTool, execTool, writeTool, editTool, applyPatchTool, memorySearchTool, memoryGetTool, webFetchTool, webSearchTool, sessionsSpawnTool, processTool, messageTool, mediaSaveTool, sessionsListTool, sessionsHistoryTool, sessionsSendTool, sessionStatusTool, agentsListTool, cronTool];
+export const BUILTIN_TOOLS: readonly Tool[] = [readTool, execTool, writeTool, editTool, applyPatchTool, memorySearchTool, memoryGetTool, webFetchTool, webSearchTool, sessionsSpawnTool, processTool, messageTool, mediaSaveTool, sessionsListTool, sessionsHistoryTool, sessionsSendTool, sessionStatusTool, agentsListTool, cronTool, ttsTool];
 
 const byName = new Map(BUILTIN_TOOLS.map((tool) => [tool.name, tool]));
 

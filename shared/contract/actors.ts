@@ -47,6 +47,9 @@ export const AUTH_BUCKET = "lurk_auth";
 /** The media store: a JetStream object store of files, named by their SHA-256 (mediaRefSchema). */
 export const MEDIA_BUCKET = "lurk_media";
 
+/** The tools the browser actor serves (its NATS user may answer these calls only). */
+export const BROWSER_TOOLS = ["browser", "browser_evaluate"] as const;
+
 /** JetStream consumer names of the contract. */
 export const CONSUMERS = {
   router: "router",
@@ -99,9 +102,9 @@ export function actorGrants(prefix?: string): ActorGrant[] {
     grant({
       user: "agent-runner",
       description: "the agent loop: prompt, LLM, tools over the bus, checkpoints",
-      // reading the media store: a transcript's images go to the model as bytes
+      // the media store: a transcript's images go to the model as bytes; voice replies (tts) are stored
       // the auth bucket: OAuth tokens refreshed with a compare-and-set, logins watched (auth-state.ts)
-      publish: [s.runEventAll, s.outboundAll, ops("sessions"), ops("tools"), ...mediaSubjects("read"), ...kvWatchSubjects(AUTH_BUCKET)],
+      publish: [s.runEventAll, s.outboundAll, ops("sessions"), ops("tools"), ...mediaSubjects("write"), ...kvWatchSubjects(AUTH_BUCKET)],
       subscribe: [s.runControlAll, s.toolProgressAll, s.toolsCatalogChanged],
       responder: true,
       consumers: [{ stream: STREAMS.runs, consumer: CONSUMERS.agentRunner }],
@@ -113,8 +116,8 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       // $SRV.INFO.approvals: the approvals actor's public key, to verify approval tokens
       // toolJobAll, toolJobsList: a background job's calls go to the instance that owns it
       // the media store: media_save reads a user's file, message stores the files it sends
-      // lurk.agent-runner.embed: memory_search's vectors (memory.embeddings); no other user may ask for them
-      publish: [s.toolProgressAll, ops("approvals"), "$SRV.INFO.approvals", ops("sessions"), ops("subagents"), ops("cron"), s.outboundAll, s.injectAll, s.toolJobAll, s.toolJobsList, s.toolsCatalogChanged, s.op("agent-runner", "embed"), ...mediaSubjects("write")],
+      // lurk.agent-runner.embed: memory_search's vectors (memory.embeddings); .speak: the tts tool's audio; no other user may ask for them
+      publish: [s.toolProgressAll, ops("approvals"), "$SRV.INFO.approvals", ops("sessions"), ops("subagents"), ops("cron"), s.outboundAll, s.injectAll, s.toolJobAll, s.toolJobsList, s.toolsCatalogChanged, s.op("agent-runner", "embed"), s.op("agent-runner", "speak"), ...mediaSubjects("write")],
       // a run's in-flight calls are cancelled on lurk.tools.cancel, on its abort control and when it ends
       subscribe: [s.toolsCancel, s.runControlAll, ...s.runTerminalAll],
       responder: true,
@@ -131,6 +134,15 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       publish: [s.toolProgressAll, s.toolsCatalogChanged, s.op("approvals", "request"), s.op("approvals", "wait"), s.op("approvals", "redeem"), "$SRV.INFO.approvals"],
       // a call's cancellation (shared/runtime/tool-serve.ts): lurk.tools.cancel, its run's abort and end
       subscribe: [s.op("tools", "list"), s.op("tools", "explain"), s.toolCallAll, s.toolsCancel, s.runControlAll, ...s.runTerminalAll],
+      responder: true,
+    }),
+    // the browser actor (services/browser): its own tools only (browser, browser_evaluate), the
+    // same approval and cancellation grants as tools-ext, and no other tool's call subject
+    grant({
+      user: "browser",
+      description: "the browser tools: a Chromium driven by playwright-core",
+      publish: [s.toolProgressAll, s.toolsCatalogChanged, s.op("approvals", "request"), s.op("approvals", "wait"), s.op("approvals", "redeem"), "$SRV.INFO.approvals"],
+      subscribe: [s.op("tools", "list"), ...BROWSER_TOOLS.map((t) => s.toolCall(t)), s.toolsCancel, s.runControlAll, ...s.runTerminalAll],
       responder: true,
     }),
     grant({

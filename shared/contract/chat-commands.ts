@@ -11,6 +11,7 @@ export const COMMAND_HELP: ReadonlyArray<readonly [usage: string, description: s
   ["/think:off|low|medium|high (/t)", "thinking level (alone: for the session; with text: for that message)"],
   ["/verbose:off|on|high (/v)", "announce each tool call (on/low); high adds its result"],
   ["/reasoning:off|on|stream", "send the model's reasoning before the reply"],
+  ["/tts:off|on|inbound|tagged", "voice replies: never, always, to voice notes, or when the model tags them"],
   ["/queue MODE [debounce:2s] [cap:N] [drop:old|new|summarize]", "steer, followup, collect, steer-backlog, interrupt or queue; /queue reset"],
   ["/compact [instructions]", "summarize older history now"],
   ["/approve ID, /deny ID", "decide a pending tool approval (owners)"],

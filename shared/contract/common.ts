@@ -110,6 +110,8 @@ export const reasoningLevelSchema = z.enum(["off", "on", "stream"]);
 export const queueModeSchema = z.enum(["steer", "followup", "collect", "steer-backlog", "interrupt", "queue"]);
 export const queueDropPolicySchema = z.enum(["old", "new", "summarize"]);
 export const promptModeSchema = z.enum(["full", "minimal", "none"]);
+/** when replies are also sent as speech (tts.auto, `/tts`): never, every reply, replies to a voice note, replies with a [[tts]] directive */
+export const ttsAutoSchema = z.enum(["off", "always", "inbound", "tagged"]);
 
 // --- the LLM message model (provider-neutral) ----------------------------------------------
 

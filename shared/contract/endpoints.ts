@@ -12,6 +12,8 @@ import * as R from "./messages/router.js";
 import * as S from "./messages/sessions.js";
 import * as SA from "./messages/subagents.js";
 import * as T from "./messages/tools.js";
+import * as V from "./messages/tts.js";
+import * as U from "./messages/usage.js";
 import type { Operation, OperationActor } from "./subjects.js";
 
 type EndpointSpec = { request: z.ZodType; reply: z.ZodType; description: string };
@@ -34,6 +36,7 @@ export const ENDPOINTS = {
     patch: { request: S.sessionsPatchRequest, reply: S.sessionReply, description: "change session settings" },
     reset: { request: S.sessionsResetRequest, reply: S.resetReply, description: "start a fresh transcript (/new, /reset)" },
     delete: { request: S.sessionsDeleteRequest, reply: S.deleteReply, description: "delete a session and its transcript" },
+    usage_report: { request: U.sessionsUsageReportRequest, reply: U.usageReportReply, description: "tokens and USD from the usage ledger, summed per day, agent, model, channel or session type" },
   },
   tools: {
     list: { request: T.toolsListRequest, reply: T.toolsListReply, description: "this tools actor's catalog (scatter-gather)" },
@@ -71,6 +74,7 @@ export const ENDPOINTS = {
   },
   "agent-runner": {
     embed: { request: E.agentRunnerEmbedRequest, reply: E.agentRunnerEmbedReply, description: "embedding vectors of texts (memory_search's hybrid ranking; tools actor only)" },
+    speak: { request: V.agentRunnerSpeakRequest, reply: V.agentRunnerSpeakReply, description: "a voice message of a text, stored in the media store (the tts tool; tools actor only)" },
   },
 } as const satisfies { [A in OperationActor]: { [O in Operation<A>]: EndpointSpec } };
 

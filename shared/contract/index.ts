@@ -21,6 +21,8 @@ export * from "./messages/runs.js";
 export * from "./messages/sessions.js";
 export * from "./messages/subagents.js";
 export * from "./messages/tools.js";
+export * from "./messages/tts.js";
+export * from "./messages/usage.js";
 export * from "./ids.js";
 export * from "./session-keys.js";
 export * from "./vectors.js";

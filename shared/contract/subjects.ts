@@ -59,14 +59,14 @@ export function decodeToken(encoded: string): string {
 /** Request/reply operations, one per endpoint. Actor name -> its operations. */
 export const OPERATIONS = {
   router: ["status", "lanes", "pairing"],
-  sessions: ["begin", "ensure", "get", "list", "history", "append", "run", "usage", "patch", "reset", "delete"],
+  sessions: ["begin", "ensure", "get", "list", "history", "append", "run", "usage", "patch", "reset", "delete", "usage_report"],
   tools: ["list", "explain"],
   approvals: ["request", "wait", "decide", "get", "list", "redeem"],
   subagents: ["spawn", "list", "stop"],
   heartbeat: ["status", "last", "run", "enable", "disable"],
   cron: ["add", "list", "get", "edit", "rm", "run", "runs", "status"],
-  /** the agent-runner serves embeddings for memory_search (only the tools user may ask) */
-  "agent-runner": ["embed"],
+  /** the agent-runner serves embeddings for memory_search and voice messages for the tts tool (only the tools user may ask) */
+  "agent-runner": ["embed", "speak"],
 } as const;
 
 export type OperationActor = keyof typeof OPERATIONS;

@@ -60,14 +60,15 @@ export class ApprovalGate {
    * denial. The request's own token is checked; without one the gate asks for an approval and,
    * while a human decides, sends heartbeats (approvalHeartbeat) right away and before every
    * wait slice (<= 5 s apart). `signal` (the call's cancellation) ends that wait with ABORTED.
+   * `summary` is what the human is shown next to the tool's name (default: a `command` argument).
    */
-  async check(tool: string, req: ToolCallRequest, signal: AbortSignal = this.rt.signal): Promise<ApprovalDenial | null> {
+  async check(tool: string, req: ToolCallRequest, signal: AbortSignal = this.rt.signal, summary?: string): Promise<ApprovalDenial | null> {
     const hash = argsHash(req.args);
     let token = req.approvalToken;
     if (token === undefined) {
       let record: ApprovalRecord;
       try {
-        ({ approval: record, token } = await this.ask(tool, req, hash, signal));
+        ({ approval: record, token } = await this.ask(tool, req, hash, signal, summary));
       } catch (err) {
         const e = LurkError.from(err);
         if (e.code === "ABORTED") return { code: "ABORTED", text: `the tool call was cancelled while it waited for an approval (${e.message})` };
@@ -85,10 +86,12 @@ export class ApprovalGate {
     return { code: "TOOL_DENIED", text: `${DENIED_TEXT}: the approval token was refused (${problem}).` };
   }
 
-  private async ask(tool: string, req: ToolCallRequest, hash: string, signal: AbortSignal): Promise<{ approval: ApprovalRecord; token?: string | undefined }> {
+  /** `summary`: what the human is shown next to the tool's name (default: the `command` argument, as exec's) */
+  private async ask(tool: string, req: ToolCallRequest, hash: string, signal: AbortSignal, summary?: string): Promise<{ approval: ApprovalRecord; token?: string | undefined }> {
     const client = this.rt.client;
     const heartbeat = approvalHeartbeat(this.rt, req);
-    const command = typeof req.args.command === "string" ? req.args.command.slice(0, 20_000) : undefined;
+    const shown = summary ?? req.args.command;
+    const command = typeof shown === "string" ? shown.slice(0, 20_000) : undefined;
     // the notice goes where the run came from (not where the session last heard from); a
     // system run without an origin has no notice: `lurkbot approvals list` shows it
     const body = {

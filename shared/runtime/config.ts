@@ -15,6 +15,8 @@ import { requireApprovalSchema } from "./config-tools-approval.js";
 import { heartbeatConfigSchema } from "./config-heartbeat.js";
 import { compactionConfigSchema, memoryConfigSchema } from "./config-compaction.js";
 import { mediaConfigSchema } from "./config-media.js";
+import { ttsConfigSchema, ttsEnvOverrides, ttsSecrets } from "./config-tts.js";
+import { browserConfigSchema } from "./config-browser.js";
 import { subagentsConfigSchema } from "./config-subagents.js";
 import { cronConfigSchema } from "./config-cron.js";
 import { LEASE_DEFAULTS, leaseConfigShape, leaseRenewRule } from "./config-lease.js";
@@ -132,6 +134,7 @@ export const webConfigSchema = z.object({
 export type WebConfig = z.infer<typeof webConfigSchema>;
 
 const SESSIONS_REPLICATION_DEFAULTS = { enabled: false, ...LEASE_DEFAULTS, ackTimeoutMs: 5_000 };
+const SESSIONS_USAGE_DEFAULTS = { retentionDays: 400 };
 
 export const configSchema = z.object({
   home: z.string(),
@@ -249,7 +252,9 @@ export const configSchema = z.object({
       /** how long a write waits for JetStream's ack before it is answered anyway (it stays queued for replication) */
       ackTimeoutMs: z.number().int().min(100).max(60_000).default(SESSIONS_REPLICATION_DEFAULTS.ackTimeoutMs),
     }).refine(...leaseRenewRule("sessions.replication")).default(SESSIONS_REPLICATION_DEFAULTS),
-  }).default({ replication: SESSIONS_REPLICATION_DEFAULTS }),
+    /** the usage ledger (services/sessions/usage-ledger.ts, `lurkbot usage`): days kept, pruned in the background */
+    usage: z.object({ retentionDays: z.number().int().min(1).max(36_600).default(SESSIONS_USAGE_DEFAULTS.retentionDays) }).default(SESSIONS_USAGE_DEFAULTS),
+  }).default({ replication: SESSIONS_REPLICATION_DEFAULTS, usage: SESSIONS_USAGE_DEFAULTS }),
   /** periodic HEARTBEAT.md checks per agent (services/heartbeat) */
   heartbeat: heartbeatConfigSchema,
   /** scheduled jobs (services/cron): lease timing, run-log cap */
@@ -262,6 +267,10 @@ export const configSchema = z.object({
   routing: routingConfigSchema.prefault({}),
   /** the media store: size caps and retention of the files users and the agent send (config-media.ts) */
   media: mediaConfigSchema,
+  /** voice replies: text-to-speech of the agent's replies and the tts tool (config-tts.ts) */
+  tts: ttsConfigSchema,
+  /** the browser actor's Chromium: path, profile, idle stop, timeouts, caps (config-browser.ts) */
+  browser: browserConfigSchema.prefault({}),
 });
 export type LurkConfig = z.infer<typeof configSchema>;
 
@@ -322,6 +331,7 @@ export function parseConfig(fromFile: Record<string, unknown>, env: Env, home = 
   if (env.LURKBOT_LOG_LEVEL) raw.log = { ...(raw.log ?? {}), level: env.LURKBOT_LOG_LEVEL };
   if (env.LURKBOT_ACK_WAIT_MS) raw.bus = { ...(raw.bus ?? {}), ackWaitMs: Number(env.LURKBOT_ACK_WAIT_MS) };
   channelEnvOverrides(raw, env);
+  ttsEnvOverrides(raw, env);
 
   const result = configSchema.safeParse(raw);
   if (!result.success) {
@@ -353,5 +363,5 @@ export function agentWorkspace(config: LurkConfig, agent: AgentConfig): string {
 
 /** The secret values of a config, for log and event redaction. */
 export function configSecrets(config: LurkConfig): string[] {
-  return [...providerSecrets(config.providers), config.tools.web.search.apiKey, config.media.transcription?.apiKey, ...channelConfigSecrets(config.channels)].filter((s): s is string => typeof s === "string" && s.length >= 8);
+  return [...providerSecrets(config.providers), config.tools.web.search.apiKey, config.media.transcription?.apiKey, ...ttsSecrets(config.tts), ...channelConfigSecrets(config.channels)].filter((s): s is string => typeof s === "string" && s.length >= 8);
 }

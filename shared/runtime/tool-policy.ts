@@ -63,7 +63,8 @@ export const SUBAGENT_DENY_LIST: readonly string[] = [
 ];
 /** the seeds' lists, plus process (it runs commands like exec) and media_save (it writes a file like write) */
 export const SANDBOX_DENY_LIST: readonly string[] = ["bash", "exec", "process", "write", "edit", "apply_patch", "media_save"];
-export const GROUP_DENY_LIST: readonly string[] = ["bash", "exec", "process", "write", "edit", "apply_patch", "media_save", "sessions_spawn", "cron"];
+/** the seeds' list, plus process and media_save (as above) and browser (services/browser: a real browser with the owner's logins) */
+export const GROUP_DENY_LIST: readonly string[] = ["bash", "exec", "process", "write", "edit", "apply_patch", "media_save", "sessions_spawn", "cron", "browser"];
 /** session types the GROUP_DENY_LIST applies to (the seeds' low-trust types; a channel thread is one too) */
 export const GROUP_SESSION_TYPES: readonly SessionType[] = ["group", "topic", "thread"];
 /** the seeds' security matrix: group and topic sessions are sandboxed */

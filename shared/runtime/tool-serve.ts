@@ -12,11 +12,14 @@
  * and, when the actor's NATS user may subscribe to them, by its run's abort (`lurk.run.ctl`)
  * and end (terminal run events). The caller gets an ABORTED reply at once; the handler should
  * stop its work (its late result is dropped). A wait for an approval is cancelled the same way.
+ * Policy: with `opts.policy` the actor applies a tool policy of its own (e.g. the built-in
+ * layered one, tool-policy-config.ts): a tool it refuses for a request is left out of that
+ * request's catalog, and a call of it is a TOOL_DENIED reply (checked before any approval).
  * Grants: the actor's NATS user needs approvals request/wait/redeem, $SRV.INFO.approvals and
  * lurk.tools.cancel, and for the run abort/end the run control and terminal run event subjects
  * (the `tools-ext` user has them all).
  */
-import { actorGrants, LurkError, toolCallReply, toolCallRequest, type ToolCallReply, type ToolCallRequest, type ToolDefinition } from "../contract/index.js";
+import { actorGrants, LurkError, toolCallReply, toolCallRequest, type SessionType, type ToolCallReply, type ToolCallRequest, type ToolDefinition } from "../contract/index.js";
 import type { ActorRuntime } from "./actor.js";
 import { approvalGateFor } from "./approval-gate.js";
 import { configRequiresApproval } from "./config-tools-approval.js";
@@ -32,8 +35,28 @@ export interface ServedToolContext extends EndpointHandlerContext {
 export interface ServedTool {
   /** the catalog entry; `actor` is this actor's name */
   definition: Omit<ToolDefinition, "actor">;
+  /** what an approval notice shows next to the tool's name (e.g. the script to run); default: a `command` argument */
+  approvalSummary?(req: ToolCallRequest): string | undefined;
   /** runs an allowed (and, when needed, approved) call; should stop when `ctx.signal` fires */
   handler(req: ToolCallRequest, ctx: ServedToolContext): Promise<ToolCallReply> | ToolCallReply;
+}
+
+/** What a policy sees of a request: the catalog's and a call's common fields. */
+export interface ServedToolPolicyRequest {
+  agentId?: string | undefined;
+  sessionKey?: string | undefined;
+  /** a call's (the key's type wins when it parses) */
+  sessionType?: SessionType | undefined;
+  model?: string | undefined;
+}
+
+/** null: the request may see and call the tool; otherwise the model-readable reason it may not. */
+export type ServedToolPolicy = (definition: ServedTool["definition"], req: ServedToolPolicyRequest) => string | null;
+
+export interface ServeToolsOptions {
+  /** the queue group of the catalog and the calls (not "tools": the built-in actor's) */
+  queue: string;
+  policy?: ServedToolPolicy;
 }
 
 /** Whether a call of this tool by `agentId` needs a human approval (definition or config). */
@@ -69,15 +92,16 @@ async function untilCancelled(work: () => Promise<ToolCallReply> | ToolCallReply
 }
 
 /** Serves the catalog and the calls of `tools` in queue group `queue`. */
-export function serveTools(rt: ActorRuntime, tools: readonly ServedTool[], opts: { queue: string }): ServedToolCatalog {
+export function serveTools(rt: ActorRuntime, tools: readonly ServedTool[], opts: ServeToolsOptions): ServedToolCatalog {
   const gate = approvalGateFor(rt);
   // cancelled by lurk.tools.cancel, a retry of the same call, the actor stopping (and the run's abort or end when granted)
   const inflight = new InflightCalls(rt, { followRuns: mayFollowRuns(rt) });
   inflight.listen();
   const catalog = serveToolCatalog(rt, (req) => ({
     actor: rt.name,
-    tools: tools.map(({ definition }) => ({ ...definition, actor: rt.name, needsApproval: servedToolNeedsApproval(rt, definition, req.agentId) })),
-  }), opts);
+    tools: tools.filter(({ definition }) => !opts.policy || opts.policy(definition, req) === null)
+      .map(({ definition }) => ({ ...definition, actor: rt.name, needsApproval: servedToolNeedsApproval(rt, definition, req.agentId) })),
+  }), { queue: opts.queue });
   for (const tool of tools) {
     const { name } = tool.definition;
     rt.serveSubject(`call-${name}`, rt.subjects.toolCall(name), toolCallRequest, toolCallReply, async (req, ctx): Promise<ToolCallReply> => {
@@ -86,8 +110,13 @@ export function serveTools(rt: ActorRuntime, tools: readonly ServedTool[], opts:
       const { signal } = tracked;
       try {
         return await untilCancelled(async () => {
+          const refused = opts.policy?.(tool.definition, req) ?? null;
+          if (refused !== null) {
+            rt.log.info({ tool: name, runId: req.runId, sessionKey: req.sessionKey }, "tool call refused by the policy");
+            return { toolCallId: req.toolCallId, content: [{ type: "text", text: refused }], isError: true, errorCode: "TOOL_DENIED", durationMs: Date.now() - started };
+          }
           if (servedToolNeedsApproval(rt, tool.definition, req.agentId)) {
-            const denial = await gate.check(name, req, signal);
+            const denial = await gate.check(name, req, signal, tool.approvalSummary?.(req));
             if (denial) {
               rt.log.info({ tool: name, runId: req.runId, sessionKey: req.sessionKey, code: denial.code }, "tool call not approved");
               return { toolCallId: req.toolCallId, content: [{ type: "text", text: denial.text }], isError: true, errorCode: denial.code, durationMs: Date.now() - started };
@@ -99,7 +128,7 @@ export function serveTools(rt: ActorRuntime, tools: readonly ServedTool[], opts:
       } finally {
         tracked.done();
       }
-    }, opts);
+    }, { queue: opts.queue });
   }
   return catalog;
 }

@@ -20,7 +20,13 @@
  * `encoding_format: "base64"` (what the SDK v6 sends by default), base64 of little-endian
  * float32s; the vectors are embedding.ts's fake model. Requests are recorded in `embedRequests`;
  * `enqueueEmbed` scripts HTTP errors or a request that is never answered.
+ * `POST /v1/audio/speech` takes the SDK's JSON (model, input, voice, response_format, speed,
+ * instructions), checks it as the API does (input 1 to 4096 characters, a known format), records it
+ * in `speechRequests` and answers deterministic audio bytes (`fakeSpeech`: the format's magic
+ * bytes, then a hash of the request) with the format's content type; `speechStatus` answers an
+ * HTTP error instead when it returns a status.
  */
+import { createHash } from "node:crypto";
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { closeLoopback, listenLoopback, readBody, readRaw, sendJson, splitText } from "./http.js";
 import { openaiContentError } from "./wire-checks.js";
@@ -75,6 +81,27 @@ export interface TranscriptionRequest {
   responseFormat?: string;
 }
 
+/** One POST /v1/audio/speech as received. */
+export interface SpeechRequestRecord {
+  headers: IncomingHttpHeaders;
+  model: string;
+  input: string;
+  voice: string;
+  responseFormat: string;
+  speed?: number;
+  instructions?: string;
+}
+
+/** the content type the real API answers per response_format */
+export const SPEECH_CONTENT_TYPES: Record<string, string> = { mp3: "audio/mpeg", opus: "audio/ogg", aac: "audio/aac", flac: "audio/flac", wav: "audio/wav", pcm: "audio/pcm" };
+const SPEECH_MAGIC: Record<string, string> = { mp3: "ID3", opus: "OggS", aac: "\xff\xf1", flac: "fLaC", wav: "RIFF", pcm: "" };
+
+/** The fake's audio for a speech request: the format's magic bytes, then 64 bytes derived from the request. */
+export function fakeSpeech(r: Pick<SpeechRequestRecord, "model" | "input" | "voice" | "responseFormat">): Buffer {
+  const digest = createHash("sha256").update(`${r.model}\n${r.voice}\n${r.responseFormat}\n${r.input}`).digest();
+  return Buffer.concat([Buffer.from(SPEECH_MAGIC[r.responseFormat] ?? "", "latin1"), digest, digest]);
+}
+
 export interface FakeOpenAIOptions {
   port?: number;
   /** delay before the response starts */
@@ -122,6 +149,10 @@ export class FakeOpenAIServer {
   refusedAuth = 0;
   /** the text of a transcription (a number: answer with that HTTP status instead) */
   transcriptText: (req: TranscriptionRequest) => string | number = (req) => `transcript of ${req.fileName}, ${req.bytes.byteLength} bytes`;
+  /** POST /v1/audio/speech as received */
+  readonly speechRequests: SpeechRequestRecord[] = [];
+  /** a status to answer a speech request with instead of audio (undefined: audio) */
+  speechStatus: (req: SpeechRequestRecord) => number | undefined = () => undefined;
   /** POST /v1/embeddings as received (model, input texts, encoding_format) */
   readonly embedRequests: EmbedRequestRecord[] = [];
   /** the dimensions of the fake embedding model's vectors */
@@ -164,6 +195,7 @@ export class FakeOpenAIServer {
     this.queue.length = 0;
     this.requests.length = 0;
     this.transcriptions.length = 0;
+    this.speechRequests.length = 0;
     this.embedQueue.length = 0;
     this.embedRequests.length = 0;
   }
@@ -184,19 +216,12 @@ export class FakeOpenAIServer {
     }
     if (req.method === "POST" && path === "/v1/audio/transcriptions") return this.transcription(req, res);
     if (req.method === "POST" && path === "/v1/embeddings") return this.embeddings(req, res);
+    if (req.method === "POST" && path === "/v1/audio/speech") return this.speech(req, res);
     if (req.method !== "POST" || path !== "/v1/chat/completions") {
       return json(res, 404, { error: { message: `Unknown request URL: ${req.method} ${path}`, type: "invalid_request_error", param: null, code: "unknown_url" } });
     }
-    let body: ChatRequestBody;
-    try {
-      body = JSON.parse(await readBody(req)) as ChatRequestBody;
-    } catch {
-      return json(res, 400, { error: { message: "We could not parse the JSON body of your request.", type: "invalid_request_error", param: null, code: null } });
-    }
-    if ((this.opts.apiKey && req.headers.authorization !== `Bearer ${this.opts.apiKey}`) || (this.acceptsAuth && !this.acceptsAuth(req.headers.authorization))) {
-      this.refusedAuth++;
-      return this.error(res, { kind: "error", status: 401 });
-    }
+    const body = await this.jsonRequest<ChatRequestBody>(req, res);
+    if (!body) return;
     const invalid = openaiContentError(body.messages ?? []);
     if (invalid) return this.error(res, { kind: "error", status: 400, message: invalid });
     const reply = (await this.responder?.(body)) ?? this.queue.shift() ?? autoReply(body);
@@ -226,17 +251,47 @@ export class FakeOpenAIServer {
     json(res, 200, { text, usage: { type: "duration", seconds: 3 } });
   }
 
-  private async embeddings(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    let body: { model?: unknown; input?: unknown; encoding_format?: unknown };
+  /** The request's JSON body once its credentials are accepted; undefined when it was answered with a 400 or 401. */
+  private async jsonRequest<T>(req: IncomingMessage, res: ServerResponse): Promise<T | undefined> {
+    let body: T;
     try {
-      body = JSON.parse(await readBody(req)) as typeof body;
+      body = JSON.parse(await readBody(req)) as T;
     } catch {
-      return json(res, 400, { error: { message: "We could not parse the JSON body of your request.", type: "invalid_request_error", param: null, code: null } });
+      json(res, 400, { error: { message: "We could not parse the JSON body of your request.", type: "invalid_request_error", param: null, code: null } });
+      return undefined;
     }
     if ((this.opts.apiKey && req.headers.authorization !== `Bearer ${this.opts.apiKey}`) || (this.acceptsAuth && !this.acceptsAuth(req.headers.authorization))) {
       this.refusedAuth++;
-      return this.error(res, { kind: "error", status: 401 });
+      this.error(res, { kind: "error", status: 401 });
+      return undefined;
     }
+    return body;
+  }
+
+  private async speech(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await this.jsonRequest<Record<string, unknown>>(req, res);
+    if (!body) return;
+    const invalid = (message: string, param: string) => json(res, 400, { error: { message, type: "invalid_request_error", param, code: null } });
+    const format = body.response_format ?? "mp3";
+    if (typeof body.model !== "string" || body.model === "") return invalid("you must provide a model parameter", "model");
+    if (typeof body.input !== "string" || body.input.length === 0 || body.input.length > 4096) return invalid("'input' must be a string of 1 to 4096 characters", "input");
+    if (typeof body.voice !== "string" || body.voice === "") return invalid("'voice' is required", "voice");
+    if (typeof format !== "string" || !(format in SPEECH_CONTENT_TYPES)) return invalid(`'${String(format)}' is not one of ['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm'] - 'response_format'`, "response_format");
+    const received: SpeechRequestRecord = {
+      headers: req.headers, model: body.model, input: body.input, voice: body.voice, responseFormat: format,
+      ...(typeof body.speed === "number" ? { speed: body.speed } : {}), ...(typeof body.instructions === "string" ? { instructions: body.instructions } : {}),
+    };
+    this.speechRequests.push(received);
+    const status = this.speechStatus(received);
+    if (status !== undefined) return this.error(res, { kind: "error", status });
+    const audio = fakeSpeech(received);
+    res.writeHead(200, { "content-type": SPEECH_CONTENT_TYPES[format]!, "content-length": audio.byteLength, "x-request-id": `req_fake_${Date.now()}` });
+    res.end(audio);
+  }
+
+  private async embeddings(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await this.jsonRequest<{ model?: unknown; input?: unknown; encoding_format?: unknown }>(req, res);
+    if (!body) return;
     const invalid = (message: string, param: string) => json(res, 400, { error: { message, type: "invalid_request_error", param, code: null } });
     if (typeof body.model !== "string" || body.model === "") return invalid("you must provide a model parameter", "model");
     const input = typeof body.input === "string" ? [body.input] : Array.isArray(body.input) && body.input.every((x) => typeof x === "string") ? body.input as string[] : undefined;

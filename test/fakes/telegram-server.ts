@@ -8,7 +8,7 @@
  * and reads what the bot sent in `sent`; `failNext()` makes the next calls of a method fail.
  * Files: `addFile()` registers a file a user message can carry (photo, document, voice, audio,
  * video); `getFile` and `GET /file/bot<token>/<file_path>` serve it (`downloads` lists the
- * paths fetched). sendPhoto/sendDocument/sendAudio/sendVideo take multipart/form-data as grammy
+ * paths fetched). sendPhoto/sendDocument/sendVoice/sendAudio/sendVideo take multipart/form-data as grammy
  * uploads it (fields, and the file under `attach://<id>`); `uploads` holds what they got.
  * Webhooks: setWebhook/deleteWebhook/getWebhookInfo keep one `webhook` (url, secret_token,
  * allowed_updates) and record each change in `webhookCalls`; while one is set getUpdates answers
@@ -27,7 +27,7 @@ export interface SentMessage {
 }
 
 export interface Upload {
-  method: "sendPhoto" | "sendDocument" | "sendAudio" | "sendVideo";
+  method: "sendPhoto" | "sendDocument" | "sendVoice" | "sendAudio" | "sendVideo";
   chatId: number;
   threadId?: number;
   messageId: number;
@@ -41,7 +41,7 @@ export interface FakeFile { fileId: string; path: string; bytes: Buffer; mime: s
 
 interface Failure { status: number; description: string; retryAfter?: number }
 
-const UPLOAD_METHODS = new Set(["sendPhoto", "sendDocument", "sendAudio", "sendVideo"]);
+const UPLOAD_METHODS = new Set(["sendPhoto", "sendDocument", "sendVoice", "sendAudio", "sendVideo"]);
 
 export class FakeTelegramServer {
   readonly bot = { id: 7000001, is_bot: true, first_name: "Lurk", username: "LurkTestBot" };
@@ -270,7 +270,7 @@ export class FakeTelegramServer {
 
   /** sendPhoto & co.: the file field is `attach://<id>` naming a multipart file part (or a file_id already on the server). */
   private upload(res: ServerResponse, method: Upload["method"], body: Record<string, unknown>, form: Multipart | undefined): void {
-    const field = { sendPhoto: "photo", sendDocument: "document", sendAudio: "audio", sendVideo: "video" }[method];
+    const field = { sendPhoto: "photo", sendDocument: "document", sendVoice: "voice", sendAudio: "audio", sendVideo: "video" }[method];
     const attach = /^attach:\/\/(.+)$/.exec(String(body[field] ?? ""));
     const part = attach ? form?.files[attach[1]!] : undefined;
     if (!part) return sendJson(res, 400, { ok: false, error_code: 400, description: `Bad Request: there is no ${field} in the request` });

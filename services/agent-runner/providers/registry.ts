@@ -73,6 +73,7 @@ export class ProviderRegistry {
   private readonly cache = new Map<string, Provider>();
   private readonly embedders = new Map<string, Embedder>();
   private readonly profileCache = new Map<string, AuthProfile[]>();
+  private readonly sources = new Map<string, CredentialSource>();
 
   constructor(private readonly config: LurkConfig, private readonly opts: ProviderRegistryOptions = {}) {}
 
@@ -192,6 +193,19 @@ export class ProviderRegistry {
       default:
         throw new LurkError("CONFIG_INVALID", `unknown model provider "${profile.provider}"; supported: ${KNOWN_PROVIDERS.join(", ")}`);
     }
+  }
+
+  /**
+   * Where a profile's secret comes from, for calls outside the providers (speech, tts.ts): its
+   * API key, its token or its OAuth client (one source per profile, so OAuth tokens are shared);
+   * undefined for a profile without any (a local server).
+   */
+  credentialSource(profile: AuthProfile): CredentialSource | undefined {
+    if (!profile.credential) return profile.apiKey ? { renewable: false, secret: () => Promise.resolve(profile.apiKey!) } : undefined;
+    const key = `${profile.provider}#${profile.id}#${profile.fingerprint}`;
+    let source = this.sources.get(key);
+    if (!source) this.sources.set(key, (source = this.sourceFor(profile, profile.credential)));
+    return source;
   }
 
   private sourceFor(profile: AuthProfile, credential: ProfileCredential): CredentialSource {

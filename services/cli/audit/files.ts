@@ -129,6 +129,7 @@ export function configSecretKeys(raw: unknown, path = ""): string[] {
 export function envFor(key: string): string | undefined {
   if (key === "providers.openai.apiKey") return "OPENAI_API_KEY";
   if (key === "providers.anthropic.apiKey") return "ANTHROPIC_API_KEY";
+  if (key === "tts.elevenlabs.apiKey") return "ELEVENLABS_API_KEY";
   const m = /^channels\.([a-z-]+)\.([A-Za-z]+)$/.exec(key);
   if (!m) return undefined;
   const [, channel, field] = m;

@@ -9,7 +9,7 @@
 import { z } from "zod";
 import { channelNameSchema, conversationSchema, LurkError, outboundMessageSchema, type Origin } from "../../../shared/contract/index.js";
 import { defineTool } from "../tool.js";
-import { busOf } from "./bus.js";
+import { busOf, defaultTarget } from "./bus.js";
 import { MAX_FILES_PER_MESSAGE, workspaceFilesToAttachments } from "./media.js";
 
 const MAX_TEXT = 100_000;
@@ -40,9 +40,7 @@ export const messageTool = defineTool({
       if (!args.channel || !args.conversation) throw new LurkError("TOOL_INVALID_ARGS", "give both channel and conversation, or neither (to answer where the run came from)");
       target = { channel: args.channel, conversation: args.conversation };
     } else {
-      const origin = call.origin ?? (await rt.client.call("sessions", "get", { sessionKey: call.sessionKey }, { timeoutMs: 5_000 })).session?.lastOrigin;
-      if (!origin) throw new LurkError("NOT_FOUND", "this run has no conversation to answer (it was not started from a chat); give channel and conversation");
-      target = origin;
+      target = await defaultTarget(rt, call);
     }
     const attachments = args.files?.length ? await workspaceFilesToAttachments(rt, ctx, args.files) : [];
     const id = `msg-${call.toolCallId}`.slice(0, 200);

@@ -18,7 +18,10 @@ import type { Readable } from "node:stream";
 import zlib from "node:zlib";
 import { LurkError } from "../../../shared/contract/index.js";
 import { abortable } from "../../../shared/runtime/abortable-sleep.js";
-import { isPublicAddress } from "./address.js";
+import { bareHost, isAllowedPrivateHost, isPublicAddress, portOf } from "../../../shared/runtime/public-address.js";
+
+// the address rules are shared with the browser actor; tests and callers still import them from here
+export { bareHost, isAllowedPrivateHost };
 
 export const MAX_REDIRECTS = 5;
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
@@ -52,26 +55,7 @@ export interface Target {
   family: 4 | 6;
 }
 
-/** The hostname of a URL without IPv6 brackets, lower-case. */
-export function bareHost(url: URL): string {
-  return url.hostname.replace(/^\[|\]$/g, "").toLowerCase();
-}
-
-function defaultPort(url: URL): string {
-  return url.port || (url.protocol === "https:" ? "443" : "80");
-}
-
-/** Whether the URL's host (any port) or host:port is in the allow list. */
-export function isAllowedPrivateHost(url: URL, allow: readonly string[]): boolean {
-  const host = bareHost(url);
-  const port = defaultPort(url);
-  return allow.some((entry) => {
-    const e = entry.trim().toLowerCase();
-    if (e === host || e === `[${host}]`) return true;
-    const m = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(e);
-    return m !== null && m[1]!.replace(/^\[|\]$/g, "") === host && m[2] === port;
-  });
-}
+const defaultPort = portOf;
 
 /** An http(s) URL or a TOOL_INVALID_ARGS error. */
 export function parseWebUrl(raw: string): URL {

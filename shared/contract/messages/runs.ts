@@ -2,7 +2,7 @@
 import { z } from "zod";
 import {
   agentIdSchema, attachmentSchema, originSchema, promptModeSchema, reasoningLevelSchema, sessionKeySchema,
-  sessionTypeSchema, stopReasonSchema, thinkLevelSchema, usageSchema, verboseLevelSchema,
+  sessionTypeSchema, stopReasonSchema, thinkLevelSchema, ttsAutoSchema, usageSchema, verboseLevelSchema,
 } from "../common.js";
 import { defineMessage, idSchema } from "../envelope.js";
 import { errorCodeSchema } from "../errors.js";
@@ -34,6 +34,8 @@ export const runRequestSchema = defineMessage("lurk.run.request.v1", {
     thinking: thinkLevelSchema.optional(),
     verbose: verboseLevelSchema.optional(),
     reasoning: reasoningLevelSchema.optional(),
+    /** the session's `/tts` (or the message's directive): overrides tts.auto for this run */
+    tts: ttsAutoSchema.optional(),
     promptMode: promptModeSchema.optional(),
     maxIterations: z.number().int().min(1).max(100).optional(),
     timeoutMs: z.number().int().positive().max(24 * 3600_000).optional(),

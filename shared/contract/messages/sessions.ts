@@ -2,9 +2,10 @@
 import { z } from "zod";
 import {
   agentIdSchema, channelNameSchema, listLimitSchema, llmMessageSchema, originSchema, queueDropPolicySchema, queueModeSchema,
-  reasoningLevelSchema, sessionKeySchema, sessionTypeSchema, thinkLevelSchema, usageSchema, verboseLevelSchema,
+  reasoningLevelSchema, sessionKeySchema, sessionTypeSchema, thinkLevelSchema, ttsAutoSchema, usageSchema, verboseLevelSchema,
 } from "../common.js";
 import { defineMessage, idSchema, timestampSchema } from "../envelope.js";
+import { usageChangeOpSchemas } from "./usage.js";
 
 /** A session's own queue settings (/queue); unset fields fall back to the router's config. */
 export const sessionQueueSettingsSchema = z.object({
@@ -32,6 +33,8 @@ export const sessionEntrySchema = z.object({
   verbose: verboseLevelSchema.optional(),
   reasoning: reasoningLevelSchema.optional(),
   queue: sessionQueueSettingsSchema.optional(),
+  /** /tts: when this session's replies are also spoken (absent: tts.auto) */
+  tts: ttsAutoSchema.optional(),
   usage: usageSchema,
   parentSessionKey: sessionKeySchema.optional(),
   label: z.string().max(200).optional(),
@@ -128,6 +131,7 @@ export const sessionsPatchRequest = defineMessage("lurk.sessions.patch.v1", {
     verbose: verboseLevelSchema.nullable().optional(),
     reasoning: reasoningLevelSchema.nullable().optional(),
     queue: sessionQueueSettingsSchema.nullable().optional(),
+    tts: ttsAutoSchema.nullable().optional(),
     label: z.string().max(200).nullable().optional(),
     lastOrigin: originSchema.optional(),
     activeRunId: idSchema.nullable().optional(),
@@ -172,10 +176,14 @@ export type UsageUpdate = z.infer<typeof usageUpdateSchema>;
 export const SESSION_DBS = ["entries", "records", "recordIds", "runs"] as const;
 const dbKey = z.union([z.string().max(1024), z.tuple([z.string().max(1024), z.union([z.number().int(), z.string().max(1024)])])]);
 
-/** One write of a change set: a put of one key, or the removal of a whole session. */
+/**
+ * One write of a change set: a put of one key, the removal of a whole session, or a usage-ledger
+ * bucket or prune (messages/usage.ts; change sets written before the ledger stay readable).
+ */
 export const sessionChangeOpSchema = z.discriminatedUnion("op", [
   z.object({ op: z.literal("put"), db: z.enum(SESSION_DBS), key: dbKey, value: z.unknown() }),
   z.object({ op: z.literal("deleteSession"), sessionKey: sessionKeySchema, sessionId: z.string().max(200) }),
+  ...usageChangeOpSchemas,
 ]);
 export type SessionChangeOp = z.infer<typeof sessionChangeOpSchema>;
 

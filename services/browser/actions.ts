@@ -1,0 +1,135 @@
+/**
+ * The `browser` tool's actions, each a short text result the model can act on (a screenshot
+ * also carries an image block). Calls that touch a tab take the tab's turn (session.serial);
+ * status, tabs and stop never start Chromium, every other action starts it when needed.
+ */
+import { LurkError } from "../../shared/contract/index.js";
+import type { BrowserConfig } from "../../shared/runtime/config-browser.js";
+import { act, resolveRef } from "./act.js";
+import { isExecutable } from "./chromium.js";
+import { blockedLines, loadUrl, toolError, type Loaded } from "./navigation.js";
+import { captureScreenshot } from "./screenshot.js";
+import type { BrowserArgs } from "./schema.js";
+import type { BrowserSession, Tab } from "./session.js";
+import { cut, describeTab, takeSnapshot } from "./snapshot.js";
+
+export interface ActionContext {
+  session: BrowserSession;
+  config: BrowserConfig;
+  profileDir: string;
+  /** tools.web.allowPrivateHosts */
+  allow: readonly string[];
+  signal: AbortSignal;
+  progress(message: string): void;
+  /** the most bytes of one image (screenshot) */
+  imageCapBytes: number;
+}
+
+export interface ActionResult {
+  text: string;
+  image?: { mime: string; dataBase64: string };
+}
+
+/** Runs `work` on a tab (the current one by default) when its earlier calls are done. */
+export async function onTab<T>(ctx: ActionContext, tabId: string | undefined, work: (tab: Tab) => Promise<T>): Promise<T> {
+  await ctx.session.ensure(ctx.progress);
+  const id = ctx.session.tab(tabId).id;
+  return ctx.session.serial.run(id, async () => {
+    if (ctx.signal.aborted) throw new LurkError("ABORTED", "the call was cancelled before it ran");
+    return work(ctx.session.tab(id));
+  });
+}
+
+function maxChars(ctx: ActionContext, asked?: number): number {
+  return Math.min(asked ?? ctx.config.maxSnapshotChars, ctx.config.maxSnapshotChars);
+}
+
+function status(ctx: ActionContext): string {
+  const { session, config } = ctx;
+  const profile = config.persistentProfile ? `persistent profile ${ctx.profileDir}` : "fresh profile each start";
+  if (!session.isRunning) {
+    const found = isExecutable(config.executablePath) ? "found" : "MISSING (install it: sudo apt-get install chromium; or set browser.executablePath)";
+    return `browser: not running (it starts on the first call that needs it). Chromium ${config.executablePath}: ${found}; ${profile}.`;
+  }
+  const since = new Date(session.startedAt ?? Date.now()).toISOString();
+  return `browser: running since ${since} (${config.executablePath}, ${config.headless ? "headless" : "headed"}, ${profile}); it stops after ${Math.round(config.idleStopMs / 1000)} s without calls.`;
+}
+
+async function tabsText(ctx: ActionContext): Promise<string> {
+  const tabs = ctx.session.list();
+  if (!ctx.session.isRunning) return "no tabs: the browser is not running (open starts it)";
+  if (tabs.length === 0) return "no tabs are open (open one with action open)";
+  const lines = await Promise.all(tabs.map(async (t) => `${t.id === ctx.session.currentTabId ? "*" : " "} ${await describeTab(t)}`));
+  return [`${tabs.length} tab${tabs.length === 1 ? "" : "s"} (* current):`, ...lines].join("\n");
+}
+
+/** The result of loading a page: where it ended up, what was blocked, and its snapshot. */
+async function loadedText(ctx: ActionContext, tab: Tab, loaded: Loaded, since: number, verb: string): Promise<string> {
+  const lines = [`${verb} ${await describeTab(tab)}${loaded.status ? ` (HTTP ${loaded.status})` : ""}`];
+  if (loaded.redirects.length) lines.push(`redirected from: ${loaded.redirects.join(" -> ")}`);
+  lines.push(...blockedLines(ctx.session, since));
+  try {
+    lines.push("snapshot:", cut((await takeSnapshot(tab, Number.MAX_SAFE_INTEGER, ctx.config.actionTimeoutMs)).text, maxChars(ctx)).text);
+  } catch (err) {
+    lines.push(`(no snapshot: ${toolError(err, "snapshot").message})`);
+  }
+  return lines.join("\n");
+}
+
+export async function runBrowserAction(a: BrowserArgs, ctx: ActionContext): Promise<ActionResult> {
+  const { session, config } = ctx;
+  const since = Date.now();
+  switch (a.action) {
+    case "status":
+      return { text: `${status(ctx)}\n${await tabsText(ctx)}` };
+    case "start":
+      await session.ensure(ctx.progress);
+      return { text: `${status(ctx)}\n${await tabsText(ctx)}` };
+    case "stop":
+      return { text: (await session.stop("stopped by the stop action")) ? "the browser was stopped; its tabs are closed" : "the browser was not running" };
+    case "tabs":
+      return { text: await tabsText(ctx) };
+    case "open": {
+      await session.ensure(ctx.progress);
+      const tab = await session.newTab();
+      ctx.progress(`loading ${a.url!.slice(0, 200)}`);
+      return session.serial.run(tab.id, async () => ({ text: await loadedText(ctx, tab, await loadUrl(session, tab, a.url!, ctx.allow), since, "opened tab") }));
+    }
+    case "focus": {
+      await session.ensure(ctx.progress);
+      return { text: `current tab: ${await describeTab(session.focus(a.tabId!))}` };
+    }
+    case "close": {
+      await session.ensure(ctx.progress);
+      await session.serial.run(session.tab(a.tabId).id, () => session.closeTab(a.tabId!));
+      const current = session.currentTabId;
+      return { text: `closed tab ${a.tabId}; ${current ? `current tab: ${current}` : "no tab is open"}` };
+    }
+    case "navigate": {
+      await session.ensure(ctx.progress);
+      if (a.tabId === undefined && session.currentTabId === undefined) await session.newTab();
+      ctx.progress(`loading ${a.url!.slice(0, 200)}`);
+      return onTab(ctx, a.tabId, async (tab) => ({ text: await loadedText(ctx, tab, await loadUrl(session, tab, a.url!, ctx.allow), since, "tab") }));
+    }
+    case "snapshot":
+      return onTab(ctx, a.tabId, async (tab) => {
+        const snap = await takeSnapshot(tab, maxChars(ctx, a.maxChars), config.actionTimeoutMs).catch((err: unknown) => Promise.reject(toolError(err, "snapshot")));
+        return { text: `tab ${await describeTab(tab)}\n${snap.text}` };
+      });
+    case "act":
+      return onTab(ctx, a.tabId, async (tab) => ({ text: await act(session, tab, a, { maxChars: maxChars(ctx), actionTimeoutMs: config.actionTimeoutMs }) }));
+    case "screenshot":
+      return onTab(ctx, a.tabId, async (tab) => {
+        const target = a.ref ? await resolveRef(tab, a.ref) : undefined;
+        const maxBytes = Math.min(config.screenshotMaxBytes, ctx.imageCapBytes);
+        const shot = await captureScreenshot(tab.page, target, { fullPage: a.fullPage === true, maxBytes, timeoutMs: config.actionTimeoutMs })
+          .catch((err: unknown) => Promise.reject(toolError(err, "screenshot")));
+        const size = shot.width ? `${shot.width}x${shot.height} ` : "";
+        const what = a.ref ? `element ${a.ref}` : a.fullPage ? "the whole page" : "the viewport";
+        return {
+          text: `screenshot of ${what} of tab ${await describeTab(tab)}: ${size}${shot.mime === "image/png" ? "PNG" : "JPEG"}, ${shot.bytes.length} bytes${shot.fitted ? ` (${shot.fitted} to fit ${maxBytes} bytes)` : ""}`,
+          image: { mime: shot.mime, dataBase64: shot.bytes.toString("base64") },
+        };
+      });
+  }
+}

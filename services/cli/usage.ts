@@ -1,0 +1,129 @@
+/**
+ * `lurkbot usage [--days N | --since DAY [--until DAY]] [--by day,model,agent,channel,type]
+ * [--agent ID] [--json]`: what the assistant spent, from the sessions actor's usage ledger
+ * (`lurk.sessions.usage_report` as the `cli` user): tokens and USD per group, a totals row, the
+ * tokens without a known price, and a note when the range reaches before the ledger's first day.
+ * Days are UTC. Exit codes: 1 an error reply (a report too large: narrow it), 2 the bus is down,
+ * 64 a bad command line (dates, keys).
+ */
+import {
+  agentIdSchema, usageDaySchema,
+  type RequestOf, type UsageGroupKey, type UsageReport, type UsageReportRow, type UsageSums,
+} from "../../shared/contract/index.js";
+import { loadConfig, type Env } from "../../shared/runtime/config.js";
+import type { ParsedCommand } from "./args.js";
+import { withCliBus } from "./bus.js";
+import { EXIT, UsageError } from "./errors.js";
+import { table } from "./format.js";
+
+export interface UsageIo {
+  out(line: string): void;
+}
+
+const DEFAULT_DAYS = 30;
+const MAX_DAYS = 36_600;
+const DAY_MS = 86_400_000;
+
+/** `--by` names -> the report's group keys */
+const BY: Record<string, UsageGroupKey> = { day: "day", model: "model", agent: "agent", channel: "channel", type: "sessionType" };
+const HEADERS: Record<UsageGroupKey, { head: string; field: keyof UsageReportRow }> = {
+  day: { head: "DAY", field: "day" },
+  agent: { head: "AGENT", field: "agentId" },
+  model: { head: "MODEL", field: "model" },
+  channel: { head: "CHANNEL", field: "channel" },
+  sessionType: { head: "TYPE", field: "sessionType" },
+};
+
+const utcDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+const use = (message: string) => new UsageError(message, "usage");
+
+function day(option: string, value: unknown): string {
+  const text = String(value);
+  const parsed = usageDaySchema.safeParse(text);
+  if (parsed.success) return parsed.data;
+  const why = /^\d{4}-\d{2}-\d{2}$/.test(text) ? "is not a day of the calendar" : "is not a day: write YYYY-MM-DD (UTC), e.g. 2026-11-01";
+  throw use(`--${option} "${text}" ${why}.`);
+}
+
+/** The report request of a command line; `now` is the clock (days are UTC). */
+export function usageRequest(p: ParsedCommand, now = Date.now()): RequestOf<"sessions", "usage_report"> {
+  const o = p.options;
+  if (o.days !== undefined && o.since !== undefined) throw use("--days and --since both set the first day; give one of them.");
+  if (o.until !== undefined && o.since === undefined) throw use("--until needs --since (e.g. --since 2026-11-01 --until 2026-11-15), or use --days N.");
+  let from: string;
+  let to: string | undefined;
+  if (o.since !== undefined) {
+    from = day("since", o.since);
+    if (o.until !== undefined) {
+      to = day("until", o.until);
+      if (from > to) throw use(`--since ${from} is after --until ${to}.`);
+    }
+  } else {
+    const days = (o.days as number | undefined) ?? DEFAULT_DAYS;
+    if (!Number.isInteger(days) || days > MAX_DAYS) throw use(`--days must be a whole number of days from 1 to ${MAX_DAYS}, not ${days}.`);
+    from = utcDay(now - (days - 1) * DAY_MS);
+  }
+  const names = typeof o.by === "string" ? o.by.split(",").map((n) => n.trim()) : ["day"];
+  const groupBy: UsageGroupKey[] = [];
+  for (const name of names) {
+    const key = BY[name];
+    if (!key) throw use(`--by takes ${Object.keys(BY).join(", ")} (comma-separated), not "${name}".`);
+    if (groupBy.includes(key)) throw use(`--by names "${name}" twice.`);
+    groupBy.push(key);
+  }
+  const agent = o.agent;
+  if (agent !== undefined && !agentIdSchema.safeParse(agent).success) throw use(`--agent "${String(agent)}" is not an agent id (lower-case letters, digits, '-' or '_').`);
+  return { from, ...(to !== undefined ? { to } : {}), groupBy, ...(typeof agent === "string" ? { agentId: agent } : {}) };
+}
+
+export async function cmdUsage(p: ParsedCommand, env: Env, io: UsageIo): Promise<number> {
+  const request = usageRequest(p);
+  const cfg = loadConfig(env);
+  return withCliBus(cfg, env, async (bus) => {
+    const report = await bus.call("sessions", "usage_report", request);
+    if (p.options.json) io.out(JSON.stringify(report, null, 2));
+    else io.out(formatUsageReport(report, request.agentId).trimEnd());
+    return EXIT.ok;
+  });
+}
+
+// --- rendering --------------------------------------------------------------------------------
+
+/** USD with 4 decimals under $1, else cents. */
+export function formatUsd(usd: number): string {
+  return usd < 1 ? `$${usd.toFixed(4)}` : `$${usd.toFixed(2)}`;
+}
+
+const tokensOf = (s: UsageSums) => s.total || s.input + s.output + s.cacheRead + s.cacheWrite;
+
+/** A row's cost: "unpriced" when none of its tokens had a price, "*" when some had none. */
+function costCell(s: UsageSums): string {
+  if (s.unpricedTokens > 0 && s.unpricedTokens >= tokensOf(s)) return "unpriced";
+  return `${formatUsd(s.costUsd)}${s.unpricedTokens > 0 ? "*" : ""}`;
+}
+
+const sums = (s: UsageSums) => [s.runs, s.input, s.output, s.cacheRead, s.cacheWrite, s.total].map(String).concat(costCell(s));
+
+export function formatUsageReport(r: UsageReport, agentId?: string): string {
+  const keys = r.groupBy.length > 0 ? r.groupBy : [];
+  const lines = [`usage ${r.from} to ${r.to} (UTC days)${agentId ? `, agent ${agentId}` : ""}${keys.length ? `, by ${keys.map((k) => HEADERS[k].head.toLowerCase()).join(", ")}` : ""}`, ""];
+  if (r.rows.length === 0) lines.push("no usage recorded in this range");
+  else {
+    const head = [...(keys.length ? keys.map((k) => HEADERS[k].head) : [""]), "RUNS", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "TOTAL", "COST (USD)"];
+    const keyCells = (row: UsageReportRow) => (keys.length ? keys.map((k) => String(row[HEADERS[k].field] ?? "-")) : [""]);
+    const rows = r.rows.map((row) => [...keyCells(row), ...sums(row)]);
+    const width = keys.length || 1;
+    rows.push(["TOTAL", ...Array<string>(width - 1).fill(""), ...sums(r.totals)]);
+    const numeric = Array.from({ length: 7 }, (_, i) => width + i);
+    lines.push(table(head, rows, numeric).trimEnd());
+  }
+  if (r.totals.unpricedTokens > 0) {
+    const models = [...new Set(r.rows.filter((row) => row.unpricedTokens > 0 && row.model).map((row) => row.model!))];
+    lines.push("", `* ${r.totals.unpricedTokens} tokens without a known price are not in the cost${models.length ? ` (${models.join(", ")})` : ""}: set models.entries["<provider/model>"].cost in config.json (USD per million tokens) for usage from now on.`);
+  }
+  if (r.ledgerSince === null || r.ledgerSince > r.from) {
+    lines.push("", `${r.ledgerSince === null ? "The usage ledger is empty" : `The usage ledger holds usage since ${r.ledgerSince}`}: it starts with this version of LurkBot, so earlier usage is not in it`
+      + " (nor days past sessions.usage.retentionDays); each session's own totals are in `lurkbot sessions list`.");
+  }
+  return lines.join("\n") + "\n";
+}

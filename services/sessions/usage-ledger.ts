@@ -1,0 +1,153 @@
+/**
+ * The usage ledger: one more database in the sessions store's LMDB environment,
+ *   usage  [day, agentId, provider/model, channel, sessionType] -> UsageSums
+ * (day: UTC `YYYY-MM-DD` of the update; channel: the session's last origin, else its channel, else "-").
+ * Contract: the store adds every usage update to its bucket in the same write transaction as the
+ * session's counters (store.ts); the cost is priced then, at the prices known at that moment, and
+ * a model without a price adds its tokens to `unpricedTokens` instead. The bucket's new value is
+ * what a change set carries (replication), so a standby applying it twice stays right. Days
+ * before the retention window are removed by `pruneInTxn` (the actor does it in the background).
+ */
+import type { Database, RootDatabase } from "lmdb";
+import {
+  LurkError,
+  type Usage, type UsageBucketKey, type UsageGroupKey, type UsageReport, type UsageReportRow, type UsageSums,
+} from "../../shared/contract/index.js";
+import { lookupModel, usageCostUsd } from "../../shared/runtime/models.js";
+
+const DAY_MS = 86_400_000;
+/** longest `provider/model` kept in a key (LMDB keys are at most ~2 KB) */
+const MAX_MODEL_REF = 200;
+
+/** The UTC day of a time, `YYYY-MM-DD`. */
+export const utcDay = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
+
+/** The day `n` days after `day` (before, for a negative `n`). */
+export const addDays = (day: string, n: number): string => utcDay(Date.parse(`${day}T00:00:00Z`) + n * DAY_MS);
+
+export const emptySums = (): UsageSums => ({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0, runs: 0, costUsd: 0, unpricedTokens: 0 });
+
+/** USD of a usage update of model `ref` (`provider/model`); undefined when its price is unknown. */
+export type UsagePrice = (ref: string, usage: Usage) => number | undefined;
+
+/** The built-in prices only (shared/runtime/models.ts); the actor passes one with config `models`. */
+export const builtinUsagePrice: UsagePrice = (ref, usage) => usageCostUsd(usage, lookupModel(ref, { models: { entries: {}, aliases: {} } }));
+
+/** `provider/model` of an update: its model when that already names the provider (the agent-runner sends the full ref). */
+export function usageModelRef(provider: string, model: string): string {
+  const ref = !provider || model.startsWith(`${provider}/`) ? model : `${provider}/${model}`;
+  return (ref || "-").slice(0, MAX_MODEL_REF);
+}
+
+/** The tokens of an update (its total, else the sum of its parts). */
+const tokensOf = (u: Usage): number => u.total || u.input + u.output + u.cacheRead + u.cacheWrite;
+
+function addSums(into: UsageSums, s: UsageSums): void {
+  into.input += s.input;
+  into.output += s.output;
+  into.cacheRead += s.cacheRead;
+  into.cacheWrite += s.cacheWrite;
+  into.total += s.total;
+  into.runs += s.runs;
+  into.costUsd += s.costUsd;
+  into.unpricedTokens += s.unpricedTokens;
+}
+
+/** a sum of float costs to the nano-dollar (no 0.30000000000000004 in reports) */
+const roundUsd = (usd: number): number => Math.round(usd * 1e9) / 1e9;
+
+/** The row field each group key fills, and the key's index in a bucket key. */
+const GROUP_FIELDS: Record<UsageGroupKey, { field: keyof UsageReportRow; index: number }> = {
+  day: { field: "day", index: 0 },
+  agent: { field: "agentId", index: 1 },
+  model: { field: "model", index: 2 },
+  channel: { field: "channel", index: 3 },
+  sessionType: { field: "sessionType", index: 4 },
+};
+
+export interface UsageQuery {
+  from?: string | undefined;
+  to?: string | undefined;
+  groupBy: UsageGroupKey[];
+  agentId?: string | undefined;
+}
+
+export class UsageLedger {
+  private readonly db: Database<UsageSums, UsageBucketKey>;
+
+  constructor(root: RootDatabase) {
+    // created on first open: a store from before the ledger opens with an empty one
+    this.db = root.openDB({ name: "usage" });
+  }
+
+  /** Inside the store's write transaction: adds one update to its bucket; returns the bucket's new value. */
+  addInTxn(key: UsageBucketKey, usage: Usage, costUsd: number | undefined): UsageSums {
+    const next = { ...(this.db.get(key) ?? emptySums()) };
+    addSums(next, {
+      input: usage.input, output: usage.output, cacheRead: usage.cacheRead, cacheWrite: usage.cacheWrite, total: usage.total,
+      runs: 1, costUsd: costUsd ?? 0, unpricedTokens: costUsd === undefined ? tokensOf(usage) : 0,
+    });
+    void this.db.put(key, next);
+    return next;
+  }
+
+  /** Inside a write transaction: a bucket's value from a followed change set. */
+  putInTxn(key: UsageBucketKey, value: UsageSums): void {
+    void this.db.put(key, value);
+  }
+
+  /** Inside a write transaction: removes every bucket of a day before `before`; returns how many. */
+  pruneInTxn(before: string): number {
+    let removed = 0;
+    for (const { key } of this.db.getRange({ end: [before] })) {
+      void this.db.remove(key);
+      removed++;
+    }
+    return removed;
+  }
+
+  /** The oldest day the ledger holds; null when it is empty. */
+  oldestDay(): string | null {
+    for (const { key } of this.db.getRange({ limit: 1 })) return key[0];
+    return null;
+  }
+
+  /** Every bucket (the first replicated publish of a store). */
+  buckets(): Array<{ key: UsageBucketKey; value: UsageSums }> {
+    return [...this.db.getRange()].map(({ key, value }) => ({ key, value }));
+  }
+
+  /** The sums of the buckets in `from`..`to` (defaults: the oldest day held, `today`), grouped by `groupBy`. */
+  report(q: UsageQuery, today: string): UsageReport {
+    const ledgerSince = this.oldestDay();
+    const to = q.to ?? today;
+    const from = q.from ?? (ledgerSince !== null && ledgerSince < to ? ledgerSince : to);
+    if (from > to) throw new LurkError("VALIDATION_FAILED", `from (${from}) is after to (${to}); give the earlier day as from`);
+    const groups = new Map<string, { keys: string[]; row: UsageReportRow }>();
+    const totals = emptySums();
+    for (const { key, value } of this.db.getRange({ start: [from], end: [addDays(to, 1)] })) {
+      if (q.agentId !== undefined && key[1] !== q.agentId) continue;
+      const keys = q.groupBy.map((g) => key[GROUP_FIELDS[g].index]!);
+      const id = keys.join("\u0000");
+      let group = groups.get(id);
+      if (!group) {
+        const row: UsageReportRow = emptySums();
+        q.groupBy.forEach((g, i) => ((row as Record<string, unknown>)[GROUP_FIELDS[g].field] = keys[i]));
+        group = { keys, row };
+        groups.set(id, group);
+      }
+      addSums(group.row, value);
+      addSums(totals, value);
+    }
+    const rows = [...groups.values()].sort((a, b) => compareKeys(a.keys, b.keys)).map(({ row }) => ({ ...row, costUsd: roundUsd(row.costUsd) }));
+    return { from, to, groupBy: q.groupBy, rows, totals: { ...totals, costUsd: roundUsd(totals.costUsd) }, ledgerSince };
+  }
+}
+
+function compareKeys(a: string[], b: string[]): number {
+  for (let i = 0; i < a.length; i++) {
+    if (a[i]! < b[i]!) return -1;
+    if (a[i]! > b[i]!) return 1;
+  }
+  return 0;
+}

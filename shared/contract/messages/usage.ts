@@ -1,0 +1,91 @@
+/**
+ * The sessions actor's usage ledger (services/sessions/usage-ledger.ts) and
+ * `lurk.sessions.usage_report`: what the assistant spent, in tokens and USD, summed per UTC day,
+ * agent, `provider/model`, channel and session type. Every usage update the sessions actor takes
+ * (a run's end through `append` with usage, the `usage` op) adds to one bucket; the cost is
+ * priced when the update arrives (built-in prices, config `models` overrides); tokens of a model
+ * without a known price are counted as `unpricedTokens` instead.
+ */
+import { z } from "zod";
+import { agentIdSchema } from "../common.js";
+import { defineMessage } from "../envelope.js";
+
+/** The days of the calendar that exist, as `YYYY-MM-DD` (UTC). */
+export const usageDaySchema = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "a day is YYYY-MM-DD").refine(
+  (d) => !Number.isNaN(Date.parse(`${d}T00:00:00Z`)) && new Date(`${d}T00:00:00Z`).toISOString().startsWith(d),
+  "not a day of the calendar",
+);
+
+/** The sums of a bucket or of a report row. */
+export const usageSumsSchema = z.object({
+  input: z.number().int().nonnegative(),
+  output: z.number().int().nonnegative(),
+  cacheRead: z.number().int().nonnegative(),
+  cacheWrite: z.number().int().nonnegative(),
+  total: z.number().int().nonnegative(),
+  /** usage updates (a run's end is one) */
+  runs: z.number().int().nonnegative(),
+  /** USD at the prices known when each update arrived */
+  costUsd: z.number().nonnegative(),
+  /** tokens of updates whose model had no known price (not in costUsd) */
+  unpricedTokens: z.number().int().nonnegative(),
+});
+export type UsageSums = z.infer<typeof usageSumsSchema>;
+
+/** A ledger bucket's key: [UTC day, agent id, `provider/model`, channel ("-" when unknown), session type]. */
+export const usageBucketKeySchema = z.tuple([usageDaySchema, z.string().max(64), z.string().max(300), z.string().max(64), z.string().max(32)]);
+export type UsageBucketKey = z.infer<typeof usageBucketKeySchema>;
+
+/**
+ * The ledger's change-set ops (sessions replication, `sessionChangeOpSchema`): a bucket's new
+ * value (absolute, so applying it twice is harmless), or the removal of every day before `before`.
+ */
+export const usageChangeOpSchemas = [
+  z.object({ op: z.literal("usage"), key: usageBucketKeySchema, value: usageSumsSchema }),
+  z.object({ op: z.literal("pruneUsage"), before: usageDaySchema }),
+] as const;
+
+/**
+ * The pseudo session key of the ledger's own change sets (`lurk.sesslog.usage-ledger`): not a
+ * valid session key, so no session's delete ever purges them.
+ */
+export const USAGE_LEDGER_CHANGE_KEY = "usage-ledger";
+
+export const USAGE_GROUP_KEYS = ["day", "agent", "model", "channel", "sessionType"] as const;
+export const usageGroupKeySchema = z.enum(USAGE_GROUP_KEYS);
+export type UsageGroupKey = z.infer<typeof usageGroupKeySchema>;
+
+export const sessionsUsageReportRequest = defineMessage("lurk.sessions.usage_report.v1", {
+  /** first day (UTC) included; default: the oldest day the ledger holds */
+  from: usageDaySchema.optional(),
+  /** last day (UTC) included; default: today */
+  to: usageDaySchema.optional(),
+  /** the row keys, in this order (none: one row with everything) */
+  groupBy: z.array(usageGroupKeySchema).max(USAGE_GROUP_KEYS.length).refine((keys) => new Set(keys).size === keys.length, "a group key is named twice"),
+  /** only this agent's usage */
+  agentId: agentIdSchema.optional(),
+});
+
+export const usageReportRowSchema = usageSumsSchema.extend({
+  day: z.string().optional(),
+  agentId: z.string().optional(),
+  model: z.string().optional(),
+  channel: z.string().optional(),
+  sessionType: z.string().optional(),
+});
+export type UsageReportRow = z.infer<typeof usageReportRowSchema>;
+
+/**
+ * The report: rows sorted by their keys in `groupBy` order, their `totals`, the days covered
+ * (`from`..`to`, defaults filled in) and the oldest day the ledger holds (null: empty). A report
+ * larger than one bus message is refused with PAYLOAD_TOO_LARGE: narrow the range or the grouping.
+ */
+export const usageReportReply = z.object({
+  from: usageDaySchema,
+  to: usageDaySchema,
+  groupBy: z.array(usageGroupKeySchema),
+  rows: z.array(usageReportRowSchema),
+  totals: usageSumsSchema,
+  ledgerSince: usageDaySchema.nullable(),
+});
+export type UsageReport = z.infer<typeof usageReportReply>;
