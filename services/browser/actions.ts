@@ -6,12 +6,12 @@
 import { LurkError } from "../../shared/contract/index.js";
 import type { BrowserConfig } from "../../shared/runtime/config-browser.js";
 import { act, resolveRef } from "./act.js";
-import { isExecutable } from "./chromium.js";
 import { blockedLines, loadUrl, toolError, type Loaded } from "./navigation.js";
 import { captureScreenshot } from "./screenshot.js";
 import type { BrowserArgs } from "./schema.js";
 import type { BrowserSession, Tab } from "./session.js";
 import { cut, describeTab, takeSnapshot } from "./snapshot.js";
+import { NOT_RUNNING_STOP, NOT_RUNNING_TABS, statusText } from "./status.js";
 
 export interface ActionContext {
   session: BrowserSession;
@@ -27,7 +27,8 @@ export interface ActionContext {
 
 export interface ActionResult {
   text: string;
-  image?: { mime: string; dataBase64: string };
+  /** a screenshot's bytes (the actor's main thread encodes them for the reply) */
+  image?: { mime: string; bytes: Uint8Array };
 }
 
 /** Runs `work` on a tab (the current one by default) when its earlier calls are done. */
@@ -45,19 +46,12 @@ function maxChars(ctx: ActionContext, asked?: number): number {
 }
 
 function status(ctx: ActionContext): string {
-  const { session, config } = ctx;
-  const profile = config.persistentProfile ? `persistent profile ${ctx.profileDir}` : "fresh profile each start";
-  if (!session.isRunning) {
-    const found = isExecutable(config.executablePath) ? "found" : "MISSING (install it: sudo apt-get install chromium; or set browser.executablePath)";
-    return `browser: not running (it starts on the first call that needs it). Chromium ${config.executablePath}: ${found}; ${profile}.`;
-  }
-  const since = new Date(session.startedAt ?? Date.now()).toISOString();
-  return `browser: running since ${since} (${config.executablePath}, ${config.headless ? "headless" : "headed"}, ${profile}); it stops after ${Math.round(config.idleStopMs / 1000)} s without calls.`;
+  return statusText(ctx.config, ctx.profileDir, ctx.session.isRunning ? ctx.session.startedAt ?? Date.now() : undefined);
 }
 
 async function tabsText(ctx: ActionContext): Promise<string> {
   const tabs = ctx.session.list();
-  if (!ctx.session.isRunning) return "no tabs: the browser is not running (open starts it)";
+  if (!ctx.session.isRunning) return NOT_RUNNING_TABS;
   if (tabs.length === 0) return "no tabs are open (open one with action open)";
   const lines = await Promise.all(tabs.map(async (t) => `${t.id === ctx.session.currentTabId ? "*" : " "} ${await describeTab(t)}`));
   return [`${tabs.length} tab${tabs.length === 1 ? "" : "s"} (* current):`, ...lines].join("\n");
@@ -86,7 +80,7 @@ export async function runBrowserAction(a: BrowserArgs, ctx: ActionContext): Prom
       await session.ensure(ctx.progress);
       return { text: `${status(ctx)}\n${await tabsText(ctx)}` };
     case "stop":
-      return { text: (await session.stop("stopped by the stop action")) ? "the browser was stopped; its tabs are closed" : "the browser was not running" };
+      return { text: (await session.stop("stopped by the stop action")) ? "the browser was stopped; its tabs are closed" : NOT_RUNNING_STOP };
     case "tabs":
       return { text: await tabsText(ctx) };
     case "open": {
@@ -128,7 +122,7 @@ export async function runBrowserAction(a: BrowserArgs, ctx: ActionContext): Prom
         const what = a.ref ? `element ${a.ref}` : a.fullPage ? "the whole page" : "the viewport";
         return {
           text: `screenshot of ${what} of tab ${await describeTab(tab)}: ${size}${shot.mime === "image/png" ? "PNG" : "JPEG"}, ${shot.bytes.length} bytes${shot.fitted ? ` (${shot.fitted} to fit ${maxBytes} bytes)` : ""}`,
-          image: { mime: shot.mime, dataBase64: shot.bytes.toString("base64") },
+          image: { mime: shot.mime, bytes: shot.bytes },
         };
       });
   }

@@ -4,7 +4,9 @@
  * agent-runners merge them into the catalog next to the built-in tools (the pattern of
  * test/fixtures/ext-tools). Its NATS user `browser` may answer only these two call subjects.
  * One Chromium per instance (session.ts): started on the first call, stopped when idle, started
- * again after a crash; every request it makes passes the egress proxy (egress-proxy.ts).
+ * again after a crash; every request it makes passes the egress proxy (egress-proxy.ts). All of
+ * that runs in a worker thread (host.ts, worker.ts) that ends with Chromium, so an idle actor
+ * holds neither playwright-core nor what it allocated.
  * `browser.enabled: false` keeps the actor running without tools.
  */
 import { BROWSER_TOOLS } from "../../shared/contract/index.js";
@@ -13,8 +15,8 @@ import { browserProfileDir } from "../../shared/runtime/config-browser.js";
 import { serveTools } from "../../shared/runtime/tool-serve.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { isExecutable } from "./chromium.js";
+import { BrowserHost } from "./host.js";
 import { browserPolicy } from "./policy.js";
-import { BrowserSession } from "./session.js";
 import { browserTools } from "./tools.js";
 
 export const BROWSER_QUEUE = "browser";
@@ -37,10 +39,11 @@ export const definition: ActorDefinition = {
       rt.log.warn({ executablePath: config.executablePath }, "no Chromium at browser.executablePath: calls will say how to install it (sudo apt-get install chromium)");
     }
     const profileDir = browserProfileDir(config, rt.config.home, rt.config.dataDir);
-    const session = new BrowserSession({ config, profileDir, allowPrivateHosts: rt.config.tools.web.allowPrivateHosts, log: rt.log });
-    const tools = browserTools(rt, session, profileDir);
+    // the browser (playwright-core, Chromium, the proxy) runs in a worker thread while it is used (host.ts)
+    const host = new BrowserHost({ config, profileDir, allowPrivateHosts: rt.config.tools.web.allowPrivateHosts, log: rt.log, activity: rt.activity });
+    const tools = browserTools(rt, host);
     if (tools.map((t) => t.definition.name).join() !== BROWSER_TOOLS.join()) throw new Error("the browser tools and the contract's BROWSER_TOOLS differ");
     serveTools(rt, tools, { queue: BROWSER_QUEUE, policy: browserPolicy(rt.config) });
-    return { stop: async () => void (await session.stop("the browser actor is stopping")) };
+    return { stop: async () => void (await host.stop("the browser actor is stopping")) };
   },
 };

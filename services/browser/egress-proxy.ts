@@ -16,7 +16,7 @@ import http from "node:http";
 import net, { type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { LurkError } from "../../shared/contract/index.js";
-import type { Logger } from "../../shared/runtime/logger.js";
+import type { BrowserLog as Logger } from "./protocol.js";
 import { portOf } from "../../shared/runtime/public-address.js";
 import { resolveTarget, type Target } from "./egress.js";
 

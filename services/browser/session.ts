@@ -5,14 +5,16 @@
  * a kill), the next call starts it again; that call's result says so, since the tabs and refs
  * are gone. Tabs have stable ids (t1, t2, ... never reused within the process), including tabs a
  * page opens itself (popups, target=_blank); the last opened or focused one is current. Calls
- * on one tab are serialized (`serial`), other tabs run side by side.
+ * on one tab are serialized (`serial`), other tabs run side by side. It lives in the browser
+ * worker thread (worker.ts), which ends after `onEnded`; the next worker's session gets
+ * `ended` and `nextTabId` from the last one (host.ts).
  */
 import type { BrowserContext, Page } from "playwright-core";
 import { LurkError } from "../../shared/contract/index.js";
 import type { BrowserConfig } from "../../shared/runtime/config-browser.js";
-import type { Logger } from "../../shared/runtime/logger.js";
 import { launchChromium, type Launched } from "./chromium.js";
 import { EgressProxy, type Refusal } from "./egress-proxy.js";
+import type { BrowserLog } from "./protocol.js";
 import { KeyedSerial } from "./serial.js";
 
 export interface Tab {
@@ -36,7 +38,13 @@ export interface SessionOptions {
   config: BrowserConfig;
   profileDir: string;
   allowPrivateHosts: readonly string[];
-  log: Logger;
+  log: BrowserLog;
+  /** why an earlier browser ended (a session in a new worker thread carries it on: the next start says so) */
+  ended?: string | undefined;
+  /** the next tab number (tab ids are never reused within the actor process, across worker threads) */
+  nextTabId?: number;
+  /** called when Chromium has stopped (by stop(), or on its own), after its proxy closed */
+  onEnded?: () => void;
 }
 
 export class BrowserSession {
@@ -44,7 +52,7 @@ export class BrowserSession {
   private starting: Promise<Running> | undefined;
   private readonly tabs = new Map<string, Tab>();
   private readonly ids = new WeakMap<Page, string>();
-  private nextId = 1;
+  private nextId: number;
   private current: string | undefined;
   private inflight = 0;
   private idleTimer: NodeJS.Timeout | undefined;
@@ -53,7 +61,24 @@ export class BrowserSession {
   private notice: string | undefined;
   readonly serial = new KeyedSerial();
 
-  constructor(readonly opts: SessionOptions) {}
+  constructor(readonly opts: SessionOptions) {
+    this.ended = opts.ended;
+    this.nextId = opts.nextTabId ?? 1;
+  }
+
+  /** why the last browser ended, until the next start says so */
+  get endedReason(): string | undefined {
+    return this.ended;
+  }
+
+  get nextTabId(): number {
+    return this.nextId;
+  }
+
+  /** Chromium runs or is starting */
+  get isActive(): boolean {
+    return this.running !== undefined || this.starting !== undefined;
+  }
 
   get isRunning(): boolean {
     return this.running !== undefined;
@@ -126,9 +151,9 @@ export class BrowserSession {
     this.tabs.clear();
     this.current = undefined;
     clearTimeout(this.idleTimer);
-    void running.proxy.close();
     this.ended ??= "Chromium exited unexpectedly";
     this.opts.log.warn({ reason: this.ended }, "Chromium is gone");
+    void running.proxy.close().finally(() => this.opts.onEnded?.());
   }
 
   /** Stops Chromium; false when it was not running. */
@@ -144,6 +169,7 @@ export class BrowserSession {
     await running.launched.browser?.close().catch(() => undefined);
     await running.proxy.close();
     this.opts.log.info({ why }, "Chromium stopped");
+    this.opts.onEnded?.();
     return true;
   }
 

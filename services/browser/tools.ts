@@ -3,20 +3,21 @@
  *  - `browser` (actions in actions.ts), no approval of its own;
  *  - `browser_evaluate` (evaluate.ts), `needsApproval: true` in its definition: every call waits
  *    for a human (the approval mechanism is per tool, so evaluate is a tool of its own).
- * Each call: arguments validated (a bad one is a TOOL_INVALID_ARGS result, the actor serves on),
- * a deadline (the request's timeoutMs, else tools.timeoutMs), progress notes, the session's
- * restart note, and every failure as an error result the model reads. The reply stays under
+ * Each call: arguments validated here, in the actor's main thread (a bad one is a
+ * TOOL_INVALID_ARGS result, the actor serves on), then run in the browser worker thread
+ * (host.ts, worker.ts) with a deadline (the request's timeoutMs, else tools.timeoutMs), progress
+ * notes, cancellation and the session's restart note; every failure is an error result the
+ * model reads (its LurkError code kept across the thread boundary). The reply stays under
  * bus.maxPayloadBytes (text cut, images capped). Logs name the action and tab, never typed
  * text, option values or scripts.
  */
 import { LurkError, type ToolCallReply, type ToolCallRequest } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import type { ServedTool } from "../../shared/runtime/tool-serve.js";
-import { runBrowserAction, type ActionContext, type ActionResult } from "./actions.js";
-import { runEvaluate } from "./evaluate.js";
+import type { BrowserHost } from "./host.js";
 import { progressPublisher } from "./progress.js";
+import type { CallWork } from "./protocol.js";
 import { BROWSER_DESCRIPTION, browserArgsSchema, EVALUATE_DESCRIPTION, evaluateArgsSchema, jsonSchemaOf, parseBrowserArgs } from "./schema.js";
-import type { BrowserSession } from "./session.js";
 
 /** bytes of a reply kept for the envelope and JSON escaping */
 const REPLY_OVERHEAD = 16 * 1024;
@@ -28,46 +29,32 @@ function cutBytes(text: string, maxBytes: number): string {
   return Buffer.from(text).subarray(0, Math.max(0, maxBytes - note.length)).toString("utf8").replace(/\uFFFD$/, "") + note;
 }
 
-type Work = (ctx: ActionContext) => Promise<ActionResult>;
-
-export function browserTools(rt: ActorRuntime, session: BrowserSession, profileDir: string): ServedTool[] {
+export function browserTools(rt: ActorRuntime, host: BrowserHost): ServedTool[] {
   const payloadRoom = rt.config.bus.maxPayloadBytes - REPLY_OVERHEAD;
 
-  const run = async (req: ToolCallRequest, signal: AbortSignal, log: Record<string, unknown>, work: Work): Promise<ToolCallReply> => {
+  const run = async (req: ToolCallRequest, signal: AbortSignal, log: Record<string, unknown>, work: CallWork): Promise<ToolCallReply> => {
     const started = Date.now();
-    const end = session.begin();
     const timeoutMs = req.timeoutMs ?? rt.config.tools.timeoutMs;
-    let timer: NodeJS.Timeout | undefined;
+    let notice: string | undefined;
+    let err: LurkError;
     try {
-      const ctx: ActionContext = {
-        session, config: rt.config.browser, profileDir, allow: rt.config.tools.web.allowPrivateHosts, signal,
-        progress: progressPublisher(rt, req), imageCapBytes: Math.floor((payloadRoom * 3) / 4),
-      };
-      const deadline = new Promise<never>((_r, reject) => (timer = setTimeout(() => reject(new LurkError("TIMEOUT", `the browser call did not finish within ${timeoutMs} ms`)), timeoutMs)));
-      const result = await Promise.race([work(ctx), deadline]);
-      const notice = session.takeNotice();
-      const image = result.image ? [{ type: "image" as const, mime: result.image.mime, dataBase64: result.image.dataBase64 }] : [];
-      const text = cutBytes(notice ? `${notice}\n${result.text}` : result.text, payloadRoom - (result.image?.dataBase64.length ?? 0));
-      rt.log.info({ ...log, runId: req.runId, durationMs: Date.now() - started }, "browser call done");
-      return { toolCallId: req.toolCallId, content: [{ type: "text", text }, ...image], isError: false, durationMs: Date.now() - started };
-    } catch (err) {
-      const e = LurkError.from(err);
-      rt.log[e.code === "INTERNAL" ? "warn" : "info"]({ ...log, runId: req.runId, code: e.code, err: e.code === "INTERNAL" ? err : undefined }, "browser call failed");
-      const notice = session.takeNotice();
-      return { toolCallId: req.toolCallId, content: [{ type: "text", text: cutBytes(`${notice ? `${notice}\n` : ""}${e.message}`, payloadRoom) }], isError: true, errorCode: e.code, durationMs: Date.now() - started };
+      const result = await host.call(work, { timeoutMs, signal, progress: progressPublisher(rt, req), imageCapBytes: Math.floor((payloadRoom * 3) / 4) });
+      notice = result.notice;
+      if (result.ok) {
+        const image = result.image ? [{ type: "image" as const, mime: result.image.mime, dataBase64: Buffer.from(result.image.bytes.buffer, result.image.bytes.byteOffset, result.image.bytes.byteLength).toString("base64") }] : [];
+        const text = cutBytes(notice ? `${notice}\n${result.text}` : result.text, payloadRoom - (image[0]?.dataBase64.length ?? 0));
+        rt.log.info({ ...log, runId: req.runId, durationMs: Date.now() - started }, "browser call done");
+        return { toolCallId: req.toolCallId, content: [{ type: "text", text }, ...image], isError: false, durationMs: Date.now() - started };
+      }
+      err = result.error;
+    } catch (thrown) {
+      err = LurkError.from(thrown);
     } finally {
-      clearTimeout(timer);
-      end();
+      // the end of the browser work is activity too: the idle collection comes after it (memory.ts)
+      rt.activity.count++;
     }
-  };
-
-  const whereTo = (tabId: unknown): string => {
-    try {
-      const tab = session.isRunning ? session.tab(typeof tabId === "string" ? tabId : undefined) : undefined;
-      return tab ? `in tab ${tab.id} (${tab.page.url().slice(0, 300)}): ` : "";
-    } catch {
-      return "";
-    }
+    rt.log[err.code === "INTERNAL" ? "warn" : "info"]({ ...log, runId: req.runId, code: err.code, err: err.code === "INTERNAL" ? err : undefined }, "browser call failed");
+    return { toolCallId: req.toolCallId, content: [{ type: "text", text: cutBytes(`${notice ? `${notice}\n` : ""}${err.message}`, payloadRoom) }], isError: true, errorCode: err.code, durationMs: Date.now() - started };
   };
 
   const invalid = (req: ToolCallRequest, tool: string, problems: string[]): ToolCallReply => ({
@@ -81,17 +68,17 @@ export function browserTools(rt: ActorRuntime, session: BrowserSession, profileD
       handler: (req, { signal }) => {
         const { parsed, problems } = parseBrowserArgs(req.args);
         if (!parsed) return invalid(req, "browser", problems);
-        return run(req, signal, { tool: "browser", action: parsed.action, kind: parsed.kind, tabId: parsed.tabId, ref: parsed.ref }, (ctx) => runBrowserAction(parsed, ctx));
+        return run(req, signal, { tool: "browser", action: parsed.action, kind: parsed.kind, tabId: parsed.tabId, ref: parsed.ref }, { tool: "browser", args: parsed });
       },
     },
     {
       definition: { name: "browser_evaluate", description: EVALUATE_DESCRIPTION, parameters: jsonSchemaOf(evaluateArgsSchema), sideEffects: true, parallelSafe: false, groups: GROUPS, needsApproval: true },
-      // the approval notice shows the script and the page it would run in
-      approvalSummary: (req) => (typeof req.args.expression === "string" ? `${whereTo(req.args.tabId)}${req.args.expression}` : undefined),
+      // the approval notice shows the script and the page it would run in (asked of the worker)
+      approvalSummary: async (req) => (typeof req.args.expression === "string" ? `${await host.where(typeof req.args.tabId === "string" ? req.args.tabId : undefined)}${req.args.expression}` : undefined),
       handler: (req, { signal }) => {
         const parsed = evaluateArgsSchema.safeParse(req.args);
         if (!parsed.success) return invalid(req, "browser_evaluate", parsed.error.issues.slice(0, 8).map((i) => `${i.path.join(".") || "(arguments)"}: ${i.message}`));
-        return run(req, signal, { tool: "browser_evaluate", tabId: parsed.data.tabId }, async (ctx) => ({ text: await runEvaluate(parsed.data, ctx) }));
+        return run(req, signal, { tool: "browser_evaluate", tabId: parsed.data.tabId }, { tool: "browser_evaluate", args: parsed.data });
       },
     },
   ];

@@ -35,8 +35,8 @@ export interface ServedToolContext extends EndpointHandlerContext {
 export interface ServedTool {
   /** the catalog entry; `actor` is this actor's name */
   definition: Omit<ToolDefinition, "actor">;
-  /** what an approval notice shows next to the tool's name (e.g. the script to run); default: a `command` argument */
-  approvalSummary?(req: ToolCallRequest): string | undefined;
+  /** what an approval notice shows next to the tool's name (e.g. the script to run); default: a `command` argument; may be async */
+  approvalSummary?(req: ToolCallRequest): string | undefined | Promise<string | undefined>;
   /** runs an allowed (and, when needed, approved) call; should stop when `ctx.signal` fires */
   handler(req: ToolCallRequest, ctx: ServedToolContext): Promise<ToolCallReply> | ToolCallReply;
 }
@@ -116,7 +116,7 @@ export function serveTools(rt: ActorRuntime, tools: readonly ServedTool[], opts:
             return { toolCallId: req.toolCallId, content: [{ type: "text", text: refused }], isError: true, errorCode: "TOOL_DENIED", durationMs: Date.now() - started };
           }
           if (servedToolNeedsApproval(rt, tool.definition, req.agentId)) {
-            const denial = await gate.check(name, req, signal, tool.approvalSummary?.(req));
+            const denial = await gate.check(name, req, signal, await tool.approvalSummary?.(req));
             if (denial) {
               rt.log.info({ tool: name, runId: req.runId, sessionKey: req.sessionKey, code: denial.code }, "tool call not approved");
               return { toolCallId: req.toolCallId, content: [{ type: "text", text: denial.text }], isError: true, errorCode: denial.code, durationMs: Date.now() - started };
