@@ -9,7 +9,7 @@
  * /usr/bin/chromium is missing. Takes ~1 minute: the idle checks run every 10 s.
  */
 import assert from "node:assert/strict";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { after, before, describe, it } from "node:test";
@@ -17,7 +17,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { toolCallReply, type ToolCallReply } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
-import { startBrowserSite, type BrowserSite } from "./harness/browser-site.js";
+import { chromiumChildren, startBrowserSite, type BrowserSite } from "./harness/browser-site.js";
 import { TestNats } from "./harness/nats.js";
 import { textOf } from "./harness/tools-actor.js";
 
@@ -42,17 +42,6 @@ const rssMb = (pid: number): number => statusMb(pid);
 /** anonymous / file-backed parts, for the diagnostic line */
 const parts = (pid: number): string => `anon ${statusMb(pid, "RssAnon").toFixed(1)}, file ${statusMb(pid, "RssFile").toFixed(1)}`;
 
-function chromiumChildren(pid: number): number[] {
-  return readdirSync("/proc").filter((d) => /^\d+$/.test(d)).flatMap((d) => {
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      return ppid === pid && /chrom/i.test(stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"))) ? [Number(d)] : [];
-    } catch {
-      return [];
-    }
-  });
-}
 
 describe("the browser actor: memory after an idle stop", { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (apt-get install chromium)` }, () => {
   let site: BrowserSite;

@@ -15,14 +15,14 @@
  * Skipped when /usr/bin/chromium is missing.
  */
 import assert from "node:assert/strict";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { errorReplySchema, toolCallReply, toolsListReply, type ToolCallReply } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
-import { startBrowserSite, type BrowserSite } from "./harness/browser-site.js";
+import { chromiumChildren, startBrowserSite, type BrowserSite } from "./harness/browser-site.js";
 import { TestNats } from "./harness/nats.js";
 import { pendingApproval, textOf } from "./harness/tools-actor.js";
 
@@ -70,18 +70,6 @@ class BrowserRig {
   }
 }
 
-/** Chromium processes that are children of `pid` (the browser actor). */
-function chromiumChildren(pid: number): number[] {
-  return readdirSync("/proc").filter((d) => /^\d+$/.test(d)).flatMap((d) => {
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      return ppid === pid && /chrom/i.test(stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"))) ? [Number(d)] : [];
-    } catch {
-      return [];
-    }
-  });
-}
 
 const refOf = (text: string, line: RegExp): string => {
   const found = text.split("\n").find((l) => line.test(l));

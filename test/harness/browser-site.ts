@@ -5,6 +5,7 @@
  * address that is not allowed; the home page also has a password field), a page of noise (a large screenshot) and a tall page. `secret`
  * counts its hits: a test proves the browser never reached it.
  */
+import { readdirSync, readFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -89,4 +90,17 @@ export async function startBrowserSite(): Promise<BrowserSite> {
       }
     },
   };
+}
+
+/** Chromium processes that are children of `pid` (the browser actor). */
+export function chromiumChildren(pid: number): number[] {
+  return readdirSync("/proc").filter((d) => /^\d+$/.test(d)).flatMap((d) => {
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      return ppid === pid && /chrom/i.test(stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"))) ? [Number(d)] : [];
+    } catch {
+      return [];
+    }
+  });
 }
