@@ -21,6 +21,8 @@ const cases: Array<[string, Parsed]> = [
   ["/deny ap-9", { kind: "command", command: { name: "deny", id: "ap-9" } }],
   ["/subagents", { kind: "command", command: { name: "subagents", action: "list" } }],
   ["/subagents stop all", { kind: "command", command: { name: "subagents", action: "stop", target: "all" } }],
+  ["/usage", { kind: "command", command: { name: "usage", days: 1 } }],
+  ["/usage 30", { kind: "command", command: { name: "usage", days: 30 } }],
   // directives alone: session settings
   ["/think:high", { kind: "command", command: { name: "settings", directives: { thinking: "high" }, show: ["thinking"] } }],
   ["/t 1", { kind: "command", command: { name: "settings", directives: { thinking: "low" }, show: ["thinking"] } }],
@@ -66,6 +68,9 @@ const cases: Array<[string, Parsed]> = [
   ["/tts:loud", { kind: "error", message: "/tts:loud: unknown level; use off, on (always), inbound or tagged" }],
   ["/approve", { kind: "error", message: "/approve needs one approval ID, e.g. /approve ap-123 (the ID is in the approval request)" }],
   ["/subagents kill", { kind: "error", message: "use /subagents list, or /subagents stop KEY|RUNID|all" }],
+  ["/usage 0", { kind: "error", message: "use /usage for today, or /usage N for the last N days (1-400)" }],
+  ["/usage week", { kind: "error", message: "use /usage for today, or /usage N for the last N days (1-400)" }],
+  ["/usage 401", { kind: "error", message: "use /usage for today, or /usage N for the last N days (1-400)" }],
   ["/queue drop:maybe", { kind: "error", message: "/queue drop:maybe: use old, new or summarize" }],
   ["/queue cap:0", { kind: "error", message: "/queue cap:0: give a whole number from 1 to 1000" }],
   ["/model:bad!ref", { kind: "error", message: "/model bad!ref: not a model reference; write provider/model, e.g. /model openai/gpt-4o-mini" }],

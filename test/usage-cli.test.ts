@@ -10,11 +10,12 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { TranscriptRecord, Usage, UsageReport } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { parseArgs } from "../services/cli/args.js";
-import { formatUsd, usageRequest } from "../services/cli/usage.js";
+import { usageRequest } from "../services/cli/usage.js";
+import { formatUsd } from "../shared/runtime/format-usd.js";
 import { runCli } from "./harness/cli.js";
 import { startActorProcess, type ActorProcess } from "./harness/actors.js";
 import { freePort, TestNats } from "./harness/nats.js";
-import { TestSystem } from "./harness/system.js";
+import { CliClient, TestSystem } from "./harness/system.js";
 
 const NOW = Date.parse("2026-11-28T10:00:00Z");
 const usage = (input: number, output: number): Usage => ({ input, output, cacheRead: 0, cacheWrite: 0, total: input + output });
@@ -177,6 +178,23 @@ describe("lurkbot usage after a real run (every actor a process, fake OpenAI ser
       assert.equal(session.usage.total, row.total, "the same tokens as the session's own counters");
     } finally {
       await cli.close();
+    }
+  });
+
+  it("/usage in a chat (the terminal is the owner's channel) answers from the same ledger, by model", async () => {
+    const client = await CliClient.connect(system.nats, "usage-chat");
+    try {
+      const week = await client.send("/usage 7");
+      assert.equal(week.kind, "notice", week.text);
+      const lines = week.text.split("\n");
+      assert.match(lines[0]!, /^Usage of agent main, \d{4}-\d{2}-\d{2} to \d{4}-\d{2}-\d{2} \(UTC\): \$0\.\d{4}, \d+ tokens in 1 run\.$/);
+      assert.match(lines[1]!, /^ {2}openai\/gpt-4o-mini: \$0\.\d{4}, \d+ tokens in 1 run$/);
+      const today = await client.send("/usage");
+      assert.match(today.text, /^Usage of agent main, today \(\d{4}-\d{2}-\d{2}, UTC\): /);
+      const bad = await client.send("/usage week");
+      assert.equal(bad.kind, "error");
+    } finally {
+      await client.close();
     }
   });
 });

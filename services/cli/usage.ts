@@ -11,6 +11,7 @@ import {
   type RequestOf, type UsageGroupKey, type UsageReport, type UsageReportRow, type UsageSums,
 } from "../../shared/contract/index.js";
 import { loadConfig, type Env } from "../../shared/runtime/config.js";
+import { formatUsd } from "../../shared/runtime/format-usd.js";
 import type { ParsedCommand } from "./args.js";
 import { withCliBus } from "./bus.js";
 import { EXIT, UsageError } from "./errors.js";
@@ -89,10 +90,6 @@ export async function cmdUsage(p: ParsedCommand, env: Env, io: UsageIo): Promise
 
 // --- rendering --------------------------------------------------------------------------------
 
-/** USD with 4 decimals under $1, else cents. */
-export function formatUsd(usd: number): string {
-  return usd < 1 ? `$${usd.toFixed(4)}` : `$${usd.toFixed(2)}`;
-}
 
 const tokensOf = (s: UsageSums) => s.total || s.input + s.output + s.cacheRead + s.cacheWrite;
 

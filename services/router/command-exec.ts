@@ -4,10 +4,11 @@
  * changes state. Sessions are changed through the sessions actor (reset, patch), runs through
  * `run.ctl` (abort), approvals through approvals.decide, children through the subagents actor.
  */
-import { LurkError, type InboundMessage } from "../../shared/contract/index.js";
+import { LurkError, type InboundMessage, type UsageSums } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import { defaultAgent } from "../../shared/runtime/config.js";
 import { isOwner } from "../../shared/runtime/access-policy.js";
+import { formatUsd } from "../../shared/runtime/format-usd.js";
 import { COMMAND_HELP } from "../../shared/contract/index.js";
 import type { Command, Directives } from "./commands.js";
 import type { Lanes } from "./lanes.js";
@@ -46,6 +47,9 @@ export async function executeCommand(ctx: CommandContext, command: Command, msg:
   const owner = isOwner(msg, ctx.rt.config);
   if (command.name === "pair" && !owner) {
     return { kind: "error", text: `/pair is for the owner only. Ask the owner to add "${msg.channel}:${msg.sender.id}" to routing.commands.owners, or use \`npx lurkbot pairing\`.` };
+  }
+  if (command.name === "usage" && !owner) {
+    return { kind: "error", text: `/usage shows what the assistant spent: it is for the owner only (routing.commands.owners), or run \`npx lurkbot usage\`.` };
   }
   if ((command.name === "approve" || command.name === "deny") && !owner) {
     return { kind: "error", text: `/${command.name} is for the owner only. Ask the owner to add "${msg.channel}:${msg.sender.id}" to routing.commands.owners, or decide with \`npx lurkbot approvals ${command.name} ${command.id}\`.` };
@@ -94,8 +98,28 @@ export async function executeCommand(ctx: CommandContext, command: Command, msg:
       return subagents(ctx, command, route);
     case "pair":
       return pairCommand(ctx, command, msg);
+    case "usage":
+      return usageCommand(ctx, command.days, route);
     case "settings":
       return settingsCommand(ctx, command.directives, command.show, route, msg.channel);
+  }
+}
+
+/** /usage [days]: the agent's tokens and USD from the sessions actor's usage ledger, by model. */
+async function usageCommand(ctx: CommandContext, days: number, route: Route): Promise<CommandResult> {
+  const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().slice(0, 10);
+  try {
+    const report = await ctx.rt.client.call("sessions", "usage_report", { from: day(days - 1), to: day(0), groupBy: ["model"], agentId: route.agentId });
+    const tokens = (s: UsageSums) => s.total || s.input + s.output + s.cacheRead + s.cacheWrite;
+    const line = (s: UsageSums) => `${formatUsd(s.costUsd)}, ${tokens(s)} tokens in ${s.runs} run${s.runs === 1 ? "" : "s"}`;
+    const span = days === 1 ? `today (${report.to}, UTC)` : `${report.from} to ${report.to} (UTC)`;
+    if (report.rows.length === 0) return { text: `Usage of agent ${route.agentId}, ${span}: none recorded.` };
+    const lines = [`Usage of agent ${route.agentId}, ${span}: ${line(report.totals)}.`];
+    for (const row of [...report.rows].sort((a, b) => b.costUsd - a.costUsd || tokens(b) - tokens(a))) lines.push(`  ${row.model ?? "?"}: ${line(row)}`);
+    if (report.totals.unpricedTokens > 0) lines.push(`${report.totals.unpricedTokens} tokens were of models without a known price (not in the cost; set models.entries.<model>.cost).`);
+    return { text: lines.join("\n") };
+  } catch (err) {
+    return { kind: "error", text: `Could not read the usage: ${LurkError.from(err).message}` };
   }
 }
 

@@ -3,7 +3,8 @@
  *
  * Commands are the whole message: /new and /reset (text after them becomes the first message
  * of the fresh session), /stop (/abort), /status, /help (/commands), /compact [instructions],
- * /approve ID, /deny ID, /subagents [list|stop [KEY|RUNID|all]], /pair [list|approve CODE|deny CODE].
+ * /approve ID, /deny ID, /subagents [list|stop [KEY|RUNID|all]], /pair [list|approve CODE|deny CODE],
+ * /usage [days].
  * Telegram's `/cmd@botname` works.
  *
  * Directives may stand anywhere at a word start: /think (/t), /verbose (/v), /reasoning, /tts,
@@ -51,6 +52,7 @@ export type Command =
   | { name: "approve" | "deny"; id: string }
   | { name: "subagents"; action: "list" | "stop"; target?: string }
   | { name: "pair"; action: "list" | "approve" | "deny"; code?: string }
+  | { name: "usage"; days: number }
   /** only directives: change the session's settings (an empty set shows them) */
   | { name: "settings"; directives: Directives; show: Array<keyof Directives> };
 
@@ -176,7 +178,9 @@ function extractDirectives(text: string): { directives: Directives; rest: string
   return { directives, rest: rest.replace(/[ \t]{2,}/g, " ").trim(), seen };
 }
 
-const COMMAND_NAMES = new Set(["new", "reset", "stop", "abort", "status", "help", "commands", "compact", "approve", "deny", "subagents", "pair"]);
+const COMMAND_NAMES = new Set(["new", "reset", "stop", "abort", "status", "help", "commands", "compact", "approve", "deny", "subagents", "pair", "usage"]);
+/** /usage covers at most this many days (the ledger's default retention) */
+export const MAX_USAGE_DAYS = 400;
 
 function parseCommand(name: string, args: string): Parsed {
   const words = args.split(/\s+/).filter(Boolean);
@@ -203,6 +207,12 @@ function parseCommand(name: string, args: string): Parsed {
       if (action === "list" && words.length <= 1) return { kind: "command", command: { name: "subagents", action: "list" } };
       if (action === "stop" && words.length === 2) return { kind: "command", command: { name: "subagents", action: "stop", target: words[1]! } };
       return { kind: "error", message: "use /subagents list, or /subagents stop KEY|RUNID|all" };
+    }
+    case "usage": {
+      if (words.length === 0) return { kind: "command", command: { name: "usage", days: 1 } };
+      const days = words.length === 1 && /^\d{1,3}$/.test(words[0]!) ? Number(words[0]) : NaN;
+      if (!(days >= 1 && days <= MAX_USAGE_DAYS)) return { kind: "error", message: `use /usage for today, or /usage N for the last N days (1-${MAX_USAGE_DAYS})` };
+      return { kind: "command", command: { name: "usage", days } };
     }
     case "pair": {
       const action = (words[0] ?? "list").toLowerCase();

@@ -16,6 +16,7 @@ export const COMMAND_HELP: ReadonlyArray<readonly [usage: string, description: s
   ["/compact [instructions]", "summarize older history now"],
   ["/approve ID, /deny ID", "decide a pending tool approval (owners)"],
   ["/subagents [list|stop KEY|all]", "child runs of this session"],
+  ["/usage [days]", "what this agent spent: tokens and USD today, or over the last N days, by model (owners)"],
   ["/pair [list|approve CODE|deny CODE]", "pending DM pairing requests (owners)"],
   ["/help", "this list"],
 ];
