@@ -19,7 +19,7 @@
  * later still gets the image. It never throws; failures leave the block as it was (logged).
  */
 import { jsonBytes, LurkError, type Attachment, type RunInput, type ToolResultMessage } from "../../shared/contract/index.js";
-import { ocrImage, probeOcr } from "../../shared/runtime/documents/ocr.js";
+import { ocrImage, probeOcr, type OcrProbe } from "../../shared/runtime/documents/ocr.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import type { MediaStore } from "../../shared/runtime/media.js";
 import type { DocumentOcrOptions, PrepareContext } from "./document-text.js";
@@ -48,12 +48,8 @@ export class ImageTextReader {
 
   async annotate<T extends RunInput>(inputs: T[], signal?: AbortSignal, ctx: PrepareContext = {}): Promise<T[]> {
     if (ctx.vision !== false || !this.opts.ocr.enabled || this.opts.maxBytes === 0 || !inputs.some((i) => i.attachments.some((a) => this.wanted(a)))) return inputs;
-    const probe = await probeOcr(this.opts.ocr.bwrapPath, this.opts.ocr.languages);
-    if (!probe.available) {
-      if (!this.unavailableLogged) this.log.warn({ reason: probe.reason }, "OCR of images is not available; a model without vision gets a note for each image (media.ocr)");
-      this.unavailableLogged = true;
-      return inputs;
-    }
+    const probe = await this.availableOcr();
+    if (!probe) return inputs;
     return inlineWithinBudget(inputs, this.opts.maxPayloadBytes, this.opts.maxBytes, {
       wanted: (a) => this.wanted(a),
       read: async (a, allowance) => {
@@ -73,12 +69,8 @@ export class ImageTextReader {
   async annotateToolResult(result: ToolResultMessage, signal?: AbortSignal): Promise<ToolResultMessage> {
     const wanted = (b: ToolResultMessage["content"][number]): b is ImageBlock => b.type === "image" && b.ocrText === undefined && MODEL_IMAGE_TYPES.has(b.mime) && (!!b.dataBase64 || !!b.ref);
     if (!this.opts.ocr.enabled || this.opts.maxBytes === 0 || !result.content.some(wanted)) return result;
-    const probe = await probeOcr(this.opts.ocr.bwrapPath, this.opts.ocr.languages);
-    if (!probe.available) {
-      if (!this.unavailableLogged) this.log.warn({ reason: probe.reason }, "OCR of images is not available; a model without vision gets a note for each image (media.ocr)");
-      this.unavailableLogged = true;
-      return result;
-    }
+    const probe = await this.availableOcr();
+    if (!probe) return result;
     let size = jsonBytes(result);
     const content: ToolResultMessage["content"] = [];
     for (const block of result.content) {
@@ -100,6 +92,15 @@ export class ImageTextReader {
       }
     }
     return { ...result, content };
+  }
+
+  /** The OCR probe when OCR can run here; undefined (logged once) when it cannot. */
+  private async availableOcr(): Promise<OcrProbe | undefined> {
+    const probe = await probeOcr(this.opts.ocr.bwrapPath, this.opts.ocr.languages);
+    if (probe.available) return probe;
+    if (!this.unavailableLogged) this.log.warn({ reason: probe.reason }, "OCR of images is not available; a model without vision gets a note for each image (media.ocr)");
+    this.unavailableLogged = true;
+    return undefined;
   }
 
   private wanted(a: Attachment): boolean {
