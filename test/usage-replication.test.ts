@@ -12,10 +12,9 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { STREAMS, subjects, USAGE_LEDGER_CHANGE_KEY, type TranscriptRecord, type Usage, type UsageReport } from "../shared/contract/index.js";
+import { addDays, STREAMS, subjects, USAGE_LEDGER_CHANGE_KEY, utcDay, type TranscriptRecord, type Usage, type UsageReport } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { SessionStore } from "../services/sessions/store.js";
-import { addDays, utcDay } from "../services/sessions/usage-ledger.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
 import { TestNats } from "./harness/nats.js";
 

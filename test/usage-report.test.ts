@@ -11,10 +11,9 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { errorReplySchema, LurkError, type TranscriptRecord, type Usage } from "../shared/contract/index.js";
+import { addDays, errorReplySchema, LurkError, utcDay, type TranscriptRecord, type Usage } from "../shared/contract/index.js";
 import { BusClient, SERVICE_ERROR_HEADER } from "../shared/runtime/client.js";
 import { SessionStore } from "../services/sessions/store.js";
-import { addDays, utcDay } from "../services/sessions/usage-ledger.js";
 import { startActorProcess, type ActorProcess } from "./harness/actors.js";
 import { TestNats } from "./harness/nats.js";
 

@@ -57,8 +57,13 @@ export function errorText(err: LurkError): string {
   return `Sorry, I could not answer (${err.code}): ${err.message}${hint[err.code] ? `\n${hint[err.code]}` : ""}`;
 }
 
-function deliverable(req: RunRequest, status: Outcome["status"], text: string, attachments: readonly Attachment[] = []): boolean {
-  return req.deliver && !!req.origin && status !== "aborted" && !(status === "done" && isSilent(text) && attachments.length === 0);
+/** A done run whose reply is silent and carries no attachment (a voice reply's audio): nothing to deliver. */
+function silentDone(status: Outcome["status"], text: string, attachments: readonly Attachment[]): boolean {
+  return status === "done" && isSilent(text) && attachments.length === 0;
+}
+
+function deliverable(req: RunRequest, status: Outcome["status"], text: string, attachments: readonly Attachment[]): boolean {
+  return req.deliver && !!req.origin && status !== "aborted" && !silentDone(status, text, attachments);
 }
 
 /**
@@ -114,7 +119,7 @@ export async function finishRun(deps: FinishDeps, outcome: Outcome): Promise<voi
   await events.settleObservers(); // /verbose and /reasoning notes (run-notes.ts) reach the stream before the reply
   const kind = outcome.status === "done" ? "reply" : "error";
   const attachments = outcome.attachments ?? [];
-  const silent = outcome.status === "done" && isSilent(outcome.text) && attachments.length === 0;
+  const silent = silentDone(outcome.status, outcome.text, attachments);
   const usage = outcome.model && outcome.provider && outcome.usage.total + outcome.usage.input + outcome.usage.output > 0
     ? { usage: outcome.usage, model: outcome.model, provider: outcome.provider } : undefined;
   const marker = deps.append([{
@@ -148,15 +153,10 @@ export async function replayFinished(rt: ActorRuntime, req: RunRequest, records:
   const end = runEndFromRecords(records);
   if (!end) return;
   const text = end.text ?? "";
-  const attachments = markerAttachments(records);
+  const attachments = end.attachments;
   log.info({ status: end.status }, "run already finished; re-publishing its reply only");
   if (!deliverable(req, end.status, text, attachments)) return;
   await publishReply(rt, req, end.status === "done" ? "reply" : "error", text, end.errorCode, handedMessageIds(req.runId, records), attachments);
 }
 
-/** The attachments the run's end marker kept (a voice reply's audio), validated. */
-function markerAttachments(records: readonly TranscriptRecord[]): Attachment[] {
-  const marker = records.findLast((r) => r.kind === "run_marker" && r.runStatus !== "started");
-  const parsed = attachmentSchema.array().max(32).safeParse(marker?.meta?.attachments ?? []);
-  return parsed.success ? parsed.data : [];
-}
+

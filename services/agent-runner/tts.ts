@@ -118,7 +118,7 @@ export class Speaker {
     const c = this.config.elevenlabs;
     if (!c.apiKey) throw new LurkError("PROVIDER_AUTH", "voice replies through ElevenLabs need an API key: set ELEVENLABS_API_KEY (or tts.elevenlabs.apiKey) and restart with `npx lurkbot start`");
     return (this.elevenlabs = elevenlabsSpeech({
-      apiKey: c.apiKey, baseUrl: c.baseUrl, timeoutMs: this.config.timeoutMs,
+      apiKey: c.apiKey, baseUrl: c.baseUrl,
       ...(c.languageCode ? { languageCode: c.languageCode } : {}), ...(c.voiceSettings ? { voiceSettings: c.voiceSettings } : {}),
     }));
   }

@@ -17,8 +17,8 @@ import net, { type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { LurkError } from "../../shared/contract/index.js";
 import type { BrowserLog as Logger } from "./protocol.js";
-import { portOf } from "../../shared/runtime/public-address.js";
-import { resolveTarget, type Target } from "./egress.js";
+import { bareHost, pinnedLookup, portOf, type Target } from "../../shared/runtime/public-address.js";
+import { resolveTarget } from "./egress.js";
 
 export interface Refusal {
   at: number;
@@ -111,9 +111,9 @@ export class EgressProxy {
       return;
     }
     const upstream = http.request({
-      hostname: url.hostname.replace(/^\[|\]$/g, ""), port: portOf(url), path: `${url.pathname}${url.search}`, method: req.method,
+      hostname: bareHost(url), port: portOf(url), path: `${url.pathname}${url.search}`, method: req.method,
       headers: endToEnd(req.headers), agent: this.agent, setHost: false,
-      lookup: (_h, opts, cb) => ((opts as { all?: boolean }).all ? (cb as (e: null, a: unknown[]) => void)(null, [target]) : cb(null, target.address, target.family)),
+      lookup: pinnedLookup(target),
     });
     upstream.on("response", (up) => {
       res.writeHead(up.statusCode ?? 502, up.statusMessage, endToEnd(up.headers));

@@ -5,15 +5,8 @@
  * (or about:blank) without credentials. `resolveTarget` returns the checked address, so the
  * caller connects to exactly that address (no second DNS answer: rebinding cannot slip in).
  */
-import { lookup } from "node:dns/promises";
-import { isIP } from "node:net";
 import { LurkError } from "../../shared/contract/index.js";
-import { bareHost, isAllowedPrivateHost, isPublicAddress } from "../../shared/runtime/public-address.js";
-
-export interface Target {
-  address: string;
-  family: 4 | 6;
-}
+import { resolvePublicTarget, type Target } from "../../shared/runtime/public-address.js";
 
 /** An absolute http(s) URL (or about:blank) the agent may ask for; TOOL_INVALID_ARGS otherwise. */
 export function parseBrowserUrl(raw: string): URL {
@@ -35,25 +28,6 @@ export function parseBrowserUrl(raw: string): URL {
  * Resolves `url`'s host and decides whether the browser may connect to it: the address to use,
  * or FORBIDDEN (private, loopback, link-local... and not allowed) / TOOL_FAILED (no address).
  */
-export async function resolveTarget(url: URL, allowPrivateHosts: readonly string[]): Promise<Target> {
-  const host = bareHost(url);
-  const literal = isIP(host);
-  let addresses: Target[];
-  if (literal) addresses = [{ address: host, family: literal as 4 | 6 }];
-  else {
-    try {
-      addresses = (await lookup(host, { all: true, verbatim: true })).map((a) => ({ address: a.address, family: a.family as 4 | 6 }));
-    } catch (err) {
-      throw new LurkError("TOOL_FAILED", `could not resolve ${host}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
-    }
-    if (addresses.length === 0) throw new LurkError("TOOL_FAILED", `${host} has no addresses`);
-  }
-  if (!isAllowedPrivateHost(url, allowPrivateHosts)) {
-    const blocked = addresses.find((a) => !isPublicAddress(a.address));
-    if (blocked) {
-      const what = literal ? `${host} is` : `${host} resolves to ${blocked.address}, which is`;
-      throw new LurkError("FORBIDDEN", `refused to open ${url.origin}: ${what} a private, loopback, link-local or otherwise non-public address (tools.web.allowPrivateHosts lists the exceptions)`);
-    }
-  }
-  return addresses[0]!;
+export function resolveTarget(url: URL, allowPrivateHosts: readonly string[]): Promise<Target> {
+  return resolvePublicTarget(url, allowPrivateHosts, { verb: "open", hint: " (tools.web.allowPrivateHosts lists the exceptions)" });
 }

@@ -38,10 +38,15 @@ const REQUIRED: Partial<Record<BrowserAction | `act:${ActKind}`, readonly (keyof
   "act:selectOption": ["ref", "values"], "act:drag": ["ref", "targetRef"], "act:press": ["key"],
 };
 
+/** zod issues as lines the model can act on. */
+export function issueLines(error: z.ZodError): string[] {
+  return error.issues.slice(0, 8).map((i) => `${i.path.join(".") || "(arguments)"}: ${i.message}`);
+}
+
 /** The model-readable problems of `args` (empty: valid, and `parsed` is set). */
 export function parseBrowserArgs(args: unknown): { parsed?: BrowserArgs; problems: string[] } {
   const result = browserArgsSchema.safeParse(args);
-  if (!result.success) return { problems: result.error.issues.slice(0, 8).map((i) => `${i.path.join(".") || "(arguments)"}: ${i.message}`) };
+  if (!result.success) return { problems: issueLines(result.error) };
   const a = result.data;
   const needed = [...(REQUIRED[a.action] ?? []), ...(a.action === "act" && a.kind ? REQUIRED[`act:${a.kind}`] ?? [] : [])];
   const problems = needed.filter((f) => a[f] === undefined).map((f) => `${f}: required for ${a.action}${a.action === "act" && a.kind ? ` ${a.kind}` : ""}`);

@@ -15,7 +15,7 @@ import type { BrowserConfig } from "../../shared/runtime/config-browser.js";
 import { launchChromium, type Launched } from "./chromium.js";
 import { EgressProxy, type Refusal } from "./egress-proxy.js";
 import type { BrowserLog } from "./protocol.js";
-import { KeyedSerial } from "./serial.js";
+import { KeyedSerial } from "../../shared/runtime/keyed-serial.js";
 
 export interface Tab {
   id: string;

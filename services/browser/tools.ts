@@ -13,11 +13,10 @@
  */
 import { LurkError, type ToolCallReply, type ToolCallRequest } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
-import type { ServedTool } from "../../shared/runtime/tool-serve.js";
+import type { ServedTool, ServedToolContext } from "../../shared/runtime/tool-serve.js";
 import type { BrowserHost } from "./host.js";
-import { progressPublisher } from "./progress.js";
 import type { CallWork } from "./protocol.js";
-import { BROWSER_DESCRIPTION, browserArgsSchema, EVALUATE_DESCRIPTION, evaluateArgsSchema, jsonSchemaOf, parseBrowserArgs } from "./schema.js";
+import { BROWSER_DESCRIPTION, browserArgsSchema, EVALUATE_DESCRIPTION, evaluateArgsSchema, issueLines, jsonSchemaOf, parseBrowserArgs } from "./schema.js";
 
 /** bytes of a reply kept for the envelope and JSON escaping */
 const REPLY_OVERHEAD = 16 * 1024;
@@ -32,13 +31,13 @@ function cutBytes(text: string, maxBytes: number): string {
 export function browserTools(rt: ActorRuntime, host: BrowserHost): ServedTool[] {
   const payloadRoom = rt.config.bus.maxPayloadBytes - REPLY_OVERHEAD;
 
-  const run = async (req: ToolCallRequest, signal: AbortSignal, log: Record<string, unknown>, work: CallWork): Promise<ToolCallReply> => {
+  const run = async (req: ToolCallRequest, { signal, progress }: ServedToolContext, log: Record<string, unknown>, work: CallWork): Promise<ToolCallReply> => {
     const started = Date.now();
     const timeoutMs = req.timeoutMs ?? rt.config.tools.timeoutMs;
     let notice: string | undefined;
     let err: LurkError;
     try {
-      const result = await host.call(work, { timeoutMs, signal, progress: progressPublisher(rt, req), imageCapBytes: Math.floor((payloadRoom * 3) / 4) });
+      const result = await host.call(work, { timeoutMs, signal, progress, imageCapBytes: Math.floor((payloadRoom * 3) / 4) });
       notice = result.notice;
       if (result.ok) {
         const image = result.image ? [{ type: "image" as const, mime: result.image.mime, dataBase64: Buffer.from(result.image.bytes.buffer, result.image.bytes.byteOffset, result.image.bytes.byteLength).toString("base64") }] : [];
@@ -65,20 +64,20 @@ export function browserTools(rt: ActorRuntime, host: BrowserHost): ServedTool[] 
   return [
     {
       definition: { name: "browser", description: BROWSER_DESCRIPTION, parameters: jsonSchemaOf(browserArgsSchema), sideEffects: true, parallelSafe: false, groups: GROUPS, needsApproval: false },
-      handler: (req, { signal }) => {
+      handler: (req, ctx) => {
         const { parsed, problems } = parseBrowserArgs(req.args);
         if (!parsed) return invalid(req, "browser", problems);
-        return run(req, signal, { tool: "browser", action: parsed.action, kind: parsed.kind, tabId: parsed.tabId, ref: parsed.ref }, { tool: "browser", args: parsed });
+        return run(req, ctx, { tool: "browser", action: parsed.action, kind: parsed.kind, tabId: parsed.tabId, ref: parsed.ref }, { tool: "browser", args: parsed });
       },
     },
     {
       definition: { name: "browser_evaluate", description: EVALUATE_DESCRIPTION, parameters: jsonSchemaOf(evaluateArgsSchema), sideEffects: true, parallelSafe: false, groups: GROUPS, needsApproval: true },
       // the approval notice shows the script and the page it would run in (asked of the worker)
       approvalSummary: async (req) => (typeof req.args.expression === "string" ? `${await host.where(typeof req.args.tabId === "string" ? req.args.tabId : undefined)}${req.args.expression}` : undefined),
-      handler: (req, { signal }) => {
+      handler: (req, ctx) => {
         const parsed = evaluateArgsSchema.safeParse(req.args);
-        if (!parsed.success) return invalid(req, "browser_evaluate", parsed.error.issues.slice(0, 8).map((i) => `${i.path.join(".") || "(arguments)"}: ${i.message}`));
-        return run(req, signal, { tool: "browser_evaluate", tabId: parsed.data.tabId }, { tool: "browser_evaluate", args: parsed.data });
+        if (!parsed.success) return invalid(req, "browser_evaluate", issueLines(parsed.error));
+        return run(req, ctx, { tool: "browser_evaluate", tabId: parsed.data.tabId }, { tool: "browser_evaluate", args: parsed.data });
       },
     },
   ];

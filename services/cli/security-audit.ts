@@ -18,7 +18,7 @@ import { EXIT } from "./errors.js";
 import { checkSubcommand } from "./subcommands.js";
 import { accessChecks } from "./audit/access.js";
 import { deepChecks } from "./audit/deep.js";
-import { fileChecks, configSecretKeys } from "./audit/files.js";
+import { configSecretEntries, fileChecks } from "./audit/files.js";
 import { publicFinding, sortFindings, summarize, type AuditContext, type AuditFinding, type Finding, type Summary } from "./audit/finding.js";
 import { applyFixes, type AppliedFix } from "./audit/fix.js";
 import { formatFixes, formatReport } from "./audit/format.js";
@@ -81,11 +81,7 @@ export function knownSecrets(ctx: AuditContext): string[] {
   }
   for (const fields of Object.values(storedChannelSecrets(ctx.config))) out.push(...Object.values(fields ?? {}).filter((v): v is string => typeof v === "string"));
   for (const [name, value] of Object.entries(ctx.env)) if (value && isSecretEnvName(name)) out.push(value);
-  const raw = ctx.rawConfig;
-  for (const key of configSecretKeys(raw)) {
-    const value = key.split(/\.|\[(\d+)\]/).filter(Boolean).reduce<unknown>((node, k) => (node && typeof node === "object" ? (node as Record<string, unknown>)[k] : undefined), raw);
-    if (typeof value === "string") out.push(value);
-  }
+  for (const [, value] of configSecretEntries(ctx.rawConfig)) out.push(value);
   return [...new Set(out)];
 }
 
@@ -94,14 +90,14 @@ const SUBCOMMANDS = { audit: { arg: "none" as const, options: ["deep", "fix", "j
 export async function cmdSecurity(p: ParsedCommand, env: Env, io: SecurityIo): Promise<number> {
   checkSubcommand(p, "security", SUBCOMMANDS, "");
   const deep = p.options.deep === true;
-  let ctx = auditContext(loadConfig(env), env);
+  const ctx = auditContext(loadConfig(env), env);
   let result = await runAudit(ctx, deep);
   let fixes: AppliedFix[] | undefined;
   let before: Summary | undefined;
   if (p.options.fix === true) {
     before = summarize(result.findings);
     fixes = applyFixes(result.findings);
-    ctx = auditContext(loadConfig(env), env);
+    // the repairs change file modes only: the config and config.json read before still hold
     result = await runAudit(ctx, deep);
   }
   const secrets = knownSecrets(ctx);

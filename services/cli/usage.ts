@@ -7,7 +7,7 @@
  * 64 a bad command line (dates, keys).
  */
 import {
-  agentIdSchema, usageDaySchema,
+  addDays, agentIdSchema, usageDaySchema, usageTokens, utcDay,
   type RequestOf, type UsageGroupKey, type UsageReport, type UsageReportRow, type UsageSums,
 } from "../../shared/contract/index.js";
 import { loadConfig, type Env } from "../../shared/runtime/config.js";
@@ -23,7 +23,6 @@ export interface UsageIo {
 
 const DEFAULT_DAYS = 30;
 const MAX_DAYS = 36_600;
-const DAY_MS = 86_400_000;
 
 /** `--by` names -> the report's group keys */
 const BY: Record<string, UsageGroupKey> = { day: "day", model: "model", agent: "agent", channel: "channel", type: "sessionType" };
@@ -35,7 +34,6 @@ const HEADERS: Record<UsageGroupKey, { head: string; field: keyof UsageReportRow
   sessionType: { head: "TYPE", field: "sessionType" },
 };
 
-const utcDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 const use = (message: string) => new UsageError(message, "usage");
 
 function day(option: string, value: unknown): string {
@@ -62,7 +60,7 @@ export function usageRequest(p: ParsedCommand, now = Date.now()): RequestOf<"ses
   } else {
     const days = (o.days as number | undefined) ?? DEFAULT_DAYS;
     if (!Number.isInteger(days) || days > MAX_DAYS) throw use(`--days must be a whole number of days from 1 to ${MAX_DAYS}, not ${days}.`);
-    from = utcDay(now - (days - 1) * DAY_MS);
+    from = addDays(utcDay(now), -(days - 1));
   }
   const names = typeof o.by === "string" ? o.by.split(",").map((n) => n.trim()) : ["day"];
   const groupBy: UsageGroupKey[] = [];
@@ -91,18 +89,16 @@ export async function cmdUsage(p: ParsedCommand, env: Env, io: UsageIo): Promise
 // --- rendering --------------------------------------------------------------------------------
 
 
-const tokensOf = (s: UsageSums) => s.total || s.input + s.output + s.cacheRead + s.cacheWrite;
-
 /** A row's cost: "unpriced" when none of its tokens had a price, "*" when some had none. */
 function costCell(s: UsageSums): string {
-  if (s.unpricedTokens > 0 && s.unpricedTokens >= tokensOf(s)) return "unpriced";
+  if (s.unpricedTokens > 0 && s.unpricedTokens >= usageTokens(s)) return "unpriced";
   return `${formatUsd(s.costUsd)}${s.unpricedTokens > 0 ? "*" : ""}`;
 }
 
 const sums = (s: UsageSums) => [s.runs, s.input, s.output, s.cacheRead, s.cacheWrite, s.total].map(String).concat(costCell(s));
 
 export function formatUsageReport(r: UsageReport, agentId?: string): string {
-  const keys = r.groupBy.length > 0 ? r.groupBy : [];
+  const keys = r.groupBy;
   const lines = [`usage ${r.from} to ${r.to} (UTC days)${agentId ? `, agent ${agentId}` : ""}${keys.length ? `, by ${keys.map((k) => HEADERS[k].head.toLowerCase()).join(", ")}` : ""}`, ""];
   if (r.rows.length === 0) lines.push("no usage recorded in this range");
   else {

@@ -4,7 +4,7 @@
  * changes state. Sessions are changed through the sessions actor (reset, patch), runs through
  * `run.ctl` (abort), approvals through approvals.decide, children through the subagents actor.
  */
-import { LurkError, type InboundMessage, type UsageSums } from "../../shared/contract/index.js";
+import { addDays, LurkError, usageTokens, utcDay, type InboundMessage, type UsageSums } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import { defaultAgent } from "../../shared/runtime/config.js";
 import { isOwner } from "../../shared/runtime/access-policy.js";
@@ -107,15 +107,14 @@ export async function executeCommand(ctx: CommandContext, command: Command, msg:
 
 /** /usage [days]: the agent's tokens and USD from the sessions actor's usage ledger, by model. */
 async function usageCommand(ctx: CommandContext, days: number, route: Route): Promise<CommandResult> {
-  const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().slice(0, 10);
+  const today = utcDay(Date.now());
   try {
-    const report = await ctx.rt.client.call("sessions", "usage_report", { from: day(days - 1), to: day(0), groupBy: ["model"], agentId: route.agentId });
-    const tokens = (s: UsageSums) => s.total || s.input + s.output + s.cacheRead + s.cacheWrite;
-    const line = (s: UsageSums) => `${formatUsd(s.costUsd)}, ${tokens(s)} tokens in ${s.runs} run${s.runs === 1 ? "" : "s"}`;
+    const report = await ctx.rt.client.call("sessions", "usage_report", { from: addDays(today, -(days - 1)), to: today, groupBy: ["model"], agentId: route.agentId });
+    const line = (s: UsageSums) => `${formatUsd(s.costUsd)}, ${usageTokens(s)} tokens in ${s.runs} run${s.runs === 1 ? "" : "s"}`;
     const span = days === 1 ? `today (${report.to}, UTC)` : `${report.from} to ${report.to} (UTC)`;
     if (report.rows.length === 0) return { text: `Usage of agent ${route.agentId}, ${span}: none recorded.` };
     const lines = [`Usage of agent ${route.agentId}, ${span}: ${line(report.totals)}.`];
-    for (const row of [...report.rows].sort((a, b) => b.costUsd - a.costUsd || tokens(b) - tokens(a))) lines.push(`  ${row.model ?? "?"}: ${line(row)}`);
+    for (const row of [...report.rows].sort((a, b) => b.costUsd - a.costUsd || usageTokens(b) - usageTokens(a))) lines.push(`  ${row.model ?? "?"}: ${line(row)}`);
     if (report.totals.unpricedTokens > 0) lines.push(`${report.totals.unpricedTokens} tokens were of models without a known price (not in the cost; set models.entries.<model>.cost).`);
     return { text: lines.join("\n") };
   } catch (err) {

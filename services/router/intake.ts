@@ -21,21 +21,7 @@ import { merged, Work, type DeliveryLike, type SessionQueues, type WorkOutcome }
 import type { RouterReplica, RouterState } from "./replica.js";
 import { routesFor, type Route } from "./resolve.js";
 import { queueSettingsFor, runOptionsFor, type SettingsCache } from "./settings.js";
-
-/** Runs `fn` after earlier work under the same key; results are boxed so promises pass through. */
-export class KeyedSerial {
-  private readonly tails = new Map<string, Promise<unknown>>();
-
-  run<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    const before = this.tails.get(key) ?? Promise.resolve();
-    const mine = before.catch(() => undefined).then(fn);
-    this.tails.set(key, mine);
-    void mine.finally(() => {
-      if (this.tails.get(key) === mine) this.tails.delete(key);
-    }).catch(() => undefined);
-    return mine;
-  }
-}
+import { KeyedSerial } from "../../shared/runtime/keyed-serial.js";
 
 export interface IntakeDeps {
   rt: ActorRuntime;

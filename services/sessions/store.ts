@@ -17,12 +17,12 @@ import { randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { open, type Database, type RootDatabase } from "lmdb";
 import {
-  addUsage, emptyUsage, LurkError, USAGE_LEDGER_CHANGE_KEY,
+  addDays, addUsage, emptyUsage, LurkError, USAGE_LEDGER_CHANGE_KEY, utcDay,
   type SESSION_DBS, type SessionChangeOp, type SessionEntry, type TranscriptRecord, type Usage, type UsageBucketKey, type UsageReport,
 } from "../../shared/contract/index.js";
 import { ChangeLog } from "./change-log.js";
 import { resetReason, type ResetPolicy, type ResetReason } from "./reset-policy.js";
-import { addDays, builtinUsagePrice, usageModelRef, UsageLedger, utcDay, type UsagePrice, type UsageQuery } from "./usage-ledger.js";
+import { builtinUsagePrice, usageModelRef, UsageLedger, type UsagePrice, type UsageQuery } from "./usage-ledger.js";
 
 type RunStatus = "started" | "done" | "error" | "aborted";
 interface RunRow { sessionKey: string; sessionId: string; firstSeq: number; status: RunStatus }
@@ -88,6 +88,8 @@ export class SessionStore {
   private capture: SessionChangeOp[] | undefined;
   /** the usage ledger (usage-ledger.ts) */
   private readonly ledger: UsageLedger;
+  /** the ledger's prices (options.usagePrice, else the built-in table) */
+  private readonly usagePrice: UsagePrice;
   /** the ledger writes of the transaction under way, when replication is on: their own change set (USAGE_LEDGER_CHANGE_KEY) */
   private ledgerCapture: SessionChangeOp[] | undefined;
 
@@ -101,13 +103,13 @@ export class SessionStore {
     this.dbs = { entries: this.entries, records: this.records, recordIds: this.recordIds, runs: this.runs } as unknown as Record<SessionDb, Database<unknown, string>>;
     this.changeLog = options.replicate ? new ChangeLog(this.root) : undefined;
     this.ledger = new UsageLedger(this.root);
+    this.usagePrice = options.usagePrice ?? builtinUsagePrice;
   }
 
   private put(db: SessionDb, key: unknown, value: unknown): void {
     void this.dbs[db].put(key as never, value);
     this.capture?.push({ op: "put", db, key: key as string, value });
   }
-
 
   get(sessionKey: string): SessionEntry | null {
     return this.entries.get(sessionKey) ?? null;
@@ -299,7 +301,7 @@ export class SessionStore {
   private bookUsage(entry: SessionEntry, { usage, model, provider }: UsageUpdate): void {
     const ref = usageModelRef(provider, model);
     const key: UsageBucketKey = [utcDay(this.now()), entry.agentId, ref, entry.lastOrigin?.channel ?? entry.channel ?? "-", entry.sessionType];
-    const value = this.ledger.addInTxn(key, usage, (this.options.usagePrice ?? builtinUsagePrice)(ref, usage));
+    const value = this.ledger.addInTxn(key, usage, this.usagePrice(ref, usage));
     this.ledgerCapture?.push({ op: "usage", key, value });
   }
 

@@ -10,22 +10,15 @@
  */
 import type { Database, RootDatabase } from "lmdb";
 import {
-  LurkError,
+  addDays, LurkError, usageTokens,
   type Usage, type UsageBucketKey, type UsageGroupKey, type UsageReport, type UsageReportRow, type UsageSums,
 } from "../../shared/contract/index.js";
 import { lookupModel, usageCostUsd } from "../../shared/runtime/models.js";
 
-const DAY_MS = 86_400_000;
 /** longest `provider/model` kept in a key (LMDB keys are at most ~2 KB) */
 const MAX_MODEL_REF = 200;
 
-/** The UTC day of a time, `YYYY-MM-DD`. */
-export const utcDay = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
-
-/** The day `n` days after `day` (before, for a negative `n`). */
-export const addDays = (day: string, n: number): string => utcDay(Date.parse(`${day}T00:00:00Z`) + n * DAY_MS);
-
-export const emptySums = (): UsageSums => ({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0, runs: 0, costUsd: 0, unpricedTokens: 0 });
+const emptySums = (): UsageSums => ({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0, runs: 0, costUsd: 0, unpricedTokens: 0 });
 
 /** USD of a usage update of model `ref` (`provider/model`); undefined when its price is unknown. */
 export type UsagePrice = (ref: string, usage: Usage) => number | undefined;
@@ -38,9 +31,6 @@ export function usageModelRef(provider: string, model: string): string {
   const ref = !provider || model.startsWith(`${provider}/`) ? model : `${provider}/${model}`;
   return (ref || "-").slice(0, MAX_MODEL_REF);
 }
-
-/** The tokens of an update (its total, else the sum of its parts). */
-const tokensOf = (u: Usage): number => u.total || u.input + u.output + u.cacheRead + u.cacheWrite;
 
 function addSums(into: UsageSums, s: UsageSums): void {
   into.input += s.input;
@@ -85,7 +75,7 @@ export class UsageLedger {
     const next = { ...(this.db.get(key) ?? emptySums()) };
     addSums(next, {
       input: usage.input, output: usage.output, cacheRead: usage.cacheRead, cacheWrite: usage.cacheWrite, total: usage.total,
-      runs: 1, costUsd: costUsd ?? 0, unpricedTokens: costUsd === undefined ? tokensOf(usage) : 0,
+      runs: 1, costUsd: costUsd ?? 0, unpricedTokens: costUsd === undefined ? usageTokens(usage) : 0,
     });
     void this.db.put(key, next);
     return next;

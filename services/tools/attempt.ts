@@ -40,8 +40,8 @@ export type AttemptOutcome =
 export async function runAttempt(piscina: Piscina<ToolTask, ToolResult>, opts: AttemptOptions): Promise<AttemptOutcome> {
   const { port1, port2 } = new MessageChannel();
   const hardStop = new AbortController();
-  // stopped with the task: a vectors request in progress sends no more batches
-  const vectorsStop = new AbortController();
+  // stopped with the task: a vectors request in progress sends no more batches (only for a call with vectors)
+  const vectorsStop = opts.vectors ? new AbortController() : undefined;
   const tool = opts.task.tool;
   let started = false;
   let failure: LurkError | undefined;
@@ -53,7 +53,7 @@ export async function runAttempt(piscina: Piscina<ToolTask, ToolResult>, opts: A
   const stop = (err: LurkError) => {
     if (failure) return;
     failure = err;
-    vectorsStop.abort(err);
+    vectorsStop?.abort(err);
     if (!started) return hardStop.abort(err); // still queued: drop it
     port1.postMessage({ type: "abort", code: err.code, message: err.message } satisfies PoolToWorker);
     grace = setTimeout(() => hardStop.abort(err), opts.graceMs);
@@ -81,7 +81,7 @@ export async function runAttempt(piscina: Piscina<ToolTask, ToolResult>, opts: A
   const answerVectors = async (request: VectorsRequest): Promise<void> => {
     let reply: VectorsReply;
     try {
-      if (!opts.vectors) throw new LurkError("INTERNAL", "this call has no vectors (memory.embeddings is not set)");
+      if (!opts.vectors || !vectorsStop) throw new LurkError("INTERNAL", "this call has no vectors (memory.embeddings is not set)");
       const vectors = request.op === "lookup"
         ? opts.vectors.lookup(request.hashes.slice(0, MAX_VECTOR_REQUEST))
         : await opts.vectors.embed(request.texts.slice(0, MAX_VECTOR_REQUEST), request.hashes.slice(0, MAX_VECTOR_REQUEST), vectorsStop.signal);
@@ -118,7 +118,7 @@ export async function runAttempt(piscina: Piscina<ToolTask, ToolResult>, opts: A
     clearTimeout(deadline);
     clearTimeout(grace);
     opts.signal?.removeEventListener("abort", onCancel);
-    vectorsStop.abort(new LurkError("ABORTED", "the tool call ended"));
+    vectorsStop?.abort(new LurkError("ABORTED", "the tool call ended"));
     port1.close();
   }
 }

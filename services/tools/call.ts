@@ -10,7 +10,7 @@
  * approvals (approval-gate.ts) sit between validation and `pool.run`. Tools
  * with `runsIn: "process"` (exec) run in this thread instead of the pool (process-tools.ts).
  */
-import { LurkError, toolProgressSchema, type ToolCallReply, type ToolCallRequest } from "../../shared/contract/index.js";
+import { LurkError, type ToolCallReply, type ToolCallRequest } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import { agentWorkspace, type LurkConfig } from "../../shared/runtime/config.js";
 import { gateToolCall } from "./approval-gate.js";
@@ -21,13 +21,13 @@ import type { RunToolOptions, ToolPool } from "./pool.js";
 import { deniedMessage } from "../../shared/runtime/tool-policy.js";
 import { decideForRequest } from "../../shared/runtime/tool-policy-config.js";
 import type { InflightCalls } from "../../shared/runtime/tool-inflight.js";
+import { progressPublisher } from "../../shared/runtime/tool-serve.js";
 import { runProcessTool, type ProcessHostExtras } from "./process-tools.js";
 import { skillRoots } from "./skill-roots.js";
 import { describeIssues, type Tool, type ToolLimits, type ToolResult } from "./tool.js";
 
 /** bytes kept free in a reply for the envelope and JSON escaping */
 const REPLY_OVERHEAD = 8 * 1024;
-const PROGRESS_MIN_INTERVAL_MS = 250;
 
 /** Byte caps for tools, from config: text from config.tools, images from the bus payload cap. */
 export function toolLimits(rt: ActorRuntime): ToolLimits {
@@ -130,29 +130,3 @@ function fitReply(rt: ActorRuntime, reply: ToolCallReply): ToolCallReply {
   };
 }
 
-/** Publishes `lurk.tools.progress.<runId>`, at most one note per 250 ms. */
-function progressPublisher(rt: ActorRuntime, req: ToolCallRequest): (message: string, fraction?: number) => void {
-  let last = 0;
-  return (message, fraction) => {
-    const now = Date.now();
-    if (now - last < PROGRESS_MIN_INTERVAL_MS) return;
-    last = now;
-    const parsed = toolProgressSchema.safeParse({
-      type: "lurk.tools.progress.v1",
-      id: `${req.toolCallId}-${now}`,
-      ts: now,
-      runId: req.runId,
-      sessionKey: req.sessionKey,
-      causationId: req.id,
-      toolCallId: req.toolCallId,
-      message,
-      ...(fraction === undefined ? {} : { fraction }),
-    });
-    if (!parsed.success) return;
-    try {
-      rt.nc.publish(rt.subjects.toolProgress(req.runId), JSON.stringify(parsed.data));
-    } catch (err) {
-      rt.log.warn({ err }, "could not publish tool progress");
-    }
-  };
-}

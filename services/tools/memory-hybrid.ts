@@ -31,11 +31,16 @@ export function hybridSearch(docs: readonly IndexedDoc[], query: string, queryVe
   const k = candidateCount(opts.maxResults);
   const keyword = keywordScores(docs, query).sort((a, b) => b.score - a.score);
   const best = keyword[0]?.score ?? 0;
+  // each chunk's cosine, computed once (a chunk without a vector of the query's length has none)
+  const cosines = new Map<Chunk, number>();
   const byMeaning: Array<{ path: string; chunk: Chunk; cosine: number }> = [];
   for (const doc of docs) {
     for (const chunk of doc.chunks) {
       const v = vectorOf(chunk);
-      if (v && v.length === queryVector.length) byMeaning.push({ path: doc.path, chunk, cosine: dot(queryVector, v) });
+      if (!v || v.length !== queryVector.length) continue;
+      const cosine = dot(queryVector, v);
+      cosines.set(chunk, cosine);
+      byMeaning.push({ path: doc.path, chunk, cosine });
     }
   }
   byMeaning.sort((a, b) => b.cosine - a.cosine);
@@ -47,8 +52,7 @@ export function hybridSearch(docs: readonly IndexedDoc[], query: string, queryVe
   const textWeight = 1 - opts.vectorWeight;
   const ranked: Array<{ hit: HybridHit; chunk: Chunk }> = [];
   for (const [chunk, c] of candidates) {
-    const v = vectorOf(chunk);
-    const cosine = v && v.length === queryVector.length ? dot(queryVector, v) : undefined;
+    const cosine = cosines.get(chunk);
     const score = textWeight * c.text + opts.vectorWeight * Math.max(0, cosine ?? 0);
     if (opts.minScore !== undefined && score < opts.minScore) continue;
     ranked.push({ chunk, hit: { path: c.path, startLine: chunk.startLine, endLine: chunk.endLine, heading: chunk.heading, score, matched: c.matched, snippet: "", textScore: c.text, vectorScore: cosine } });

@@ -60,9 +60,10 @@ export class ApprovalGate {
    * denial. The request's own token is checked; without one the gate asks for an approval and,
    * while a human decides, sends heartbeats (approvalHeartbeat) right away and before every
    * wait slice (<= 5 s apart). `signal` (the call's cancellation) ends that wait with ABORTED.
-   * `summary` is what the human is shown next to the tool's name (default: a `command` argument).
+   * `summary` gives what the human is shown next to the tool's name (default: a `command`
+   * argument); it is asked only when an approval is asked for.
    */
-  async check(tool: string, req: ToolCallRequest, signal: AbortSignal = this.rt.signal, summary?: string): Promise<ApprovalDenial | null> {
+  async check(tool: string, req: ToolCallRequest, signal: AbortSignal = this.rt.signal, summary?: () => Promise<string | undefined> | string | undefined): Promise<ApprovalDenial | null> {
     const hash = argsHash(req.args);
     let token = req.approvalToken;
     if (token === undefined) {
@@ -86,11 +87,11 @@ export class ApprovalGate {
     return { code: "TOOL_DENIED", text: `${DENIED_TEXT}: the approval token was refused (${problem}).` };
   }
 
-  /** `summary`: what the human is shown next to the tool's name (default: the `command` argument, as exec's) */
-  private async ask(tool: string, req: ToolCallRequest, hash: string, signal: AbortSignal, summary?: string): Promise<{ approval: ApprovalRecord; token?: string | undefined }> {
+  private async ask(tool: string, req: ToolCallRequest, hash: string, signal: AbortSignal, summary?: () => Promise<string | undefined> | string | undefined): Promise<{ approval: ApprovalRecord; token?: string | undefined }> {
     const client = this.rt.client;
     const heartbeat = approvalHeartbeat(this.rt, req);
-    const shown = summary ?? req.args.command;
+    // what the human is shown next to the tool's name: the tool's summary, else the `command` argument (exec's)
+    const shown = (await summary?.()) ?? req.args.command;
     const command = typeof shown === "string" ? shown.slice(0, 20_000) : undefined;
     // the notice goes where the run came from (not where the session last heard from); a
     // system run without an origin has no notice: `lurkbot approvals list` shows it

@@ -7,9 +7,13 @@
  * site-local fec0::/10, and IPv6 forms that embed an IPv4 address (IPv4-mapped ::ffff:a.b.c.d,
  * IPv4-compatible ::a.b.c.d, NAT64 64:ff9b::/96, 6to4 2002::/16) when the embedded address is not
  * public. IPv6 outside 2000::/3 is refused. `isAllowedPrivateHost` is the exception list
- * (`tools.web.allowPrivateHosts`). Pure: no I/O.
+ * (`tools.web.allowPrivateHosts`). All pure except `resolvePublicTarget` (a DNS lookup), which
+ * applies the rule to a URL and returns the checked address; `pinnedLookup` makes a connection go
+ * to exactly that address (no DNS rebinding between the check and the connect).
  */
-import { isIPv4, isIPv6 } from "node:net";
+import { lookup as dnsLookup } from "node:dns/promises";
+import { isIP, isIPv4, isIPv6, type LookupFunction } from "node:net";
+import { LurkError } from "../contract/index.js";
 
 /** [network, prefix length] in IPv4 dotted form */
 const V4_BLOCKED: ReadonlyArray<readonly [string, number]> = [
@@ -110,4 +114,56 @@ export function isAllowedPrivateHost(url: URL, allow: readonly string[]): boolea
     const m = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(e);
     return m !== null && m[1]!.replace(/^\[|\]$/g, "") === host && m[2] === port;
   });
+}
+
+/** A checked address to connect to. */
+export interface Target {
+  address: string;
+  family: 4 | 6;
+}
+
+export interface ResolveTargetOptions {
+  /** what was refused, in the FORBIDDEN message: "refused to <verb> <origin>: ..." */
+  verb: string;
+  /** appended to the FORBIDDEN message */
+  hint?: string;
+  /** wraps the DNS lookup (e.g. to end the wait when a call is cancelled) */
+  wait?: <T>(lookup: Promise<T>) => Promise<T>;
+}
+
+/**
+ * Resolves `url`'s host and decides whether it may be reached: the address to connect to, or
+ * FORBIDDEN (an address that is not public and a host not in `allow`) / TOOL_FAILED (no address).
+ */
+export async function resolvePublicTarget(url: URL, allow: readonly string[], opts: ResolveTargetOptions): Promise<Target> {
+  const host = bareHost(url);
+  const literal = isIP(host);
+  let addresses: Target[];
+  if (literal) addresses = [{ address: host, family: literal as 4 | 6 }];
+  else {
+    try {
+      const found = dnsLookup(host, { all: true, verbatim: true });
+      addresses = (await (opts.wait ? opts.wait(found) : found)).map((a) => ({ address: a.address, family: a.family as 4 | 6 }));
+    } catch (err) {
+      if (LurkError.is(err)) throw err;
+      throw new LurkError("TOOL_FAILED", `could not resolve ${host}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+    }
+    if (addresses.length === 0) throw new LurkError("TOOL_FAILED", `${host} has no addresses`);
+  }
+  if (!isAllowedPrivateHost(url, allow)) {
+    const blocked = addresses.find((a) => !isPublicAddress(a.address));
+    if (blocked) {
+      const what = literal ? `${host} is` : `${host} resolves to ${blocked.address}, which is`;
+      throw new LurkError("FORBIDDEN", `refused to ${opts.verb} ${url.origin}: ${what} a private, loopback, link-local or otherwise non-public address${opts.hint ?? ""}`);
+    }
+  }
+  return addresses[0]!;
+}
+
+/** A `lookup` (http.request, net.connect) that answers with the checked address only, whatever DNS says now. */
+export function pinnedLookup(target: Target): LookupFunction {
+  return ((_hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+    if (options?.all) callback(null, [{ address: target.address, family: target.family }]);
+    else callback(null, target.address, target.family);
+  }) as unknown as LookupFunction;
 }

@@ -8,7 +8,7 @@
  */
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  addUsage, assistantText, emptyUsage, runEventSchema, safeParseJson, type RunEvent, type SafeParseLimits, type Subjects, type TranscriptRecord, type Usage,
+  addUsage, assistantText, attachmentSchema, emptyUsage, runEventSchema, type Attachment, safeParseJson, type RunEvent, type SafeParseLimits, type Subjects, type TranscriptRecord, type Usage,
 } from "../contract/index.js";
 import type { Logger } from "./logger.js";
 
@@ -56,6 +56,8 @@ export interface RecordedRunEnd {
   usage: Usage;
   /** the text of the run's last assistant message that has any */
   lastAssistantText: string;
+  /** the attachments the end marker kept (a voice reply's audio), validated; [] when none */
+  attachments: Attachment[];
 }
 
 /** The run's terminal end marker (the last one, as the sessions actor's run status) read with its usage; null while there is none. */
@@ -72,5 +74,6 @@ export function runEndFromRecords(records: readonly TranscriptRecord[]): Recorde
     if (text.trim()) lastAssistantText = text;
   }
   const errorCode = typeof marker.meta?.errorCode === "string" ? marker.meta.errorCode : undefined;
-  return { status: marker.runStatus as RecordedRunEnd["status"], text: marker.text, errorCode, silent: marker.meta?.silent === true, usage, lastAssistantText };
+  const attachments = attachmentSchema.array().max(32).safeParse(marker.meta?.attachments ?? []);
+  return { status: marker.runStatus as RecordedRunEnd["status"], text: marker.text, errorCode, silent: marker.meta?.silent === true, usage, lastAssistantText, attachments: attachments.success ? attachments.data : [] };
 }

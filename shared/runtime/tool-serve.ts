@@ -19,7 +19,7 @@
  * lurk.tools.cancel, and for the run abort/end the run control and terminal run event subjects
  * (the `tools-ext` user has them all).
  */
-import { actorGrants, LurkError, toolCallReply, toolCallRequest, type SessionType, type ToolCallReply, type ToolCallRequest, type ToolDefinition } from "../contract/index.js";
+import { actorGrants, LurkError, toolCallReply, toolCallRequest, toolProgressSchema, type SessionType, type ToolCallReply, type ToolCallRequest, type ToolDefinition } from "../contract/index.js";
 import type { ActorRuntime } from "./actor.js";
 import { approvalGateFor } from "./approval-gate.js";
 import { configRequiresApproval } from "./config-tools-approval.js";
@@ -30,6 +30,8 @@ import { InflightCalls } from "./tool-inflight.js";
 export interface ServedToolContext extends EndpointHandlerContext {
   /** fires when the call is cancelled (see above); its reason is a LurkError ABORTED */
   signal: AbortSignal;
+  /** a `lurk.tools.progress.<runId>` note for the caller (at most one per 250 ms; never throws) */
+  progress(message: string): void;
 }
 
 export interface ServedTool {
@@ -57,6 +59,28 @@ export interface ServeToolsOptions {
   /** the queue group of the catalog and the calls (not "tools": the built-in actor's) */
   queue: string;
   policy?: ServedToolPolicy;
+}
+
+const PROGRESS_MIN_INTERVAL_MS = 250;
+
+/** Publishes `lurk.tools.progress.<runId>` notes of one call, at most one per 250 ms (the tools actor's own calls too). */
+export function progressPublisher(rt: ActorRuntime, req: ToolCallRequest): (message: string, fraction?: number) => void {
+  let last = 0;
+  return (message, fraction) => {
+    const now = Date.now();
+    if (now - last < PROGRESS_MIN_INTERVAL_MS) return;
+    last = now;
+    const parsed = toolProgressSchema.safeParse({
+      type: "lurk.tools.progress.v1", id: `${req.toolCallId}-${now}`, ts: now, runId: req.runId, sessionKey: req.sessionKey,
+      causationId: req.id, toolCallId: req.toolCallId, message: message.slice(0, 2000), ...(fraction === undefined ? {} : { fraction }),
+    });
+    if (!parsed.success) return;
+    try {
+      rt.nc.publish(rt.subjects.toolProgress(req.runId), JSON.stringify(parsed.data));
+    } catch (err) {
+      rt.log.warn({ err }, "could not publish tool progress");
+    }
+  };
 }
 
 /** Whether a call of this tool by `agentId` needs a human approval (definition or config). */
@@ -116,14 +140,14 @@ export function serveTools(rt: ActorRuntime, tools: readonly ServedTool[], opts:
             return { toolCallId: req.toolCallId, content: [{ type: "text", text: refused }], isError: true, errorCode: "TOOL_DENIED", durationMs: Date.now() - started };
           }
           if (servedToolNeedsApproval(rt, tool.definition, req.agentId)) {
-            const denial = await gate.check(name, req, signal, await tool.approvalSummary?.(req));
+            const denial = await gate.check(name, req, signal, tool.approvalSummary && (() => tool.approvalSummary!(req)));
             if (denial) {
               rt.log.info({ tool: name, runId: req.runId, sessionKey: req.sessionKey, code: denial.code }, "tool call not approved");
               return { toolCallId: req.toolCallId, content: [{ type: "text", text: denial.text }], isError: true, errorCode: denial.code, durationMs: Date.now() - started };
             }
           }
           if (signal.aborted) throw new LurkError("ABORTED", "the tool call was cancelled");
-          return tool.handler(req, { ...ctx, signal });
+          return tool.handler(req, { ...ctx, signal, progress: progressPublisher(rt, req) });
         }, req, signal, started);
       } finally {
         tracked.done();

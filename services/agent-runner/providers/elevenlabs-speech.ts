@@ -2,9 +2,10 @@
  * Text to speech through ElevenLabs over HTTPS with fetch: POST
  * `<baseUrl>/v1/text-to-speech/<voiceId>?output_format=<format>` with the `xi-api-key` header and
  * `{ text, model_id, language_code?, voice_settings? }`; the answer is the audio. Redirects are
- * refused (the key is a custom header fetch would carry to another host). Errors are classified
- * like the chat calls' (errors.ts), with ElevenLabs' `detail.message`; a `quota_exceeded` refusal
- * is billing, not auth. Contract: speech.ts `Synthesize`.
+ * refused (the key is a custom header fetch would carry to another host). The time limit is the
+ * caller's `signal` (tts.ts adds tts.timeoutMs). Errors are classified like the chat calls'
+ * (errors.ts), with ElevenLabs' `detail.message`; a `quota_exceeded` refusal is billing, not
+ * auth. Contract: speech.ts `Synthesize`.
  */
 import { LurkError } from "../../../shared/contract/index.js";
 import { classifyProviderError } from "./errors.js";
@@ -21,7 +22,6 @@ export interface ElevenLabsVoiceSettings {
 export interface ElevenLabsSpeechOptions {
   apiKey: string;
   baseUrl: string;
-  timeoutMs: number;
   languageCode?: string;
   voiceSettings?: ElevenLabsVoiceSettings;
 }
@@ -34,10 +34,9 @@ export function elevenlabsSpeech(opts: ElevenLabsSpeechOptions): Synthesize {
     const url = `${base}/v1/text-to-speech/${encodeURIComponent(req.voice)}?output_format=${encodeURIComponent(req.format)}`;
     const settings = voiceSettings(opts.voiceSettings, req.speed);
     const body = { text: req.text, model_id: req.model, ...(opts.languageCode ? { language_code: opts.languageCode } : {}), ...(settings ? { voice_settings: settings } : {}) };
-    const timeout = AbortSignal.timeout(opts.timeoutMs);
     try {
       const res = await fetch(url, {
-        method: "POST", redirect: "error", signal: AbortSignal.any([req.signal, timeout]),
+        method: "POST", redirect: "error", signal: req.signal,
         headers: { "xi-api-key": opts.apiKey, "content-type": "application/json", accept: "audio/*" },
         body: JSON.stringify(body),
       });
@@ -47,7 +46,6 @@ export function elevenlabsSpeech(opts: ElevenLabsSpeechOptions): Synthesize {
       return await readAudio(res.body, req.maxBytes, "elevenlabs");
     } catch (err) {
       if (LurkError.is(err)) throw err;
-      if (timeout.aborted && !req.signal.aborted) throw new LurkError("PROVIDER_TIMEOUT", `elevenlabs: no answer within ${opts.timeoutMs} ms (tts.timeoutMs)`);
       if (!req.signal.aborted && err instanceof TypeError) {
         throw new LurkError("PROVIDER_ERROR", `elevenlabs: ${err.message}${err.cause instanceof Error ? `: ${err.cause.message}` : ""}`, { retryable: true });
       }

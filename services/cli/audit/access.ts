@@ -7,6 +7,7 @@
  *  - owners: "*" makes everyone an owner (they approve tool calls and pass every DM policy);
  *    an entry without "<channel>:" matches that id on every channel.
  */
+import { dmRules, groupRules } from "../../../shared/runtime/access-policy.js";
 import { finding, type AuditContext, type AuditFinding } from "./finding.js";
 import { exposures } from "./reach.js";
 
@@ -25,19 +26,18 @@ export function accessChecks({ config }: AuditContext): AuditFinding[] {
   if (config.routing.dmScope === "main") {
     // senders of every DM channel together (a person on two channels counts twice: their sessions merge anyway)
     const senders = dms.reduce((n, e) => n + (e.open || e.policy === "pairing" ? Infinity : allowedSenders(config, e.channel)), 0);
-    const shared = senders > 1 ? dms : [];
-    if (shared.length > 0) {
-      const open = shared.filter((e) => e.open);
+    if (senders > 1) {
+      const open = dms.filter((e) => e.open);
       out.push(finding({
         id: "routing.dm.shared-main-session", level: open.length > 0 ? "critical" : "warning",
         title: open.length > 0 ? "strangers' DMs run in the owner's main session" : "several DM senders share one main session",
-        detail: `routing.dmScope is "main": DMs on ${shared.map((e) => `${e.channel} (${e.policy})`).join(", ")} all run in agent:<id>:main, the session \`lurkbot chat\` uses too. Each sender sees the others' conversation, the model gets MEMORY.md, and one sender's messages steer the others' runs.${open.length ? ` On ${open.map((e) => e.channel).join(", ")} the senders are anyone.` : ""}`,
+        detail: `routing.dmScope is "main": DMs on ${dms.map((e) => `${e.channel} (${e.policy})`).join(", ")} all run in agent:<id>:main, the session \`lurkbot chat\` uses too. Each sender sees the others' conversation, the model gets MEMORY.md, and one sender's messages steer the others' runs.${open.length ? ` On ${open.map((e) => e.channel).join(", ")} the senders are anyone.` : ""}`,
         fix: "set routing.dmScope to \"per-channel-peer\" (one session per channel and sender), or \"per-peer\" with routing.identityLinks for people on several channels",
       }));
     }
   }
   for (const e of all.filter((x) => x.kind === "group")) {
-    const requireMention = config.routing.groups.byChannel[e.channel]?.requireMention ?? config.routing.groups.requireMention;
+    const { requireMention } = groupRules(e.channel, config);
     if (e.open) {
       out.push(finding({
         id: `routing.groups.${e.channel}.open`, level: "warning",
@@ -61,8 +61,7 @@ export function accessChecks({ config }: AuditContext): AuditFinding[] {
 
 /** Senders a DM allowlist names for `channel` (its own allowFrom and the owners); Infinity with "*". */
 function allowedSenders(config: AuditContext["config"], channel: string): number {
-  const own = config.routing.dm.byChannel[channel]?.allowFrom ?? config.routing.dm.allowFrom;
-  const entries = [...own, ...config.routing.commands.owners].filter((e) => e === "*" || !e.includes(":") || e.startsWith(`${channel}:`));
+  const entries = [...dmRules(channel, config).allowFrom, ...config.routing.commands.owners].filter((e) => e === "*" || !e.includes(":") || e.startsWith(`${channel}:`));
   return entries.includes("*") ? Infinity : new Set(entries).size;
 }
 

@@ -36,7 +36,8 @@ export async function permissionChecks(nc: NatsConnection, prefix: string): Prom
   const pubProbes = p.publish.filter((x) => outside(allowed.publish, x));
 
   const refusedPub = new Set<string>();
-  const status = (async () => {
+  // refusals of a publish arrive as status errors, until the connection closes
+  void (async () => {
     for await (const st of nc.status()) {
       const e = (st as { type: string; error?: { name?: string; operation?: string; subject?: string } }).error;
       if (st.type === "error" && e?.name === "PermissionViolationError" && e.operation === "publish" && e.subject) refusedPub.add(e.subject);
@@ -64,7 +65,6 @@ export async function permissionChecks(nc: NatsConnection, prefix: string): Prom
   }
   await timeout;
   for (const subject of pubProbes) if (!refusedPub.has(subject)) open.push(`publish ${subject}`);
-  void status;
   if (open.length === 0) return [];
   return [finding({
     id: "deep.nats.cli-permissions-too-wide", level: "critical",

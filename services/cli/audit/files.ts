@@ -15,8 +15,7 @@ import { checkCredentialsMode } from "../../../shared/runtime/credentials.js";
 import { channelSecretsPath } from "../../../shared/runtime/channel/secrets.js";
 import { logsDir, natsConfPath } from "../setup.js";
 import { finding, type AuditContext, type AuditFinding } from "./finding.js";
-
-const octal = (mode: number) => (mode & 0o777).toString(8).padStart(3, "0");
+import { octal } from "./fix.js";
 
 /** The entry's own stats, and its target's (the same for a non-link); null when missing or dangling. */
 function statBoth(path: string): { link: boolean; st: Stats } | null {
@@ -114,16 +113,19 @@ function configFileChecks(ctx: AuditContext): AuditFinding[] {
 
 const SECRET_KEYS = new Set(["apiKey", "token", "secret", "botToken", "appToken", "webhookSecret", "clientSecret", "password"]);
 
-/** The JSON paths of the string values under secret-named keys of config.json (never the values). */
-export function configSecretKeys(raw: unknown, path = ""): string[] {
-  if (Array.isArray(raw)) return raw.flatMap((v, i) => configSecretKeys(v, `${path}[${i}]`));
+/** The string values under secret-named keys of config.json, each with its JSON path. */
+export function configSecretEntries(raw: unknown, path = ""): [path: string, value: string][] {
+  if (Array.isArray(raw)) return raw.flatMap((v, i) => configSecretEntries(v, `${path}[${i}]`));
   if (!raw || typeof raw !== "object") return [];
-  return Object.entries(raw as Record<string, unknown>).flatMap(([key, value]) => {
+  return Object.entries(raw as Record<string, unknown>).flatMap(([key, value]): [string, string][] => {
     const at = path ? `${path}.${key}` : key;
-    if (typeof value === "string") return SECRET_KEYS.has(key) && value.length > 0 ? [at] : [];
-    return configSecretKeys(value, at);
+    if (typeof value === "string") return SECRET_KEYS.has(key) && value.length > 0 ? [[at, value]] : [];
+    return configSecretEntries(value, at);
   });
 }
+
+/** The JSON paths of those values (what findings name; never the values). */
+const configSecretKeys = (raw: unknown): string[] => configSecretEntries(raw).map(([at]) => at);
 
 /** The environment variable that can hold this config key's secret instead, if there is one. */
 export function envFor(key: string): string | undefined {

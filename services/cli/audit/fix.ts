@@ -18,7 +18,8 @@ export interface AppliedFix {
   error?: string;
 }
 
-const octal = (mode: number) => (mode & 0o777).toString(8).padStart(3, "0");
+/** a mode's permission bits as the octal string chmod takes, e.g. "644" */
+export const octal = (mode: number) => (mode & 0o777).toString(8).padStart(3, "0");
 
 export function applyFixes(findings: readonly AuditFinding[]): AppliedFix[] {
   const out: AppliedFix[] = [];

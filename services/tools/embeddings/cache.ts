@@ -31,13 +31,24 @@ export class VectorCache {
 
   /** The cached vector, or undefined. */
   get(model: string, hash: string): Float32Array | undefined {
-    const key = keyOf(model, hash);
-    const value = this.vectors.get(key);
-    if (!value || value.length < 12 || (value.length - 8) % 4 !== 0) return undefined;
-    const usedAt = value.readDoubleLE(0);
-    const vector = toVector(value);
-    if (this.now() - usedAt > TOUCH_AFTER_MS) void this.write([{ key, vector, previous: usedAt }]).catch(() => undefined);
-    return vector;
+    return this.getMany(model, [hash])[0] ?? undefined;
+  }
+
+  /** The cached vectors of `hashes` in order (null: not cached); the use times due a refresh are renewed in one write. */
+  getMany(model: string, hashes: readonly string[]): Array<Float32Array | null> {
+    const now = this.now();
+    const touched: Array<{ key: string; vector: Float32Array; previous: number }> = [];
+    const out = hashes.map((hash) => {
+      const key = keyOf(model, hash);
+      const value = this.vectors.get(key);
+      if (!value || value.length < 12 || (value.length - 8) % 4 !== 0) return null;
+      const usedAt = value.readDoubleLE(0);
+      const vector = toVector(value);
+      if (now - usedAt > TOUCH_AFTER_MS) touched.push({ key, vector, previous: usedAt });
+      return vector;
+    });
+    if (touched.length > 0) void this.write(touched).catch(() => undefined);
+    return out;
   }
 
   /** Stores vectors (durable when this resolves), then trims the cache to its cap. */

@@ -52,7 +52,7 @@ export class MemoryEmbeddings {
     let deadline: number | undefined;
     return {
       settings: this.settings,
-      lookup: (hashes) => hashes.map((h) => this.opts.cache.get(this.settings.model, h) ?? null),
+      lookup: (hashes) => this.opts.cache.getMany(this.settings.model, hashes),
       embed: (texts, hashes, signal) => this.embed(texts, hashes, signal, (deadline ??= Date.now() + budget), budget),
     };
   }

@@ -1,5 +1,5 @@
 /** For process tools that talk to other actors: the runtime and the calling session, or a clear failure; where their messages go. */
-import { LurkError, type Origin } from "../../../shared/contract/index.js";
+import { LurkError, outboundMessageSchema, type Attachment, type Origin } from "../../../shared/contract/index.js";
 import type { ActorRuntime } from "../../../shared/runtime/actor.js";
 import type { ToolCallInfo, ToolContext } from "../tool.js";
 
@@ -11,8 +11,31 @@ export function busOf(ctx: ToolContext): { rt: ActorRuntime; call: ToolCallInfo 
 }
 
 /** Where a message of this call goes by default: the run's origin, else the session's last one. */
-export async function defaultTarget(rt: ActorRuntime, call: ToolCallInfo): Promise<Pick<Origin, "channel" | "conversation" | "accountId" | "peer">> {
+export type MessageTarget = Pick<Origin, "channel" | "conversation" | "accountId" | "peer">;
+
+export async function defaultTarget(rt: ActorRuntime, call: ToolCallInfo): Promise<MessageTarget> {
   const origin = call.origin ?? (await rt.client.call("sessions", "get", { sessionKey: call.sessionKey }, { timeoutMs: 5_000 })).session?.lastOrigin;
   if (!origin) throw new LurkError("NOT_FOUND", "this run has no conversation to answer (it was not started from a chat); give channel and conversation");
   return origin;
+}
+
+/**
+ * Queues a message of this call for `target` (stream OUTBOUND) with `id` as its `Nats-Msg-Id`
+ * (derived from the tool call id, so a repeated call delivers once); resolves with whether it was
+ * a duplicate. A failure to queue is a retryable UNAVAILABLE naming `what`.
+ */
+export async function queueMessage(
+  rt: ActorRuntime, call: ToolCallInfo, target: MessageTarget, id: string,
+  content: { kind: "notice" | "reply"; text: string; attachments: Attachment[] }, what: string,
+): Promise<{ duplicate: boolean }> {
+  const message = outboundMessageSchema.parse({
+    type: "lurk.outbound.message.v1", id, ts: Date.now(), runId: call.runId, sessionKey: call.sessionKey,
+    channel: target.channel, conversation: target.conversation, replyTo: [], ...content,
+    ...(target.accountId ? { accountId: target.accountId } : {}),
+    ...(target.peer ? { peer: target.peer } : {}),
+  });
+  return rt.js.publish(rt.subjects.outbound(target.channel, target.conversation), JSON.stringify(message), { msgID: id, timeout: 5_000 })
+    .catch((err: unknown) => {
+      throw new LurkError("UNAVAILABLE", `${what} could not be queued for ${target.channel}: ${(err as Error).message}`, { retryable: true });
+    });
 }

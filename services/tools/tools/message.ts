@@ -7,9 +7,9 @@
  * from the tool call id, so a repeated call (a resumed run) delivers once.
  */
 import { z } from "zod";
-import { channelNameSchema, conversationSchema, LurkError, outboundMessageSchema, type Origin } from "../../../shared/contract/index.js";
+import { channelNameSchema, conversationSchema, LurkError } from "../../../shared/contract/index.js";
 import { defineTool } from "../tool.js";
-import { busOf, defaultTarget } from "./bus.js";
+import { busOf, defaultTarget, queueMessage, type MessageTarget } from "./bus.js";
 import { MAX_FILES_PER_MESSAGE, workspaceFilesToAttachments } from "./media.js";
 
 const MAX_TEXT = 100_000;
@@ -35,7 +35,7 @@ export const messageTool = defineTool({
   async execute(args, ctx) {
     const { rt, call } = busOf(ctx);
     if (args.text === "" && !args.files?.length) throw new LurkError("TOOL_INVALID_ARGS", "give the message text, files to send, or both");
-    let target: Pick<Origin, "channel" | "conversation" | "accountId" | "peer">;
+    let target: MessageTarget;
     if (args.channel || args.conversation) {
       if (!args.channel || !args.conversation) throw new LurkError("TOOL_INVALID_ARGS", "give both channel and conversation, or neither (to answer where the run came from)");
       target = { channel: args.channel, conversation: args.conversation };
@@ -44,16 +44,7 @@ export const messageTool = defineTool({
     }
     const attachments = args.files?.length ? await workspaceFilesToAttachments(rt, ctx, args.files) : [];
     const id = `msg-${call.toolCallId}`.slice(0, 200);
-    const message = outboundMessageSchema.parse({
-      type: "lurk.outbound.message.v1", id, ts: Date.now(), runId: call.runId, sessionKey: call.sessionKey,
-      channel: target.channel, conversation: target.conversation, kind: args.kind ?? "notice", replyTo: [], text: args.text, attachments,
-      ...(target.accountId ? { accountId: target.accountId } : {}),
-      ...(target.peer ? { peer: target.peer } : {}),
-    });
-    const ack = await rt.js.publish(rt.subjects.outbound(target.channel, target.conversation), JSON.stringify(message), { msgID: id, timeout: 5_000 })
-      .catch((err: unknown) => {
-        throw new LurkError("UNAVAILABLE", `the message could not be queued for ${target.channel}: ${(err as Error).message}`, { retryable: true });
-      });
+    const ack = await queueMessage(rt, call, target, id, { kind: args.kind ?? "notice", text: args.text, attachments }, "the message");
     const files = attachments.length > 0 ? ` with ${attachments.map((a) => a.name).join(", ")}` : "";
     return { content: [{ type: "text", text: `${ack.duplicate ? "already sent" : "sent"} to ${target.channel}/${target.conversation}${files}` }] };
   },

@@ -7,10 +7,10 @@
  * sends it as a voice note (Telegram) or an audio file.
  */
 import { z } from "zod";
-import { LurkError, MAX_SPEAK_CHARS, outboundMessageSchema, ttsProviderSchema, ttsVoiceSchema } from "../../../shared/contract/index.js";
+import { LurkError, MAX_SPEAK_CHARS, ttsProviderSchema, ttsVoiceSchema } from "../../../shared/contract/index.js";
 import { formatBytes } from "../../../shared/runtime/media.js";
 import { defineTool } from "../tool.js";
-import { busOf, defaultTarget } from "./bus.js";
+import { busOf, defaultTarget, queueMessage } from "./bus.js";
 
 /** time for the runner's answer beyond tts.timeoutMs (storing the audio) */
 const SPEAK_MARGIN_MS = 10_000;
@@ -39,16 +39,7 @@ export const ttsTool = defineTool({
       ...(args.voice ? { voice: args.voice } : {}), ...(args.provider ? { provider: args.provider } : {}),
     }, { timeoutMs: rt.config.tts.timeoutMs + SPEAK_MARGIN_MS });
     const id = `tts-${call.toolCallId}`.slice(0, 200);
-    const message = outboundMessageSchema.parse({
-      type: "lurk.outbound.message.v1", id, ts: Date.now(), runId: call.runId, sessionKey: call.sessionKey,
-      channel: target.channel, conversation: target.conversation, kind: "notice", replyTo: [], text: "", attachments: [spoken.attachment],
-      ...(target.accountId ? { accountId: target.accountId } : {}),
-      ...(target.peer ? { peer: target.peer } : {}),
-    });
-    const ack = await rt.js.publish(rt.subjects.outbound(target.channel, target.conversation), JSON.stringify(message), { msgID: id, timeout: 5_000 })
-      .catch((err: unknown) => {
-        throw new LurkError("UNAVAILABLE", `the voice message could not be queued for ${target.channel}: ${(err as Error).message}`, { retryable: true });
-      });
+    const ack = await queueMessage(rt, call, target, id, { kind: "notice", text: "", attachments: [spoken.attachment] }, "the voice message");
     const a = spoken.attachment;
     return { content: [{ type: "text", text: `${ack.duplicate ? "already sent" : "sent"} a voice message (${a.name}, ${formatBytes(a.size)}, ${spoken.provider} voice ${spoken.voice}) to ${target.channel}/${target.conversation}` }] };
   },

@@ -2,7 +2,7 @@
  * The HTTP client of the web tools. `guardedFetch` (web_fetch) only talks to public
  * addresses: before every request, the first one and every redirect hop (followed by hand, at
  * most 5), it resolves the host (all addresses) and refuses the URL if any address is not
- * public (address.ts), unless the URL's host is in tools.web.allowPrivateHosts. The connection
+ * public (shared/runtime/public-address.ts), unless the URL's host is in tools.web.allowPrivateHosts. The connection
  * is then pinned to the checked address (a custom `lookup` on the request), so a DNS answer
  * that changes between the check and the connect (rebinding) cannot reach another address.
  * Bodies are read up to a byte cap (decompressed), under an AbortSignal (deadline).
@@ -10,18 +10,17 @@
  * `trustedFetch` (web_search's configured API) skips the address check, because the operator
  * chose that URL (a SearXNG instance is often on the local network), and follows no redirects.
  */
-import { lookup as dnsLookup } from "node:dns/promises";
 import http from "node:http";
 import https from "node:https";
-import { isIP, type LookupFunction } from "node:net";
+import { isIP } from "node:net";
 import type { Readable } from "node:stream";
 import zlib from "node:zlib";
 import { LurkError } from "../../../shared/contract/index.js";
 import { abortable } from "../../../shared/runtime/abortable-sleep.js";
-import { bareHost, isAllowedPrivateHost, isPublicAddress, portOf } from "../../../shared/runtime/public-address.js";
+import { bareHost, pinnedLookup, portOf, resolvePublicTarget, type Target } from "../../../shared/runtime/public-address.js";
 
-// the address rules are shared with the browser actor; tests and callers still import them from here
-export { bareHost, isAllowedPrivateHost };
+// the address rules are shared with the browser actor (shared/runtime/public-address.ts); tests import them from here
+export { isAllowedPrivateHost } from "../../../shared/runtime/public-address.js";
 
 export const MAX_REDIRECTS = 5;
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
@@ -50,13 +49,6 @@ export interface GuardedFetchOptions {
   headers?: Record<string, string>;
 }
 
-export interface Target {
-  address: string;
-  family: 4 | 6;
-}
-
-const defaultPort = portOf;
-
 /** An http(s) URL or a TOOL_INVALID_ARGS error. */
 export function parseWebUrl(raw: string): URL {
   let url: URL;
@@ -73,38 +65,8 @@ export function parseWebUrl(raw: string): URL {
 }
 
 /** Resolves the host and decides whether it may be reached; the address to connect to. */
-export async function checkTarget(url: URL, allow: readonly string[], signal: AbortSignal): Promise<Target> {
-  const host = bareHost(url);
-  let addresses: Target[];
-  const literal = isIP(host);
-  if (literal) {
-    addresses = [{ address: host, family: literal as 4 | 6 }];
-  } else {
-    try {
-      const found = await abortable(dnsLookup(host, { all: true, verbatim: true }), signal, abortError);
-      addresses = found.map((a) => ({ address: a.address, family: a.family as 4 | 6 }));
-    } catch (err) {
-      if (LurkError.is(err)) throw err;
-      throw new LurkError("TOOL_FAILED", `could not resolve ${host}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
-    }
-    if (addresses.length === 0) throw new LurkError("TOOL_FAILED", `${host} has no addresses`);
-  }
-  if (!isAllowedPrivateHost(url, allow)) {
-    const blocked = addresses.find((a) => !isPublicAddress(a.address));
-    if (blocked) {
-      const what = literal ? `${host} is` : `${host} resolves to ${blocked.address}, which is`;
-      throw new LurkError("FORBIDDEN", `refused to fetch ${url.origin}: ${what} a private, loopback, link-local or otherwise non-public address`);
-    }
-  }
-  return addresses[0]!;
-}
-
-/** A `lookup` that answers with the checked address only, whatever DNS says now. */
-function pinnedLookup(target: Target): LookupFunction {
-  return ((_hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
-    if (options?.all) callback(null, [{ address: target.address, family: target.family }]);
-    else callback(null, target.address, target.family);
-  }) as unknown as LookupFunction;
+export function checkTarget(url: URL, allow: readonly string[], signal: AbortSignal): Promise<Target> {
+  return resolvePublicTarget(url, allow, { verb: "fetch", wait: (lookup) => abortable(lookup, signal, abortError) });
 }
 
 export function abortError(signal: AbortSignal): LurkError {
@@ -139,7 +101,7 @@ export function requestOnce(url: URL, target: Target | undefined, opts: { maxByt
     const req = mod.request({
       protocol: url.protocol,
       hostname: host,
-      port: defaultPort(url),
+      port: portOf(url),
       path: `${url.pathname}${url.search}`,
       method: "GET",
       agent: false,

@@ -10,11 +10,19 @@ import { z } from "zod";
 import { agentIdSchema } from "../common.js";
 import { defineMessage } from "../envelope.js";
 
+const DAY_MS = 86_400_000;
+
+/** The UTC day of a time, `YYYY-MM-DD` (the ledger's days). */
+export const utcDay = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
+
+/** The day `n` days after `day` (before, for a negative `n`). */
+export const addDays = (day: string, n: number): string => utcDay(Date.parse(`${day}T00:00:00Z`) + n * DAY_MS);
+
 /** The days of the calendar that exist, as `YYYY-MM-DD` (UTC). */
-export const usageDaySchema = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "a day is YYYY-MM-DD").refine(
-  (d) => !Number.isNaN(Date.parse(`${d}T00:00:00Z`)) && new Date(`${d}T00:00:00Z`).toISOString().startsWith(d),
-  "not a day of the calendar",
-);
+export const usageDaySchema = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "a day is YYYY-MM-DD").refine((d) => {
+  const ms = Date.parse(`${d}T00:00:00Z`);
+  return !Number.isNaN(ms) && utcDay(ms) === d;
+}, "not a day of the calendar");
 
 /** The sums of a bucket or of a report row. */
 export const usageSumsSchema = z.object({
@@ -31,6 +39,10 @@ export const usageSumsSchema = z.object({
   unpricedTokens: z.number().int().nonnegative(),
 });
 export type UsageSums = z.infer<typeof usageSumsSchema>;
+
+/** The tokens of a usage update or of sums: their total, else the sum of their parts. */
+export const usageTokens = (u: Pick<UsageSums, "input" | "output" | "cacheRead" | "cacheWrite" | "total">): number =>
+  u.total || u.input + u.output + u.cacheRead + u.cacheWrite;
 
 /** A ledger bucket's key: [UTC day, agent id, `provider/model`, channel ("-" when unknown), session type]. */
 export const usageBucketKeySchema = z.tuple([usageDaySchema, z.string().max(64), z.string().max(300), z.string().max(64), z.string().max(32)]);

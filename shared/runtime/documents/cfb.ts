@@ -4,7 +4,7 @@
  * the FAT (listed by the header's DIFAT and the DIFAT sector chain), the directory (names,
  * types, tree, start sectors, sizes), and each stream's bytes, from regular sectors or, below the
  * mini stream cutoff (4096 bytes), from the mini stream through the MiniFAT. Pure TypeScript,
- * no I/O; imports nothing.
+ * no I/O; imports only formats.ts's signature check.
  *
  * Contract: `CompoundFile.open(bytes)` reads the header, FAT, MiniFAT and directory, and
  * `read(entry)` a stream's bytes. For a file that is not a compound file, or a damaged one, both
@@ -13,6 +13,8 @@
  * and no size or count is trusted beyond what the file's own bytes can hold, so a hostile file
  * costs at most a few passes over its bytes: no hang, no huge allocation.
  */
+
+import { isCompoundFile } from "./formats.js";
 
 /** A file that is not a compound file, or a damaged one. */
 export class CfbError extends Error {
@@ -32,7 +34,6 @@ export interface CfbEntry {
   child: number;
 }
 
-const SIGNATURE = [0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1];
 const HEADER_BYTES = 512;
 const HEADER_DIFAT = 109;
 const MAX_REGULAR_SECTOR = 0xfffffffa;
@@ -97,7 +98,7 @@ export class CompoundFile {
 
   static open(bytes: Uint8Array): CompoundFile {
     if (bytes.byteLength < HEADER_BYTES) throw new CfbError(`${bytes.byteLength} bytes are too few for a compound file`);
-    if (!SIGNATURE.every((b, i) => bytes[i] === b)) throw new CfbError("no compound file signature");
+    if (!isCompoundFile(bytes)) throw new CfbError("no compound file signature");
     const header = new DataView(bytes.buffer, bytes.byteOffset, HEADER_BYTES);
     if (header.getUint16(28, true) !== 0xfffe) throw new CfbError("unknown byte order mark");
     const shift = header.getUint16(30, true);
