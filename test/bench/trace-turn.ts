@@ -13,13 +13,15 @@ import { progress } from "./stats.js";
 
 const N = Number(process.argv.slice(2).find((a) => /^\d+$/.test(a)) ?? 40);
 const SHORT = process.argv.includes("--short");
+/** turns before anything is measured (LURKBOT_TRACE_WARMUP, default 40; the benchmark warms up with 1 000) */
+const WARMUP = Number(process.env.LURKBOT_TRACE_WARMUP ?? 40);
 
 async function main(): Promise<void> {
   const system = await TestSystem.start({ files: { "notes.txt": "benchmark file\n" }, env: { LURKBOT_LOG_LEVEL: "warn" } });
   try {
     const client = await CliClient.connect(system.nats, "trace");
     progress("warming up");
-    for (let i = 0; i < 40; i++) await client.send(i % 2 ? "read notes.txt" : "hello");
+    for (let i = 0; i < WARMUP; i++) await client.send(i % 2 ? "read notes.txt" : "hello");
     // CPU per turn of every process, without the tracing subscriber
     const pids: Record<string, number> = { "nats-server": system.nats.pid!, "bench (client + fake LLM)": process.pid };
     for (const [name, actor] of system.actors) pids[name] = actor.child.pid!;
