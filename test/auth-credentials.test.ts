@@ -19,6 +19,7 @@ import type { Provider, ProviderStreamEvent } from "../services/agent-runner/pro
 import { EXPIRY_SKEW_MS } from "../services/agent-runner/credentials.js";
 import { AuthStateStore } from "../services/agent-runner/auth-profiles.js";
 import { watchLogins } from "../services/agent-runner/login-watch.js";
+import { speechStateProvider } from "../services/agent-runner/speech-profiles.js";
 import { createLogger } from "../shared/runtime/logger.js";
 import { apiKeyOf, FakeAnthropicServer } from "./fakes/anthropic-server.js";
 import { FakeOAuthServer } from "./fakes/oauth-server.js";
@@ -257,7 +258,7 @@ describe("oauth refresh_token profiles (tokens in the lurk_auth bucket)", () => 
     assert.equal((await stored()).refreshing, undefined, "the claim was given back");
   });
 
-  it("clears a profile's disable and cooldowns when a login stores new tokens, not when a runner refreshes", async () => {
+  it("clears a profile's disable and cooldowns (chat and speech) when a login stores new tokens, not when a runner refreshes", async () => {
     const dir = mkdtempSync(join(tmpdir(), "lurk-login-watch-"));
     const store = new AuthStateStore(dir);
     const nc = await nats.connect("agent-runner");
@@ -266,7 +267,9 @@ describe("oauth refresh_token profiles (tokens in the lurk_auth bucket)", () => 
     const watching = watchLogins(await new Kvm(nc).open(AUTH_BUCKET), store, createLogger("login-watch-test", "silent"), stop.signal);
     try {
       const profile = { provider: "openai", id: "work", fingerprint: "fp" };
+      const speech = { ...profile, provider: speechStateProvider("openai") };
       await store.markFailure(profile, "test-model", "auth");
+      await store.markFailure(speech, "tts-1", "auth");
       assert.equal(store.availability(profile, "test-model").usable, false);
       await seed({ updatedBy: "other-host:1:abc" }); // a refresh: nothing changes
       await new Promise((r) => setTimeout(r, 300));
@@ -276,6 +279,7 @@ describe("oauth refresh_token profiles (tokens in the lurk_auth bucket)", () => 
       while (!store.availability(profile, "test-model").usable && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
       assert.deepEqual(store.availability(profile, "test-model"), { usable: true });
       assert.equal(store.profile(profile)?.disableCount, 0);
+      assert.deepEqual(store.availability(speech, "tts-1"), { usable: true }, "the profile's speech state too");
     } finally {
       stop.abort();
       await watching;

@@ -5,7 +5,9 @@
  * downloaded from the fake's CDN; replies' files are uploaded as multipart). Slash commands:
  * registration at start (global, per guild, refused), interactions answered deferred, published
  * like messages, their replies editing @original and following it up; a command the router
- * refuses (DM disabled, allowlists) has its deferred message edited to the refusal.
+ * refuses (DM disabled, allowlists) has its deferred message edited to the refusal. Voice
+ * messages: an OGG/Opus reply goes with the IS_VOICE_MESSAGE flag, its duration and waveform
+ * (read from a real Ogg Opus file, test/fakes/ogg-opus.ts), and as a plain file where Discord refuses it.
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -22,6 +24,9 @@ import { messageToInbound, type DcMessage } from "../services/channel-discord/in
 import { interactionToInbound, type DcInteraction } from "../services/channel-discord/interactions.js";
 import { COMMAND_HELP } from "../shared/contract/index.js";
 import { FakeDiscordServer } from "./fakes/discord-server.js";
+import { oggOpusFile, OPUS_PRE_SKIP } from "./fakes/ogg-opus.js";
+import { opusPacketSamples, readOggOpus } from "../services/channel-discord/ogg-opus.js";
+import { voiceMessageOf } from "../services/channel-discord/voice-message.js";
 import { startActorProcess, waitFor } from "./harness/actors.js";
 import { TestSystem } from "./harness/system.js";
 
@@ -80,6 +85,41 @@ describe("discord slash commands (pure)", () => {
     assert.equal(interactionToInbound({ ...base, data: { name: "status" } }, "lurk", plainChannel)!.text, "/status");
     assert.equal(interactionToInbound({ ...base, data: { name: "other-bots-command" } }, "lurk", plainChannel), undefined);
     assert.equal(interactionToInbound({ ...base, type: 3 }, "lurk", plainChannel), undefined, "components are not commands");
+  });
+});
+
+describe("discord voice messages (pure)", () => {
+  it("reads an Ogg Opus file's duration and packets without decoding; anything else is no voice message", () => {
+    // one second: 25 loud packets above 255 bytes (two lacing segments each), 25 near-silent ones
+    const file = oggOpusFile([...Array<number>(25).fill(300), ...Array<number>(25).fill(4)], { perPage: 7 });
+    const ogg = readOggOpus(file)!;
+    assert.deepEqual({ channels: ogg.channels, preSkip: ogg.preSkip, packets: ogg.packets.length, first: ogg.packets[0], last: ogg.packets.at(-1) },
+      { channels: 1, preSkip: OPUS_PRE_SKIP, packets: 50, first: { size: 300, samples: 960 }, last: { size: 4, samples: 960 } });
+    assert.equal(ogg.durationSecs, (48_000 - OPUS_PRE_SKIP) / 48_000, "the last granule position minus the pre-skip, at 48 kHz");
+    const meta = voiceMessageOf({ kind: "audio", mime: "audio/ogg", bytes: file })!;
+    assert.equal(meta.durationSecs, 0.994);
+    const bars = [...Buffer.from(meta.waveform, "base64")];
+    assert.equal(bars.length, 10, "one bar per 100 ms");
+    assert.deepEqual(bars.slice(0, 5), [255, 255, 255, 255, 255], "speech: the busiest slices");
+    assert.ok(bars.slice(5).every((b) => b < 10), `pauses: low bars (${bars.join(",")})`);
+    const long = voiceMessageOf({ kind: "audio", mime: "audio/ogg", bytes: oggOpusFile(Array<number>(2000).fill(80)) })!;
+    assert.equal(Buffer.from(long.waveform, "base64").length, 256, "40 s: at most 256 bars");
+    assert.equal(voiceMessageOf({ kind: "audio", mime: "audio/mpeg", bytes: file }), undefined, "not OGG by its type");
+    assert.equal(voiceMessageOf({ kind: "file", mime: "audio/ogg", bytes: file }), undefined, "not audio");
+    assert.equal(voiceMessageOf({ kind: "audio", mime: "audio/ogg", bytes: Buffer.concat([Buffer.from("OggS"), randomBytes(64)]) }), undefined, "not a valid Ogg page");
+    const vorbis = Buffer.from(file);
+    vorbis.write("\u0001vorbis\u0000", 28 + 0, "latin1");
+    assert.equal(readOggOpus(vorbis), undefined, "another codec");
+    assert.equal(readOggOpus(oggOpusFile([])), undefined, "no audio");
+  });
+
+  it("knows each Opus packet's duration from its TOC byte", () => {
+    const samples = (...bytes: number[]) => opusPacketSamples(Uint8Array.from(bytes));
+    assert.equal(samples(0xf8), 960, "CELT 20 ms, one frame");
+    assert.equal(samples((16 << 3) | 0), 120, "CELT 2.5 ms");
+    assert.equal(samples((3 << 3) | 1), 2 * 2880, "SILK 60 ms, two frames");
+    assert.equal(samples((13 << 3) | 3, 3), 3 * 960, "hybrid 20 ms, three frames (code 3)");
+    assert.equal(samples(), 0);
   });
 });
 
@@ -236,6 +276,42 @@ describe("discord channel end to end", () => {
     assert.deepEqual(posts.map((p) => p.files.length), [0, 0], "no upload");
     assert.equal(posts[0]!.content, "The chart:");
     assert.match(posts[1]!.content, /^\[image: chart\.png could not be sent: media e{12}… is not in the media store/);
+  });
+
+  it("a voice reply (OGG/Opus) goes as a native voice message: the flag, one audio file, its duration and waveform; MP3 stays a file", async () => {
+    const ogg = oggOpusFile([...Array<number>(25).fill(300), ...Array<number>(25).fill(4)]);
+    const stored = await media.put(ogg, { mime: "audio/ogg", name: "voice.ogg" });
+    const deliveryId = await sendReply("2014", "Spoken answer.", [{ kind: "audio", mime: "audio/ogg", name: "voice.ogg", size: ogg.byteLength, ref: stored.ref }]);
+    await waitFor(() => receipts.find((r) => r.deliveryId === deliveryId && r.status === "delivered"), 20_000, "delivered");
+    const posts = discord.sent.filter((m) => m.channelId === "2014" && m.method === "POST");
+    assert.deepEqual(posts.map((p) => [p.content, p.files.length, p.body.flags]), [["Spoken answer.", 0, undefined], ["", 1, 8192]], "the text, then the voice message");
+    const [file] = posts[1]!.files;
+    assert.deepEqual({ field: file!.field, name: file!.name, type: file!.contentType }, { field: "files[0]", name: "voice.ogg", type: "audio/ogg" });
+    assert.deepEqual(file!.bytes, ogg);
+    const [meta] = posts[1]!.body.attachments as Array<{ id: number; filename: string; duration_secs: number; waveform: string }>;
+    assert.deepEqual({ id: meta!.id, filename: meta!.filename, duration: meta!.duration_secs }, { id: 0, filename: "voice.ogg", duration: 0.994 });
+    const bars = [...Buffer.from(meta!.waveform, "base64")];
+    assert.deepEqual(bars.slice(0, 5), [255, 255, 255, 255, 255]);
+    assert.equal(bars.length, 10);
+    const mp3 = Buffer.concat([Buffer.from("ID3"), randomBytes(500)]);
+    const mp3Ref = (await media.put(mp3, { mime: "audio/mpeg", name: "voice.mp3" })).ref;
+    const mp3Delivery = await sendReply("2016", "", [{ kind: "audio", mime: "audio/mpeg", name: "voice.mp3", size: mp3.byteLength, ref: mp3Ref }]);
+    await waitFor(() => receipts.find((r) => r.deliveryId === mp3Delivery && r.status === "delivered"), 20_000, "delivered");
+    const mp3Posts = discord.sent.filter((m) => m.channelId === "2016" && m.method === "POST");
+    assert.deepEqual(mp3Posts.map((p) => [p.files[0]?.name, p.body.flags]), [["voice.mp3", undefined]], "an MP3 is a plain file");
+  });
+
+  it("where Discord refuses voice messages (403, 50173) the audio goes as a plain file", async () => {
+    discord.refuseVoiceMessages.add("2015");
+    const ogg = oggOpusFile(Array<number>(30).fill(90));
+    const stored = await media.put(ogg, { mime: "audio/ogg", name: "voice.ogg" });
+    const deliveryId = await sendReply("2015", "", [{ kind: "audio", mime: "audio/ogg", name: "voice.ogg", size: ogg.byteLength, ref: stored.ref }]);
+    await waitFor(() => receipts.find((r) => r.deliveryId === deliveryId && r.status === "delivered"), 20_000, "delivered");
+    const posts = discord.sent.filter((m) => m.channelId === "2015" && m.method === "POST");
+    assert.equal(posts.length, 1, "one message: the refused voice message was not posted");
+    assert.deepEqual({ flags: posts[0]!.body.flags, name: posts[0]!.files[0]?.name, type: posts[0]!.files[0]?.contentType, attachments: posts[0]!.body.attachments },
+      { flags: undefined, name: "voice.ogg", type: "audio/ogg", attachments: [{ id: 0, filename: "voice.ogg" }] });
+    assert.deepEqual(posts[0]!.files[0]!.bytes, ogg);
   });
 
   /** what went through interaction `id`'s webhook: the deferred message's edits and the follow-ups */

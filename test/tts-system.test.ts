@@ -6,7 +6,9 @@
  * strips the model's directives from what users see (streamed deltas included), speaks the
  * [[tts:text]] part or the reply, summarizes a reply above tts.maxChars (or cuts it when the
  * summary fails), stores the audio and attaches it to the reply; a failed synthesis still
- * delivers the text; the tts tool gets its audio from the agent-runner; Telegram gets a voice note.
+ * delivers the text; the tts tool gets its audio from the agent-runner; Telegram gets a voice note;
+ * OpenAI's speech rate-limited hands the reply to ElevenLabs (tts.fallbacks) and cools the key's
+ * speech down in the runner's LMDB, which the next reply honours while chat goes on with the key.
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -43,7 +45,7 @@ describe("voice replies through the whole system", () => {
       config: {
         agents: [{ id: "main", default: true, toolProfile: "full" }],
         routing: { dm: { policy: "open" } },
-        tts: { maxChars: MAX_CHARS, elevenlabs: { baseUrl: eleven.url } },
+        tts: { maxChars: MAX_CHARS, fallbacks: ["elevenlabs"], elevenlabs: { baseUrl: eleven.url } },
         channels: { telegram: { enabled: true, botToken: telegram.token, apiRoot: telegram.url, pollTimeoutSec: 1, streaming: "off" } },
       },
       env: { ELEVENLABS_API_KEY: eleven.apiKey },
@@ -150,9 +152,11 @@ describe("voice replies through the whole system", () => {
     assert.ok(cut.length <= MAX_CHARS && cut.endsWith("words.") && long.startsWith(cut), cut);
   });
 
-  it("a failed synthesis still delivers the text reply; the run's end marker says why", async () => {
+  it("a failed synthesis (every provider) still delivers the text reply; the run's end marker says why", async () => {
     await setMode("broken", "on");
-    system.fake.speechStatus = () => 500;
+    // bad requests: no cooldown (a 5xx or 429 would cool the key down for the tests after this one)
+    system.fake.speechStatus = () => 400;
+    eleven.failNext(400, "invalid_request");
     const reply = await cli.send("are you there?", { sessionName: "broken" });
     assert.equal(reply.text, "echo: are you there?");
     assert.deepEqual(reply.attachments, []);
@@ -161,7 +165,7 @@ describe("voice replies through the whole system", () => {
     try {
       const { records } = await new BusClient(runner).call("sessions", "history", { sessionKey: "agent:main:cli:dm:broken", limit: 50 });
       const marker = records.findLast((r) => r.kind === "run_marker" && r.runStatus === "done");
-      assert.match(String((marker?.meta?.voice as { error?: string } | undefined)?.error), /^PROVIDER_ERROR: openai: /);
+      assert.match(String((marker?.meta?.voice as { error?: string } | undefined)?.error), /^PROVIDER_ERROR: elevenlabs: HTTP 400 invalid_request.*\(before: openai\/default: PROVIDER_ERROR\)$/);
     } finally {
       await runner.close();
     }
@@ -211,5 +215,32 @@ describe("voice replies through the whole system", () => {
     const calls = telegram.calls.filter((c) => Number(c.body.chat_id) === chatId).map((c) => c.method);
     assert.deepEqual(calls.slice(-2), ["sendMessage", "sendVoice"], "the text first, then the voice note");
     assert.ok(telegram.sent.some((m) => m.chatId === chatId && m.text === "Got your voice note."));
+  });
+
+  // last: it leaves the OpenAI key's speech cooling down in the agent-runner's LMDB
+  it("OpenAI's speech rate-limited: ElevenLabs (tts.fallbacks) speaks, the key's speech cools down and the next reply skips it; chat on the same key goes on", async () => {
+    await setMode("fallback", "on");
+    system.fake.speechStatus = () => 429;
+    const first = await cli.send("first", { sessionName: "fallback" });
+    assert.equal(first.text, "echo: first");
+    assert.equal(system.fake.speechRequests.length, 1, "one OpenAI speech call (no SDK retry)");
+    assert.deepEqual(eleven.requests.map((r) => [r.body.text, r.outputFormat]), [["echo: first", "mp3_44100_128"]]);
+    assert.deepEqual(await bytesOf(first.attachments[0]?.ref), fakeElevenLabsAudio("21m00Tcm4TlvDq8ikWAM", "mp3_44100_128", "echo: first"));
+    const runner = await system.nats.connect("agent-runner");
+    try {
+      const { records } = await new BusClient(runner).call("sessions", "history", { sessionKey: "agent:main:cli:dm:fallback", limit: 50 });
+      const marker = records.findLast((r) => r.kind === "run_marker" && r.runStatus === "done");
+      assert.deepEqual(marker?.meta?.voice, { provider: "elevenlabs", voice: "21m00Tcm4TlvDq8ikWAM", chars: 11, shortened: "as is", failed: ["openai/default PROVIDER_RATE_LIMIT"] });
+    } finally {
+      await runner.close();
+    }
+    system.fake.reset();
+    system.fake.speechStatus = () => undefined;
+    eleven.requests.length = 0;
+    const second = await cli.send("second", { sessionName: "fallback" });
+    assert.equal(second.text, "echo: second", "the chat model still uses the key");
+    assert.equal(system.fake.requests.length, 1);
+    assert.equal(system.fake.speechRequests.length, 0, "the cooling key is not asked for speech");
+    assert.deepEqual(eleven.requests.map((r) => r.body.text), ["echo: second"]);
   });
 });

@@ -226,7 +226,7 @@ describe("speech through ElevenLabs (fake server, fetch)", () => {
   it("posts to /v1/text-to-speech/<voice> with xi-api-key, model_id, settings and the output format", async () => {
     const { speaker, media } = speakerFor({ elevenlabs: { languageCode: "en", voiceSettings: { stability: 0.4, similarityBoost: 0.8, speed: 1.1 } } });
     const note = await speaker.speak({ text: "Hi from ElevenLabs.", channel: "telegram", signal: never });
-    await speaker.speak({ text: "An MP3 this time.", channel: "discord", voice: "pNInz6obpgDQGcFmaJgB", model: "eleven_turbo_v2_5", signal: never });
+    await speaker.speak({ text: "An MP3 this time.", channel: "slack", voice: "pNInz6obpgDQGcFmaJgB", model: "eleven_turbo_v2_5", signal: never });
     const [a, b] = fake.requests;
     assert.deepEqual({ voice: a!.voiceId, format: a!.outputFormat, key: a!.headers["xi-api-key"], body: a!.body },
       { voice: "21m00Tcm4TlvDq8ikWAM", format: "opus_48000_64", key: fake.apiKey, body: { text: "Hi from ElevenLabs.", model_id: "eleven_multilingual_v2", language_code: "en", voice_settings: { stability: 0.4, similarity_boost: 0.8, speed: 1.1 } } });

@@ -90,8 +90,8 @@ export const definition: ActorDefinition = {
     if (embedModel && registry.profiles(embedModel.split("/")[0]!).length === 0) {
       rt.log.warn({ model: embedModel }, "memory.embeddings.model has no credentials: memory_search ranks by keywords until they are set");
     }
-    // voice replies and the tts tool's audio (tts; tts.ts): synthesized here, where the credentials are
-    const speaker = new Speaker(rt.config.tts, registry, () => rt.media, rt.log);
+    // voice replies and the tts tool's audio (tts; tts.ts): synthesized here, where the credentials are; speech profiles cool down in authState
+    const speaker = new Speaker(rt.config.tts, registry, () => rt.media, rt.log, authState);
     const voice = new VoiceReplies(rt.config.tts, speaker, rt.log);
     serveSpeech(rt, speaker);
     rt.consume({

@@ -2,28 +2,30 @@
  * Text to a voice message in the media store (`tts`, shared/runtime/config-tts.ts), for voice
  * replies (voice-reply.ts) and the tts tool (`lurk.agent-runner.speak`, tts-serve.ts).
  *
- * Contract of `speak(opts)`: synthesizes `text` with the provider (opts, else tts.provider), voice
- * and model (opts, else the provider's config), in the channel's format (tts.<provider>.format;
- * "auto": OGG/Opus for Telegram's voice notes, MP3 elsewhere), within tts.timeoutMs, stores it
- * (media.maxFileMb) and resolves with an audio attachment (`voice.ogg` / `voice.mp3`, its ref).
- * Rejects with a LurkError: PROVIDER_AUTH when the provider has no credentials (saying what to
- * set), the provider's classified failure, LIMIT_EXCEEDED / UNAVAILABLE from the store.
- * Credentials: OpenAI uses `tts.openai.apiKey`/`baseUrl` when set, else the providers.openai auth
- * profile `tts.openai.profile` (default the first: OPENAI_API_KEY, OPENAI_BASE_URL), whatever its
- * kind (key, token, OAuth client). ElevenLabs uses ELEVENLABS_API_KEY or tts.elevenlabs.apiKey.
+ * Contract of `speak(opts)`: synthesizes `text` in the channel's format (tts.<provider>.format;
+ * "auto": OGG/Opus for Telegram's voice notes and Discord's voice messages, MP3 elsewhere),
+ * stores it (media.maxFileMb) and resolves with an audio attachment (`voice.ogg` / `voice.mp3`,
+ * its ref) and who spoke it. Providers are tried in order: opts.provider (else tts.provider),
+ * then tts.provider, then tts.fallbacks, each once; the first one takes opts' voice and model, a
+ * fallback its own configured ones (a voice of one provider means nothing to the other). Within a
+ * provider its profiles rotate with cooldowns (speech-profiles.ts, speech-rotation.ts). All the
+ * calls share tts.totalTimeoutMs, each at most tts.timeoutMs.
+ * Rejects with a LurkError when no provider gave audio: with one attempt its error as it was
+ * (PROVIDER_AUTH when the provider has no credentials, saying what to set; the provider's
+ * classified failure); with several the last one, its message naming the earlier ones;
+ * LIMIT_EXCEEDED / UNAVAILABLE from the store; ABORTED when opts.signal fired.
  */
 import { LurkError, type Attachment, type ChannelName, type TtsProvider } from "../../shared/contract/index.js";
 import type { TtsConfig } from "../../shared/runtime/config-tts.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import type { MediaStore } from "../../shared/runtime/media.js";
-import type { CredentialSource } from "./credentials.js";
-import { elevenlabsSpeech } from "./providers/elevenlabs-speech.js";
-import { openaiSpeech } from "./providers/openai-speech.js";
+import type { AuthStateStore } from "./auth-profiles.js";
 import type { ProviderRegistry } from "./providers/registry.js";
-import type { Synthesize } from "./providers/speech.js";
+import { SpeechProfiles } from "./speech-profiles.js";
+import { synthesizeRotating, type SpeechAttempt } from "./speech-rotation.js";
 
-/** channels whose voice notes want OGG/Opus (the others get MP3, which every channel plays) */
-const VOICE_NOTE_CHANNELS = new Set<string>(["telegram"]);
+/** channels whose voice messages want OGG/Opus (Telegram's voice notes, Discord's voice messages); the others get MP3, which every channel plays */
+const VOICE_NOTE_CHANNELS = new Set<string>(["telegram", "discord"]);
 
 const MIME_OF: Record<string, { mime: string; ext: string }> = {
   mp3: { mime: "audio/mpeg", ext: "mp3" }, opus: { mime: "audio/ogg", ext: "ogg" }, aac: { mime: "audio/aac", ext: "aac" },
@@ -45,81 +47,99 @@ export interface Spoken {
   provider: TtsProvider;
   voice: string;
   model: string;
+  /** the calls that failed or were skipped (cooling down) before this one: `provider/profile CODE` */
+  failed?: string[];
+}
+
+/** One provider's request for this voice message. */
+interface Plan {
+  provider: TtsProvider;
+  voice: string;
+  model: string;
+  /** the provider's own format name */
+  format: string;
+  file: { mime: string; ext: string };
+  speed?: number;
 }
 
 export class Speaker {
-  private openai: Synthesize | undefined;
-  private elevenlabs: Synthesize | undefined;
+  private readonly profiles: SpeechProfiles;
 
   constructor(
     private readonly config: TtsConfig,
-    private readonly registry: Pick<ProviderRegistry, "profiles" | "credentialSource">,
+    registry: Pick<ProviderRegistry, "profiles" | "credentialSource">,
     private readonly media: () => Pick<MediaStore, "put" | "maxFileBytes">,
     private readonly log: Logger,
-  ) {}
+    /** the agent-runner's auth state (cooldowns survive restarts); without it failures only move on to the next profile */
+    private readonly store?: AuthStateStore,
+  ) {
+    this.profiles = new SpeechProfiles(config, registry);
+  }
+
+  /** The providers tried for a voice message, in order (each once). */
+  order(requested: TtsProvider | undefined): TtsProvider[] {
+    return [...new Set([requested ?? this.config.provider, this.config.provider, ...this.config.fallbacks])];
+  }
 
   async speak(opts: SpeakOptions): Promise<Spoken> {
-    const provider = opts.provider ?? this.config.provider;
-    const voiceNote = opts.channel !== undefined && VOICE_NOTE_CHANNELS.has(opts.channel);
     const started = Date.now();
-    let voice: string, model: string, format: string, file: { mime: string; ext: string };
-    let synthesize: Synthesize;
+    const store = this.media();
+    const deadline = started + this.config.totalTimeoutMs;
+    const failed: SpeechAttempt[] = [];
+    for (const [i, provider] of this.order(opts.provider).entries()) {
+      const plan = this.plan(provider, opts.channel, i === 0 ? opts : opts.speed !== undefined ? { speed: opts.speed } : {});
+      let profiles;
+      try {
+        profiles = this.profiles.list(provider);
+      } catch (err) {
+        failed.push({ label: provider, error: LurkError.from(err) });
+        continue;
+      }
+      const result = await synthesizeRotating(profiles, {
+        text: opts.text, model: plan.model, voice: plan.voice, format: plan.format, ...(plan.speed !== undefined ? { speed: plan.speed } : {}), maxBytes: store.maxFileBytes,
+      }, { ...(this.store ? { store: this.store } : {}), log: this.log, timeoutMs: this.config.timeoutMs, deadline, signal: opts.signal });
+      failed.push(...result.failed);
+      if (!result.ok) continue;
+      const name = `voice.${plan.file.ext}`;
+      const stored = await store.put(result.bytes, { mime: plan.file.mime, name });
+      const tried = failed.map((f) => `${f.label} ${f.error.code}`);
+      this.log.info({
+        provider, profile: result.profile.id, voice: plan.voice, model: plan.model, format: plan.format, chars: opts.text.length, bytes: result.bytes.byteLength, ms: Date.now() - started,
+        ...(tried.length > 0 ? { failed: tried } : {}),
+      }, i > 0 ? `speech synthesized by the fallback provider ${provider}` : "speech synthesized");
+      return {
+        attachment: { kind: "audio", mime: plan.file.mime, name, size: stored.size, ref: stored.ref }, provider, voice: plan.voice, model: plan.model,
+        ...(tried.length > 0 ? { failed: tried } : {}),
+      };
+    }
+    throw noAudio(failed);
+  }
+
+  /** The provider's voice, model, format and speed for this message. */
+  private plan(provider: TtsProvider, channel: string | undefined, choice: Pick<SpeakOptions, "voice" | "model" | "speed">): Plan {
+    const voiceNote = channel !== undefined && VOICE_NOTE_CHANNELS.has(channel);
     if (provider === "elevenlabs") {
       const c = this.config.elevenlabs;
-      voice = opts.voice ?? c.voiceId;
-      model = opts.model ?? c.modelId;
-      format = c.format === "auto" ? (voiceNote ? "opus_48000_64" : "mp3_44100_128") : c.format;
-      file = format.startsWith("opus") ? MIME_OF.opus! : MIME_OF.mp3!;
-      synthesize = this.elevenlabsClient();
-    } else {
-      const c = this.config.openai;
-      voice = opts.voice ?? c.voice;
-      model = opts.model ?? c.model;
-      format = c.format === "auto" ? (voiceNote ? "opus" : "mp3") : c.format;
-      file = MIME_OF[format]!;
-      synthesize = this.openaiClient();
+      const format = c.format === "auto" ? (voiceNote ? "opus_48000_64" : "mp3_44100_128") : c.format;
+      return {
+        provider, voice: choice.voice ?? c.voiceId, model: choice.model ?? c.modelId, format, file: format.startsWith("opus") ? MIME_OF.opus! : MIME_OF.mp3!,
+        ...(choice.speed !== undefined ? { speed: choice.speed } : {}),
+      };
     }
-    const signal = AbortSignal.any([opts.signal, AbortSignal.timeout(this.config.timeoutMs)]);
-    const store = this.media();
-    const speed = opts.speed ?? (provider === "openai" ? this.config.openai.speed : undefined);
-    const bytes = await synthesize({ text: opts.text, model, voice, format, ...(speed !== undefined ? { speed } : {}), signal, maxBytes: store.maxFileBytes })
-      .catch((err: unknown) => {
-        const e = LurkError.from(err);
-        throw e.code === "ABORTED" && !opts.signal.aborted ? new LurkError("PROVIDER_TIMEOUT", `${provider}: no audio within ${this.config.timeoutMs} ms (tts.timeoutMs)`) : e;
-      });
-    const name = `voice.${file.ext}`;
-    const stored = await store.put(bytes, { mime: file.mime, name });
-    this.log.info({ provider, voice, model, format, chars: opts.text.length, bytes: bytes.byteLength, ms: Date.now() - started }, "speech synthesized");
-    return { attachment: { kind: "audio", mime: file.mime, name, size: stored.size, ref: stored.ref }, provider, voice, model };
-  }
-
-  private openaiClient(): Synthesize {
-    if (this.openai) return this.openai;
     const c = this.config.openai;
-    let source: CredentialSource | undefined;
-    let baseUrl = c.baseUrl;
-    if (c.apiKey) source = { renewable: false, secret: () => Promise.resolve(c.apiKey!) };
-    else if (!c.baseUrl) {
-      const profiles = this.registry.profiles("openai");
-      const profile = c.profile ? profiles.find((p) => p.id === c.profile) : profiles[0];
-      if (!profile) {
-        throw new LurkError("PROVIDER_AUTH", c.profile
-          ? `tts.openai.profile "${c.profile}" is not an auth profile of providers.openai (${profiles.map((p) => p.id).join(", ") || "none configured"})`
-          : "voice replies through OpenAI need credentials: set OPENAI_API_KEY (or OPENAI_BASE_URL for a compatible server), or tts.openai.apiKey / baseUrl; or use tts.provider \"elevenlabs\"");
-      }
-      source = this.registry.credentialSource(profile);
-      baseUrl = profile.baseUrl;
-    }
-    return (this.openai = openaiSpeech({ ...(source ? { source } : {}), ...(baseUrl ? { baseUrl } : {}), timeoutMs: this.config.timeoutMs, ...(c.instructions ? { instructions: c.instructions } : {}) }));
+    const format = c.format === "auto" ? (voiceNote ? "opus" : "mp3") : c.format;
+    const speed = choice.speed ?? c.speed;
+    return { provider, voice: choice.voice ?? c.voice, model: choice.model ?? c.model, format, file: MIME_OF[format]!, ...(speed !== undefined ? { speed } : {}) };
   }
+}
 
-  private elevenlabsClient(): Synthesize {
-    if (this.elevenlabs) return this.elevenlabs;
-    const c = this.config.elevenlabs;
-    if (!c.apiKey) throw new LurkError("PROVIDER_AUTH", "voice replies through ElevenLabs need an API key: set ELEVENLABS_API_KEY (or tts.elevenlabs.apiKey) and restart with `npx lurkbot start`");
-    return (this.elevenlabs = elevenlabsSpeech({
-      apiKey: c.apiKey, baseUrl: c.baseUrl,
-      ...(c.languageCode ? { languageCode: c.languageCode } : {}), ...(c.voiceSettings ? { voiceSettings: c.voiceSettings } : {}),
-    }));
-  }
+/** Every provider failed: the last real failure (a call, else a skip), naming the earlier attempts. */
+function noAudio(failed: SpeechAttempt[]): LurkError {
+  const last = failed.findLast((f) => !f.skipped) ?? failed.at(-1);
+  if (!last) return new LurkError("PROVIDER_ERROR", "no speech provider could be asked");
+  if (failed.length === 1) return last.error;
+  const others = failed.filter((f) => f !== last).map((f) => `${f.label}: ${f.skipped ? f.error.message : f.error.code}`);
+  return new LurkError(last.error.code, `${last.error.message} (before: ${others.join("; ")})`.slice(0, 2000), {
+    retryable: last.error.retryable, ...(last.error.details ? { details: last.error.details } : {}),
+  });
 }

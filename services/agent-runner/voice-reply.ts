@@ -9,8 +9,9 @@
  * The spoken text: the [[tts:text]] parts, else the visible text, as plain sentences (tts-text.ts),
  * fitted to tts.maxChars (summarized or cut). The model's [[tts:provider=… voice=… …]] choose the
  * provider, voice, model and speed unless tts.modelOverrides is false.
- * Contract of `reply`: never throws. A synthesis that fails leaves the text reply as it is (the
- * failure is logged and returned in `error`, which the run's end marker keeps).
+ * Contract of `reply`: never throws. A synthesis that fails (every provider and profile the
+ * Speaker tried) leaves the text reply as it is (the failure is logged and returned in `error`,
+ * which the run's end marker keeps); one that succeeded after others failed names them in `failed`.
  */
 import { emptyUsage, isSilentReply, LurkError, type Attachment, type RunRequest, type TtsProvider, type Usage } from "../../shared/contract/index.js";
 import type { TtsConfig } from "../../shared/runtime/config-tts.js";
@@ -29,7 +30,7 @@ export interface VoiceReply {
   /** the summary call's usage (empty when there was none) */
   usage: Usage;
   /** what was spoken, or why not (for the run's end marker) */
-  voice?: { provider: TtsProvider; voice: string; chars: number; shortened: "as is" | "summarized" | "cut" } | { error: string };
+  voice?: { provider: TtsProvider; voice: string; chars: number; shortened: "as is" | "summarized" | "cut"; failed?: string[] } | { error: string };
 }
 
 export class VoiceReplies {
@@ -51,7 +52,8 @@ export class VoiceReplies {
     const overrides = this.config.modelOverrides ? parsed.overrides : {};
     try {
       const spoken = await this.speaker.speak({ text: fitted.text, channel: req.origin.channel, ...overrides, signal });
-      return { text: visible, attachments: [spoken.attachment], usage: fitted.usage, voice: { provider: spoken.provider, voice: spoken.voice, chars: fitted.text.length, shortened: fitted.how } };
+      const voice = { provider: spoken.provider, voice: spoken.voice, chars: fitted.text.length, shortened: fitted.how, ...(spoken.failed ? { failed: spoken.failed } : {}) };
+      return { text: visible, attachments: [spoken.attachment], usage: fitted.usage, voice };
     } catch (err) {
       const e = LurkError.from(err);
       log.warn({ err: e, code: e.code }, "could not synthesize the voice reply; the text reply goes alone");

@@ -7,10 +7,10 @@
  * paragraphs are sent as their own messages. Guild channels and threads are gated by mention in the router; DMs need
  * the Direct Messages intent, guild text the privileged Message Content intent. Files (files.ts):
  * a message's attachments are stored in the media store before it is published; an attachment
- * part of a delivery is posted as a file message. Slash commands (commands.ts, interactions.ts):
- * registered once the gateway is ready (the application id comes with READY); an
- * INTERACTION_CREATE is answered deferred and published like a message, and the reply edits the
- * deferred message and follows it up through the interaction's webhook.
+ * part of a delivery is posted as a file message (OGG/Opus audio as a native voice message).
+ * Slash commands (commands.ts, interactions.ts): registered once the gateway is ready (the
+ * application id comes with READY); an INTERACTION_CREATE is answered deferred and published like
+ * a message, and the reply edits the deferred message and follows it up through the interaction's webhook.
  */
 import { REST } from "@discordjs/rest";
 import { WebSocketManager, WebSocketShardEvents } from "@discordjs/ws";

@@ -1,6 +1,6 @@
 /**
  * Discord REST calls of the channel (through @discordjs/rest, which itself waits out 429s and
- * retries 5xx): send, send a file (multipart: `files[0]` + `payload_json`), edit, delete, typing,
+ * retries 5xx): send, send a file (multipart: `files[0]` + `payload_json`), a voice message, edit, delete, typing,
  * channel lookups (cached: is it a thread, and whose), interaction answers and their webhook
  * messages (authorized by the interaction token, not the bot token).
  * Errors become DeliveryErrors: 4xx other than 429 are permanent (missing access, unknown
@@ -10,6 +10,7 @@ import { DiscordAPIError, HTTPError, RateLimitError, type REST } from "@discordj
 import { Routes } from "discord-api-types/v10";
 import { DeliveryError, type OutboundFile } from "../../shared/runtime/channel/index.js";
 import type { DcChannelInfo } from "./inbound.js";
+import { IS_VOICE_MESSAGE, type VoiceMessageMeta } from "./voice-message.js";
 
 const THREAD_TYPES = new Set([10, 11, 12]);
 
@@ -51,6 +52,22 @@ export class DiscordApi {
     } catch (err) {
       throw toDeliveryError(err);
     }
+  }
+
+  /**
+   * Posts an OGG/Opus file as a native voice message (voice-message.ts): flag IS_VOICE_MESSAGE,
+   * the attachment's duration_secs and waveform, no text (Discord refuses any with it). Returns
+   * the message id. Errors are raw (files.ts tells a refusal of the voice message from the rest).
+   */
+  async sendVoiceMessage(channelId: string, file: OutboundFile, voice: VoiceMessageMeta, replyTo?: string, signal?: AbortSignal): Promise<string> {
+    const body = {
+      flags: IS_VOICE_MESSAGE, allowed_mentions: { parse: [] as string[] },
+      attachments: [{ id: 0, filename: file.name, duration_secs: voice.durationSecs, waveform: voice.waveform }],
+      ...(replyTo ? { message_reference: { message_id: replyTo, fail_if_not_exists: false } } : {}),
+    };
+    const files = [{ name: file.name, data: file.bytes, contentType: file.mime }];
+    const sent = (await this.rest.post(Routes.channelMessages(channelId), { body, files, ...(signal ? { signal } : {}) })) as { id: string };
+    return sent.id;
   }
 
   async edit(channelId: string, messageId: string, content: string, signal?: AbortSignal): Promise<void> {

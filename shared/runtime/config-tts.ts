@@ -7,10 +7,17 @@
  * agent-runner after the run's final text is known, stored in the media store and attached to
  * the reply (the text stays: a failed synthesis only loses the audio).
  * `provider`: openai (OpenAI's /v1/audio/speech, or a compatible server; the openai provider's
- * auth profile, `openai.profile` to pick one, or `openai.apiKey`/`baseUrl` of its own) or
- * elevenlabs (POST /v1/text-to-speech/{voiceId}; key from ELEVENLABS_API_KEY or
- * `elevenlabs.apiKey`). Edge TTS is not supported: it has no official API.
- * Formats: "auto" sends OGG/Opus to Telegram (its voice notes) and MP3 elsewhere.
+ * auth profiles, `openai.profile` first (`openai.profiles` to choose which), or
+ * `openai.apiKey`/`baseUrl` of its own) or elevenlabs (POST /v1/text-to-speech/{voiceId}; key
+ * from ELEVENLABS_API_KEY or `elevenlabs.apiKey`, more keys in `elevenlabs.profiles`). Edge TTS
+ * is not supported: it has no official API.
+ * `fallbacks`: the providers tried, in order, when the chosen one (the model's or the tool's
+ * choice, then `provider`) gives no audio; default none. Within a provider a rate limit, auth,
+ * billing, overload, timeout or server failure cools the profile down (the agent-runner's auth
+ * state, as for model calls, under speech keys of their own) and the next profile is tried; all
+ * the calls of one voice message share `totalTimeoutMs`, each call at most `timeoutMs`.
+ * Formats: "auto" sends OGG/Opus to Telegram and Discord (their voice notes and voice messages)
+ * and MP3 elsewhere.
  * A spoken text longer than `maxChars` is summarized by one model call (`summaryModel`, else
  * compaction.model, else the run's models) when `summarize` is on, else (or when that fails) cut at
  * a sentence end. `modelOverrides: false` makes the model's [[tts:provider=… voice=…]] ignored.
@@ -28,7 +35,9 @@ export const ELEVENLABS_FORMATS = [
 export type ElevenLabsFormat = (typeof ELEVENLABS_FORMATS)[number];
 export type OpenAITtsFormat = (typeof OPENAI_TTS_FORMATS)[number];
 
-export const TTS_DEFAULTS = { auto: "off", provider: "openai", maxChars: 1500, summarize: true, timeoutMs: 60_000, modelOverrides: true } as const;
+export const TTS_DEFAULTS = { auto: "off", provider: "openai", maxChars: 1500, summarize: true, timeoutMs: 60_000, totalTimeoutMs: 120_000, modelOverrides: true } as const;
+
+const profileIdSchema = z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, "a profile id is letters, digits, '.', '_', '-' (at most 64)");
 
 const providerSchema = z.string({ error: () => "use \"openai\" or \"elevenlabs\"" }).superRefine((value, ctx) => {
   if (value === "openai" || value === "elevenlabs") return;
@@ -50,6 +59,11 @@ export const ttsConfigSchema = z.object({
   summaryModel: z.string().min(1).max(200).optional(),
   /** one synthesis call (the summary call has runs.llmTimeoutMs) */
   timeoutMs: z.number().int().min(1_000).max(300_000).default(TTS_DEFAULTS.timeoutMs),
+  /** every synthesis call of one voice message together: other profiles, fallback providers */
+  totalTimeoutMs: z.number().int().min(1_000).max(600_000).default(TTS_DEFAULTS.totalTimeoutMs),
+  /** providers tried in order when the chosen one gives no audio (e.g. ["elevenlabs"]); default none */
+  fallbacks: z.array(providerSchema).max(2).default([])
+    .refine((list) => new Set(list).size === list.length, "list each provider once"),
   /** the model's [[tts:provider=… voice=… model=… speed=…]] directives are honoured */
   modelOverrides: z.boolean().default(TTS_DEFAULTS.modelOverrides),
   openai: z.object({
@@ -57,24 +71,33 @@ export const ttsConfigSchema = z.object({
     model: z.string().min(1).max(100).default("tts-1"),
     /** OpenAI's voices (alloy, ash, ballad, coral, echo, fable, nova, onyx, sage, shimmer, verse) or a compatible server's */
     voice: ttsVoiceSchema.default("alloy"),
-    /** auto: opus for Telegram voice notes, mp3 elsewhere */
+    /** auto: opus for Telegram voice notes and Discord voice messages, mp3 elsewhere */
     format: z.enum(["auto", ...OPENAI_TTS_FORMATS], { error: () => `use auto or one of ${OPENAI_TTS_FORMATS.join(", ")}` }).default("auto"),
     speed: z.number().min(0.25).max(4).optional(),
     /** how to speak (gpt-4o-mini-tts only), e.g. "calm and friendly" */
     instructions: z.string().min(1).max(2_000).optional(),
-    /** the id of the providers.openai auth profile to use (default: the first, "default") */
+    /** the id of the providers.openai auth profile tried first (default: the first, "default"); the others follow */
     profile: z.string().min(1).max(64).optional(),
+    /** the providers.openai auth profiles speech may use, in order (default: `profile`, then every other one) */
+    profiles: z.array(profileIdSchema).min(1).max(32).optional(),
     /** the speech API when it is not the openai provider's (a local server) */
     baseUrl: z.url({ protocol: /^https?$/ }).optional(),
     apiKey: z.string().min(1).optional(),
   }).prefault({}),
   elevenlabs: z.object({
-    /** env ELEVENLABS_API_KEY (or XI_API_KEY) */
+    /** env ELEVENLABS_API_KEY (or XI_API_KEY): the profile "default", tried first */
     apiKey: z.string().min(1).optional(),
     baseUrl: z.url({ protocol: /^https?$/ }).default("https://api.elevenlabs.io"),
+    /** more keys (other accounts), tried in order after the default one */
+    profiles: z.array(z.object({
+      id: profileIdSchema,
+      apiKey: z.string().min(1),
+      /** default: elevenlabs.baseUrl */
+      baseUrl: z.url({ protocol: /^https?$/ }).optional(),
+    })).max(16).default([]),
     voiceId: ttsVoiceSchema.default("21m00Tcm4TlvDq8ikWAM"),
     modelId: z.string().regex(/^[A-Za-z0-9_.-]{1,100}$/, "an ElevenLabs model id, e.g. eleven_multilingual_v2").default("eleven_multilingual_v2"),
-    /** auto: opus_48000_64 for Telegram voice notes, mp3_44100_128 elsewhere */
+    /** auto: opus_48000_64 for Telegram voice notes and Discord voice messages, mp3_44100_128 elsewhere */
     format: z.enum(["auto", ...ELEVENLABS_FORMATS], { error: () => `use auto or an MP3 or Opus format (${ELEVENLABS_FORMATS.join(", ")}); raw PCM, µ-law and A-law make no playable file` }).default("auto"),
     /** ISO-639-1 code, for models that take one */
     languageCode: z.string().regex(/^[a-z]{2}$/, "a two-letter ISO-639-1 code, e.g. en").optional(),
@@ -85,7 +108,12 @@ export const ttsConfigSchema = z.object({
       useSpeakerBoost: z.boolean().optional(),
       speed: z.number().min(0.7).max(1.2).optional(),
     }).optional(),
-  }).prefault({}),
+  }).prefault({}).superRefine((c, ctx) => {
+    const ids = [...(c.apiKey ? ["default"] : []), ...c.profiles.map((p) => p.id)];
+    if (new Set(ids).size !== ids.length) {
+      ctx.addIssue({ code: "custom", path: ["profiles"], input: c.profiles, message: `profile ids must be unique${c.apiKey ? " (\"default\" is the key of ELEVENLABS_API_KEY / tts.elevenlabs.apiKey)" : ""}` });
+    }
+  }),
 }).prefault({});
 export type TtsConfig = z.infer<typeof ttsConfigSchema>;
 
@@ -99,5 +127,5 @@ export function ttsEnvOverrides(raw: Record<string, any>, env: Record<string, st
 
 /** The secret values of the tts config, for log redaction. */
 export function ttsSecrets(tts: TtsConfig): Array<string | undefined> {
-  return [tts.openai.apiKey, tts.elevenlabs.apiKey];
+  return [tts.openai.apiKey, tts.elevenlabs.apiKey, ...tts.elevenlabs.profiles.map((p) => p.apiKey)];
 }

@@ -4,7 +4,10 @@
  * MESSAGE_CREATE dispatches) on one port, as @discordjs/rest and @discordjs/ws speak them.
  * Files: a user's message can carry attachments, served (without auth, as Discord's CDN) at
  * their `url` and each download recorded; a message POST may be multipart/form-data (`files[n]`
- * + `payload_json`), whose files are recorded with their names and bytes.
+ * + `payload_json`), whose files are recorded with their names and bytes. A voice message (flag
+ * IS_VOICE_MESSAGE, 1 << 13) is checked as Discord does: one OGG audio file, no text, the
+ * attachment's `duration_secs` and `waveform` (else 400 with 50159/50160/50161); in a channel
+ * of `refuseVoiceMessages` it is a 403 (50173).
  * Slash commands: READY carries the application id; `PUT /applications/{app}/commands` (and
  * `/guilds/{guild}/commands`) record the registered commands (or answer 403 with
  * `refuseCommands`); `interaction()` pushes an INTERACTION_CREATE of an application command;
@@ -17,6 +20,9 @@ import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { WebSocketServer, type WebSocket } from "ws";
 import { closeLoopback, listenLoopback, readRaw, sendJson } from "./http.js";
+
+/** the message flag of a voice message (1 << 13) */
+const IS_VOICE_MESSAGE = 8192;
 
 export interface DiscordFile { field: string; name: string; contentType: string; bytes: Buffer }
 export interface DiscordSent {
@@ -145,6 +151,9 @@ export class FakeDiscordServer {
     this.interactions.get(id)!.expired = true;
   }
 
+  /** channels where the bot may not send voice messages (403, code 50173) */
+  readonly refuseVoiceMessages = new Set<string>();
+
   rateLimitNextSends(count: number): void {
     this.rateLimitNext = count;
   }
@@ -218,14 +227,23 @@ export class FakeDiscordServer {
         this.rateLimitNext--;
         return sendJson(res, 429, { message: "You are being rate limited.", retry_after: 0.3, global: false }, { "retry-after": "1", "x-ratelimit-scope": "user" });
       }
-      const id = String(++this.nextId);
       const content = String(body.content ?? "");
+      const voice = (Number(body.flags ?? 0) & IS_VOICE_MESSAGE) !== 0;
+      if (voice) {
+        const refusal = this.voiceRefusal(channelId, content, body, files);
+        if (refusal) return sendJson(res, refusal.status, { message: refusal.message, code: refusal.code });
+      }
+      const id = String(++this.nextId);
       if (content.length > 2000) return sendJson(res, 400, { message: "Invalid Form Body", code: 50035 });
       if (!content && files.length === 0) return sendJson(res, 400, { message: "Cannot send an empty message", code: 50006 });
       this.messages.set(`${channelId}:${id}`, content);
       this.sent.push({ method: "POST", channelId, messageId: id, content, body, files });
-      const attachments = files.map((f, i) => ({ id: String(++this.nextId), filename: f.name, size: f.bytes.byteLength, content_type: f.contentType, url: `${this.url}/attachments/${channelId}/${i}/${f.name}` }));
-      return sendJson(res, 200, { id, channel_id: channelId, content, attachments, author: this.bot, timestamp: new Date().toISOString(), type: 0 });
+      const meta = (Array.isArray(body.attachments) ? body.attachments : []) as Array<{ duration_secs?: number; waveform?: string }>;
+      const attachments = files.map((f, i) => ({
+        id: String(++this.nextId), filename: f.name, size: f.bytes.byteLength, content_type: f.contentType, url: `${this.url}/attachments/${channelId}/${i}/${f.name}`,
+        ...(voice ? { duration_secs: meta[i]?.duration_secs, waveform: meta[i]?.waveform } : {}),
+      }));
+      return sendJson(res, 200, { id, channel_id: channelId, content, attachments, author: this.bot, timestamp: new Date().toISOString(), type: 0, flags: voice ? IS_VOICE_MESSAGE : 0 });
     }
     if (req.method === "PATCH" && messageId) {
       const key = `${channelId}:${messageId}`;
@@ -242,6 +260,24 @@ export class FakeDiscordServer {
       return;
     }
     return sendJson(res, 405, { message: "405: Method Not Allowed", code: 0 });
+  }
+
+  /**
+   * Why Discord would refuse a voice message (flag IS_VOICE_MESSAGE), as the real API answers:
+   * 403 50173 where the bot may not send them (`refuseVoiceMessages`), 400 50159 with text, 50160
+   * without exactly one OGG audio file, 50161 without a numeric duration_secs and a base64
+   * waveform of at most 256 bytes.
+   */
+  private voiceRefusal(channelId: string, content: string, body: Record<string, unknown>, files: DiscordFile[]): { status: number; code: number; message: string } | undefined {
+    if (this.refuseVoiceMessages.has(channelId)) return { status: 403, code: 50173, message: "You cannot send voice messages in this channel." };
+    if (content) return { status: 400, code: 50159, message: "Voice messages do not support additional content." };
+    if (files.length !== 1 || files[0]!.contentType !== "audio/ogg") return { status: 400, code: 50160, message: "Voice messages must have a single audio attachment." };
+    const [meta] = (Array.isArray(body.attachments) ? body.attachments : []) as Array<{ id?: unknown; duration_secs?: unknown; waveform?: unknown }>;
+    const waveform = typeof meta?.waveform === "string" && /^[A-Za-z0-9+/]*={0,2}$/.test(meta.waveform) ? Buffer.from(meta.waveform, "base64") : undefined;
+    if (String(meta?.id) !== "0" || typeof meta?.duration_secs !== "number" || !(meta.duration_secs > 0) || !waveform || waveform.length === 0 || waveform.length > 256) {
+      return { status: 400, code: 50161, message: "Voice messages must have supporting metadata." };
+    }
+    return undefined;
   }
 
   /** Interaction callbacks and the interaction webhook (no bot token: the interaction token authorizes). */

@@ -6,7 +6,8 @@
  * `audio/ogg` (opus_*) or `audio/mpeg` (mp3_*). A wrong or missing key is 401 with ElevenLabs'
  * error body (`{"detail":{"status":"invalid_api_key","message":…}}`); a body without text, an
  * unknown format or voice is 400/422/404 the same way. Every request is recorded in `requests`;
- * `failNext(status, detailStatus?)` makes the next request fail.
+ * `failNext(status, detailStatus?, key?)` makes the next request (with that key) fail; `apiKeys`
+ * takes more keys (profiles of other accounts).
  */
 import { createHash } from "node:crypto";
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -30,9 +31,13 @@ export class FakeElevenLabsServer {
   readonly requests: ElevenLabsRequest[] = [];
   /** voice ids the account has (others: 404 voice_not_found) */
   readonly voices = new Set(["21m00Tcm4TlvDq8ikWAM", "pNInz6obpgDQGcFmaJgB"]);
-  private readonly failures: Array<{ status: number; detailStatus: string }> = [];
+  /** the keys it accepts (`apiKey`, and any added: another account's) */
+  readonly apiKeys: Set<string>;
+  private readonly failures: Array<{ status: number; detailStatus: string; key?: string }> = [];
 
-  private constructor(private readonly server: Server, readonly url: string, readonly apiKey: string) {}
+  private constructor(private readonly server: Server, readonly url: string, readonly apiKey: string) {
+    this.apiKeys = new Set([apiKey]);
+  }
 
   static async start(apiKey = "el-test-key-0123456789"): Promise<FakeElevenLabsServer> {
     let fake!: FakeElevenLabsServer;
@@ -41,8 +46,9 @@ export class FakeElevenLabsServer {
     return fake;
   }
 
-  failNext(status: number, detailStatus = status === 429 ? "too_many_concurrent_requests" : "internal_error"): void {
-    this.failures.push({ status, detailStatus });
+  /** The next request (with `key`, when given) fails with `status`. */
+  failNext(status: number, detailStatus = status === 429 ? "too_many_concurrent_requests" : "internal_error", key?: string): void {
+    this.failures.push({ status, detailStatus, ...(key ? { key } : {}) });
   }
 
   async close(): Promise<void> {
@@ -55,7 +61,8 @@ export class FakeElevenLabsServer {
     const detail = (status: number, code: string, message: string) => sendJson(res, status, { detail: { status: code, message } });
     if (req.method !== "POST" || !match) return detail(404, "not_found", `Not found: ${req.method} ${url.pathname}`);
     const raw = await readBody(req);
-    if (req.headers["xi-api-key"] !== this.apiKey) return detail(401, "invalid_api_key", "Invalid API key");
+    const key = String(req.headers["xi-api-key"] ?? "");
+    if (!this.apiKeys.has(key)) return detail(401, "invalid_api_key", "Invalid API key");
     let body: ElevenLabsRequest["body"];
     try {
       body = JSON.parse(raw) as ElevenLabsRequest["body"];
@@ -65,7 +72,8 @@ export class FakeElevenLabsServer {
     const voiceId = decodeURIComponent(match[1]!);
     const outputFormat = url.searchParams.get("output_format") ?? "mp3_44100_128";
     this.requests.push({ headers: req.headers, voiceId, outputFormat, body });
-    const failure = this.failures.shift();
+    const at = this.failures.findIndex((f) => f.key === undefined || f.key === key);
+    const failure = at >= 0 ? this.failures.splice(at, 1)[0] : undefined;
     if (failure) return detail(failure.status, failure.detailStatus, `fake failure ${failure.status}`);
     if (typeof body.text !== "string" || body.text.trim() === "") return detail(422, "invalid_text", "text is required");
     if (!FORMATS.test(outputFormat)) return detail(400, "invalid_output_format", `output_format ${outputFormat} is not supported`);

@@ -3,7 +3,8 @@
  * model, voice, input, response_format, speed, instructions), for OpenAI and compatible servers.
  * The SDK is imported on the first call. The secret comes from a CredentialSource (an API key, a
  * bearer token, an OAuth access token; none for a local server): a refused renewable one (401/403)
- * is renewed and the call made once more. Contract: speech.ts `Synthesize`.
+ * is renewed and the call made once more. No SDK retries: a failure goes back to the caller, which
+ * cools the profile down and tries the next one (speech-rotation.ts). Contract: speech.ts `Synthesize`.
  */
 import type OpenAI from "openai";
 import type { CredentialSource } from "../credentials.js";
@@ -27,7 +28,7 @@ export function openaiSpeech(opts: OpenAISpeechOptions): Synthesize {
     if (current && current.secret === secret) return current.client;
     const { default: OpenAISdk } = await import("openai");
     // a local server usually needs no key; the SDK insists on one
-    const client = new OpenAISdk({ apiKey: secret ?? "no-key", ...(opts.baseUrl ? { baseURL: opts.baseUrl } : {}), maxRetries: 1, timeout: opts.timeoutMs });
+    const client = new OpenAISdk({ apiKey: secret ?? "no-key", ...(opts.baseUrl ? { baseURL: opts.baseUrl } : {}), maxRetries: 0, timeout: opts.timeoutMs });
     current = { secret, client };
     return client;
   };

@@ -4,7 +4,7 @@
  * (`lurk.agent-runner.speak`), which synthesizes and stores the audio (tts config) and answers
  * with its media ref; the tool then queues it like the `message` tool does (stream OUTBOUND, kind
  * "notice", `Nats-Msg-Id` from the tool call id, so a repeated call delivers once). The channel
- * sends it as a voice note (Telegram) or an audio file.
+ * sends it as a voice note (Telegram), a voice message (Discord) or an audio file.
  */
 import { z } from "zod";
 import { LurkError, MAX_SPEAK_CHARS, ttsProviderSchema, ttsVoiceSchema } from "../../../shared/contract/index.js";
@@ -12,7 +12,7 @@ import { formatBytes } from "../../../shared/runtime/media.js";
 import { defineTool } from "../tool.js";
 import { busOf, defaultTarget, queueMessage } from "./bus.js";
 
-/** time for the runner's answer beyond tts.timeoutMs (storing the audio) */
+/** time for the runner's answer beyond tts.totalTimeoutMs (every profile and fallback provider; storing the audio) */
 const SPEAK_MARGIN_MS = 10_000;
 
 const parameters = z.object({
@@ -37,7 +37,7 @@ export const ttsTool = defineTool({
     const spoken = await rt.client.call("agent-runner", "speak", {
       text: args.text, channel: target.channel, sessionKey: call.sessionKey,
       ...(args.voice ? { voice: args.voice } : {}), ...(args.provider ? { provider: args.provider } : {}),
-    }, { timeoutMs: rt.config.tts.timeoutMs + SPEAK_MARGIN_MS });
+    }, { timeoutMs: rt.config.tts.totalTimeoutMs + SPEAK_MARGIN_MS });
     const id = `tts-${call.toolCallId}`.slice(0, 200);
     const ack = await queueMessage(rt, call, target, id, { kind: "notice", text: "", attachments: [spoken.attachment] }, "the voice message");
     const a = spoken.attachment;
