@@ -34,6 +34,7 @@ describe("lurkbot usage: command line checks", () => {
     assert.deepEqual(request(["--days", "7", "--by", "model,agent", "--agent", "ops"]), { from: "2026-11-22", groupBy: ["model", "agent"], agentId: "ops" });
     assert.deepEqual(request(["--since", "2026-11-01", "--until", "2026-11-15", "--by", "type, channel"]), { from: "2026-11-01", to: "2026-11-15", groupBy: ["sessionType", "channel"] });
     assert.deepEqual(request(["--since", "2026-02-28"]), { from: "2026-02-28", groupBy: ["day"] });
+    assert.deepEqual(request(["--days", "1", "--by", "purpose,model"]), { from: "2026-11-28", groupBy: ["purpose", "model"] });
   });
   it("refuses bad dates, keys and combinations, saying what is wrong", () => {
     const refuses = (argv: string[], message: RegExp) => assert.throws(() => request(argv), (e: Error & { exitCode?: number }) => e.exitCode === 64 && message.test(e.message), argv.join(" "));
@@ -136,9 +137,9 @@ describe("lurkbot usage on a real bus", () => {
 
   it("is in the CLI's help", async () => {
     const help = await runCli(["help"], env);
-    assert.match(help.stdout, /^ {2}usage\s+what the assistant spent: tokens and USD per day, model, agent, channel or session type$/m);
+    assert.match(help.stdout, /^ {2}usage\s+what the assistant spent: tokens and USD per day, model, agent, channel, session type or purpose$/m);
     const own = await runCli(["usage", "--help"], env);
-    assert.match(own.stdout, /--by KEYS\s+group by day, model, agent, channel, type/);
+    assert.match(own.stdout, /--by KEYS\s+group by day, model, agent, channel, type, purpose/);
   });
 
   it("bus down: exit 2 and how to start it", async () => {

@@ -6,6 +6,7 @@
  * chain (`compaction.model` first when set, then the agent's models). Only with memory.enabled and
  * for private sessions (main, dm); nothing is delivered and no marker is appended (the transcript
  * is closed): a redelivered command finds its HISTORY.md entry tagged and appends nothing again.
+ * The model call's usage is booked to the session (purpose `consolidation`, usage-booking.ts).
  * Never throws: a failure is logged, the session has started afresh anyway.
  */
 import type { RunRequest } from "../../shared/contract/index.js";
@@ -16,6 +17,7 @@ import { consolidate, CONSOLIDATION_SESSION_TYPES, type ConsolidationResult } fr
 import { ModelChain } from "./failover.js";
 import { housekeepingComplete } from "./model-complete.js";
 import type { RunnerDeps } from "./run.js";
+import { booked, usageBooker } from "./usage-booking.js";
 
 export async function consolidateEnded(deps: RunnerDeps, req: Pick<RunRequest, "sessionKey" | "agentId" | "sessionType">, previous: string | undefined, log: Logger): Promise<ConsolidationResult | "skipped" | "failed"> {
   const { rt } = deps;
@@ -29,7 +31,7 @@ export async function consolidateEnded(deps: RunnerDeps, req: Pick<RunRequest, "
     const { records } = await readHistory(rt.client, { sessionKey: req.sessionKey, sessionId: previous, limit: rt.config.runs.historyLimit });
     const result = await consolidate({
       workspace: agentWorkspace(rt.config, agent), window: rt.config.memory.window, records, final: true, log,
-      complete: complete(rt.signal),
+      complete: booked(complete(rt.signal), usageBooker({ client: rt.client, signal: rt.signal, log }), { sessionKey: req.sessionKey, agentId: req.agentId }, "consolidation"),
       append: async () => undefined,
     });
     log.info({ previousSessionId: previous, result }, "the ended session's memory consolidation finished");

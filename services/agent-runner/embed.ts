@@ -8,6 +8,9 @@
  * cooling down the reply is that failure at once, without calling the provider. The reply's
  * vectors are base64 little-endian float32s; a batch whose vectors would not fit in one bus
  * message is LIMIT_EXCEEDED with `details.maxTexts`.
+ * The tokens the provider bills are booked in the usage ledger (purpose `embedding`, priced at
+ * the embedding model) to the envelope's `sessionKey` and the request's `agentId` (the tools
+ * actor sends those of the memory_search call), in the background (usage-booking.ts).
  */
 import {
   encodedVectorLength, encodeVector, LurkError, type AgentRunnerEmbedReply, type AgentRunnerEmbedRequest, type ErrorCode,
@@ -19,6 +22,7 @@ import type { Logger } from "../../shared/runtime/logger.js";
 import type { AuthStateStore, FailureReason } from "./auth-profiles.js";
 import { failureReason, ModelChain } from "./failover.js";
 import { NO_ANTHROPIC_EMBEDDINGS, type ProviderRegistry } from "./providers/registry.js";
+import { usageBooker, type BookUsage } from "./usage-booking.js";
 
 /** the "session" whose profile pin embeddings use (auth-profiles.ts pins per session and provider) */
 export const EMBED_PIN_KEY = "lurk:embeddings";
@@ -34,10 +38,12 @@ export interface EmbedDeps {
   config: LurkConfig;
   store?: AuthStateStore;
   log: Logger;
+  /** books the billed tokens in the usage ledger (absent: not booked) */
+  book?: BookUsage;
 }
 
 export function serveEmbeddings(rt: ActorRuntime, deps: Omit<EmbedDeps, "config" | "log">): void {
-  const full: EmbedDeps = { ...deps, config: rt.config, log: rt.log };
+  const full: EmbedDeps = { ...deps, config: rt.config, log: rt.log, book: usageBooker({ client: rt.client, signal: rt.signal, log: rt.log }) };
   rt.serve("agent-runner", "embed", (req) => embedTexts(full, req, rt.signal));
 }
 
@@ -53,7 +59,7 @@ export function embeddingRef(config: LurkConfig, requested: string | undefined):
   return { ref, provider };
 }
 
-export async function embedTexts(deps: EmbedDeps, req: Pick<AgentRunnerEmbedRequest, "texts" | "model" | "timeoutMs">, signal: AbortSignal): Promise<AgentRunnerEmbedReply> {
+export async function embedTexts(deps: EmbedDeps, req: Pick<AgentRunnerEmbedRequest, "texts" | "model" | "timeoutMs" | "agentId" | "sessionKey">, signal: AbortSignal): Promise<AgentRunnerEmbedReply> {
   const { ref } = embeddingRef(deps.config, req.model);
   const timeoutMs = req.timeoutMs ?? deps.config.memory.embeddings?.timeoutMs ?? EMBEDDINGS_DEFAULTS.timeoutMs;
   const deadline = Date.now() + timeoutMs;
@@ -70,6 +76,11 @@ export async function embedTexts(deps: EmbedDeps, req: Pick<AgentRunnerEmbedRequ
       const result = await deps.registry.embedderFor(c.profile).embed({ model: c.model, texts: req.texts, signal, timeoutMs: left });
       await chain.success(c);
       deps.log.debug({ model: ref, profile: c.profile.id, texts: req.texts.length, dimensions: result.vectors[0]!.length, ms: Date.now() - started }, "embedded");
+      // billed even when the vectors then do not fit in one reply
+      if (result.tokens) {
+        const usage = { input: result.tokens, output: 0, cacheRead: 0, cacheWrite: 0, total: result.tokens };
+        void deps.book?.({ owner: { sessionKey: req.sessionKey, agentId: req.agentId }, purpose: "embedding", provider: c.providerName, model: c.model, usage });
+      }
       return reply(deps.config, ref, result.vectors, result.tokens);
     } catch (err) {
       last = LurkError.from(err, "PROVIDER_ERROR");

@@ -10,9 +10,12 @@
  * is dropped by the stream within its duplicate window).
  * A voice reply's audio (voice-reply.ts) goes with the reply as an attachment; the marker keeps
  * it (meta.attachments), so a re-published reply carries the same audio.
+ * The marker's append carries the run's usage: the total (the session's counters) and its parts
+ * by model and purpose (the usage ledger prices each at its own model); a retried append of the
+ * same marker adds nothing, so a run end delivered twice is counted once.
  */
 import {
-  attachmentSchema, isSilentReply, LurkError, recordIds, replyDeliveryId, type Attachment, type ErrorCode, type UsageUpdate, type OutboundMessage, type RunRequest, type TranscriptRecord, type Usage,
+  attachmentSchema, isSilentReply, MAX_USAGE_PARTS, LurkError, recordIds, replyDeliveryId, type Attachment, type ErrorCode, type UsageUpdate, type OutboundMessage, type RunRequest, type TranscriptRecord, type Usage, type UsagePart,
 } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import type { Logger } from "../../shared/runtime/logger.js";
@@ -29,6 +32,8 @@ export interface Outcome {
   error?: LurkError;
   turns: number;
   usage: Usage;
+  /** `usage` by model and purpose (usage-tally.ts) */
+  parts?: UsagePart[];
   model?: string;
   provider?: string;
   /** sent with the reply: a voice reply's audio (voice-reply.ts) */
@@ -121,7 +126,7 @@ export async function finishRun(deps: FinishDeps, outcome: Outcome): Promise<voi
   const attachments = outcome.attachments ?? [];
   const silent = silentDone(outcome.status, outcome.text, attachments);
   const usage = outcome.model && outcome.provider && outcome.usage.total + outcome.usage.input + outcome.usage.output > 0
-    ? { usage: outcome.usage, model: outcome.model, provider: outcome.provider } : undefined;
+    ? { usage: outcome.usage, model: outcome.model, provider: outcome.provider, ...(outcome.parts?.length ? { parts: outcome.parts.slice(0, MAX_USAGE_PARTS) } : {}) } : undefined;
   const marker = deps.append([{
     id: recordIds.marker(req.runId, outcome.status), ts: Date.now(), runId: req.runId, kind: "run_marker", runStatus: outcome.status, text: outcome.text,
     meta: {

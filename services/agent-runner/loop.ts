@@ -18,6 +18,7 @@ import type { ToolCallBlock } from "./providers/types.js";
 import type { ResumeState } from "./transcript.js";
 import type { MailboxInput, RunMailbox } from "./mailbox.js";
 import { runTurnTools, toolsByName, type TurnToolDeps } from "./turn-tools.js";
+import type { UsageTally } from "./usage-tally.js";
 
 /** Observers of the loop (seed 002 turn hooks). Hooks must not throw; an exception is logged and ignored. */
 export interface TurnHooks {
@@ -47,6 +48,8 @@ export interface LoopDeps extends LlmCallDeps, Omit<TurnToolDeps, "events" | "si
   compactContext?: CompactContext;
   /** compaction between turns, when the context grew past the threshold during the run (run-compaction.ts) */
   midRunCompaction?: MidRunCompaction;
+  /** the run's usage by model (usage-tally.ts): each turn's usage under the model that made it */
+  usageTally?: UsageTally;
 }
 
 /** Between two model calls of a run: the last call's prompt size (as the provider counted it) plus what was added since. */
@@ -110,6 +113,7 @@ export async function runLoop(deps: LoopDeps, resume: ResumeState): Promise<Loop
 async function loop(deps: LoopDeps, resume: ResumeState, onTurn: (turn: number) => void): Promise<LoopResult> {
   // usage of turns checkpointed by an earlier attempt of this run counts too
   let usage = resume.usage;
+  deps.usageTally?.addParts(resume.usageParts ?? []);
   if (resume.finished) return { text: assistantText(resume.finished), turns: resume.turn, usage, stoppedAtLimit: false };
   const messages: LlmMessage[] = [...resume.context];
   let turn = resume.turn;
@@ -209,6 +213,7 @@ async function loop(deps: LoopDeps, resume: ResumeState, onTurn: (turn: number) 
     deps.events.emit({ kind: "message_end", turn, text });
     if (message.usage) {
       usage = addUsage(usage, message.usage);
+      deps.usageTally?.addMessage(message, deps.providerName);
       deps.events.emit({ kind: "usage", turn, usage: message.usage, model: message.model, provider: message.provider || deps.providerName });
     }
     callHooks(deps, (h) => h.onMessage?.({ turn, message }));

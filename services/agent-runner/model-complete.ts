@@ -14,6 +14,9 @@ import type { Provider } from "./providers/types.js";
 export interface Completion {
   text: string;
   usage: Usage;
+  /** the provider and model that answered (the usage ledger prices the usage at that model) */
+  provider?: string;
+  model?: string;
 }
 
 /** system prompt + one user prompt -> the answer's text */
@@ -35,7 +38,7 @@ export function providerComplete(provider: Provider, model: string, opts: { sign
         if (ev.type === "done") {
           const text = assistantText(ev.message).trim();
           if (!text) throw new LurkError("PROVIDER_ERROR", `${provider.name} answered with an empty text`);
-          return { text, usage: ev.message.usage ?? emptyUsage() };
+          return { text, usage: ev.message.usage ?? emptyUsage(), provider: provider.name, model };
         }
       }
       if (opts.signal.aborted) throw new LurkError("ABORTED", "the call was aborted");
@@ -64,7 +67,7 @@ export function chainComplete(chain: ModelChain, opts: { signal: AbortSignal; ti
       try {
         const done = await providerComplete(candidate.provider, candidate.model, { ...opts, maxTokens })(system, prompt);
         await chain.success(candidate);
-        return { text: done.text, usage: chain.priced(candidate, done.usage) };
+        return { text: done.text, usage: chain.priced(candidate, done.usage), provider: candidate.providerName, model: candidate.model };
       } catch (err) {
         last = LurkError.from(err);
         const reason = failureReason(last);

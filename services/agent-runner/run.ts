@@ -6,9 +6,12 @@
  * checkpoints, and the run finishes (marker and usage in one append, reply, terminal event). Bus failures with deliveries left are thrown, so JetStream redelivers and the run
  * resumes; everything else ends the run with a terminal error and an error reply. Before it
  * finishes, a done run's text loses its voice directives and may get a voice message (voice-reply.ts).
+ * Usage: the run's end carries every model call the run made for itself (turns, compaction, a long
+ * reply's summary for speech) by model and purpose (usage-tally.ts), a failed run's too; memory
+ * consolidation after the reply books its own (usage-booking.ts).
  */
 import {
-  addUsage, emptyUsage, LurkError, recordIds, type AssistantMessage, type RunInput, type RunRequest, type ToolDefinition, type ToolResultMessage, type TranscriptRecord, type UsageUpdate,
+  emptyUsage, LurkError, recordIds, type AssistantMessage, type RunInput, type RunRequest, type ToolDefinition, type ToolResultMessage, type TranscriptRecord, type UsageUpdate,
 } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import type { PrepareContext } from "./document-text.js";
@@ -28,6 +31,8 @@ import { scheduleConsolidation } from "./memory-after-run.js";
 import { chainComplete, housekeepingChain, housekeepingComplete, type Complete } from "./model-complete.js";
 import type { VoiceReplies } from "./voice-reply.js";
 import { RunCompactor } from "./run-compaction.js";
+import { booked, usageBooker } from "./usage-booking.js";
+import { tallied, UsageTally } from "./usage-tally.js";
 import type { AuthStateStore } from "./auth-profiles.js";
 import { ModelChain } from "./failover.js";
 import type { ProviderRegistry } from "./providers/registry.js";
@@ -179,6 +184,8 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
     ? setTimeout(() => controller.abort(new LurkError("TIMEOUT", `the run exceeded its time limit of ${req.options.timeoutMs} ms`)), req.options.timeoutMs)
     : undefined;
   const outcome: Outcome = { status: "done", text: "", turns: 0, usage: emptyUsage() };
+  /** every model call the run makes for itself, by model and purpose: the end's usage */
+  const tally = new UsageTally();
   events.emit({ kind: "run_start", agentId: req.agentId, trigger: req.trigger, ...(ref ? { model: ref, provider: ref.split("/")[0] } : {}) });
   let chain: ModelChain | undefined;
   let afterRun: (() => void) | undefined;
@@ -206,14 +213,16 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
     const modelInfo = chain.primary.info;
     const housekeeping = housekeepingComplete({ registry: deps.registry, config: rt.config, log, ...(deps.authState ? { store: deps.authState } : {}) }, runChain, req.sessionKey, log);
     messageRecordIds.register(begun.runRecords);
-    const compactor = new RunCompactor({ config: rt.config.compaction, contextWindow: modelInfo.contextWindow, complete: housekeeping(controller.signal), runId: req.runId, append, events, log,
+    const compactor = new RunCompactor({ config: rt.config.compaction, contextWindow: modelInfo.contextWindow, complete: tallied(housekeeping(controller.signal), tally, "compaction"), runId: req.runId, append, events, log,
       previous: begun.runRecords.filter((r) => r.kind === "compaction_summary").length });
-    summarizer = () => chainComplete(
+    summarizer = () => tallied(chainComplete(
       housekeepingChain({ registry: deps.registry, config: rt.config, log, ...(deps.authState ? { store: deps.authState } : {}) }, rt.config.tts.summaryModel ?? rt.config.compaction.model, runChain, req.sessionKey, log),
-      { signal: rt.signal, timeoutMs: rt.config.runs.llmTimeoutMs, maxTokens: 1_024 });
+      { signal: rt.signal, timeoutMs: rt.config.runs.llmTimeoutMs, maxTokens: 1_024 }), tally, "tts");
     afterRun = () => void scheduleConsolidation({
       rt, sessionKey: req.sessionKey, sessionType: req.sessionType, workspace: agentWorkspace(rt.config, agent), history,
-      added: outcome.turns, complete: housekeeping(rt.signal), log,
+      added: outcome.turns, log,
+      // after the run's end: its usage is booked on its own
+      complete: booked(housekeeping(rt.signal), usageBooker({ client: rt.client, signal: rt.signal, log }), { sessionKey: req.sessionKey, agentId: req.agentId }, "consolidation"),
     });
     if (!req.options.command) resume.context = await compactor.beforeRun(system, tools, resume.context, [...(resume.pending ? [resume.pending.message] : []), ...resume.after]);
     const result = req.options.command === "compact" ? await compactor.commandResult(resume.context, begun.runRecords, req.inputs) : await runLoop({
@@ -248,8 +257,9 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
       hooks: runHooks(rt.config, log),
       compactContext: compactor.onOverflow,
       midRunCompaction: compactor.midRun,
+      usageTally: tally,
     }, resume);
-    Object.assign(outcome, { text: result.text, turns: result.turns, usage: addUsage(result.usage, compactor.usage) });
+    Object.assign(outcome, { text: result.text, turns: result.turns });
     if (result.stoppedAtLimit) log.warn({ turns: result.turns }, "run stopped at the iteration limit");
     if (result.stoppedByHook) log.info({ turns: result.turns, reason: result.stoppedByHook }, "a turn hook stopped the run");
   } catch (err) {
@@ -269,10 +279,12 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   }
   if (outcome.status === "done" && !req.options.command && deps.voice) {
     const voiced = await deps.voice.reply(req, outcome.text, rt.signal, summarizer, log);
-    Object.assign(outcome, { text: voiced.text, usage: addUsage(outcome.usage, voiced.usage) });
+    outcome.text = voiced.text;
     if (voiced.attachments.length > 0) outcome.attachments = voiced.attachments;
     if (voiced.voice) outcome.voice = voiced.voice;
   }
+  // the tally holds the loop's turns (with an earlier attempt's), the summaries and the speech summary
+  Object.assign(outcome, { usage: tally.total(), parts: tally.list() });
   await finish({ rt, req, events, log, append, bestEffort: lastDelivery, ack: delivery.ackNow, handed: () => handed }, outcome);
   if (outcome.status === "done" && !req.options.command) afterRun?.();
 }

@@ -9,12 +9,13 @@
  *    (except in the trailing group, which the loop is about to finish).
  */
 import {
-  addUsage, emptyUsage, recordIds, type Attachment, type Usage, type AssistantMessage, type LlmMessage, type RunInput, type RunRequest, type ToolResultMessage, type TranscriptRecord, type UserMessage,
+  addUsage, emptyUsage, recordIds, type Attachment, type Usage, type UsagePart, type AssistantMessage, type LlmMessage, type RunInput, type RunRequest, type ToolResultMessage, type TranscriptRecord, type UserMessage,
 } from "../../shared/contract/index.js";
 import { formatBytes } from "../../shared/runtime/media.js";
 import { compactedView, messageRecordIds, summaryNote } from "./compaction-view.js";
 import { documentFormat, type DocumentFormat } from "./document-types.js";
 import { NO_TEXT_PDF, pdfDocumentBlock } from "./pdf-input.js";
+import { UsageTally } from "./usage-tally.js";
 
 export function inputRecords(req: RunRequest, now = Date.now()): TranscriptRecord[] {
   return req.inputs.map((input, index) => inputRecord(recordIds.input(req.runId, index), req.runId, input, now));
@@ -137,6 +138,8 @@ export interface ResumeState {
   after: LlmMessage[];
   /** usage of the assistant messages already checkpointed for this run */
   usage: Usage;
+  /** the same, by model (usage-tally.ts) */
+  usageParts?: UsagePart[];
 }
 
 const turnOf = (r: TranscriptRecord, runId: string): number | undefined => {
@@ -151,16 +154,18 @@ export function resumeState(runId: string, older: TranscriptRecord[], mine: Tran
   let lastIndex = -1;
   let turn = 0;
   let usage = emptyUsage();
+  const tally = new UsageTally();
   mine.forEach((r, i) => {
     const t = r.kind === "message" && r.message?.role === "assistant" ? turnOf(r, runId) : undefined;
     if (t === undefined) return;
     usage = addUsage(usage, (r.message as AssistantMessage).usage ?? emptyUsage());
+    tally.addMessage(r.message as AssistantMessage);
     if (t >= turn) {
       turn = t;
       lastIndex = i;
     }
   });
-  if (lastIndex < 0) return { turn: 0, usage, context: sanitizeMessages(recordsToMessages([...older, ...mine])), after: [] };
+  if (lastIndex < 0) return { turn: 0, usage, usageParts: tally.list(), context: sanitizeMessages(recordsToMessages([...older, ...mine])), after: [] };
   const last = mine[lastIndex]!.message as AssistantMessage;
   const callIds = new Set(last.content.flatMap((b) => (b.type === "tool_call" ? [b.id] : [])));
   const results = new Map<string, ToolResultMessage>();
@@ -176,10 +181,10 @@ export function resumeState(runId: string, older: TranscriptRecord[], mine: Tran
   });
   const context = sanitizeMessages(recordsToMessages([...older, ...before]));
   const after = recordsToMessages(later);
-  if (callIds.size > 0) return { turn, usage, pending: { message: last, results }, context, after };
+  if (callIds.size > 0) return { turn, usage, usageParts: tally.list(), pending: { message: last, results }, context, after };
   // an answer followed by a taken follow-up is not the run's end: the loop goes on from there
-  if (after.length > 0) return { turn, usage, context: [...context, last], after };
-  return { turn, usage, finished: last, context, after: [] };
+  if (after.length > 0) return { turn, usage, usageParts: tally.list(), context: [...context, last], after };
+  return { turn, usage, usageParts: tally.list(), finished: last, context, after: [] };
 }
 
 /** Transcript records of inputs taken from a run's mailbox (ids from the control message ids). */

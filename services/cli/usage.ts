@@ -1,5 +1,5 @@
 /**
- * `lurkbot usage [--days N | --since DAY [--until DAY]] [--by day,model,agent,channel,type]
+ * `lurkbot usage [--days N | --since DAY [--until DAY]] [--by day,model,agent,channel,type,purpose]
  * [--agent ID] [--json]`: what the assistant spent, from the sessions actor's usage ledger
  * (`lurk.sessions.usage_report` as the `cli` user): tokens and USD per group, a totals row, the
  * tokens without a known price, and a note when the range reaches before the ledger's first day.
@@ -25,13 +25,14 @@ const DEFAULT_DAYS = 30;
 const MAX_DAYS = 36_600;
 
 /** `--by` names -> the report's group keys */
-const BY: Record<string, UsageGroupKey> = { day: "day", model: "model", agent: "agent", channel: "channel", type: "sessionType" };
+const BY: Record<string, UsageGroupKey> = { day: "day", model: "model", agent: "agent", channel: "channel", type: "sessionType", purpose: "purpose" };
 const HEADERS: Record<UsageGroupKey, { head: string; field: keyof UsageReportRow }> = {
   day: { head: "DAY", field: "day" },
   agent: { head: "AGENT", field: "agentId" },
   model: { head: "MODEL", field: "model" },
   channel: { head: "CHANNEL", field: "channel" },
   sessionType: { head: "TYPE", field: "sessionType" },
+  purpose: { head: "PURPOSE", field: "purpose" },
 };
 
 const use = (message: string) => new UsageError(message, "usage");

@@ -5,8 +5,9 @@
  * stream before it is answered (replication.ts); standbys follow the stream into their own LMDB,
  * relay requests to the active instance, and one takes over (after applying the whole stream)
  * when the lease lapses.
- * Every usage update also goes into the usage ledger (usage-ledger.ts), served as
- * `usage_report`; the writing instance prunes days past `sessions.usage.retentionDays` (usage-prune.ts).
+ * Every usage update also goes into the usage ledger (usage-ledger.ts), one bucket per model and
+ * purpose, served as `usage_report`; the writing instance prunes days past
+ * `sessions.usage.retentionDays` (usage-prune.ts).
  */
 import { join } from "node:path";
 import type { ActorDefinition, ActorRuntime } from "../../shared/runtime/actor.js";
@@ -128,7 +129,8 @@ function serveOps(rt: ActorRuntime, store: SessionStore, serve: Serve): void {
   });
   serve("append", (req) => store.append(req.sessionKey, req.records, req.usage), true);
   serve("run", (req) => store.run(req.runId));
-  serve("usage", async (req) => ({ session: await store.addUsage(req.sessionKey, req.usage, req.model, req.provider) }), true);
+  // a retried request with the same idempotency key is counted once (usage-seen.ts)
+  serve("usage", (req) => store.recordUsage(req), true);
   serve("patch", async (req) => ({ session: await store.patch(req.sessionKey, req.patch) }), true);
   serve("reset", async (req) => {
     const result = await store.reset(req.sessionKey);

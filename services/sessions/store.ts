@@ -4,7 +4,8 @@
  *   records   [sessionId, seq]        -> TranscriptRecord (append-only)
  *   recordIds [sessionId, recordId]   -> seq   (makes appends idempotent)
  *   runs      runId                   -> { sessionKey, sessionId, firstSeq, status }
- *   usage     [day, agent, model, channel, sessionType] -> summed usage (usage-ledger.ts)
+ *   usage     [day, agent, model, channel, sessionType, purpose] -> summed usage (usage-ledger.ts)
+ *   usageSeen [day, idempotency key] -> 1  (usage ops counted once; usage-seen.ts)
  * Every write is one LMDB transaction committed on this thread (`transactionSync`) before the
  * method returns: visible, and safe from a crash of this process. The environment does not sync
  * at commit (`noSync`); a background flush (`env.sync` on libuv's thread pool) follows within
@@ -18,26 +19,38 @@ import { mkdirSync } from "node:fs";
 import { open, type Database, type RootDatabase } from "lmdb";
 import {
   addDays, addUsage, emptyUsage, LurkError, USAGE_LEDGER_CHANGE_KEY, utcDay,
-  type SESSION_DBS, type SessionChangeOp, type SessionEntry, type TranscriptRecord, type Usage, type UsageBucketKey, type UsageReport,
+  type SESSION_DBS, type SessionChangeOp, type SessionEntry, type TranscriptRecord, type Usage, type UsagePurpose, type UsageReport, type UsageUpdate,
 } from "../../shared/contract/index.js";
 import { ChangeLog } from "./change-log.js";
 import { resetReason, type ResetPolicy, type ResetReason } from "./reset-policy.js";
-import { builtinUsagePrice, usageModelRef, UsageLedger, type UsagePrice, type UsageQuery } from "./usage-ledger.js";
+import { builtinUsagePrice, ledgerEntries, UsageLedger, type LedgerEntry, type UsagePrice, type UsageQuery } from "./usage-ledger.js";
+import { USAGE_SEEN_DAYS, UsageSeen } from "./usage-seen.js";
 
 type RunStatus = "started" | "done" | "error" | "aborted";
 interface RunRow { sessionKey: string; sessionId: string; firstSeq: number; status: RunStatus }
 
-export interface UsageUpdate { usage: Usage; model: string; provider: string }
-
-/** The entry with a run's usage added to its counters, and the model that ran last. */
-function withUsage(e: SessionEntry, { usage, model, provider }: UsageUpdate): SessionEntry {
+/** The entry with a run's usage added to its counters, and the model that ran last (`lastModel`: false for housekeeping). */
+function withUsage(e: SessionEntry, { usage, model, provider }: Pick<UsageUpdate, "usage" | "model" | "provider">, lastModel = true): SessionEntry {
   return {
     ...e,
-    model,
-    provider,
+    ...(lastModel ? { model, provider } : {}),
     usage: addUsage(e.usage, usage),
   };
 }
+
+/** `sessions.usage` (the contract's request without its envelope). */
+export interface UsageRequest {
+  sessionKey?: string | undefined;
+  agentId?: string | undefined;
+  usage: Usage;
+  model: string;
+  provider: string;
+  purpose?: UsagePurpose | undefined;
+  idempotencyKey?: string | undefined;
+}
+
+/** Where a session-less usage update is booked (no channel, no session type). */
+const NO_SESSION = "-";
 
 /** An automatic reset done by ensure/begin (daily or idle policy). */
 export interface AutoReset { sessionKey: string; reason: ResetReason; previousSessionId: string; sessionId: string; lastActivity: number }
@@ -73,6 +86,10 @@ function freshTranscript(e: SessionEntry): SessionEntry {
   return { ...rest, sessionId: newSessionId(), records: 0, usage: emptyUsage() };
 }
 
+/** The ledger's dimensions a session's usage is booked under. */
+interface BookedUnder { agentId: string; channel: string; sessionType: string }
+const bookedUnder = (e: SessionEntry): BookedUnder => ({ agentId: e.agentId, channel: e.lastOrigin?.channel ?? e.channel ?? NO_SESSION, sessionType: e.sessionType });
+
 export type EnsureInput = Pick<SessionEntry, "sessionKey" | "agentId" | "sessionType"> & Partial<Pick<SessionEntry, "channel" | "parentSessionKey" | "label" | "lastOrigin">>;
 
 export class SessionStore {
@@ -92,6 +109,8 @@ export class SessionStore {
   private readonly usagePrice: UsagePrice;
   /** the ledger writes of the transaction under way, when replication is on: their own change set (USAGE_LEDGER_CHANGE_KEY) */
   private ledgerCapture: SessionChangeOp[] | undefined;
+  /** idempotency keys of usage ops already counted (usage-seen.ts) */
+  private readonly seen: UsageSeen;
 
   constructor(path: string, private readonly now: () => number = Date.now, private readonly options: SessionStoreOptions = {}) {
     mkdirSync(path, { recursive: true });
@@ -103,6 +122,7 @@ export class SessionStore {
     this.dbs = { entries: this.entries, records: this.records, recordIds: this.recordIds, runs: this.runs } as unknown as Record<SessionDb, Database<unknown, string>>;
     this.changeLog = options.replicate ? new ChangeLog(this.root) : undefined;
     this.ledger = new UsageLedger(this.root);
+    this.seen = new UsageSeen(this.root);
     this.usagePrice = options.usagePrice ?? builtinUsagePrice;
   }
 
@@ -198,7 +218,7 @@ export class SessionStore {
       const counted = usage !== undefined && result.appended > 0;
       const next = counted ? withUsage(appended.entry, usage) : appended.entry;
       if (next !== entry) this.put("entries", sessionKey, { ...next, updatedAt: this.now() });
-      if (counted) this.bookUsage(appended.entry, usage);
+      if (counted) this.bookUsage(bookedUnder(appended.entry), ledgerEntries(usage));
     }, sessionKey);
     return result;
   }
@@ -293,16 +313,54 @@ export class SessionStore {
     return records;
   }
 
+  /** A run's usage added to a session (the `usage` op as it was first: turns of `model`). */
   async addUsage(sessionKey: string, usage: Usage, model: string, provider: string): Promise<SessionEntry> {
-    return this.update(sessionKey, (e) => withUsage(e, { usage, model, provider }), (e) => this.bookUsage(e, { usage, model, provider }));
+    return (await this.recordUsage({ sessionKey, usage, model, provider })).session!;
   }
 
-  /** Inside a write transaction: the update also goes into the ledger's bucket, priced now. */
-  private bookUsage(entry: SessionEntry, { usage, model, provider }: UsageUpdate): void {
-    const ref = usageModelRef(provider, model);
-    const key: UsageBucketKey = [utcDay(this.now()), entry.agentId, ref, entry.lastOrigin?.channel ?? entry.channel ?? "-", entry.sessionType];
-    const value = this.ledger.addInTxn(key, usage, this.usagePrice(ref, usage));
-    this.ledgerCapture?.push({ op: "usage", key, value });
+  /**
+   * The `usage` op: adds the usage to the session's counters when it exists (its last model only
+   * for `turn`) and to the ledger under its purpose; without a session (none named, or gone while
+   * `agentId` is given), to the ledger only. An idempotency key seen today or yesterday adds nothing.
+   */
+  async recordUsage(req: UsageRequest): Promise<{ session: SessionEntry | null; duplicate: boolean }> {
+    const purpose = req.purpose ?? "turn";
+    const today = utcDay(this.now());
+    let out!: { session: SessionEntry | null; duplicate: boolean };
+    this.commit(() => {
+      const entry = req.sessionKey !== undefined ? this.entries.get(req.sessionKey) : undefined;
+      if (req.idempotencyKey !== undefined && this.seen.has(req.idempotencyKey, today)) {
+        out = { session: entry ?? null, duplicate: true };
+        return;
+      }
+      if (!entry && req.agentId === undefined) {
+        throw req.sessionKey !== undefined
+          ? new LurkError("NOT_FOUND", `no session ${req.sessionKey}`)
+          : new LurkError("VALIDATION_FAILED", "a usage update names a sessionKey or an agentId");
+      }
+      let session: SessionEntry | null = null;
+      if (entry) {
+        session = { ...withUsage(entry, req, purpose === "turn"), updatedAt: this.now() };
+        this.put("entries", entry.sessionKey, session);
+      }
+      this.bookUsage(entry ? bookedUnder(entry) : { agentId: req.agentId!, channel: NO_SESSION, sessionType: NO_SESSION }, ledgerEntries(req, purpose));
+      if (req.idempotencyKey !== undefined) {
+        this.seen.putInTxn([today, req.idempotencyKey]);
+        this.ledgerCapture?.push({ op: "usageSeen", key: [today, req.idempotencyKey] });
+      }
+      out = { session, duplicate: false };
+    }, req.sessionKey ?? USAGE_LEDGER_CHANGE_KEY);
+    return out;
+  }
+
+  /** Inside a write transaction: each entry goes into its ledger bucket, priced now at its model. */
+  private bookUsage(under: BookedUnder, entries: LedgerEntry[]): void {
+    const day = utcDay(this.now());
+    for (const e of entries) {
+      const key: [string, string, string, string, string, string] = [day, under.agentId, e.ref, under.channel, under.sessionType, e.purpose];
+      const value = this.ledger.addInTxn(key, e.usage, this.usagePrice(e.ref, e.usage), e.runs);
+      this.ledgerCapture?.push({ op: "usage", key, value });
+    }
   }
 
   /** The usage ledger summed by `q.groupBy` over `q.from`..`q.to` (UTC days; `to` defaults to today). */
@@ -310,15 +368,29 @@ export class SessionStore {
     return this.ledger.report(q, utcDay(this.now()));
   }
 
-  /** Removes the ledger's days older than the last `retentionDays` (today included); returns how many buckets went. */
+  /**
+   * Removes the ledger's days older than the last `retentionDays` (today included) and the usage
+   * ops' idempotency keys older than USAGE_SEEN_DAYS; returns how many buckets went.
+   */
   pruneUsage(retentionDays: number): number {
-    const before = addDays(utcDay(this.now()), -(retentionDays - 1));
+    const today = utcDay(this.now());
+    const before = addDays(today, -(retentionDays - 1));
+    const seenBefore = addDays(today, -(USAGE_SEEN_DAYS - 1));
     const oldest = this.ledger.oldestDay();
-    if (oldest === null || oldest >= before) return 0;
+    const oldestSeen = this.seen.oldestDay();
+    const ledgerDue = oldest !== null && oldest < before;
+    const seenDue = oldestSeen !== null && oldestSeen < seenBefore;
+    if (!ledgerDue && !seenDue) return 0;
     let removed = 0;
     this.commit(() => {
-      removed = this.ledger.pruneInTxn(before);
-      this.ledgerCapture?.push({ op: "pruneUsage", before });
+      if (ledgerDue) {
+        removed = this.ledger.pruneInTxn(before);
+        this.ledgerCapture?.push({ op: "pruneUsage", before });
+      }
+      if (seenDue) {
+        this.seen.pruneInTxn(seenBefore);
+        this.ledgerCapture?.push({ op: "pruneUsageSeen", before: seenBefore });
+      }
     }, USAGE_LEDGER_CHANGE_KEY);
     return removed;
   }
@@ -371,6 +443,8 @@ export class SessionStore {
         if (op.op === "put") void this.dbs[op.db].put(op.key as never, op.value);
         else if (op.op === "usage") this.ledger.putInTxn(op.key, op.value);
         else if (op.op === "pruneUsage") this.ledger.pruneInTxn(op.before);
+        else if (op.op === "usageSeen") this.seen.putInTxn(op.key);
+        else if (op.op === "pruneUsageSeen") this.seen.pruneInTxn(op.before);
         else this.deleteInTxn(op.sessionKey, op.sessionId);
       }
       this.changeLog?.setAppliedInTxn(streamSeq);

@@ -1,17 +1,20 @@
 /**
  * The usage ledger: one more database in the sessions store's LMDB environment,
- *   usage  [day, agentId, provider/model, channel, sessionType] -> UsageSums
- * (day: UTC `YYYY-MM-DD` of the update; channel: the session's last origin, else its channel, else "-").
- * Contract: the store adds every usage update to its bucket in the same write transaction as the
- * session's counters (store.ts); the cost is priced then, at the prices known at that moment, and
- * a model without a price adds its tokens to `unpricedTokens` instead. The bucket's new value is
+ *   usage  [day, agentId, provider/model, channel, sessionType, purpose] -> UsageSums
+ * (day: UTC `YYYY-MM-DD` of the update; channel: the session's last origin, else its channel, else
+ * "-"; purpose: turn, compaction, consolidation, tts, embedding; a bucket from before purposes has
+ * five elements and reports as `turn`).
+ * Contract: the store adds every usage update, split into its parts (`ledgerEntries`: one per
+ * model and purpose), to their buckets in the same write transaction as the session's counters
+ * (store.ts); each part is priced then, at its own model's prices known at that moment, and a
+ * model without a price adds its tokens to `unpricedTokens` instead. The bucket's new value is
  * what a change set carries (replication), so a standby applying it twice stays right. Days
  * before the retention window are removed by `pruneInTxn` (the actor does it in the background).
  */
 import type { Database, RootDatabase } from "lmdb";
 import {
-  addDays, LurkError, usageTokens,
-  type Usage, type UsageBucketKey, type UsageGroupKey, type UsageReport, type UsageReportRow, type UsageSums,
+  addDays, addUsage, emptyUsage, LurkError, usageTokens,
+  type Usage, type UsageBucketKey, type UsageGroupKey, type UsagePurpose, type UsageReport, type UsageReportRow, type UsageSums, type UsageUpdate,
 } from "../../shared/contract/index.js";
 import { lookupModel, usageCostUsd } from "../../shared/runtime/models.js";
 
@@ -30,6 +33,39 @@ export const builtinUsagePrice: UsagePrice = (ref, usage) => usageCostUsd(usage,
 export function usageModelRef(provider: string, model: string): string {
   const ref = !provider || model.startsWith(`${provider}/`) ? model : `${provider}/${model}`;
   return (ref || "-").slice(0, MAX_MODEL_REF);
+}
+
+/** One bucket's share of an update: a model's tokens for one purpose, and whether the run is counted there. */
+export interface LedgerEntry {
+  ref: string;
+  purpose: UsagePurpose;
+  usage: Usage;
+  runs: 0 | 1;
+}
+
+/**
+ * An update's ledger entries: its parts merged by model and purpose (without parts, the whole
+ * update as `purpose` of its model). A run (`purpose` turn) counts once, in the turns of the model
+ * it ended on (an entry without tokens when that model made none, e.g. a `/compact` run).
+ */
+export function ledgerEntries(update: UsageUpdate, purpose: UsagePurpose = "turn"): LedgerEntry[] {
+  const parts = update.parts?.length ? update.parts : [{ model: update.model, provider: update.provider, purpose, usage: update.usage }];
+  const merged = new Map<string, LedgerEntry>();
+  for (const p of parts) {
+    const ref = usageModelRef(p.provider, p.model);
+    const id = `${p.purpose}\u0000${ref}`;
+    const known = merged.get(id);
+    if (known) known.usage = addUsage(known.usage, p.usage);
+    else merged.set(id, { ref, purpose: p.purpose, usage: p.usage, runs: 0 });
+  }
+  const entries = [...merged.values()];
+  if (purpose === "turn") {
+    const last = usageModelRef(update.provider, update.model);
+    const own = entries.find((e) => e.purpose === "turn" && e.ref === last);
+    if (own) own.runs = 1;
+    else entries.push({ ref: last, purpose: "turn", usage: emptyUsage(), runs: 1 });
+  }
+  return entries;
 }
 
 function addSums(into: UsageSums, s: UsageSums): void {
@@ -53,7 +89,11 @@ const GROUP_FIELDS: Record<UsageGroupKey, { field: keyof UsageReportRow; index: 
   model: { field: "model", index: 2 },
   channel: { field: "channel", index: 3 },
   sessionType: { field: "sessionType", index: 4 },
+  purpose: { field: "purpose", index: 5 },
 };
+
+/** A key's value for a group key; a bucket from before purposes is `turn`. */
+const keyPart = (key: UsageBucketKey, g: UsageGroupKey): string => key[GROUP_FIELDS[g].index] ?? "turn";
 
 export interface UsageQuery {
   from?: string | undefined;
@@ -70,12 +110,12 @@ export class UsageLedger {
     this.db = root.openDB({ name: "usage" });
   }
 
-  /** Inside the store's write transaction: adds one update to its bucket; returns the bucket's new value. */
-  addInTxn(key: UsageBucketKey, usage: Usage, costUsd: number | undefined): UsageSums {
+  /** Inside the store's write transaction: adds one entry to its bucket (`runs` runs); returns the bucket's new value. */
+  addInTxn(key: UsageBucketKey, usage: Usage, costUsd: number | undefined, runs = 1): UsageSums {
     const next = { ...(this.db.get(key) ?? emptySums()) };
     addSums(next, {
       input: usage.input, output: usage.output, cacheRead: usage.cacheRead, cacheWrite: usage.cacheWrite, total: usage.total,
-      runs: 1, costUsd: costUsd ?? 0, unpricedTokens: costUsd === undefined ? usageTokens(usage) : 0,
+      runs, costUsd: costUsd ?? 0, unpricedTokens: costUsd === undefined ? usageTokens(usage) : 0,
     });
     void this.db.put(key, next);
     return next;
@@ -117,7 +157,7 @@ export class UsageLedger {
     const totals = emptySums();
     for (const { key, value } of this.db.getRange({ start: [from], end: [addDays(to, 1)] })) {
       if (q.agentId !== undefined && key[1] !== q.agentId) continue;
-      const keys = q.groupBy.map((g) => key[GROUP_FIELDS[g].index]!);
+      const keys = q.groupBy.map((g) => keyPart(key, g));
       const id = keys.join("\u0000");
       let group = groups.get(id);
       if (!group) {

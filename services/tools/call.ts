@@ -101,7 +101,7 @@ async function runCall(rt: ActorRuntime, pool: ToolPool, tool: Tool, req: ToolCa
         signal,
         onProgress: progressPublisher(rt, req),
         web: rt.config.tools.web,
-        ...(embeddings && tool.usesEmbeddings && tool.runsIn !== "process" ? { vectors: embeddings.forCall(timeoutMs) } : {}),
+        ...(embeddings && tool.usesEmbeddings && tool.runsIn !== "process" ? { vectors: embeddings.forCall(timeoutMs, { sessionKey: req.sessionKey, agentId: req.agentId, runId: req.runId }) } : {}),
       };
       result = tool.runsIn === "process" ? await runProcessTool(tool, opts, exec, { rt, ...extras }) : await pool.run(tool.name, opts);
     } catch (err) {

@@ -32,11 +32,11 @@ export const ENDPOINTS = {
     history: { request: S.sessionsHistoryRequest, reply: S.historyReply, description: "the newest transcript records" },
     append: { request: S.sessionsAppendRequest, reply: S.appendReply, description: "append records (idempotent by record id)" },
     run: { request: S.sessionsRunRequest, reply: S.runRecordsReply, description: "the records and status of one run" },
-    usage: { request: S.sessionsUsageRequest, reply: S.sessionReply, description: "add token usage to a session" },
+    usage: { request: S.sessionsUsageRequest, reply: S.usageReply, description: "add token usage (a purpose: turn, compaction, consolidation, tts, embedding) to a session and the usage ledger; idempotent with idempotencyKey" },
     patch: { request: S.sessionsPatchRequest, reply: S.sessionReply, description: "change session settings" },
     reset: { request: S.sessionsResetRequest, reply: S.resetReply, description: "start a fresh transcript (/new, /reset)" },
     delete: { request: S.sessionsDeleteRequest, reply: S.deleteReply, description: "delete a session and its transcript" },
-    usage_report: { request: U.sessionsUsageReportRequest, reply: U.usageReportReply, description: "tokens and USD from the usage ledger, summed per day, agent, model, channel or session type" },
+    usage_report: { request: U.sessionsUsageReportRequest, reply: U.usageReportReply, description: "tokens and USD from the usage ledger, summed per day, agent, model, channel, session type or purpose" },
   },
   tools: {
     list: { request: T.toolsListRequest, reply: T.toolsListReply, description: "this tools actor's catalog (scatter-gather)" },

@@ -68,6 +68,10 @@ export const BUILTIN_MODELS: Record<string, Record<string, Row>> = {
     "gpt-5": { contextWindow: 400_000, maxOutput: 128_000, capabilities: caps(true, true, true, PDF), cost: price(1.25, 10, 0.125) },
     "gpt-5-mini": { contextWindow: 400_000, maxOutput: 128_000, capabilities: caps(true, true, true, PDF), cost: price(0.25, 2, 0.025) },
     "gpt-5-nano": { contextWindow: 400_000, maxOutput: 128_000, capabilities: caps(true, true, true, PDF), cost: price(0.05, 0.4, 0.005) },
+    // embedding models (memory.embeddings): priced for the usage ledger; input tokens only
+    "text-embedding-3-small": { contextWindow: 8_191, maxOutput: 1, capabilities: caps(false, false, false), cost: price(0.02, 0) },
+    "text-embedding-3-large": { contextWindow: 8_191, maxOutput: 1, capabilities: caps(false, false, false), cost: price(0.13, 0) },
+    "text-embedding-ada-002": { contextWindow: 8_191, maxOutput: 1, capabilities: caps(false, false, false), cost: price(0.1, 0) },
   },
   anthropic: {
     "claude-3-5-haiku": { contextWindow: 200_000, maxOutput: 8_192, capabilities: caps(true, true, false, PDF), cost: price(0.8, 4, 0.08, 1) },
@@ -98,6 +102,11 @@ export const BUILTIN_MODELS: Record<string, Record<string, Row>> = {
     "mistral-small3.1": { contextWindow: 128_000, maxOutput: 8_192, capabilities: caps(true, true, false), cost: FREE },
     "mistral-small3.2": { contextWindow: 128_000, maxOutput: 8_192, capabilities: caps(true, true, false), cost: FREE },
     "llava": { contextWindow: 4_096, maxOutput: 2_048, capabilities: caps(false, true, false), cost: FREE },
+    // embedding models (memory.embeddings)
+    "nomic-embed-text": { contextWindow: 8_192, maxOutput: 1, capabilities: caps(false, false, false), cost: FREE },
+    "mxbai-embed-large": { contextWindow: 512, maxOutput: 1, capabilities: caps(false, false, false), cost: FREE },
+    "all-minilm": { contextWindow: 512, maxOutput: 1, capabilities: caps(false, false, false), cost: FREE },
+    "bge-m3": { contextWindow: 8_192, maxOutput: 1, capabilities: caps(false, false, false), cost: FREE },
   },
 };
 

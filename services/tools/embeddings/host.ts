@@ -10,6 +10,8 @@
  * timeoutMs, and less than the tool's own deadline) on requests; then it rejects with TIMEOUT.
  * A request that times out pauses embedding for PAUSE_MS: searches meanwhile answer by keywords
  * at once instead of waiting for an agent-runner that does not answer.
+ * Each request names the call's session, agent and run, so the agent-runner books the embedding
+ * tokens in the usage ledger to them.
  */
 import { decodeVector, encodedVectorLength, LurkError, MAX_EMBED_TOTAL_CHARS } from "../../../shared/contract/index.js";
 import type { BusClient } from "../../../shared/runtime/client.js";
@@ -25,6 +27,13 @@ const MESSAGE_OVERHEAD = 4096;
 const ASSUMED_DIMENSIONS = 3072;
 /** time kept back from the tool's deadline for the ranking after the vectors */
 const RANKING_RESERVE_MS = 5_000;
+
+/** The tool call that asks for vectors: its tokens are booked to its session and agent. */
+export interface EmbedCaller {
+  sessionKey?: string;
+  agentId?: string;
+  runId?: string;
+}
 
 export interface MemoryEmbeddingsOptions {
   client: Pick<BusClient, "call">;
@@ -46,18 +55,21 @@ export class MemoryEmbeddings {
     this.perRequest = Math.min(c.batchSize, this.fitting(ASSUMED_DIMENSIONS));
   }
 
-  /** The host of one call that may run `toolTimeoutMs`: its embedding budget starts at its first request. */
-  forCall(toolTimeoutMs: number): VectorHost {
+  /**
+   * The host of one call that may run `toolTimeoutMs`: its embedding budget starts at its first
+   * request; `caller` (the call's session, agent and run) is who the embedding tokens are booked to.
+   */
+  forCall(toolTimeoutMs: number, caller: EmbedCaller = {}): VectorHost {
     const budget = Math.max(1_000, Math.min(this.opts.config.timeoutMs, toolTimeoutMs - RANKING_RESERVE_MS));
     let deadline: number | undefined;
     return {
       settings: this.settings,
       lookup: (hashes) => this.opts.cache.getMany(this.settings.model, hashes),
-      embed: (texts, hashes, signal) => this.embed(texts, hashes, signal, (deadline ??= Date.now() + budget), budget),
+      embed: (texts, hashes, signal) => this.embed(texts, hashes, signal, (deadline ??= Date.now() + budget), budget, caller),
     };
   }
 
-  private async embed(texts: string[], hashes: Array<string | null>, signal: AbortSignal, deadline: number, budget: number): Promise<Float32Array[]> {
+  private async embed(texts: string[], hashes: Array<string | null>, signal: AbortSignal, deadline: number, budget: number, caller: EmbedCaller): Promise<Float32Array[]> {
     if (this.paused && this.paused.until > Date.now()) {
       throw new LurkError("UNAVAILABLE", `${this.paused.reason} (not asked again for ${Math.ceil((this.paused.until - Date.now()) / 1000)} s)`);
     }
@@ -71,7 +83,8 @@ export class MemoryEmbeddings {
       const batch = this.nextBatch(texts, out.length);
       let reply;
       try {
-        reply = await this.opts.client.call("agent-runner", "embed", { texts: batch, model: this.settings.model, timeoutMs: Math.max(1_000, left - 200) }, { timeoutMs: left });
+        const who = { ...(caller.sessionKey ? { sessionKey: caller.sessionKey } : {}), ...(caller.agentId ? { agentId: caller.agentId } : {}) };
+        reply = await this.opts.client.call("agent-runner", "embed", { texts: batch, model: this.settings.model, timeoutMs: Math.max(1_000, left - 200), ...who }, { timeoutMs: left, ...(caller.runId ? { runId: caller.runId } : {}) });
       } catch (err) {
         const e = LurkError.from(err);
         const maxTexts = (e.details as { maxTexts?: unknown } | undefined)?.maxTexts;

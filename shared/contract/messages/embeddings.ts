@@ -6,8 +6,11 @@
  * texts. Failures are typed errors: PROVIDER_* (rate limit, auth, timeout, ...), NO_MODEL,
  * VALIDATION_FAILED (e.g. an anthropic model: Anthropic has no embeddings API), LIMIT_EXCEEDED
  * (the vectors would not fit in one reply; `details.maxTexts` says how many would).
+ * The tokens the provider bills go to the usage ledger (purpose `embedding`), booked to the
+ * envelope's `sessionKey` and the request's `agentId` when given.
  */
 import { z } from "zod";
+import { agentIdSchema } from "../common.js";
 import { defineMessage } from "../envelope.js";
 import { encodedVectorLength } from "../vectors.js";
 
@@ -23,6 +26,8 @@ export const agentRunnerEmbedRequest = defineMessage("lurk.agent-runner.embed.v1
   model: z.string().regex(/^[a-z0-9-]+\/\S+$/, "provider/model, e.g. openai/text-embedding-3-small").max(200).optional(),
   /** ms the caller waits; the provider call is given up then (default: memory.embeddings.timeoutMs) */
   timeoutMs: z.number().int().min(1_000).max(600_000).optional(),
+  /** the agent whose tool call asks (with the envelope's `sessionKey`): the usage ledger books the tokens to it */
+  agentId: agentIdSchema.optional(),
 });
 export type AgentRunnerEmbedRequest = z.infer<typeof agentRunnerEmbedRequest>;
 

@@ -5,7 +5,7 @@ import {
   reasoningLevelSchema, sessionKeySchema, sessionTypeSchema, thinkLevelSchema, ttsAutoSchema, usageSchema, verboseLevelSchema,
 } from "../common.js";
 import { defineMessage, idSchema, timestampSchema } from "../envelope.js";
-import { usageChangeOpSchemas } from "./usage.js";
+import { MAX_USAGE_PARTS, usageChangeOpSchemas, usagePartSchema, usagePurposeSchema } from "./usage.js";
 
 /** A session's own queue settings (/queue); unset fields fall back to the router's config. */
 export const sessionQueueSettingsSchema = z.object({
@@ -92,8 +92,18 @@ export const sessionsHistoryRequest = defineMessage("lurk.sessions.history.v1", 
   /** only records before this seq (paging back after a `truncated` reply: the first record's seq) */
   beforeSeq: z.number().int().min(0).optional(),
 });
-/** Token usage of a run, added to the session's counters. */
-export const usageUpdateSchema = z.object({ usage: usageSchema, model: z.string(), provider: z.string() });
+/**
+ * Token usage of a run (its end), added to the session's counters: `usage` is the total and
+ * `model`/`provider` the model the run ended on. `parts` splits it by model and purpose (a
+ * failover, compaction and speech summaries on other models): the usage ledger books each part
+ * at its own model's price; without `parts` the whole update is booked as turns of `model`.
+ */
+export const usageUpdateSchema = z.object({
+  usage: usageSchema,
+  model: z.string(),
+  provider: z.string(),
+  parts: z.array(usagePartSchema).max(MAX_USAGE_PARTS).optional(),
+});
 
 export const sessionsAppendRequest = defineMessage("lurk.sessions.append.v1", {
   ...key,
@@ -116,11 +126,24 @@ export const sessionsBeginRequest = defineMessage("lurk.sessions.begin.v1", {
   known: z.object({ sessionId: idSchema, lastSeq: z.number().int().min(-1) }).optional(),
 });
 export const sessionsRunRequest = defineMessage("lurk.sessions.run.v1", { ...key, runId: idSchema });
+/**
+ * Usage outside a run's end: the runner's housekeeping (memory consolidation, embeddings) or a
+ * run's usage given on its own. Added to the session's counters when the session exists (the
+ * session's last model changes only for `turn`) and to the usage ledger under `purpose`. Without
+ * a session (`sessionKey` absent, or a session that no longer exists while `agentId` is given)
+ * only the ledger gets it, under `agentId` with channel and session type "-". A request with an
+ * `idempotencyKey` already seen in the last two UTC days is counted once (`duplicate: true`).
+ */
 export const sessionsUsageRequest = defineMessage("lurk.sessions.usage.v1", {
-  ...key,
+  sessionKey: sessionKeySchema.optional(),
+  /** the agent the usage belongs to when there is no session (else the session's agent) */
+  agentId: agentIdSchema.optional(),
   usage: usageSchema,
-  model: z.string(),
-  provider: z.string(),
+  model: z.string().max(300),
+  provider: z.string().max(64),
+  purpose: usagePurposeSchema.default("turn"),
+  /** the same key sent again (a retried request) is counted once */
+  idempotencyKey: idSchema.optional(),
 });
 export const sessionsPatchRequest = defineMessage("lurk.sessions.patch.v1", {
   ...key,
@@ -170,6 +193,8 @@ export const beginReply = z.object({
 export const ensureReply = z.object({ session: sessionEntrySchema, reset: autoResetSchema.optional() });
 export const resetReply = z.object({ session: sessionEntrySchema, previousSessionId: idSchema });
 export const deleteReply = z.object({ deleted: z.boolean() });
+/** `sessions.usage`: the session after the update (null without one); `duplicate`: the idempotency key was seen, nothing was added. */
+export const usageReply = z.object({ session: sessionEntrySchema.nullable(), duplicate: z.boolean().default(false) });
 export type UsageUpdate = z.infer<typeof usageUpdateSchema>;
 
 /** The LMDB databases of the sessions store a change set writes (services/sessions/store.ts). */

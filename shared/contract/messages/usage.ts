@@ -1,14 +1,39 @@
 /**
  * The sessions actor's usage ledger (services/sessions/usage-ledger.ts) and
  * `lurk.sessions.usage_report`: what the assistant spent, in tokens and USD, summed per UTC day,
- * agent, `provider/model`, channel and session type. Every usage update the sessions actor takes
- * (a run's end through `append` with usage, the `usage` op) adds to one bucket; the cost is
- * priced when the update arrives (built-in prices, config `models` overrides); tokens of a model
- * without a known price are counted as `unpricedTokens` instead.
+ * agent, `provider/model`, channel, session type and purpose. Every usage update the sessions
+ * actor takes (a run's end through `append` with usage, the `usage` op) adds to the buckets of
+ * its parts (one per model and purpose); each part's cost is priced at its own model when the
+ * update arrives (built-in prices, config `models` overrides); tokens of a model without a known
+ * price are counted as `unpricedTokens` instead.
  */
 import { z } from "zod";
-import { agentIdSchema } from "../common.js";
+import { agentIdSchema, usageSchema } from "../common.js";
 import { defineMessage } from "../envelope.js";
+
+/**
+ * What a model call was for: a run's own turns, or the runner's housekeeping (compaction
+ * summaries, memory consolidation, the summary of a long reply for speech, embedding vectors
+ * for memory_search).
+ */
+export const USAGE_PURPOSES = ["turn", "compaction", "consolidation", "tts", "embedding"] as const;
+export const usagePurposeSchema = z.enum(USAGE_PURPOSES);
+export type UsagePurpose = z.infer<typeof usagePurposeSchema>;
+
+/** most parts in one usage update (models × purposes of one run) */
+export const MAX_USAGE_PARTS = 64;
+
+/**
+ * One model's share of a usage update for one purpose: `model` as the provider names it (or
+ * `provider/model`), its `provider`, and its tokens. The ledger prices it at that model.
+ */
+export const usagePartSchema = z.object({
+  model: z.string().min(1).max(300),
+  provider: z.string().max(64),
+  purpose: usagePurposeSchema,
+  usage: usageSchema,
+});
+export type UsagePart = z.infer<typeof usagePartSchema>;
 
 const DAY_MS = 86_400_000;
 
@@ -31,7 +56,10 @@ export const usageSumsSchema = z.object({
   cacheRead: z.number().int().nonnegative(),
   cacheWrite: z.number().int().nonnegative(),
   total: z.number().int().nonnegative(),
-  /** usage updates (a run's end is one) */
+  /**
+   * runs: a run's end counts one, in the `turn` bucket of the model it ended on (with no tokens
+   * when that model made none); housekeeping updates (a purpose other than `turn`) count none
+   */
   runs: z.number().int().nonnegative(),
   /** USD at the prices known when each update arrived */
   costUsd: z.number().nonnegative(),
@@ -44,17 +72,30 @@ export type UsageSums = z.infer<typeof usageSumsSchema>;
 export const usageTokens = (u: Pick<UsageSums, "input" | "output" | "cacheRead" | "cacheWrite" | "total">): number =>
   u.total || u.input + u.output + u.cacheRead + u.cacheWrite;
 
-/** A ledger bucket's key: [UTC day, agent id, `provider/model`, channel ("-" when unknown), session type]. */
-export const usageBucketKeySchema = z.tuple([usageDaySchema, z.string().max(64), z.string().max(300), z.string().max(64), z.string().max(32)]);
+const bucketKeyHead = [usageDaySchema, z.string().max(64), z.string().max(300), z.string().max(64), z.string().max(32)] as const;
+/**
+ * A ledger bucket's key: [UTC day, agent id, `provider/model`, channel ("-" when unknown), session
+ * type ("-" when unknown), purpose]. Buckets written before purposes existed have no sixth element
+ * and count as `turn` (they hold their runs' compaction and speech summaries too).
+ */
+export const usageBucketKeySchema = z.union([z.tuple([...bucketKeyHead, z.string().max(32)]), z.tuple([...bucketKeyHead])]);
 export type UsageBucketKey = z.infer<typeof usageBucketKeySchema>;
+
+/** The key of a delivered usage op's idempotency key: [UTC day it arrived, the key]. */
+export const usageSeenKeySchema = z.tuple([usageDaySchema, z.string().min(1).max(200)]);
+export type UsageSeenKey = z.infer<typeof usageSeenKeySchema>;
 
 /**
  * The ledger's change-set ops (sessions replication, `sessionChangeOpSchema`): a bucket's new
- * value (absolute, so applying it twice is harmless), or the removal of every day before `before`.
+ * value (absolute, so applying it twice is harmless), the removal of every day before `before`,
+ * an idempotency key of the `usage` op seen (so a standby that takes over still counts a retried
+ * update once), and the removal of the keys seen before `before`.
  */
 export const usageChangeOpSchemas = [
   z.object({ op: z.literal("usage"), key: usageBucketKeySchema, value: usageSumsSchema }),
   z.object({ op: z.literal("pruneUsage"), before: usageDaySchema }),
+  z.object({ op: z.literal("usageSeen"), key: usageSeenKeySchema }),
+  z.object({ op: z.literal("pruneUsageSeen"), before: usageDaySchema }),
 ] as const;
 
 /**
@@ -63,7 +104,7 @@ export const usageChangeOpSchemas = [
  */
 export const USAGE_LEDGER_CHANGE_KEY = "usage-ledger";
 
-export const USAGE_GROUP_KEYS = ["day", "agent", "model", "channel", "sessionType"] as const;
+export const USAGE_GROUP_KEYS = ["day", "agent", "model", "channel", "sessionType", "purpose"] as const;
 export const usageGroupKeySchema = z.enum(USAGE_GROUP_KEYS);
 export type UsageGroupKey = z.infer<typeof usageGroupKeySchema>;
 
@@ -84,6 +125,7 @@ export const usageReportRowSchema = usageSumsSchema.extend({
   model: z.string().optional(),
   channel: z.string().optional(),
   sessionType: z.string().optional(),
+  purpose: z.string().optional(),
 });
 export type UsageReportRow = z.infer<typeof usageReportRowSchema>;
 
