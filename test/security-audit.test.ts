@@ -9,16 +9,15 @@
  */
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Svcm } from "@nats-io/services";
-import { z } from "zod";
 import { renderNatsConf } from "../shared/contract/index.js";
 import { ensureCredentials } from "../shared/runtime/credentials.js";
 import { natsServerBinary, natsServerEnv, portAnswers } from "../shared/runtime/nats-server.js";
-import { runCli, type CliRun } from "./harness/cli.js";
+import { assertNoSecret, audit, auditTempDir, byId, freshHome, level, mode, removeAuditDirs, writeConfig } from "./harness/audit.js";
+import { runCli } from "./harness/cli.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
 import { freePort, TestNats } from "./harness/nats.js";
 
@@ -28,71 +27,7 @@ const TELEGRAM_TOKEN = "123456789:AAFakeTelegramTokenForTheAuditTest";
 const OPENAI_KEY = "sk-audit-test-key-0123456789abcdef";
 const STORED_WEAK = "aaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 
-const findingSchema = z.object({
-  id: z.string().regex(/^[a-z0-9-]+(\.[a-z0-9-]+)+$/),
-  level: z.enum(["critical", "warning", "info"]),
-  title: z.string().min(1),
-  detail: z.string().min(1),
-  fix: z.string().min(1),
-  fixable: z.boolean(),
-}).strict();
-const countsSchema = z.object({ critical: z.number().int().min(0), warning: z.number().int().min(0), info: z.number().int().min(0) }).strict();
-const reportSchema = z.object({
-  home: z.string(),
-  deep: z.boolean(),
-  summary: countsSchema,
-  findings: z.array(findingSchema),
-  fixes: z.array(z.object({ id: z.string(), path: z.string(), from: z.string(), to: z.string(), error: z.string().optional() }).strict()).optional(),
-  before: countsSchema.optional(),
-}).strict();
-type Report = z.infer<typeof reportSchema>;
-
-const roots: string[] = [];
-
-/** A fresh LURKBOT_HOME made by `lurkbot setup`, and the environment that points the CLI at it. */
-async function freshHome(config?: Record<string, unknown>, extraEnv: Record<string, string> = {}): Promise<{ home: string; env: Record<string, string> }> {
-  const root = mkdtempSync(join(tmpdir(), "lurk-audit-"));
-  roots.push(root);
-  const home = join(root, "home");
-  // nothing listens on a freshly freed port: --deep finds the bus down
-  const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", LURKBOT_HOME: home, LURKBOT_NATS_URL: `nats://127.0.0.1:${await freePort()}`, ...extraEnv };
-  const setup = await runCli(["setup"], env);
-  assert.equal(setup.code, 0, setup.stderr);
-  if (config) writeConfig(home, config);
-  return { home, env };
-}
-
-function writeConfig(home: string, config: Record<string, unknown>, mode = 0o600): void {
-  writeFileSync(join(home, "config.json"), JSON.stringify(config, null, 2) + "\n", { mode });
-  chmodSync(join(home, "config.json"), mode);
-}
-
-async function audit(env: Record<string, string>, ...flags: string[]): Promise<{ run: CliRun; report: Report }> {
-  const run = await runCli(["security", "audit", "--json", ...flags], env, { timeoutMs: 60_000 });
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(run.stdout);
-  } catch {
-    assert.fail(`not JSON (exit ${run.code}): ${run.stdout}\n${run.stderr}`);
-  }
-  return { run, report: reportSchema.parse(parsed) };
-}
-
-const byId = (r: Report, id: string) => r.findings.find((f) => f.id === id);
-function level(r: Report, id: string): string | undefined {
-  return byId(r, id)?.level;
-}
-function assertNoSecret(run: CliRun, ...secrets: string[]): void {
-  for (const s of secrets) {
-    assert.ok(!run.stdout.includes(s), `stdout shows a secret: ${s.slice(0, 4)}…`);
-    assert.ok(!run.stderr.includes(s), `stderr shows a secret: ${s.slice(0, 4)}…`);
-  }
-}
-const mode = (path: string) => (statSync(path).mode & 0o777).toString(8);
-
-after(() => {
-  for (const r of roots) rmSync(r, { recursive: true, force: true });
-});
+after(removeAuditDirs);
 
 describe("lurkbot security audit: config and files", () => {
   it("a clean default setup: no critical finding, exit 0, the report grouped with its summary line", async () => {
@@ -394,8 +329,7 @@ describe("lurkbot security audit --deep", () => {
   });
 
   it("a wrong nats.conf: anonymous clients let in and the cli user allowed everything are critical", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "lurk-audit-nats-"));
-    roots.push(dir);
+    const dir = auditTempDir("lurk-audit-nats-");
     const home = join(dir, "home");
     const credentials = ensureCredentials(join(home, "credentials", "nats.json"));
     const good = renderNatsConf();

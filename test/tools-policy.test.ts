@@ -234,16 +234,16 @@ describe("tool policy over the bus", () => {
     assert.equal(subReport.sessionType, "subagent");
     assert.deepEqual(subReport.tools.find((x) => x.tool === "exec"), { ...subReport.tools.find((x) => x.tool === "exec"), allowed: false, layer: "subagent" });
 
-    // the text table: a header, then per tool: name, allowed/DENIED, deciding layer, rule
+    // the text table: a header, then per tool: name, serving actor, allowed/DENIED, deciding layer, rule
     const text = await runCli(["tools", "--explain"], env);
     assert.equal(text.code, 0, text.stderr);
     const lines = text.stdout.split("\n");
     assert.match(lines[0]!, /^agent main · main session · profile coding$/);
     const row = (tool: string) => lines.find((l) => l.trim().split(/\s+/)[0] === tool);
-    assert.match(row("read") ?? "", /^\s+read\s+DENIED\s+global\s+deny "read" \(tools\)$/);
-    assert.match(row("exec") ?? "", /^\s+exec\s+allowed\s+profile\s+allow "group:runtime" \(profile coding\)/);
-    assert.match(row("web_fetch") ?? "", /^\s+web_fetch\s+DENIED\s+profile\s+/);
-    assert.equal(lines.filter((l) => /^\s+\S+\s+(allowed|DENIED)\s/.test(l)).length, BUILTIN_TOOLS.length, "one row per tool");
+    assert.match(row("read") ?? "", /^\s+read\s+tools\s+DENIED\s+global\s+deny "read" \(tools\)$/);
+    assert.match(row("exec") ?? "", /^\s+exec\s+tools\s+allowed\s+profile\s+allow "group:runtime" \(profile coding\)/);
+    assert.match(row("web_fetch") ?? "", /^\s+web_fetch\s+tools\s+DENIED\s+profile\s+/);
+    assert.equal(lines.filter((l) => /^\s+\S+\s+tools\s+(allowed|DENIED)\s/.test(l)).length, BUILTIN_TOOLS.length, "one row per tool");
 
     const plain = await runCli(["tools"], env);
     assert.equal(plain.code, 0, plain.stderr);

@@ -11,6 +11,7 @@
  */
 import { BROWSER_TOOLS } from "../../shared/contract/index.js";
 import type { ActorDefinition } from "../../shared/runtime/actor.js";
+import { chromiumSandboxOn } from "../../shared/runtime/chromium-sandbox.js";
 import { browserProfileDir } from "../../shared/runtime/config-browser.js";
 import { serveTools } from "../../shared/runtime/tool-serve.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
@@ -25,9 +26,9 @@ export const definition: ActorDefinition = {
   name: "browser",
   version: LURKBOT_VERSION,
   description: "the browser tools: a Chromium driven by playwright-core, behind an egress proxy",
-  /** `$SRV.INFO` metadata: whether the tools are on and Chromium is where the config says */
+  /** `$SRV.INFO` metadata: whether the tools are on, Chromium is where the config says, and runs with its sandbox (`lurkbot security audit --deep`) */
   metadata(config) {
-    return { browserEnabled: String(config.browser.enabled), chromium: config.browser.executablePath, chromiumFound: String(isExecutable(config.browser.executablePath)) };
+    return { browserEnabled: String(config.browser.enabled), chromium: config.browser.executablePath, chromiumFound: String(isExecutable(config.browser.executablePath)), chromiumSandbox: String(chromiumSandboxOn(config.browser.sandbox)) };
   },
   async start(rt) {
     const config = rt.config.browser;

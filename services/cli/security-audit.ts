@@ -1,8 +1,9 @@
 /**
  * `lurkbot security audit [--deep] [--fix] [--json]`: what in this LurkBot setup is exposed or
  * unsafe, why, and the exact fix. Checks (services/cli/audit/): network exposure, secrets and
- * file modes, chat access, tools and approvals from the config, the environment and the files
- * under LURKBOT_HOME; with --deep also the running system over the bus. --fix applies only the
+ * file modes, chat access, tools and approvals, the browser actor's settings and files, from the
+ * config, the environment and the files under LURKBOT_HOME; with --deep also the running system
+ * over the bus. --fix applies only the
  * chmod repairs, then audits again and reports what remains. Secrets are never printed: every
  * text goes through a mask of the secrets this process knows.
  * Exit codes: 0 no critical finding, 1 a critical finding (after --fix: one that remains),
@@ -17,6 +18,8 @@ import type { ParsedCommand } from "./args.js";
 import { EXIT } from "./errors.js";
 import { checkSubcommand } from "./subcommands.js";
 import { accessChecks } from "./audit/access.js";
+import { browserChecks, browserUsed } from "./audit/browser.js";
+import { browserFileChecks } from "./audit/browser-files.js";
 import { deepChecks } from "./audit/deep.js";
 import { configSecretEntries, fileChecks } from "./audit/files.js";
 import { publicFinding, sortFindings, summarize, type AuditContext, type AuditFinding, type Finding, type Summary } from "./audit/finding.js";
@@ -61,10 +64,10 @@ export function auditContext(config: LurkConfig, env: Env): AuditContext {
 }
 
 export async function runAudit(ctx: AuditContext, deep: boolean): Promise<AuditResult> {
-  const findings: AuditFinding[] = [...networkChecks(ctx), ...fileChecks(ctx), ...accessChecks(ctx), ...await toolChecks(ctx)];
+  const findings: AuditFinding[] = [...networkChecks(ctx), ...fileChecks(ctx), ...accessChecks(ctx), ...await toolChecks(ctx), ...browserChecks(ctx), ...browserFileChecks(ctx)];
   let busDown = false;
   if (deep) {
-    const d = await deepChecks(ctx.config, ctx.env, execEnabled(ctx.config));
+    const d = await deepChecks(ctx.config, ctx.env, { execUsed: execEnabled(ctx.config), browserUsed: browserUsed(ctx.config) });
     findings.push(...d.findings);
     busDown = !d.reachable;
   }

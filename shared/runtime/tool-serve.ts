@@ -13,11 +13,16 @@
  * and end (terminal run events). The caller gets an ABORTED reply at once; the handler should
  * stop its work (its late result is dropped). A wait for an approval is cancelled the same way.
  * Policy: with `opts.policy` the actor applies a tool policy of its own (e.g. the built-in
- * layered one, tool-policy-config.ts): a tool it refuses for a request is left out of that
- * request's catalog, and a call of it is a TOOL_DENIED reply (checked before any approval).
+ * layered one: tool-serve-policy.ts layeredToolPolicy): a tool it refuses for a request is left
+ * out of that request's catalog, and a call of it is a TOOL_DENIED reply (checked before any
+ * approval).
+ * Explain: when the actor's NATS user may subscribe to `lurk.tools.explain`, it answers it for
+ * these tools in its queue group (tool-serve-explain.ts: the policy's decision per tool, with
+ * the layer and rule of a layered policy, and the approval rules), so `lurkbot tools --explain`
+ * lists them next to the built-in tools.
  * Grants: the actor's NATS user needs approvals request/wait/redeem, $SRV.INFO.approvals and
  * lurk.tools.cancel, and for the run abort/end the run control and terminal run event subjects
- * (the `tools-ext` user has them all).
+ * (the `tools-ext` user has them all, and lurk.tools.explain).
  */
 import { actorGrants, LurkError, toolCallReply, toolCallRequest, toolProgressSchema, type SessionType, type ToolCallReply, type ToolCallRequest, type ToolDefinition } from "../contract/index.js";
 import type { ActorRuntime } from "./actor.js";
@@ -26,6 +31,8 @@ import { configRequiresApproval } from "./config-tools-approval.js";
 import type { EndpointHandlerContext } from "./service.js";
 import { serveToolCatalog, type ServedToolCatalog } from "./tool-catalog.js";
 import { InflightCalls } from "./tool-inflight.js";
+import { TOOL_GROUPS, type PolicyLayer, type ToolDecision } from "./tool-policy.js";
+import { explainServedTools } from "./tool-serve-explain.js";
 
 export interface ServedToolContext extends EndpointHandlerContext {
   /** fires when the call is cancelled (see above); its reason is a LurkError ABORTED */
@@ -52,8 +59,15 @@ export interface ServedToolPolicyRequest {
   model?: string | undefined;
 }
 
+/** A served tool's decision: a layer of the built-in policy, or "actor" (a rule of the serving actor's own). */
+export type ServedToolDecision = Omit<ToolDecision, "layer"> & { layer: PolicyLayer | "actor" };
+
 /** null: the request may see and call the tool; otherwise the model-readable reason it may not. */
-export type ServedToolPolicy = (definition: ServedTool["definition"], req: ServedToolPolicyRequest) => string | null;
+export interface ServedToolPolicy {
+  (definition: ServedTool["definition"], req: ServedToolPolicyRequest): string | null;
+  /** the decision the verdict comes from (`lurk.tools.explain`); absent: the policy says only yes or no */
+  explain?(definition: ServedTool["definition"], req: ServedToolPolicyRequest): ServedToolDecision;
+}
 
 export interface ServeToolsOptions {
   /** the queue group of the catalog and the calls (not "tools": the built-in actor's) */
@@ -83,15 +97,15 @@ export function progressPublisher(rt: ActorRuntime, req: ToolCallRequest): (mess
   };
 }
 
-/** Whether a call of this tool by `agentId` needs a human approval (definition or config). */
+/** Whether a call of this tool by `agentId` needs a human approval (definition or config; groups as the built-in gate reads them). */
 function servedToolNeedsApproval(rt: ActorRuntime, definition: ServedTool["definition"], agentId?: string): boolean {
-  return definition.needsApproval || configRequiresApproval(rt.config, agentId, definition);
+  return definition.needsApproval || configRequiresApproval(rt.config, agentId, definition, TOOL_GROUPS);
 }
 
-/** Whether the contract lets `rt`'s NATS user follow run aborts and run ends. */
-function mayFollowRuns(rt: ActorRuntime): boolean {
+/** Whether the contract lets `rt`'s NATS user subscribe to every one of `subjects`. */
+function maySubscribe(rt: ActorRuntime, subjects: readonly string[]): boolean {
   const grant = actorGrants(rt.subjects.prefix).find((g) => g.user === rt.name);
-  return !!grant && [rt.subjects.runControlAll, ...rt.subjects.runTerminalAll].every((subject) => grant.subscribe.includes(subject));
+  return !!grant && subjects.every((subject) => grant.subscribe.includes(subject));
 }
 
 /** The handler's reply, or ABORTED as soon as `signal` fires (the handler is told by the signal). */
@@ -119,13 +133,18 @@ async function untilCancelled(work: () => Promise<ToolCallReply> | ToolCallReply
 export function serveTools(rt: ActorRuntime, tools: readonly ServedTool[], opts: ServeToolsOptions): ServedToolCatalog {
   const gate = approvalGateFor(rt);
   // cancelled by lurk.tools.cancel, a retry of the same call, the actor stopping (and the run's abort or end when granted)
-  const inflight = new InflightCalls(rt, { followRuns: mayFollowRuns(rt) });
+  const inflight = new InflightCalls(rt, { followRuns: maySubscribe(rt, [rt.subjects.runControlAll, ...rt.subjects.runTerminalAll]) });
   inflight.listen();
   const catalog = serveToolCatalog(rt, (req) => ({
     actor: rt.name,
     tools: tools.filter(({ definition }) => !opts.policy || opts.policy(definition, req) === null)
       .map(({ definition }) => ({ ...definition, actor: rt.name, needsApproval: servedToolNeedsApproval(rt, definition, req.agentId) })),
   }), { queue: opts.queue });
+  if (maySubscribe(rt, [rt.subjects.op("tools", "explain")])) {
+    rt.serve("tools", "explain", (req) => explainServedTools(rt.config, rt.name, tools, opts.policy, req), { queue: opts.queue });
+  } else {
+    rt.log.info("this actor's NATS user may not subscribe to lurk.tools.explain: `lurkbot tools --explain` will not list its tools");
+  }
   for (const tool of tools) {
     const { name } = tool.definition;
     rt.serveSubject(`call-${name}`, rt.subjects.toolCall(name), toolCallRequest, toolCallReply, async (req, ctx): Promise<ToolCallReply> => {

@@ -2,7 +2,8 @@
  * `--deep`: the running system, over the bus as the CLI's own `cli` user (bus.ts connectCli):
  *  - which actor instances answer `$SRV.PING/INFO` (status.ts gatherStatus), their versions (a
  *    mismatch between instances or with this CLI is a warning), a tools instance on any host
- *    running exec without a sandbox;
+ *    running exec without a sandbox, a browser instance running Chromium without its sandbox
+ *    (browser-deep.ts);
  *  - nats-server refuses a connection without credentials;
  *  - the `cli` user may do no more than its contract grant (bus-permissions.ts);
  *  - nats-server listening off loopback without TLS (its INFO);
@@ -17,6 +18,7 @@ import { connectCli } from "../bus.js";
 import { toCliError } from "../errors.js";
 import { isLoopbackHost } from "../launcher.js";
 import { gatherStatus, type InstanceStatus } from "../status.js";
+import { browserDeepChecks } from "./browser-deep.js";
 import { permissionChecks } from "./bus-permissions.js";
 import { finding, type AuditFinding } from "./finding.js";
 import { modelChecks } from "./models.js";
@@ -27,7 +29,13 @@ export interface DeepResult {
   reachable: boolean;
 }
 
-export async function deepChecks(config: LurkConfig, env: Env, execUsed: boolean): Promise<DeepResult> {
+/** Whether agents may call exec or process, and the browser tools (the findings' levels). */
+export interface ToolUse {
+  execUsed: boolean;
+  browserUsed: boolean;
+}
+
+export async function deepChecks(config: LurkConfig, env: Env, use: ToolUse): Promise<DeepResult> {
   const findings = modelChecks(config);
   let nc: NatsConnection;
   try {
@@ -42,7 +50,8 @@ export async function deepChecks(config: LurkConfig, env: Env, execUsed: boolean
     return { findings, reachable: false };
   }
   try {
-    findings.push(...await actorsOnBus(nc, config.nats.url, execUsed));
+    findings.push(...await actorsOnBus(nc, config.nats.url, use.execUsed));
+    findings.push(...await browserDeepChecks(nc, use.browserUsed));
     findings.push(...serverChecks(nc, config.nats.url));
     findings.push(...await anonymousCheck(config.nats.url));
     findings.push(...await permissionChecks(nc, config.nats.prefix));

@@ -90,7 +90,9 @@ export const toolProgressSchema = defineMessage("lurk.tools.progress.v1", {
 /**
  * `lurk.tools.explain`: the tool policy's decision for every tool this actor serves, in the
  * context of an agent and a session (key or type), with the deciding layer and rule
- * (scatter-gather like list; `lurkbot tools --explain`).
+ * (scatter-gather like list; `lurkbot tools --explain`). The tools actor answers for the
+ * built-in tools, every actor serving tools through serveTools (shared/runtime/tool-serve.ts)
+ * for its own, each in its own queue group.
  */
 export const toolsExplainRequest = defineMessage("lurk.tools.explain.v1", {
   agentId: agentIdSchema.optional(),
@@ -111,10 +113,15 @@ export const toolApprovalSchema = z.object({
   reasons: z.array(z.object({ source: z.enum(["tool", "global", "agent", "exec-ask"]), rule: z.string() })),
 });
 export type ToolApproval = z.infer<typeof toolApprovalSchema>;
+/**
+ * One tool's decision. `layer`: the policy layer that decided, or "actor" when the actor serving
+ * the tool decided without the layered policy (serveTools without a policy, or with one of its
+ * own that says only yes or no: `rule` then says which, `trace` is empty).
+ */
 export const toolDecisionSchema = z.object({
   tool: z.string(),
   allowed: z.boolean(),
-  layer: policyLayerSchema,
+  layer: z.union([policyLayerSchema, z.literal("actor")]),
   rule: z.string(),
   groups: z.array(z.string()).default([]),
   aliases: z.array(z.string()).default([]),
