@@ -104,6 +104,11 @@ describe("nats.conf permissions", () => {
     ["router", ">"],
     ["router", "lurk.run.evt.>"], // the router sees only terminal run events
     ["router", "lurk.run.evt.r1.message_delta"],
+    ["browser", "lurk.tools.call.read"], // the browser answers its own tools only
+    ["browser", "lurk.tools.call.>"],
+    ["channel-web", "lurk.tools.call.exec"], // the web channel answers its canvas tool only
+    ["channel-web", "lurk.tools.call.>"],
+    ["channel-telegram", "lurk.tools.call.canvas"],
   ];
   for (const [user, subject] of forbiddenSubscribe) {
     it(`${user} cannot subscribe ${subject}`, async () => {
@@ -115,7 +120,8 @@ describe("nats.conf permissions", () => {
     });
   }
 
-  for (const [user, subject] of [["router", "lurk.run.evt.*.done"], ["channel-telegram", "lurk.run.evt.>"], ["cli", "lurk.out.cli.>"], ["tools", "_INBOX_tools.>"]] as const) {
+  // lurk.tools.explain: every actor serving tools answers `lurkbot tools --explain` for its own (shared/runtime/tool-serve.ts)
+  for (const [user, subject] of [["router", "lurk.run.evt.*.done"], ["channel-telegram", "lurk.run.evt.>"], ["cli", "lurk.out.cli.>"], ["tools", "_INBOX_tools.>"], ["browser", "lurk.tools.explain"], ["tools-ext", "lurk.tools.explain"], ["browser", "lurk.tools.call.browser_evaluate"], ["channel-web", "lurk.tools.call.canvas"], ["channel-web", "lurk.tools.list"]] as const) {
     it(`${user} can subscribe ${subject}`, async () => {
       const nc = await nats.connect(user, { reconnect: false });
       assert.equal(await trySubscribe(nc, subject), null);

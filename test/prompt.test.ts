@@ -168,6 +168,16 @@ describe("system prompt", () => {
     assert.match(p, /## Silent Replies/);
   });
 
+  it("the Canvas & A2UI section follows Messaging when the run has the canvas tool, in full mode only", () => {
+    const tools = [...base.tools, TOOL("canvas", "A canvas panel.")];
+    const full = buildSystemPrompt({ ...base, tools, mode: "full" });
+    const h = headings(full);
+    assert.equal(h.indexOf("## Canvas & A2UI"), h.indexOf("## Messaging") + 1);
+    assert.match(full, /`a2ui_push` with A2UI v0\.8 JSONL/);
+    assert.ok(!buildSystemPrompt({ ...base, mode: "full" }).includes("## Canvas & A2UI"), "no canvas tool, no section");
+    assert.ok(!buildSystemPrompt({ ...base, tools, mode: "minimal" }).includes("## Canvas & A2UI"), "not in minimal mode");
+  });
+
   it("minimal mode: tools, workspace, runtime and context; no skills, memory, messaging, silent replies or heartbeats", () => {
     const p = buildSystemPrompt({ ...base, mode: "minimal" });
     assert.deepEqual(headings(p), [

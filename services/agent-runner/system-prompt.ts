@@ -12,7 +12,8 @@
  *   22 Reactions (no reaction guidance), 23 Reasoning Format (no tag-reasoning models).
  * "Safety" is not in the seed's list; it follows Tool Call Style as in MoltBot.
  * Section 6 Memory Recall and the `message` tool line of Messaging appear only when those tools exist;
- * 15 Voice (TTS) only when the run's replies may be spoken (tts-prompt.ts).
+ * 14.5 Canvas & A2UI only when the run has the `canvas` tool; 15 Voice (TTS) only when the run's
+ * replies may be spoken (tts-prompt.ts).
  */
 import { hostname } from "node:os";
 import type { ToolDefinition } from "../../shared/contract/index.js";
@@ -159,6 +160,13 @@ export function buildSystemPrompt(input: PromptInput): string {
       "Messages that start with [system event] come from LurkBot itself (heartbeats, scheduled jobs, finished subagents), not from the user.",
       ...(names.has("message") ? ["Use the `message` tool only to reach another channel or conversation, or to send files from the workspace (its `files`); a normal reply needs no tool."] : []),
       ...(names.has("media_save") ? ["Files the user sends appear as [attachment …] notes with a media ref; `media_save` puts one into the workspace. Images you see directly."] : []));
+  }
+
+  // 14.5 Canvas & A2UI (seed 001 §4.2.4): when the run has the canvas tool (the web channel serves it)
+  if (full && names.has("canvas")) {
+    section("## Canvas & A2UI",
+      "When the user asks for visual output (a form, cards, a list, a dashboard), draw it with the `canvas` tool: `a2ui_push` with A2UI v0.8 JSONL, one complete JSON object per line; `surfaceUpdate` creates or updates components, `dataModelUpdate` sets the data they bind to, `beginRendering` shows a surface from its root.",
+      "A2UI is declarative: describe what to show, not how; the tool's description lists the components. A button the user presses comes back as a [canvas userAction] message. Keep the chat reply short and say what the canvas shows.");
   }
 
   // 15. Voice (TTS)

@@ -9,19 +9,28 @@
  * reconnecting gets it when it (re)opens the chat (it asks for the entries after the last seq it
  * saw). So a delivery succeeds once stored: nothing is retried for an absent browser, and
  * nothing is lost to it. Streaming (delta) and tool progress come from the run's events.
+ * Canvas: this actor also serves the agent's `canvas` tool (canvas-tool.ts, through
+ * shared/runtime/tool-serve.ts in queue group "canvas", policy canvas-policy.ts): each session's
+ * canvas is kept in LMDB (canvas-store.ts) and shown next to the chat that session maps to.
  */
 import { join } from "node:path";
 import { defineChannelActor, DeliveryError } from "../../shared/runtime/channel/index.js";
 import { webChannelSchema } from "../../shared/runtime/config-channels.js";
+import { serveTools } from "../../shared/runtime/tool-serve.js";
+import { canvasPolicy } from "./canvas-policy.js";
+import { CanvasStore } from "./canvas-store.js";
+import { canvasTool } from "./canvas-tool.js";
 import { outboundFile, WebFiles } from "./files.js";
 import { ChatHistory } from "./history.js";
 import { Hub } from "./hub.js";
 import { startWebServer } from "./server.js";
-import { chatOfConversation } from "./user-scope.js";
+import { chatOfConversation, chatOfSessionKey } from "./user-scope.js";
 import { webUsersOf } from "./users.js";
 
 /** a part of a longer reply is its own chat line above this size */
 export const WEB_TEXT_LIMIT = 100_000;
+/** the queue group of the canvas tool's catalog and calls */
+export const CANVAS_QUEUE = "canvas";
 
 export const definition = defineChannelActor({
   channel: "web",
@@ -34,8 +43,11 @@ export const definition = defineChannelActor({
     if (users.several && settings.token) log.warn("channels.web.token is not used: channels.web.users is set (each user signs in with their own token)");
     const history = new ChatHistory(join(ctx.dataDir, "history"), settings.historyPerChat);
     const files = new WebFiles(join(ctx.dataDir, "files"), ctx.config.media.retentionDays);
-    const hub = new Hub(ctx, history, files);
-    const web = await startWebServer(ctx, users, hub, files);
+    const canvas = new CanvasStore(join(ctx.dataDir, "canvas"));
+    const hub = new Hub(ctx, history, files, canvas);
+    const web = await startWebServer(ctx, users, hub, files, canvas);
+    const shownInWeb = (sessionKey: string) => users.all.some((u) => chatOfSessionKey(sessionKey, u) !== undefined);
+    serveTools(ctx.rt, [canvasTool({ store: canvas, log, onChange: (state) => hub.canvasChanged(state) })], { queue: CANVAS_QUEUE, policy: canvasPolicy(ctx.config, shownInWeb) });
     const url = `http://${settings.host}:${web.port}/`;
     if (users.several) log.info({ host: settings.host, port: web.port, url, users: users.all.map((u) => u.id) }, "web channel listening (each user opens the page with ?token=<their token>)");
     else log.info({ host: settings.host, port: web.port, url }, "web channel listening (open the page with ?token=<channels.web.token>)");
@@ -69,6 +81,7 @@ export const definition = defineChannelActor({
         await web.close();
         await history.close();
         await files.close();
+        await canvas.close();
       },
     };
   },

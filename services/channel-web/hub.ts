@@ -7,14 +7,20 @@
  * chat's bus name; peer and sender = the user; session name: sessionNameOf), acknowledged only
  * once LURK_INBOUND stored them. Before publishing, the run's events are watched: reply text
  * streams as `delta` frames, tool_start/tool_end as `tool` frames.
+ * Canvas: a chat shows the canvas of the session it maps to (chatOfSessionKey; the newest when
+ * several do), sent as a `canvas` frame when the chat is opened and on every stored change. A
+ * Button press (`canvas_action`) on a button the canvas really has becomes a message of the chat
+ * (so of its session) stating the action, the button and the context values.
  */
 import type { WebSocket } from "ws";
 import { LurkError } from "../../shared/contract/index.js";
 import type { ChannelContext, RunWatch } from "../../shared/runtime/channel/index.js";
 import type { WebChannelConfig } from "../../shared/runtime/config-channels.js";
+import { canvasView, findButton, type CanvasState } from "./canvas-state.js";
+import type { CanvasStore } from "./canvas-store.js";
 import { toAttachment, type WebFiles } from "./files.js";
 import type { ChatHistory } from "./history.js";
-import { type ChatEntry, type SendFrame, type ServerFrame, type WebFile, type WebSession } from "./protocol.js";
+import { type CanvasActionFrame, type ChatEntry, type SendFrame, type ServerFrame, type WebFile, type WebSession } from "./protocol.js";
 import { chatOfSessionKey, scoped, sessionNameOf, webChat, type WebChat } from "./user-scope.js";
 import type { WebUser } from "./users.js";
 
@@ -25,6 +31,8 @@ export const HISTORY_PAGE = 200;
 const PREVIEW_CHARS = 160;
 /** sessions asked of the sessions actor for a user of `channels.web.users` (their DM sessions among all) */
 const SESSIONS_SCAN = 500;
+/** characters of a userAction's context (as JSON) a message carries at most */
+const ACTION_CONTEXT_CHARS = 4000;
 
 interface SocketState { user: WebUser; showing?: WebChat }
 
@@ -32,7 +40,7 @@ export class Hub {
   private readonly sockets = new Map<WebSocket, SocketState>();
   private readonly watches = new Map<string, RunWatch>();
 
-  constructor(private readonly ctx: ChannelContext<WebChannelConfig>, private readonly history: ChatHistory, private readonly files: WebFiles) {}
+  constructor(private readonly ctx: ChannelContext<WebChannelConfig>, private readonly history: ChatHistory, private readonly files: WebFiles, private readonly canvas: CanvasStore) {}
 
   send(ws: WebSocket, frame: ServerFrame): void {
     if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(frame));
@@ -66,6 +74,39 @@ export class Hub {
     const c = webChat(s.user, chat);
     s.showing = c;
     this.send(ws, { type: "history", chat, entries: this.history.since(c.conversation, since, HISTORY_PAGE) });
+    const canvas = this.canvasOf(s.user, chat);
+    this.send(ws, { type: "canvas", chat, canvas: canvas ? canvasView(canvas) : null });
+  }
+
+  /** The canvas a user's chat shows: the newest of the sessions that map to it. */
+  private canvasOf(user: WebUser, chat: string): CanvasState | undefined {
+    return this.canvas.newest((key) => chatOfSessionKey(key, user) === chat);
+  }
+
+  /** A stored canvas change: sent to the sockets showing the chat its session maps to; returns how many. */
+  canvasChanged(state: CanvasState): number {
+    const view = canvasView(state);
+    let n = 0;
+    for (const [ws, s] of this.sockets) {
+      if (!s.showing || chatOfSessionKey(state.sessionKey, s.user) !== s.showing.chat || ws.readyState !== ws.OPEN) continue;
+      ws.send(JSON.stringify({ type: "canvas", chat: s.showing.chat, canvas: view } satisfies ServerFrame));
+      n++;
+    }
+    return n;
+  }
+
+  /** A Button pressed on the chat's canvas: checked against the canvas, then sent as a message of the chat. */
+  async canvasAction(ws: WebSocket, frame: CanvasActionFrame): Promise<void> {
+    const user = this.userOf(ws);
+    if (!user) return;
+    const state = this.canvasOf(user, frame.chat);
+    if (!state || !findButton(state, frame.surfaceId, frame.sourceComponentId, frame.name)) {
+      return this.send(ws, { type: "nack", id: frame.id, chat: frame.chat, code: "NOT_FOUND", message: `the canvas has no button "${frame.sourceComponentId}" with action "${frame.name}" any more` });
+    }
+    let context = JSON.stringify(frame.context);
+    if (context.length > ACTION_CONTEXT_CHARS) context = `${context.slice(0, ACTION_CONTEXT_CHARS)}…[cut]`;
+    const text = `[canvas userAction] name=${JSON.stringify(frame.name)} component=${JSON.stringify(frame.sourceComponentId)} surface=${JSON.stringify(frame.surfaceId)} context=${context}`;
+    return this.inbound(ws, { type: "send", id: frame.id, chat: frame.chat, text, attachments: [] });
   }
 
   leave(ws: WebSocket): void {

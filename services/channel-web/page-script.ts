@@ -7,8 +7,11 @@
  * chat and unsent messages are dropped and the page reloads. Files (the 📎 button, paste or drop) are uploaded at once (`POST /upload`
  * with the token) and sent by ref with the next message; a chat's files are fetched with the
  * token (`GET /media/<ref>`): raster images shown inline, audio (a voice reply) with a player,
- * other files as download links.
+ * other files as download links. The canvas panel (page-canvas.ts, inlined here) shows the
+ * open chat's canvas from `canvas` frames and sends Button presses as `canvas_action`.
  */
+import { CANVAS_SCRIPT } from "./page-canvas.js";
+
 export const PAGE_SCRIPT = String.raw`
 (function () {
   "use strict";
@@ -189,6 +192,7 @@ export const PAGE_SCRIPT = String.raw`
     state.chat = chat; localStorage.setItem(KEY_CHAT, chat);
     state.lastSeq = 0; state.streams = {}; state.tools = {};
     $("log").innerHTML = ""; $("chat-title").textContent = chat === "main" ? "Main session" : chat;
+    canvasShow(null);
     renderSessions();
     send({ type: "open", chat: chat, since: 0 });
     showPending();
@@ -206,6 +210,7 @@ export const PAGE_SCRIPT = String.raw`
     send(sendFrame(id, state.pending[id]));
   }
 
+${CANVAS_SCRIPT}
   function onFrame(f) {
     switch (f.type) {
       case "ready":
@@ -228,6 +233,7 @@ export const PAGE_SCRIPT = String.raw`
         break;
       case "delta": if (f.chat === state.chat) onDelta(f); break;
       case "tool": if (f.chat === state.chat) onTool(f); break;
+      case "canvas": if (f.chat === state.chat) canvasShow(f.canvas); break;
       case "run_end":
         if (f.chat === state.chat && state.streams[f.runId]) state.streams[f.runId].classList.remove("streaming");
         send({ type: "sessions" });

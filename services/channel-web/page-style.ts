@@ -1,4 +1,6 @@
-/** The chat page's CSS (inlined in the page; light and dark follow the system). */
+/** The chat page's CSS (inlined in the page; light and dark follow the system; the canvas panel's from page-canvas.ts). */
+import { CANVAS_STYLE } from "./page-canvas.js";
+
 export const PAGE_STYLE = String.raw`
 :root { --bg:#f6f7f9; --panel:#ffffff; --side:#eef0f4; --text:#1d2330; --muted:#6b7383; --line:#dde1e8;
   --me:#2f6fed; --me-text:#fff; --bot:#ffffff; --accent:#2f6fed; --ok:#1f9d55; --bad:#d64545; --code:#f0f2f6; }
@@ -74,4 +76,4 @@ header #chat-title { font-weight: 600; flex: 1; }
 #login button { padding: 9px; border: none; border-radius: 8px; background: var(--accent); color: #fff; font: inherit; cursor: pointer; }
 @keyframes blink { 50% { opacity: 0; } }
 @media (max-width: 700px) { #side { display: none; } }
-`;
+${CANVAS_STYLE}`;

@@ -1,7 +1,8 @@
 /**
  * The single self-contained chat page: HTML with inline CSS and script, no external resources.
  * Served with a Content-Security-Policy that allows exactly this script and style (by hash),
- * connections to the page's own origin, and no framing; the token never appears in Referer.
+ * connections to the page's own origin, frames only from it (the canvas), and no framing of the
+ * page itself; the token never appears in Referer.
  */
 import { createHash } from "node:crypto";
 import { PAGE_SCRIPT } from "./page-script.js";
@@ -32,6 +33,7 @@ export function pageHtml(): string {
   <div id="attached" aria-label="Files to send"></div>
   <form id="composer"><button id="attach" type="button" title="Attach files (or paste or drop them)" aria-label="Attach files">&#128206;</button><input id="file" type="file" multiple hidden><textarea id="input" rows="1" placeholder="Message LurkBot (Enter to send, Shift+Enter for a new line)"></textarea><button id="send" type="submit">Send</button></form>
 </main>
+<aside id="canvas" hidden aria-label="Canvas"><header><span id="canvas-title">Canvas</span><button id="canvas-close" type="button" title="Hide the canvas (it comes back when it changes)" aria-label="Hide the canvas">&times;</button></header><div id="canvas-body"></div></aside>
 <div id="login"><form id="login-form"><strong>Sign in to LurkBot</strong>
   <span>Paste your web token (channels.web.token, or <code>web.token</code> in credentials/channels.json; with several users, your own from channels.web.users).</span>
   <input id="token" type="password" autocomplete="current-password" placeholder="token">
@@ -49,8 +51,11 @@ export function pageResponse(): { body: Buffer; headers: Record<string, string> 
     `script-src ${hash(PAGE_SCRIPT)}`,
     `style-src ${hash(PAGE_STYLE)}`,
     "connect-src 'self'",
-    // the chat's images: fetched with the token (GET /media/<ref>), shown from blob: URLs
-    "img-src 'self' data: blob:",
+    // the chat's images: fetched with the token (GET /media/<ref>), shown from blob: URLs; a canvas
+    // Image from an http(s) address loads only when the user clicks "Load image from <host>"
+    "img-src 'self' data: blob: https: http:",
+    // a presented canvas document: GET /canvas/frame/<id>, sandboxed by its own CSP (canvas-frame.ts)
+    "frame-src 'self'",
     // voice replies: played from blob: URLs too
     "media-src blob:",
     "base-uri 'none'",

@@ -3,15 +3,19 @@
  * Browser -> server: `hello` (the token; must come first), `open` (show a chat: its kept
  * entries after `since` come back as `history`), `send` (a message with a browser-made UUID and
  * at most MAX_FILES_PER_MESSAGE files, by the refs `POST /upload` answered: answered `ack` once
- * stored in LURK_INBOUND, or `nack`), `sessions`, `ping`.
+ * stored in LURK_INBOUND, or `nack`), `canvas_action` (a Button pressed on the canvas: an A2UI
+ * userAction, sent on as a message of the chat; answered like `send`), `sessions`, `ping`.
  * Server -> browser: `ready` (the signed-in user's id and name, the upload cap), `history`, `entry` (a stored chat line: the
  * user's message, a reply, a file, a notice, an error or an approval), `delta` (streamed reply
- * text), `tool` (tool progress), `run_end`, `typing`, `sessions`, `ack`/`nack`, `error`, `pong`.
+ * text), `tool` (tool progress), `run_end`, `typing`, `canvas` (the chat's canvas, after `open`
+ * and on every change; null when there is none), `sessions`, `ack`/`nack`, `error`, `pong`.
  * A chat id is token-safe (`[A-Za-z0-9_-]`, <= 64) and names one of the signed-in user's
  * chats; its conversation and session name on the bus come from user-scope.ts.
  */
 import { z } from "zod";
 import { mediaRefSchema, type Attachment } from "../../shared/contract/index.js";
+import { a2uiIdSchema } from "./a2ui-schema.js";
+import type { CanvasView } from "./canvas-state.js";
 
 export const CHAT_ID = /^[A-Za-z0-9_-]{1,64}$/;
 /** the chat that follows routing.dmScope (no session name): the main session by default */
@@ -19,24 +23,39 @@ export const MAIN_CHAT = "main";
 export const chatIdSchema = z.string().regex(CHAT_ID, "a chat id is 1-64 letters, digits, _ or -");
 export const MAX_FILES_PER_MESSAGE = 8;
 
+const messageIdSchema = z.string().regex(/^[A-Za-z0-9-]{8,64}$/, "the message id is a UUID");
+
 const sendFrameSchema = z.object({
   type: z.literal("send"),
-  id: z.string().regex(/^[A-Za-z0-9-]{8,64}$/, "the message id is a UUID"),
+  id: messageIdSchema,
   chat: chatIdSchema,
   text: z.string().max(100_000).default(""),
   /** files uploaded before (POST /upload), by ref only: their name, type and size are the channel's record */
   attachments: z.array(z.object({ ref: mediaRefSchema }).strict()).max(MAX_FILES_PER_MESSAGE).default([]),
 }).refine((f) => f.text.length > 0 || f.attachments.length > 0, { message: "a message needs text or a file", path: ["text"] });
 
+/** An A2UI userAction: the Button's action name, the button, its surface, and its context resolved by the page. */
+const canvasActionFrameSchema = z.object({
+  type: z.literal("canvas_action"),
+  id: messageIdSchema,
+  chat: chatIdSchema,
+  surfaceId: a2uiIdSchema,
+  sourceComponentId: a2uiIdSchema,
+  name: z.string().min(1).max(100),
+  context: z.record(z.string().max(64), z.unknown()).default({}),
+});
+
 export const clientFrameSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("hello"), token: z.string().max(600) }),
   z.object({ type: z.literal("open"), chat: chatIdSchema, since: z.number().int().nonnegative().default(0) }),
   sendFrameSchema,
+  canvasActionFrameSchema,
   z.object({ type: z.literal("sessions") }),
   z.object({ type: z.literal("ping") }),
 ]);
 export type ClientFrame = z.infer<typeof clientFrameSchema>;
 export type SendFrame = z.infer<typeof sendFrameSchema>;
+export type CanvasActionFrame = z.infer<typeof canvasActionFrameSchema>;
 
 /** A file in a chat line: in the media store under `ref`, downloadable at `GET /media/<ref>`. */
 export interface WebFile {
@@ -72,6 +91,7 @@ export type ServerFrame =
   | { type: "tool"; chat: string; runId: string; toolCallId: string; name: string; phase: "start" | "end"; isError?: boolean; durationMs?: number; detail?: string }
   | { type: "run_end"; chat: string; runId: string; status: "done" | "error"; code?: string; message?: string }
   | { type: "typing"; chat: string }
+  | { type: "canvas"; chat: string; canvas: CanvasView | null }
   | { type: "sessions"; sessions: WebSession[] }
   | { type: "ack"; id: string; chat: string; runId: string; duplicate: boolean }
   | { type: "nack"; id: string; chat: string; code: string; message: string }

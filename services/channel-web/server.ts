@@ -6,12 +6,16 @@
  * with every user's token in constant time; a refusal looks the same whichever token was
  * wrong), and the request or socket then serves that user only. Browsers' cross-site sockets
  * (an Origin header naming another host) are refused before the upgrade.
+ * `GET /canvas/frame/<frameId>` (canvas-frame.ts) serves a presented canvas document by its
+ * unguessable id, sandboxed, for the page's iframe (which cannot send the token).
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { WebSocketServer, type RawData, type WebSocket } from "ws";
 import { LurkError, safeParseJson } from "../../shared/contract/index.js";
 import { closeHttpServer, listenHttp, sendJson, type ChannelContext } from "../../shared/runtime/channel/index.js";
 import type { WebChannelConfig } from "../../shared/runtime/config-channels.js";
+import { handleCanvasFrame } from "./canvas-frame.js";
+import type { CanvasStore } from "./canvas-store.js";
 import { handleMedia, handleUpload, type WebFiles } from "./files.js";
 import type { Hub } from "./hub.js";
 import { pageResponse } from "./page.js";
@@ -41,7 +45,7 @@ function sameOrigin(req: IncomingMessage): boolean {
   }
 }
 
-export async function startWebServer(ctx: ChannelContext<WebChannelConfig>, users: WebUsers, hub: Hub, files: WebFiles): Promise<WebServer> {
+export async function startWebServer(ctx: ChannelContext<WebChannelConfig>, users: WebUsers, hub: Hub, files: WebFiles, canvas: CanvasStore): Promise<WebServer> {
   const { log, settings } = ctx;
   const media = ctx.rt.media;
   const page = pageResponse();
@@ -55,6 +59,7 @@ export async function startWebServer(ctx: ChannelContext<WebChannelConfig>, user
       res.end(page.body);
       return;
     }
+    if (req.method === "GET" && path?.startsWith("/canvas/frame/")) return handleCanvasFrame(res, path.slice("/canvas/frame/".length), canvas);
     const isUpload = path === "/upload";
     const isMedia = path?.startsWith("/media/") ?? false;
     if (path?.startsWith("/api/") || isUpload || isMedia) {
@@ -138,6 +143,7 @@ export async function startWebServer(ctx: ChannelContext<WebChannelConfig>, user
         case "hello": return hub.send(ws, ready(user));
         case "open": return hub.open(ws, frame.chat, frame.since);
         case "send": return hub.inbound(ws, frame);
+        case "canvas_action": return hub.canvasAction(ws, frame);
         case "sessions": return hub.send(ws, { type: "sessions", sessions: await hub.sessions(user) });
         case "ping": return hub.send(ws, { type: "pong" });
       }

@@ -50,6 +50,9 @@ export const MEDIA_BUCKET = "lurk_media";
 /** The tools the browser actor serves (its NATS user may answer these calls only). */
 export const BROWSER_TOOLS = ["browser", "browser_evaluate"] as const;
 
+/** The tools the web channel serves (services/channel-web: the canvas next to the chat); its NATS user may answer these calls only. */
+export const WEB_TOOLS = ["canvas"] as const;
+
 /** JetStream consumer names of the contract. */
 export const CONSUMERS = {
   router: "router",
@@ -123,8 +126,8 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       responder: true,
     }),
     // a tool actor of your own (test/fixtures/ext-tools-actor.ts shows one): it answers
-    // `lurk.tools.list` in its own queue group, announces itself on `lurk.tools.catalog` and
-    // serves `lurk.tools.call.<its tools>` (shared/runtime/tool-catalog.ts does the first two).
+    // `lurk.tools.list` and `lurk.tools.explain` in its own queue group, announces itself on
+    // `lurk.tools.catalog` and serves `lurk.tools.call.<its tools>` (shared/runtime/tool-serve.ts).
     // Its credentials are as trusted as the tools actor's: it could answer any tool's calls.
     grant({
       user: "tools-ext",
@@ -137,12 +140,13 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       responder: true,
     }),
     // the browser actor (services/browser): its own tools only (browser, browser_evaluate), the
-    // same approval and cancellation grants as tools-ext, and no other tool's call subject
+    // same approval and cancellation grants as tools-ext, and no other tool's call subject;
+    // lurk.tools.explain: serveTools answers `lurkbot tools --explain` for its two tools
     grant({
       user: "browser",
       description: "the browser tools: a Chromium driven by playwright-core",
       publish: [s.toolProgressAll, s.toolsCatalogChanged, s.op("approvals", "request"), s.op("approvals", "wait"), s.op("approvals", "redeem"), "$SRV.INFO.approvals"],
-      subscribe: [s.op("tools", "list"), ...BROWSER_TOOLS.map((t) => s.toolCall(t)), s.toolsCancel, s.runControlAll, ...s.runTerminalAll],
+      subscribe: [s.op("tools", "list"), s.op("tools", "explain"), ...BROWSER_TOOLS.map((t) => s.toolCall(t)), s.toolsCancel, s.runControlAll, ...s.runTerminalAll],
       responder: true,
     }),
     grant({
@@ -195,7 +199,12 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       responder: false,
       kvBuckets: [AUTH_BUCKET],
     }),
-    channel("web"),
+    // the web channel also serves the `canvas` tool (services/channel-web/canvas-tool.ts): the catalog
+    // (lurk.tools.list, its announcement, lurk.tools.explain), its own call subject only, cancellation,
+    // progress, and the approval request/wait/redeem a tool that needs approval uses (shared/runtime/tool-serve.ts)
+    channel("web",
+      [s.toolProgressAll, s.toolsCatalogChanged, "$SRV.INFO.approvals"],
+      [s.op("tools", "list"), s.op("tools", "explain"), ...WEB_TOOLS.map((t) => s.toolCall(t)), s.toolsCancel]),
     channel("telegram"),
     channel("discord"),
     channel("slack"),

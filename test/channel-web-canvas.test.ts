@@ -1,0 +1,374 @@
+/**
+ * The canvas (services/channel-web canvas-*.ts, a2ui-schema.ts, page-canvas.ts) against the whole
+ * system (real nats-server, every actor a process, the fake LLM): the `canvas` tool called as the
+ * agent-runner calls tools and by the agent itself in a run; the page's protocol with a `ws`
+ * client (the `canvas` frames, `canvas_action` becoming a message the agent answers); the
+ * presented frame's sandbox; a restart of the web channel; then the page in Debian's chromium
+ * (skipped only when /usr/bin/chromium is missing).
+ */
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, beforeEach, describe, it } from "node:test";
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { chromium, type Browser } from "playwright-core";
+import { WebSocket } from "ws";
+import { inboundMessageSchema, STREAMS, subjects, toolCallReply, toolsListReply, type ToolCallReply } from "../shared/contract/index.js";
+import { BusClient } from "../shared/runtime/client.js";
+import { waitFor } from "./harness/actors.js";
+import { freePort } from "./harness/nats.js";
+import { TestSystem } from "./harness/system.js";
+import { textOf } from "./harness/tools-actor.js";
+import { messageText } from "./fakes/openai-server.js";
+
+const TOKEN = "test-web-token-canvas-0123456789";
+const CHROMIUM = "/usr/bin/chromium";
+const ARTIFACTS = join(process.cwd(), "test", "artifacts", "web");
+const S = subjects();
+
+type Frame = Record<string, any> & { type: string };
+
+class Client {
+  readonly frames: Frame[] = [];
+  private constructor(readonly ws: WebSocket) {
+    ws.on("message", (d) => this.frames.push(JSON.parse(String(d)) as Frame));
+  }
+  static async open(port: number, chat: string): Promise<Client> {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`);
+    await new Promise<void>((resolve, reject) => { ws.once("open", () => resolve()); ws.once("error", reject); });
+    const c = new Client(ws);
+    c.send({ type: "hello", token: TOKEN });
+    await c.next((f) => f.type === "ready", "ready");
+    c.send({ type: "open", chat, since: 0 });
+    await c.next((f) => f.type === "canvas" && f.chat === chat, "the chat's canvas after open");
+    return c;
+  }
+  send(frame: object): void {
+    this.ws.send(JSON.stringify(frame));
+  }
+  next(pred: (f: Frame) => boolean, what: string, timeoutMs = 20_000): Promise<Frame> {
+    return waitFor(() => this.frames.find(pred), timeoutMs, what);
+  }
+  /** the newest canvas frame after `after` frames */
+  canvasAfter(count: number, what: string): Promise<Frame> {
+    return waitFor(() => this.frames.slice(count).reverse().find((f) => f.type === "canvas"), 20_000, what);
+  }
+  close(): void {
+    this.ws.close();
+  }
+}
+
+const line = (o: object) => JSON.stringify(o);
+const text = (id: string, literal: string, usageHint?: string) => ({ id, component: { Text: { text: { literalString: literal }, ...(usageHint ? { usageHint } : {}) } } });
+/** a small form: a title bound to /title, a name field, a checkbox and a submit button whose context reads both */
+function formJsonl(title = "Sign up"): string {
+  return [
+    line({ surfaceUpdate: { surfaceId: "main", components: [
+      { id: "root", component: { Column: { children: { explicitList: ["title", "name", "agree", "submit", "raw"] } } } },
+      { id: "title", component: { Text: { text: { path: "/title" }, usageHint: "h2" } } },
+      { id: "name", component: { TextField: { label: { literalString: "Your name" }, text: { path: "/form/name" } } } },
+      { id: "agree", component: { CheckBox: { label: { literalString: "I agree" }, value: { path: "/form/agree" } } } },
+      { id: "submit", component: { Button: { child: "submit-text", primary: true, action: { name: "submit_form", context: [{ key: "name", value: { path: "/form/name" } }, { key: "agree", value: { path: "/form/agree" } }] } } } },
+      text("submit-text", "Send"),
+      text("raw", "<b>not bold</b>"),
+    ] } }),
+    line({ dataModelUpdate: { surfaceId: "main", contents: [{ key: "title", valueString: title }, { key: "form", valueMap: [{ key: "name", valueString: "" }, { key: "agree", valueBoolean: false }] }] } }),
+    line({ beginRendering: { surfaceId: "main", root: "root" } }),
+  ].join("\n");
+}
+
+describe("web channel canvas", () => {
+  let system: TestSystem;
+  let port: number;
+  let runner: NatsConnection;
+  let n = 0;
+
+  const call = (args: Record<string, unknown>, sessionKey = "agent:main:web:dm:chat-canvas", extra: Record<string, unknown> = {}): Promise<ToolCallReply> =>
+    new BusClient(runner).callSubject(S.toolCall("canvas"), "lurk.tools.call.v1", {
+      toolCallId: `cv-${++n}`, runId: `run-canvas-${n}`, sessionKey, agentId: "main", tool: "canvas", args, ...extra,
+    }, toolCallReply, { timeoutMs: 20_000 });
+  const ok = async (args: Record<string, unknown>, sessionKey?: string) => {
+    const reply = await call(args, sessionKey);
+    assert.equal(reply.isError, false, textOf(reply));
+    return textOf(reply);
+  };
+  const snapshot = async (sessionKey?: string) => JSON.parse(await ok({ action: "snapshot" }, sessionKey)) as Record<string, any>;
+  const lastInbound = async () => {
+    const admin = await system.nats.connect("admin");
+    try {
+      const m = await (await jetstreamManager(admin)).streams.getMessage(STREAMS.inbound, { last_by_subj: S.inbound("web") });
+      return inboundMessageSchema.parse(m!.json());
+    } catch {
+      return undefined;
+    } finally {
+      await admin.close();
+    }
+  };
+
+  before(async () => {
+    port = await freePort();
+    system = await TestSystem.start({ config: {
+      agents: [{ id: "main", default: true, toolProfile: "coding" }, { id: "chatty", toolProfile: "messaging" }],
+      channels: { web: { enabled: true, port, token: TOKEN } },
+    } });
+    await system.startActor("channel-web");
+    runner = await system.nats.connect("agent-runner");
+  });
+  after(async () => {
+    await runner?.close();
+    await system?.stop();
+  });
+  beforeEach(() => system.fake.reset());
+
+  it("is served by the web channel, only to sessions a web chat shows, under the layered tool policy", async () => {
+    const list = async (body: Record<string, unknown>) => {
+      const tools = new Map<string, string>();
+      const replies = await runner.requestMany("lurk.tools.list", JSON.stringify({ type: "lurk.tools.list.v1", id: randomUUID(), ts: Date.now(), ...body }), { strategy: "timer", maxWait: 500 });
+      for await (const msg of replies) for (const t of toolsListReply.parse(msg.json()).tools) tools.set(t.name, t.actor);
+      return tools;
+    };
+    assert.equal((await list({ agentId: "main", sessionKey: "agent:main:web:dm:chat-canvas" })).get("canvas"), "channel-web");
+    assert.equal((await list({ agentId: "main", sessionKey: "agent:main:main" })).get("canvas"), "channel-web", "the main session is the web user's main chat");
+    const telegram = await list({ agentId: "main", sessionKey: "agent:main:telegram:dm:555" });
+    assert.ok(telegram.has("read") && !telegram.has("canvas"), "no web chat shows a telegram DM");
+    assert.ok(!(await list({ agentId: "main", sessionKey: "agent:main:web:group:x" })).has("canvas"));
+    assert.ok(!(await list({ agentId: "main", sessionKey: "agent:main:main", model: "ollama/llama3" })).has("canvas"), "the built-in provider rule: no canvas for ollama");
+    assert.ok(!(await list({ agentId: "chatty", sessionKey: "agent:chatty:main" })).has("canvas"), "not in the messaging profile");
+
+    const denied = await call({ action: "snapshot" }, "agent:main:telegram:dm:555");
+    assert.equal(denied.errorCode, "TOOL_DENIED");
+    assert.match(textOf(denied), /only in the web chat/);
+  });
+
+  it("a2ui_push validates and stores; the open page gets the surface; snapshot returns it", async () => {
+    const c = await Client.open(port, "chat-canvas");
+    const first = c.frames.find((f) => f.type === "canvas")!;
+    assert.equal(first.canvas, null, "no canvas yet");
+    const seen = c.frames.length;
+    const result = await ok({ action: "a2ui_push", jsonl: formJsonl() });
+    assert.match(result, /^pushed 3 messages \(rev 1\); surface "main": 7 components, shown from "root"; shown on 1 open web page\./);
+    const frame = await c.canvasAfter(seen, "the pushed canvas");
+    assert.equal(frame.chat, "chat-canvas");
+    assert.equal(frame.canvas.visible, true);
+    assert.equal(frame.canvas.view, "a2ui");
+    const surface = frame.canvas.surfaces.main;
+    assert.equal(surface.shownRoot, "root");
+    assert.deepEqual(surface.data, { title: "Sign up", form: { name: "", agree: false } });
+    assert.deepEqual(Object.keys(surface.components).sort(), ["agree", "name", "raw", "root", "submit", "submit-text", "title"]);
+
+    // a data update at a path keeps the rest of the model
+    await ok({ action: "a2ui_push", jsonl: line({ dataModelUpdate: { surfaceId: "main", path: "/form", contents: [{ key: "name", valueString: "Ada" }] } }) });
+    const snap = await snapshot();
+    assert.equal(snap.rev, 2);
+    assert.equal(snap.visible, true);
+    assert.deepEqual(snap.surfaces.main.dataModel, { title: "Sign up", form: { name: "Ada", agree: false } });
+    assert.equal(snap.surfaces.main.rendering, true);
+    assert.equal(snap.surfaces.main.components.length, 7);
+    assert.equal(snap.html, null);
+    // another chat's page sees nothing of it
+    const other = await Client.open(port, "chat-other");
+    assert.equal(other.frames.find((f) => f.type === "canvas")!.canvas, null);
+    c.close();
+    other.close();
+  });
+
+  it("refuses a push with an invalid line, naming the line and the problem, and keeps the canvas", async () => {
+    const before = await snapshot();
+    const c = await Client.open(port, "chat-canvas");
+    const seen = c.frames.length;
+    const bad = await call({ action: "a2ui_push", jsonl: [
+      line({ dataModelUpdate: { surfaceId: "main", contents: [{ key: "title", valueString: "changed" }] } }),
+      "{not json",
+      line({ surfaceUpdate: { surfaceId: "main", components: [{ id: "s", component: { Slider: { value: { path: "/x" } } } }] } }),
+      line({ type: "surfaceUpdate", surfaceId: "main" }),
+      line({ surfaceUpdate: { surfaceId: "main", components: [{ id: "i", component: { Image: { url: { literalString: "javascript:alert(1)" } } } }] } }),
+      line({ dataModelUpdate: { surfaceId: "__proto__", path: "/constructor/prototype", contents: [{ key: "polluted", valueBoolean: true }] } }),
+    ].join("\n") });
+    assert.equal(bad.isError, true);
+    assert.equal(bad.errorCode, "TOOL_INVALID_ARGS");
+    const msg = textOf(bad);
+    assert.match(msg, /^a2ui_push refused, the canvas is unchanged \(rev 2\):/);
+    assert.match(msg, /line 2: not a JSON object/);
+    assert.match(msg, /line 3: .*"Slider" is not supported by this canvas; use one of Text, Image/);
+    assert.match(msg, /line 4: a message has exactly one key.*no "type" field/);
+    assert.match(msg, /line 5: .*Image\.url: an image url is https/);
+    assert.match(msg, /line 6: dataModelUpdate\.surfaceId: this id is not allowed; dataModelUpdate\.path: this path is not allowed/);
+    assert.doesNotMatch(msg, /line 1:/, "the valid line is not named");
+    assert.deepEqual(await snapshot(), before, "the canvas is as it was (the valid first line was not applied)");
+    await new Promise((r) => setTimeout(r, 300));
+    assert.ok(!c.frames.slice(seen).some((f) => f.type === "canvas"), "the page got no change");
+
+    // malformed arguments are typed errors too, and the actor serves on
+    const unknown = await call({ action: "navigate", url: "https://example.com" });
+    assert.equal(unknown.errorCode, "TOOL_INVALID_ARGS");
+    assert.match(textOf(unknown), /action/);
+    const empty = await call({ action: "a2ui_push" });
+    assert.match(textOf(empty), /needs jsonl/);
+    assert.equal((await snapshot()).rev, 2);
+    c.close();
+  });
+
+  it("a Button press (userAction) becomes a message of the chat's session, which the agent answers", async () => {
+    const chat = "chat-e2e";
+    const c = await Client.open(port, chat);
+    // the agent draws the form itself, in a run of this chat's session
+    system.fake.enqueue({ kind: "tool_calls", calls: [{ name: "canvas", arguments: { action: "a2ui_push", jsonl: formJsonl("Join the club") } }] });
+    system.fake.enqueue({ kind: "text", text: "The form is on the canvas." });
+    const id = randomUUID();
+    c.send({ type: "send", id, chat, text: "show me a sign-up form" });
+    await c.next((f) => f.type === "ack" && f.id === id, "ack");
+    const drawn = await c.next((f) => f.type === "canvas" && f.canvas?.surfaces?.main, "the form the agent pushed");
+    assert.equal(drawn.canvas.surfaces.main.data.title, "Join the club");
+    await c.next((f) => f.type === "entry" && f.entry.role === "assistant" && f.entry.text === "The form is on the canvas.", "the agent's reply");
+    const toolResult = system.fake.requests[1]!.body.messages.find((m) => m.role === "tool");
+    assert.match(messageText(toolResult), /pushed 3 messages/);
+
+    // a press on a button the canvas does not have is refused
+    const stale = randomUUID();
+    c.send({ type: "canvas_action", id: stale, chat, surfaceId: "main", sourceComponentId: "title", name: "submit_form", context: {} });
+    assert.match((await c.next((f) => f.type === "nack" && f.id === stale, "nack")).message, /no button "title"/);
+
+    system.fake.enqueue({ kind: "text", text: "Welcome, Ada!" });
+    const press = randomUUID();
+    c.send({ type: "canvas_action", id: press, chat, surfaceId: "main", sourceComponentId: "submit", name: "submit_form", context: { name: "Ada", agree: true } });
+    const ack = await c.next((f) => f.type === "ack" && f.id === press, "ack of the press");
+    assert.equal(ack.duplicate, false);
+    const expected = '[canvas userAction] name="submit_form" component="submit" surface="main" context={"name":"Ada","agree":true}';
+    const stored = await lastInbound();
+    assert.equal(stored?.id, press);
+    assert.equal(stored?.text, expected);
+    assert.equal(stored?.conversation, chat);
+    assert.equal(stored?.sessionName, chat, "the session the canvas belongs to");
+    const line = await c.next((f) => f.type === "entry" && f.entry.id === press, "the press as the user's chat line");
+    assert.equal(line.entry.text, expected);
+    await c.next((f) => f.type === "entry" && f.entry.text === "Welcome, Ada!", "the agent's answer to the press");
+    const asked = system.fake.requests[system.fake.requests.length - 1]!.body.messages;
+    assert.equal(messageText(asked[asked.length - 1]), expected, "the model got the action as the user's message");
+    assert.ok(asked.some((m) => m.role === "user" && messageText(m) === "show me a sign-up form"), "in the same session as the form");
+    c.close();
+  });
+
+  it("present shows sandboxed HTML (size-capped), hide hides it, a2ui_reset empties the canvas", async () => {
+    const key = "agent:main:web:dm:chat-present";
+    const c = await Client.open(port, "chat-present");
+    const big = await call({ action: "present", html: `<p>${"x".repeat(100 * 1024)}</p>` }, key);
+    assert.equal(big.errorCode, "PAYLOAD_TOO_LARGE");
+    assert.match(textOf(big), /the html is 102407 bytes; the canvas shows at most 102400/);
+    assert.match(textOf(await call({ action: "present" }, key)), /the canvas is empty/);
+
+    const html = "<!doctype html><h1>Chart</h1><script>document.title = 'ran'</script>";
+    let seen = c.frames.length;
+    assert.match(await ok({ action: "present", html, title: "Sales chart" }, key), /presented in a sandboxed frame.*shown on 1 open web page/);
+    const shown = await c.canvasAfter(seen, "the presented frame");
+    assert.equal(shown.canvas.view, "html");
+    assert.equal(shown.canvas.visible, true);
+    assert.equal(shown.canvas.html.title, "Sales chart");
+    assert.ok(!JSON.stringify(shown).includes("<h1>"), "the page gets the frame's id, not its HTML");
+    const frameId = shown.canvas.html.frameId as string;
+    assert.match(frameId, /^[0-9a-f]{32}$/);
+    const res = await fetch(`http://127.0.0.1:${port}/canvas/frame/${frameId}`);
+    assert.equal(res.status, 200);
+    assert.equal(await res.text(), html);
+    const csp = res.headers.get("content-security-policy") ?? "";
+    for (const part of ["sandbox allow-scripts", "default-src 'none'", "img-src data:", "form-action 'none'", "frame-ancestors 'self'"]) assert.ok(csp.includes(part), `${part} in ${csp}`);
+    assert.ok(!/connect-src|allow-same-origin/.test(csp));
+    assert.equal(res.headers.get("x-content-type-options"), "nosniff");
+    assert.equal((await fetch(`http://127.0.0.1:${port}/canvas/frame/${"0".repeat(32)}`)).status, 404);
+    assert.equal((await fetch(`http://127.0.0.1:${port}/canvas/frame/..%2Fapi`)).status, 404);
+
+    seen = c.frames.length;
+    assert.match(await ok({ action: "hide" }, key), /hidden/);
+    assert.equal((await c.canvasAfter(seen, "hidden")).canvas.visible, false);
+    assert.equal((await snapshot(key)).visible, false);
+    seen = c.frames.length;
+    await ok({ action: "present" }, key);
+    assert.equal((await c.canvasAfter(seen, "shown again")).canvas.visible, true);
+
+    await ok({ action: "a2ui_push", jsonl: [line({ surfaceUpdate: { surfaceId: "s2", components: [text("root", "hello")] } })].join("\n") }, key);
+    seen = c.frames.length;
+    assert.match(await ok({ action: "a2ui_reset" }, key), /the canvas is empty/);
+    const reset = await c.canvasAfter(seen, "the reset canvas");
+    assert.equal(reset.canvas.visible, false);
+    assert.deepEqual(reset.canvas.surfaces, {});
+    const snap = await snapshot(key);
+    assert.deepEqual([snap.surfaces, snap.html, snap.visible], [{}, null, false]);
+    assert.equal((await fetch(`http://127.0.0.1:${port}/canvas/frame/${frameId}`)).status, 404, "a reset forgets the frame");
+    c.close();
+  });
+
+  it("keeps the canvas across a restart of the web channel", async () => {
+    const before = await snapshot();
+    assert.ok(before.rev >= 2);
+    await system.actors.get("channel-web")!.stop();
+    await system.startActor("channel-web");
+    await waitFor(async () => (await call({ action: "snapshot" }).catch(() => undefined))?.isError === false || undefined, 20_000, "the canvas tool served again");
+    assert.deepEqual(await snapshot(), before);
+    const c = await Client.open(port, "chat-canvas");
+    const frame = c.frames.find((f) => f.type === "canvas")!;
+    assert.equal(frame.canvas.rev, before.rev);
+    assert.equal(frame.canvas.surfaces.main.data.form.name, "Ada");
+    c.close();
+  });
+
+  it("renders in a real browser: Text and Button, bound fields, a click sends the userAction; HTML in a sandbox without network", { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (apt-get install chromium)` }, async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    let browser: Browser | undefined;
+    try {
+      browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+      const page = await browser.newPage({ viewport: { width: 1280, height: 760 } });
+      const errors: string[] = [];
+      page.on("pageerror", (e) => errors.push(e.message));
+      await page.goto(`http://127.0.0.1:${port}/?token=${TOKEN}`);
+      await page.locator("#status.online").waitFor({ timeout: 10_000 });
+      assert.equal(await page.locator("#canvas").isHidden(), true, "no canvas panel without a canvas");
+
+      // the main chat shows the main session's canvas
+      await ok({ action: "a2ui_push", jsonl: formJsonl("Hello from the canvas") }, "agent:main:main");
+      await page.locator("#canvas .a2-surface h2", { hasText: "Hello from the canvas" }).waitFor({ timeout: 10_000 });
+      assert.equal(await page.locator("#canvas button.a2-button.primary").textContent(), "Send");
+      const raw = page.locator('#canvas [data-a2-id="raw"]');
+      assert.equal(await raw.textContent(), "<b>not bold</b>", "A2UI text is text, never HTML");
+      assert.equal(await raw.locator("b").count(), 0);
+      await page.fill('#canvas [data-a2-id="name"] input', "Grace");
+      await page.check('#canvas [data-a2-id="agree"] input');
+      // an update of another path keeps what the user typed
+      await ok({ action: "a2ui_push", jsonl: line({ dataModelUpdate: { surfaceId: "main", path: "/", contents: [{ key: "title", valueString: "Almost done" }, { key: "form", valueMap: [{ key: "name", valueString: "" }, { key: "agree", valueBoolean: false }] }] } }) }, "agent:main:main");
+      await page.locator("#canvas h2", { hasText: "Almost done" }).waitFor({ timeout: 10_000 });
+      assert.equal(await page.inputValue('#canvas [data-a2-id="name"] input'), "Grace");
+      assert.equal(await page.isChecked('#canvas [data-a2-id="agree"] input'), true);
+      await page.screenshot({ path: join(ARTIFACTS, "canvas-form.png") });
+      await page.click("#canvas button.a2-button");
+      const stored = await waitFor(async () => {
+        const m = await lastInbound();
+        return m?.text.startsWith("[canvas userAction]") && m.text.includes("Grace") ? m : undefined;
+      }, 10_000, "the userAction in LURK_INBOUND");
+      assert.equal(stored.text, '[canvas userAction] name="submit_form" component="submit" surface="main" context={"name":"Grace","agree":true}');
+      assert.equal(stored.conversation, "main");
+      assert.equal(stored.sessionName, undefined, "the main chat follows routing.dmScope (the main session)");
+      await page.locator(".msg.user", { hasText: "[canvas userAction]" }).waitFor({ timeout: 10_000 });
+
+      // presented HTML: its script runs in the sandbox, the network is closed to it
+      const html = `<!doctype html><h1 id="t">static</h1><script>
+        document.getElementById("t").textContent = "from script";
+        fetch("http://127.0.0.1:${port}/").then(function () { document.body.setAttribute("data-net", "open"); }, function () { document.body.setAttribute("data-net", "blocked"); });
+        try { document.body.setAttribute("data-parent", String(parent.document.title)); } catch (e) { document.body.setAttribute("data-parent", "denied"); }
+      </script>`;
+      await ok({ action: "present", html, title: "Sandbox" }, "agent:main:main");
+      const frame = page.frameLocator("#canvas-body iframe");
+      await frame.locator("h1", { hasText: "from script" }).waitFor({ timeout: 10_000 });
+      await frame.locator("body[data-net]").waitFor({ timeout: 10_000 });
+      assert.equal(await frame.locator("body").getAttribute("data-net"), "blocked");
+      assert.equal(await frame.locator("body").getAttribute("data-parent"), "denied");
+      assert.equal(await page.locator("#canvas-body iframe").getAttribute("sandbox"), "allow-scripts");
+      assert.equal(await page.locator("#canvas-title").textContent(), "Sandbox");
+      await page.screenshot({ path: join(ARTIFACTS, "canvas-html.png") });
+      await ok({ action: "a2ui_reset" }, "agent:main:main");
+      await page.locator("#canvas").waitFor({ state: "hidden", timeout: 10_000 });
+      assert.deepEqual(errors, []);
+    } finally {
+      await browser?.close();
+    }
+  });
+});
