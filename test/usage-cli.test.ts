@@ -198,4 +198,20 @@ describe("lurkbot usage after a real run (every actor a process, fake OpenAI ser
       await client.close();
     }
   });
+
+  it("/usage shows a model used only for housekeeping (embeddings) with its tokens and no runs", async () => {
+    const cli = await system.nats.connect("cli");
+    const client = await CliClient.connect(system.nats, "usage-chat-embed");
+    try {
+      const usage = { input: 500, output: 0, cacheRead: 0, cacheWrite: 0, total: 500 };
+      await new BusClient(cli).call("sessions", "usage", { agentId: "main", usage, model: "text-embedding-3-small", provider: "openai", purpose: "embedding", idempotencyKey: "usage-cli-embedding-1" });
+      const lines = (await client.send("/usage")).text.split("\n");
+      assert.match(lines[0]!, / tokens in 1 run\.$/, "the total still counts the one run");
+      const embedding = lines.find((l) => l.includes("text-embedding-3-small"));
+      assert.match(embedding ?? "", /^ {2}openai\/text-embedding-3-small: \$0\.\d{4}, 500 tokens$/);
+    } finally {
+      await client.close();
+      await cli.close();
+    }
+  });
 });

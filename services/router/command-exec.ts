@@ -110,7 +110,8 @@ async function usageCommand(ctx: CommandContext, days: number, route: Route): Pr
   const today = utcDay(Date.now());
   try {
     const report = await ctx.rt.client.call("sessions", "usage_report", { from: addDays(today, -(days - 1)), to: today, groupBy: ["model"], agentId: route.agentId });
-    const line = (s: UsageSums) => `${formatUsd(s.costUsd)}, ${usageTokens(s)} tokens in ${s.runs} run${s.runs === 1 ? "" : "s"}`;
+    // a model used only for housekeeping (embeddings, a compaction model) has tokens but no runs
+    const line = (s: UsageSums) => `${formatUsd(s.costUsd)}, ${usageTokens(s)} tokens${s.runs > 0 ? ` in ${s.runs} run${s.runs === 1 ? "" : "s"}` : ""}`;
     const span = days === 1 ? `today (${report.to}, UTC)` : `${report.from} to ${report.to} (UTC)`;
     if (report.rows.length === 0) return { text: `Usage of agent ${route.agentId}, ${span}: none recorded.` };
     const lines = [`Usage of agent ${route.agentId}, ${span}: ${line(report.totals)}.`];
