@@ -1,7 +1,7 @@
 /**
  * The browser actor's thread boundary (services/browser/host.ts) with a fake worker: this file,
  * loaded as the worker script, answers like worker.ts would, without Chromium. Proves: status,
- * tabs and stop are answered without a worker; a call starts one; results, progress, LurkError
+ * tabs, downloads and stop are answered without a worker; an upload's target question crosses; a call starts one; results, progress, LurkError
  * codes (with details) and transferred screenshot bytes cross the boundary; a cancellation
  * reaches the worker; the worker is ended once the browser stopped (and the actor's activity
  * counter sees it, for the idle collection); what the next worker needs (why the browser
@@ -29,6 +29,7 @@ function fakeWorker(): void {
   const hog: number[][] = [];
   port.on("message", (m: ToWorker) => {
     if (m.type === "where") return post({ type: "where", id: m.id, text: "in tab t1 (about:blank): " });
+    if (m.type === "uploadTarget") return post({ type: "uploadTarget", id: m.id, text: `element ${m.ref} of https://example.com/form (tab t1)`, origin: "https://example.com" });
     if (m.type === "stop") {
       active = false;
       return post({ type: "stopped", id: m.id, stopped: true, ...state() });
@@ -87,10 +88,15 @@ else {
       }
       assert.equal(host.hasWorker, false);
       assert.equal(await host.where(undefined), "");
+      assert.deepEqual(await host.uploadTarget(undefined, "e5"), { text: "no page: the browser is not running" });
+      const listed = await browser("downloads");
+      assert.ok(listed.ok && /^no downloads: the browser is not running/.test(listed.text), JSON.stringify(listed));
+      assert.equal(host.hasWorker, false, "downloads is answered without a worker");
       const opened = await browser("open", { url: "http://example.com/" });
       assert.ok(opened.ok && opened.text === "opened tab t1" && opened.notice === undefined, JSON.stringify(opened));
       assert.equal(host.hasWorker, true);
       assert.equal(await host.where(undefined), "in tab t1 (about:blank): ");
+      assert.deepEqual(await host.uploadTarget(undefined, "e5"), { text: "element e5 of https://example.com/form (tab t1)", origin: "https://example.com" });
       const failed = await browser("snapshot");
       assert.ok(!failed.ok && failed.error instanceof LurkError, JSON.stringify(failed));
       assert.equal(failed.error.code, "NOT_FOUND");

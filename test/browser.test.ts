@@ -15,68 +15,17 @@
  * Skipped when /usr/bin/chromium is missing.
  */
 import assert from "node:assert/strict";
-import { existsSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
-import type { NatsConnection } from "@nats-io/transport-node";
-import { errorReplySchema, toolCallReply, toolsListReply, type ToolCallReply } from "../shared/contract/index.js";
+import { errorReplySchema, toolsListReply } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
-import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
+import { waitFor } from "./harness/actors.js";
+import { BrowserRig, refOf } from "./harness/browser-rig.js";
 import { chromiumChildren, startBrowserSite, type BrowserSite } from "./harness/browser-site.js";
-import { TestNats } from "./harness/nats.js";
 import { pendingApproval, textOf } from "./harness/tools-actor.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (apt-get install chromium)`;
-
-/** A nats-server with the browser actor (and the given others) and its config. */
-class BrowserRig {
-  nats!: TestNats;
-  browser!: ActorProcess;
-  runner!: NatsConnection;
-  bus!: BusClient;
-  private readonly actors: ActorProcess[] = [];
-  private n = 0;
-
-  async start(config: Record<string, unknown>, others: ("approvals" | "tools")[] = []): Promise<this> {
-    this.nats = await TestNats.start();
-    writeFileSync(join(this.nats.home, "config.json"), JSON.stringify(config));
-    for (const name of others) this.actors.push(await startActorProcess(name, this.nats));
-    this.browser = await startActorProcess("browser", this.nats);
-    this.actors.push(this.browser);
-    this.runner = await this.nats.connect("agent-runner");
-    this.bus = new BusClient(this.runner);
-    return this;
-  }
-
-  call(tool: string, args: Record<string, unknown>, extra: Record<string, unknown> = {}): Promise<ToolCallReply> & { toolCallId: string } {
-    const toolCallId = `b-${++this.n}`;
-    const reply = this.bus.callSubject(`lurk.tools.call.${tool}`, "lurk.tools.call.v1", {
-      toolCallId, runId: "run-browser", sessionKey: "agent:main:main", agentId: "main", tool, args, ...extra,
-    }, toolCallReply, { timeoutMs: 90_000 });
-    return Object.assign(reply, { toolCallId });
-  }
-
-  async ok(args: Record<string, unknown>): Promise<string> {
-    const reply = await this.call("browser", args);
-    assert.equal(reply.isError, false, textOf(reply));
-    return textOf(reply);
-  }
-
-  async stop(): Promise<void> {
-    await this.runner?.close().catch(() => undefined);
-    for (const a of [...this.actors].reverse()) await a.stop();
-    await this.nats?.stop();
-  }
-}
-
-
-const refOf = (text: string, line: RegExp): string => {
-  const found = text.split("\n").find((l) => line.test(l));
-  const ref = found && /\[ref=((?:f\d+)?e\d+)\]/.exec(found)?.[1];
-  assert.ok(ref, `a ref on a line matching ${line} in:\n${text}`);
-  return ref;
-};
 
 describe("the browser actor: tools on a real Chromium", { skip }, () => {
   let site: BrowserSite;

@@ -1,7 +1,8 @@
 /**
  * `act`: one interaction with an element of the last snapshot (its ref), then what changed: the
- * tab's URL and title, tabs the page opened, requests the proxy refused, and the new snapshot
- * (whole when the page navigated, else only the lines that changed when that is shorter).
+ * tab's URL and title, tabs the page opened, downloads it started, requests the proxy refused,
+ * and the new snapshot (whole when the page navigated, else only the lines that changed when
+ * that is shorter). `afterAction` reports the same for other actions on an element (upload).
  */
 import type { Locator, Page } from "playwright-core";
 import { LurkError } from "../../shared/contract/index.js";
@@ -17,6 +18,20 @@ const POPUP_WAIT_MS = 400;
 export interface ActLimits {
   maxChars: number;
   actionTimeoutMs: number;
+  /** the lines about downloads the tab started since `since` (waited for within the call's time) */
+  downloadLines(tab: Tab, since: number): Promise<string[]>;
+}
+
+/** What an action on a tab left to report. */
+export interface ActionDone {
+  since: number;
+  urlBefore: string;
+  /** the result's first line */
+  head: string;
+  /** a popup the action may have opened */
+  popup?: Promise<Page | undefined> | undefined;
+  /** a download the action may have started (waited for as briefly as a popup) */
+  download?: Promise<unknown> | undefined;
 }
 
 /** The element a ref names in the tab's latest snapshot; NOT_FOUND when it names none. */
@@ -68,16 +83,25 @@ export async function act(session: BrowserSession, tab: Tab, a: BrowserArgs, lim
   let note: string | undefined;
   const mayOpenPopup = a.kind === "click" || a.kind === "doubleClick" || a.kind === "press" || a.submit === true;
   const popup = mayOpenPopup ? page.waitForEvent("popup", { timeout: POPUP_WAIT_MS }).catch(() => undefined) : undefined;
+  const download = mayOpenPopup ? page.waitForEvent("download", { timeout: POPUP_WAIT_MS }).catch(() => undefined) : undefined;
   try {
     note = await perform(page, tab, a, limits.actionTimeoutMs);
   } catch (err) {
     throw toolError(err, `act ${what} on tab ${tab.id}`);
   }
+  return afterAction(session, tab, { since, urlBefore, head: `act ${what} on tab ${tab.id}: done${note ? ` (${note})` : ""}`, popup, download }, limits);
+}
+
+/** The result of an action on `tab`: where the tab is now, new tabs, downloads, refusals, the snapshot or its changes. */
+export async function afterAction(session: BrowserSession, tab: Tab, done: ActionDone, limits: ActLimits): Promise<string> {
+  const { page } = tab;
+  const { since, urlBefore } = done;
   // a navigation the action started: wait for it to load (briefly), as a user would; a popup it opened
   await page.waitForLoadState("load", { timeout: SETTLE_MS }).catch(() => undefined);
-  const opened = await popup;
+  const opened = await done.popup;
   if (opened) session.register(opened);
-  const lines = [`act ${what} on tab ${tab.id}: done${note ? ` (${note})` : ""}`];
+  await done.download;
+  const lines = [done.head];
   const navigated = page.url() !== urlBefore;
   lines.push(`${navigated ? "now" : "still"}: ${await describeTab(tab)}${navigated ? ` (was ${urlBefore})` : ""}`);
   for (const t of session.openedSince(since)) {
@@ -85,6 +109,7 @@ export async function act(session: BrowserSession, tab: Tab, a: BrowserArgs, lim
     await t.page.waitForLoadState("domcontentloaded", { timeout: SETTLE_MS }).catch(() => undefined);
     lines.push(`the page opened a new tab: ${await describeTab(t)}${session.currentTabId === t.id ? " (now the current tab)" : ""}`);
   }
+  lines.push(...(await limits.downloadLines(tab, since)));
   lines.push(...blockedLines(session, since));
   const before = tab.lastSnapshot;
   let after: string;

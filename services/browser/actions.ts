@@ -1,17 +1,23 @@
 /**
  * The `browser` tool's actions, each a short text result the model can act on (a screenshot
  * also carries an image block). Calls that touch a tab take the tab's turn (session.serial);
- * status, tabs and stop never start Chromium, every other action starts it when needed.
+ * status, tabs, downloads and stop never start Chromium, every other action starts it when
+ * needed. Downloads (download-actions.ts, downloads.ts) and uploads (uploads.ts) use the
+ * calling agent's workspace; a download that ended after the call that started it is reported
+ * by the next result.
  */
 import { LurkError } from "../../shared/contract/index.js";
 import type { BrowserConfig } from "../../shared/runtime/config-browser.js";
-import { act, resolveRef } from "./act.js";
+import { act, resolveRef, type ActLimits } from "./act.js";
+import { downloadByClick, downloadByUrl, downloadLinesSince, listDownloads } from "./download-actions.js";
+import { downloadLine } from "./downloads.js";
 import { blockedLines, loadUrl, toolError, type Loaded } from "./navigation.js";
 import { captureScreenshot } from "./screenshot.js";
 import type { BrowserArgs } from "./schema.js";
 import type { BrowserSession, Tab } from "./session.js";
 import { cut, describeTab, takeSnapshot } from "./snapshot.js";
-import { NOT_RUNNING_STOP, NOT_RUNNING_TABS, statusText } from "./status.js";
+import { NOT_RUNNING_DOWNLOADS, NOT_RUNNING_STOP, NOT_RUNNING_TABS, statusText } from "./status.js";
+import { upload } from "./uploads.js";
 
 export interface ActionContext {
   session: BrowserSession;
@@ -23,6 +29,12 @@ export interface ActionContext {
   progress(message: string): void;
   /** the most bytes of one image (screenshot) */
   imageCapBytes: number;
+  /** when the call's time is up (ms epoch): downloads are waited for until shortly before */
+  deadlineAt: number;
+  /** the calling agent's workspace (downloads saved there, uploads read from there) */
+  workspace?: string | undefined;
+  /** an approved upload: the origin the approval named */
+  approvedOrigin?: string | undefined;
 }
 
 export interface ActionResult {
@@ -37,8 +49,14 @@ export async function onTab<T>(ctx: ActionContext, tabId: string | undefined, wo
   const id = ctx.session.tab(tabId).id;
   return ctx.session.serial.run(id, async () => {
     if (ctx.signal.aborted) throw new LurkError("ABORTED", "the call was cancelled before it ran");
-    return work(ctx.session.tab(id));
+    const tab = ctx.session.tab(id);
+    ctx.session.useWorkspace(tab, ctx.workspace);
+    return work(tab);
   });
+}
+
+function actLimits(ctx: ActionContext): ActLimits {
+  return { maxChars: maxChars(ctx), actionTimeoutMs: ctx.config.actionTimeoutMs, downloadLines: (tab, since) => downloadLinesSince(ctx, tab, since) };
 }
 
 function maxChars(ctx: ActionContext, asked?: number): number {
@@ -57,10 +75,15 @@ async function tabsText(ctx: ActionContext): Promise<string> {
   return [`${tabs.length} tab${tabs.length === 1 ? "" : "s"} (* current):`, ...lines].join("\n");
 }
 
-/** The result of loading a page: where it ended up, what was blocked, and its snapshot. */
+/** The result of loading a page: where it ended up, what was blocked, and its snapshot (or the download the URL was). */
 async function loadedText(ctx: ActionContext, tab: Tab, loaded: Loaded, since: number, verb: string): Promise<string> {
   const lines = [`${verb} ${await describeTab(tab)}${loaded.status ? ` (HTTP ${loaded.status})` : ""}`];
   if (loaded.redirects.length) lines.push(`redirected from: ${loaded.redirects.join(" -> ")}`);
+  if (loaded.download) {
+    // the download event may follow the load's "Download is starting" by a moment
+    if (!ctx.session.downloads?.startedSince(tab.id, since).length) await tab.page.waitForEvent("download", { timeout: 2_000 }).catch(() => undefined);
+    lines.push("the URL is a file: the browser downloaded it and the tab stayed where it was", ...(await downloadLinesSince(ctx, tab, since)));
+  }
   lines.push(...blockedLines(ctx.session, since));
   try {
     lines.push("snapshot:", cut((await takeSnapshot(tab, Number.MAX_SAFE_INTEGER, ctx.config.actionTimeoutMs)).text, maxChars(ctx)).text);
@@ -71,6 +94,14 @@ async function loadedText(ctx: ActionContext, tab: Tab, loaded: Loaded, since: n
 }
 
 export async function runBrowserAction(a: BrowserArgs, ctx: ActionContext): Promise<ActionResult> {
+  const result = await runAction(a, ctx);
+  // downloads that ended after the call that started them returned
+  const ended = a.action === "downloads" ? [] : ctx.session.downloads?.takeUnreported() ?? [];
+  if (ended.length) result.text += `\ndownloads that ended since:\n${ended.map(downloadLine).join("\n")}`;
+  return result;
+}
+
+async function runAction(a: BrowserArgs, ctx: ActionContext): Promise<ActionResult> {
   const { session, config } = ctx;
   const since = Date.now();
   switch (a.action) {
@@ -86,6 +117,7 @@ export async function runBrowserAction(a: BrowserArgs, ctx: ActionContext): Prom
     case "open": {
       await session.ensure(ctx.progress);
       const tab = await session.newTab();
+      session.useWorkspace(tab, ctx.workspace);
       ctx.progress(`loading ${a.url!.slice(0, 200)}`);
       return session.serial.run(tab.id, async () => ({ text: await loadedText(ctx, tab, await loadUrl(session, tab, a.url!, ctx.allow), since, "opened tab") }));
     }
@@ -111,7 +143,13 @@ export async function runBrowserAction(a: BrowserArgs, ctx: ActionContext): Prom
         return { text: `tab ${await describeTab(tab)}\n${snap.text}` };
       });
     case "act":
-      return onTab(ctx, a.tabId, async (tab) => ({ text: await act(session, tab, a, { maxChars: maxChars(ctx), actionTimeoutMs: config.actionTimeoutMs }) }));
+      return onTab(ctx, a.tabId, async (tab) => ({ text: await act(session, tab, a, actLimits(ctx)) }));
+    case "download":
+      return a.url !== undefined ? downloadByUrl(ctx, a.url) : onTab(ctx, a.tabId, (tab) => downloadByClick(ctx, tab, a));
+    case "downloads":
+      return { text: session.isRunning ? listDownloads(ctx, a.tabId) : NOT_RUNNING_DOWNLOADS };
+    case "upload":
+      return onTab(ctx, a.tabId, async (tab) => ({ text: await upload(ctx, tab, a, actLimits(ctx)) }));
     case "screenshot":
       return onTab(ctx, a.tabId, async (tab) => {
         const target = a.ref ? await resolveRef(tab, a.ref) : undefined;

@@ -3,8 +3,10 @@
  * actor ~90 MB): the executable is checked first (a missing one is an
  * UNAVAILABLE error naming `apt-get install chromium` and `browser.executablePath`, never a
  * crash), then either a persistent context on the profile directory (logins kept) or a fresh
- * browser with an empty context. Every start uses the egress proxy (egress-proxy.ts), refuses
- * downloads, disables non-proxied UDP (WebRTC) and background component updates, and applies the
+ * browser with an empty context. Every start uses the egress proxy (egress-proxy.ts), has
+ * downloads written into the session's staging folder (downloads.ts takes them from there; with
+ * `browser.downloads.enabled: false` they are refused), disables non-proxied UDP (WebRTC) and
+ * background component updates, and applies the
  * configured viewport and timeouts; Chromium's environment has no secrets (no NATS password).
  * Launch failures become short, actionable messages.
  */
@@ -12,6 +14,7 @@ import { accessSync, constants, mkdirSync, statSync } from "node:fs";
 import type { Browser, BrowserContext } from "playwright-core";
 import { LurkError } from "../../shared/contract/index.js";
 import type { BrowserConfig } from "../../shared/runtime/config-browser.js";
+import { chromiumSandboxOn } from "../../shared/runtime/chromium-sandbox.js";
 
 export interface Launched {
   context: BrowserContext;
@@ -55,22 +58,23 @@ function chromiumEnv(): Record<string, string> {
   return env;
 }
 
-/** Starts Chromium through the proxy on 127.0.0.1:`proxyPort`. */
-export async function launchChromium(cfg: BrowserConfig, profileDir: string, proxyPort: number): Promise<Launched> {
+/** Starts Chromium through the proxy on 127.0.0.1:`proxyPort`, downloading into `downloadsPath`. */
+export async function launchChromium(cfg: BrowserConfig, profileDir: string, proxyPort: number, downloadsPath: string): Promise<Launched> {
   if (!isExecutable(cfg.executablePath)) throw missing(cfg.executablePath);
   const common = {
     executablePath: cfg.executablePath,
     headless: cfg.headless,
-    // Chromium refuses its sandbox when run as root
-    chromiumSandbox: cfg.sandbox ?? process.getuid?.() !== 0,
+    // Chromium refuses its sandbox when run as root (one rule with the metadata and the audit)
+    chromiumSandbox: chromiumSandboxOn(cfg.sandbox),
     proxy: { server: `http://127.0.0.1:${proxyPort}` },
+    downloadsPath,
     args: ["--force-webrtc-ip-handling-policy=disable_non_proxied_udp", "--disable-component-update", "--disable-background-networking"],
     env: chromiumEnv(),
     handleSIGINT: false,
     handleSIGTERM: false,
     handleSIGHUP: false,
   };
-  const contextOptions = { viewport: cfg.viewport, acceptDownloads: false };
+  const contextOptions = { viewport: cfg.viewport, acceptDownloads: cfg.downloads.enabled };
   let launched: Launched;
   try {
     // loaded with the first start only: playwright-core costs ~90 MB of the actor's memory

@@ -9,7 +9,7 @@
  * collection (shared/runtime/memory.ts: gc, malloc_trim) runs once more and gives the freed
  * pages back to the system (measured: ~105 MB RSS after an idle stop before, ~75-78 MB now
  * against ~61 MB before the first use; test/browser-memory.test.ts).
- * While no worker runs, `status`, `tabs` and `stop` are answered here (they never start
+ * While no worker runs, `status`, `tabs`, `downloads` and `stop` are answered here (they never start
  * Chromium). A worker that dies on its own (out of memory: its old generation is bounded at
  * WORKER_MAX_OLD_GENERATION_MB) is a crash: its calls fail, leftover Chromium processes are
  * killed, and the next call starts a new worker whose result says the browser had stopped.
@@ -21,8 +21,8 @@ import { Worker } from "node:worker_threads";
 import { LurkError } from "../../shared/contract/index.js";
 import type { BrowserConfig } from "../../shared/runtime/config-browser.js";
 import type { Logger } from "../../shared/runtime/logger.js";
-import { rebuildError, type CallWork, type FromWorker, type SessionState, type ToWorker, type WorkerInit } from "./protocol.js";
-import { NOT_RUNNING_STOP, NOT_RUNNING_TABS, statusText } from "./status.js";
+import { rebuildError, type CallScope, type CallWork, type FromWorker, type SessionState, type ToWorker, type WorkerInit } from "./protocol.js";
+import { NOT_RUNNING_DOWNLOADS, NOT_RUNNING_STOP, NOT_RUNNING_TABS, statusText } from "./status.js";
 
 /** the worker's V8 old generation at most (a page that makes the driver hold more is a crash, not the actor's) */
 export const WORKER_MAX_OLD_GENERATION_MB = 512;
@@ -43,7 +43,7 @@ export interface HostOptions {
   maxOldGenerationSizeMb?: number;
 }
 
-export interface HostCall {
+export interface HostCall extends CallScope {
   timeoutMs: number;
   imageCapBytes: number;
   signal: AbortSignal;
@@ -114,6 +114,7 @@ export class BrowserHost {
       if (work.args.action === "status") return Promise.resolve({ ok: true, notice: undefined, text: `${statusText(config, profileDir, undefined)}\n${NOT_RUNNING_TABS}` });
       if (work.args.action === "tabs") return Promise.resolve({ ok: true, notice: undefined, text: NOT_RUNNING_TABS });
       if (work.args.action === "stop") return Promise.resolve({ ok: true, notice: undefined, text: NOT_RUNNING_STOP });
+      if (work.args.action === "downloads") return Promise.resolve({ ok: true, notice: undefined, text: NOT_RUNNING_DOWNLOADS });
     }
     const live = this.live ?? this.spawn();
     const id = this.nextId++;
@@ -125,7 +126,8 @@ export class BrowserHost {
         reject: (e) => (settle(), reject(e)),
         progress: c.progress,
       });
-      this.post(live, { type: "call", id, work, timeoutMs: c.timeoutMs, imageCapBytes: c.imageCapBytes });
+      const scope: CallScope = { ...(c.workspace !== undefined ? { workspace: c.workspace } : {}), ...(c.approvedOrigin !== undefined ? { approvedOrigin: c.approvedOrigin } : {}) };
+      this.post(live, { type: "call", id, work, timeoutMs: c.timeoutMs, imageCapBytes: c.imageCapBytes, ...scope });
       if (c.signal.aborted) onAbort();
       else c.signal.addEventListener("abort", onAbort, { once: true });
     });
@@ -137,6 +139,15 @@ export class BrowserHost {
     if (!live?.active) return "";
     const answer = await this.ask(live, (id) => ({ type: "where", id, tabId }), WHERE_WAIT_MS);
     return answer?.type === "where" ? answer.text : "";
+  }
+
+  /** Where an upload to `ref` would go, for its approval notice: a text, and the origin of the element's frame when found. */
+  async uploadTarget(tabId: string | undefined, ref: string): Promise<{ text: string; origin?: string }> {
+    const live = this.live;
+    if (!live?.active) return { text: "no page: the browser is not running" };
+    const answer = await this.ask(live, (id) => ({ type: "uploadTarget", id, tabId, ref }), WHERE_WAIT_MS);
+    if (answer?.type !== "uploadTarget") return { text: "a page that did not answer in time" };
+    return answer.origin === undefined ? { text: answer.text } : { text: answer.text, origin: answer.origin };
   }
 
   /** Stops Chromium and ends the worker (the actor is stopping); false when it was not running. */
@@ -198,6 +209,7 @@ export class BrowserHost {
         live.calls.get(m.id)?.progress(m.message);
         return;
       case "where":
+      case "uploadTarget":
       case "stopped":
         live.questions.get(m.id)?.(m);
         this.retireWhenDone(live);

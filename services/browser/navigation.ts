@@ -2,6 +2,7 @@
  * Loading a URL in a tab, with the egress rule applied up front (a clear FORBIDDEN before
  * Chromium is asked) and again by the proxy for every redirect and subresource; a navigation the
  * proxy refused (a redirect to a private address) is FORBIDDEN too, with the proxy's reason.
+ * A URL that is a file (Chromium downloads it instead) is a load that says so (`download`).
  * Also: Playwright errors as short LurkErrors, and the "blocked" lines of a result.
  */
 import { LurkError } from "../../shared/contract/index.js";
@@ -16,6 +17,8 @@ export interface Loaded {
   status?: number;
   /** URLs that redirected to the final one, in order */
   redirects: string[];
+  /** the URL turned out to be a file: Chromium downloads it (downloads.ts) and the tab stays where it was */
+  download?: boolean;
 }
 
 const firstLine = (err: unknown) => ((err as Error)?.message ?? String(err)).split("\n")[0]!.replace(/^\w+\.\w+: /, "").slice(0, 500);
@@ -60,6 +63,7 @@ export async function loadUrl(session: BrowserSession, tab: Tab, raw: string, al
       response = await tab.page.goto(url.href, { waitUntil: "domcontentloaded" });
       break;
     } catch (err) {
+      if (/Download is starting/.test(firstLine(err))) return { redirects: [], download: true };
       // a failed tunnel is an https/wss refusal: a plain http one in the same span is another request
       // (the error page's favicon from an origin refused before, say), not what stopped this load
       const tunnel = /ERR_TUNNEL_CONNECTION_FAILED/.test(firstLine(err));

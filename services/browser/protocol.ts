@@ -26,10 +26,20 @@ export interface WorkerInit {
 
 export type CallWork = { tool: "browser"; args: BrowserArgs } | { tool: "browser_evaluate"; args: EvaluateArgs };
 
+/** What a call brings besides its arguments (the actor's main thread knows it, the worker does not). */
+export interface CallScope {
+  /** the calling agent's workspace: downloads are saved in it, uploads read from it */
+  workspace?: string;
+  /** an upload approved by a human: the origin the approval notice named (the page must still be there) */
+  approvedOrigin?: string;
+}
+
 export type ToWorker =
-  | { type: "call"; id: number; work: CallWork; timeoutMs: number; imageCapBytes: number }
+  | ({ type: "call"; id: number; work: CallWork; timeoutMs: number; imageCapBytes: number } & CallScope)
   | { type: "abort"; id: number; reason: string }
   | { type: "where"; id: number; tabId: string | undefined }
+  /** where an upload would go: the tab and the origin of the element's frame */
+  | { type: "uploadTarget"; id: number; tabId: string | undefined; ref: string }
   | { type: "stop"; id: number; why: string };
 
 export interface SerializedError {
@@ -57,6 +67,8 @@ export type FromWorker =
   | ({ type: "result"; id: number; notice: string | undefined } & CallOutcome & SessionState)
   | { type: "progress"; id: number; message: string }
   | { type: "where"; id: number; text: string }
+  /** `origin` when the element was found */
+  | { type: "uploadTarget"; id: number; text: string; origin?: string }
   | ({ type: "stopped"; id: number; stopped: boolean } & SessionState)
   /** Chromium stopped (idle, stop, crash) */
   | ({ type: "ended" } & SessionState)

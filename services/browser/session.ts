@@ -8,11 +8,19 @@
  * on one tab are serialized (`serial`), other tabs run side by side. It lives in the browser
  * worker thread (worker.ts), which ends after `onEnded`; the next worker's session gets
  * `ended` and `nextTabId` from the last one (host.ts).
+ * Each Chromium downloads into a staging folder of its own (a fresh `lurkbot-browser-downloads-*`
+ * in the OS temp folder, mode 700, removed when Chromium is gone); its `downloads` (downloads.ts)
+ * save finished files into the workspace of the last call on their tab (`useWorkspace`). The
+ * idle stop waits for a download still running.
  */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
 import { LurkError } from "../../shared/contract/index.js";
 import type { BrowserConfig } from "../../shared/runtime/config-browser.js";
 import { launchChromium, type Launched } from "./chromium.js";
+import { Downloads } from "./downloads.js";
 import { EgressProxy, type Refusal } from "./egress-proxy.js";
 import type { BrowserLog } from "./protocol.js";
 import { KeyedSerial } from "../../shared/runtime/keyed-serial.js";
@@ -26,12 +34,17 @@ export interface Tab {
   fresh: boolean;
   /** the last snapshot's text (snapshot.ts diffs against it) */
   lastSnapshot?: string;
+  /** the workspace of the last call on this tab: where its downloads are saved */
+  workspace?: string;
 }
 
 interface Running {
   launched: Launched;
   proxy: EgressProxy;
   startedAt: number;
+  /** Chromium's own download folder (outside every workspace), removed after Chromium */
+  stagingDir: string;
+  downloads: Downloads;
 }
 
 export interface SessionOptions {
@@ -59,6 +72,9 @@ export class BrowserSession {
   /** why the last browser ended (idle, asked, crashed): said once by the next start */
   private ended: string | undefined;
   private notice: string | undefined;
+  private nextDownload = 1;
+  /** the workspace of the last call (downloads of a tab no call touched yet go there) */
+  lastWorkspace: string | undefined;
   readonly serial = new KeyedSerial();
 
   constructor(readonly opts: SessionOptions) {
@@ -92,6 +108,18 @@ export class BrowserSession {
     return this.current;
   }
 
+  /** the running Chromium's downloads (undefined while it does not run) */
+  get downloads(): Downloads | undefined {
+    return this.running?.downloads;
+  }
+
+  /** A call from an agent with this workspace uses `tab` (its downloads go there). */
+  useWorkspace(tab: Tab | undefined, workspace: string | undefined): void {
+    if (workspace === undefined) return;
+    this.lastWorkspace = workspace;
+    if (tab) tab.workspace = workspace;
+  }
+
   /** Marks a call as running (no idle stop meanwhile); the returned function ends it. */
   begin(): () => void {
     this.inflight++;
@@ -107,7 +135,9 @@ export class BrowserSession {
   private armIdle(): void {
     clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => {
-      if (this.inflight === 0) void this.stop(`idle for ${Math.round(this.opts.config.idleStopMs / 1000)} s`);
+      // a download still running holds the browser (it has a time cap of its own)
+      if (this.inflight === 0 && this.running?.downloads.busy) this.armIdle();
+      else if (this.inflight === 0) void this.stop(`idle for ${Math.round(this.opts.config.idleStopMs / 1000)} s`);
     }, this.opts.config.idleStopMs);
     this.idleTimer.unref();
   }
@@ -122,17 +152,23 @@ export class BrowserSession {
   private async launch(progress: (message: string) => void): Promise<Running> {
     const { config, profileDir, allowPrivateHosts, log } = this.opts;
     progress("starting Chromium");
-    const proxy = await EgressProxy.start(allowPrivateHosts, log);
+    // mode 700, outside every workspace: a download is copied into one only once it is complete and within the cap
+    const stagingDir = await mkdtemp(join(tmpdir(), "lurkbot-browser-downloads-"));
+    let proxy: EgressProxy | undefined;
     let launched: Launched;
     try {
-      launched = await launchChromium(config, profileDir, proxy.port);
+      proxy = await EgressProxy.start(allowPrivateHosts, log);
+      launched = await launchChromium(config, profileDir, proxy.port, stagingDir);
     } catch (err) {
-      await proxy.close();
+      await proxy?.close();
+      await rm(stagingDir, { recursive: true, force: true });
       throw err;
     }
-    const running: Running = { launched, proxy, startedAt: Date.now() };
+    const downloads = new Downloads({ stagingDir, ...config.downloads, log, nextId: () => `d${this.nextDownload++}` });
+    const running: Running = { launched, proxy, startedAt: Date.now(), stagingDir, downloads };
     this.running = running;
     const { context } = launched;
+    context.on("response", (response) => downloads.noteResponse(response));
     context.on("page", (page) => this.register(page));
     context.on("close", () => this.onClosed(running));
     launched.browser?.on("disconnected", () => this.onClosed(running));
@@ -153,7 +189,14 @@ export class BrowserSession {
     clearTimeout(this.idleTimer);
     this.ended ??= "Chromium exited unexpectedly";
     this.opts.log.warn({ reason: this.ended }, "Chromium is gone");
-    void running.proxy.close().finally(() => this.opts.onEnded?.());
+    void this.release(running).finally(() => this.opts.onEnded?.());
+  }
+
+  /** What a Chromium leaves behind once it is gone: its proxy, its download folder. */
+  private async release(running: Running): Promise<void> {
+    running.downloads.close();
+    await running.proxy.close();
+    await rm(running.stagingDir, { recursive: true, force: true }).catch(() => undefined);
   }
 
   /** Stops Chromium; false when it was not running. */
@@ -167,7 +210,7 @@ export class BrowserSession {
     clearTimeout(this.idleTimer);
     await running.launched.context.close().catch(() => undefined);
     await running.launched.browser?.close().catch(() => undefined);
-    await running.proxy.close();
+    await this.release(running);
     this.opts.log.info({ why }, "Chromium stopped");
     this.opts.onEnded?.();
     return true;
@@ -193,6 +236,7 @@ export class BrowserSession {
     this.tabs.set(tab.id, tab);
     this.current = tab.id;
     page.on("crash", () => (tab.crashed = true));
+    page.on("download", (download) => void this.running?.downloads.track(tab.id, download, () => tab.workspace ?? this.lastWorkspace));
     page.on("close", () => {
       this.tabs.delete(tab.id);
       if (this.current === tab.id) this.current = [...this.tabs.keys()].pop();
@@ -239,6 +283,11 @@ export class BrowserSession {
       throw new LurkError("LIMIT_EXCEEDED", `${this.tabs.size} tabs are open, the most allowed (browser.maxTabs); close one first`);
     }
     return this.register(await context.newPage());
+  }
+
+  /** Makes `tabId` current again when it is still open (after a tab of our own was closed). */
+  restoreCurrent(tabId: string | undefined): void {
+    if (tabId !== undefined && this.tabs.has(tabId)) this.current = tabId;
   }
 
   async closeTab(tabId: string): Promise<void> {

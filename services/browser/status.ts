@@ -1,5 +1,5 @@
 /**
- * The `status` and `tabs` texts that do not need a running browser: the actor's main thread
+ * The `status`, `tabs` and `downloads` texts that do not need a running browser: the actor's main thread
  * answers them itself while no browser worker runs (host.ts), the worker with its session
  * (actions.ts), in the same words.
  */
@@ -8,6 +8,7 @@ import { isExecutable } from "./chromium.js";
 
 export const NOT_RUNNING_TABS = "no tabs: the browser is not running (open starts it)";
 export const NOT_RUNNING_STOP = "the browser was not running";
+export const NOT_RUNNING_DOWNLOADS = "no downloads: the browser is not running (downloads are listed while it runs; saved files stay in the workspace's downloads/ folder)";
 
 /** The status line; `startedAt` when Chromium runs. */
 export function statusText(config: BrowserConfig, profileDir: string, startedAt: number | undefined): string {

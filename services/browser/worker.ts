@@ -15,6 +15,7 @@ import { runBrowserAction, type ActionContext, type ActionResult } from "./actio
 import { runEvaluate } from "./evaluate.js";
 import { serializeError, type BrowserLog, type CallOutcome, type FromWorker, type SessionState, type ToWorker, type WorkerInit } from "./protocol.js";
 import { BrowserSession } from "./session.js";
+import { uploadTarget } from "./uploads.js";
 
 const port = parentPort!;
 const init = workerData as WorkerInit;
@@ -46,6 +47,8 @@ function state(): SessionState {
 
 /** the calls running here, by id: their cancellation */
 const calls = new Map<number, AbortController>();
+/** how long an approval notice's question about an upload's page may take */
+const UPLOAD_TARGET_WAIT_MS = 1_500;
 
 /** A whole-buffer view is transferred as is; a slice of a larger buffer is copied once first. */
 function transferable(bytes: Uint8Array): Uint8Array {
@@ -63,6 +66,7 @@ async function call(m: Extract<ToWorker, { type: "call" }>): Promise<void> {
     const ctx: ActionContext = {
       session, config: init.config, profileDir: init.profileDir, allow: init.allowPrivateHosts, signal: controller.signal,
       progress: (message) => post({ type: "progress", id: m.id, message }), imageCapBytes: m.imageCapBytes,
+      deadlineAt: Date.now() + m.timeoutMs, workspace: m.workspace, approvedOrigin: m.approvedOrigin,
     };
     const work: Promise<ActionResult> = m.work.tool === "browser" ? runBrowserAction(m.work.args, ctx) : runEvaluate(m.work.args, ctx).then((text) => ({ text }));
     const deadline = new Promise<never>((_r, reject) => (timer = setTimeout(() => reject(new LurkError("TIMEOUT", `the browser call did not finish within ${m.timeoutMs} ms`)), m.timeoutMs)));
@@ -101,6 +105,9 @@ port.on("message", (m: ToWorker) => {
       return;
     case "where":
       post({ type: "where", id: m.id, text: where(m.tabId) });
+      return;
+    case "uploadTarget":
+      void uploadTarget(session, m.tabId, m.ref, UPLOAD_TARGET_WAIT_MS).then((target) => post({ type: "uploadTarget", id: m.id, ...target }));
       return;
     case "stop":
       void session.stop(m.why).catch(() => false).then((stopped) => post({ type: "stopped", id: m.id, stopped, ...state() }));

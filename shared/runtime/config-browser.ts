@@ -8,6 +8,9 @@
  * `enabled: false` keeps the actor running but serving no tool. A missing Chromium is not a
  * configuration error: a call answers with how to install it (`apt-get install chromium`).
  * Which hosts the browser may reach follows `tools.web.allowPrivateHosts` (config.ts), as web_fetch does.
+ * Files: `downloads` (what a page downloads is saved under `<workspace>/downloads/`, capped in
+ * size and time) and `uploads` (workspace files set on a page's file input, capped, and by
+ * default each upload approved by a human).
  */
 import { isAbsolute, join, resolve } from "node:path";
 import { z } from "zod";
@@ -24,7 +27,12 @@ export const BROWSER_DEFAULTS = {
   maxSnapshotChars: 20_000,
   screenshotMaxBytes: 300 * 1024,
   maxTabs: 8,
+  downloads: { enabled: true, maxBytes: 50 * 1024 * 1024, timeoutMs: 5 * 60_000 },
+  uploads: { enabled: true, maxBytes: 25 * 1024 * 1024, requireApproval: true },
 };
+
+/** playwright-core refuses file buffers of 50 MB and more; uploads are passed as buffers (uploads.ts) */
+const UPLOAD_MAX_BYTES_LIMIT = 48 * 1024 * 1024;
 
 export const browserConfigSchema = z.object({
   /** serve the browser tools (false: the actor runs but offers none) */
@@ -55,6 +63,22 @@ export const browserConfigSchema = z.object({
   screenshotMaxBytes: z.number().int().min(16 * 1024).max(8 * 1024 * 1024).default(BROWSER_DEFAULTS.screenshotMaxBytes),
   /** open tabs at most (`open` refuses more) */
   maxTabs: z.number().int().min(1).max(100).default(BROWSER_DEFAULTS.maxTabs),
+  /** files pages download: saved under <workspace>/downloads/ (false: every download is cancelled) */
+  downloads: z.object({
+    enabled: z.boolean().default(BROWSER_DEFAULTS.downloads.enabled),
+    /** bytes of one download at most; a larger one is cancelled and nothing is saved */
+    maxBytes: z.number().int().min(1024).max(4 * 1024 * 1024 * 1024).default(BROWSER_DEFAULTS.downloads.maxBytes),
+    /** the most one download may take; a slower one is cancelled and nothing is saved */
+    timeoutMs: z.number().int().min(1_000).max(3600_000).default(BROWSER_DEFAULTS.downloads.timeoutMs),
+  }).prefault({}),
+  /** workspace files the `upload` action sets on a page's file input */
+  uploads: z.object({
+    enabled: z.boolean().default(BROWSER_DEFAULTS.uploads.enabled),
+    /** bytes of one upload's files together at most */
+    maxBytes: z.number().int().min(1024).max(UPLOAD_MAX_BYTES_LIMIT).default(BROWSER_DEFAULTS.uploads.maxBytes),
+    /** every upload waits for a human approval (the notice names the files and the page's origin); false: none */
+    requireApproval: z.boolean().default(BROWSER_DEFAULTS.uploads.requireApproval),
+  }).prefault({}),
 });
 export type BrowserConfig = z.infer<typeof browserConfigSchema>;
 
