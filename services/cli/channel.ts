@@ -82,6 +82,8 @@ export class TerminalChannel {
     prefix: string,
     private readonly session: string | undefined,
     private readonly onUnsolicited: (msg: OutboundMessage) => void = () => undefined,
+    /** the agent to answer (inbound `agentId`: `lurkbot acp --agent`); default: the router's bindings */
+    private readonly agentId?: string,
   ) {
     this.s = subjects(prefix);
     this.conversation = conversationFor(session);
@@ -113,6 +115,7 @@ export class TerminalChannel {
       attachments,
       mentioned: false,
       ...(this.session !== undefined ? { sessionName: this.session } : {}),
+      ...(this.agentId !== undefined ? { agentId: this.agentId } : {}),
     });
     const result = new Promise<ReplyResult>((resolve, reject) => {
       const sub = this.nc.subscribe(this.s.runEvents(runId), { callback: (err, msg) => { if (!err) this.onRunEvent(id, msg); } });

@@ -1,0 +1,191 @@
+/**
+ * One ACP session: a LurkBot session of its own, reached through the terminal channel (`cli`)
+ * with the ACP session id as its session name (session key `agent:<agent>:cli:dm:<id>`, its
+ * own conversation `lurk.out.cli.<id>`). A prompt is one inbound message; its run's events
+ * become session/update notifications (events-map.ts) and the prompt is answered when the run
+ * ends: done -> end_turn (max_tokens when the model was cut off), aborted -> cancelled, any other
+ * error -> a JSON-RPC error carrying the LurkBot error code. A message the router answers
+ * without a run (a command such as /status) is answered with its notice as the message.
+ * session/cancel sends `/stop` in the session (the router aborts the run and drops queued
+ * messages); the prompt ends with `cancelled` when the run's abort is seen, or shortly after the
+ * router took the /stop when no run was under way. One prompt at a time per session.
+ */
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { OutboundMessage, RunEvent } from "../../../shared/contract/index.js";
+import type { Logger } from "../../../shared/runtime/logger.js";
+import { TerminalChannel } from "../channel.js";
+import { toCliError } from "../errors.js";
+import { mapRunEvent, newTurnState, type TurnState } from "./events-map.js";
+import { RPC, RpcError } from "./jsonrpc.js";
+import { approvalToolCall, decisionOf, permissionRequest, type Approval } from "./permissions.js";
+import { promptText } from "./prompt-text.js";
+import type { ContentBlock, SessionUpdate, StopReason } from "./schema.js";
+
+export interface AcpClientLink {
+  notify(method: string, params: unknown): void;
+  request(method: string, params: unknown): { result: Promise<unknown> };
+}
+
+export interface SessionDeps {
+  nc: NatsConnection;
+  prefix: string;
+  /** `--agent`: the agent every message of this process names */
+  agentId?: string;
+  client: AcpClientLink;
+  log: Logger;
+  /** how long a prompt may wait for its run's end */
+  promptTimeoutMs: number;
+  /** after the router took a /stop, how long to wait for the run's abort before answering cancelled */
+  cancelGraceMs: number;
+}
+
+/** how long a command sent on the user's behalf (/stop, /approve, /deny) waits for the router's answer */
+const COMMAND_TIMEOUT_MS = 30_000;
+
+interface Turn {
+  state: TurnState;
+  cancelled: boolean;
+  /** approvals already asked about (a notice delivered twice asks once) */
+  asked: Set<string>;
+  finish: (outcome: { stopReason: StopReason } | RpcError) => void;
+  timers: NodeJS.Timeout[];
+}
+
+export class AcpSession {
+  private readonly channel: TerminalChannel;
+  private active: Turn | undefined;
+  /** the project directory was told to the agent (with the first prompt) */
+  private contextSent = false;
+
+  constructor(readonly id: string, private cwd: string, private readonly deps: SessionDeps) {
+    this.channel = new TerminalChannel(deps.nc, deps.prefix, id, (msg) => this.onUnsolicited(msg), deps.agentId);
+  }
+
+  async open(): Promise<void> {
+    await this.channel.open();
+  }
+
+  /** session/load with another directory: told to the agent with the next prompt */
+  setCwd(cwd: string): void {
+    if (cwd !== this.cwd) this.contextSent = false;
+    this.cwd = cwd;
+  }
+
+  get busy(): boolean {
+    return this.active !== undefined;
+  }
+
+  update(update: SessionUpdate): void {
+    this.deps.client.notify("session/update", { sessionId: this.id, update });
+  }
+
+  prompt(blocks: readonly ContentBlock[]): Promise<{ stopReason: StopReason }> {
+    if (this.active) throw new RpcError(RPC.invalidRequest, "a prompt is already running in this session: wait for its answer or send session/cancel");
+    const text = promptText(blocks, this.contextSent ? undefined : this.cwd);
+    const hadContext = this.contextSent;
+    this.contextSent = true;
+    const log = this.deps.log;
+    return new Promise((resolve, reject) => {
+      const turn: Turn = {
+        state: newTurnState(),
+        cancelled: false,
+        asked: new Set(),
+        timers: [],
+        finish: (outcome) => {
+          if (this.active !== turn) return;
+          this.active = undefined;
+          for (const t of turn.timers) clearTimeout(t);
+          if (outcome instanceof RpcError) reject(outcome);
+          else resolve(outcome);
+        },
+      };
+      this.active = turn;
+      const { state } = turn;
+      const onRunEvent = (ev: RunEvent) => {
+        if (this.active !== turn) return;
+        for (const u of mapRunEvent(ev.event, state)) this.update(u);
+        const e = ev.event;
+        if (e.kind === "done") {
+          if (!state.streamed && !e.silent && e.text) this.update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: e.text } });
+          turn.finish({ stopReason: state.lastStopReason === "max_tokens" ? "max_tokens" : "end_turn" });
+        } else if (e.kind === "error") {
+          if (turn.cancelled || e.code === "ABORTED") turn.finish({ stopReason: "cancelled" });
+          else turn.finish(new RpcError(RPC.internalError, e.message, { code: e.code, retryable: e.retryable }));
+        }
+      };
+      const onIntermediate = (msg: OutboundMessage) => {
+        if (msg.kind !== "approval" || !msg.approval || this.active !== turn || turn.asked.has(msg.approval.approvalId)) return;
+        turn.asked.add(msg.approval.approvalId);
+        void this.askPermission(msg.approval, turn);
+      };
+      this.channel.send(text, this.deps.promptTimeoutMs, { onRunEvent, onIntermediate }).then(
+        (result) => {
+          if (this.active !== turn) return;
+          if (turn.cancelled) return turn.finish({ stopReason: "cancelled" });
+          if (result.kind === "error") return turn.finish(new RpcError(RPC.internalError, result.reply, { code: result.errorCode ?? "INTERNAL" }));
+          // no run (a command's notice), or a run whose text was not streamed
+          if (!state.streamed && result.reply) this.update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: result.reply } });
+          turn.finish({ stopReason: "end_turn" });
+        },
+        (err) => {
+          if (!hadContext) this.contextSent = false;
+          if (turn.cancelled) return turn.finish({ stopReason: "cancelled" });
+          log.warn({ err, sessionId: this.id }, "a prompt failed");
+          turn.finish(new RpcError(RPC.internalError, toCliError(err).message));
+        },
+      );
+    });
+  }
+
+  /** session/cancel: stop the run (/stop), answer the prompt with `cancelled`. */
+  cancel(): void {
+    const turn = this.active;
+    if (!turn || turn.cancelled) return;
+    turn.cancelled = true;
+    const answer = () => turn.finish({ stopReason: "cancelled" });
+    // the router never answering must not leave the prompt open
+    turn.timers.push(setTimeout(answer, COMMAND_TIMEOUT_MS));
+    this.command("/stop").finally(() => turn.timers.push(setTimeout(answer, this.deps.cancelGraceMs)));
+  }
+
+  /** Asks the editor about an approval the turn's run waits for, and decides it with its answer. */
+  private async askPermission(approval: Approval, turn: Turn): Promise<void> {
+    const { toolCall, announce } = approvalToolCall(approval, turn.state);
+    for (const u of announce) this.update(u);
+    this.update({ sessionUpdate: "tool_call_update", toolCallId: toolCall.toolCallId, status: "pending" });
+    let answer: unknown;
+    try {
+      answer = await this.deps.client.request("session/request_permission", permissionRequest(this.id, toolCall)).result;
+    } catch (err) {
+      this.deps.log.warn({ err, approvalId: approval.approvalId }, "the client did not answer the permission request; denying");
+    }
+    const { decision, cancelled } = decisionOf(answer);
+    this.deps.log.info({ approvalId: approval.approvalId, tool: approval.tool, decision, cancelled }, "permission answered");
+    if (decision === "approve" && this.active === turn) {
+      const t = turn.state.tools.get(toolCall.toolCallId);
+      if (t) t.status = "in_progress";
+      this.update({ sessionUpdate: "tool_call_update", toolCallId: toolCall.toolCallId, status: "in_progress" });
+    }
+    await this.command(`/${decision} ${approval.approvalId}`);
+  }
+
+  /** A command on the user's behalf, through the router (the terminal's path); failures are logged. */
+  private async command(text: string): Promise<void> {
+    try {
+      const r = await this.channel.send(text, COMMAND_TIMEOUT_MS);
+      this.deps.log.debug({ sessionId: this.id, command: text.split(" ")[0], reply: r.reply.slice(0, 200) }, "command answered");
+    } catch (err) {
+      this.deps.log.warn({ err, sessionId: this.id, command: text.split(" ")[0] }, "a command got no answer");
+    }
+  }
+
+  private onUnsolicited(msg: OutboundMessage): void {
+    // progress notes (/verbose, /reasoning) and deliveries of other runs: not part of a prompt's answer
+    this.deps.log.debug({ sessionId: this.id, kind: msg.kind, note: msg.note }, "a delivery outside a prompt; not shown");
+  }
+
+  close(): void {
+    this.active?.finish(new RpcError(RPC.internalError, "the session closed"));
+    this.channel.close();
+  }
+}
