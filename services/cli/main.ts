@@ -30,6 +30,9 @@ import { cmdSubagents } from "./subagents.js";
 import { cmdHeartbeat } from "./heartbeat.js";
 import { cmdAuth } from "./auth.js";
 import { cmdSecurity } from "./security-audit.js";
+import { cmdOnboard } from "./onboard/command.js";
+import { withStoredSecrets } from "./stored-secrets.js";
+import { cmdAcp } from "./acp/command.js";
 
 const out = (line: string) => process.stdout.write(line + "\n");
 const err = (line: string) => process.stderr.write(line + "\n");
@@ -216,7 +219,9 @@ const HANDLERS: Record<string, (p: ParsedCommand, env: Env) => Promise<number>> 
   subagents: (p, env) => cmdSubagents(p, env, { out }),
   heartbeat: (p, env) => cmdHeartbeat(p, env, { out }),
   auth: (p, env) => cmdAuth(p, env, { out, input: process.stdin }),
+  acp: (p, env) => cmdAcp(p, env),
   security: (p, env) => cmdSecurity(p, env, { out: (text) => process.stdout.write(text), color: process.stdout.isTTY === true && !env.NO_COLOR }),
+  onboard: (p, env) => cmdOnboard(p, env, { out, err, input: process.stdin, output: process.stdout, start: (startEnv) => cmdStart(parseArgs(["start"]) as ParsedCommand, startEnv) }),
 };
 
 export async function main(argv: string[], env: Env = process.env): Promise<number> {
@@ -257,7 +262,9 @@ export async function main(argv: string[], env: Env = process.env): Promise<numb
     return EXIT.ok;
   }
   try {
-    return await HANDLERS[parsed.command.name]!(parsed, env);
+    // the secrets `lurkbot onboard` stored (credentials/secrets.json) join the environment; onboard reads them itself
+    const commandEnv = parsed.command.name === "onboard" ? env : withStoredSecrets(env);
+    return await HANDLERS[parsed.command.name]!(parsed, commandEnv);
   } catch (e) {
     const ce = toCliError(e);
     err(`lurkbot ${parsed.command.name}: ${ce.message}`);

@@ -208,6 +208,8 @@ export class FakeDiscordServer {
       this.commandPuts.push({ scope: commands[2] ?? "global", commands: list });
       return sendJson(res, 200, list.map((c) => ({ ...c, id: String(++this.nextId), application_id: this.applicationId, version: String(++this.nextId), default_member_permissions: null, ...(commands[2] ? { guild_id: commands[2] } : {}) })));
     }
+    // the bot's own user (lurkbot onboard checks a token with it)
+    if (req.method === "GET" && (path === "/api/v10/users/@me" || path === "/api/v10/users/%40me")) return sendJson(res, 200, this.bot);
     if (req.method === "GET" && path === "/api/v10/gateway/bot") {
       return sendJson(res, 200, { url: this.url.replace("http", "ws") + "/gateway", shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 0, max_concurrency: 1 } });
     }

@@ -212,6 +212,8 @@ export class FakeOpenAIServer {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? "").split("?")[0];
     if (req.method === "GET" && path === "/v1/models") {
+      // the real API asks for the key here too (lurkbot onboard's live check lists the models)
+      if (this.opts.apiKey && req.headers.authorization !== `Bearer ${this.opts.apiKey}`) return this.error(res, { kind: "error", status: 401 });
       return json(res, 200, { object: "list", data: [{ id: "test-model", object: "model", created: 0, owned_by: "fake" }] });
     }
     if (req.method === "POST" && path === "/v1/audio/transcriptions") return this.transcription(req, res);

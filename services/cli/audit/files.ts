@@ -63,6 +63,7 @@ function secretFileChecks({ config }: AuditContext): AuditFinding[] {
   const files = [
     { id: "fs.credentials.nats-json", path: config.nats.credentialsFile, what: "every NATS user's password (admin included): whoever reads it can act as any actor on the bus" },
     { id: "fs.credentials.channels-json", path: channelSecretsPath(config), what: "the web/openai-http tokens and the webhook secrets" },
+    { id: "fs.credentials.secrets-json", path: join(config.home, "credentials", "secrets.json"), what: "the API keys and channel tokens `lurkbot onboard` stored" },
     { id: "fs.approvals.signing-key", path: join(config.dataDir, "approvals", "signing-key.pem"), what: "the approvals actor's signing key: whoever reads it can sign approvals for any tool call" },
   ];
   const out: AuditFinding[] = [];
