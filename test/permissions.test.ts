@@ -69,6 +69,12 @@ describe("nats.conf permissions", () => {
     ["cli", "lurk.agent-runner.speak"],
     ["channel-telegram", "lurk.agent-runner.speak"],
     ["tools-ext", "lurk.agent-runner.speak"],
+    // the hooks actor: its deliveries, system events and sessions.get only
+    ["hooks", "lurk.run.req.main"],
+    ["hooks", "lurk.in.cli"],
+    ["hooks", "lurk.sessions.reset"],
+    ["hooks", "lurk.tools.call.exec"],
+    ["hooks", "lurk.evt.router.command"],
   ];
   for (const [user, subject] of forbiddenPublish) {
     it(`${user} cannot publish ${subject}`, async () => {
@@ -85,6 +91,11 @@ describe("nats.conf permissions", () => {
     ["sessions", "lurk.evt.sessions.reset"],
     ["tools", "lurk.agent-runner.embed"],
     ["tools", "lurk.agent-runner.speak"],
+    ["hooks", "lurk.out.cli.main"],
+    ["hooks", "lurk.inject.main"],
+    ["hooks", "lurk.sessions.get"],
+    ["hooks", "lurk.evt.hooks.failed"],
+    ["router", "lurk.evt.router.command"],
   ];
   for (const [user, subject] of allowedPublish) {
     it(`${user} can publish ${subject}`, async () => {
@@ -108,7 +119,13 @@ describe("nats.conf permissions", () => {
     ["browser", "lurk.tools.call.>"],
     ["channel-web", "lurk.tools.call.exec"], // the web channel answers its canvas tool only
     ["channel-web", "lurk.tools.call.>"],
+    ["channel-web", "lurk.evt.>"], // only the sessions' reset and delete events (its canvas)
     ["channel-telegram", "lurk.tools.call.canvas"],
+    // hooks: command and reset events and run ends, not the rest of the bus
+    ["hooks", "lurk.run.evt.>"],
+    ["hooks", "lurk.in.>"],
+    ["hooks", "lurk.evt.>"],
+    ["hooks", "_INBOX_router.>"],
   ];
   for (const [user, subject] of forbiddenSubscribe) {
     it(`${user} cannot subscribe ${subject}`, async () => {
@@ -121,7 +138,7 @@ describe("nats.conf permissions", () => {
   }
 
   // lurk.tools.explain: every actor serving tools answers `lurkbot tools --explain` for its own (shared/runtime/tool-serve.ts)
-  for (const [user, subject] of [["router", "lurk.run.evt.*.done"], ["channel-telegram", "lurk.run.evt.>"], ["cli", "lurk.out.cli.>"], ["tools", "_INBOX_tools.>"], ["browser", "lurk.tools.explain"], ["tools-ext", "lurk.tools.explain"], ["browser", "lurk.tools.call.browser_evaluate"], ["channel-web", "lurk.tools.call.canvas"], ["channel-web", "lurk.tools.list"]] as const) {
+  for (const [user, subject] of [["router", "lurk.run.evt.*.done"], ["channel-telegram", "lurk.run.evt.>"], ["cli", "lurk.out.cli.>"], ["tools", "_INBOX_tools.>"], ["browser", "lurk.tools.explain"], ["tools-ext", "lurk.tools.explain"], ["browser", "lurk.tools.call.browser_evaluate"], ["channel-web", "lurk.tools.call.canvas"], ["channel-web", "lurk.tools.list"], ["channel-web", "lurk.evt.sessions.reset"], ["channel-web", "lurk.evt.sessions.delete"], ["hooks", "lurk.evt.router.command"], ["hooks", "lurk.evt.sessions.reset"], ["hooks", "lurk.run.evt.*.error"]] as const) {
     it(`${user} can subscribe ${subject}`, async () => {
       const nc = await nats.connect(user, { reconnect: false });
       assert.equal(await trySubscribe(nc, subject), null);

@@ -17,7 +17,7 @@ import { hostTimeZoneName, isValidTimeZone } from "../shared/runtime/time-zone.j
 import {
   BOOTSTRAP_FILES, BOOTSTRAP_MAX_CHARS, bootstrapNamesFor, loadBootstrapFiles, trimBootstrap, type BootstrapFile,
 } from "../services/agent-runner/bootstrap.js";
-import { parseFrontmatter, parseYaml } from "../services/agent-runner/frontmatter.js";
+import { parseFrontmatter, parseYaml } from "../shared/runtime/frontmatter.js";
 import { buildSystemPrompt, localTime, SILENT_TOKEN } from "../services/agent-runner/system-prompt.js";
 import { loadSkills, skillFromText } from "../services/agent-runner/skills.js";
 import { FakeOpenAIServer, messageText } from "./fakes/openai-server.js";

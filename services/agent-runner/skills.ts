@@ -12,13 +12,13 @@
  * on demand, so no skill body is ever loaded here beyond its frontmatter. Parsed files are
  * cached by path + mtime; PATH lookups are cached briefly.
  */
-import { constants } from "node:fs";
-import { access, readdir, stat, readFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { statOrNull } from "./bootstrap.js";
-import { delimiter, join } from "node:path";
+import { join } from "node:path";
 import { REPO_ROOT } from "../../shared/scripts/paths.js";
-import { parseFrontmatter, type YamlMap, type YamlValue } from "./frontmatter.js";
+import { parseFrontmatter, type YamlMap, type YamlValue } from "../../shared/runtime/frontmatter.js";
 import { compareCodeUnits } from "../../shared/runtime/order.js";
+import { onPath } from "../../shared/runtime/on-path.js";
 
 export type SkillSource = "workspace" | "user" | "bundled";
 
@@ -36,7 +36,6 @@ export const BUNDLED_SKILLS_DIR = join(REPO_ROOT, "services", "agent-runner", "s
 const MAX_SKILL_BYTES = 256 * 1024;
 const MAX_SKILLS_PER_DIR = 200;
 const MAX_DESCRIPTION_CHARS = 400;
-const BIN_CACHE_MS = 30_000;
 
 export interface SkillDirs {
   workspace?: string;
@@ -153,33 +152,6 @@ async function eligible(skill: Skill, env: Record<string, string | undefined>, p
     if (!any) return false;
   }
   return true;
-}
-
-const binCache = new Map<string, { at: number; found: boolean }>();
-
-/** whether an executable `bin` is in one of PATH's directories (names with a slash are never looked up) */
-export async function onPath(bin: string, path: string): Promise<boolean> {
-  if (!bin || bin.includes("/") || bin.includes("\0")) return false;
-  const key = `${path}\0${bin}`;
-  const hit = binCache.get(key);
-  if (hit && Date.now() - hit.at < BIN_CACHE_MS) return hit.found;
-  let found = false;
-  for (const dir of path.split(delimiter)) {
-    if (!dir) continue;
-    try {
-      const file = join(dir, bin);
-      await access(file, constants.X_OK);
-      if ((await stat(file)).isFile()) {
-        found = true;
-        break;
-      }
-    } catch {
-      // not here
-    }
-  }
-  if (binCache.size > 500) binCache.clear();
-  binCache.set(key, { at: Date.now(), found });
-  return found;
 }
 
 function str(v: YamlValue | undefined): string {

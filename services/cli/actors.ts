@@ -11,8 +11,11 @@ import type { Credentials } from "../../shared/runtime/credentials.js";
 import { DIST_ROOT } from "../../shared/scripts/paths.js";
 import { UsageError } from "./errors.js";
 
-/** `browser` (services/browser) last: it starts no Chromium until a call needs one, and serves no tool when `browser.enabled` is false */
-export const LAUNCHER_ACTORS = ["sessions", "approvals", "tools", "router", "agent-runner", "subagents", "heartbeat", "cron", "browser"] as const;
+/**
+ * `hooks` (services/hooks) after the actors whose events it follows: it fires gateway:startup when it starts.
+ * `browser` (services/browser) last: it starts no Chromium until a call needs one, and serves no tool when `browser.enabled` is false
+ */
+export const LAUNCHER_ACTORS = ["sessions", "approvals", "tools", "router", "agent-runner", "subagents", "heartbeat", "cron", "hooks", "browser"] as const;
 
 /** Secrets an actor gets from the launcher's environment, beyond its own NATS password. */
 export const ACTOR_SECRETS: Record<string, readonly string[]> = {

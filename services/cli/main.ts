@@ -28,6 +28,7 @@ import { cmdCron } from "./cron.js";
 import { cmdPairing } from "./pairing.js";
 import { cmdSubagents } from "./subagents.js";
 import { cmdHeartbeat } from "./heartbeat.js";
+import { cmdHooks } from "./hooks.js";
 import { cmdAuth } from "./auth.js";
 import { cmdSecurity } from "./security-audit.js";
 import { cmdOnboard } from "./onboard/command.js";
@@ -218,6 +219,7 @@ const HANDLERS: Record<string, (p: ParsedCommand, env: Env) => Promise<number>> 
   pairing: (p, env) => cmdPairing(p, env, { out }),
   subagents: (p, env) => cmdSubagents(p, env, { out }),
   heartbeat: (p, env) => cmdHeartbeat(p, env, { out }),
+  hooks: (p, env) => cmdHooks(p, env, { out }),
   auth: (p, env) => cmdAuth(p, env, { out, input: process.stdin }),
   acp: (p, env) => cmdAcp(p, env),
   security: (p, env) => cmdSecurity(p, env, { out: (text) => process.stdout.write(text), color: process.stdout.isTTY === true && !env.NO_COLOR }),

@@ -39,6 +39,8 @@ export interface CommandResult {
   continueWith?: string;
   /** work the command queued (the message is acked once it settles) */
   ticket?: Promise<unknown>;
+  /** /new, /reset: the transcripts (for `lurk.evt.router.command`) */
+  sessions?: { previousSessionId: string; sessionId: string };
 }
 
 const STATE_CHANGING = new Set<Command["name"]>(["new", "reset", "stop", "compact", "settings", "subagents"]);
@@ -79,7 +81,7 @@ export async function executeCommand(ctx: CommandContext, command: Command, msg:
       ctx.rt.log.info({ sessionKey: route.sessionKey, sessionId: session.sessionId, previousSessionId }, "session reset by chat command");
       // the ended transcript into MEMORY.md/HISTORY.md (the agent-runner skips shared sessions)
       await queueConsolidation(ctx.rt, route, previousSessionId);
-      return { text, ...(command.rest ? { continueWith: command.rest } : {}) };
+      return { text, sessions: { previousSessionId, sessionId: session.sessionId }, ...(command.rest ? { continueWith: command.rest } : {}) };
     }
     case "compact": {
       const ticket = ctx.submitCompact(route, command.instructions);

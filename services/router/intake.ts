@@ -10,6 +10,7 @@ import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import { decideAccess, refusalText, type RefusalReason } from "../../shared/runtime/access-policy.js";
 import { broadcastRunId, submitBroadcast } from "./broadcast.js";
 import { executeCommand, type CommandContext } from "./command-exec.js";
+import { emitCommandEvent } from "./command-event.js";
 import { parseText, type Directives } from "./commands.js";
 import { Debouncer } from "./debounce.js";
 import { GroupContext, withContext } from "./group-context.js";
@@ -84,6 +85,7 @@ export class Intake {
       if (parsed.kind === "command") {
         const result = await executeCommand(this.commandContext, parsed.command, msg, primary);
         await publishNotice(rt, msg, result.text, { kind: result.kind ?? "notice", deliveryId: noticeId(msg), sessionKey: primary.sessionKey });
+        emitCommandEvent(rt, parsed.command, msg, primary, result);
         if (result.continueWith === undefined) return { ticket: (result.ticket ?? Promise.resolve()).then((): WorkOutcome[] => ["handed"]) };
         return this.queueMessage(msg, delivery, routes, result.continueWith, {});
       }

@@ -187,6 +187,16 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       responder: true,
       kvBuckets: [LEASE_BUCKET, CRON_JOBS_BUCKET, CRON_FIRES_BUCKET],
     }),
+    // the hooks actor (services/hooks): user scripts run on chat commands, session resets, run ends
+    // and its own start; what they push goes to the session's conversation (OUTBOUND) or to the
+    // agent as a system event (INBOUND); sessions.get finds a session's last origin
+    grant({
+      user: "hooks",
+      description: "event hooks: user scripts (HOOK.md + handler) run in a worker on commands, resets, run ends and start-up",
+      publish: [s.outboundAll, s.injectAll, s.op("sessions", "get")],
+      subscribe: [s.event("router", "command"), s.event("sessions", "reset"), ...s.runTerminalAll],
+      responder: true,
+    }),
     // the terminal channel is also the operator's console: status, tail and admin commands
     grant({
       user: "cli",
@@ -201,10 +211,11 @@ export function actorGrants(prefix?: string): ActorGrant[] {
     }),
     // the web channel also serves the `canvas` tool (services/channel-web/canvas-tool.ts): the catalog
     // (lurk.tools.list, its announcement, lurk.tools.explain), its own call subject only, cancellation,
-    // progress, and the approval request/wait/redeem a tool that needs approval uses (shared/runtime/tool-serve.ts)
+    // progress, and the approval request/wait/redeem a tool that needs approval uses (shared/runtime/tool-serve.ts);
+    // a session's reset and deletion events: its canvas is forgotten
     channel("web",
       [s.toolProgressAll, s.toolsCatalogChanged, "$SRV.INFO.approvals"],
-      [s.op("tools", "list"), s.op("tools", "explain"), ...WEB_TOOLS.map((t) => s.toolCall(t)), s.toolsCancel]),
+      [s.op("tools", "list"), s.op("tools", "explain"), ...WEB_TOOLS.map((t) => s.toolCall(t)), s.toolsCancel, s.event("sessions", "reset"), s.event("sessions", "delete")]),
     channel("telegram"),
     channel("discord"),
     channel("slack"),

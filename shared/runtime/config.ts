@@ -19,6 +19,7 @@ import { ttsConfigSchema, ttsEnvOverrides, ttsSecrets } from "./config-tts.js";
 import { browserConfigSchema } from "./config-browser.js";
 import { subagentsConfigSchema } from "./config-subagents.js";
 import { cronConfigSchema } from "./config-cron.js";
+import { hooksConfigSchema } from "./config-hooks.js";
 import { LEASE_DEFAULTS, leaseConfigShape, leaseRenewRule } from "./config-lease.js";
 import { routingConfigSchema } from "./config-routing.js";
 import { agentIdSchema, LurkError, promptModeSchema, safeParseJson, sessionTypeSchema, thinkLevelSchema } from "../contract/index.js";
@@ -259,6 +260,8 @@ export const configSchema = z.object({
   heartbeat: heartbeatConfigSchema,
   /** scheduled jobs (services/cron): lease timing, run-log cap */
   cron: cronConfigSchema,
+  /** event hooks (services/hooks): on/off, per-hook entries (enabled, env), the worker's limits (config-hooks.ts) */
+  hooks: hooksConfigSchema,
   /** context compaction of long sessions (config-compaction.ts) */
   compaction: compactionConfigSchema,
   /** consolidation of old messages into MEMORY.md and memory/HISTORY.md, and memory_search's embeddings (config-compaction.ts, config-embeddings.ts) */

@@ -1,6 +1,7 @@
 /** `lurk.evt.<actor>.<event>`: monitoring events any actor publishes (core, fire-and-forget). */
 import { z } from "zod";
-import { defineMessage } from "../envelope.js";
+import { agentIdSchema, channelNameSchema, conversationSchema, peerSchema, senderSchema, sessionKeySchema } from "../common.js";
+import { defineMessage, idSchema } from "../envelope.js";
 
 export const actorEventSchema = defineMessage("lurk.actor.event.v1", {
   actor: z.string(),
@@ -21,3 +22,42 @@ export const deadLetterDataSchema = z.object({
   error: z.string(),
   dlqSubject: z.string(),
 });
+
+/**
+ * Data of `lurk.evt.router.command`: a chat command the router handled (after its answer went
+ * out). The hooks actor turns it into `command:<command>`; `args` is the command's text after its
+ * name, capped. `ok` is false when the command was refused or failed (its answer was an error).
+ */
+export const routerCommandDataSchema = z.object({
+  command: z.string().min(1).max(64),
+  args: z.string().max(2000).default(""),
+  ok: z.boolean(),
+  sessionKey: sessionKeySchema,
+  agentId: agentIdSchema,
+  channel: channelNameSchema,
+  conversation: conversationSchema,
+  accountId: z.string().max(200).optional(),
+  peer: peerSchema,
+  sender: senderSchema,
+  /** the inbound message that carried the command */
+  messageId: idSchema,
+  /** /new and /reset: the transcript that ended and the one that began */
+  previousSessionId: z.string().max(200).optional(),
+  sessionId: z.string().max(200).optional(),
+});
+export type RouterCommandData = z.infer<typeof routerCommandDataSchema>;
+
+/** Data of `lurk.evt.sessions.reset`: a session got a fresh transcript (a command, `lurkbot sessions reset`, or the daily/idle policy). */
+export const sessionsResetDataSchema = z.object({
+  sessionKey: sessionKeySchema,
+  reason: z.string().max(64).optional(),
+  previousSessionId: z.string().max(200).optional(),
+  sessionId: z.string().max(200).optional(),
+});
+export type SessionsResetData = z.infer<typeof sessionsResetDataSchema>;
+
+/** Data of `lurk.evt.sessions.delete`: a session's entry and transcript were deleted (`lurkbot sessions delete`, a finished subagent's child session). */
+export const sessionsDeleteDataSchema = z.object({
+  sessionKey: sessionKeySchema,
+});
+export type SessionsDeleteData = z.infer<typeof sessionsDeleteDataSchema>;

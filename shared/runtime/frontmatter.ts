@@ -1,5 +1,5 @@
 /**
- * A tiny, safe parser for the YAML frontmatter of SKILL.md files (no `yaml` dependency).
+ * A tiny, safe parser for the YAML frontmatter of SKILL.md and HOOK.md files (no `yaml` dependency).
  * Supported: `key: value` maps nested by indentation, `- item` lists (also `- key: value` maps
  * as items), plain / 'single' / "double" quoted scalars, `# comments`, booleans, null, numbers,
  * flow lists `[a, b]`, JSON flow maps and lists (`metadata: {"lurkbot": {...}}`, as MoltBot

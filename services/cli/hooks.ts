@@ -1,0 +1,112 @@
+/**
+ * `lurkbot hooks list|info NAME|enable NAME|disable NAME [--agent ID] [--json]`: the hooks the
+ * hooks actor would run, read with the same discovery code (shared/runtime/hooks/discovery.ts)
+ * on this host, no bus needed; enable/disable write `hooks.entries.<name>.enabled` (hooks-toggle.ts).
+ */
+import { agentIdSchema } from "../../shared/contract/index.js";
+import { loadConfig, type Env, type LurkConfig } from "../../shared/runtime/config.js";
+import { discoverHooks, type HookDiscovery, type HookInfo } from "../../shared/runtime/hooks/discovery.js";
+import type { ParsedCommand } from "./args.js";
+import { CliError, EXIT, UsageError } from "./errors.js";
+import { table } from "./format.js";
+import { setHookEnabled } from "./hooks-toggle.js";
+
+export interface HooksIo {
+  out(line: string): void;
+}
+
+const SUBCOMMANDS = ["list", "info", "enable", "disable"] as const;
+type Sub = (typeof SUBCOMMANDS)[number];
+
+export function checkHooksArgs(p: ParsedCommand): { sub: Sub; name?: string; agentId?: string } {
+  const [sub = "list", name] = p.args;
+  if (!(SUBCOMMANDS as readonly string[]).includes(sub)) throw new UsageError(`unknown subcommand "${sub}": lurkbot hooks ${SUBCOMMANDS.join("|")}.`, "hooks");
+  if (sub === "list" && name !== undefined) throw new UsageError(`\`lurkbot hooks list\` takes no argument; unexpected "${name}" (for one hook: lurkbot hooks info ${name}).`, "hooks");
+  if (sub !== "list" && name === undefined) throw new UsageError(`\`lurkbot hooks ${sub}\` needs the hook's name (see \`npx lurkbot hooks list\`).`, "hooks");
+  const agent = p.options.agent;
+  if (agent !== undefined && !agentIdSchema.safeParse(agent).success) {
+    throw new UsageError(`--agent must be an agent id (lower-case letters, digits, '-' or '_'), not "${String(agent)}".`, "hooks");
+  }
+  return { sub: sub as Sub, ...(name !== undefined ? { name } : {}), ...(typeof agent === "string" ? { agentId: agent } : {}) };
+}
+
+export async function cmdHooks(p: ParsedCommand, env: Env, io: HooksIo): Promise<number> {
+  const { sub, name, agentId } = checkHooksArgs(p);
+  const cfg = loadConfig(env);
+  const found = await discover(cfg, env, agentId);
+  if (sub === "list") {
+    if (p.options.json) io.out(JSON.stringify({ agentId: found.agentId, hooksEnabled: cfg.hooks.enabled, dirs: found.dirs, hooks: found.hooks, problems: found.problems }, null, 2));
+    else io.out(formatList(found, cfg.hooks.enabled).trimEnd());
+    return EXIT.ok;
+  }
+  const hook = found.hooks.find((h) => h.name === name);
+  if (sub === "info") {
+    if (!hook) throw notFound(name!, found);
+    io.out(p.options.json ? JSON.stringify(hook, null, 2) : formatInfo(hook, cfg.hooks.enabled));
+    return EXIT.ok;
+  }
+  if (!hook) throw notFound(name!, found);
+  const enable = sub === "enable";
+  const { path, changed } = setHookEnabled(env, hook.name, enable);
+  io.out(`${changed ? (enable ? "enabled" : "disabled") : `already ${enable ? "enabled" : "disabled"}`}: ${hook.name} (${hook.source} hook, ${hook.dir}); hooks.entries.${hook.name}.enabled = ${enable} in ${path}`);
+  if (enable && hook.missing.length) io.out(`note: it will not run until its requirements are met: ${hook.missing.join("; ")}`);
+  if (enable && !cfg.hooks.enabled) io.out("note: hooks.enabled is false in config.json: no hook runs until it is true");
+  if (changed) io.out("Restart the hooks actor to apply it (npx lurkbot start restarts everything; with systemd: systemctl restart lurkbot@hooks).");
+  return EXIT.ok;
+}
+
+async function discover(cfg: LurkConfig, env: Env, agentId: string | undefined): Promise<HookDiscovery> {
+  try {
+    return await discoverHooks(cfg, { env, ...(agentId ? { agentId } : {}) });
+  } catch (err) {
+    throw new UsageError(`--agent: ${(err as Error).message}.`, "hooks");
+  }
+}
+
+function notFound(name: string, found: HookDiscovery): CliError {
+  const broken = found.problems.filter((p) => p.dir.endsWith(`/${name}`));
+  if (broken.length) return new CliError(`the hook "${name}" cannot be used: ${broken.map((b) => `${b.dir}: ${b.reason}`).join("; ")}. Fix its folder and try again.`);
+  const names = found.hooks.map((h) => h.name);
+  return new CliError(`no hook named "${name}"${names.length ? ` (found: ${names.join(", ")})` : ""}. Hooks live in ${found.dirs.map((d) => d.dir).join(", ")}; see \`npx lurkbot hooks list\`.`);
+}
+
+const state = (h: HookInfo, hooksOn: boolean) => (!hooksOn ? "no (hooks.enabled is false)" : !h.enabled ? "no (disabled)" : h.missing.length ? "no (requirements)" : "yes");
+
+export function formatList(found: HookDiscovery, hooksOn: boolean): string {
+  const lines: string[] = [];
+  if (!hooksOn) lines.push("hooks.enabled is false: no hook runs.", "");
+  if (found.hooks.length === 0) lines.push(`No hooks found for agent ${found.agentId} (looked in ${found.dirs.map((d) => d.dir).join(", ")}).`);
+  else {
+    lines.push(table(["NAME", "SOURCE", "EVENTS", "ENABLED", "RUNS", "REQUIREMENTS"], found.hooks.map((h) => [
+      `${h.emoji ? `${h.emoji} ` : ""}${h.name}`, h.source, h.events.join(","), h.enabled ? `yes${h.enabledBy === "config" ? "" : " (default)"}` : `no${h.enabledBy === "config" ? "" : " (default)"}`,
+      state(h, hooksOn), h.missing.length ? h.missing.join("; ") : "met",
+    ])).trimEnd());
+  }
+  if (found.problems.length) {
+    lines.push("", "Folders that cannot be used:");
+    for (const p of found.problems) lines.push(`  ${p.dir} (${p.source}): ${p.reason}`);
+  }
+  return lines.join("\n");
+}
+
+export function formatInfo(h: HookInfo, hooksOn: boolean): string {
+  return [
+    `${h.emoji ? `${h.emoji} ` : ""}${h.name}${h.description ? ` — ${h.description}` : ""}`,
+    `  source:       ${h.source}${h.shadows.length ? ` (hides the ${h.shadows.join(", ")} one)` : ""}`,
+    `  folder:       ${h.dir}`,
+    `  handler:      ${h.handler}`,
+    `  events:       ${h.events.join(", ")}`,
+    `  enabled:      ${h.enabled ? "yes" : "no"} (${h.enabledBy === "config" ? `hooks.entries.${h.name}.enabled` : `default for ${h.source} hooks`})`,
+    `  requirements: ${h.missing.length ? `not met: ${h.missing.join("; ")}` : "met"}${formatRequires(h)}`,
+    `  runs:         ${state(h, hooksOn)}`,
+  ].join("\n");
+}
+
+function formatRequires(h: HookInfo): string {
+  const r = h.requires;
+  const parts = [
+    r.bins.length ? `bins ${r.bins.join(", ")}` : "", r.anyBins.length ? `one of ${r.anyBins.join(", ")}` : "",
+    r.env.length ? `env ${r.env.join(", ")}` : "", r.os.length ? `os ${r.os.join(", ")}` : "",
+  ].filter(Boolean);
+  return parts.length ? ` (${parts.join("; ")})` : "";
+}

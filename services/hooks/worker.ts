@@ -1,0 +1,71 @@
+/**
+ * The worker entry (piscina): one hook handler invocation. Imports the handler module (afresh
+ * when its file changed), builds the event and ctx the handler gets, awaits
+ * `default(event, ctx)` and returns what it pushed and asked for, capped (task.ts). A handler
+ * that throws is an outcome with `error`; the time limit and the memory cap are the pool's.
+ */
+import { pathToFileURL } from "node:url";
+import { OUTCOME_LIMITS, type HookOutcome, type HookTask } from "./task.js";
+
+type Handler = (event: unknown, ctx: unknown) => unknown;
+
+export default async function runHook(task: HookTask): Promise<HookOutcome> {
+  const messages: string[] = [];
+  const runs: HookOutcome["runs"] = [];
+  const logs: HookOutcome["logs"] = [];
+  let dropped = 0;
+  const event = {
+    type: task.event.type,
+    action: task.event.action,
+    name: `${task.event.type}:${task.event.action}`,
+    ...(task.event.sessionKey ? { sessionKey: task.event.sessionKey } : {}),
+    timestamp: new Date(task.event.timestamp),
+    context: task.event.context,
+    messages,
+  };
+  const log = (level: "info" | "warn" | "error") => (...parts: unknown[]) => {
+    if (logs.length >= OUTCOME_LIMITS.logs) return void dropped++;
+    logs.push({ level, msg: parts.map(describe).join(" ").slice(0, OUTCOME_LIMITS.logChars) });
+  };
+  const ctx = {
+    ...task.ctx,
+    log: { info: log("info"), warn: log("warn"), error: log("error") },
+    /** queues `text` as a system event in a session of this agent (default: the event's) and wakes the agent */
+    runAgent(text: unknown, opts: { sessionKey?: unknown } = {}) {
+      if (typeof text !== "string" || text.trim() === "") throw new TypeError("ctx.runAgent(text): text must be a non-empty string");
+      if (runs.length >= OUTCOME_LIMITS.runs) throw new RangeError(`ctx.runAgent: at most ${OUTCOME_LIMITS.runs} runs per event`);
+      const sessionKey = typeof opts.sessionKey === "string" ? opts.sessionKey : undefined;
+      runs.push({ text: text.slice(0, OUTCOME_LIMITS.runChars), ...(sessionKey ? { sessionKey } : {}) });
+    },
+  };
+  let error: HookOutcome["error"];
+  try {
+    const mod = (await import(`${pathToFileURL(task.handler).href}?v=${task.version}`)) as { default?: unknown };
+    const handler = mod.default;
+    if (typeof handler !== "function") throw new TypeError(`${task.handler} has no default export function (export default async function (event, ctx) { … })`);
+    await (handler as Handler)(event, ctx);
+  } catch (err) {
+    const e = err instanceof Error ? err : new Error(describe(err));
+    error = { kind: "threw", message: e.message.slice(0, 2000), ...(e.stack ? { stack: e.stack.slice(0, 4000) } : {}) };
+  }
+  // what the handler pushed, as strings, capped (it may have pushed anything, or replaced the array)
+  const pushed = Array.isArray(event.messages) ? (event.messages as unknown[]) : [];
+  const out: string[] = [];
+  for (const m of pushed) {
+    const text = typeof m === "string" ? m : describe(m);
+    if (text.trim() === "") continue;
+    if (out.length >= OUTCOME_LIMITS.messages) dropped++;
+    else out.push(text.slice(0, OUTCOME_LIMITS.messageChars));
+  }
+  return { messages: out, runs, logs, dropped, ...(error ? { error } : {}) };
+}
+
+function describe(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (value instanceof Error) return value.message;
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}

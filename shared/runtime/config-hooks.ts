@@ -1,0 +1,46 @@
+/**
+ * The `hooks` key of the configuration (services/hooks, seeds 001 §8):
+ *   "hooks": { "enabled": true, "entries": { "command-logger": { "enabled": true, "env": { "X": "1" } } },
+ *              "timeoutMs": 30000, "workerMemoryMb": 64, "workerIdleMs": 10000, "maxQueue": 100 }
+ * `enabled: false` runs no hook at all. Each hook's own default: hooks in `$LURKBOT_HOME/hooks`
+ * are on, bundled and workspace hooks are off (a workspace is writable by the agent) until
+ * `hooks.entries.<name>.enabled` (or `lurkbot hooks enable NAME`) turns them on.
+ */
+import { z } from "zod";
+
+/** a smaller worker heap aborts the process on Node 22 and 24 (config.ts MIN_WORKER_MEMORY_MB; not imported: config.ts imports this file) */
+const MIN_WORKER_MB = 32;
+
+export const HOOK_NAME_RE = /^[A-Za-z0-9][\w.-]{0,63}$/;
+
+export const HOOKS_DEFAULTS = {
+  enabled: true,
+  entries: {},
+  timeoutMs: 30_000,
+  workerMemoryMb: 64,
+  workerIdleMs: 10_000,
+  maxQueue: 100,
+};
+
+export const hookEntrySchema = z.object({
+  /** overrides the hook's default (user hooks on; bundled and workspace hooks off) */
+  enabled: z.boolean().optional(),
+  /** variables the handler sees in ctx.env (over the actor's environment); also satisfy `requires.env` */
+  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string().max(8192)).default({}),
+});
+export type HookEntry = z.infer<typeof hookEntrySchema>;
+
+export const hooksConfigSchema = z.object({
+  /** false: no hook runs (the actor still starts, and subscribes to nothing) */
+  enabled: z.boolean().default(HOOKS_DEFAULTS.enabled),
+  entries: z.record(z.string().regex(HOOK_NAME_RE, "a hook name: letters, digits, '.', '_', '-'"), hookEntrySchema).default({}),
+  /** one handler invocation may run this long; then its worker is terminated */
+  timeoutMs: z.number().int().min(100).max(600_000).default(HOOKS_DEFAULTS.timeoutMs),
+  /** old-generation heap cap of the hook worker, MB */
+  workerMemoryMb: z.number().int().min(MIN_WORKER_MB).max(4096).default(HOOKS_DEFAULTS.workerMemoryMb),
+  /** the worker ends after this long without an invocation (the next one starts a fresh worker) */
+  workerIdleMs: z.number().int().min(100).max(3_600_000).default(HOOKS_DEFAULTS.workerIdleMs),
+  /** events waiting for their hooks at most; more are dropped with a warning */
+  maxQueue: z.number().int().min(1).max(10_000).default(HOOKS_DEFAULTS.maxQueue),
+}).default(HOOKS_DEFAULTS);
+export type HooksConfig = z.infer<typeof hooksConfigSchema>;
