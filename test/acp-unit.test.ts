@@ -1,7 +1,8 @@
 /**
  * The ACP server's parts without a bus: the JSON-RPC line transport (framing across reads,
  * errors for malformed input, requests both ways), the run-event mapping, the prompt's text and
- * the permission answers.
+ * the permission answers, which tool call an approval is about, typed approval decisions, and
+ * session/load's refusal of sessions no ACP server made.
  */
 import assert from "node:assert/strict";
 import { PassThrough } from "node:stream";
@@ -11,6 +12,8 @@ import { mapRunEvent, newTurnState, toolKind, toolTitle } from "../services/cli/
 import { MAX_PROMPT_CHARS, promptText } from "../services/cli/acp/prompt-text.js";
 import { approvalToolCall, decisionOf } from "../services/cli/acp/permissions.js";
 import { recordUpdates } from "../services/cli/acp/history.js";
+import { AcpAgent } from "../services/cli/acp/server.js";
+import { approvalCommand } from "../services/cli/acp/session.js";
 
 const quiet = { debug: () => undefined, warn: () => undefined };
 
@@ -154,6 +157,60 @@ describe("ACP mapping", () => {
     const other = approvalToolCall({ approvalId: "a2", tool: "browser_evaluate", command: "1+1", expiresAt: 0 }, s);
     assert.equal(other.toolCall.toolCallId, "approval-a2");
     assert.equal(other.announce[0]?.sessionUpdate, "tool_call");
+  });
+
+  it("two parallel calls of one tool: each approval is about the call its toolCallId names, with its summary", () => {
+    const s = newTurnState();
+    mapRunEvent({ kind: "tool_start", turn: 1, toolCallId: "up1", name: "browser", args: { action: "upload", ref: "e5", paths: ["a.pdf"] } }, s);
+    mapRunEvent({ kind: "tool_start", turn: 1, toolCallId: "up2", name: "browser", args: { action: "upload", ref: "e9", paths: ["b.pdf"] } }, s);
+    const summary1 = "upload to https://one.example (element e5 of https://one.example/form): a.pdf (3 KB)";
+    const first = approvalToolCall({ approvalId: "a1", tool: "browser", command: summary1, expiresAt: 0, toolCallId: "up1" }, s);
+    assert.equal(first.toolCall.toolCallId, "up1");
+    assert.deepEqual(first.toolCall.rawInput, { action: "upload", ref: "e5", paths: ["a.pdf"] });
+    assert.equal(first.toolCall.title, `browser: ${summary1}`);
+    assert.deepEqual(first.toolCall.content, [{ type: "content", content: { type: "text", text: summary1 } }]);
+    assert.deepEqual(first.announce, []);
+    const second = approvalToolCall({ approvalId: "a2", tool: "browser", command: "upload to https://two.example: b.pdf", expiresAt: 0, toolCallId: "up2" }, s);
+    assert.equal(second.toolCall.toolCallId, "up2");
+    assert.deepEqual(second.toolCall.rawInput, { action: "upload", ref: "e9", paths: ["b.pdf"] });
+    assert.match(second.toolCall.title!, /two\.example/);
+    // a long summary: cut in the title, whole in the content
+    const long = `upload to https://three.example: ${"f.txt, ".repeat(40)}`;
+    const third = approvalToolCall({ approvalId: "a3", tool: "browser", command: long, expiresAt: 0, toolCallId: "up3" }, s);
+    assert.ok(third.toolCall.title!.length <= 120 && third.toolCall.title!.endsWith("…"));
+    assert.equal(third.toolCall.content?.[0]?.content.text, long);
+    // its call was not seen (yet): announced under its own id, and the run's tool_start then only updates it
+    assert.equal(third.toolCall.toolCallId, "up3");
+    assert.equal(third.announce[0]?.sessionUpdate, "tool_call");
+    assert.deepEqual(mapRunEvent({ kind: "tool_start", turn: 1, toolCallId: "up3", name: "browser", args: { action: "upload" } }, s), [{ sessionUpdate: "tool_call_update", toolCallId: "up3", rawInput: { action: "upload" } }]);
+    // a notice without toolCallId (an older approvals actor): by name only when one call of that tool is open
+    assert.equal(approvalToolCall({ approvalId: "a4", tool: "browser", command: "x", expiresAt: 0 }, s).toolCall.toolCallId, "approval-a4");
+  });
+
+  it("typed approval decisions are recognized as the router would parse them", () => {
+    assert.deepEqual(approvalCommand("/approve apr-0011223344"), { command: "approve", approvalId: "apr-0011223344" });
+    assert.deepEqual(approvalCommand("  /DENY@lurkbot apr-1  "), { command: "deny", approvalId: "apr-1" });
+    assert.equal(approvalCommand("/approved apr-1"), undefined);
+    assert.equal(approvalCommand("/approve"), undefined, "no id: the router's own error");
+    assert.equal(approvalCommand("please /approve apr-1"), undefined);
+    assert.equal(approvalCommand("[Editor (ACP) context: x]\n\n/approve apr-1"), undefined, "not a command after the context line");
+  });
+
+  it("session/load takes only session names with the server's prefix", async () => {
+    let connected = false;
+    const agent = new AcpAgent({
+      bus: async () => {
+        connected = true;
+        throw new Error("no bus in this test");
+      },
+      prefix: "lurk", loadAgentId: "main", sessionPrefix: "acp-", requestTimeoutMs: 1000, log: quiet as never, promptTimeoutMs: 1000, cancelGraceMs: 10,
+    });
+    for (const sessionId of ["my-chat", "acp", "xacp-1", "main"]) {
+      await assert.rejects(agent.request("session/load", { sessionId, cwd: "/tmp", mcpServers: [] }), (e: RpcError) => e.code === -32602 && /only the sessions an ACP server made \(names starting with "acp-"/.test(e.message), sessionId);
+    }
+    assert.equal(connected, false, "refused before the bus is asked");
+    // a name with the prefix goes on (here to the missing bus)
+    await assert.rejects(agent.request("session/load", { sessionId: "acp-123", cwd: "/tmp", mcpServers: [] }), /no bus in this test/);
   });
 
   it("history records replay without the context line", () => {

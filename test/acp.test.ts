@@ -2,14 +2,17 @@
  * `lurkbot acp` end to end: the whole system (nats-server, sessions, approvals, tools, router,
  * agent-runner as processes, the fake OpenAI server) and the ACP server spawned as an editor
  * would, spoken to in JSON-RPC over its stdio: initialize, session/new, streamed answers, tool
- * calls, approvals as session/request_permission (allowed and rejected), session/cancel of a
- * slow answer, malformed input, two sessions kept apart, and session/load replaying a session
- * in a second process.
+ * calls, approvals as session/request_permission (allowed and rejected; two parallel calls of
+ * one tool each asked about with its own call and summary), typed /approve and /deny kept to
+ * the session's own approvals, session/cancel of a slow answer, malformed input, two sessions
+ * kept apart, and session/load replaying a session in a second process (only ACP sessions).
  */
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { argsHash } from "../shared/runtime/approval-token.js";
+import { BusClient } from "../shared/runtime/client.js";
 import { messageText } from "./fakes/openai-server.js";
 import { AcpTestClient, chunkText, type RpcMessage } from "./harness/acp-client.js";
 import { runCli } from "./harness/cli.js";
@@ -36,7 +39,8 @@ describe("lurkbot acp (Agent Client Protocol over stdio)", () => {
       fake: { chunkDelayMs: 40 },
       files: { "notes.txt": "the treasure is under the oak tree\n" },
       config: {
-        tools: { timeoutMs: 20_000, exec: { ask: "always", ...(existsSync(BWRAP) ? {} : { allowUnsandboxed: true }) } },
+        // memory_get (parallel-safe) needs an approval too: two calls of it in one turn run at once
+        tools: { timeoutMs: 20_000, requireApproval: ["memory_get"], exec: { ask: "always", ...(existsSync(BWRAP) ? {} : { allowUnsandboxed: true }) } },
         approvals: { timeoutMs: 60_000 },
       },
     });
@@ -147,6 +151,74 @@ describe("lurkbot acp (Agent Client Protocol over stdio)", () => {
     assert.equal(existsSync(join(system.workspace, "acp-denied-marker")), false);
   });
 
+  it("two parallel calls of one tool needing approval: each permission request is about its own call, with the approval's summary", async () => {
+    const from = acp.updates(session).length;
+    const asked: RpcMessage[] = [];
+    acp.onRequest = (m) => {
+      asked.push(m);
+      return { outcome: { outcome: "selected", optionId: "reject_once" } };
+    };
+    // the approval's summary is the call's `command` argument (the gate's default), different for each call
+    system.fake.enqueue({ kind: "tool_calls", calls: [
+      { name: "memory_get", arguments: { path: "MEMORY.md", command: "summary of the first call" } },
+      { name: "memory_get", arguments: { path: "HISTORY.md", command: "summary of the second call" } },
+    ] });
+    const r = await prompt(session, "look at both memory files");
+    assert.deepEqual(r.result, { stopReason: "end_turn" }, JSON.stringify(r.error));
+    assert.equal(asked.length, 2, "two permission requests");
+    const updates = since(session, from);
+    const calls = updates.filter((u) => u.sessionUpdate === "tool_call");
+    assert.equal(calls.length, 2, JSON.stringify(calls));
+    // the path each call was started with (tool_call, or a later update when the notice came first)
+    const pathOf = (id: string) => updates.filter((u) => u.toolCallId === id && typeof u.rawInput?.path === "string").at(-1)?.rawInput.path as string | undefined;
+    const ids = new Set<string>();
+    for (const m of asked) {
+      const toolCall = m.params.toolCall;
+      const summary = toolCall.content?.[0]?.content?.text as string;
+      const expected = summary === "summary of the first call" ? "MEMORY.md" : summary === "summary of the second call" ? "HISTORY.md" : undefined;
+      assert.ok(expected, `the request carries the approval's summary as text content: ${JSON.stringify(toolCall)}`);
+      assert.equal(toolCall.title, `memory_get: ${summary}`);
+      assert.ok(calls.some((c) => c.toolCallId === toolCall.toolCallId), "a call the editor shows");
+      assert.equal(pathOf(toolCall.toolCallId), expected, `request ${summary} names its own call`);
+      if (toolCall.rawInput?.path !== undefined) assert.equal(toolCall.rawInput.path, expected);
+      ids.add(toolCall.toolCallId);
+    }
+    assert.equal(ids.size, 2, "the two requests name two calls");
+    for (const id of ids) {
+      const end = updates.find((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === id && u.status === "failed");
+      assert.ok(end, `call ${id} ended denied`);
+    }
+  });
+
+  it("a typed /approve or /deny decides only approvals this ACP session asked about", async () => {
+    const cli = new BusClient(await system.nats.connect("cli"));
+    const tools = new BusClient(await system.nats.connect("tools"));
+    try {
+      // a pending approval of another session (e.g. a chat on another channel)
+      const { approval } = await tools.call("approvals", "request", {
+        toolCallId: "elsewhere-call", tool: "exec", argsHash: argsHash({ command: "rm -rf ~/notes" }), command: "rm -rf ~/notes",
+        sessionKey: "agent:main:telegram:dm:123", agentId: "main",
+      });
+      for (const typed of [`/approve ${approval.approvalId}`, `/deny@lurkbot ${approval.approvalId}`]) {
+        const from = acp.updates(session).length;
+        const r = await prompt(session, typed);
+        assert.deepEqual(r.result, { stopReason: "end_turn" }, JSON.stringify(r.error));
+        assert.match(chunkText(since(session, from)), new RegExp(`was not sent: this editor session only decides the approvals it asked you about.*permission prompt`, "s"));
+      }
+      assert.equal((await cli.call("approvals", "get", { approvalId: approval.approvalId })).approval.status, "pending", "not decided");
+      // one this session asked about goes to the router (decided already: the router says so)
+      const { approvals } = await cli.call("approvals", "list", { limit: 1000 });
+      const own = approvals.find((a) => a.sessionKey === `agent:main:cli:dm:${session}`);
+      assert.ok(own, "an approval of this session");
+      const r = await prompt(session, `/deny ${own.approvalId}`);
+      assert.match(r.error?.message ?? JSON.stringify(r.result), new RegExp(`Could not deny ${own.approvalId}: .*already`));
+      await cli.call("approvals", "decide", { approvalId: approval.approvalId, decision: "deny", decidedBy: "cli:test" });
+    } finally {
+      await cli.nc.close();
+      await tools.nc.close();
+    }
+  });
+
   it("session/cancel during a slow streamed answer ends the prompt with cancelled; the session goes on", async () => {
     system.fake.responder = (body) => (messageText(body.messages.at(-1)).includes("tell a long story") ? { kind: "hang", text: "Once upon a time" } : undefined);
     try {
@@ -229,6 +301,11 @@ describe("lurkbot acp (Agent Client Protocol over stdio)", () => {
       assert.deepEqual(r.result, { stopReason: "end_turn" }, JSON.stringify(r.error));
       assert.ok(system.fake.requests.at(-1)!.body.messages.some((m) => messageText(m).includes("remember alpha")), "the history went to the model");
       assert.equal((await second.call("session/load", { sessionId: "acp-never-made", cwd: CWD, mcpServers: [] })).error?.code, -32002);
+      // not a session an ACP server made (e.g. `lurkbot chat --session notes`): refused, not replayed
+      const foreign = await second.call("session/load", { sessionId: "notes", cwd: CWD, mcpServers: [] });
+      assert.equal(foreign.error?.code, -32602);
+      assert.match(foreign.error!.message, /only the sessions an ACP server made \(names starting with "acp-"/);
+      assert.deepEqual(second.updates("notes"), []);
       assert.deepEqual(second.stray, []);
     } finally {
       assert.equal(await second.close(), 0);

@@ -203,6 +203,8 @@ describe("approvals: exec gated by a human decision", () => {
         const out = outboundMessageSchema.parse(msg.json());
         assert.equal(out.kind, "approval");
         assert.equal(out.approval?.approvalId, approval.approvalId);
+        assert.equal(out.approval?.toolCallId, "notice-call", "the notice names the tool call it is for");
+        assert.equal(out.approval?.command, "ls");
         assert.deepEqual(out.replyTo, ["in-1"]);
         assert.match(out.text, new RegExp(`/approve ${approval.approvalId}`));
         assert.equal(msg.header?.get("Nats-Msg-Id"), approval.approvalId);

@@ -1,12 +1,16 @@
 /**
  * The onboarding wizard's live checks (services/cli/onboard/checks.ts) against the fakes: each
  * provider's SDK call and each platform's token call, right and wrong, and that no result
- * quotes the key or token it checked. The prompt layer's answers from flags (PresetPrompter).
+ * quotes the key or token it checked; an abort (the wizard's Ctrl-C) ends a slow check at once.
+ * The prompt layer's answers from flags (PresetPrompter) and its interrupt, which stops the
+ * wizard before its next step.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { checkChannelToken, checkModel, scrub, type CheckResult } from "../services/cli/onboard/checks.js";
-import { PresetPrompter, type Preset } from "../services/cli/onboard/prompt.js";
+import { createServer } from "node:http";
+import { PresetPrompter, WizardCancelled, type Preset } from "../services/cli/onboard/prompt.js";
+import { runWizard, WizardSession, type OnboardState } from "../services/cli/onboard/session.js";
 import { FakeAnthropicServer } from "./fakes/anthropic-server.js";
 import { FakeDiscordServer } from "./fakes/discord-server.js";
 import { FakeOllamaServer } from "./fakes/ollama-server.js";
@@ -69,6 +73,56 @@ describe("onboard checks", () => {
     assert.ok(!badSlack.ok && /invalid_auth/.test(badSlack.problem));
     const down = await checkChannelToken("telegram", "botToken", "123:abcdefghijklmnop", roots, 5_000);
     assert.ok(!down.ok && down.kind === "unreachable");
+  });
+
+  it("an abort ends a slow check at once with the abort's reason (not a result, not the timeout)", async () => {
+    const slow = await FakeOpenAIServer.start({ apiKey: KEY, modelsDelayMs: 10_000 });
+    // a platform API that never answers
+    const hang = createServer(() => undefined);
+    await new Promise<void>((r) => hang.listen(0, "127.0.0.1", () => r()));
+    const port = (hang.address() as { port: number }).port;
+    try {
+      for (const run of [
+        (signal: AbortSignal) => checkModel({ provider: "openai-compatible", model: "test-model", baseUrl: slow.baseUrl, apiKey: KEY }, 15_000, signal),
+        (signal: AbortSignal) => checkModel({ provider: "ollama", model: "llama3.2", baseUrl: `http://127.0.0.1:${port}` }, 15_000, signal),
+        (signal: AbortSignal) => checkChannelToken("discord", "botToken", "discord-token-0123456789", { telegram: "", discord: `http://127.0.0.1:${port}`, slack: "" }, 15_000, signal),
+      ]) {
+        const abort = new AbortController();
+        const reason = new WizardCancelled("Ctrl-C");
+        const started = Date.now();
+        const pending = run(abort.signal);
+        setTimeout(() => abort.abort(reason), 200);
+        await assert.rejects(pending, (e) => e === reason);
+        assert.ok(Date.now() - started < 3_000, `ended after ${Date.now() - started} ms`);
+      }
+      // already aborted: no request at all
+      const before = slow.modelRequests;
+      const gone = new AbortController();
+      gone.abort(new WizardCancelled("Ctrl-C"));
+      await assert.rejects(checkModel({ provider: "openai-compatible", model: "test-model", baseUrl: slow.baseUrl, apiKey: KEY }, 15_000, gone.signal), WizardCancelled);
+      assert.equal(slow.modelRequests, before);
+    } finally {
+      hang.closeAllConnections();
+      await new Promise<void>((r) => hang.close(() => r()));
+      await slow.close();
+    }
+  });
+
+  it("an interrupt: flags answer nothing more, and the wizard stops before its next step", async () => {
+    const p = new PresetPrompter(new Map<string, Preset>([["provider", "ollama"]]), {}, undefined, () => undefined);
+    const ran: string[] = [];
+    const session = new WizardSession(p, {} as OnboardState);
+    const steps = ["one", "two", "three"].map((id) => ({
+      id,
+      run: async () => {
+        ran.push(id);
+        if (id === "one") p.interrupt("Ctrl-C");
+      },
+    }));
+    await assert.rejects(runWizard(steps, session), (e) => e instanceof WizardCancelled && /cancelled \(Ctrl-C\)/.test(e.message));
+    assert.deepEqual(ran, ["one"]);
+    assert.ok(p.signal.aborted && p.signal.reason === p.cancelled);
+    await assert.rejects(p.select({ id: "provider", message: "Model provider:", choices: [{ value: "ollama", label: "Ollama" }] }), WizardCancelled);
   });
 
   it("scrub takes keys and tokens out of error texts", () => {

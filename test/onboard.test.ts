@@ -3,8 +3,9 @@
  * pipe, against the fake OpenAI and Telegram servers: QuickStart writes a valid config.json and a
  * 0600 secrets file, and the key shows up nowhere else; a refused key is reported and entered
  * again; a Telegram token is checked with getMe; --non-interactive takes every answer from flags,
- * and a missing one is exit 64 naming the flag; end of input writes nothing; --reset keeps a
- * backup.
+ * and a missing one is exit 64 naming the flag; end of input writes nothing; Ctrl-C during a
+ * slow live check ends it at once and writes nothing, even when the rest is answered by flags;
+ * --reset keeps a backup.
  */
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -14,7 +15,8 @@ import { after, before, describe, it } from "node:test";
 import { parseConfig } from "../shared/runtime/config.js";
 import { FakeOpenAIServer } from "./fakes/openai-server.js";
 import { FakeTelegramServer } from "./fakes/telegram-server.js";
-import { runCli, type CliRun } from "./harness/cli.js";
+import { waitFor } from "./harness/actors.js";
+import { runCli, startCli, type CliRun } from "./harness/cli.js";
 
 const KEY = "sk-onboard-right-key-0123456789";
 const WRONG = "sk-onboard-wrong-key-9876543210";
@@ -173,6 +175,34 @@ describe("lurkbot onboard", () => {
     assert.match(run.stderr, /cancelled \(end of input\); nothing was written/);
     assert.deepEqual(readdirSync(home.dir), ["config.json"]);
     assert.equal(readFileSync(join(home.dir, "config.json"), "utf8"), before);
+  });
+
+  it("Ctrl-C during a slow live check, the other answers from flags: the check ends at once, nothing is written, exit 1", async () => {
+    // the check would succeed after 4 s (within its 15 s timeout): before, the wizard then went on and wrote
+    const slow = await FakeOpenAIServer.start({ apiKey: KEY, modelsDelayMs: 4_000 });
+    try {
+      for (const mode of [[], ["--non-interactive"]]) {
+        const home = newHome();
+        const args = ["onboard", ...mode, "--yes", "--provider", "openai-compatible", "--base-url", slow.baseUrl, "--model", "test-model", "--api-key-env", "MY_KEY", "--channels", "none"];
+        // stdin stays open: no end of input, only the Ctrl-C (interactive: Enter for the mode, the one question without a flag)
+        const run = startCli(args, { ...home.env, MY_KEY: KEY }, "pipe");
+        if (mode.length === 0) run.child.stdin!.write("\n");
+        const before = slow.modelRequests;
+        await waitFor(() => slow.modelRequests > before, 30_000, "the live check's request");
+        const sent = Date.now();
+        run.child.kill("SIGINT");
+        const code = await Promise.race([run.exited, new Promise<string>((r) => setTimeout(() => r("still running"), 20_000))]);
+        if (code === "still running") run.child.kill("SIGKILL");
+        const took = Date.now() - sent;
+        assert.equal(code, 1, `${mode.join(" ")}: ${run.stdout()}\n${run.stderr()}`);
+        assert.ok(took < 3_000, `ended ${took} ms after Ctrl-C (the check's answer was 4 s away)`);
+        assert.match(run.stderr(), /cancelled \(Ctrl-C\); nothing was written/);
+        assert.doesNotMatch(run.stdout(), /wrote |ok: /);
+        assert.deepEqual(readdirSync(home.dir), [], "no config.json, no credentials/secrets.json");
+      }
+    } finally {
+      await slow.close();
+    }
   });
 
   it("--reset starts over after a confirmation and keeps the old config.json as a backup", async () => {

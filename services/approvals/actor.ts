@@ -206,7 +206,7 @@ async function deliverNotice(rt: ActorRuntime, record: ApprovalRecord): Promise<
     kind: "approval",
     replyTo: origin.messageIds,
     text: `Approval needed — ${what}\nReply /approve ${record.approvalId} or /deny ${record.approvalId} (expires in ${minutes} min; no answer = denied).`,
-    approval: { approvalId: record.approvalId, tool: record.tool, ...(record.command !== undefined ? { command: record.command } : {}), expiresAt: record.expiresAt },
+    approval: { approvalId: record.approvalId, tool: record.tool, ...(record.command !== undefined ? { command: record.command } : {}), expiresAt: record.expiresAt, toolCallId: record.toolCallId },
   });
   if (!parsed.success) {
     rt.log.warn({ approvalId: record.approvalId, issues: parsed.error.issues.slice(0, 3) }, "approval notice does not match the contract");

@@ -54,7 +54,8 @@ export const COMMANDS: CommandSpec[] = [
       "CLI hands them to the actors that need them, and a variable set in the environment wins over the stored one.",
       "config.json keeps what it had besides the answers, is validated before it is written, and written atomically.",
       "--non-interactive asks nothing: every answer is a flag, and a missing one is an error naming the flag (exit 64).",
-      "Exit code 1 when cancelled (Ctrl-C, end of input: nothing is written) or a live check fails (--non-interactive).",
+      "Exit code 1 when cancelled (Ctrl-C, also during a live check, or end of input: nothing is written) or a live check fails",
+      "(--non-interactive). A second Ctrl-C ends the command at once (exit 130).",
       "  e.g. OPENAI_API_KEY=sk-... npx lurkbot onboard --non-interactive --yes --provider openai --api-key-env OPENAI_API_KEY --channels web",
     ],
     minArgs: 0,
@@ -324,6 +325,23 @@ export const COMMANDS: CommandSpec[] = [
     maxArgs: 2,
     options: {
       agent: { type: "string", value: "ID", help: "one agent (default: all for status/enable/disable, the default agent for last/run)" },
+      json: { type: "boolean", help: "print JSON" },
+    },
+  },
+  {
+    name: "hooks",
+    args: "list|info NAME|enable NAME|disable NAME",
+    summary: "event hooks: the hooks found (workspace, $LURKBOT_HOME/hooks, bundled), one hook's details, turn one on or off",
+    details: [
+      "  hooks list [--agent ID] [--json]   name, source, events, enabled, requirements met or why not; folders that cannot be used",
+      "  hooks info NAME [--agent ID] [--json]   one hook: its files, events, requirements, description",
+      "  hooks enable NAME | disable NAME   sets hooks.entries.NAME.enabled in config.json (restart the hooks actor to apply)",
+      "Bundled and workspace hooks are off until enabled; hooks in $LURKBOT_HOME/hooks are on (services/hooks/README.md).",
+    ],
+    minArgs: 0,
+    maxArgs: 2,
+    options: {
+      agent: { type: "string", value: "ID", help: "the agent whose workspace hooks are read (default: the default agent)" },
       json: { type: "boolean", help: "print JSON" },
     },
   },

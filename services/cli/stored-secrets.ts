@@ -6,11 +6,12 @@
  * the environment, only to the actor that needs it (ACTOR_SECRETS in actors.ts) and never writes
  * it into config.json, which every actor reads.
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { z } from "zod";
 import { LurkError, safeParseJson } from "../../shared/contract/index.js";
 import { defaultHome, type Env } from "../../shared/runtime/config.js";
+import { writeFileAtomicSync } from "../../shared/runtime/atomic-write.js";
 import { checkCredentialsMode } from "../../shared/runtime/credentials.js";
 import { ACTOR_SECRETS } from "./actors.js";
 
@@ -42,13 +43,9 @@ export function readStoredSecrets(path: string): Record<string, string> {
   return result.data;
 }
 
-/** Writes the secrets atomically (a temporary file renamed over the old one), mode 0600. */
+/** Writes the secrets atomically (writeFileAtomicSync: a new temporary file renamed over the old one), mode 0600. */
 export function writeStoredSecrets(path: string, secrets: Record<string, string>): void {
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  const tmp = `${path}.tmp-${process.pid}`;
-  writeFileSync(tmp, JSON.stringify(secrets, null, 2) + "\n", { mode: 0o600 });
-  chmodSync(tmp, 0o600);
-  renameSync(tmp, path);
+  writeFileAtomicSync(path, JSON.stringify(secrets, null, 2) + "\n", 0o600);
 }
 
 /** The environment with the stored secrets it does not set itself. */

@@ -4,10 +4,10 @@
  * password from `LURKBOT_NATS_PASS_<USER>` (set by the launcher or systemd) or from this file.
  */
 import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { dirname } from "node:path";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { z } from "zod";
 import { ADMIN_USER, actorGrants, LurkError, passwordEnvName, safeParseJson } from "../contract/index.js";
+import { writeFileAtomicSync } from "./atomic-write.js";
 import type { Env, LurkConfig } from "./config.js";
 
 const credentialsSchema = z.object({ users: z.record(z.string(), z.string().min(16)) });
@@ -41,11 +41,7 @@ export function ensureCredentials(file: string, prefix?: string): Credentials {
       changed = true;
     }
   }
-  if (changed) {
-    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
-    writeFileSync(file, JSON.stringify(existing, null, 2) + "\n", { mode: 0o600 });
-    chmodSync(file, 0o600);
-  }
+  if (changed) writeFileAtomicSync(file, JSON.stringify(existing, null, 2) + "\n", 0o600);
   return existing;
 }
 

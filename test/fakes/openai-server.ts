@@ -110,6 +110,8 @@ export interface FakeOpenAIOptions {
   chunkDelayMs?: number;
   /** when set, requests must carry `Authorization: Bearer <apiKey>` (else 401 invalid_api_key) */
   apiKey?: string;
+  /** delay before `GET /v1/models` answers (a slow live check of `lurkbot onboard`) */
+  modelsDelayMs?: number;
 }
 
 export function messageText(m: ChatMessage | undefined): string {
@@ -147,6 +149,8 @@ export class FakeOpenAIServer {
   acceptsAuth: ((authorization: string | undefined) => boolean) | undefined;
   /** chat requests answered 401 (not in `requests`) */
   refusedAuth = 0;
+  /** `GET /v1/models` requests received */
+  modelRequests = 0;
   /** the text of a transcription (a number: answer with that HTTP status instead) */
   transcriptText: (req: TranscriptionRequest) => string | number = (req) => `transcript of ${req.fileName}, ${req.bytes.byteLength} bytes`;
   /** POST /v1/audio/speech as received */
@@ -213,6 +217,13 @@ export class FakeOpenAIServer {
     const path = (req.url ?? "").split("?")[0];
     if (req.method === "GET" && path === "/v1/models") {
       // the real API asks for the key here too (lurkbot onboard's live check lists the models)
+      this.modelRequests++;
+      if (this.opts.modelsDelayMs) {
+        this.open.add(res);
+        res.on("close", () => this.open.delete(res));
+        await sleep(this.opts.modelsDelayMs);
+        if (res.destroyed) return;
+      }
       if (this.opts.apiKey && req.headers.authorization !== `Bearer ${this.opts.apiKey}`) return this.error(res, { kind: "error", status: 401 });
       return json(res, 200, { object: "list", data: [{ id: "test-model", object: "model", created: 0, owned_by: "fake" }] });
     }

@@ -62,6 +62,12 @@ export function mapRunEvent(event: RunEventBody, state: TurnState): SessionUpdat
     case "thinking_delta":
       return event.text ? [{ sessionUpdate: "agent_thought_chunk", content: { type: "text", text: event.text } }] : [];
     case "tool_start": {
+      const known = state.tools.get(event.toolCallId);
+      if (known?.status === "pending") {
+        // announced already for its approval (the notice came first): the call's arguments, still pending
+        known.args = event.args;
+        return [{ sessionUpdate: "tool_call_update", toolCallId: event.toolCallId, rawInput: event.args }];
+      }
       const tool: ToolCallState = { name: event.name, title: toolTitle(event.name, event.args), kind: toolKind(event.name), status: "in_progress", args: event.args };
       state.tools.set(event.toolCallId, tool);
       return [{ sessionUpdate: "tool_call", toolCallId: event.toolCallId, title: tool.title, kind: tool.kind, status: tool.status, rawInput: event.args }];
@@ -84,9 +90,11 @@ export function mapRunEvent(event: RunEventBody, state: TurnState): SessionUpdat
   }
 }
 
-/** The newest tool call of this turn named `tool` that has not ended (the one an approval is for). */
-export function openToolCall(state: TurnState, tool: string): string | undefined {
-  let found: string | undefined;
-  for (const [id, t] of state.tools) if (t.name === tool && (t.status === "in_progress" || t.status === "pending")) found = id;
-  return found;
+/**
+ * The one tool call of this turn named `tool` that has not ended, or undefined when there is
+ * none or more than one (which of two parallel calls an approval is for cannot be told by name).
+ */
+export function onlyOpenToolCall(state: TurnState, tool: string): string | undefined {
+  const open = [...state.tools].filter(([, t]) => t.name === tool && (t.status === "in_progress" || t.status === "pending"));
+  return open.length === 1 ? open[0]![0] : undefined;
 }

@@ -4,7 +4,9 @@
  * LurkBot session of its own, session.ts). Every request's params are validated (-32602 with
  * the issues when they do not match); an unknown method is -32601. The bus connection is made on
  * the first session request, so an editor gets initialize answered and a readable error (start
- * LurkBot) rather than a process that exits when the bus is down.
+ * LurkBot) rather than a process that exits when the bus is down. session/load takes only
+ * names with this process's session prefix (sessions an ACP server made), never e.g. a
+ * `lurkbot chat --session NAME` transcript.
  */
 import { randomUUID } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -70,6 +72,10 @@ export class AcpAgent implements RpcHandler {
       case "session/load": {
         const p = parse(sessionLoadParams, params);
         if (!SESSION_ID.test(p.sessionId)) throw new RpcError(RPC.invalidParams, "invalid params: sessionId: letters, digits, '-' and '_' only");
+        // only the sessions an ACP server made: not the transcript of any `lurkbot chat --session NAME`
+        if (!p.sessionId.startsWith(this.deps.sessionPrefix) || p.sessionId.length === this.deps.sessionPrefix.length) {
+          throw new RpcError(RPC.invalidParams, `invalid params: sessionId: session/load takes only the sessions an ACP server made (names starting with "${this.deps.sessionPrefix}", the --session-prefix); ${p.sessionId} is not one of them`, { sessionPrefix: this.deps.sessionPrefix });
+        }
         this.ignoredMcp(p.mcpServers.length);
         return this.load(p.sessionId, p.cwd);
       }

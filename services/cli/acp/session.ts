@@ -8,7 +8,10 @@
  * without a run (a command such as /status) is answered with its notice as the message.
  * session/cancel sends `/stop` in the session (the router aborts the run and drops queued
  * messages); the prompt ends with `cancelled` when the run's abort is seen, or shortly after the
- * router took the /stop when no run was under way. One prompt at a time per session.
+ * router took the /stop when no run was under way. One prompt at a time per session. The
+ * process holds the owner's rights (the cli user), so a prompt that is `/approve ID` or
+ * `/deny ID` is sent only for an approval this session asked the editor about; any other is
+ * answered here, not sent.
  */
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { OutboundMessage, RunEvent } from "../../../shared/contract/index.js";
@@ -20,6 +23,22 @@ import { RPC, RpcError } from "./jsonrpc.js";
 import { approvalToolCall, decisionOf, permissionRequest, type Approval } from "./permissions.js";
 import { promptText } from "./prompt-text.js";
 import type { ContentBlock, SessionUpdate, StopReason } from "./schema.js";
+
+/**
+ * A prompt that the router would take as `/approve ID` or `/deny ID` (its grammar: the command
+ * first, an optional `@bot`, one word after it), or undefined.
+ */
+export function approvalCommand(text: string): { command: "approve" | "deny"; approvalId: string } | undefined {
+  const trimmed = text.trim();
+  const head = /^\/(approve|deny)(?:@\S+)?(?=\s|$)/i.exec(trimmed);
+  if (!head) return undefined;
+  const words = trimmed.slice(head[0].length).split(/\s+/).filter(Boolean);
+  return words.length === 1 ? { command: head[1]!.toLowerCase() as "approve" | "deny", approvalId: words[0]! } : undefined;
+}
+
+function refusedDecisionText(d: { command: "approve" | "deny"; approvalId: string }): string {
+  return `/${d.command} ${d.approvalId} was not sent: this editor session only decides the approvals it asked you about, and it did not ask about ${d.approvalId}. Answer the editor's permission prompt when one of this session's tool calls needs approval; decide other approvals where they were asked, or with \`npx lurkbot approvals ${d.command} ${d.approvalId}\` in a terminal.`;
+}
 
 export interface AcpClientLink {
   notify(method: string, params: unknown): void;
@@ -56,6 +75,8 @@ export class AcpSession {
   private active: Turn | undefined;
   /** the project directory was told to the agent (with the first prompt) */
   private contextSent = false;
+  /** the approvals this session asked the editor about: the only ones a typed /approve or /deny may decide */
+  private readonly shownApprovals = new Set<string>();
 
   constructor(readonly id: string, private cwd: string, private readonly deps: SessionDeps) {
     this.channel = new TerminalChannel(deps.nc, deps.prefix, id, (msg) => this.onUnsolicited(msg), deps.agentId);
@@ -82,6 +103,13 @@ export class AcpSession {
   prompt(blocks: readonly ContentBlock[]): Promise<{ stopReason: StopReason }> {
     if (this.active) throw new RpcError(RPC.invalidRequest, "a prompt is already running in this session: wait for its answer or send session/cancel");
     const text = promptText(blocks, this.contextSent ? undefined : this.cwd);
+    const decision = approvalCommand(text);
+    if (decision && !this.shownApprovals.has(decision.approvalId)) {
+      // the process holds the owner's rights: a typed decision is kept to this session's own approvals
+      this.deps.log.warn({ sessionId: this.id, approvalId: decision.approvalId, command: decision.command }, "a typed approval decision for an approval not shown in this session; refused");
+      this.update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: refusedDecisionText(decision) } });
+      return Promise.resolve({ stopReason: "end_turn" });
+    }
     const hadContext = this.contextSent;
     this.contextSent = true;
     const log = this.deps.log;
@@ -150,9 +178,10 @@ export class AcpSession {
 
   /** Asks the editor about an approval the turn's run waits for, and decides it with its answer. */
   private async askPermission(approval: Approval, turn: Turn): Promise<void> {
+    this.shownApprovals.add(approval.approvalId);
     const { toolCall, announce } = approvalToolCall(approval, turn.state);
     for (const u of announce) this.update(u);
-    this.update({ sessionUpdate: "tool_call_update", toolCallId: toolCall.toolCallId, status: "pending" });
+    this.update({ sessionUpdate: "tool_call_update", toolCallId: toolCall.toolCallId, status: "pending", ...(toolCall.title ? { title: toolCall.title } : {}), ...(toolCall.content?.length ? { content: toolCall.content } : {}) });
     let answer: unknown;
     try {
       answer = await this.deps.client.request("session/request_permission", permissionRequest(this.id, toolCall)).result;

@@ -5,7 +5,9 @@
  *    message (the key and the model); Ollama lists its pulled models (`/api/tags`);
  *  - a channel token: Telegram `getMe`, Discord `GET /users/@me`, Slack `auth.test` (bot token)
  *    and `apps.connections.open` (app token), at the API roots of the config.
- * A result never quotes a key or token (error texts of the APIs are scrubbed of them).
+ * A result never quotes a key or token (error texts of the APIs are scrubbed of them). A check
+ * takes an AbortSignal (the wizard's Ctrl-C): when it aborts, the check rejects with the
+ * signal's reason at once instead of waiting for its timeout.
  */
 import type { ProviderChoice } from "./session.js";
 
@@ -50,6 +52,30 @@ function where(t: ModelTarget): string {
   return t.provider === "anthropic" ? "the Anthropic API" : t.provider === "ollama" ? "http://127.0.0.1:11434" : "the OpenAI API";
 }
 
+/** A signal that aborts at the caller's abort or after `timeoutMs`, whichever is first; `done` drops the listener on the caller's. */
+function deadline(timeoutMs: number, signal: AbortSignal | undefined): { signal: AbortSignal; done: () => void } {
+  const timeout = AbortSignal.timeout(timeoutMs);
+  if (!signal) return { signal: timeout, done: () => undefined };
+  const both = new AbortController();
+  const onAbort = () => both.abort(signal.reason);
+  const onTimeout = () => both.abort(timeout.reason);
+  const done = () => {
+    signal.removeEventListener("abort", onAbort);
+    timeout.removeEventListener("abort", onTimeout);
+  };
+  if (signal.aborted) both.abort(signal.reason);
+  else {
+    signal.addEventListener("abort", onAbort, { once: true });
+    timeout.addEventListener("abort", onTimeout, { once: true });
+  }
+  return { signal: both.signal, done };
+}
+
+/** The caller's abort (Ctrl-C) is not a result: its reason is thrown. */
+function rethrowAbort(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw signal.reason;
+}
+
 /** A failed SDK call as a result: the status decides the kind. */
 function sdkFailure(err: unknown, t: ModelTarget): CheckResult {
   const status = (err as { status?: unknown; status_code?: unknown }).status ?? (err as { status_code?: unknown }).status_code;
@@ -79,37 +105,42 @@ function notListed(t: ModelTarget, listed: string[]): CheckResult {
   };
 }
 
-async function checkOpenAI(t: ModelTarget, timeoutMs: number): Promise<CheckResult> {
+async function checkOpenAI(t: ModelTarget, timeoutMs: number, signal?: AbortSignal): Promise<CheckResult> {
   const { default: OpenAI } = await import("openai");
+  rethrowAbort(signal);
   const client = new OpenAI({ apiKey: t.apiKey || "no-key", ...(t.baseUrl ? { baseURL: t.baseUrl } : {}), maxRetries: 0, timeout: timeoutMs });
   try {
     const ids: string[] = [];
-    for await (const m of client.models.list()) {
+    for await (const m of client.models.list(signal ? { signal } : {})) {
       ids.push(m.id);
       if (ids.length >= 5000) break;
     }
     if (!ids.includes(t.model)) return notListed(t, ids);
     return { ok: true, detail: `${where(t)} accepted the key and lists ${t.model}` };
   } catch (err) {
+    rethrowAbort(signal);
     return sdkFailure(err, t);
   }
 }
 
-async function checkAnthropic(t: ModelTarget, timeoutMs: number): Promise<CheckResult> {
+async function checkAnthropic(t: ModelTarget, timeoutMs: number, signal?: AbortSignal): Promise<CheckResult> {
   const { default: Anthropic } = await import("@anthropic-ai/sdk");
+  rethrowAbort(signal);
   const client = new Anthropic({ apiKey: t.apiKey || "no-key", ...(t.baseUrl ? { baseURL: t.baseUrl } : {}), maxRetries: 0, timeout: timeoutMs });
   try {
-    const stream = await client.messages.create({ model: t.model, max_tokens: 1, stream: true, messages: [{ role: "user", content: "ping" }] });
+    const stream = await client.messages.create({ model: t.model, max_tokens: 1, stream: true, messages: [{ role: "user", content: "ping" }] }, signal ? { signal } : {});
     for await (const _event of stream) { /* one token; the stream ends by itself */ }
     return { ok: true, detail: `${where(t)} accepted the key and answered with ${t.model}` };
   } catch (err) {
+    rethrowAbort(signal);
     return sdkFailure(err, t);
   }
 }
 
-async function checkOllama(t: ModelTarget, timeoutMs: number): Promise<CheckResult> {
+async function checkOllama(t: ModelTarget, timeoutMs: number, abort?: AbortSignal): Promise<CheckResult> {
   const { Ollama } = await import("ollama/browser");
-  const signal = AbortSignal.timeout(timeoutMs);
+  rethrowAbort(abort);
+  const { signal, done } = deadline(timeoutMs, abort);
   const client = new Ollama({
     host: t.baseUrl ?? "http://127.0.0.1:11434",
     ...(t.apiKey ? { headers: { Authorization: `Bearer ${t.apiKey}` } } : {}),
@@ -121,14 +152,18 @@ async function checkOllama(t: ModelTarget, timeoutMs: number): Promise<CheckResu
     if (!names.some((n) => wanted.includes(n))) return notListed(t, names);
     return { ok: true, detail: `${where(t)} answered and has ${t.model}` };
   } catch (err) {
+    rethrowAbort(abort);
     return sdkFailure(err, t);
+  } finally {
+    done();
   }
 }
 
-export function checkModel(t: ModelTarget, timeoutMs = CHECK_TIMEOUT_MS): Promise<CheckResult> {
-  if (t.provider === "anthropic") return checkAnthropic(t, timeoutMs);
-  if (t.provider === "ollama") return checkOllama(t, timeoutMs);
-  return checkOpenAI(t, timeoutMs);
+/** One model check; `signal` (the wizard's Ctrl-C) ends it at once, rejecting with the signal's reason. */
+export function checkModel(t: ModelTarget, timeoutMs = CHECK_TIMEOUT_MS, signal?: AbortSignal): Promise<CheckResult> {
+  if (t.provider === "anthropic") return checkAnthropic(t, timeoutMs, signal);
+  if (t.provider === "ollama") return checkOllama(t, timeoutMs, signal);
+  return checkOpenAI(t, timeoutMs, signal);
 }
 
 // --- channel tokens ------------------------------------------------------------------------------
@@ -139,9 +174,11 @@ export interface ChannelApiRoots {
   slack: string;
 }
 
-async function call(url: string, init: RequestInit, timeoutMs: number, secret: string, api: string): Promise<{ status: number; body: Record<string, any> } | CheckResult> {
+async function call(url: string, init: RequestInit, timeoutMs: number, secret: string, api: string, abort?: AbortSignal): Promise<{ status: number; body: Record<string, any> } | CheckResult> {
+  rethrowAbort(abort);
+  const { signal, done } = deadline(timeoutMs, abort);
   try {
-    const res = await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+    const res = await fetch(url, { ...init, signal });
     const text = await res.text();
     let body: Record<string, any> = {};
     try {
@@ -151,30 +188,33 @@ async function call(url: string, init: RequestInit, timeoutMs: number, secret: s
     }
     return { status: res.status, body };
   } catch (err) {
+    rethrowAbort(abort);
     return { ok: false, kind: "unreachable", problem: `${api} cannot be reached (${networkCause(err) ?? scrub((err as Error).message, [secret])})`, fix: "check this machine's internet connection, or the API root in config.json" };
+  } finally {
+    done();
   }
 }
 
 const isResult = (r: unknown): r is CheckResult => typeof r === "object" && r !== null && "ok" in r && typeof (r as { ok: unknown }).ok === "boolean" && !("status" in r);
 
-/** One channel token; `field` is botToken (every channel) or appToken (Slack). */
-export async function checkChannelToken(channel: "telegram" | "discord" | "slack", field: "botToken" | "appToken", token: string, roots: ChannelApiRoots, timeoutMs = CHECK_TIMEOUT_MS): Promise<CheckResult> {
+/** One channel token; `field` is botToken (every channel) or appToken (Slack); `signal` as for checkModel. */
+export async function checkChannelToken(channel: "telegram" | "discord" | "slack", field: "botToken" | "appToken", token: string, roots: ChannelApiRoots, timeoutMs = CHECK_TIMEOUT_MS, signal?: AbortSignal): Promise<CheckResult> {
   const refused = (api: string, why: string, fix: string): CheckResult => ({ ok: false, kind: "auth", problem: `${api} refused the token (${scrub(why, [token])})`, fix });
   if (channel === "telegram") {
-    const r = await call(`${roots.telegram.replace(/\/+$/, "")}/bot${token}/getMe`, { method: "GET" }, timeoutMs, token, "the Telegram Bot API");
+    const r = await call(`${roots.telegram.replace(/\/+$/, "")}/bot${token}/getMe`, { method: "GET" }, timeoutMs, token, "the Telegram Bot API", signal);
     if (isResult(r)) return r;
     if (r.status === 200 && r.body.ok) return { ok: true, detail: `Telegram knows the bot as @${String(r.body.result?.username ?? "?")}` };
     return refused("the Telegram Bot API", `${r.status} ${String(r.body.description ?? r.body.text ?? "")}`.trim(), "copy the token again from @BotFather (/mybots > your bot > API Token)");
   }
   if (channel === "discord") {
-    const r = await call(`${roots.discord.replace(/\/+$/, "")}/v10/users/@me`, { method: "GET", headers: { Authorization: `Bot ${token}` } }, timeoutMs, token, "the Discord API");
+    const r = await call(`${roots.discord.replace(/\/+$/, "")}/v10/users/@me`, { method: "GET", headers: { Authorization: `Bot ${token}` } }, timeoutMs, token, "the Discord API", signal);
     if (isResult(r)) return r;
     if (r.status === 200 && r.body.id) return { ok: true, detail: `Discord knows the bot as ${String(r.body.username ?? r.body.id)}` };
     return refused("the Discord API", `${r.status} ${String(r.body.message ?? r.body.text ?? "")}`.trim(), "copy the token again: Developer Portal > your application > Bot > Reset Token");
   }
   const method = field === "appToken" ? "apps.connections.open" : "auth.test";
   const base = roots.slack.endsWith("/") ? roots.slack : `${roots.slack}/`;
-  const r = await call(`${base}${method}`, { method: "POST", headers: { Authorization: `Bearer ${token}`, "content-type": "application/x-www-form-urlencoded" }, body: "" }, timeoutMs, token, "the Slack API");
+  const r = await call(`${base}${method}`, { method: "POST", headers: { Authorization: `Bearer ${token}`, "content-type": "application/x-www-form-urlencoded" }, body: "" }, timeoutMs, token, "the Slack API", signal);
   if (isResult(r)) return r;
   if (r.status === 200 && r.body.ok) return { ok: true, detail: field === "appToken" ? "Slack accepted the app-level token (Socket Mode)" : `Slack knows the bot as ${String(r.body.user ?? "?")} in ${String(r.body.team ?? "?")}` };
   return refused("the Slack API", `${r.status} ${String(r.body.error ?? r.body.text ?? "")}`.trim(), field === "appToken" ? "your Slack app > Basic Information > App-Level Tokens (with connections:write), xapp-..." : "your Slack app > OAuth & Permissions > Bot User OAuth Token, xoxb-...");

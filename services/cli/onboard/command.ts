@@ -4,6 +4,8 @@
  * in a WizardSession; the questions come from the terminal or a pipe (LinePrompter), and flags
  * answer theirs first (PresetPrompter). With --non-interactive nothing is asked: a question
  * without its flag takes its default, or is a usage error (exit 64) naming the flag to add.
+ * Ctrl-C before the files are written cancels with nothing written (exit 1), also during a live
+ * check and when the remaining answers come from flags.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { configFilePath, defaultHome, type Env } from "../../../shared/runtime/config.js";
@@ -110,8 +112,10 @@ export async function cmdOnboard(p: ParsedCommand, env: Env, io: OnboardIo): Pro
   const prompt = new PresetPrompter(presets, FLAGS, line, io.out, required);
   const session = new WizardSession(prompt, state, new Set(presets.keys()));
   const finish: FinishState = { written: false, startNow: false };
-  // a pipe's Ctrl-C reaches the process, a terminal's reaches readline: both cancel
-  const onSigint = () => (line ? line.cancel("Ctrl-C") : process.exit(130));
+  // a pipe's Ctrl-C (and any with --non-interactive) reaches the process, a terminal's reaches
+  // readline: both interrupt the wizard (the question or live check under way ends, no later
+  // step runs, nothing is written unless it was already); a second Ctrl-C ends the process
+  const onSigint = () => (prompt.cancelled ? process.exit(130) : prompt.interrupt("Ctrl-C"));
   process.on("SIGINT", onSigint);
   if (line) io.out("LurkBot onboarding. Answer each question; press Enter for the default shown in [brackets]. Ctrl-C cancels without writing anything.\n");
   try {

@@ -4,8 +4,8 @@
  * secrets in credentials/secrets.json; then what `lurkbot setup` and `lurkbot init` do, a
  * summary with the next command, and whether to start now.
  */
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import { dirname } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { writeFileAtomicSync } from "../../../shared/runtime/atomic-write.js";
 import { loadConfig, parseConfig, type Env, type LurkConfig } from "../../../shared/runtime/config.js";
 import { CHANNEL_TOKEN_ENV } from "../../../shared/runtime/config-channels.js";
 import { channelSecretsPath, ensureChannelSecret } from "../../../shared/runtime/channel/secrets.js";
@@ -98,12 +98,9 @@ export function envWithSecrets(env: Env, secrets: Record<string, string>): Env {
   return out;
 }
 
-function writeAtomic(path: string, text: string): void {
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  const tmp = `${path}.tmp-${process.pid}`;
-  writeFileSync(tmp, text, { mode: 0o600 });
-  chmodSync(tmp, 0o600);
-  renameSync(tmp, path);
+/** Writes `text` to `path` atomically, mode 0600 (writeFileAtomicSync); `lurkbot hooks enable|disable` reuses it. */
+export function writeAtomic(path: string, text: string): void {
+  writeFileAtomicSync(path, text, 0o600);
 }
 
 const stamp = () => new Date().toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
@@ -132,10 +129,11 @@ function write(f: FinishState): WizardStep {
         const msg = LurkError.is(err) ? err.message : (err as Error).message;
         throw new CliError(`the new configuration would not be valid, so nothing was written: ${msg}. Fix that key in ${st.configPath} (or start over with \`npx lurkbot onboard --reset\`).`, EXIT.config);
       }
+      // Ctrl-C since the last step (e.g. during a check whose answers came from flags): nothing is written
+      if (s.prompt.cancelled) throw s.prompt.cancelled;
       if (st.reset && existsSync(st.configPath)) {
         f.backup = `${st.configPath}.bak-${stamp()}`;
-        copyFileSync(st.configPath, f.backup);
-        chmodSync(f.backup, 0o600);
+        writeFileAtomicSync(f.backup, readFileSync(st.configPath), 0o600);
       }
       const storedPath = storedSecretsPath(st.env);
       if (JSON.stringify(secrets) !== JSON.stringify(st.stored)) writeStoredSecrets(storedPath, secrets);

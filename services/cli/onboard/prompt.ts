@@ -3,8 +3,10 @@
  * interface:
  *  - LinePrompter reads lines from a stream with node:readline: a terminal (a secret is read
  *    without echo) or a pipe (tests, scripts: lines typed ahead are queued, none is lost). Each
- *    question shows its default in [brackets]; Enter takes it. EOF or Ctrl-C cancels
- *    (WizardCancelled), and the wizard writes nothing.
+ *    question shows its default in [brackets]; Enter takes it. EOF ends the questions (the next
+ *    one is WizardCancelled; lines typed ahead are still answered); Ctrl-C interrupts: the
+ *    question waiting and every later one reject, `cancelled` is set and `signal` aborts, so a
+ *    live check under way stops and the wizard stops before its next step (nothing written).
  *  - PresetPrompter answers from command-line flags (by question id) and asks its fallback for
  *    the rest; without a fallback (--non-interactive) a question without a flag takes its
  *    default, or is a UsageError naming the flag to add.
@@ -45,6 +47,12 @@ export interface ConfirmQuestion extends Question { default?: boolean }
 export interface Prompter {
   /** whether a person answers (a failed check may then be retried) */
   readonly interactive: boolean;
+  /** set once the wizard was interrupted (Ctrl-C): no further step may run, nothing may be written */
+  readonly cancelled: WizardCancelled | undefined;
+  /** aborts when the wizard is interrupted (with `cancelled` as its reason): for live checks */
+  readonly signal: AbortSignal;
+  /** Interrupts the wizard (Ctrl-C): sets `cancelled`, aborts `signal`, rejects every question. */
+  interrupt(reason: string): void;
   say(line: string): void;
   select<T extends string>(q: SelectQuestion<T>): Promise<T>;
   multiselect<T extends string>(q: MultiQuestion<T>): Promise<T[]>;
@@ -75,6 +83,8 @@ export class LinePrompter implements Prompter {
   private readonly lines: string[] = [];
   private waiting: { resolve: (line: string) => void; reject: (err: Error) => void } | undefined;
   private ended: WizardCancelled | undefined;
+  private readonly abort = new AbortController();
+  private interrupted: WizardCancelled | undefined;
   private muted = false;
   private readonly tty: boolean;
 
@@ -98,7 +108,25 @@ export class LinePrompter implements Prompter {
       }
     });
     this.rl.on("close", () => this.cancel("end of input"));
-    this.rl.on("SIGINT", () => this.cancel("Ctrl-C"));
+    this.rl.on("SIGINT", () => this.interrupt("Ctrl-C"));
+  }
+
+  get cancelled(): WizardCancelled | undefined {
+    return this.interrupted;
+  }
+
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  interrupt(reason: string): void {
+    if (this.interrupted) return;
+    this.interrupted = new WizardCancelled(reason);
+    this.ended = this.interrupted;
+    // typed-ahead lines are not answers after an interrupt
+    this.lines.length = 0;
+    this.abort.abort(this.interrupted);
+    this.cancel(reason);
   }
 
   /** Ends the questions: the one waiting (and every later one) rejects with WizardCancelled. */
@@ -120,6 +148,7 @@ export class LinePrompter implements Prompter {
   }
 
   private nextLine(): Promise<string> {
+    if (this.interrupted) return Promise.reject(this.interrupted);
     const queued = this.lines.shift();
     if (queued !== undefined) return Promise.resolve(queued);
     if (this.ended) return Promise.reject(this.ended);
@@ -217,6 +246,8 @@ export type Preset = string | string[] | boolean;
 
 export class PresetPrompter implements Prompter {
   readonly interactive: boolean;
+  private readonly abort = new AbortController();
+  private interrupted: WizardCancelled | undefined;
 
   /**
    * `presets`: answers by question id (each used once: a question asked again after a failed
@@ -231,6 +262,26 @@ export class PresetPrompter implements Prompter {
     private readonly required: ReadonlySet<string> = new Set(),
   ) {
     this.interactive = fallback !== undefined;
+    // a terminal's Ctrl-C reaches the fallback's readline
+    if (fallback) {
+      if (fallback.cancelled) this.interrupt(fallback.cancelled.reason);
+      else fallback.signal.addEventListener("abort", () => this.interrupt(fallback.cancelled?.reason ?? "Ctrl-C"), { once: true });
+    }
+  }
+
+  get cancelled(): WizardCancelled | undefined {
+    return this.interrupted;
+  }
+
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  interrupt(reason: string): void {
+    if (this.interrupted) return;
+    this.interrupted = new WizardCancelled(reason);
+    this.abort.abort(this.interrupted);
+    this.fallback?.interrupt(reason);
   }
 
   say(line: string): void {
@@ -242,6 +293,8 @@ export class PresetPrompter implements Prompter {
   }
 
   private take(id: string): Preset | undefined {
+    // a flag's answer does not carry the wizard past an interrupt
+    if (this.interrupted) throw this.interrupted;
     const value = this.presets.get(id);
     this.presets.delete(id);
     return value;

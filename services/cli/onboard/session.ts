@@ -2,7 +2,9 @@
  * The wizard as steps with ids (seed 001 §17.4, WizardStep / WizardSession): each step asks its
  * questions through the session's prompter and records its answers in the session's state; a
  * step may send the wizard back to an earlier one (a refused key: ask for it again). Nothing
- * is written until the last steps, so a cancel at any question leaves every file as it was.
+ * is written until the last steps, so a cancel at any question leaves every file as it was. An
+ * interrupt (Ctrl-C) stops the wizard before its next step even when that step's answers come
+ * from flags, and aborts a live check under way (the prompter's `signal`).
  */
 import type { Env } from "../../../shared/runtime/config.js";
 import type { Prompter } from "./prompt.js";
@@ -99,6 +101,7 @@ export async function runWizard(steps: WizardStep[], session: WizardSession): Pr
       i++;
       continue;
     }
+    if (session.prompt.cancelled) throw session.prompt.cancelled;
     session.trail.push(step.id);
     const result = await step.run(session);
     if (result && "goto" in result) {
@@ -111,4 +114,5 @@ export async function runWizard(steps: WizardStep[], session: WizardSession): Pr
     }
     i++;
   }
+  if (session.prompt.cancelled) throw session.prompt.cancelled;
 }

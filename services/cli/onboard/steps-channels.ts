@@ -4,7 +4,7 @@
  * auth.test and apps.connections.open), and who may message the bot directly.
  */
 import { CHANNEL_TOKEN_ENV, enabledChannels } from "../../../shared/runtime/config-channels.js";
-import { checkChannelToken, type ChannelApiRoots } from "./checks.js";
+import { CHECK_TIMEOUT_MS, checkChannelToken, type ChannelApiRoots } from "./checks.js";
 import { WizardCancelled } from "./prompt.js";
 import type { ChatChannel, WizardStep } from "./session.js";
 import { CheckFailed } from "./steps-model.js";
@@ -82,7 +82,7 @@ function tokenStep(channel: Platform, field: "botToken" | "appToken"): WizardSte
         s.state.secrets[name] = token;
       }
       if (s.state.skipCheck) return;
-      const result = await checkChannelToken(channel, field, token, apiRoots(s.state.raw));
+      const result = await checkChannelToken(channel, field, token, apiRoots(s.state.raw), CHECK_TIMEOUT_MS, s.prompt.signal);
       if (result.ok) {
         s.prompt.say(`  ok: ${result.detail}.`);
         s.state.checked.push(id);

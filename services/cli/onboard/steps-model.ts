@@ -3,7 +3,7 @@
  * mode, and the model: provider, endpoint, model name, API key, and a live check of them.
  */
 import { enabledChannels } from "../../../shared/runtime/config-channels.js";
-import { checkModel, type CheckResult } from "./checks.js";
+import { CHECK_TIMEOUT_MS, checkModel, type CheckResult } from "./checks.js";
 import type { ProviderChoice, WizardSession, WizardStep } from "./session.js";
 import { WizardCancelled } from "./prompt.js";
 import { CliError } from "../errors.js";
@@ -219,7 +219,7 @@ const check: WizardStep = {
     if (envEndpoint(s)) s.prompt.say(`(the endpoint is ${ENDPOINT_VARS[providerName(p)]} of your environment, which overrides config.json: ${envEndpoint(s)})`);
     const key = s.state.keyVar ? s.secretValue(s.state.keyVar) ?? s.existingSecret(s.state.keyVar, `providers.${providerName(p)}.apiKey`)?.value : undefined;
     s.prompt.say(`Checking ${providerName(p)}/${s.state.model} with one small call…`);
-    const result = await checkModel({ provider: p, model: s.state.model!, ...(endpoint ? { baseUrl: endpoint } : {}), ...(key ? { apiKey: key } : {}) });
+    const result = await checkModel({ provider: p, model: s.state.model!, ...(endpoint ? { baseUrl: endpoint } : {}), ...(key ? { apiKey: key } : {}) }, CHECK_TIMEOUT_MS, s.prompt.signal);
     if (result.ok) {
       s.prompt.say(`  ok: ${result.detail}.`);
       s.state.checked.push("model");

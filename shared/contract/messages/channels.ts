@@ -46,8 +46,12 @@ export const outboundMessageSchema = defineMessage("lurk.outbound.message.v1", {
   text: z.string().max(1_000_000),
   attachments: z.array(attachmentSchema).max(32).default([]),
   chunk: z.object({ index: z.number().int().nonnegative(), count: z.number().int().positive() }).optional(),
-  /** for kind "approval": what to show with approve/deny */
-  approval: z.object({ approvalId: idSchema, tool: z.string(), command: z.string().optional(), expiresAt: z.number().int() }).optional(),
+  /**
+   * for kind "approval": what to show with approve/deny; `command` is the approvals actor's
+   * summary of the call (exec's command, an upload's site and files), `toolCallId` the run's
+   * tool call it is for (absent from older approvals actors)
+   */
+  approval: z.object({ approvalId: idSchema, tool: z.string(), command: z.string().optional(), expiresAt: z.number().int(), toolCallId: idSchema.optional() }).optional(),
   /** for kind "error": the contract error code */
   errorCode: z.string().optional(),
   /**

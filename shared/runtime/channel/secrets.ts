@@ -1,14 +1,15 @@
 /**
  * Channel secrets a channel can generate itself (the openai-http bearer token, the webhook
  * signing secret): the config (file or environment) wins; otherwise the value is read from,
- * or generated into, `<home>/credentials/channels.json` (mode 0600) by `lurkbot setup` or the
+ * or generated into, `<home>/credentials/channels.json` (mode 0600, replaced atomically) by `lurkbot setup` or the
  * channel's first start. `{ "<channel>": { "<field>": "<value>" } }`.
  */
 import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { z } from "zod";
 import { LurkError, safeParseJson } from "../../contract/index.js";
+import { writeFileAtomicSync } from "../atomic-write.js";
 import type { LurkConfig } from "../config.js";
 import { checkCredentialsMode } from "../credentials.js";
 
@@ -33,8 +34,6 @@ export function ensureChannelSecret(config: LurkConfig, channel: string, field: 
   if (stored && stored.length >= 16) return { value: stored, source: "file", path };
   const value = `lb-${randomBytes(24).toString("base64url")}`;
   data[channel] = { ...(data[channel] ?? {}), [field]: value };
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  writeFileSync(path, JSON.stringify(data, null, 2) + "\n", { mode: 0o600 });
-  chmodSync(path, 0o600);
+  writeFileAtomicSync(path, JSON.stringify(data, null, 2) + "\n", 0o600);
   return { value, source: "generated", path };
 }
