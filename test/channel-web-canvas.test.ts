@@ -19,6 +19,7 @@ import { inboundMessageSchema, STREAMS, subjects, toolCallReply, toolsListReply,
 import { BusClient } from "../shared/runtime/client.js";
 import { waitFor } from "./harness/actors.js";
 import { freePort } from "./harness/nats.js";
+import { netSink, leakyHtml } from "./harness/net-sink.js";
 import { TestSystem } from "./harness/system.js";
 import { textOf } from "./harness/tools-actor.js";
 import { messageText } from "./fakes/openai-server.js";
@@ -76,6 +77,23 @@ function formJsonl(title = "Sign up"): string {
     ] } }),
     line({ dataModelUpdate: { surfaceId: "main", contents: [{ key: "title", valueString: title }, { key: "form", valueMap: [{ key: "name", valueString: "" }, { key: "agree", valueBoolean: false }] }] } }),
     line({ beginRendering: { surfaceId: "main", root: "root" } }),
+  ].join("\n");
+}
+
+/** ids named like Object.prototype's members: ordinary ids for A2UI, never inherited lookups */
+function protoJsonl(): string {
+  return [
+    line({ surfaceUpdate: { surfaceId: "toString", components: [
+      { id: "toString", component: { Column: { children: { explicitList: ["valueOf", "hasOwnProperty"] } } } },
+      { id: "valueOf", component: { Text: { text: { path: "/valueOf/toString/hasOwnProperty" } } } },
+      { id: "hasOwnProperty", component: { Button: { child: "label", action: { name: "press", context: [{ key: "v", value: { path: "/valueOf/toString/hasOwnProperty" } }] } } } },
+      text("label", "Press"),
+    ] } }),
+    line({ dataModelUpdate: { surfaceId: "toString", path: "/valueOf/toString", contents: [{ key: "hasOwnProperty", valueString: "deep value" }] } }),
+    line({ dataModelUpdate: { surfaceId: "hasOwnProperty", contents: [{ key: "toString", valueString: "kept" }] } }),
+    line({ beginRendering: { surfaceId: "toString", root: "toString" } }),
+    // a surface whose root names an inherited member but no component of its own: not shown
+    line({ beginRendering: { surfaceId: "valueOf", root: "toString" } }),
   ].join("\n");
 }
 
@@ -260,11 +278,12 @@ describe("web channel canvas", () => {
 
     const html = "<!doctype html><h1>Chart</h1><script>document.title = 'ran'</script>";
     let seen = c.frames.length;
-    assert.match(await ok({ action: "present", html, title: "Sales chart" }, key), /presented in a sandboxed frame.*shown on 1 open web page/);
+    assert.match(await ok({ action: "present", html, title: "Sales chart" }, key), /presented in a sandboxed frame \(its scripts do not run: scripts are off\).*shown on 1 open web page/);
     const shown = await c.canvasAfter(seen, "the presented frame");
     assert.equal(shown.canvas.view, "html");
     assert.equal(shown.canvas.visible, true);
     assert.equal(shown.canvas.html.title, "Sales chart");
+    assert.equal(shown.canvas.html.scripts, false, "channels.web.canvas.allowScripts is off by default");
     assert.ok(!JSON.stringify(shown).includes("<h1>"), "the page gets the frame's id, not its HTML");
     const frameId = shown.canvas.html.frameId as string;
     assert.match(frameId, /^[0-9a-f]{32}$/);
@@ -272,11 +291,20 @@ describe("web channel canvas", () => {
     assert.equal(res.status, 200);
     assert.equal(await res.text(), html);
     const csp = res.headers.get("content-security-policy") ?? "";
-    for (const part of ["sandbox allow-scripts", "default-src 'none'", "img-src data:", "form-action 'none'", "frame-ancestors 'self'"]) assert.ok(csp.includes(part), `${part} in ${csp}`);
-    assert.ok(!/connect-src|allow-same-origin/.test(csp));
+    for (const part of ["default-src 'none'", "script-src 'none'", "img-src data:", "form-action 'none'", "frame-ancestors 'self'"]) assert.ok(csp.includes(part), `${part} in ${csp}`);
+    assert.ok(csp.startsWith("sandbox; "), csp);
+    assert.ok(!/connect-src|allow-same-origin|allow-scripts|script-src 'unsafe/.test(csp), csp);
     assert.equal(res.headers.get("x-content-type-options"), "nosniff");
     assert.equal((await fetch(`http://127.0.0.1:${port}/canvas/frame/${"0".repeat(32)}`)).status, 404);
     assert.equal((await fetch(`http://127.0.0.1:${port}/canvas/frame/..%2Fapi`)).status, 404);
+
+    // a new present replaces the frame: the old id is forgotten at once
+    seen = c.frames.length;
+    await ok({ action: "present", html: "<!doctype html><p>v2</p>" }, key);
+    const replaced = (await c.canvasAfter(seen, "the second frame")).canvas.html.frameId as string;
+    assert.notEqual(replaced, frameId);
+    assert.equal((await fetch(`http://127.0.0.1:${port}/canvas/frame/${frameId}`)).status, 404, "the replaced frame's id answers 404");
+    assert.equal(await (await fetch(`http://127.0.0.1:${port}/canvas/frame/${replaced}`)).text(), "<!doctype html><p>v2</p>");
 
     seen = c.frames.length;
     assert.match(await ok({ action: "hide" }, key), /hidden/);
@@ -294,8 +322,107 @@ describe("web channel canvas", () => {
     assert.deepEqual(reset.canvas.surfaces, {});
     const snap = await snapshot(key);
     assert.deepEqual([snap.surfaces, snap.html, snap.visible], [{}, null, false]);
-    assert.equal((await fetch(`http://127.0.0.1:${port}/canvas/frame/${frameId}`)).status, 404, "a reset forgets the frame");
+    assert.equal((await fetch(`http://127.0.0.1:${port}/canvas/frame/${replaced}`)).status, 404, "a reset forgets the frame");
     c.close();
+  });
+
+  it("takes ids named like Object.prototype members (toString, hasOwnProperty, valueOf) as ordinary ids", async () => {
+    const chat = "chat-protoids";
+    const key = `agent:main:web:dm:${chat}`;
+    const c = await Client.open(port, chat);
+    const seen = c.frames.length;
+    const result = await ok({ action: "a2ui_push", jsonl: protoJsonl() }, key);
+    assert.match(result, /^pushed 5 messages \(rev 1\); surface "toString": 4 components, shown from "toString"; surface "hasOwnProperty": 0 components, not shown yet; surface "valueOf": 0 components, not shown yet;/);
+    assert.match(result, /note: surface "valueOf" is not shown: its root "toString" is not defined/);
+    const snap = await snapshot(key);
+    assert.deepEqual(Object.keys(snap.surfaces).sort(), ["hasOwnProperty", "toString", "valueOf"]);
+    assert.deepEqual(snap.surfaces.toString.dataModel, { valueOf: { toString: { hasOwnProperty: "deep value" } } });
+    assert.deepEqual(snap.surfaces.hasOwnProperty.dataModel, { toString: "kept" }, "a data update to surface hasOwnProperty is applied");
+    assert.equal(snap.surfaces.toString.rendering, true);
+    assert.equal(snap.surfaces.valueOf.rendering, false);
+    const frame = await c.canvasAfter(seen, "the canvas with odd ids");
+    assert.equal(frame.canvas.surfaces.toString.shownRoot, "toString");
+    assert.equal(frame.canvas.surfaces.valueOf.shownRoot, undefined);
+    // a component type named like a member is refused as a bad line, not a failure
+    const bad = await call({ action: "a2ui_push", jsonl: line({ surfaceUpdate: { surfaceId: "toString", components: [{ id: "x", component: { toString: {} } }] } }) }, key);
+    assert.equal(bad.errorCode, "TOOL_INVALID_ARGS", textOf(bad));
+    assert.match(textOf(bad), /line 1: .*"toString" is not an A2UI v0.8 component/);
+    // presses: only the real Button of the real surface is accepted
+    for (const [surfaceId, sourceComponentId] of [["toString", "valueOf"], ["valueOf", "toString"], ["hasOwnProperty", "hasOwnProperty"], ["toString", "toString"]] as const) {
+      const id = randomUUID();
+      c.send({ type: "canvas_action", id, chat, surfaceId, sourceComponentId, name: "press", context: {} });
+      assert.match((await c.next((f) => f.type === "nack" && f.id === id, `nack of ${surfaceId}/${sourceComponentId}`)).message, /the canvas has no button/);
+    }
+    system.fake.enqueue({ kind: "text", text: "pressed" });
+    const press = randomUUID();
+    c.send({ type: "canvas_action", id: press, chat, surfaceId: "toString", sourceComponentId: "hasOwnProperty", name: "press", context: { v: "deep value" } });
+    assert.equal((await c.next((f) => (f.type === "ack" || f.type === "nack") && f.id === press, "the press answered")).type, "ack");
+    await c.next((f) => f.type === "entry" && f.entry.text === "pressed", "the agent's answer");
+    c.close();
+  });
+
+  it("forgets a session's canvas when the session is reset (/new) or deleted: the page clears, old buttons and frames are gone", async () => {
+    const chat = "chat-reset";
+    const key = `agent:main:web:dm:${chat}`;
+    const c = await Client.open(port, chat);
+    system.fake.enqueue({ kind: "tool_calls", calls: [{ name: "canvas", arguments: { action: "a2ui_push", jsonl: formJsonl("Before /new") } }] });
+    system.fake.enqueue({ kind: "text", text: "drawn" });
+    const first = randomUUID();
+    c.send({ type: "send", id: first, chat, text: "draw the form" });
+    await c.next((f) => f.type === "entry" && f.entry.text === "drawn", "the run that drew the form");
+    let seen = c.frames.length;
+    await ok({ action: "present", html: "<!doctype html><p>old</p>" }, key);
+    const frameId = (await c.canvasAfter(seen, "the presented frame")).canvas.html.frameId as string;
+    await ok({ action: "present" }, key);
+
+    seen = c.frames.length;
+    const reset = randomUUID();
+    c.send({ type: "send", id: reset, chat, text: "/new" });
+    await c.next((f) => f.type === "entry" && /Fresh session started/.test(f.entry.text), "the /new answer");
+    const cleared = await waitFor(() => c.frames.slice(seen).find((f) => f.type === "canvas"), 20_000, "the canvas after /new");
+    assert.equal(cleared.canvas, null, "the page has no canvas any more");
+    const snap = await snapshot(key);
+    assert.deepEqual([snap.rev, snap.surfaces, snap.html], [0, {}, null]);
+    assert.equal((await fetch(`http://127.0.0.1:${port}/canvas/frame/${frameId}`)).status, 404, "the old frame is gone");
+    const stale = randomUUID();
+    c.send({ type: "canvas_action", id: stale, chat, surfaceId: "main", sourceComponentId: "submit", name: "submit_form", context: {} });
+    assert.match((await c.next((f) => f.type === "nack" && f.id === stale, "the old button refused")).message, /no button "submit"/);
+    const again = await Client.open(port, chat);
+    assert.equal(again.frames.find((f) => f.type === "canvas")!.canvas, null, "a page opened later has none either");
+    again.close();
+
+    // deleting the session forgets its canvas too
+    await ok({ action: "a2ui_push", jsonl: formJsonl("Before delete") }, key);
+    await c.next((f) => f.type === "canvas" && f.canvas?.surfaces?.main?.data?.title === "Before delete", "the new canvas");
+    seen = c.frames.length;
+    const cli = await system.nats.connect("cli");
+    try {
+      assert.equal((await new BusClient(cli).call("sessions", "delete", { sessionKey: key })).deleted, true);
+    } finally {
+      await cli.close();
+    }
+    assert.equal((await waitFor(() => c.frames.slice(seen).find((f) => f.type === "canvas"), 20_000, "the canvas after delete")).canvas, null);
+    assert.equal((await snapshot(key)).rev, 0);
+    c.close();
+  });
+
+  it("loads a canvas web image only through the channel, with the token, for a URL on the chat's canvas and a public address", async () => {
+    const chat = "chat-image";
+    const key = `agent:main:web:dm:${chat}`;
+    const url = `http://127.0.0.1:${port}/private.png`;
+    await ok({ action: "a2ui_push", jsonl: line({ surfaceUpdate: { surfaceId: "pics", components: [{ id: "root", component: { Image: { url: { literalString: url } } } }] } }) }, key);
+    const image = (u: string, token: string | null = TOKEN, c = chat) => fetch(`http://127.0.0.1:${port}/api/canvas/image?chat=${c}&url=${encodeURIComponent(u)}`, token ? { headers: { authorization: `Bearer ${token}` } } : {});
+    assert.equal((await image(url, null)).status, 401);
+    assert.equal((await image(url, "wrong-token-0123456789abcdef")).status, 401);
+    const notOnCanvas = await image("https://example.com/a.png");
+    assert.equal(notOnCanvas.status, 404, "only what the chat's canvas shows");
+    assert.equal((await image(url, TOKEN, "chat-other")).status, 404, "another chat's canvas has no such image");
+    const refused = await image(url);
+    assert.equal(refused.status, 403, "a loopback address is not fetched (the public-address rule)");
+    assert.match(((await refused.json()) as { error: { message: string } }).error.message, /refused to load an image from http:\/\/127\.0\.0\.1:\d+: 127\.0\.0\.1 is a private, loopback/);
+    const page = await fetch(`http://127.0.0.1:${port}/`);
+    const imgSrc = /img-src [^;]+/.exec(page.headers.get("content-security-policy") ?? "")?.[0];
+    assert.equal(imgSrc, "img-src 'self' data: blob:", "the chat page loads no image from other hosts");
   });
 
   it("keeps the canvas across a restart of the web channel", async () => {
@@ -312,7 +439,7 @@ describe("web channel canvas", () => {
     c.close();
   });
 
-  it("renders in a real browser: Text and Button, bound fields, a click sends the userAction; HTML in a sandbox without network", { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (apt-get install chromium)` }, async () => {
+  it("renders in a real browser: Text and Button, bound fields, a click sends the userAction; presented HTML runs no script and loads nothing", { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (apt-get install chromium)` }, async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     let browser: Browser | undefined;
     try {
@@ -349,21 +476,35 @@ describe("web channel canvas", () => {
       assert.equal(stored.sessionName, undefined, "the main chat follows routing.dmScope (the main session)");
       await page.locator(".msg.user", { hasText: "[canvas userAction]" }).waitFor({ timeout: 10_000 });
 
-      // presented HTML: its script runs in the sandbox, the network is closed to it
-      const html = `<!doctype html><h1 id="t">static</h1><script>
-        document.getElementById("t").textContent = "from script";
-        fetch("http://127.0.0.1:${port}/").then(function () { document.body.setAttribute("data-net", "open"); }, function () { document.body.setAttribute("data-net", "blocked"); });
-        try { document.body.setAttribute("data-parent", String(parent.document.title)); } catch (e) { document.body.setAttribute("data-parent", "denied"); }
-      </script>`;
-      await ok({ action: "present", html, title: "Sandbox" }, "agent:main:main");
-      const frame = page.frameLocator("#canvas-body iframe");
-      await frame.locator("h1", { hasText: "from script" }).waitFor({ timeout: 10_000 });
-      await frame.locator("body[data-net]").waitFor({ timeout: 10_000 });
-      assert.equal(await frame.locator("body").getAttribute("data-net"), "blocked");
-      assert.equal(await frame.locator("body").getAttribute("data-parent"), "denied");
-      assert.equal(await page.locator("#canvas-body iframe").getAttribute("sandbox"), "allow-scripts");
-      assert.equal(await page.locator("#canvas-title").textContent(), "Sandbox");
-      await page.screenshot({ path: join(ARTIFACTS, "canvas-html.png") });
+      // presented HTML (channels.web.canvas.allowScripts off): no script runs, and nothing it names
+      // loads: no meta refresh, remote image, style or preconnect, no WebRTC (no script)
+      const sink = await netSink();
+      try {
+        await ok({ action: "present", html: leakyHtml(sink), title: "Sandbox" }, "agent:main:main");
+        const frame = page.frameLocator("#canvas-body iframe");
+        await frame.locator("h1#t").waitFor({ timeout: 10_000 });
+        await new Promise((r) => setTimeout(r, 2500));
+        assert.equal(await frame.locator("h1#t").textContent(), "static", "the script did not run");
+        assert.equal(await frame.locator("body").getAttribute("data-rtc"), null);
+        assert.equal(await page.locator("#canvas-body iframe").getAttribute("sandbox"), "");
+        assert.deepEqual([sink.tcp, sink.udp], [0, 0], "nothing reached the network");
+        assert.equal(await page.locator("#canvas-title").textContent(), "Sandbox");
+        await page.screenshot({ path: join(ARTIFACTS, "canvas-html.png") });
+      } finally {
+        await sink.close();
+      }
+
+      // ids named like Object.prototype members render and act like any other
+      await ok({ action: "a2ui_push", jsonl: protoJsonl() }, "agent:main:main");
+      const odd = page.locator('#canvas [data-surface="toString"]');
+      await odd.locator('[data-a2-id="valueOf"]', { hasText: "deep value" }).waitFor({ timeout: 10_000 });
+      assert.equal(await page.locator('#canvas [data-surface="valueOf"]').count(), 0, "a surface whose root is not defined is not shown");
+      await odd.locator('[data-a2-id="hasOwnProperty"]').click();
+      const pressed = await waitFor(async () => {
+        const m = await lastInbound();
+        return m?.text.includes('name="press"') ? m : undefined;
+      }, 10_000, "the press on button hasOwnProperty");
+      assert.equal(pressed.text, '[canvas userAction] name="press" component="hasOwnProperty" surface="toString" context={"v":"deep value"}');
       await ok({ action: "a2ui_reset" }, "agent:main:main");
       await page.locator("#canvas").waitFor({ state: "hidden", timeout: 10_000 });
       assert.deepEqual(errors, []);

@@ -64,12 +64,8 @@ export const evaluateArgsSchema = z.object({
 }).strict();
 export type EvaluateArgs = z.infer<typeof evaluateArgsSchema>;
 
-/** The JSON Schema of a tool's arguments, as the catalog carries it. */
-export function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
-  const json = z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>;
-  delete json.$schema;
-  return json;
-}
+/** The JSON Schema of a tool's arguments, as the catalog carries it (shared/runtime/json-schema-of.ts). */
+export { jsonSchemaOf } from "../../shared/runtime/json-schema-of.js";
 
 /** What the model is told about the `browser` tool; the file actions as configured (`browser.downloads`, `browser.uploads`). */
 export function browserDescription(files: { downloads: boolean; uploads: boolean; uploadApproval: boolean }): string {
@@ -86,7 +82,7 @@ export function browserDescription(files: { downloads: boolean; uploads: boolean
       `upload {ref, paths, tabId?} (set files of your workspace on a file input, or on the file chooser a button opens${files.uploadApproval ? "; the user approves every upload" : ""}).`,
     ] : []),
     files.downloads
-      ? "Files a page downloads (also after a click or navigate) are saved into your workspace under downloads/; the result names the path, size and type."
+      ? "Files a page downloads because of your action (a click or navigate, or within 5 s after one) are saved into your workspace under downloads/; the result names the path, size and type. A download a page starts on its own later is cancelled, and a browser session keeps at most browser.downloads.maxFiles files and maxTotalBytes bytes."
       : "Downloads are turned off: a file a page downloads is not saved.",
     "Refs come from the latest snapshot of that tab: take a new snapshot after the page changed.",
     "Only public http(s) sites can be reached. Never type passwords or payment details unless the user asked you to.",

@@ -82,7 +82,7 @@ const componentSchema = z.record(z.string(), z.unknown()).superRefine((value, ct
     return;
   }
   const type = keys[0]!;
-  const schema = (componentProps as Record<string, z.ZodType>)[type];
+  const schema = Object.hasOwn(componentProps, type) ? (componentProps as Record<string, z.ZodType>)[type] : undefined;
   if (!schema) {
     const why = UNSUPPORTED_TYPES.includes(type) ? "is not supported by this canvas" : "is not an A2UI v0.8 component";
     ctx.addIssue({ code: "custom", path: [type], message: `"${type}" ${why}; use one of ${A2UI_COMPONENT_TYPES.join(", ")}` });

@@ -11,20 +11,23 @@
  * nothing is lost to it. Streaming (delta) and tool progress come from the run's events.
  * Canvas: this actor also serves the agent's `canvas` tool (canvas-tool.ts, through
  * shared/runtime/tool-serve.ts in queue group "canvas", policy canvas-policy.ts): each session's
- * canvas is kept in LMDB (canvas-store.ts) and shown next to the chat that session maps to.
+ * canvas is kept in LMDB (canvas-store.ts) and shown next to the chat that session maps to; it
+ * is forgotten when the sessions actor resets or deletes the session (canvas-sessions.ts). The
+ * canvas needs a single channel-web instance (its state is in this host's LMDB).
  */
 import { join } from "node:path";
 import { defineChannelActor, DeliveryError } from "../../shared/runtime/channel/index.js";
 import { webChannelSchema } from "../../shared/runtime/config-channels.js";
 import { serveTools } from "../../shared/runtime/tool-serve.js";
 import { canvasPolicy } from "./canvas-policy.js";
+import { onSessionEnd } from "./canvas-sessions.js";
 import { CanvasStore } from "./canvas-store.js";
 import { canvasTool } from "./canvas-tool.js";
 import { outboundFile, WebFiles } from "./files.js";
 import { ChatHistory } from "./history.js";
 import { Hub } from "./hub.js";
 import { startWebServer } from "./server.js";
-import { chatOfConversation, chatOfSessionKey } from "./user-scope.js";
+import { chatOfConversation, chatOfSessionKey, scoped } from "./user-scope.js";
 import { webUsersOf } from "./users.js";
 
 /** a part of a longer reply is its own chat line above this size */
@@ -43,11 +46,20 @@ export const definition = defineChannelActor({
     if (users.several && settings.token) log.warn("channels.web.token is not used: channels.web.users is set (each user signs in with their own token)");
     const history = new ChatHistory(join(ctx.dataDir, "history"), settings.historyPerChat);
     const files = new WebFiles(join(ctx.dataDir, "files"), ctx.config.media.retentionDays);
-    const canvas = new CanvasStore(join(ctx.dataDir, "canvas"));
+    // the chat (its conversation) a session's canvas is shown in, for the store's chat index
+    const chatOf = (sessionKey: string) => {
+      for (const u of users.all) {
+        const chat = chatOfSessionKey(sessionKey, u);
+        if (chat !== undefined) return scoped(u, chat);
+      }
+      return undefined;
+    };
+    const shownInWeb = (sessionKey: string) => chatOf(sessionKey) !== undefined;
+    const canvas = new CanvasStore(join(ctx.dataDir, "canvas"), chatOf);
     const hub = new Hub(ctx, history, files, canvas);
+    const sessionEnds = onSessionEnd(ctx.rt, (sessionKey) => hub.forgetCanvas(sessionKey));
     const web = await startWebServer(ctx, users, hub, files, canvas);
-    const shownInWeb = (sessionKey: string) => users.all.some((u) => chatOfSessionKey(sessionKey, u) !== undefined);
-    serveTools(ctx.rt, [canvasTool({ store: canvas, log, onChange: (state) => hub.canvasChanged(state) })], { queue: CANVAS_QUEUE, policy: canvasPolicy(ctx.config, shownInWeb) });
+    serveTools(ctx.rt, [canvasTool({ store: canvas, log, onChange: (state) => hub.canvasChanged(state), allowScripts: settings.canvas.allowScripts })], { queue: CANVAS_QUEUE, policy: canvasPolicy(ctx.config, shownInWeb) });
     const url = `http://${settings.host}:${web.port}/`;
     if (users.several) log.info({ host: settings.host, port: web.port, url, users: users.all.map((u) => u.id) }, "web channel listening (each user opens the page with ?token=<their token>)");
     else log.info({ host: settings.host, port: web.port, url }, "web channel listening (open the page with ?token=<channels.web.token>)");
@@ -77,6 +89,7 @@ export const definition = defineChannelActor({
         if (chat) hub.broadcast(chat, { type: "typing", chat: chat.chat });
       },
       async stop() {
+        sessionEnds.stop();
         hub.stop();
         await web.close();
         await history.close();

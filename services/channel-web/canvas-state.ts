@@ -8,6 +8,8 @@
  *  - `rev`: +1 per change (the page and snapshots name it).
  * Caps: surfaces, components per surface, and the whole state's JSON size (so a snapshot fits
  * a bus reply); a change over a cap throws LIMIT_EXCEEDED and the state stays as it was.
+ * Ids are the agent's ("toString", "hasOwnProperty" are valid ids): every lookup by id or data key
+ * goes through `own` (own properties only), never a plain `record[id]` read.
  */
 import { randomBytes } from "node:crypto";
 import { LurkError } from "../../shared/contract/index.js";
@@ -18,6 +20,11 @@ export const CANVAS_MAX_COMPONENTS = 1000;
 export const CANVAS_MAX_STATE_BYTES = 256 * 1024;
 export const CANVAS_MAX_HTML_BYTES = 100 * 1024;
 const DEFAULT_ROOT = "root";
+
+/** `record[key]` if it is the record's own property (never an inherited one such as Object.prototype.toString). */
+export function own<T>(record: Record<string, T>, key: string): T | undefined {
+  return Object.hasOwn(record, key) ? record[key] : undefined;
+}
 
 export interface CanvasSurface {
   /** beginRendering's root; until then a component named "root" is shown */
@@ -44,7 +51,8 @@ export interface CanvasView {
   visible: boolean;
   view: "a2ui" | "html";
   surfaces: Record<string, CanvasSurface & { shownRoot?: string }>;
-  html?: { frameId: string; title?: string };
+  /** `scripts`: whether the frame runs scripts (channels.web.canvas.allowScripts; the iframe's sandbox follows it) */
+  html?: { frameId: string; title?: string; scripts: boolean };
 }
 
 export function emptyCanvas(sessionKey: string): CanvasState {
@@ -54,7 +62,7 @@ export function emptyCanvas(sessionKey: string): CanvasState {
 /** The root a surface renders from, if it is known and defined. */
 export function shownRoot(s: CanvasSurface): string | undefined {
   const root = s.root ?? DEFAULT_ROOT;
-  return s.components[root] ? root : undefined;
+  return own(s.components, root) ? root : undefined;
 }
 
 /** Whether the panel has anything to show. */
@@ -84,8 +92,9 @@ function applyData(surface: CanvasSurface, path: string | undefined, contents: R
   }
   let node = surface.data;
   for (const seg of segs) {
-    if (!isObject(node[seg])) node[seg] = {};
-    node = node[seg] as Record<string, unknown>;
+    const child = own(node, seg);
+    if (isObject(child)) node = child;
+    else node = node[seg] = {};
   }
   Object.assign(node, contents);
 }
@@ -96,11 +105,10 @@ export interface ApplyResult { state: CanvasState; notes: string[] }
 export function applyA2ui(state: CanvasState, messages: readonly A2uiMessage[], now = Date.now()): ApplyResult {
   const next: CanvasState = structuredClone(state);
   const surface = (id: string): CanvasSurface => {
-    if (!next.surfaces[id]) {
-      if (Object.keys(next.surfaces).length >= CANVAS_MAX_SURFACES) throw new LurkError("LIMIT_EXCEEDED", `at most ${CANVAS_MAX_SURFACES} surfaces per canvas; delete one first (deleteSurface)`);
-      next.surfaces[id] = { components: {}, data: {} };
-    }
-    return next.surfaces[id]!;
+    const found = own(next.surfaces, id);
+    if (found) return found;
+    if (Object.keys(next.surfaces).length >= CANVAS_MAX_SURFACES) throw new LurkError("LIMIT_EXCEEDED", `at most ${CANVAS_MAX_SURFACES} surfaces per canvas; delete one first (deleteSurface)`);
+    return (next.surfaces[id] = { components: {}, data: {} });
   };
   for (const m of messages) {
     if ("surfaceUpdate" in m) {
@@ -130,7 +138,7 @@ function surfaceNotes(state: CanvasState): string[] {
     for (const c of Object.values(s.components)) {
       const props = Object.values(c.component)[0] as Record<string, any>;
       const refs: string[] = [...(props?.child ? [props.child] : []), ...(props?.children?.explicitList ?? []), ...(props?.children?.template ? [props.children.template.componentId] : [])];
-      for (const r of refs) if (!s.components[r]) missing.add(r);
+      for (const r of refs) if (!own(s.components, r)) missing.add(r);
     }
     if (missing.size) notes.push(`surface "${id}" names components not defined yet: ${[...missing].slice(0, 10).join(", ")}`);
   }
@@ -163,7 +171,8 @@ function bump(state: CanvasState, now: number): CanvasState {
   return state;
 }
 
-export function canvasView(state: CanvasState): CanvasView {
+/** The page's view of a state; `scripts`: channels.web.canvas.allowScripts. */
+export function canvasView(state: CanvasState, scripts = false): CanvasView {
   const surfaces: CanvasView["surfaces"] = {};
   for (const [id, s] of Object.entries(state.surfaces)) {
     const root = shownRoot(s);
@@ -171,7 +180,7 @@ export function canvasView(state: CanvasState): CanvasView {
   }
   return {
     rev: state.rev, visible: state.visible && hasContent(state), view: state.view, surfaces,
-    ...(state.html ? { html: { frameId: state.html.frameId, ...(state.html.title ? { title: state.html.title } : {}) } } : {}),
+    ...(state.html ? { html: { frameId: state.html.frameId, scripts, ...(state.html.title ? { title: state.html.title } : {}) } } : {}),
   };
 }
 
@@ -193,6 +202,7 @@ export function canvasSnapshot(state: CanvasState): Record<string, unknown> {
 
 /** The Button `componentId` of a surface whose action is named `name`, if the state has it. */
 export function findButton(state: CanvasState, surfaceId: string, componentId: string, name: string): boolean {
-  const c = state.surfaces[surfaceId]?.components[componentId]?.component as { Button?: { action?: { name?: string } } } | undefined;
-  return c?.Button?.action?.name === name;
+  const surface = own(state.surfaces, surfaceId);
+  const c = surface ? own(surface.components, componentId)?.component : undefined;
+  return !!c && Object.hasOwn(c, "Button") && (c as { Button?: { action?: { name?: string } } }).Button?.action?.name === name;
 }

@@ -5,7 +5,9 @@
  *                              (TOOL_INVALID_ARGS naming each line and problem), the canvas unchanged
  *   a2ui_reset                 empties the canvas (surfaces and presented HTML)
  *   present    {html?, title?} shows the agent's HTML in a sandboxed frame (<= CANVAS_MAX_HTML_BYTES,
- *                              else PAYLOAD_TOO_LARGE); without html: shows the canvas again after hide
+ *                              else PAYLOAD_TOO_LARGE); without html: shows the canvas again after hide.
+ *                              Its scripts run only with channels.web.canvas.allowScripts (the
+ *                              description and results say which)
  *   hide                       hides the panel (its content is kept)
  *   snapshot                   the current state as JSON (canvas-state.ts canvasSnapshot)
  * Calls of one session run one after another; each change is stored (canvas-store.ts) before the
@@ -14,6 +16,7 @@
 import { z } from "zod";
 import { LurkError, type ToolCallReply, type ToolCallRequest } from "../../shared/contract/index.js";
 import type { Logger } from "../../shared/runtime/logger.js";
+import { jsonSchemaOf } from "../../shared/runtime/json-schema-of.js";
 import { KeyedSerial } from "../../shared/runtime/keyed-serial.js";
 import type { ServedTool } from "../../shared/runtime/tool-serve.js";
 import { A2UI_COMPONENT_TYPES, parseA2uiJsonl } from "./a2ui-schema.js";
@@ -22,16 +25,26 @@ import type { CanvasStore } from "./canvas-store.js";
 
 export const CANVAS_TOOL = "canvas";
 
-export const canvasArgsSchema = z.object({
-  action: z.enum(["a2ui_push", "a2ui_reset", "present", "hide", "snapshot"]),
-  jsonl: z.string().optional().describe("a2ui_push: A2UI v0.8 JSONL, one message object per line"),
-  html: z.string().optional().describe(`present: a whole HTML document (inline CSS and script; no network access; at most ${CANVAS_MAX_HTML_BYTES} bytes)`),
-  title: z.string().max(200).optional().describe("present: a title shown above the frame"),
-});
+/** The arguments; `scripts`: whether presented HTML runs its scripts (channels.web.canvas.allowScripts). */
+export function canvasArgsSchema(scripts = false) {
+  return z.object({
+    action: z.enum(["a2ui_push", "a2ui_reset", "present", "hide", "snapshot"]),
+    jsonl: z.string().optional().describe("a2ui_push: A2UI v0.8 JSONL, one message object per line"),
+    html: z.string().optional().describe(`present: a whole HTML document (inline CSS${scripts ? " and script" : "; scripts do not run"}; no external resources load; at most ${CANVAS_MAX_HTML_BYTES} bytes)`),
+    title: z.string().max(200).optional().describe("present: a title shown above the frame"),
+  });
+}
 
-const DESCRIPTION = [
+/** What presented HTML may do, as the model is told. */
+function htmlNote(scripts: boolean): string {
+  return scripts
+    ? "inline CSS and scripts run; nothing loads from the network (images, fonts as data: URLs)"
+    : "inline CSS only: scripts do not run (the operator has not enabled them), so make it static; images and fonts as data: URLs, nothing loads from the network";
+}
+
+const description = (scripts: boolean) => [
   "A canvas panel shown next to the user's web chat, for visual output: forms, cards, lists, dashboards.",
-  "Actions: a2ui_push {jsonl} adds or updates A2UI v0.8 UI; a2ui_reset clears the canvas; present {html, title?} shows your own HTML document in a sandboxed frame (no network); hide hides the panel; snapshot returns the canvas state as JSON.",
+  `Actions: a2ui_push {jsonl} adds or updates A2UI v0.8 UI; a2ui_reset clears the canvas; present {html, title?} shows your own HTML document in a sandboxed frame (${htmlNote(scripts)}); hide hides the panel; snapshot returns the canvas state as JSON. For interaction use A2UI Buttons, not scripts.`,
   "A2UI JSONL: one JSON object per line, each with exactly one key: surfaceUpdate {surfaceId, components:[{id, component:{<Type>:{…}}}]}, dataModelUpdate {surfaceId, path?, contents:[{key, valueString|valueNumber|valueBoolean|valueMap:[…]}]}, beginRendering {surfaceId, root}, deleteSurface {surfaceId}.",
   `Component types: ${A2UI_COMPONENT_TYPES.join(", ")}. Text {text, usageHint?: h1-h5|caption|body}; Image {url: https or data:image}; Button {child: <component id>, primary?, action: {name, context?: [{key, value}]}}; Card {child}; Row/Column/List {children: {explicitList: [ids]} or {template: {componentId, dataBinding: "/items"}}}; TextField {label, text?: {path}, textFieldType?}; CheckBox {label, value: {path}}; Divider {}.`,
   'Values are {"literalString": "…"} (or literalNumber/literalBoolean) or {"path": "/form/email"} bound to the data model; a TextField/CheckBox bound by path is editable and a Button\'s action context reads it.',
@@ -45,6 +58,8 @@ export interface CanvasToolDeps {
   log: Logger;
   /** a stored change: shown to the open pages of the session's chat; returns how many got it */
   onChange(state: CanvasState): number;
+  /** channels.web.canvas.allowScripts: presented HTML runs its scripts */
+  allowScripts: boolean;
 }
 
 type Handled = { text: string; isError?: false } | { text: string; isError: true; code: string };
@@ -65,6 +80,7 @@ function describeSurfaces(state: CanvasState): string {
 export function canvasTool(deps: CanvasToolDeps): ServedTool {
   const serial = new KeyedSerial();
   const { store } = deps;
+  const argsSchema = canvasArgsSchema(deps.allowScripts);
 
   const change = async (sessionKey: string, fn: (s: CanvasState) => CanvasState): Promise<{ state: CanvasState; pages: number }> => {
     const state = await store.update(sessionKey, fn);
@@ -72,7 +88,7 @@ export function canvasTool(deps: CanvasToolDeps): ServedTool {
   };
 
   const handle = async (req: ToolCallRequest): Promise<Handled> => {
-    const parsed = canvasArgsSchema.safeParse(req.args);
+    const parsed = argsSchema.safeParse(req.args);
     if (!parsed.success) return { isError: true, code: "TOOL_INVALID_ARGS", text: `invalid arguments for canvas: ${issues(parsed.error)}` };
     const args = parsed.data;
     const key = req.sessionKey;
@@ -104,7 +120,7 @@ export function canvasTool(deps: CanvasToolDeps): ServedTool {
           return { isError: true, code: "TOOL_INVALID_ARGS", text: "present: the canvas is empty; give html, or push A2UI (a2ui_push) first" };
         }
         const { state, pages } = await change(key, (s) => presentHtml(s, args.html, args.title));
-        const what = args.html !== undefined ? `the HTML (${state.html!.bytes} bytes) is presented in a sandboxed frame without network access` : "the canvas is shown again";
+        const what = args.html !== undefined ? `the HTML (${state.html!.bytes} bytes) is presented in a sandboxed frame (${deps.allowScripts ? "its scripts run" : "its scripts do not run: scripts are off"})` : "the canvas is shown again";
         return { text: `${what} (rev ${state.rev}); ${shownNote(pages)}.` };
       }
       case "hide": {
@@ -118,7 +134,7 @@ export function canvasTool(deps: CanvasToolDeps): ServedTool {
 
   return {
     definition: {
-      name: CANVAS_TOOL, description: DESCRIPTION, parameters: jsonSchemaOf(canvasArgsSchema),
+      name: CANVAS_TOOL, description: description(deps.allowScripts), parameters: jsonSchemaOf(argsSchema),
       sideEffects: true, parallelSafe: false, groups: ["group:ui"], needsApproval: false,
     },
     handler: async (req): Promise<ToolCallReply> => {
@@ -138,10 +154,4 @@ export function canvasTool(deps: CanvasToolDeps): ServedTool {
       };
     },
   };
-}
-
-function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
-  const json = z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>;
-  delete json.$schema;
-  return json;
 }

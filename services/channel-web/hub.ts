@@ -8,7 +8,8 @@
  * once LURK_INBOUND stored them. Before publishing, the run's events are watched: reply text
  * streams as `delta` frames, tool_start/tool_end as `tool` frames.
  * Canvas: a chat shows the canvas of the session it maps to (chatOfSessionKey; the newest when
- * several do), sent as a `canvas` frame when the chat is opened and on every stored change. A
+ * several do), sent as a `canvas` frame when the chat is opened, on every stored change and when
+ * a session's canvas is forgotten (its session reset or deleted). A
  * Button press (`canvas_action`) on a button the canvas really has becomes a message of the chat
  * (so of its session) stating the action, the button and the context values.
  */
@@ -16,11 +17,11 @@ import type { WebSocket } from "ws";
 import { LurkError } from "../../shared/contract/index.js";
 import type { ChannelContext, RunWatch } from "../../shared/runtime/channel/index.js";
 import type { WebChannelConfig } from "../../shared/runtime/config-channels.js";
-import { canvasView, findButton, type CanvasState } from "./canvas-state.js";
+import { canvasView, findButton, type CanvasState, type CanvasView } from "./canvas-state.js";
 import type { CanvasStore } from "./canvas-store.js";
 import { toAttachment, type WebFiles } from "./files.js";
 import type { ChatHistory } from "./history.js";
-import { type CanvasActionFrame, type ChatEntry, type SendFrame, type ServerFrame, type WebFile, type WebSession } from "./protocol.js";
+import { CHAT_ID, type CanvasActionFrame, type ChatEntry, type SendFrame, type ServerFrame, type WebFile, type WebSession } from "./protocol.js";
 import { chatOfSessionKey, scoped, sessionNameOf, webChat, type WebChat } from "./user-scope.js";
 import type { WebUser } from "./users.js";
 
@@ -41,6 +42,11 @@ export class Hub {
   private readonly watches = new Map<string, RunWatch>();
 
   constructor(private readonly ctx: ChannelContext<WebChannelConfig>, private readonly history: ChatHistory, private readonly files: WebFiles, private readonly canvas: CanvasStore) {}
+
+  /** The page's view of a canvas (whether its frame runs scripts: channels.web.canvas.allowScripts). */
+  private view(state: CanvasState | undefined): CanvasView | null {
+    return state ? canvasView(state, this.ctx.settings.canvas.allowScripts) : null;
+  }
 
   send(ws: WebSocket, frame: ServerFrame): void {
     if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(frame));
@@ -74,25 +80,36 @@ export class Hub {
     const c = webChat(s.user, chat);
     s.showing = c;
     this.send(ws, { type: "history", chat, entries: this.history.since(c.conversation, since, HISTORY_PAGE) });
-    const canvas = this.canvasOf(s.user, chat);
-    this.send(ws, { type: "canvas", chat, canvas: canvas ? canvasView(canvas) : null });
+    this.send(ws, { type: "canvas", chat, canvas: this.view(this.canvasOf(s.user, chat)) });
   }
 
-  /** The canvas a user's chat shows: the newest of the sessions that map to it. */
-  private canvasOf(user: WebUser, chat: string): CanvasState | undefined {
-    return this.canvas.newest((key) => chatOfSessionKey(key, user) === chat);
+  /** The canvas a user's chat shows: the newest of the sessions that map to it (the store's chat index). */
+  canvasOf(user: WebUser, chat: string): CanvasState | undefined {
+    return CHAT_ID.test(chat) ? this.canvas.newestOf(scoped(user, chat)) : undefined;
+  }
+
+  /** Sends `view` to the sockets showing the chat `sessionKey` maps to; returns how many. */
+  private showCanvas(sessionKey: string, view: (s: SocketState & { showing: WebChat }) => CanvasView | null): number {
+    let n = 0;
+    for (const [ws, s] of this.sockets) {
+      if (!s.showing || chatOfSessionKey(sessionKey, s.user) !== s.showing.chat || ws.readyState !== ws.OPEN) continue;
+      ws.send(JSON.stringify({ type: "canvas", chat: s.showing.chat, canvas: view({ ...s, showing: s.showing }) } satisfies ServerFrame));
+      n++;
+    }
+    return n;
   }
 
   /** A stored canvas change: sent to the sockets showing the chat its session maps to; returns how many. */
   canvasChanged(state: CanvasState): number {
-    const view = canvasView(state);
-    let n = 0;
-    for (const [ws, s] of this.sockets) {
-      if (!s.showing || chatOfSessionKey(state.sessionKey, s.user) !== s.showing.chat || ws.readyState !== ws.OPEN) continue;
-      ws.send(JSON.stringify({ type: "canvas", chat: s.showing.chat, canvas: view } satisfies ServerFrame));
-      n++;
-    }
-    return n;
+    const view = this.view(state);
+    return this.showCanvas(state.sessionKey, () => view);
+  }
+
+  /** The session was reset or deleted: its canvas is forgotten, the chat's pages get what is left (another agent's canvas, or none). */
+  async forgetCanvas(sessionKey: string): Promise<void> {
+    if (!(await this.canvas.remove(sessionKey))) return;
+    this.ctx.log.info({ sessionKey }, "the session's canvas is forgotten (session reset or deleted)");
+    this.showCanvas(sessionKey, (s) => this.view(this.canvasOf(s.user, s.showing.chat)));
   }
 
   /** A Button pressed on the chat's canvas: checked against the canvas, then sent as a message of the chat. */

@@ -1,6 +1,6 @@
 /**
  * The page's canvas renderer (inlined into page-script.ts, inside its closure: it uses `$`,
- * `send`, `uuid` and `state.chat`; plain ES2017). `canvasShow(view)` takes a `canvas` frame's
+ * `send`, `uuid`, `token`, `errorOf` and `state.chat`; plain ES2017). `canvasShow(view)` takes a `canvas` frame's
  * view (canvas-state.ts CanvasView, or null) and renders the panel next to the chat:
  *  - A2UI surfaces (Text, Image, Button, Card, Row, Column, List, TextField, CheckBox, Divider)
  *    with data binding: a value is its literal or the data model at its path (relative paths
@@ -8,12 +8,17 @@
  *    editable, and the edits are kept over later updates unless the agent changed that path.
  *    A Button press sends `canvas_action` (an A2UI userAction: the action name, the button's id,
  *    its surface, and its action context resolved now).
- *  - presented HTML in `<iframe sandbox="allow-scripts">` from /canvas/frame/<id> (canvas-frame.ts).
+ *  - presented HTML in a sandboxed `<iframe>` from /canvas/frame/<id> (canvas-frame.ts): `sandbox=""`
+ *    (no script runs), or "allow-scripts" when the view says the frame runs scripts.
  * Safety: text only through textContent (no HTML from A2UI ever), images only from data: raster
- * URLs, or http(s) after the user clicks "Load image from <host>"; cycles and depth are capped.
+ * URLs, or an http(s) image after the user clicks "Load image from <host>", fetched by the channel
+ * (GET /api/canvas/image with the token, canvas-image.ts) and shown from a blob: URL, so the page
+ * loads nothing from other hosts; cycles and depth are capped. Ids are the agent's ("toString" is
+ * one): every lookup by id, data key or edit key checks own properties (`has`), and the maps the
+ * page fills itself have no prototype.
  */
 export const CANVAS_SCRIPT = String.raw`
-  var cv = { view: null, edits: {}, frameId: "" };
+  var cv = { view: null, edits: Object.create(null), frameId: "" };
   var CV_IMG_DATA = /^data:image\/(png|jpeg|gif|webp);base64,[A-Za-z0-9+\/=]+$/, CV_IMG_WEB = /^https?:\/\/[^\s"'<>]+$/;
   var CV_MAX_DEPTH = 40, CV_MAX_ITEMS = 200;
   var has = function (o, k) { return Object.prototype.hasOwnProperty.call(o, k); };
@@ -33,7 +38,7 @@ export const CANVAS_SCRIPT = String.raw`
     var e = cv.edits[sid], k = cvKey(segs);
     return e && has(e, k) ? e[k] : cvLookup(cv.view.surfaces[sid].data, segs);
   }
-  function cvEdit(sid, segs, value) { (cv.edits[sid] = cv.edits[sid] || {})[cvKey(segs)] = value; }
+  function cvEdit(sid, segs, value) { (cv.edits[sid] = cv.edits[sid] || Object.create(null))[cvKey(segs)] = value; }
   function cvValue(b, sid, base) {
     if (!b) return undefined;
     if (b.path !== undefined) { var v = cvGet(sid, cvAbs(b.path, base)); if (v !== undefined) return v; }
@@ -43,8 +48,8 @@ export const CANVAS_SCRIPT = String.raw`
   function cvNote(text) { var n = document.createElement("span"); n.className = "a2-note"; n.textContent = text; return n; }
 
   function cvNode(sid, id, base, stack) {
-    var entry = cv.view.surfaces[sid].components[id];
-    if (!entry) return cvNote("(missing component " + id + ")");
+    var comps = cv.view.surfaces[sid].components, entry = has(comps, id) ? comps[id] : null;
+    if (!entry || !entry.component) return cvNote("(missing component " + id + ")");
     if (stack.indexOf(id) >= 0 || stack.length > CV_MAX_DEPTH) return cvNote("(component " + id + " is nested in itself)");
     var type = Object.keys(entry.component)[0], p = entry.component[type], next = stack.concat([id]), el;
     switch (type) {
@@ -88,7 +93,13 @@ export const CANVAS_SCRIPT = String.raw`
     else if (CV_IMG_WEB.test(url)) {
       var host = "?"; try { host = new URL(url).host; } catch (e) { /* shown as ? */ }
       var load = document.createElement("button"); load.type = "button"; load.className = "a2-load"; load.textContent = "Load image from " + host;
-      load.onclick = function () { img.src = url; box.replaceChild(img, load); };
+      load.onclick = function () {
+        load.disabled = true; load.textContent = "Loading image from " + host + "…";
+        fetch("/api/canvas/image?chat=" + encodeURIComponent(state.chat) + "&url=" + encodeURIComponent(url), { headers: { authorization: "Bearer " + token() } })
+          .then(function (r) { return r.ok ? r.blob() : errorOf(r).then(function (e) { throw e; }); })
+          .then(function (b) { img.src = URL.createObjectURL(b); box.replaceChild(img, load); },
+            function (e) { load.disabled = false; load.textContent = "Image from " + host + " not loaded: " + e.message + " (retry)"; });
+      };
       box.appendChild(load);
     } else box.appendChild(cvNote("(image not shown: not an https or data: image address)"));
     return box;
@@ -116,7 +127,7 @@ export const CANVAS_SCRIPT = String.raw`
   }
   /** an A2UI userAction: the context's values as they are now (edits included) */
   function cvAction(sid, id, action, base) {
-    var context = {};
+    var context = Object.create(null);
     (action.context || []).forEach(function (c) { var v = cvValue(c.value, sid, base); context[c.key] = v === undefined ? null : v; });
     send({ type: "canvas_action", id: uuid(), chat: state.chat, surfaceId: sid, sourceComponentId: id, name: action.name, context: context });
   }
@@ -127,13 +138,14 @@ export const CANVAS_SCRIPT = String.raw`
     if (!shown) { body.textContent = ""; cv.frameId = ""; return; }
     var html = v.view === "html" && v.html;
     $("canvas-title").textContent = html && v.html.title ? v.html.title : "Canvas";
-    if (html && cv.frameId === v.html.frameId && body.querySelector("iframe")) return;
+    var frameKey = html ? v.html.frameId + (v.html.scripts ? "+scripts" : "") : "";
+    if (html && cv.frameId === frameKey && body.querySelector("iframe")) return;
     body.textContent = ""; cv.frameId = "";
     if (html) {
       var f = document.createElement("iframe");
-      f.setAttribute("sandbox", "allow-scripts"); f.setAttribute("referrerpolicy", "no-referrer");
+      f.setAttribute("sandbox", v.html.scripts ? "allow-scripts" : ""); f.setAttribute("referrerpolicy", "no-referrer");
       f.title = v.html.title || "Canvas"; f.src = "/canvas/frame/" + encodeURIComponent(v.html.frameId);
-      cv.frameId = v.html.frameId; body.appendChild(f);
+      cv.frameId = frameKey; body.appendChild(f);
       return;
     }
     Object.keys(v.surfaces).forEach(function (sid) {
@@ -146,7 +158,7 @@ export const CANVAS_SCRIPT = String.raw`
   function canvasShow(view) {
     var old = cv.view; cv.view = view;
     Object.keys(cv.edits).forEach(function (sid) {
-      var now = view && view.surfaces[sid], was = old && old.surfaces[sid];
+      var now = view && has(view.surfaces, sid) ? view.surfaces[sid] : null, was = old && has(old.surfaces, sid) ? old.surfaces[sid] : null;
       if (!now || !was) { delete cv.edits[sid]; return; }
       Object.keys(cv.edits[sid]).forEach(function (k) {
         if (JSON.stringify(cvLookup(now.data, cvSegs(k))) !== JSON.stringify(cvLookup(was.data, cvSegs(k)))) delete cv.edits[sid][k];

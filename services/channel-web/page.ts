@@ -52,8 +52,10 @@ export function pageResponse(): { body: Buffer; headers: Record<string, string> 
     `style-src ${hash(PAGE_STYLE)}`,
     "connect-src 'self'",
     // the chat's images: fetched with the token (GET /media/<ref>), shown from blob: URLs; a canvas
-    // Image from an http(s) address loads only when the user clicks "Load image from <host>"
-    "img-src 'self' data: blob: https: http:",
+    // Image from an http(s) address is fetched by the channel when the user clicks "Load image
+    // from <host>" (GET /api/canvas/image, canvas-image.ts) and shown from a blob: URL too: the
+    // page itself never loads from another host
+    "img-src 'self' data: blob:",
     // a presented canvas document: GET /canvas/frame/<id>, sandboxed by its own CSP (canvas-frame.ts)
     "frame-src 'self'",
     // voice replies: played from blob: URLs too

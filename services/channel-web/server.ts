@@ -7,7 +7,9 @@
  * wrong), and the request or socket then serves that user only. Browsers' cross-site sockets
  * (an Origin header naming another host) are refused before the upgrade.
  * `GET /canvas/frame/<frameId>` (canvas-frame.ts) serves a presented canvas document by its
- * unguessable id, sandboxed, for the page's iframe (which cannot send the token).
+ * unguessable id, sandboxed, for the page's iframe (which cannot send the token);
+ * `GET /api/canvas/image` (canvas-image.ts, with the token) loads a canvas's web image the user
+ * clicked, server-side under the public-address rule.
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { WebSocketServer, type RawData, type WebSocket } from "ws";
@@ -15,6 +17,7 @@ import { LurkError, safeParseJson } from "../../shared/contract/index.js";
 import { closeHttpServer, listenHttp, sendJson, type ChannelContext } from "../../shared/runtime/channel/index.js";
 import type { WebChannelConfig } from "../../shared/runtime/config-channels.js";
 import { handleCanvasFrame } from "./canvas-frame.js";
+import { handleCanvasImage } from "./canvas-image.js";
 import type { CanvasStore } from "./canvas-store.js";
 import { handleMedia, handleUpload, type WebFiles } from "./files.js";
 import type { Hub } from "./hub.js";
@@ -59,7 +62,7 @@ export async function startWebServer(ctx: ChannelContext<WebChannelConfig>, user
       res.end(page.body);
       return;
     }
-    if (req.method === "GET" && path?.startsWith("/canvas/frame/")) return handleCanvasFrame(res, path.slice("/canvas/frame/".length), canvas);
+    if (req.method === "GET" && path?.startsWith("/canvas/frame/")) return handleCanvasFrame(res, path.slice("/canvas/frame/".length), canvas, settings.canvas.allowScripts);
     const isUpload = path === "/upload";
     const isMedia = path?.startsWith("/media/") ?? false;
     if (path?.startsWith("/api/") || isUpload || isMedia) {
@@ -72,6 +75,10 @@ export async function startWebServer(ctx: ChannelContext<WebChannelConfig>, user
       if (req.method === "GET" && path === "/api/sessions") return sendJson(res, 200, { sessions: await hub.sessions(user) });
       if (req.method === "POST" && isUpload) return handleUpload(req, res, media, files, user);
       if (req.method === "GET" && isMedia) return handleMedia(res, path!.slice("/media/".length), media, files, user);
+      if (req.method === "GET" && path === "/api/canvas/image") {
+        const query = new URL(req.url ?? "/", "http://localhost").searchParams;
+        return handleCanvasImage(res, query, (chat) => hub.canvasOf(user, chat), ctx.config.tools.web.allowPrivateHosts);
+      }
     }
     req.resume();
     return sendJson(res, 404, { error: { code: "NOT_FOUND", message: `no route ${req.method} ${path}` } });

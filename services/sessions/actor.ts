@@ -137,7 +137,12 @@ function serveOps(rt: ActorRuntime, store: SessionStore, serve: Serve): void {
     rt.emit("reset", { sessionKey: req.sessionKey, reason: req.reason });
     return result;
   }, true);
-  serve("delete", async (req) => ({ deleted: await store.delete(req.sessionKey) }), true);
+  // lurk.evt.sessions.delete: the web channel forgets the session's canvas (services/channel-web)
+  serve("delete", async (req) => {
+    const deleted = await store.delete(req.sessionKey);
+    if (deleted) rt.emit("delete", { sessionKey: req.sessionKey });
+    return { deleted };
+  }, true);
   // the usage ledger's sums; a report larger than one reply is refused (narrow the range or grouping)
   serve("usage_report", (req) => checkReportSize(store.usageReport(req), budget()));
 }

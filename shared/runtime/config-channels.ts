@@ -155,6 +155,15 @@ export const webChannelSchema = z.object({
   users: z.array(webUserSchema).min(1, "at least one user (remove `users` to use the single token)").max(1000).optional(),
   /** messages kept per chat for reconnects and reloads (oldest dropped first) */
   historyPerChat: z.number().int().min(10).max(10_000).default(500),
+  /** the agent's `canvas` panel (services/channel-web/README.md, Canvas) */
+  canvas: z.object({
+    /**
+     * run the scripts of HTML the agent presents (false: the frame runs no script at all). On, a
+     * script can send what the frame shows off the user's browser: the frame's CSP stops fetch,
+     * XHR, WebSocket and remote images, but not WebRTC (STUN/TURN packets to any address).
+     */
+    allowScripts: z.boolean().default(false),
+  }).prefault({}),
 }).superRefine((s, ctx) => {
   const ids = new Map<string, number>();
   const tokens = new Map<string, number>();
