@@ -26,18 +26,34 @@ import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { MAX_NAME_BYTES, safeFileName, withSuffix } from "../services/browser/file-name.js";
+import { argsHash } from "../shared/runtime/approval-token.js";
 import { BusClient } from "../shared/runtime/client.js";
+import { browserConfigSchema } from "../shared/runtime/config-browser.js";
+import { createLogger } from "../shared/runtime/logger.js";
+import { BrowserHost } from "../services/browser/host.js";
 import { waitFor } from "./harness/actors.js";
-import { startFilesSite, type FilesSite } from "./harness/browser-files-site.js";
+import { startFilesSite, TRUSTED_SPOOF, type FilesSite } from "./harness/browser-files-site.js";
 import { BrowserRig, refOf } from "./harness/browser-rig.js";
 import { pendingApproval, textOf } from "./harness/tools-actor.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (apt-get install chromium)`;
 
-/** Files in the browser's staging folders under `tmp` (its TMPDIR). */
-function stagedFiles(tmp: string): string[] {
-  return readdirSync(tmp).filter((d) => d.startsWith("lurkbot-browser-downloads-")).flatMap((d) => readdirSync(join(tmp, d)).map((f) => join(d, f)));
+/** The browser's staging root in a LurkBot home (`<dataDir>/browser/staging`). */
+const stagingOf = (home: string) => join(home, "data", "browser", "staging");
+
+/** Files in the browser's staging folders of a LurkBot home. */
+function stagedFiles(home: string): string[] {
+  const root = stagingOf(home);
+  return (existsSync(root) ? readdirSync(root) : []).flatMap((d) => readdirSync(join(root, d)).map((f) => join(d, f)));
+}
+
+/** An approval token for a call with these arguments, asked and approved ahead of the call (a pre-issued token). */
+async function preApproved(cli: BusClient, toolCallId: string, args: Record<string, unknown>): Promise<string> {
+  const { approval } = await cli.call("approvals", "request", { toolCallId, tool: "browser", argsHash: argsHash(args), sessionKey: "agent:main:main", agentId: "main" });
+  const { token } = await cli.call("approvals", "decide", { approvalId: approval.approvalId, decision: "approve", decidedBy: "cli:test" });
+  assert.ok(token);
+  return token;
 }
 
 describe("download names", () => {
@@ -143,7 +159,8 @@ describe("the browser actor: downloads and uploads on a real Chromium", { skip }
     assert.equal(big.errorCode, "LIMIT_EXCEEDED", textOf(big));
     assert.match(textOf(big), /^download d\d+ \("big\.bin" from http:\/\/127\.0\.0\.1:\d+\/big\) failed: it is .*larger than 1\.0 MB \(browser\.downloads\.maxBytes\).*nothing was saved$/);
     assert.deepEqual(readdirSync(join(workspace, "downloads")).filter((n) => n.startsWith("big")), []);
-    assert.deepEqual(stagedFiles(tmp), [], "nothing staged is left");
+    assert.deepEqual(stagedFiles(rig.nats.home), [], "nothing staged is left");
+    assert.deepEqual(readdirSync(tmp).filter((d) => d.startsWith("lurkbot-browser-")), [], "nothing is staged in the OS temp folder");
   });
 
   it("downloads lists the recent downloads; a download from a private address is refused and the private server is never reached", async () => {
@@ -211,12 +228,61 @@ describe("the browser actor: downloads and uploads on a real Chromium", { skip }
     assert.match(textOf(refused), new RegExp(`approved for ${site.main.replace(/\./g, "\\.")}, but .* is now on ${site.other.replace(/\./g, "\\.")}/upload-form: nothing was uploaded`));
   });
 
+  it("upload: a page that redefines its input's ownerDocument cannot change the origin the notice names or the upload is held to", async () => {
+    writeFileSync(join(workspace, "statement.txt"), "my statement\n");
+    const main = site.main.replace(/\./g, "\\.");
+    // a fresh tab: the input's ref is of the main frame's first document (e<n>); then, navigated, of a later one (f<n>e<n>)
+    for (const how of ["open", "navigate"] as const) {
+      await rig.ok({ action: how, url: `${site.main}/spoof-upload` });
+      const ref = refOf(await rig.ok({ action: "snapshot" }), /button "Statement"/);
+      const reply = rig.call("browser", { action: "upload", ref, paths: ["statement.txt"] });
+      const asked = await Promise.race([pendingApproval(cli, reply.toolCallId), reply.then(() => undefined)]);
+      if (asked === undefined) {
+        // refused because where the element is could not be told: fine, as long as nobody was asked and nothing was sent
+        const answer = await reply;
+        assert.equal(answer.errorCode, "TOOL_INVALID_ARGS", `${how} ${ref}: ${textOf(answer)}`);
+        assert.doesNotMatch(textOf(answer), new RegExp(TRUSTED_SPOOF.replace(/\./g, "\\.")));
+        continue;
+      }
+      assert.doesNotMatch(asked.command ?? "", /trusted-bank/, `${how} ${ref}: the page's lie is not in the notice`);
+      assert.match(asked.command ?? "", new RegExp(`^upload to ${main} \\(element ${ref} of ${main}/spoof-upload \\(tab t\\d+\\)\\): statement\\.txt \\(13 bytes\\)$`), how);
+      await cli.call("approvals", "decide", { approvalId: asked.approvalId, decision: "approve", decidedBy: "cli:test" });
+      const done = await reply;
+      assert.equal(done.isError, false, textOf(done));
+      assert.match(textOf(done), new RegExp(`set on the file input of ${main};`));
+    }
+  });
+
+  it("upload: where the element is cannot be told (no such ref, no tab): refused before anyone is asked; a pre-issued token is bound to the origin found when it runs", async () => {
+    await rig.ok({ action: "navigate", url: `${site.main}/upload-form` });
+    const input = refOf(await rig.ok({ action: "snapshot" }), /button "Document"/);
+    for (const [ref, tabId] of [["e9999", undefined], ["f99e1", undefined], [input, "t999"]] as const) {
+      const reply = rig.call("browser", { action: "upload", ref, paths: ["notes.txt"], ...(tabId ? { tabId } : {}) });
+      const answer = await reply;
+      assert.equal(answer.errorCode, "TOOL_INVALID_ARGS", `${ref}: ${textOf(answer)}`);
+      assert.match(textOf(answer), /^nothing was uploaded: the origin of the page of .* could not be established \(.*\); take a snapshot and give the ref of the file input$/);
+      assert.equal(await askedFor(reply.toolCallId), false, `no approval was asked for ${ref}`);
+    }
+    // a token approved ahead of the call: no notice was computed, the origin is found when the call runs
+    const args = { action: "upload", ref: input, paths: ["notes.txt"] };
+    const token = await preApproved(cli, "pre-issued-1", args);
+    const done = await rig.call("browser", args, { toolCallId: "pre-issued-1", approvalToken: token });
+    assert.equal(done.isError, false, textOf(done));
+    assert.match(textOf(done), new RegExp(`set on the file input of ${site.main.replace(/\./g, "\\.")};`));
+    const badArgs = { action: "upload", ref: "e9999", paths: ["notes.txt"] };
+    const badToken = await preApproved(cli, "pre-issued-2", badArgs);
+    const refused = await rig.call("browser", badArgs, { toolCallId: "pre-issued-2", approvalToken: badToken });
+    assert.equal(refused.errorCode, "TOOL_INVALID_ARGS", textOf(refused));
+    assert.match(textOf(refused), /could not be established/);
+  });
+
   it("upload: paths outside the workspace, symlinks out of it, hard links, missing files and files over the cap are refused before anyone is asked", async () => {
     const outside = mkdtempSync(join(tmpdir(), "lurkbot-outside-"));
     try {
       writeFileSync(join(outside, "private.txt"), "not yours");
       symlinkSync(join(outside, "private.txt"), join(workspace, "link-out.txt"));
       symlinkSync(outside, join(workspace, "dir-out"));
+      symlinkSync(join(outside, "nothing-here.txt"), join(workspace, "link-missing.txt"));
       writeFileSync(join(workspace, "large.bin"), Buffer.alloc(300 * 1024, 1));
       writeFileSync(join(rig.nats.home, "beside.txt"), "beside the workspace");
       writeFileSync(join(workspace, "shared.txt"), "one file, two names");
@@ -227,11 +293,13 @@ describe("the browser actor: downloads and uploads on a real Chromium", { skip }
         [[join(outside, "private.txt")], "PATH_ESCAPE", /is outside the workspace/],
         [["../beside.txt"], "PATH_ESCAPE", /is outside the workspace/],
         [["notes.txt", "docs/../../beside.txt"], "PATH_ESCAPE", /is outside the workspace/],
-        [["link-out.txt"], "PATH_ESCAPE", /goes through a symlink that leads outside the workspace/],
-        [["dir-out/private.txt"], "PATH_ESCAPE", /goes through a symlink that leads outside the workspace/],
-        [["missing.txt"], "NOT_FOUND", /no file "missing\.txt" in the workspace/],
-        [["docs"], "TOOL_INVALID_ARGS", /is not a regular file/],
-        [["shared-link.txt"], "PATH_ESCAPE", /has more than one hard link/],
+        [["link-out.txt"], "PATH_ESCAPE", /is \(or goes through\) a symlink that leads outside the workspace/],
+        [["dir-out/private.txt"], "PATH_ESCAPE", /is \(or goes through\) a symlink that leads outside the workspace/],
+        // a symlink to a missing file outside: an escape too, not "not found" (no probing outside)
+        [["link-missing.txt"], "PATH_ESCAPE", /goes through a symlink that leads outside the workspace/],
+        [["missing.txt"], "NOT_FOUND", /no such file in the workspace: "missing\.txt"/],
+        [["docs"], "TOOL_INVALID_ARGS", /is a directory, not a file/],
+        [["shared-link.txt"], "PATH_ESCAPE", /has 2 hard links/],
         [["large.bin"], "LIMIT_EXCEEDED", /"large\.bin" is 300\.0 KB, more than the 200\.0 KB one upload may send \(browser\.uploads\.maxBytes/],
       ] as const) {
         const reply = rig.call("browser", { action: "upload", ref: input, paths });
@@ -316,5 +384,123 @@ describe("the browser actor: upload approval as configured; a downloads/ folder 
     } finally {
       rmSync(outside, { recursive: true, force: true });
     }
+  });
+});
+
+describe("the browser worker: an upload that needed an approval runs only bound to the real origin", { skip }, () => {
+  let site: FilesSite;
+  let dir: string;
+  let host: BrowserHost;
+  const call = (args: Record<string, unknown>, scope: Record<string, unknown> = {}) => host.call({ tool: "browser", args: args as never }, {
+    timeoutMs: 30_000, imageCapBytes: 1 << 20, signal: new AbortController().signal, progress: () => undefined, workspace: join(dir, "workspace"), agentId: "main", ...scope,
+  });
+  const ok = async (args: Record<string, unknown>) => {
+    const r = await call(args);
+    assert.ok(r.ok, JSON.stringify(r));
+    return r.text;
+  };
+
+  before(async () => {
+    site = await startFilesSite();
+    dir = mkdtempSync(join(tmpdir(), "lurkbot-browser-worker-"));
+    mkdirSync(join(dir, "workspace"));
+    writeFileSync(join(dir, "workspace", "statement.txt"), "my statement\n");
+    host = new BrowserHost({
+      config: browserConfigSchema.parse({ executablePath: CHROMIUM, persistentProfile: false }), profileDir: join(dir, "profile"), stagingRoot: join(dir, "staging"),
+      allowPrivateHosts: ["127.0.0.1"], log: createLogger("browser-files-test", "silent"), activity: { count: 0 },
+    });
+  });
+  after(async () => {
+    await host?.stop("test done");
+    await site?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("FORBIDDEN without an approved origin, and for the origin a spoofing page claims; the real origin works", async () => {
+    await ok({ action: "open", url: `${site.main}/spoof-upload` });
+    const ref = refOf(await ok({ action: "snapshot" }), /button "Statement"/);
+    const args = { action: "upload", ref, paths: ["statement.txt"] };
+    const missing = await call(args, { approvalRequired: true });
+    assert.ok(!missing.ok && missing.error.code === "FORBIDDEN" && /none bound to a page's origin/.test(missing.error.message), JSON.stringify(missing));
+    const spoofed = await call(args, { approvalRequired: true, approvedOrigin: TRUSTED_SPOOF });
+    assert.ok(!spoofed.ok && spoofed.error.code === "FORBIDDEN", JSON.stringify(spoofed));
+    assert.match(spoofed.error.message, new RegExp(`approved for ${TRUSTED_SPOOF.replace(/\./g, "\\.")}, but ${ref} is now on ${site.main.replace(/\./g, "\\.")}/spoof-upload`));
+    const real = await call(args, { approvalRequired: true, approvedOrigin: site.main });
+    assert.ok(real.ok, JSON.stringify(real));
+    assert.ok(readdirSync(join(dir, "staging")).every((d) => /^\d+-[0-9a-f]{12}$/.test(d)), "staging folders are <pid>-<random>");
+  });
+});
+
+describe("the browser actor: downloads belong to the acting agent, need an action, and are capped per browser session", { skip }, () => {
+  let site: FilesSite;
+  let home: string;
+  const rig = new BrowserRig();
+  const other = { agentId: "other", sessionKey: "agent:other:main" };
+  const downloadsIn = (ws: string) => (existsSync(join(home, ws, "downloads")) ? readdirSync(join(home, ws, "downloads")).sort() : []);
+
+  before(async () => {
+    site = await startFilesSite();
+    await rig.start({
+      agents: [{ id: "main", default: true, toolProfile: "full" }, { id: "other", toolProfile: "full" }],
+      tools: { timeoutMs: 60_000, web: { allowPrivateHosts: ["127.0.0.1"] } },
+      browser: { downloads: { maxTotalBytes: Math.floor(site.report.length * 2.5), maxFiles: 4 } },
+    });
+    home = rig.nats.home;
+  });
+  after(async () => {
+    await rig.stop();
+    await site?.close();
+  });
+
+  it("a download a page starts on its own, seconds after the last action, is cancelled and nothing is saved", async () => {
+    await rig.ok({ action: "open", url: `${site.main}/auto-download?after=6500` });
+    const listed = await waitFor(async () => {
+      const text = await rig.ok({ action: "downloads" });
+      return /failed: /.test(text) ? text : undefined;
+    }, 20_000, "the page's own download was noticed");
+    assert.match(listed, /download d\d+ \("report\.csv" from http:\/\/127\.0\.0\.1:\d+\/file\/report\.csv\) failed: it was not started by an action/);
+    assert.match(listed, /it was cancelled and nothing was saved$/m);
+    assert.deepEqual(downloadsIn("workspace"), []);
+    assert.deepEqual(stagedFiles(home), [], "nothing staged is left");
+  });
+
+  it("a download is saved into the workspace of the agent whose action started it; another agent neither lists it nor hears of it", async () => {
+    const theirs = await rig.ok({ action: "download", url: `${site.main}/file/report.csv` }, other);
+    assert.match(theirs, /^downloaded d\d+: downloads\/report\.csv/);
+    assert.deepEqual(downloadsIn("workspace-other"), ["report.csv"]);
+    assert.deepEqual(downloadsIn("workspace"), []);
+    const mine = await rig.ok({ action: "downloads" });
+    assert.doesNotMatch(mine, /downloaded/, "main does not see other's download");
+    assert.match(await rig.ok({ action: "downloads" }, other), /^1 download \(oldest first\):\nt\d+: downloaded d\d+: downloads\/report\.csv/);
+    assert.doesNotMatch(await rig.ok({ action: "tabs" }), /downloads that ended since/);
+  });
+
+  it("browser.downloads.maxTotalBytes and maxFiles cap one browser session's downloads", async () => {
+    // other's report counts: one more report fits, a third does not (2.5 reports)
+    assert.match(await rig.ok({ action: "download", url: `${site.main}/file/report.csv` }), /^downloaded d\d+: downloads\/report\.csv/);
+    const over = await rig.call("browser", { action: "download", url: `${site.main}/file/report.csv` });
+    assert.equal(over.errorCode, "LIMIT_EXCEEDED", textOf(over));
+    assert.match(textOf(over), /failed: this browser session's downloads together would pass .* \(browser\.downloads\.maxTotalBytes, until the browser stops\): it was cancelled and nothing was saved$/);
+    // small files still fit in bytes, until the count is reached (4 files)
+    for (let i = 0; i < 2; i++) assert.match(await rig.ok({ action: "download", url: `${site.main}/file/evil` }), /^downloaded d\d+: /);
+    const many = await rig.call("browser", { action: "download", url: `${site.main}/file/evil` });
+    assert.equal(many.errorCode, "LIMIT_EXCEEDED", textOf(many));
+    assert.match(textOf(many), /failed: this browser session already saved 4 downloads, the most allowed \(browser\.downloads\.maxFiles, until the browser stops\)/);
+    assert.equal(downloadsIn("workspace").length, 3);
+    assert.deepEqual(stagedFiles(home), []);
+    // a new browser session starts counting again
+    await rig.ok({ action: "stop" });
+    assert.match(await rig.ok({ action: "download", url: `${site.main}/file/evil` }), /\ndownloaded d\d+: /);
+  });
+
+  it("staging folders a killed actor left behind are removed when the actor starts; a live one's are kept", async () => {
+    const root = stagingOf(home);
+    mkdirSync(join(root, "4194303-0123456789ab"), { recursive: true });
+    writeFileSync(join(root, "4194303-0123456789ab", "partial"), "half a download");
+    mkdirSync(join(root, "junk"));
+    const live = `${process.pid}-abcdefabcdef`;
+    mkdirSync(join(root, live));
+    await rig.restartBrowser();
+    assert.deepEqual(readdirSync(root).sort(), [live]);
   });
 });

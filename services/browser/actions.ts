@@ -4,7 +4,7 @@
  * status, tabs, downloads and stop never start Chromium, every other action starts it when
  * needed. Downloads (download-actions.ts, downloads.ts) and uploads (uploads.ts) use the
  * calling agent's workspace; a download that ended after the call that started it is reported
- * by the next result.
+ * by the next result of the same agent (another agent never sees it).
  */
 import { LurkError } from "../../shared/contract/index.js";
 import type { BrowserConfig } from "../../shared/runtime/config-browser.js";
@@ -33,7 +33,11 @@ export interface ActionContext {
   deadlineAt: number;
   /** the calling agent's workspace (downloads saved there, uploads read from there) */
   workspace?: string | undefined;
-  /** an approved upload: the origin the approval named */
+  /** the calling agent: downloads its actions start are its own (listing, notes) */
+  agentId: string;
+  /** an upload needed a human approval: it runs only bound to approvedOrigin */
+  approvalRequired?: boolean;
+  /** an approved upload: the origin the approval is bound to */
   approvedOrigin?: string | undefined;
 }
 
@@ -43,15 +47,24 @@ export interface ActionResult {
   image?: { mime: string; bytes: Uint8Array };
 }
 
-/** Runs `work` on a tab (the current one by default) when its earlier calls are done. */
-export async function onTab<T>(ctx: ActionContext, tabId: string | undefined, work: (tab: Tab) => Promise<T>): Promise<T> {
+/**
+ * Runs `work` on a tab (the current one by default) when its earlier calls are done. `acting`:
+ * the work may start a download (act, navigate, download, upload, evaluate), which is accepted
+ * and saved for this call's agent (session.acting); a snapshot or screenshot is not.
+ */
+export async function onTab<T>(ctx: ActionContext, tabId: string | undefined, work: (tab: Tab) => Promise<T>, acting = true): Promise<T> {
   await ctx.session.ensure(ctx.progress);
   const id = ctx.session.tab(tabId).id;
   return ctx.session.serial.run(id, async () => {
     if (ctx.signal.aborted) throw new LurkError("ABORTED", "the call was cancelled before it ran");
     const tab = ctx.session.tab(id);
-    ctx.session.useWorkspace(tab, ctx.workspace);
-    return work(tab);
+    if (!acting) return work(tab);
+    const done = ctx.session.acting(tab, ctx.agentId, ctx.workspace);
+    try {
+      return await work(tab);
+    } finally {
+      done();
+    }
   });
 }
 
@@ -96,7 +109,7 @@ async function loadedText(ctx: ActionContext, tab: Tab, loaded: Loaded, since: n
 export async function runBrowserAction(a: BrowserArgs, ctx: ActionContext): Promise<ActionResult> {
   const result = await runAction(a, ctx);
   // downloads that ended after the call that started them returned
-  const ended = a.action === "downloads" ? [] : ctx.session.downloads?.takeUnreported() ?? [];
+  const ended = a.action === "downloads" ? [] : ctx.session.downloads?.takeUnreported(ctx.agentId) ?? [];
   if (ended.length) result.text += `\ndownloads that ended since:\n${ended.map(downloadLine).join("\n")}`;
   return result;
 }
@@ -117,9 +130,15 @@ async function runAction(a: BrowserArgs, ctx: ActionContext): Promise<ActionResu
     case "open": {
       await session.ensure(ctx.progress);
       const tab = await session.newTab();
-      session.useWorkspace(tab, ctx.workspace);
       ctx.progress(`loading ${a.url!.slice(0, 200)}`);
-      return session.serial.run(tab.id, async () => ({ text: await loadedText(ctx, tab, await loadUrl(session, tab, a.url!, ctx.allow), since, "opened tab") }));
+      return session.serial.run(tab.id, async () => {
+        const done = session.acting(tab, ctx.agentId, ctx.workspace);
+        try {
+          return { text: await loadedText(ctx, tab, await loadUrl(session, tab, a.url!, ctx.allow), since, "opened tab") };
+        } finally {
+          done();
+        }
+      });
     }
     case "focus": {
       await session.ensure(ctx.progress);
@@ -141,7 +160,7 @@ async function runAction(a: BrowserArgs, ctx: ActionContext): Promise<ActionResu
       return onTab(ctx, a.tabId, async (tab) => {
         const snap = await takeSnapshot(tab, maxChars(ctx, a.maxChars), config.actionTimeoutMs).catch((err: unknown) => Promise.reject(toolError(err, "snapshot")));
         return { text: `tab ${await describeTab(tab)}\n${snap.text}` };
-      });
+      }, false);
     case "act":
       return onTab(ctx, a.tabId, async (tab) => ({ text: await act(session, tab, a, actLimits(ctx)) }));
     case "download":
@@ -162,6 +181,6 @@ async function runAction(a: BrowserArgs, ctx: ActionContext): Promise<ActionResu
           text: `screenshot of ${what} of tab ${await describeTab(tab)}: ${size}${shot.mime === "image/png" ? "PNG" : "JPEG"}, ${shot.bytes.length} bytes${shot.fitted ? ` (${shot.fitted} to fit ${maxBytes} bytes)` : ""}`,
           image: { mime: shot.mime, bytes: shot.bytes },
         };
-      });
+      }, false);
   }
 }

@@ -18,6 +18,7 @@ import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { isExecutable } from "./chromium.js";
 import { BrowserHost } from "./host.js";
 import { browserPolicy } from "./policy.js";
+import { removeStale, stagingRoot } from "./staging.js";
 import { browserTools } from "./tools.js";
 
 export const BROWSER_QUEUE = "browser";
@@ -41,7 +42,11 @@ export const definition: ActorDefinition = {
     }
     const profileDir = browserProfileDir(config, rt.config.home, rt.config.dataDir);
     // the browser (playwright-core, Chromium, the proxy) runs in a worker thread while it is used (host.ts)
-    const host = new BrowserHost({ config, profileDir, allowPrivateHosts: rt.config.tools.web.allowPrivateHosts, log: rt.log, activity: rt.activity });
+    // downloads are staged under the data dir; what a killed actor left there goes now (staging.ts)
+    const staging = stagingRoot(rt.config.dataDir);
+    const stale = await removeStale(staging);
+    if (stale.length) rt.log.info({ removed: stale.length, staging }, "removed download staging folders an earlier browser actor left behind");
+    const host = new BrowserHost({ config, profileDir, stagingRoot: staging, allowPrivateHosts: rt.config.tools.web.allowPrivateHosts, log: rt.log, activity: rt.activity });
     const tools = browserTools(rt, host);
     if (tools.map((t) => t.definition.name).join() !== BROWSER_TOOLS.join()) throw new Error("the browser tools and the contract's BROWSER_TOOLS differ");
     serveTools(rt, tools, { queue: BROWSER_QUEUE, policy: browserPolicy(rt.config) });

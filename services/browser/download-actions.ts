@@ -5,7 +5,7 @@
  *    failure as an error result (LIMIT_EXCEEDED over the cap, TIMEOUT over the time cap...);
  *  - `download {url}`: the same for a file's URL, loaded in a tab of its own that is closed
  *    afterwards (a URL that is a page is TOOL_INVALID_ARGS: open it instead);
- *  - `downloads {tabId?}`: the recent downloads of this browser (all tabs, or one);
+ *  - `downloads {tabId?}`: the calling agent's recent downloads in this browser (all tabs, or one);
  *  - `downloadLinesSince`: what an act, open or navigate result says about the downloads it
  *    started.
  * A download is waited for only within the call's own time (its deadline less a margin for
@@ -111,8 +111,8 @@ export async function downloadByUrl(ctx: ActionContext, url: string): Promise<Ac
   const previous = session.currentTabId;
   const since = Date.now();
   const tab = await session.newTab();
-  session.useWorkspace(tab, ctx.workspace);
   ctx.progress(`downloading ${url.slice(0, 200)}`);
+  const acted = session.acting(tab, ctx.agentId, ctx.workspace);
   try {
     return await session.serial.run(tab.id, async () => {
       const event = tab.page.waitForEvent("download", { timeout: EVENT_GRACE_MS }).catch(() => undefined);
@@ -127,15 +127,16 @@ export async function downloadByUrl(ctx: ActionContext, url: string): Promise<Ac
       return outcome(ctx, record);
     });
   } finally {
+    acted();
     // closing the tab does not stop its download (Chromium's downloads belong to the browser)
     await session.closeTab(tab.id).catch(() => undefined);
     session.restoreCurrent(previous);
   }
 }
 
-/** `downloads {tabId?}`: the recent downloads (ended ones count as reported). */
+/** `downloads {tabId?}`: the calling agent's recent downloads (ended ones count as reported). */
 export function listDownloads(ctx: ActionContext, tabId: string | undefined): string {
-  const records = ctx.session.downloads?.list(tabId) ?? [];
+  const records = ctx.session.downloads?.list(ctx.agentId, tabId) ?? [];
   const whose = tabId ? ` of tab ${tabId}` : "";
   if (records.length === 0) return `no downloads${whose} since the browser started${ctx.config.downloads.enabled ? "" : " (downloads are turned off: browser.downloads.enabled is false)"}`;
   return [`${records.length} download${records.length === 1 ? "" : "s"}${whose} (oldest first):`, ...records.map((r) => `${r.tabId}: ${downloadLine(r)}`)].join("\n");

@@ -1,14 +1,19 @@
 /**
- * The downloads of one running Chromium. Chromium writes every download (through the egress
- * proxy, like any request) into a staging folder of its own outside the workspace
- * (`downloadsPath`, session.ts; `<guid>.crdownload` while it runs, then `<guid>`); each one is
- * watched while it runs (fs.watch on the folder, and a poll) and cancelled once it passes
- * `browser.downloads.maxBytes` or lasts longer than `browser.downloads.timeoutMs`. A finished
- * one within the cap is copied into `<workspace>/downloads/<safe name>` (workspace-files.ts:
- * never over an existing file, never a partial one), the workspace being that of the last call
- * on its tab; the staged file is removed either way. Each download is a record (`d1`, `d2`...)
- * with its outcome, which results report: the action that started it (act, navigate, open,
- * download), else the next call (`takeUnreported`), and `downloads` lists them.
+ * The downloads of one running Chromium (one browser session). Chromium writes every download
+ * (through the egress proxy, like any request) into a staging folder of its own outside the
+ * workspace (`downloadsPath`, session.ts, staging.ts; `<guid>.crdownload` while it runs, then
+ * `<guid>`). When one starts, who it belongs to is fixed (`DownloadStart`, session.ts): the agent
+ * and workspace of the model action on its tab, and whether it started while that action ran or
+ * within ACTION_WINDOW_MS after it; one a page started on its own is cancelled ("not started by
+ * an action"). An accepted one is watched while it runs (fs.watch on the folder, and a poll)
+ * and cancelled once it passes `browser.downloads.maxBytes`, once this session's downloads
+ * together would pass `maxTotalBytes`, or when it lasts longer than `timeoutMs`; more than
+ * `maxFiles` in one session are refused. A finished one within the caps is copied into
+ * `<workspace>/downloads/<safe name>` (workspace-files.ts: never over an existing file, never a
+ * partial one); the staged file is removed either way. Each download is a record (`d1`,
+ * `d2`...) with its outcome, which results of its own agent report: the action that started it
+ * (act, navigate, open, download), else that agent's next call (`takeUnreported`); `downloads`
+ * lists an agent's own.
  * The MIME type is the one the server sent when Chromium saw the response (a navigation that
  * became a download), else guessed from the saved name.
  */
@@ -30,12 +35,25 @@ const POLL_MS = 100;
 const KEEP_RECORDS = 30;
 const KEEP_TYPES = 50;
 
+/** Who a download belongs to, fixed when it starts (session.ts downloadStart). */
+export interface DownloadStart {
+  agentId: string | undefined;
+  /** where it is saved */
+  workspace: string | undefined;
+  /** it started during a model action on its tab or within ACTION_WINDOW_MS after it */
+  byAction: boolean;
+}
+
 export interface DownloadsOptions {
   /** where Chromium writes downloads (created by the session, removed after Chromium) */
   stagingDir: string;
   /** false: every download is refused (browser.downloads.enabled) */
   enabled: boolean;
   maxBytes: number;
+  /** bytes of all downloads of this session together (saved and running) */
+  maxTotalBytes: number;
+  /** downloads saved (or running) in this session at most */
+  maxFiles: number;
   timeoutMs: number;
   log: BrowserLog;
   /** the next record id (`d1`, `d2`...) */
@@ -45,6 +63,8 @@ export interface DownloadsOptions {
 export interface DownloadRecord {
   id: string;
   tabId: string;
+  /** the agent it belongs to (known once its start was resolved) */
+  agentId?: string | undefined;
   url: string;
   /** the name the page suggested */
   suggested: string;
@@ -82,6 +102,9 @@ export class Downloads {
   /** MIME types of navigation responses by URL (a download's, when Chromium saw it) */
   private readonly types = new Map<string, string>();
   private watcher: FSWatcher | undefined;
+  /** this session's saved downloads: how many, how many bytes (maxFiles, maxTotalBytes) */
+  private savedFiles = 0;
+  private savedBytes = 0;
 
   constructor(private readonly opts: DownloadsOptions) {
     try {
@@ -109,8 +132,8 @@ export class Downloads {
     if (this.types.size > KEEP_TYPES) this.types.delete(this.types.keys().next().value!);
   }
 
-  /** Takes a download a page of tab `tabId` started; `workspace()` says where it is saved when it is done. */
-  track(tabId: string, download: Download, workspace: () => string | undefined): DownloadRecord {
+  /** Takes a download a page of tab `tabId` started; `start()` says whose it is (asked at once). */
+  track(tabId: string, download: Download, start: () => Promise<DownloadStart>): DownloadRecord {
     const record: DownloadRecord = {
       id: this.opts.nextId(), tabId, url: download.url(), suggested: download.suggestedFilename(), startedAt: Date.now(),
       state: "downloading", bytes: 0, reported: false, ended: Promise.resolve(),
@@ -118,7 +141,7 @@ export class Downloads {
     this.byDownload.set(download, record);
     this.records.push(record);
     this.trim();
-    record.ended = this.follow(record, download, workspace).catch((err: unknown) => {
+    record.ended = this.follow(record, download, start()).catch((err: unknown) => {
       this.fail(record, LurkError.from(err).code, `it could not be saved: ${LurkError.from(err).message}`);
     });
     return record;
@@ -134,14 +157,21 @@ export class Downloads {
     return this.records.filter((r) => r.tabId === tabId && r.startedAt >= since);
   }
 
-  /** The recent downloads (of one tab), oldest first. */
-  list(tabId?: string): DownloadRecord[] {
-    return this.records.filter((r) => tabId === undefined || r.tabId === tabId);
+  /** An agent's recent downloads (of one tab), oldest first. */
+  list(agentId: string, tabId?: string): DownloadRecord[] {
+    return this.records.filter((r) => r.agentId === agentId && (tabId === undefined || r.tabId === tabId));
   }
 
-  /** Ended downloads no result has reported yet (they are reported now). */
-  takeUnreported(): DownloadRecord[] {
-    return this.records.filter((r) => r.state !== "downloading" && !r.reported);
+  /** An agent's ended downloads no result has reported yet (they are reported now). */
+  takeUnreported(agentId: string): DownloadRecord[] {
+    return this.records.filter((r) => r.agentId === agentId && r.state !== "downloading" && !r.reported);
+  }
+
+  /** Bytes of this session's downloads: saved, and running (all of them, or all but `except`). */
+  private usedBytes(except?: DownloadRecord): number {
+    let used = this.savedBytes;
+    for (const r of this.checks.keys()) if (r !== except) used += r.bytes;
+    return used;
   }
 
   close(): void {
@@ -164,14 +194,23 @@ export class Downloads {
   }
 
   /** Watches a download to its end, then saves it (or says why not). */
-  private async follow(record: DownloadRecord, download: Download, workspace: () => string | undefined): Promise<void> {
-    const { stagingDir, maxBytes, timeoutMs } = this.opts;
-    if (!this.opts.enabled) {
-      await download.cancel().catch(() => undefined);
-      this.fail(record, "FORBIDDEN", "downloads are turned off (browser.downloads.enabled: false): nothing was saved");
-      return;
-    }
+  private async follow(record: DownloadRecord, download: Download, started: Promise<DownloadStart>): Promise<void> {
+    const { stagingDir, maxBytes, maxTotalBytes, maxFiles, timeoutMs } = this.opts;
     const staged = stagedPath(download, stagingDir);
+    const start = await started;
+    record.agentId = start.agentId;
+    const refuse = async (code: ErrorCode, why: string) => {
+      this.fail(record, code, why);
+      await download.cancel().catch(() => undefined);
+      await download.delete().catch(() => undefined);
+      if (staged) await Promise.all([unlink(staged), unlink(`${staged}.crdownload`)].map((p) => p.catch(() => undefined)));
+    };
+    if (!this.opts.enabled) return refuse("FORBIDDEN", "downloads are turned off (browser.downloads.enabled: false): nothing was saved");
+    if (!start.byAction) return refuse("FORBIDDEN", "it was not started by an action (the page started it on its own, not within a few seconds of an action on its tab): it was cancelled and nothing was saved");
+    if (this.savedFiles + this.checks.size >= maxFiles) {
+      return refuse("LIMIT_EXCEEDED", `this browser session already saved ${this.savedFiles} downloads${this.checks.size ? ` (${this.checks.size} running)` : ""}, the most allowed (browser.downloads.maxFiles, until the browser stops): it was cancelled and nothing was saved`);
+    }
+    const overTotal = `this browser session's downloads together would pass ${formatBytes(maxTotalBytes)} (browser.downloads.maxTotalBytes, until the browser stops): it was cancelled and nothing was saved`;
     let stopped: { code: ErrorCode; why: string } | undefined;
     const cancel = (code: ErrorCode, why: string) => {
       if (stopped) return;
@@ -186,6 +225,7 @@ export class Downloads {
         checking = false;
         record.bytes = Math.max(record.bytes, size);
         if (size > maxBytes) cancel("LIMIT_EXCEEDED", `it is larger than ${formatBytes(maxBytes)} (browser.downloads.maxBytes): it was cancelled and nothing was saved`);
+        else if (this.usedBytes() > maxTotalBytes) cancel("LIMIT_EXCEEDED", overTotal);
       });
     };
     this.checks.set(record, check);
@@ -206,11 +246,23 @@ export class Downloads {
       const size = await sizeOf(file);
       record.bytes = size;
       if (size > maxBytes) return this.fail(record, "LIMIT_EXCEEDED", `it is ${formatBytes(size)}, larger than ${formatBytes(maxBytes)} (browser.downloads.maxBytes): nothing was saved`);
-      const to = workspace();
+      if (this.usedBytes(record) + size > maxTotalBytes) return this.fail(record, "LIMIT_EXCEEDED", overTotal);
+      const to = start.workspace;
       if (!to) return this.fail(record, "TOOL_FAILED", "no workspace is known for it: nothing was saved");
       const serverType = this.types.get(record.url);
       const name = safeFileName(record.suggested, serverType);
-      const saved = await saveIntoWorkspace(to, DOWNLOADS_FOLDER, name, file);
+      // counted from now (a download ending meanwhile sees it), given back when the save fails
+      this.savedFiles++;
+      this.savedBytes += size;
+      let saved: Awaited<ReturnType<typeof saveIntoWorkspace>>;
+      try {
+        saved = await saveIntoWorkspace(to, DOWNLOADS_FOLDER, name, file);
+      } catch (err) {
+        this.savedFiles--;
+        this.savedBytes -= size;
+        throw err;
+      }
+      this.savedBytes += saved.bytes - size;
       record.state = "saved";
       record.path = saved.path;
       record.bytes = saved.bytes;

@@ -17,6 +17,7 @@
  * number (tab ids are never reused within the process).
  */
 import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { LurkError } from "../../shared/contract/index.js";
 import type { BrowserConfig } from "../../shared/runtime/config-browser.js";
@@ -34,6 +35,8 @@ const WHERE_WAIT_MS = 2_000;
 export interface HostOptions {
   config: BrowserConfig;
   profileDir: string;
+  /** where each Chromium's staging folder is made (staging.ts); tests with a fake worker may leave it out */
+  stagingRoot?: string;
   allowPrivateHosts: readonly string[];
   log: Logger;
   /** the actor's activity counter (ActorRuntime.activity): bumped when a worker has exited */
@@ -126,7 +129,10 @@ export class BrowserHost {
         reject: (e) => (settle(), reject(e)),
         progress: c.progress,
       });
-      const scope: CallScope = { ...(c.workspace !== undefined ? { workspace: c.workspace } : {}), ...(c.approvedOrigin !== undefined ? { approvedOrigin: c.approvedOrigin } : {}) };
+      const scope: CallScope = {
+        ...(c.workspace !== undefined ? { workspace: c.workspace } : {}), ...(c.agentId !== undefined ? { agentId: c.agentId } : {}),
+        ...(c.approvalRequired ? { approvalRequired: true } : {}), ...(c.approvedOrigin !== undefined ? { approvedOrigin: c.approvedOrigin } : {}),
+      };
       this.post(live, { type: "call", id, work, timeoutMs: c.timeoutMs, imageCapBytes: c.imageCapBytes, ...scope });
       if (c.signal.aborted) onAbort();
       else c.signal.addEventListener("abort", onAbort, { once: true });
@@ -180,7 +186,7 @@ export class BrowserHost {
   }
 
   private spawn(): Live {
-    const init: WorkerInit = { config: this.opts.config, profileDir: this.opts.profileDir, allowPrivateHosts: this.opts.allowPrivateHosts, ended: this.ended, nextTabId: this.nextTabId };
+    const init: WorkerInit = { config: this.opts.config, profileDir: this.opts.profileDir, stagingRoot: this.opts.stagingRoot ?? join(dirname(this.opts.profileDir), "staging"), allowPrivateHosts: this.opts.allowPrivateHosts, ended: this.ended, nextTabId: this.nextTabId };
     const worker = new Worker(this.opts.workerUrl ?? WORKER_URL, { workerData: init, name: "browser", resourceLimits: { maxOldGenerationSizeMb: this.maxOldMb } });
     // not unref'd: a call waiting for the worker holds the event loop; the actor's stop ends the worker (stop())
     const live: Live = { worker, calls: new Map(), questions: new Map(), active: false, retiring: false };

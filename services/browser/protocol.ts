@@ -22,6 +22,8 @@ export interface WorkerInit {
   /** why the last browser ended (the next start says so) */
   ended: string | undefined;
   nextTabId: number;
+  /** where each Chromium's staging folder is made (`<dataDir>/browser/staging`; staging.ts) */
+  stagingRoot: string;
 }
 
 export type CallWork = { tool: "browser"; args: BrowserArgs } | { tool: "browser_evaluate"; args: EvaluateArgs };
@@ -30,7 +32,11 @@ export type CallWork = { tool: "browser"; args: BrowserArgs } | { tool: "browser
 export interface CallScope {
   /** the calling agent's workspace: downloads are saved in it, uploads read from it */
   workspace?: string;
-  /** an upload approved by a human: the origin the approval notice named (the page must still be there) */
+  /** the calling agent: its downloads are kept apart from other agents' (listing, notes) */
+  agentId?: string;
+  /** an upload that needed a human approval (or a pre-issued token): refused without approvedOrigin */
+  approvalRequired?: boolean;
+  /** an approved upload: the origin the approval is bound to (the page must still be there) */
   approvedOrigin?: string;
 }
 

@@ -8,19 +8,20 @@
  * on one tab are serialized (`serial`), other tabs run side by side. It lives in the browser
  * worker thread (worker.ts), which ends after `onEnded`; the next worker's session gets
  * `ended` and `nextTabId` from the last one (host.ts).
- * Each Chromium downloads into a staging folder of its own (a fresh `lurkbot-browser-downloads-*`
- * in the OS temp folder, mode 700, removed when Chromium is gone); its `downloads` (downloads.ts)
- * save finished files into the workspace of the last call on their tab (`useWorkspace`). The
- * idle stop waits for a download still running.
+ * Each Chromium downloads into a staging folder of its own (`<dataDir>/browser/staging/<pid>-<random>`,
+ * mode 700, removed when Chromium is gone; staging.ts). A download is accepted only while a
+ * model action runs on its tab or within ACTION_WINDOW_MS after it (`acting`; a popup counts
+ * as its opener's), and it goes to the workspace of the agent whose action that was, fixed when
+ * it starts (downloads.ts); any other is cancelled. The idle stop waits for a download still
+ * running.
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rm } from "node:fs/promises";
 import type { BrowserContext, Page } from "playwright-core";
 import { LurkError } from "../../shared/contract/index.js";
 import type { BrowserConfig } from "../../shared/runtime/config-browser.js";
 import { launchChromium, type Launched } from "./chromium.js";
-import { Downloads } from "./downloads.js";
+import { Downloads, type DownloadStart } from "./downloads.js";
+import { createStagingDir } from "./staging.js";
 import { EgressProxy, type Refusal } from "./egress-proxy.js";
 import type { BrowserLog } from "./protocol.js";
 import { KeyedSerial } from "../../shared/runtime/keyed-serial.js";
@@ -34,9 +35,20 @@ export interface Tab {
   fresh: boolean;
   /** the last snapshot's text (snapshot.ts diffs against it) */
   lastSnapshot?: string;
-  /** the workspace of the last call on this tab: where its downloads are saved */
+  /** the agent and workspace of the last model action on this tab: its downloads are theirs */
+  agentId?: string;
   workspace?: string;
+  /** model actions running on this tab now */
+  acting: number;
+  /** when the last one ended (ms epoch; 0: none yet) */
+  actedAt: number;
+  /** the tab whose page opened this one (a popup), once `inherited` resolved */
+  opener?: Tab | undefined;
+  inherited: Promise<void>;
 }
+
+/** how long after a model action on a tab a download it starts is still accepted as the action's */
+export const ACTION_WINDOW_MS = 5_000;
 
 interface Running {
   launched: Launched;
@@ -50,6 +62,8 @@ interface Running {
 export interface SessionOptions {
   config: BrowserConfig;
   profileDir: string;
+  /** where the staging folder of each Chromium is made (staging.ts) */
+  stagingRoot: string;
   allowPrivateHosts: readonly string[];
   log: BrowserLog;
   /** why an earlier browser ended (a session in a new worker thread carries it on: the next start says so) */
@@ -73,8 +87,6 @@ export class BrowserSession {
   private ended: string | undefined;
   private notice: string | undefined;
   private nextDownload = 1;
-  /** the workspace of the last call (downloads of a tab no call touched yet go there) */
-  lastWorkspace: string | undefined;
   readonly serial = new KeyedSerial();
 
   constructor(readonly opts: SessionOptions) {
@@ -113,11 +125,32 @@ export class BrowserSession {
     return this.running?.downloads;
   }
 
-  /** A call from an agent with this workspace uses `tab` (its downloads go there). */
-  useWorkspace(tab: Tab | undefined, workspace: string | undefined): void {
-    if (workspace === undefined) return;
-    this.lastWorkspace = workspace;
-    if (tab) tab.workspace = workspace;
+  /**
+   * A model action of `agentId` (with its workspace) on `tab` begins: downloads the tab starts
+   * from now until ACTION_WINDOW_MS after the returned function is called are accepted and go
+   * to that workspace.
+   */
+  acting(tab: Tab, agentId: string, workspace: string | undefined): () => void {
+    tab.agentId = agentId;
+    tab.workspace = workspace;
+    tab.acting++;
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      tab.acting--;
+      tab.actedAt = Date.now();
+    };
+  }
+
+  /** Who a download `tab` starts now belongs to, and whether a model action started it (see acting). */
+  private async downloadStart(tab: Tab): Promise<DownloadStart> {
+    const at = Date.now();
+    await tab.inherited;
+    // a tab no model action touched yet acts for the tab that opened it (a popup, target=_blank)
+    const from = tab.acting === 0 && tab.actedAt === 0 && tab.opener ? tab.opener : tab;
+    const byAction = from.acting > 0 || (from.actedAt > 0 && at - from.actedAt <= ACTION_WINDOW_MS);
+    return { agentId: from.agentId, workspace: from.workspace, byAction };
   }
 
   /** Marks a call as running (no idle stop meanwhile); the returned function ends it. */
@@ -153,7 +186,7 @@ export class BrowserSession {
     const { config, profileDir, allowPrivateHosts, log } = this.opts;
     progress("starting Chromium");
     // mode 700, outside every workspace: a download is copied into one only once it is complete and within the cap
-    const stagingDir = await mkdtemp(join(tmpdir(), "lurkbot-browser-downloads-"));
+    const stagingDir = await createStagingDir(this.opts.stagingRoot);
     let proxy: EgressProxy | undefined;
     let launched: Launched;
     try {
@@ -231,12 +264,16 @@ export class BrowserSession {
   register(page: Page): Tab {
     const known = this.ids.get(page);
     if (known && this.tabs.has(known)) return this.tabs.get(known)!;
-    const tab: Tab = { id: `t${this.nextId++}`, page, openedAt: Date.now(), crashed: false, fresh: false };
+    const tab: Tab = { id: `t${this.nextId++}`, page, openedAt: Date.now(), crashed: false, fresh: false, acting: 0, actedAt: 0, inherited: Promise.resolve() };
     this.ids.set(page, tab.id);
     this.tabs.set(tab.id, tab);
     this.current = tab.id;
+    // a popup acts for its opener: the agent, workspace and action time of the opener's tab
+    tab.inherited = page.opener().then((opener) => {
+      tab.opener = opener ? this.tabs.get(this.ids.get(opener) ?? "") : undefined;
+    }, () => undefined);
     page.on("crash", () => (tab.crashed = true));
-    page.on("download", (download) => void this.running?.downloads.track(tab.id, download, () => tab.workspace ?? this.lastWorkspace));
+    page.on("download", (download) => void this.running?.downloads.track(tab.id, download, () => this.downloadStart(tab)));
     page.on("close", () => {
       this.tabs.delete(tab.id);
       if (this.current === tab.id) this.current = [...this.tabs.keys()].pop();

@@ -19,7 +19,7 @@ import type { ServedTool, ServedToolContext } from "../../shared/runtime/tool-se
 import type { BrowserHost } from "./host.js";
 import type { CallScope, CallWork } from "./protocol.js";
 import { browserArgsSchema, browserDescription, EVALUATE_DESCRIPTION, evaluateArgsSchema, issueLines, jsonSchemaOf, parseBrowserArgs, type BrowserArgs } from "./schema.js";
-import { callWorkspace, UploadApproval } from "./upload-approval.js";
+import { callAgent, callWorkspace, UploadApproval } from "./upload-approval.js";
 
 /** bytes of a reply kept for the envelope and JSON escaping */
 const REPLY_OVERHEAD = 16 * 1024;
@@ -48,7 +48,7 @@ export function browserTools(rt: ActorRuntime, host: BrowserHost): ServedTool[] 
     let notice: string | undefined;
     let err: LurkError;
     try {
-      const result = await host.call(work, { timeoutMs, signal, progress, imageCapBytes: Math.floor((payloadRoom * 3) / 4), workspace: callWorkspace(rt, req.agentId), ...scope });
+      const result = await host.call(work, { timeoutMs, signal, progress, imageCapBytes: Math.floor((payloadRoom * 3) / 4), workspace: callWorkspace(rt, req.agentId), agentId: callAgent(rt, req.agentId), ...scope });
       notice = result.notice;
       if (result.ok) {
         const image = result.image ? [{ type: "image" as const, mime: result.image.mime, dataBase64: Buffer.from(result.image.bytes.buffer, result.image.bytes.byteOffset, result.image.bytes.byteLength).toString("base64") }] : [];
@@ -95,7 +95,7 @@ export function browserTools(rt: ActorRuntime, host: BrowserHost): ServedTool[] 
             rt.log.info({ ...log, runId: req.runId, code: admitted.code }, "browser upload refused");
             return { toolCallId: req.toolCallId, content: [{ type: "text", text: admitted.text }], isError: true, errorCode: admitted.code, durationMs: Date.now() - started };
           }
-          if (admitted.approvedOrigin !== undefined) scope = { approvedOrigin: admitted.approvedOrigin };
+          scope = admitted.approvalRequired ? { approvalRequired: true, approvedOrigin: admitted.approvedOrigin } : {};
         }
         return run(req, ctx, log, { tool: "browser", args: parsed }, scope);
       },

@@ -3,12 +3,15 @@
  * file input, or on the file chooser that clicking the element opens (a styled button over a
  * hidden input). The files are read through workspace-files.ts (inside the workspace, no
  * symlink out, regular files, `browser.uploads.maxBytes` for all of them together) and handed
- * to the page as bytes, so what the page gets is exactly what was checked. When a human
- * approved the upload (upload-approval.ts), the element must still be on the origin the notice
- * named, else nothing is uploaded (FORBIDDEN). The result is an act result: where the tab is,
- * what changed (the page may send the files itself).
+ * to the page as bytes, so what the page gets is exactly what was checked. When the upload
+ * needed a human approval (upload-approval.ts), the element (and a chooser's input) must still
+ * be on the origin the approval is bound to, and an approval without an origin runs nothing
+ * (FORBIDDEN). Where an element is comes from Playwright's own records, never from the page's
+ * JavaScript (which can redefine `ownerDocument`, `location`...): the tab's URL for a ref of the
+ * main frame's first document, else the URL of the frame Playwright says owns the element. The
+ * result is an act result: where the tab is, what changed (the page may send the files itself).
  */
-import type { FileChooser, Locator } from "playwright-core";
+import type { ElementHandle, FileChooser, Locator } from "playwright-core";
 import { LurkError } from "../../shared/contract/index.js";
 import { formatBytes, mimeFromName } from "../../shared/runtime/media.js";
 import { afterAction, resolveRef, type ActLimits } from "./act.js";
@@ -27,21 +30,49 @@ export function originOf(url: string): string {
   }
 }
 
-/** The URL of the document an element is in (its frame's, for an element in an iframe). */
-export async function elementPageUrl(element: Locator, timeoutMs: number): Promise<string | undefined> {
-  return element.evaluate((e) => (e as unknown as { ownerDocument: { location: { href: string } } }).ownerDocument.location.href, undefined, { timeout: timeoutMs })
-    .catch(() => undefined);
+/** refs of the main frame's first document (`e12`); refs of other frames and documents have a frame prefix (`f3e7`) */
+const MAIN_FRAME_REF = /^e\d+$/;
+
+/**
+ * The URL of the frame an element is in, from Playwright's records (never the page's
+ * JavaScript): a main-frame ref is on the tab's URL; any other ref, on the URL of the frame that
+ * owns its element (`ownerFrame`); undefined when that cannot be told (no such element, no frame,
+ * no answer within `timeoutMs`).
+ */
+export async function elementPageUrl(tab: Tab, ref: string, element: Locator, timeoutMs: number): Promise<string | undefined> {
+  if (MAIN_FRAME_REF.test(ref)) return tab.page.url();
+  return frameUrlOf(element.elementHandle({ timeout: timeoutMs }), timeoutMs, true);
 }
 
-/** What an approval notice says about where an upload to `ref` would go (worker side of host.uploadTarget). */
+/** The URL of the frame that owns an element handle (Playwright's record); undefined when unknown. `dispose`: the handle is ours, let go after. */
+async function frameUrlOf(handle: Promise<ElementHandle | null>, timeoutMs: number, dispose: boolean): Promise<string | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs)));
+  const found = (async () => {
+    const h = await handle;
+    if (!h) return undefined;
+    try {
+      return (await h.ownerFrame())?.url();
+    } finally {
+      if (dispose) void h.dispose().catch(() => undefined);
+    }
+  })().catch(() => undefined);
+  try {
+    return await Promise.race([found, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** What an approval notice says about where an upload to `ref` would go (worker side of host.uploadTarget); no origin: unknown. */
 export async function uploadTarget(session: BrowserSession, tabId: string | undefined, ref: string, timeoutMs: number): Promise<{ text: string; origin?: string }> {
   try {
     const tab = session.isRunning ? session.tab(tabId) : undefined;
     if (!tab) return { text: "no open tab" };
     const element = tab.page.getByRef(ref);
-    if ((await element.count().catch(() => 0)) === 0) return { text: `tab ${tab.id} (${tab.page.url().slice(0, 300)}), which has no element ${ref}` };
-    const url = await elementPageUrl(element, timeoutMs);
-    if (url === undefined) return { text: `tab ${tab.id}, a page that could not be read` };
+    if ((await element.count().catch(() => 0)) === 0) return { text: `tab ${tab.id} (${tab.page.url().slice(0, 300)}) has no element ${ref}` };
+    const url = await elementPageUrl(tab, ref, element, timeoutMs);
+    if (url === undefined) return { text: `the frame of ${ref} in tab ${tab.id} could not be told` };
     return { text: `element ${ref} of ${url.slice(0, 300)} (tab ${tab.id})`, origin: originOf(url) };
   } catch {
     return { text: "a page that could not be read" };
@@ -74,13 +105,19 @@ export async function upload(ctx: ActionContext, tab: Tab, a: BrowserArgs, limit
   if (!ctx.config.uploads.enabled) throw new LurkError("FORBIDDEN", "uploads are turned off (browser.uploads.enabled: false)");
   const files = await readFiles(ctx, a.paths!);
   const timeout = limits.actionTimeoutMs;
-  // the page the human approved: the element's (or, when it is gone, the tab's) origin must be the one the notice named
+  // the page the human approved: the element's origin must be the one the approval is bound to
   const located = tab.page.getByRef(a.ref!);
-  const pageUrl = (await located.count().catch(() => 0)) > 0 ? await elementPageUrl(located, timeout) : undefined;
+  const present = (await located.count().catch(() => 0)) > 0;
+  const pageUrl = present ? await elementPageUrl(tab, a.ref!, located, timeout) : undefined;
   const origin = pageUrl === undefined ? undefined : originOf(pageUrl);
-  const seenOrigin = origin ?? originOf(tab.page.url());
-  if (ctx.approvedOrigin !== undefined && seenOrigin !== ctx.approvedOrigin) {
-    throw new LurkError("FORBIDDEN", `the upload was approved for ${ctx.approvedOrigin}, but ${pageUrl === undefined ? `tab ${tab.id}` : a.ref} is now on ${pageUrl ?? tab.page.url()}: nothing was uploaded`);
+  if (ctx.approvalRequired) {
+    if (ctx.approvedOrigin === undefined) throw new LurkError("FORBIDDEN", "the upload needed an approval, and none bound to a page's origin came with it: nothing was uploaded");
+    if (present && origin !== ctx.approvedOrigin) {
+      throw new LurkError("FORBIDDEN", `the upload was approved for ${ctx.approvedOrigin}, but ${a.ref} is now ${pageUrl === undefined ? "on a page whose origin cannot be told" : `on ${pageUrl.slice(0, 300)}`}: nothing was uploaded`);
+    }
+    if (!present && originOf(tab.page.url()) !== ctx.approvedOrigin) {
+      throw new LurkError("FORBIDDEN", `the upload was approved for ${ctx.approvedOrigin}, but tab ${tab.id} is now on ${tab.page.url().slice(0, 300)}: nothing was uploaded`);
+    }
   }
   const element = await resolveRef(tab, a.ref!);
   const payloads = files.map((f) => ({ name: f.name, mimeType: mimeFromName(f.name), buffer: f.bytes }));
@@ -105,6 +142,13 @@ export async function upload(ctx: ActionContext, tab: Tab, a: BrowserArgs, limit
         throw new LurkError("TOOL_INVALID_ARGS", `${a.ref} is not a file input and clicking it opened no file chooser: give the ref of the file input, or of the button that opens the file dialog`);
       }
       if (payloads.length > 1 && !chooser.isMultiple()) throw new LurkError("TOOL_INVALID_ARGS", `the file chooser ${a.ref} opened takes one file; ${many}`);
+      if (ctx.approvalRequired) {
+        // the chooser's input may be in another frame than the button: it is held to the approved origin too
+        const inputUrl = await frameUrlOf(Promise.resolve(chooser.element()), timeout, false);
+        if (inputUrl === undefined || originOf(inputUrl) !== ctx.approvedOrigin) {
+          throw new LurkError("FORBIDDEN", `the upload was approved for ${ctx.approvedOrigin}, but the file chooser ${a.ref} opened belongs to ${inputUrl === undefined ? "a page whose origin cannot be told" : inputUrl.slice(0, 300)}: nothing was uploaded`);
+        }
+      }
       await chooser.setFiles(payloads, { timeout });
     }
   } catch (err) {

@@ -36,7 +36,7 @@ function logAt(level: "info" | "warn"): (obj: object, msg: string) => void {
 const log: BrowserLog = { info: logAt("info"), warn: logAt("warn") };
 
 const session: BrowserSession = new BrowserSession({
-  config: init.config, profileDir: init.profileDir, allowPrivateHosts: init.allowPrivateHosts, log,
+  config: init.config, profileDir: init.profileDir, stagingRoot: init.stagingRoot, allowPrivateHosts: init.allowPrivateHosts, log,
   ended: init.ended, nextTabId: init.nextTabId,
   onEnded: () => post({ type: "ended", ...state() }),
 });
@@ -66,7 +66,7 @@ async function call(m: Extract<ToWorker, { type: "call" }>): Promise<void> {
     const ctx: ActionContext = {
       session, config: init.config, profileDir: init.profileDir, allow: init.allowPrivateHosts, signal: controller.signal,
       progress: (message) => post({ type: "progress", id: m.id, message }), imageCapBytes: m.imageCapBytes,
-      deadlineAt: Date.now() + m.timeoutMs, workspace: m.workspace, approvedOrigin: m.approvedOrigin,
+      deadlineAt: Date.now() + m.timeoutMs, workspace: m.workspace, agentId: m.agentId ?? "", approvalRequired: m.approvalRequired === true, approvedOrigin: m.approvedOrigin,
     };
     const work: Promise<ActionResult> = m.work.tool === "browser" ? runBrowserAction(m.work.args, ctx) : runEvaluate(m.work.args, ctx).then((text) => ({ text }));
     const deadline = new Promise<never>((_r, reject) => (timer = setTimeout(() => reject(new LurkError("TIMEOUT", `the browser call did not finish within ${m.timeoutMs} ms`)), m.timeoutMs)));

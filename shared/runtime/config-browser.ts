@@ -8,8 +8,8 @@
  * `enabled: false` keeps the actor running but serving no tool. A missing Chromium is not a
  * configuration error: a call answers with how to install it (`apt-get install chromium`).
  * Which hosts the browser may reach follows `tools.web.allowPrivateHosts` (config.ts), as web_fetch does.
- * Files: `downloads` (what a page downloads is saved under `<workspace>/downloads/`, capped in
- * size and time) and `uploads` (workspace files set on a page's file input, capped, and by
+ * Files: `downloads` (what a model action downloads is saved under `<workspace>/downloads/`,
+ * capped per file in size and time, and per browser session in bytes and files) and `uploads` (workspace files set on a page's file input, capped, and by
  * default each upload approved by a human).
  */
 import { isAbsolute, join, resolve } from "node:path";
@@ -27,7 +27,7 @@ export const BROWSER_DEFAULTS = {
   maxSnapshotChars: 20_000,
   screenshotMaxBytes: 300 * 1024,
   maxTabs: 8,
-  downloads: { enabled: true, maxBytes: 50 * 1024 * 1024, timeoutMs: 5 * 60_000 },
+  downloads: { enabled: true, maxBytes: 50 * 1024 * 1024, maxTotalBytes: 500 * 1024 * 1024, maxFiles: 100, timeoutMs: 5 * 60_000 },
   uploads: { enabled: true, maxBytes: 25 * 1024 * 1024, requireApproval: true },
 };
 
@@ -68,6 +68,10 @@ export const browserConfigSchema = z.object({
     enabled: z.boolean().default(BROWSER_DEFAULTS.downloads.enabled),
     /** bytes of one download at most; a larger one is cancelled and nothing is saved */
     maxBytes: z.number().int().min(1024).max(4 * 1024 * 1024 * 1024).default(BROWSER_DEFAULTS.downloads.maxBytes),
+    /** bytes of all downloads of one browser session together (until Chromium stops); one that would pass it is cancelled */
+    maxTotalBytes: z.number().int().min(1024).max(64 * 1024 * 1024 * 1024).default(BROWSER_DEFAULTS.downloads.maxTotalBytes),
+    /** downloads one browser session saves at most (until Chromium stops); more are cancelled */
+    maxFiles: z.number().int().min(1).max(100_000).default(BROWSER_DEFAULTS.downloads.maxFiles),
     /** the most one download may take; a slower one is cancelled and nothing is saved */
     timeoutMs: z.number().int().min(1_000).max(3600_000).default(BROWSER_DEFAULTS.downloads.timeoutMs),
   }).prefault({}),

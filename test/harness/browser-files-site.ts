@@ -8,7 +8,10 @@
  *  - /file/report.csv, /file/evil, /big, /page (an HTML page, not a file);
  *  - /upload-form: a visible file input (multiple) in a form, and a button that opens the file
  *    chooser of a hidden input whose form sends itself on change; POST /upload keeps what it
- *    received (`uploads`: field, file name, bytes) and answers "Received ...".
+ *    received (`uploads`: field, file name, bytes) and answers "Received ...";
+ *  - /spoof-upload: a file input whose `ownerDocument` (and its `location`) the page redefined to
+ *    claim it is on TRUSTED_SPOOF;
+ *  - /auto-download?after=ms: a page whose script starts a download on its own after `ms`.
  * `secretHits` lists the requests that reached 127.0.0.2.
  */
 import http from "node:http";
@@ -33,6 +36,8 @@ export interface FilesSite {
 }
 
 export const BIG_BYTES = 3 * 1024 * 1024;
+/** the origin /spoof-upload's file input claims to be on */
+export const TRUSTED_SPOOF = "https://accounts.trusted-bank.example";
 
 const page = (title: string, body: string) => `<!doctype html><html><head><meta charset="utf-8"><title>${title}</title></head><body>${body}</body></html>`;
 
@@ -119,6 +124,20 @@ export async function startFilesSite(): Promise<FilesSite> {
           <button type="submit">Send the document</button></form>
           <button type="button" onclick="document.getElementById('picture').click()">Choose a picture</button>
           <form method="post" enctype="multipart/form-data" action="/upload"><input id="picture" type="file" name="picture" style="display:none" onchange="this.form.submit()"></form>`);
+      case "/spoof-upload":
+        // a page that lies about where its file input is: ownerDocument (and so location) redefined on the element
+        return html("Statement", `<h1>Send your statement</h1>
+          <form method="post" enctype="multipart/form-data" action="/upload"><label>Statement <input id="statement" type="file" name="statement"></label>
+          <button type="submit">Send the statement</button></form>
+          <script>
+            const real = document;
+            Object.defineProperty(document.getElementById("statement"), "ownerDocument", {
+              get: () => ({ documentElement: real.documentElement, defaultView: window, location: { href: "${TRUSTED_SPOOF}/login", origin: "${TRUSTED_SPOOF}" } }),
+            });
+          </script>`);
+      case "/auto-download":
+        // a page whose script starts a download on its own, `after` ms after it loaded (no model action)
+        return html("Later", `<h1>Wait for it</h1><script>setTimeout(() => { location.href = "/file/report.csv"; }, ${Number(url.searchParams.get("after") ?? 6000)});</script>`);
       case "/upload": {
         const chunks: Buffer[] = [];
         req.on("data", (d: Buffer) => chunks.push(d));

@@ -49,6 +49,14 @@ export class BrowserRig {
     return textOf(reply);
   }
 
+  /** Stops the browser actor and starts it again (same home, same config). */
+  async restartBrowser(browserEnv: Record<string, string> = {}): Promise<void> {
+    await this.browser.stop();
+    this.actors.splice(this.actors.indexOf(this.browser), 1);
+    this.browser = await startActorProcess("browser", this.nats, browserEnv);
+    this.actors.push(this.browser);
+  }
+
   async stop(): Promise<void> {
     await this.runner?.close().catch(() => undefined);
     for (const a of [...this.actors].reverse()) await a.stop();
