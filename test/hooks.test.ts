@@ -20,6 +20,8 @@ import { CliClient, TestSystem } from "./harness/system.js";
 const S = subjects();
 const MAIN_KEY = "agent:main:main";
 const TIME_LIMIT_MS = 1500;
+/** a secret only the a-throws hook gets, through hooks.entries["a-throws"].env */
+const HOOK_SECRET = "hook-secret-value-0123456789";
 
 function hook(root: string, name: string, events: string[], handler: string): void {
   const dir = join(root, name);
@@ -44,13 +46,17 @@ describe("hooks actor", () => {
         hooks: {
           timeoutMs: TIME_LIMIT_MS,
           workerIdleMs: 500,
-          entries: Object.fromEntries(["a-throws", "b-hangs", "c-greeter", "d-run-end", "e-reset", "command-logger", "boot-md"].map((n) => [n, { enabled: true }])),
+          entries: {
+            ...Object.fromEntries(["b-hangs", "c-greeter", "d-run-end", "e-reset", "command-logger", "boot-md"].map((n) => [n, { enabled: true }])),
+            // a secret given through the entry's env: the handler sees it, logs and events never do
+            "a-throws": { enabled: true, env: { HOOK_API_TOKEN: HOOK_SECRET } },
+          },
         },
       },
     });
     const root = join(system.workspace, "hooks");
     // discovery order within the workspace is by name: a, b, c
-    hook(root, "a-throws", ["command:new"], "export default async function () { throw new Error('boom from a-throws'); }\n");
+    hook(root, "a-throws", ["command:new"], "export default async function (event, ctx) { throw new Error('boom from a-throws with ' + ctx.env.HOOK_API_TOKEN); }\n");
     hook(root, "b-hangs", ["command:new"], "export default async function () { for (;;) {} }\n");
     hook(root, "c-greeter", ["command:new"], [
       "import { writeFile } from 'node:fs/promises';",
@@ -125,10 +131,12 @@ describe("hooks actor", () => {
       return f.length >= 2 ? f : undefined;
     }, 5_000, "two failed events");
     assert.deepEqual(failed.map((e) => e.data.hook), ["a-throws", "b-hangs"]);
-    assert.match(String(failed[0]!.data.reason), /it threw: boom from a-throws/);
+    assert.match(String(failed[0]!.data.reason), /it threw: boom from a-throws with \[redacted\]/);
+    assert.ok(!JSON.stringify(failed).includes(HOOK_SECRET), "the hook's secret is not in its failed event");
     assert.match(String(failed[1]!.data.reason), new RegExp(`^it ran longer than ${TIME_LIMIT_MS} ms`));
     const out = hooks.output();
     assert.match(out, /"hook":"a-throws".*hook failed|hook failed.*"hook":"a-throws"/);
+    assert.ok(!out.includes(HOOK_SECRET), "the hook's secret is not in the actor's log");
     assert.match(out, /"hook":"b-hangs"[^\n]*"event":"command:new"/);
     assert.match(out, /"fromHook":true[^\n]*greeted tester/);
   });

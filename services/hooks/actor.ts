@@ -10,7 +10,8 @@
  */
 import { agentWorkspace } from "../../shared/runtime/config.js";
 import type { ActorDefinition, ActorRuntime } from "../../shared/runtime/actor.js";
-import { discoverHooks, hookEnv } from "../../shared/runtime/hooks/discovery.js";
+import { discoverHooks, hookEnv, isSecretEnvName } from "../../shared/runtime/hooks/discovery.js";
+import { registerSecret } from "../../shared/runtime/logger.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { HookDispatcher, type AgentHooks } from "./dispatcher.js";
 import { startupEvent } from "./hook-event.js";
@@ -35,6 +36,10 @@ async function start(rt: ActorRuntime) {
   }
   // handlers never see secrets (NATS passwords, API keys, tokens), also where one process hosts every actor (--single-process)
   const env = hookEnv(process.env);
+  // a secret given to a hook through its entry's env is redacted from logs and events like the others
+  for (const entry of Object.values(cfg.entries)) {
+    for (const [name, value] of Object.entries(entry.env ?? {})) if (isSecretEnvName(name)) registerSecret(value);
+  }
   const agents = new Map<string, AgentHooks>();
   for (const agent of rt.config.agents) {
     const found = await discoverHooks(rt.config, { agentId: agent.id, env });
