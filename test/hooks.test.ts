@@ -167,11 +167,13 @@ describe("hooks actor", () => {
     }
   });
 
-  it("idles under 80 MB RSS once its worker ended", async () => {
-    await new Promise((r) => setTimeout(r, 1500));
-    const status = readFileSync(`/proc/${hooks.child.pid}/status`, "utf8");
-    const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]);
-    process.stdout.write(`# hooks actor idle RSS: ${Math.round(rssKb / 1024)} MB\n`);
-    assert.ok(rssKb > 0 && rssKb < 80 * 1024, `hooks RSS ${Math.round(rssKb / 1024)} MB`);
+  it("idles under 80 MB RSS once its worker ended and its idle collections ran", { timeout: 60_000 }, async () => {
+    // the actor collects 10-20 s after it went quiet and again 6 s later (shared/runtime/memory.ts)
+    const rssKb = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${hooks.child.pid}/status`, "utf8"))?.[1]);
+    const deadline = Date.now() + 40_000;
+    while (Date.now() < deadline && !(rssKb() < 80 * 1024)) await new Promise((r) => setTimeout(r, 1_000));
+    const kb = rssKb();
+    process.stdout.write(`# hooks actor idle RSS: ${Math.round(kb / 1024)} MB\n`);
+    assert.ok(kb > 0 && kb < 80 * 1024, `hooks RSS ${Math.round(kb / 1024)} MB after its idle collections`);
   });
 });

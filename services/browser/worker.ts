@@ -50,9 +50,13 @@ const calls = new Map<number, AbortController>();
 /** how long an approval notice's question about an upload's page may take */
 const UPLOAD_TARGET_WAIT_MS = 1_500;
 
-/** A whole-buffer view is transferred as is; a slice of a larger buffer is copied once first. */
+/**
+ * The bytes in an ArrayBuffer of their own that may be transferred: always a copy. A Buffer made
+ * by Node's native code (playwright-core's decoded screenshot) may be backed by memory that cannot
+ * be detached, and on Node 22 and later transferring it throws, which ended the worker.
+ */
 function transferable(bytes: Uint8Array): Uint8Array {
-  return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer ? bytes : new Uint8Array(bytes);
+  return new Uint8Array(bytes);
 }
 
 async function call(m: Extract<ToWorker, { type: "call" }>): Promise<void> {
