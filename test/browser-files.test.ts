@@ -215,6 +215,8 @@ describe("the browser actor: downloads and uploads on a real Chromium", { skip }
     assert.match(textOf(done), /set on the file chooser it opened of http:\/\/127\.0\.0\.1:\d+/);
     await waitFor(() => site.uploads.some((f) => f.field === "picture"), 10_000, "the page sent the picture");
     assert.deepEqual(site.uploads.filter((f) => f.field === "picture").map((f) => [f.filename, f.bytes]), [["photo.png", photo]]);
+    // the form submitted itself: its navigation ends before the next one starts (or it would interrupt it)
+    await waitFor(async () => (/"Received"/.test(await rig.ok({ action: "tabs" })) ? true : undefined), 10_000, "the tab shows the form's answer");
 
     await rig.ok({ action: "navigate", url: `${site.main}/upload-form` });
     const moved = rig.call("browser", { action: "upload", ref: refOf(await rig.ok({ action: "snapshot" }), /button "Document"/), paths: ["notes.txt"] });

@@ -199,11 +199,12 @@ export class Downloads {
     const staged = stagedPath(download, stagingDir);
     const start = await started;
     record.agentId = start.agentId;
+    // the record says "failed" only once the staged bytes are gone (a listing that shows the failure shows its end)
     const refuse = async (code: ErrorCode, why: string) => {
-      this.fail(record, code, why);
       await download.cancel().catch(() => undefined);
       await download.delete().catch(() => undefined);
       if (staged) await Promise.all([unlink(staged), unlink(`${staged}.crdownload`)].map((p) => p.catch(() => undefined)));
+      this.fail(record, code, why);
     };
     if (!this.opts.enabled) return refuse("FORBIDDEN", "downloads are turned off (browser.downloads.enabled: false): nothing was saved");
     if (!start.byAction) return refuse("FORBIDDEN", "it was not started by an action (the page started it on its own, not within a few seconds of an action on its tab): it was cancelled and nothing was saved");
