@@ -16,9 +16,9 @@ import { readdir, readFile } from "node:fs/promises";
 import { statOrNull } from "./bootstrap.js";
 import { join } from "node:path";
 import { REPO_ROOT } from "../../shared/scripts/paths.js";
-import { parseFrontmatter, type YamlMap, type YamlValue } from "../../shared/runtime/frontmatter.js";
+import { oneLine, parseFrontmatter, yamlMap, yamlString } from "../../shared/runtime/frontmatter.js";
+import { hostRequirements, unmetRequirements, type HostRequirements } from "../../shared/runtime/host-requirements.js";
 import { compareCodeUnits } from "../../shared/runtime/order.js";
-import { onPath } from "../../shared/runtime/on-path.js";
 
 export type SkillSource = "workspace" | "user" | "bundled";
 
@@ -28,7 +28,7 @@ export interface Skill {
   /** absolute path of the SKILL.md */
   location: string;
   source: SkillSource;
-  requires: { bins: string[]; anyBins: string[]; env: string[]; os: string[] };
+  requires: HostRequirements;
 }
 
 export const BUNDLED_SKILLS_DIR = join(REPO_ROOT, "services", "agent-runner", "skills-bundled");
@@ -127,49 +127,15 @@ export async function loadSkillFile(path: string, dirName: string, source: Skill
 
 export function skillFromText(text: string, location: string, dirName: string, source: SkillSource): Skill | null {
   const { data } = parseFrontmatter(text);
-  const name = str(data.name) || dirName;
-  const description = oneLine(str(data.description));
+  const name = yamlString(data.name) || dirName;
+  const description = oneLine(yamlString(data.description), MAX_DESCRIPTION_CHARS);
   if (!description || !/^[\w.-]{1,64}$/.test(name)) return null;
-  const meta = asMap(data.metadata);
-  const nested = asMap(meta?.lurkbot) ?? asMap(meta?.moltbot) ?? asMap(meta?.openclaw);
-  const req = asMap(data.requires) ?? asMap(meta?.requires) ?? asMap(nested?.requires) ?? {};
-  const os = list(data.os ?? meta?.os ?? nested?.os);
-  return {
-    name, description, location, source,
-    requires: { bins: list(req.bins), anyBins: list(req.anyBins), env: list(req.env), os },
-  };
+  const meta = yamlMap(data.metadata);
+  const nested = yamlMap(meta?.lurkbot) ?? yamlMap(meta?.moltbot) ?? yamlMap(meta?.openclaw);
+  const req = yamlMap(data.requires) ?? yamlMap(meta?.requires) ?? yamlMap(nested?.requires) ?? {};
+  return { name, description, location, source, requires: hostRequirements(req, data.os ?? meta?.os ?? nested?.os) };
 }
 
 async function eligible(skill: Skill, env: Record<string, string | undefined>, platform: string): Promise<boolean> {
-  const { bins, anyBins, os } = skill.requires;
-  if (os.length && !os.includes(platform)) return false;
-  if (skill.requires.env.some((name) => !env[name])) return false;
-  const path = env.PATH ?? "";
-  for (const bin of bins) if (!(await onPath(bin, path))) return false;
-  if (anyBins.length) {
-    let any = false;
-    for (const bin of anyBins) if ((any = await onPath(bin, path))) break;
-    if (!any) return false;
-  }
-  return true;
-}
-
-function str(v: YamlValue | undefined): string {
-  return typeof v === "string" ? v.trim() : typeof v === "number" || typeof v === "boolean" ? String(v) : "";
-}
-
-function oneLine(text: string): string {
-  const t = text.replace(/\s+/g, " ").trim();
-  return t.length > MAX_DESCRIPTION_CHARS ? `${t.slice(0, MAX_DESCRIPTION_CHARS - 3)}...` : t;
-}
-
-function asMap(v: YamlValue | undefined): YamlMap | undefined {
-  return v !== null && typeof v === "object" && !Array.isArray(v) ? v : undefined;
-}
-
-/** a list of strings from `[a, b]`, `- a` lines or a single `a` */
-function list(v: YamlValue | undefined): string[] {
-  if (v === undefined || v === null) return [];
-  const items = Array.isArray(v) ? v : [v];
-  return items.map((x) => str(x)).filter((x) => x !== "");
+  return (await unmetRequirements(skill.requires, env, platform)).length === 0;
 }

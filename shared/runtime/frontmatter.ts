@@ -279,3 +279,26 @@ function sanitize(value: unknown): YamlValue {
   }
   return value as YamlValue;
 }
+
+/** A scalar as trimmed text ("" for maps, lists and null). */
+export function yamlString(v: YamlValue | undefined): string {
+  return typeof v === "string" ? v.trim() : typeof v === "number" || typeof v === "boolean" ? String(v) : "";
+}
+
+/** A map, or undefined for anything else. */
+export function yamlMap(v: YamlValue | undefined): YamlMap | undefined {
+  return v !== null && typeof v === "object" && !Array.isArray(v) ? v : undefined;
+}
+
+/** A list of non-empty strings from `[a, b]`, `- a` lines or a single `a`, at most `max`. */
+export function yamlList(v: YamlValue | undefined, max = Number.POSITIVE_INFINITY): string[] {
+  if (v === undefined || v === null) return [];
+  const items = Array.isArray(v) ? v : [v];
+  return items.map((x) => yamlString(x)).filter((x) => x !== "").slice(0, max);
+}
+
+/** Text on one line, whitespace collapsed, cut at `max` characters with "...". */
+export function oneLine(text: string, max: number): string {
+  const t = text.replace(/\s+/g, " ").trim();
+  return t.length > max ? `${t.slice(0, max - 3)}...` : t;
+}

@@ -60,21 +60,22 @@ export function allowedCatalog<D extends { name: string }>(config: LurkConfig, t
   return catalog.filter((d) => allowed.has(d.name));
 }
 
-/** `lurk.tools.explain`: every tool's decision in this request's context. */
-export function explainTools(config: LurkConfig, actor: string, tools: readonly ExplainedTool[], req: PolicyRequest) {
+/**
+ * A `lurk.tools.explain` reply: the request's agent, session type, profile and model around the
+ * decisions `decide` makes for that agent and context; NOT_FOUND for an unknown agent.
+ */
+export function explainReply<D>(config: LurkConfig, actor: string, req: PolicyRequest, decide: (agentId: string, ctx: PolicyContext) => D[]) {
   const agent = policyAgent(config, req.agentId);
   if (!agent) throw new LurkError("NOT_FOUND", `no agent "${req.agentId}" is configured`);
   const ctx = policyContext(config, agent, req);
-  return {
-    actor,
-    agentId: agent.id,
-    sessionType: ctx.sessionType,
-    profile: ctx.profile,
-    ...(ctx.model ? { model: ctx.model } : {}),
-    decisions: decideTools(tools, ctx).map((d, i) => {
-      // which calls of it wait for a human, and why (approval-explain.ts)
-      const approval = approvalExplanation(config, agent.id, tools[i]!);
-      return { ...d, groups: [...(tools[i]!.groups ?? [])], aliases: [...(tools[i]!.aliases ?? [])], ...(approval ? { approval } : {}) };
-    }),
-  };
+  return { actor, agentId: agent.id, sessionType: ctx.sessionType, profile: ctx.profile, ...(ctx.model ? { model: ctx.model } : {}), decisions: decide(agent.id, ctx) };
+}
+
+/** `lurk.tools.explain`: every tool's decision in this request's context. */
+export function explainTools(config: LurkConfig, actor: string, tools: readonly ExplainedTool[], req: PolicyRequest) {
+  return explainReply(config, actor, req, (agentId, ctx) => decideTools(tools, ctx).map((d, i) => {
+    // which calls of it wait for a human, and why (approval-explain.ts)
+    const approval = approvalExplanation(config, agentId, tools[i]!);
+    return { ...d, groups: [...(tools[i]!.groups ?? [])], aliases: [...(tools[i]!.aliases ?? [])], ...(approval ? { approval } : {}) };
+  }));
 }

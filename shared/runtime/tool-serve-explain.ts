@@ -13,7 +13,7 @@
 import { LurkError, type ReplyOf, type ToolApproval } from "../contract/index.js";
 import type { LurkConfig } from "./config.js";
 import { approvalExplanation } from "./tool-approval-explain.js";
-import { policyAgent, policyContext, type PolicyRequest } from "./tool-policy-config.js";
+import { explainReply, type PolicyRequest } from "./tool-policy-config.js";
 import type { ServedTool, ServedToolPolicy } from "./tool-serve.js";
 
 type ExplainReply = ReplyOf<"tools", "explain">;
@@ -42,18 +42,8 @@ export function servedApproval(config: LurkConfig, agentId: string, definition: 
 
 /** The `lurk.tools.explain` reply of `actor` for `tools`; NOT_FOUND for an unknown agent (as the tools actor). */
 export function explainServedTools(config: LurkConfig, actor: string, tools: readonly ServedTool[], policy: ServedToolPolicy | undefined, req: PolicyRequest): ExplainReply {
-  const agent = policyAgent(config, req.agentId);
-  if (!agent) throw new LurkError("NOT_FOUND", `no agent "${req.agentId}" is configured`);
-  const ctx = policyContext(config, agent, req);
-  return {
-    actor,
-    agentId: agent.id,
-    sessionType: ctx.sessionType,
-    profile: ctx.profile,
-    ...(ctx.model ? { model: ctx.model } : {}),
-    decisions: tools.map(({ definition }) => {
-      const approval = servedApproval(config, agent.id, definition);
-      return { ...decide(actor, definition, policy, req), groups: [...definition.groups], aliases: [], ...(approval ? { approval } : {}) };
-    }),
-  };
+  return explainReply(config, actor, req, (agentId) => tools.map(({ definition }) => {
+    const approval = servedApproval(config, agentId, definition);
+    return { ...decide(actor, definition, policy, req), groups: [...definition.groups], aliases: [], ...(approval ? { approval } : {}) };
+  }));
 }

@@ -98,11 +98,6 @@ export function envWithSecrets(env: Env, secrets: Record<string, string>): Env {
   return out;
 }
 
-/** Writes `text` to `path` atomically, mode 0600 (writeFileAtomicSync); `lurkbot hooks enable|disable` reuses it. */
-export function writeAtomic(path: string, text: string): void {
-  writeFileAtomicSync(path, text, 0o600);
-}
-
 const stamp = () => new Date().toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
 
 export interface FinishState {
@@ -137,7 +132,7 @@ function write(f: FinishState): WizardStep {
       }
       const storedPath = storedSecretsPath(st.env);
       if (JSON.stringify(secrets) !== JSON.stringify(st.stored)) writeStoredSecrets(storedPath, secrets);
-      writeAtomic(st.configPath, JSON.stringify(raw, null, 2) + "\n");
+      writeFileAtomicSync(st.configPath, JSON.stringify(raw, null, 2) + "\n", 0o600);
       f.written = true;
       s.prompt.say(`wrote ${st.configPath} (mode 600)${f.backup ? `; the old one is ${f.backup}` : ""}`);
       const newNames = Object.keys(st.secrets).filter((n) => secrets[n] === st.secrets[n] && st.stored[n] !== st.secrets[n]);

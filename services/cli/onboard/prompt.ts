@@ -77,14 +77,33 @@ function choiceLines<T extends string>(choices: Choice<T>[], marked: (v: T) => b
   return choices.map((c, i) => `  ${marked(c.value) ? "*" : " "}${i + 1}) ${c.label}${c.hint ? ` — ${c.hint}` : ""}`);
 }
 
+/** A prompter's interruption (Ctrl-C): the signal live checks take, and its reason once fired. */
+class Interruption {
+  private readonly controller = new AbortController();
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  get cancelled(): WizardCancelled | undefined {
+    return this.controller.signal.aborted ? (this.controller.signal.reason as WizardCancelled) : undefined;
+  }
+
+  /** Fires with `cancelled` as the signal's reason (listeners run now); false when it had fired already. */
+  fire(cancelled: WizardCancelled): boolean {
+    if (this.controller.signal.aborted) return false;
+    this.controller.abort(cancelled);
+    return true;
+  }
+}
+
 export class LinePrompter implements Prompter {
   readonly interactive = true;
   private readonly rl: Interface;
   private readonly lines: string[] = [];
   private waiting: { resolve: (line: string) => void; reject: (err: Error) => void } | undefined;
   private ended: WizardCancelled | undefined;
-  private readonly abort = new AbortController();
-  private interrupted: WizardCancelled | undefined;
+  private readonly interruption = new Interruption();
   private muted = false;
   private readonly tty: boolean;
 
@@ -112,20 +131,20 @@ export class LinePrompter implements Prompter {
   }
 
   get cancelled(): WizardCancelled | undefined {
-    return this.interrupted;
+    return this.interruption.cancelled;
   }
 
   get signal(): AbortSignal {
-    return this.abort.signal;
+    return this.interruption.signal;
   }
 
   interrupt(reason: string): void {
-    if (this.interrupted) return;
-    this.interrupted = new WizardCancelled(reason);
-    this.ended = this.interrupted;
+    if (this.cancelled) return;
+    const cancelled = new WizardCancelled(reason);
+    this.ended = cancelled;
     // typed-ahead lines are not answers after an interrupt
     this.lines.length = 0;
-    this.abort.abort(this.interrupted);
+    this.interruption.fire(cancelled);
     this.cancel(reason);
   }
 
@@ -148,7 +167,7 @@ export class LinePrompter implements Prompter {
   }
 
   private nextLine(): Promise<string> {
-    if (this.interrupted) return Promise.reject(this.interrupted);
+    if (this.cancelled) return Promise.reject(this.cancelled);
     const queued = this.lines.shift();
     if (queued !== undefined) return Promise.resolve(queued);
     if (this.ended) return Promise.reject(this.ended);
@@ -246,8 +265,7 @@ export type Preset = string | string[] | boolean;
 
 export class PresetPrompter implements Prompter {
   readonly interactive: boolean;
-  private readonly abort = new AbortController();
-  private interrupted: WizardCancelled | undefined;
+  private readonly interruption = new Interruption();
 
   /**
    * `presets`: answers by question id (each used once: a question asked again after a failed
@@ -270,17 +288,15 @@ export class PresetPrompter implements Prompter {
   }
 
   get cancelled(): WizardCancelled | undefined {
-    return this.interrupted;
+    return this.interruption.cancelled;
   }
 
   get signal(): AbortSignal {
-    return this.abort.signal;
+    return this.interruption.signal;
   }
 
   interrupt(reason: string): void {
-    if (this.interrupted) return;
-    this.interrupted = new WizardCancelled(reason);
-    this.abort.abort(this.interrupted);
+    if (!this.interruption.fire(new WizardCancelled(reason))) return;
     this.fallback?.interrupt(reason);
   }
 
@@ -294,7 +310,7 @@ export class PresetPrompter implements Prompter {
 
   private take(id: string): Preset | undefined {
     // a flag's answer does not carry the wizard past an interrupt
-    if (this.interrupted) throw this.interrupted;
+    if (this.cancelled) throw this.cancelled;
     const value = this.presets.get(id);
     this.presets.delete(id);
     return value;

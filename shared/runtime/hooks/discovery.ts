@@ -14,7 +14,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { REPO_ROOT } from "../../scripts/paths.js";
 import { agentWorkspace, defaultAgent, type LurkConfig } from "../config.js";
-import { onPath } from "../on-path.js";
+import { unmetRequirements } from "../host-requirements.js";
 import { compareCodeUnits } from "../order.js";
 import { parseHookMd, type HookMeta } from "./hook-md.js";
 
@@ -148,17 +148,7 @@ function readHook(folder: string, name: string): { ok: true; meta: HookMeta; han
 }
 
 /** The requirements `meta` misses here, each as a sentence that says what to do. */
-async function unmet(meta: HookMeta, env: Record<string, string | undefined>, platform: string): Promise<string[]> {
-  const { bins, anyBins, os } = meta.requires;
-  const missing: string[] = [];
-  if (os.length && !os.includes(platform)) missing.push(`runs only on ${os.join(", ")} (this host is ${platform})`);
-  for (const name of meta.requires.env) if (!env[name]) missing.push(`environment variable ${name} is not set (set it, or hooks.entries.${meta.name}.env.${name})`);
-  const path = env.PATH ?? "";
-  for (const bin of bins) if (!(await onPath(bin, path))) missing.push(`${bin} is not on PATH (install it)`);
-  if (anyBins.length) {
-    let any = false;
-    for (const bin of anyBins) if ((any = await onPath(bin, path))) break;
-    if (!any) missing.push(`none of ${anyBins.join(", ")} is on PATH (install one)`);
-  }
-  return missing;
+/** what keeps the hook from running on this host (host-requirements.ts) */
+function unmet(meta: HookMeta, env: Record<string, string | undefined>, platform: string): Promise<string[]> {
+  return unmetRequirements(meta.requires, env, platform, (name) => `set it, or hooks.entries.${meta.name}.env.${name}`);
 }
