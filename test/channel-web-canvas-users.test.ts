@@ -19,6 +19,7 @@ import { WebSocket } from "ws";
 import { subjects, toolCallReply, type ToolCallReply } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { waitFor } from "./harness/actors.js";
+import { WebClient, type Frame } from "./harness/web-client.js";
 import { flatImage } from "./harness/images.js";
 import { freePort } from "./harness/nats.js";
 import { leakyHtml, netSink } from "./harness/net-sink.js";
@@ -30,33 +31,7 @@ const ALICE = { id: "alice", name: "Alice", token: "alice-canvas-token-012345678
 const BOB = { id: "bob", token: "bob-canvas-token-0123456789-xyz" };
 const S = subjects();
 
-type Frame = Record<string, any> & { type: string };
 
-class Client {
-  readonly frames: Frame[] = [];
-  private constructor(readonly ws: WebSocket) {
-    ws.on("message", (d) => this.frames.push(JSON.parse(String(d)) as Frame));
-  }
-  static async open(port: number, token: string, chat: string): Promise<Client> {
-    const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`);
-    await new Promise<void>((resolve, reject) => { ws.once("open", () => resolve()); ws.once("error", reject); });
-    const c = new Client(ws);
-    c.send({ type: "hello", token });
-    await c.next((f) => f.type === "ready", "ready");
-    c.send({ type: "open", chat, since: 0 });
-    await c.next((f) => f.type === "canvas" && f.chat === chat, "the chat's canvas after open");
-    return c;
-  }
-  send(frame: object): void {
-    this.ws.send(JSON.stringify(frame));
-  }
-  next(pred: (f: Frame) => boolean, what: string, timeoutMs = 20_000): Promise<Frame> {
-    return waitFor(() => this.frames.find(pred), timeoutMs, what);
-  }
-  close(): void {
-    this.ws.close();
-  }
-}
 
 const line = (o: object) => JSON.stringify(o);
 const buttonJsonl = (title: string) => [
@@ -118,10 +93,10 @@ describe("web channel canvas with several users and scripts on", () => {
   });
 
   it("one user's canvas never reaches another user; another user's presses are refused", async () => {
-    const alice = await Client.open(port, ALICE.token, "chat-a");
-    const aliceMain = await Client.open(port, ALICE.token, "main");
-    const bob = await Client.open(port, BOB.token, "chat-a");
-    const bobMain = await Client.open(port, BOB.token, "main");
+    const alice = await WebClient.open(port, ALICE.token, "chat-a");
+    const aliceMain = await WebClient.open(port, ALICE.token, "main");
+    const bob = await WebClient.open(port, BOB.token, "chat-a");
+    const bobMain = await WebClient.open(port, BOB.token, "main");
     assert.match(await ok({ action: "a2ui_push", jsonl: buttonJsonl("Alice's chat") }, "agent:main:web:dm:alice+chat-a"), /shown on 1 open web page/);
     assert.match(await ok({ action: "a2ui_push", jsonl: buttonJsonl("Alice's main") }, "agent:main:web:dm:alice"), /shown on 1 open web page/);
     await alice.next((f) => f.type === "canvas" && f.canvas?.surfaces?.main, "alice's chat canvas");
@@ -141,7 +116,7 @@ describe("web channel canvas with several users and scripts on", () => {
     bob.send({ type: "canvas_action", id: sneaky, chat: "alice+chat-a", surfaceId: "main", sourceComponentId: "go", name: "go", context: {} });
     assert.equal((await bob.next((f) => f.type === "error", "the refused frame")).code, "VALIDATION_FAILED");
     // a socket opened later sees nothing of alice's either
-    const bobLater = await Client.open(port, BOB.token, "chat-a");
+    const bobLater = await WebClient.open(port, BOB.token, "chat-a");
     await ok({ action: "present", html: "<!doctype html><p>for alice</p>" }, "agent:main:web:dm:alice+chat-a");
     await alice.next((f) => f.type === "canvas" && f.canvas?.view === "html", "alice's presented html");
     await new Promise((r) => setTimeout(r, 500));

@@ -18,6 +18,7 @@ import { WebSocket } from "ws";
 import { inboundMessageSchema, STREAMS, subjects, toolCallReply, toolsListReply, type ToolCallReply } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { waitFor } from "./harness/actors.js";
+import { WebClient, type Frame } from "./harness/web-client.js";
 import { freePort } from "./harness/nats.js";
 import { netSink, leakyHtml } from "./harness/net-sink.js";
 import { TestSystem } from "./harness/system.js";
@@ -29,37 +30,7 @@ const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = join(process.cwd(), "test", "artifacts", "web");
 const S = subjects();
 
-type Frame = Record<string, any> & { type: string };
 
-class Client {
-  readonly frames: Frame[] = [];
-  private constructor(readonly ws: WebSocket) {
-    ws.on("message", (d) => this.frames.push(JSON.parse(String(d)) as Frame));
-  }
-  static async open(port: number, chat: string): Promise<Client> {
-    const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`);
-    await new Promise<void>((resolve, reject) => { ws.once("open", () => resolve()); ws.once("error", reject); });
-    const c = new Client(ws);
-    c.send({ type: "hello", token: TOKEN });
-    await c.next((f) => f.type === "ready", "ready");
-    c.send({ type: "open", chat, since: 0 });
-    await c.next((f) => f.type === "canvas" && f.chat === chat, "the chat's canvas after open");
-    return c;
-  }
-  send(frame: object): void {
-    this.ws.send(JSON.stringify(frame));
-  }
-  next(pred: (f: Frame) => boolean, what: string, timeoutMs = 20_000): Promise<Frame> {
-    return waitFor(() => this.frames.find(pred), timeoutMs, what);
-  }
-  /** the newest canvas frame after `after` frames */
-  canvasAfter(count: number, what: string): Promise<Frame> {
-    return waitFor(() => this.frames.slice(count).reverse().find((f) => f.type === "canvas"), 20_000, what);
-  }
-  close(): void {
-    this.ws.close();
-  }
-}
 
 const line = (o: object) => JSON.stringify(o);
 const text = (id: string, literal: string, usageHint?: string) => ({ id, component: { Text: { text: { literalString: literal }, ...(usageHint ? { usageHint } : {}) } } });
@@ -161,7 +132,7 @@ describe("web channel canvas", () => {
   });
 
   it("a2ui_push validates and stores; the open page gets the surface; snapshot returns it", async () => {
-    const c = await Client.open(port, "chat-canvas");
+    const c = await WebClient.open(port, TOKEN, "chat-canvas");
     const first = c.frames.find((f) => f.type === "canvas")!;
     assert.equal(first.canvas, null, "no canvas yet");
     const seen = c.frames.length;
@@ -186,7 +157,7 @@ describe("web channel canvas", () => {
     assert.equal(snap.surfaces.main.components.length, 7);
     assert.equal(snap.html, null);
     // another chat's page sees nothing of it
-    const other = await Client.open(port, "chat-other");
+    const other = await WebClient.open(port, TOKEN, "chat-other");
     assert.equal(other.frames.find((f) => f.type === "canvas")!.canvas, null);
     c.close();
     other.close();
@@ -194,7 +165,7 @@ describe("web channel canvas", () => {
 
   it("refuses a push with an invalid line, naming the line and the problem, and keeps the canvas", async () => {
     const before = await snapshot();
-    const c = await Client.open(port, "chat-canvas");
+    const c = await WebClient.open(port, TOKEN, "chat-canvas");
     const seen = c.frames.length;
     const bad = await call({ action: "a2ui_push", jsonl: [
       line({ dataModelUpdate: { surfaceId: "main", contents: [{ key: "title", valueString: "changed" }] } }),
@@ -230,7 +201,7 @@ describe("web channel canvas", () => {
 
   it("a Button press (userAction) becomes a message of the chat's session, which the agent answers", async () => {
     const chat = "chat-e2e";
-    const c = await Client.open(port, chat);
+    const c = await WebClient.open(port, TOKEN, chat);
     // the agent draws the form itself, in a run of this chat's session
     system.fake.enqueue({ kind: "tool_calls", calls: [{ name: "canvas", arguments: { action: "a2ui_push", jsonl: formJsonl("Join the club") } }] });
     system.fake.enqueue({ kind: "text", text: "The form is on the canvas." });
@@ -270,7 +241,7 @@ describe("web channel canvas", () => {
 
   it("present shows sandboxed HTML (size-capped), hide hides it, a2ui_reset empties the canvas", async () => {
     const key = "agent:main:web:dm:chat-present";
-    const c = await Client.open(port, "chat-present");
+    const c = await WebClient.open(port, TOKEN, "chat-present");
     const big = await call({ action: "present", html: `<p>${"x".repeat(100 * 1024)}</p>` }, key);
     assert.equal(big.errorCode, "PAYLOAD_TOO_LARGE");
     assert.match(textOf(big), /the html is 102407 bytes; the canvas shows at most 102400/);
@@ -329,7 +300,7 @@ describe("web channel canvas", () => {
   it("takes ids named like Object.prototype members (toString, hasOwnProperty, valueOf) as ordinary ids", async () => {
     const chat = "chat-protoids";
     const key = `agent:main:web:dm:${chat}`;
-    const c = await Client.open(port, chat);
+    const c = await WebClient.open(port, TOKEN, chat);
     const seen = c.frames.length;
     const result = await ok({ action: "a2ui_push", jsonl: protoJsonl() }, key);
     assert.match(result, /^pushed 5 messages \(rev 1\); surface "toString": 4 components, shown from "toString"; surface "hasOwnProperty": 0 components, not shown yet; surface "valueOf": 0 components, not shown yet;/);
@@ -364,7 +335,7 @@ describe("web channel canvas", () => {
   it("forgets a session's canvas when the session is reset (/new) or deleted: the page clears, old buttons and frames are gone", async () => {
     const chat = "chat-reset";
     const key = `agent:main:web:dm:${chat}`;
-    const c = await Client.open(port, chat);
+    const c = await WebClient.open(port, TOKEN, chat);
     system.fake.enqueue({ kind: "tool_calls", calls: [{ name: "canvas", arguments: { action: "a2ui_push", jsonl: formJsonl("Before /new") } }] });
     system.fake.enqueue({ kind: "text", text: "drawn" });
     const first = randomUUID();
@@ -387,7 +358,7 @@ describe("web channel canvas", () => {
     const stale = randomUUID();
     c.send({ type: "canvas_action", id: stale, chat, surfaceId: "main", sourceComponentId: "submit", name: "submit_form", context: {} });
     assert.match((await c.next((f) => f.type === "nack" && f.id === stale, "the old button refused")).message, /no button "submit"/);
-    const again = await Client.open(port, chat);
+    const again = await WebClient.open(port, TOKEN, chat);
     assert.equal(again.frames.find((f) => f.type === "canvas")!.canvas, null, "a page opened later has none either");
     again.close();
 
@@ -432,7 +403,7 @@ describe("web channel canvas", () => {
     await system.startActor("channel-web");
     await waitFor(async () => (await call({ action: "snapshot" }).catch(() => undefined))?.isError === false || undefined, 20_000, "the canvas tool served again");
     assert.deepEqual(await snapshot(), before);
-    const c = await Client.open(port, "chat-canvas");
+    const c = await WebClient.open(port, TOKEN, "chat-canvas");
     const frame = c.frames.find((f) => f.type === "canvas")!;
     assert.equal(frame.canvas.rev, before.rev);
     assert.equal(frame.canvas.surfaces.main.data.form.name, "Ada");

@@ -16,6 +16,7 @@ import { MEDIA_DEFAULTS } from "../shared/runtime/config-media.js";
 import { MediaStore } from "../shared/runtime/media.js";
 import { chatOfSessionKey } from "../services/channel-web/user-scope.js";
 import { waitFor } from "./harness/actors.js";
+import { WebClient, type Frame } from "./harness/web-client.js";
 import { freePort } from "./harness/nats.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { TestSystem } from "./harness/system.js";
@@ -30,33 +31,8 @@ const MAX_FILE_BYTES = Math.floor(MAX_FILE_MB * 1024 * 1024);
 /** a 1x1 PNG */
 const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==", "base64");
 
-type Frame = Record<string, any> & { type: string };
 
 /** A protocol client: collects every frame; `next` waits for one that matches. */
-class Client {
-  readonly frames: Frame[] = [];
-  closed: { code: number; reason: string } | undefined;
-  private constructor(readonly ws: WebSocket) {
-    ws.on("message", (d) => this.frames.push(JSON.parse(String(d)) as Frame));
-    ws.on("close", (code, reason) => (this.closed = { code, reason: String(reason) }));
-  }
-  static async connect(port: number, token: string | null = TOKEN): Promise<Client> {
-    const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`);
-    await new Promise<void>((resolve, reject) => { ws.once("open", () => resolve()); ws.once("error", reject); });
-    const client = new Client(ws);
-    if (token !== null) client.send({ type: "hello", token });
-    return client;
-  }
-  send(frame: object): void {
-    this.ws.send(JSON.stringify(frame));
-  }
-  next(pred: (f: Frame) => boolean, what: string, timeoutMs = 20_000): Promise<Frame> {
-    return waitFor(() => this.frames.find(pred), timeoutMs, what);
-  }
-  close(): void {
-    this.ws.close();
-  }
-}
 
 /** An outbound message to a web chat, published as the router would. */
 async function publishOutbound(system: TestSystem, chat: string, text: string, attachments: Attachment[] = []) {
@@ -120,12 +96,12 @@ describe("web channel", () => {
     assert.equal(ok.status, 200);
     assert.ok(Array.isArray(((await ok.json()) as { sessions: unknown[] }).sessions));
 
-    const bad = await Client.connect(port, "not-the-token-at-all");
+    const bad = await WebClient.connect(port, "not-the-token-at-all");
     await waitFor(() => bad.closed, 5_000, "close after a bad token");
     assert.equal(bad.closed!.code, 4401);
     assert.ok(!bad.frames.some((f) => f.type === "ready"));
 
-    const silent = await Client.connect(port, null);
+    const silent = await WebClient.connect(port, null);
     silent.send({ type: "send", id: randomUUID(), chat: "main", text: "sneaking in" });
     await waitFor(() => silent.closed, 5_000, "close when the first frame is not hello");
     assert.equal(silent.closed!.code, 4401);
@@ -141,7 +117,7 @@ describe("web channel", () => {
   it("streams deltas, then delivers the final reply; malformed frames get an error and the socket keeps serving", async () => {
     const text = "Here is a reply that arrives in several streamed pieces, one after the other.";
     system.fake.enqueue({ kind: "text", text, chunks: 6 });
-    const c = await Client.connect(port);
+    const c = await WebClient.connect(port, TOKEN);
     await c.next((f) => f.type === "ready", "ready");
     c.send({ type: "open", chat: "chat-stream", since: 0 });
     await c.next((f) => f.type === "history", "history");
@@ -178,7 +154,7 @@ describe("web channel", () => {
     };
     try {
       const id = randomUUID();
-      const first = await Client.connect(port);
+      const first = await WebClient.connect(port, TOKEN);
       await first.next((f) => f.type === "ready", "ready");
       first.send({ type: "open", chat: "chat-resend", since: 0 });
       first.send({ type: "send", id, chat: "chat-resend", text: "only once please" });
@@ -190,7 +166,7 @@ describe("web channel", () => {
       await waitFor(() => system.fake.requests.length >= 1, 20_000, "the LLM call");
       await new Promise((r) => setTimeout(r, 1_500));
 
-      const second = await Client.connect(port);
+      const second = await WebClient.connect(port, TOKEN);
       await second.next((f) => f.type === "ready", "ready again");
       second.send({ type: "send", id, chat: "chat-resend", text: "only once please" });
       const again = await second.next((f) => f.type === "ack" && f.id === id, "second ack");
@@ -241,7 +217,7 @@ describe("web channel", () => {
     const { attachment } = (await res.json()) as { attachment: { ref: string; name: string; mime: string; size: number; kind: string } };
     assert.deepEqual(attachment, { ref: createHash("sha256").update(bytes).digest("hex"), name: "Quartalsbericht Ü.pdf", mime: "application/pdf", size: bytes.length, kind: "file" });
 
-    const c = await Client.connect(port);
+    const c = await WebClient.connect(port, TOKEN);
     await c.next((f) => f.type === "ready", "ready");
     assert.equal(c.frames.find((f) => f.type === "ready")!.maxFileBytes, MAX_FILE_BYTES, "the page learns the cap");
     c.send({ type: "open", chat: "chat-files", since: 0 });
@@ -292,7 +268,7 @@ describe("web channel", () => {
     const csv = await store.put(csvBytes, { mime: "text/csv", name: "data.csv" });
     await nc.close();
     const chat = `chat-out-${randomUUID().slice(0, 8)}`;
-    const c = await Client.connect(port);
+    const c = await WebClient.connect(port, TOKEN);
     await c.next((f) => f.type === "ready", "ready");
     c.send({ type: "open", chat, since: 0 });
     await c.next((f) => f.type === "history" && f.chat === chat, "history");
@@ -333,7 +309,7 @@ describe("web channel", () => {
     assert.equal((await media("not-a-ref")).status, 404);
 
     // a reload: the chat's history has the file lines
-    const later = await Client.connect(port);
+    const later = await WebClient.connect(port, TOKEN);
     await later.next((f) => f.type === "ready", "ready");
     later.send({ type: "open", chat, since: 0 });
     const history = await later.next((f) => f.type === "history" && f.chat === chat, "history");
@@ -520,13 +496,13 @@ describe("web channel with several users (channels.web.users)", () => {
   };
   /** a socket signed in with `token`, showing `chat` */
   const openChat = async (token: string, chat: string) => {
-    const c = await Client.connect(port, token);
+    const c = await WebClient.connect(port, token);
     await c.next((f) => f.type === "ready", "ready");
     c.send({ type: "open", chat, since: 0 });
     await c.next((f) => f.type === "history" && f.chat === chat, `history of ${chat}`);
     return c;
   };
-  const texts = (c: Client) => JSON.stringify(c.frames);
+  const texts = (c: WebClient) => JSON.stringify(c.frames);
 
   before(async () => {
     port = await freePort();
@@ -578,7 +554,7 @@ describe("web channel with several users (channels.web.users)", () => {
       }
 
       // the history of "main" is per user
-      const aliceAgain = await Client.connect(port, ALICE.token);
+      const aliceAgain = await WebClient.connect(port, ALICE.token);
       await aliceAgain.next((f) => f.type === "ready", "ready");
       assert.equal(aliceAgain.frames.find((f) => f.type === "ready")!.userId, "alice");
       aliceAgain.send({ type: "open", chat: "main", since: 0 });
@@ -708,7 +684,7 @@ describe("web channel with several users (channels.web.users)", () => {
       assert.equal(upload.status, 401);
       bodies.add(await upload.text());
       if (token) {
-        const c = await Client.connect(port, token);
+        const c = await WebClient.connect(port, token);
         await waitFor(() => c.closed, 5_000, "close after a bad token");
         assert.equal(c.closed!.code, 4401);
         assert.ok(!c.frames.some((f) => f.type === "ready"));
