@@ -17,7 +17,7 @@ import { statOrNull } from "./bootstrap.js";
 import { join } from "node:path";
 import { REPO_ROOT } from "../../shared/scripts/paths.js";
 import { oneLine, parseFrontmatter, yamlMap, yamlString } from "../../shared/runtime/frontmatter.js";
-import { hostRequirements, unmetRequirements, type HostRequirements } from "../../shared/runtime/host-requirements.js";
+import { hostRequirements, meetsRequirements, type HostRequirements } from "../../shared/runtime/host-requirements.js";
 import { compareCodeUnits } from "../../shared/runtime/order.js";
 
 export type SkillSource = "workspace" | "user" | "bundled";
@@ -71,7 +71,7 @@ export async function loadSkills(dirs: SkillDirs, opts: SkillEnv = {}): Promise<
     }
   }
   const usable: Skill[] = [];
-  for (const skill of byName.values()) if (await eligible(skill, env, platform)) usable.push(skill);
+  for (const skill of byName.values()) if (await meetsRequirements(skill.requires, env, platform)) usable.push(skill);
   return usable.sort((a, b) => compareCodeUnits(a.name, b.name));
 }
 
@@ -134,8 +134,4 @@ export function skillFromText(text: string, location: string, dirName: string, s
   const nested = yamlMap(meta?.lurkbot) ?? yamlMap(meta?.moltbot) ?? yamlMap(meta?.openclaw);
   const req = yamlMap(data.requires) ?? yamlMap(meta?.requires) ?? yamlMap(nested?.requires) ?? {};
   return { name, description, location, source, requires: hostRequirements(req, data.os ?? meta?.os ?? nested?.os) };
-}
-
-async function eligible(skill: Skill, env: Record<string, string | undefined>, platform: string): Promise<boolean> {
-  return (await unmetRequirements(skill.requires, env, platform)).length === 0;
 }

@@ -22,17 +22,29 @@ export function hostRequirements(requires: YamlMap, os: YamlValue | undefined, m
   return { bins: yamlList(requires.bins, max), anyBins: yamlList(requires.anyBins, max), env: yamlList(requires.env, max), os: yamlList(os, max) };
 }
 
-/** What the host lacks, one line each (empty: every requirement is met); `envHint` says where an unset variable may be set. */
-export async function unmetRequirements(req: HostRequirements, env: Record<string, string | undefined>, platform: string, envHint = (_name: string) => "set it"): Promise<string[]> {
+/**
+ * What the host lacks, one line each (empty: every requirement is met); `envHint` says where an
+ * unset variable may be set; `firstOnly` stops at the first gap (no further PATH lookups).
+ */
+export async function unmetRequirements(
+  req: HostRequirements, env: Record<string, string | undefined>, platform: string,
+  opts: { envHint?: (name: string) => string; firstOnly?: boolean } = {},
+): Promise<string[]> {
   const missing: string[] = [];
-  if (req.os.length && !req.os.includes(platform)) missing.push(`runs only on ${req.os.join(", ")} (this host is ${platform})`);
-  for (const name of req.env) if (!env[name]) missing.push(`environment variable ${name} is not set (${envHint(name)})`);
+  const gap = (line: string) => (missing.push(line), opts.firstOnly === true);
+  if (req.os.length && !req.os.includes(platform) && gap(`runs only on ${req.os.join(", ")} (this host is ${platform})`)) return missing;
+  for (const name of req.env) if (!env[name] && gap(`environment variable ${name} is not set (${opts.envHint?.(name) ?? "set it"})`)) return missing;
   const path = env.PATH ?? "";
-  for (const bin of req.bins) if (!(await onPath(bin, path))) missing.push(`${bin} is not on PATH (install it)`);
+  for (const bin of req.bins) if (!(await onPath(bin, path)) && gap(`${bin} is not on PATH (install it)`)) return missing;
   if (req.anyBins.length) {
     let any = false;
     for (const bin of req.anyBins) if ((any = await onPath(bin, path))) break;
     if (!any) missing.push(`none of ${req.anyBins.join(", ")} is on PATH (install one)`);
   }
   return missing;
+}
+
+/** Whether the host meets every requirement (stops at the first gap: a run's skill gating). */
+export async function meetsRequirements(req: HostRequirements, env: Record<string, string | undefined>, platform: string): Promise<boolean> {
+  return (await unmetRequirements(req, env, platform, { firstOnly: true })).length === 0;
 }

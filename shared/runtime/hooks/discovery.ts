@@ -150,5 +150,5 @@ function readHook(folder: string, name: string): { ok: true; meta: HookMeta; han
 /** The requirements `meta` misses here, each as a sentence that says what to do. */
 /** what keeps the hook from running on this host (host-requirements.ts) */
 function unmet(meta: HookMeta, env: Record<string, string | undefined>, platform: string): Promise<string[]> {
-  return unmetRequirements(meta.requires, env, platform, (name) => `set it, or hooks.entries.${meta.name}.env.${name}`);
+  return unmetRequirements(meta.requires, env, platform, { envHint: (name) => `set it, or hooks.entries.${meta.name}.env.${name}` });
 }
