@@ -11,14 +11,13 @@ import { randomUUID } from "node:crypto";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, beforeEach, describe, it } from "node:test";
-import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { chromium, type Browser } from "playwright-core";
 import { WebSocket } from "ws";
-import { inboundMessageSchema, STREAMS, subjects, toolCallReply, toolsListReply, type ToolCallReply } from "../shared/contract/index.js";
+import { subjects, toolCallReply, toolsListReply, type ToolCallReply } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { waitFor } from "./harness/actors.js";
-import { WebClient, type Frame } from "./harness/web-client.js";
+import { lastWebInbound, WebClient, type Frame } from "./harness/web-client.js";
 import { freePort } from "./harness/nats.js";
 import { netSink, leakyHtml } from "./harness/net-sink.js";
 import { TestSystem } from "./harness/system.js";
@@ -84,17 +83,7 @@ describe("web channel canvas", () => {
     return textOf(reply);
   };
   const snapshot = async (sessionKey?: string) => JSON.parse(await ok({ action: "snapshot" }, sessionKey)) as Record<string, any>;
-  const lastInbound = async () => {
-    const admin = await system.nats.connect("admin");
-    try {
-      const m = await (await jetstreamManager(admin)).streams.getMessage(STREAMS.inbound, { last_by_subj: S.inbound("web") });
-      return inboundMessageSchema.parse(m!.json());
-    } catch {
-      return undefined;
-    } finally {
-      await admin.close();
-    }
-  };
+
 
   before(async () => {
     port = await freePort();
@@ -225,7 +214,7 @@ describe("web channel canvas", () => {
     const ack = await c.next((f) => f.type === "ack" && f.id === press, "ack of the press");
     assert.equal(ack.duplicate, false);
     const expected = '[canvas userAction] name="submit_form" component="submit" surface="main" context={"name":"Ada","agree":true}';
-    const stored = await lastInbound();
+    const stored = await lastWebInbound(system);
     assert.equal(stored?.id, press);
     assert.equal(stored?.text, expected);
     assert.equal(stored?.conversation, chat);
@@ -439,7 +428,7 @@ describe("web channel canvas", () => {
       await page.screenshot({ path: join(ARTIFACTS, "canvas-form.png") });
       await page.click("#canvas button.a2-button");
       const stored = await waitFor(async () => {
-        const m = await lastInbound();
+        const m = await lastWebInbound(system);
         return m?.text.startsWith("[canvas userAction]") && m.text.includes("Grace") ? m : undefined;
       }, 10_000, "the userAction in LURK_INBOUND");
       assert.equal(stored.text, '[canvas userAction] name="submit_form" component="submit" surface="main" context={"name":"Grace","agree":true}');
@@ -472,7 +461,7 @@ describe("web channel canvas", () => {
       assert.equal(await page.locator('#canvas [data-surface="valueOf"]').count(), 0, "a surface whose root is not defined is not shown");
       await odd.locator('[data-a2-id="hasOwnProperty"]').click();
       const pressed = await waitFor(async () => {
-        const m = await lastInbound();
+        const m = await lastWebInbound(system);
         return m?.text.includes('name="press"') ? m : undefined;
       }, 10_000, "the press on button hasOwnProperty");
       assert.equal(pressed.text, '[canvas userAction] name="press" component="hasOwnProperty" surface="toString" context={"v":"deep value"}');

@@ -8,15 +8,15 @@ import { createHash, randomUUID } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, beforeEach, describe, it } from "node:test";
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { jetstream } from "@nats-io/jetstream";
 import { chromium, type Browser } from "playwright-core";
 import { WebSocket } from "ws";
-import { envelope, inboundMessageSchema, STREAMS, subjects, type Attachment } from "../shared/contract/index.js";
+import { envelope, subjects, type Attachment } from "../shared/contract/index.js";
 import { MEDIA_DEFAULTS } from "../shared/runtime/config-media.js";
 import { MediaStore } from "../shared/runtime/media.js";
 import { chatOfSessionKey } from "../services/channel-web/user-scope.js";
 import { waitFor } from "./harness/actors.js";
-import { WebClient, type Frame } from "./harness/web-client.js";
+import { lastWebInbound, WebClient, type Frame } from "./harness/web-client.js";
 import { freePort } from "./harness/nats.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { TestSystem } from "./harness/system.js";
@@ -46,17 +46,6 @@ async function publishOutbound(system: TestSystem, chat: string, text: string, a
   }
 }
 
-async function lastInbound(system: TestSystem) {
-  const admin = await system.nats.connect("admin");
-  try {
-    const m = await (await jetstreamManager(admin)).streams.getMessage(STREAMS.inbound, { last_by_subj: S.inbound("web") });
-    return inboundMessageSchema.parse(m!.json());
-  } catch {
-    return undefined;
-  } finally {
-    await admin.close();
-  }
-}
 
 describe("web channel", () => {
   let system: TestSystem;
@@ -138,7 +127,7 @@ describe("web channel", () => {
     assert.ok(deltas.length >= 2, `streamed in ${deltas.length} deltas`);
     assert.equal(deltas.map((d) => d.text).join(""), text);
     assert.ok(c.frames.findIndex((f) => f.type === "delta") < c.frames.indexOf(reply), "deltas come before the final reply");
-    const stored = await lastInbound(system);
+    const stored = await lastWebInbound(system);
     assert.equal(stored?.id, id);
     assert.equal(stored?.sessionName, "chat-stream");
     assert.deepEqual(stored?.peer, { kind: "dm", id: "web-user" });
@@ -244,7 +233,7 @@ describe("web channel", () => {
     c.send({ type: "send", id, chat: "chat-files", text: "here is the report", attachments: [{ ref: attachment.ref }] });
     const ack = await c.next((f) => f.type === "ack" && f.id === id, "ack");
     assert.equal(ack.duplicate, false);
-    const stored = await lastInbound(system);
+    const stored = await lastWebInbound(system);
     assert.equal(stored?.id, id);
     assert.equal(stored?.text, "here is the report");
     assert.deepEqual(stored?.attachments, [{ kind: "file", mime: "application/pdf", name: "Quartalsbericht Ü.pdf", size: bytes.length, ref: attachment.ref }]);
@@ -379,7 +368,7 @@ describe("web channel", () => {
       await page.screenshot({ path: join(ARTIFACTS, "approval.png") });
       await page.click(".approval button.approve");
       const stored = await waitFor(async () => {
-        const m = await lastInbound(system);
+        const m = await lastWebInbound(system);
         return m?.text === `/approve ${approvalId}` ? m : undefined;
       }, 10_000, "the /approve message in LURK_INBOUND");
       await admin.close();
@@ -446,7 +435,7 @@ describe("web channel", () => {
       await page.fill("#input", "look at this dot");
       await page.press("#input", "Enter");
       const stored = await waitFor(async () => {
-        const m = await lastInbound(system);
+        const m = await lastWebInbound(system);
         return m?.text === "look at this dot" ? m : undefined;
       }, 10_000, "the message with the file in LURK_INBOUND");
       assert.equal(stored.conversation, chat);
@@ -567,7 +556,7 @@ describe("web channel with several users (channels.web.users)", () => {
       bob.send({ type: "open", chat: "chat-same", since: 0 });
       bob.send({ type: "send", id: chatId, chat: "chat-same", text: "bob in a named chat" });
       await bob.next((f) => f.type === "entry" && f.chat === "chat-same" && f.entry.role === "assistant", "bob's named chat reply");
-      const stored = await lastInbound(system);
+      const stored = await lastWebInbound(system);
       assert.equal(stored?.id, `bob+${chatId}`);
       assert.deepEqual(stored?.peer, { kind: "dm", id: "bob" });
       assert.deepEqual(stored?.sender, { id: "bob", name: "bob" });
@@ -577,7 +566,7 @@ describe("web channel with several users (channels.web.users)", () => {
       const namedId = randomUUID();
       aliceNamed.send({ type: "send", id: namedId, chat: "chat-same", text: "alice in a named chat" });
       await aliceNamed.next((f) => f.type === "entry" && f.entry.role === "assistant", "alice's named chat reply");
-      assert.deepEqual((await lastInbound(system))?.sender, { id: "alice", name: "Alice" });
+      assert.deepEqual((await lastWebInbound(system))?.sender, { id: "alice", name: "Alice" });
       assert.ok(!texts(aliceNamed).includes("bob in a named chat"), "a chat of the same name is another user's own chat");
 
       const aliceSessions = await sessionsOf(ALICE.token);
@@ -655,7 +644,7 @@ describe("web channel with several users (channels.web.users)", () => {
       assert.equal(await page.textContent("#chat-title"), "Main session", "bob starts in his main chat, not in alice's last chat");
       await new Promise((r) => setTimeout(r, 500));
       assert.ok(!(await page.evaluate(() => (globalThis as any).localStorage.getItem("lurkbot.web.pending")) ?? "").includes("unsent"), "alice's unsent message is dropped");
-      assert.notEqual((await lastInbound(system))?.text, "alice's unsent words", "…never sent as bob's");
+      assert.notEqual((await lastWebInbound(system))?.text, "alice's unsent words", "…never sent as bob's");
       assert.equal(await page.locator(".msg", { hasText: "unsent" }).count(), 0);
     } finally {
       await browser?.close();

@@ -1,6 +1,9 @@
 /** A WebSocket client of the web channel's page protocol, for tests: the frames it got, in order. */
+import { jetstreamManager } from "@nats-io/jetstream";
 import { WebSocket } from "ws";
+import { inboundMessageSchema, STREAMS, subjects, type InboundMessage } from "../../shared/contract/index.js";
 import { waitFor } from "./actors.js";
+import type { TestSystem } from "./system.js";
 
 export type Frame = Record<string, any> & { type: string };
 
@@ -46,5 +49,18 @@ export class WebClient {
 
   close(): void {
     this.ws.close();
+  }
+}
+
+/** The newest inbound message the web channel stored in LURK_INBOUND (undefined when there is none). */
+export async function lastWebInbound(system: TestSystem): Promise<InboundMessage | undefined> {
+  const admin = await system.nats.connect("admin");
+  try {
+    const m = await (await jetstreamManager(admin)).streams.getMessage(STREAMS.inbound, { last_by_subj: subjects().inbound("web") });
+    return inboundMessageSchema.parse(m!.json());
+  } catch {
+    return undefined;
+  } finally {
+    await admin.close();
   }
 }
