@@ -8,7 +8,9 @@
  * an action"). An accepted one is watched while it runs (fs.watch on the folder, and a poll)
  * and cancelled once it passes `browser.downloads.maxBytes`, once this session's downloads
  * together would pass `maxTotalBytes`, or when it lasts longer than `timeoutMs`; more than
- * `maxFiles` in one session are refused. A finished one within the caps is copied into
+ * `maxFiles` in one session are refused, and so is one whose agent's `downloads/` folder already
+ * holds `maxFolderBytes` or would pass it with this file (a lasting quota: it counts the files
+ * there, whoever put them). A finished one within the caps is copied into
  * `<workspace>/downloads/<safe name>` (workspace-files.ts: never over an existing file, never a
  * partial one); the staged file is removed either way. Each download is a record (`d1`,
  * `d2`...) with its outcome, which results of its own agent report: the action that started it
@@ -24,6 +26,7 @@ import type { Download, Response } from "playwright-core";
 import { LurkError, type ErrorCode } from "../../shared/contract/index.js";
 import { formatBytes, mimeFromName } from "../../shared/runtime/media.js";
 import { safeFileName } from "./file-name.js";
+import { FOLDER_WALK_MAX_ENTRIES, folderUsage } from "./folder-usage.js";
 import type { BrowserLog } from "./protocol.js";
 import { saveIntoWorkspace } from "./workspace-files.js";
 
@@ -54,6 +57,8 @@ export interface DownloadsOptions {
   maxTotalBytes: number;
   /** downloads saved (or running) in this session at most */
   maxFiles: number;
+  /** bytes an agent's `<workspace>/downloads/` folder may hold, across browser sessions */
+  maxFolderBytes: number;
   timeoutMs: number;
   log: BrowserLog;
   /** the next record id (`d1`, `d2`...) */
@@ -105,6 +110,8 @@ export class Downloads {
   /** this session's saved downloads: how many, how many bytes (maxFiles, maxTotalBytes) */
   private savedFiles = 0;
   private savedBytes = 0;
+  /** bytes being saved into each workspace's downloads/ right now (maxFolderBytes counts them) */
+  private readonly saving = new Map<string, number>();
 
   constructor(private readonly opts: DownloadsOptions) {
     try {
@@ -211,6 +218,10 @@ export class Downloads {
     if (this.savedFiles + this.checks.size >= maxFiles) {
       return refuse("LIMIT_EXCEEDED", `this browser session already saved ${this.savedFiles} downloads${this.checks.size ? ` (${this.checks.size} running)` : ""}, the most allowed (browser.downloads.maxFiles, until the browser stops): it was cancelled and nothing was saved`);
     }
+    if (start.workspace) {
+      const full = await this.folderFull(start.workspace, 0);
+      if (full) return refuse("LIMIT_EXCEEDED", full);
+    }
     const overTotal = `this browser session's downloads together would pass ${formatBytes(maxTotalBytes)} (browser.downloads.maxTotalBytes, until the browser stops): it was cancelled and nothing was saved`;
     let stopped: { code: ErrorCode; why: string } | undefined;
     const cancel = (code: ErrorCode, why: string) => {
@@ -255,14 +266,22 @@ export class Downloads {
       // counted from now (a download ending meanwhile sees it), given back when the save fails
       this.savedFiles++;
       this.savedBytes += size;
-      let saved: Awaited<ReturnType<typeof saveIntoWorkspace>>;
+      this.saving.set(to, (this.saving.get(to) ?? 0) + size);
+      let saved: Awaited<ReturnType<typeof saveIntoWorkspace>> | undefined;
+      let full: string | undefined;
       try {
-        saved = await saveIntoWorkspace(to, DOWNLOADS_FOLDER, name, file);
-      } catch (err) {
-        this.savedFiles--;
-        this.savedBytes -= size;
-        throw err;
+        full = await this.folderFull(to, size);
+        if (!full) saved = await saveIntoWorkspace(to, DOWNLOADS_FOLDER, name, file);
+      } finally {
+        const left = this.saving.get(to)! - size;
+        if (left > 0) this.saving.set(to, left);
+        else this.saving.delete(to);
+        if (!saved) {
+          this.savedFiles--;
+          this.savedBytes -= size;
+        }
       }
+      if (!saved) return this.fail(record, "LIMIT_EXCEEDED", full!);
       this.savedBytes += saved.bytes - size;
       record.state = "saved";
       record.path = saved.path;
@@ -273,6 +292,21 @@ export class Downloads {
       await download.delete().catch(() => undefined);
       if (staged) await Promise.all([unlink(staged), unlink(`${staged}.crdownload`)].map((p) => p.catch(() => undefined)));
     }
+  }
+
+  /**
+   * Why `<workspace>/downloads/` has no room for a file of `size` bytes being saved (its own bytes
+   * already among `saving`), or undefined. With `size` 0 (a download starting): whether the
+   * folder is full already.
+   */
+  private async folderFull(workspace: string, size: number): Promise<string | undefined> {
+    const max = this.opts.maxFolderBytes;
+    const usage = await folderUsage(join(workspace, DOWNLOADS_FOLDER));
+    const held = usage.bytes + (this.saving.get(workspace) ?? 0) - size;
+    if (usage.complete && (size === 0 ? held < max : held + size <= max)) return undefined;
+    const holds = usage.complete ? formatBytes(held) : `more than ${FOLDER_WALK_MAX_ENTRIES} files and folders`;
+    const would = size === 0 ? "" : ` and this file of ${formatBytes(size)} would pass it`;
+    return `the workspace's ${DOWNLOADS_FOLDER}/ folder holds ${holds}, the most allowed being ${formatBytes(max)} (browser.downloads.maxFolderBytes)${would}: it was cancelled and nothing was saved; delete files from ${DOWNLOADS_FOLDER}/ to make room`;
   }
 
   /** A running download's staged bytes; without its path, the largest file being written in the folder. */

@@ -82,7 +82,7 @@ export function browserDescription(files: { downloads: boolean; uploads: boolean
       `upload {ref, paths, tabId?} (set files of your workspace on a file input, or on the file chooser a button opens${files.uploadApproval ? "; the user approves every upload" : ""}).`,
     ] : []),
     files.downloads
-      ? "Files a page downloads because of your action (a click or navigate, or within 5 s after one) are saved into your workspace under downloads/; the result names the path, size and type. A download a page starts on its own later is cancelled, and a browser session keeps at most browser.downloads.maxFiles files and maxTotalBytes bytes."
+      ? "Files a page downloads because of your action (a click or navigate, or within 5 s after one) are saved into your workspace under downloads/; the result names the path, size and type. A download a page starts on its own later is cancelled, and a browser session keeps at most browser.downloads.maxFiles files and maxTotalBytes bytes, and your downloads/ folder at most maxFolderBytes (delete files there to make room)."
       : "Downloads are turned off: a file a page downloads is not saved.",
     "Refs come from the latest snapshot of that tab: take a new snapshot after the page changed.",
     "Only public http(s) sites can be reached. Never type passwords or payment details unless the user asked you to.",

@@ -27,7 +27,7 @@ export const BROWSER_DEFAULTS = {
   maxSnapshotChars: 20_000,
   screenshotMaxBytes: 300 * 1024,
   maxTabs: 8,
-  downloads: { enabled: true, maxBytes: 50 * 1024 * 1024, maxTotalBytes: 500 * 1024 * 1024, maxFiles: 100, timeoutMs: 5 * 60_000 },
+  downloads: { enabled: true, maxBytes: 50 * 1024 * 1024, maxTotalBytes: 500 * 1024 * 1024, maxFiles: 100, maxFolderBytes: 2 * 1024 * 1024 * 1024, timeoutMs: 5 * 60_000 },
   uploads: { enabled: true, maxBytes: 25 * 1024 * 1024, requireApproval: true },
 };
 
@@ -72,6 +72,8 @@ export const browserConfigSchema = z.object({
     maxTotalBytes: z.number().int().min(1024).max(64 * 1024 * 1024 * 1024).default(BROWSER_DEFAULTS.downloads.maxTotalBytes),
     /** downloads one browser session saves at most (until Chromium stops); more are cancelled */
     maxFiles: z.number().int().min(1).max(100_000).default(BROWSER_DEFAULTS.downloads.maxFiles),
+    /** bytes an agent's <workspace>/downloads/ folder may hold (every file there, across browser sessions); a download that would pass it is cancelled */
+    maxFolderBytes: z.number().int().min(1024).max(1024 * 1024 * 1024 * 1024).default(BROWSER_DEFAULTS.downloads.maxFolderBytes),
     /** the most one download may take; a slower one is cancelled and nothing is saved */
     timeoutMs: z.number().int().min(1_000).max(3600_000).default(BROWSER_DEFAULTS.downloads.timeoutMs),
   }).prefault({}),
