@@ -1,8 +1,10 @@
 /**
  * The ACP server's parts without a bus: the JSON-RPC line transport (framing across reads,
  * errors for malformed input, requests both ways), the run-event mapping, the prompt's text and
- * the permission answers, which tool call an approval is about, typed approval decisions, and
- * session/load's refusal of sessions no ACP server made.
+ * the permission answers, which tool call an approval is about, typed approval decisions,
+ * session/load's refusal of sessions no ACP server made, a prompt's images and embedded files
+ * (decoded, checked, refused with -32602 before anything is sent) and the agent's files as
+ * resource_link chunks.
  */
 import assert from "node:assert/strict";
 import { PassThrough } from "node:stream";
@@ -12,10 +14,32 @@ import { mapRunEvent, newTurnState, toolKind, toolTitle } from "../services/cli/
 import { MAX_PROMPT_CHARS, promptText } from "../services/cli/acp/prompt-text.js";
 import { approvalToolCall, decisionOf } from "../services/cli/acp/permissions.js";
 import { recordUpdates } from "../services/cli/acp/history.js";
-import { AcpAgent } from "../services/cli/acp/server.js";
+import { AcpAgent, type AgentDeps } from "../services/cli/acp/server.js";
+import { maxLineBytes } from "../services/cli/acp/command.js";
+import { MAX_PROMPT_FILES, passedBlob, promptFiles } from "../services/cli/acp/prompt-files.js";
+import { receivedUpdates } from "../services/cli/acp/received-files.js";
+import { contentBlock } from "../services/cli/acp/schema.js";
+import { MEDIA_DEFAULTS } from "../shared/runtime/config-media.js";
 import { approvalCommand } from "../services/cli/acp/session.js";
 
 const quiet = { debug: () => undefined, warn: () => undefined };
+
+/** an agent whose bus is never there: `asked` says whether anything tried to reach it */
+function busless(over: Partial<AgentDeps> = {}) {
+  const seen = { asked: false };
+  const agent = new AcpAgent({
+    bus: async () => {
+      seen.asked = true;
+      throw new Error("no bus in this test");
+    },
+    prefix: "lurk", loadAgentId: "main", sessionPrefix: "acp-", requestTimeoutMs: 1000, log: { ...quiet, info: () => undefined } as never, promptTimeoutMs: 1000, cancelGraceMs: 10,
+    media: MEDIA_DEFAULTS, downloadsDir: "/nonexistent/downloads", ...over,
+  });
+  return { agent, seen };
+}
+/** a 1x1 PNG */
+const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64");
+const block = (raw: unknown) => contentBlock.parse(raw);
 
 function rig(maxLineBytes?: number) {
   const input = new PassThrough();
@@ -128,13 +152,21 @@ describe("ACP mapping", () => {
       { type: "resource", resource: { uri: "file:///p/a.ts", text: "const a = 1;\n```\n", mimeType: "text/x-typescript" } },
       { type: "resource_link", uri: "file:///p/b.ts", name: "b.ts" },
       { type: "resource", resource: { uri: "file:///p/c.png", blob: "AAAA", mimeType: "image/png" } },
+      { type: "resource", resource: { uri: "file:///p/d.zip", blob: "AAAA", mimeType: "application/zip" } },
       { type: "image", data: "AAAA", mimeType: "image/png" },
+      { type: "image", data: "AAAA", mimeType: "image/png", uri: "file:///p/shot.png" },
+      { type: "audio", data: "AAAA", mimeType: "audio/wav" },
     ], "/p");
     assert.match(text, /^\[Editor \(ACP\) context: the user is working in the project directory \/p /);
     assert.match(text, /Explain this\n\nAttached file:\/\/\/p\/a\.ts:\n````\nconst a = 1;\n```\n````/);
     assert.match(text, /\[linked file: b\.ts <file:\/\/\/p\/b\.ts>\]/);
-    assert.match(text, /\[attached binary resource file:\/\/\/p\/c\.png \(image\/png\): not passed on\]/);
-    assert.match(text, /an image \(image\/png\) was attached: not passed on/);
+    // passed on as attachments: a line naming them; an image without a URI adds nothing
+    assert.match(text, /\[attached file:\/\/\/p\/c\.png: sent as the file c\.png\]/);
+    assert.match(text, /\[attached image file:\/\/\/p\/shot\.png\]\n\n\[an audio clip/);
+    assert.doesNotMatch(text, /image \(image\/png\)/);
+    // not passed on: a note
+    assert.match(text, /\[attached binary resource file:\/\/\/p\/d\.zip \(application\/zip\): not passed on\]/);
+    assert.match(text, /an audio clip \(audio\/wav\) was attached: not passed on/);
     assert.equal(promptText([{ type: "text", text: "plain" }]), "plain");
     const long = promptText([{ type: "text", text: "z".repeat(MAX_PROMPT_CHARS + 5000) }]);
     assert.ok(long.length <= MAX_PROMPT_CHARS);
@@ -197,18 +229,11 @@ describe("ACP mapping", () => {
   });
 
   it("session/load takes only session names with the server's prefix", async () => {
-    let connected = false;
-    const agent = new AcpAgent({
-      bus: async () => {
-        connected = true;
-        throw new Error("no bus in this test");
-      },
-      prefix: "lurk", loadAgentId: "main", sessionPrefix: "acp-", requestTimeoutMs: 1000, log: quiet as never, promptTimeoutMs: 1000, cancelGraceMs: 10,
-    });
+    const { agent, seen } = busless();
     for (const sessionId of ["my-chat", "acp", "xacp-1", "main"]) {
       await assert.rejects(agent.request("session/load", { sessionId, cwd: "/tmp", mcpServers: [] }), (e: RpcError) => e.code === -32602 && /only the sessions an ACP server made \(names starting with "acp-"/.test(e.message), sessionId);
     }
-    assert.equal(connected, false, "refused before the bus is asked");
+    assert.equal(seen.asked, false, "refused before the bus is asked");
     // a name with the prefix goes on (here to the missing bus)
     await assert.rejects(agent.request("session/load", { sessionId: "acp-123", cwd: "/tmp", mcpServers: [] }), /no bus in this test/);
   });
@@ -222,5 +247,82 @@ describe("ACP mapping", () => {
     ]);
     assert.deepEqual(updates.map((u) => u.sessionUpdate), ["user_message_chunk", "agent_message_chunk", "tool_call", "tool_call_update"]);
     assert.deepEqual(updates[0], { sessionUpdate: "user_message_chunk", content: { type: "text", text: "hi" } });
+  });
+});
+
+describe("ACP files", () => {
+  it("initialize advertises images and embedded context, not audio", async () => {
+    const { agent } = busless();
+    const r = await agent.request("initialize", { protocolVersion: 1 }) as { agentCapabilities: { promptCapabilities: unknown } };
+    assert.deepEqual(r.agentCapabilities.promptCapabilities, { image: true, audio: false, embeddedContext: true });
+  });
+
+  it("a valid image block becomes an image attachment's bytes; documents and text resources become files", () => {
+    const files = promptFiles([
+      block({ type: "text", text: "what is this?" }),
+      block({ type: "image", data: PNG.toString("base64"), mimeType: "image/png" }),
+      block({ type: "image", data: PNG.toString("base64"), mimeType: "Image/JPG", uri: "file:///home/me/shot%201.jpg" }),
+      block({ type: "resource", resource: { uri: "file:///p/report.pdf", blob: Buffer.from("%PDF-1.4").toString("base64"), mimeType: "application/pdf" } }),
+      block({ type: "resource", resource: { uri: "file:///p/notes.md", blob: Buffer.from("# hi").toString("base64") } }),
+      block({ type: "resource", resource: { uri: "file:///p/a.zip", blob: "not even base64!", mimeType: "application/zip" } }),
+      block({ type: "resource", resource: { uri: "file:///p/a.ts", text: "const a = 1;" } }),
+    ], 1024);
+    assert.deepEqual(files.map((f) => [f.block, f.kind, f.mime, f.name]), [
+      [1, "image", "image/png", undefined],
+      [2, "image", "image/jpeg", "shot 1.jpg"],
+      [3, "file", "application/pdf", "report.pdf"],
+      [4, "file", "text/markdown", "notes.md"],
+    ]);
+    assert.deepEqual(files[0]!.bytes, PNG);
+    assert.equal(files[2]!.bytes.toString(), "%PDF-1.4");
+    // which embedded binary resources go as files (the rest stay a note)
+    assert.equal(passedBlob({ uri: "file:///p/x.docx", mimeType: "application/octet-stream" })?.mime, "application/vnd.openxmlformats-officedocument.wordprocessingml.document");
+    assert.equal(passedBlob({ uri: "file:///p/data.json", mimeType: "application/json" })?.kind, "file");
+    assert.equal(passedBlob({ uri: "file:///p/pic.webp", mimeType: "image/webp" })?.kind, "image");
+    assert.equal(passedBlob({ uri: "file:///p/tool.exe", mimeType: "application/octet-stream" }), undefined);
+    assert.equal(passedBlob({ uri: "file:///p/clip.mp3", mimeType: "audio/mpeg" }), undefined);
+  });
+
+  it("bad base64, an empty image, an image over the cap, too many files: -32602 naming the block", () => {
+    const image = (data: string) => block({ type: "image", data, mimeType: "image/png" });
+    const refused = (blocks: ReturnType<typeof block>[], at: string, why: RegExp) =>
+      assert.throws(() => promptFiles(blocks, 64), (e: RpcError) => e instanceof RpcError && e.code === -32602 && e.message.startsWith(`invalid params: ${at}: `) && why.test(e.message)
+        && (e.data as Array<{ path: string }>)[0]!.path === at, `${at} ${why}`);
+    refused([block({ type: "text", text: "x" }), image("iVBOR*w0KGgo=")], "prompt.1", /the image's base64 data is malformed/);
+    refused([image("abc")], "prompt.0", /malformed/);
+    refused([image("AAAA"), image("")], "prompt.1", /the image is empty/);
+    refused([image(Buffer.alloc(65).toString("base64"))], "prompt.0", /the image is 65 bytes, above the 64 bytes cap \(media\.maxFileMb\)/);
+    refused([block({ type: "resource", resource: { uri: "file:///p/r.pdf", blob: "%%%%", mimeType: "application/pdf" } })], "prompt.0", /the resource\.blob's base64 data is malformed/);
+    refused(Array.from({ length: MAX_PROMPT_FILES + 1 }, () => image("AAAA")), `prompt.${MAX_PROMPT_FILES}`, /more than 32 images and files/);
+    assert.equal(promptFiles(Array.from({ length: MAX_PROMPT_FILES }, () => image("AAAA")), 64).length, MAX_PROMPT_FILES);
+  });
+
+  it("a prompt with a bad image, or an image type models do not take, is answered -32602 before anything is sent", async () => {
+    const { agent, seen } = busless({ media: { ...MEDIA_DEFAULTS, maxFileMb: 0.0001 } });
+    const prompt = (image: Record<string, unknown>) => agent.request("session/prompt", { sessionId: "acp-1", prompt: [{ type: "text", text: "look" }, { type: "image", ...image }] });
+    for (const mimeType of ["image/svg+xml", "image/heic", "application/pdf", "text/plain"]) {
+      await assert.rejects(prompt({ data: PNG.toString("base64"), mimeType }), (e: RpcError) => e.code === -32602 && /^invalid params: prompt\.1\.mimeType: an image's mimeType must be one of image\/png, image\/jpeg, image\/gif, image\/webp/.test(e.message), mimeType);
+    }
+    await assert.rejects(prompt({ data: "not base64", mimeType: "image/png" }), (e: RpcError) => e.code === -32602 && /prompt\.1: the image's base64 data is malformed/.test(e.message));
+    // media.maxFileMb 0.0001: 104 bytes
+    await assert.rejects(prompt({ data: Buffer.alloc(200).toString("base64"), mimeType: "image/png" }), (e: RpcError) => e.code === -32602 && /prompt\.1: the image is 200 bytes, above the 104 bytes cap/.test(e.message));
+    assert.equal(seen.asked, false, "nothing went to the bus");
+    // a good image goes on (to the session lookup: this process has none)
+    await assert.rejects(prompt({ data: PNG.toString("base64"), mimeType: "image/png" }), (e: RpcError) => e.code === -32002);
+  });
+
+  it("files the agent sent: resource_link chunks with the saved file's URI; a file not fetched is a text chunk", () => {
+    const updates = receivedUpdates([
+      { name: "chart 1.png", mime: "image/png", size: 70, path: "/home/me/.lurkbot/downloads/chart 1.png" },
+      { name: "gone.csv", mime: "text/csv", error: "media 0123… is not in the media store" },
+    ]);
+    assert.deepEqual(updates[0], { sessionUpdate: "agent_message_chunk", content: { type: "resource_link", uri: "file:///home/me/.lurkbot/downloads/chart%201.png", name: "chart 1.png", mimeType: "image/png", size: 70 } });
+    assert.equal(updates[1]!.sessionUpdate, "agent_message_chunk");
+    assert.match((updates[1]!.content as { text: string }).text, /file gone\.csv could not be fetched: media 0123… is not in the media store/);
+  });
+
+  it("the input line holds an image of media.maxFileMb in base64, never less than 4 MiB", () => {
+    assert.equal(maxLineBytes(2), 4 * 1024 * 1024);
+    assert.ok(maxLineBytes(20) > (20 * 1024 * 1024 * 4) / 3);
   });
 });

@@ -5,11 +5,15 @@
  * calls, approvals as session/request_permission (allowed and rejected; two parallel calls of
  * one tool each asked about with its own call and summary), typed /approve and /deny kept to
  * the session's own approvals, session/cancel of a slow answer, malformed input, two sessions
- * kept apart, and session/load replaying a session in a second process (only ACP sessions).
+ * kept apart, session/load replaying a session in a second process (only ACP sessions), a
+ * prompt's image and embedded file reaching the model (a bad or over-cap image refused with
+ * -32602, nothing sent), and a file the agent sends (the message tool) reaching the editor as
+ * a resource_link to the saved file.
  */
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
 import { argsHash } from "../shared/runtime/approval-token.js";
 import { BusClient } from "../shared/runtime/client.js";
@@ -21,6 +25,10 @@ import { TestSystem } from "./harness/system.js";
 
 const BWRAP = "/usr/bin/bwrap";
 const CWD = "/home/dev/project-x";
+/** a 1x1 PNG */
+const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64");
+/** media.maxFileMb of this file's system: an image above it still fits the 4 MiB input line */
+const MAX_FILE_MB = 2;
 
 describe("lurkbot acp (Agent Client Protocol over stdio)", () => {
   let system: TestSystem;
@@ -42,8 +50,12 @@ describe("lurkbot acp (Agent Client Protocol over stdio)", () => {
         // memory_get (parallel-safe) needs an approval too: two calls of it in one turn run at once
         tools: { timeoutMs: 20_000, requireApproval: ["memory_get"], exec: { ask: "always", ...(existsSync(BWRAP) ? {} : { allowUnsandboxed: true }) } },
         approvals: { timeoutMs: 60_000 },
+        // full: the message tool (files the agent sends)
+        agents: [{ id: "main", default: true, toolProfile: "full" }],
+        media: { maxFileMb: MAX_FILE_MB },
       },
     });
+    writeFileSync(join(system.workspace, "chart.png"), PNG);
     env = system.nats.env({ ...system.nats.passwordEnv("cli"), LURKBOT_LOG_LEVEL: "info" });
     acp = AcpTestClient.start(env);
   });
@@ -56,7 +68,7 @@ describe("lurkbot acp (Agent Client Protocol over stdio)", () => {
     const r = await acp.ok("initialize", { protocolVersion: 1, clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true }, clientInfo: { name: "test-editor", version: "1.0" } });
     assert.equal(r.protocolVersion, 1);
     assert.equal(r.agentCapabilities.loadSession, true);
-    assert.deepEqual(r.agentCapabilities.promptCapabilities, { image: false, audio: false, embeddedContext: true });
+    assert.deepEqual(r.agentCapabilities.promptCapabilities, { image: true, audio: false, embeddedContext: true });
     assert.deepEqual(r.authMethods, []);
     assert.equal(r.agentInfo.name, "lurkbot");
   });
@@ -259,6 +271,71 @@ describe("lurkbot acp (Agent Client Protocol over stdio)", () => {
     assert.deepEqual(r.result, { stopReason: "end_turn" }, JSON.stringify(r.error));
     assert.deepEqual(acp.stray, []);
     assert.equal(acp.child.exitCode, null, "still serving");
+  });
+
+  it("an image and an embedded text file in a prompt reach the model: the image as an image part, the file's text in its note", async () => {
+    const s = await newSession();
+    const r = await acp.call("session/prompt", { sessionId: s, prompt: [
+      { type: "text", text: "what is in this picture?" },
+      { type: "image", data: PNG.toString("base64"), mimeType: "image/png", uri: "file:///home/dev/project-x/dot.png" },
+      { type: "resource", resource: { uri: "file:///home/dev/project-x/secret.md", blob: Buffer.from("the password is marmalade\n").toString("base64"), mimeType: "text/markdown" } },
+    ] }, 90_000);
+    assert.deepEqual(r.result, { stopReason: "end_turn" }, JSON.stringify(r.error));
+    const content = system.fake.requests.at(-1)!.body.messages.at(-1)!.content;
+    const parts = (Array.isArray(content) ? content : []) as Array<{ type: string; text?: string; image_url?: { url: string } }>;
+    const images = parts.filter((p) => p.type === "image_url");
+    assert.equal(images.length, 1, JSON.stringify(parts.map((p) => p.type)));
+    assert.equal(images[0]!.image_url!.url, `data:image/png;base64,${PNG.toString("base64")}`);
+    const text = messageText(system.fake.requests.at(-1)!.body.messages.at(-1));
+    assert.match(text, /what is in this picture\?/);
+    assert.match(text, /\[attached image file:\/\/\/home\/dev\/project-x\/dot\.png\]/);
+    assert.match(text, /secret\.md/);
+    assert.match(text, /the password is marmalade/);
+  });
+
+  it("a prompt with a malformed, over-cap or non-image image is answered -32602 and nothing is sent", async () => {
+    const s = await newSession();
+    const before = system.fake.requests.length;
+    const ask = (image: object) => acp.call("session/prompt", { sessionId: s, prompt: [{ type: "text", text: "look at this" }, { type: "image", ...image }] });
+    const malformed = await ask({ data: "iVBOR*not-base64", mimeType: "image/png" });
+    assert.equal(malformed.error?.code, -32602);
+    assert.match(malformed.error!.message, /prompt\.1: the image's base64 data is malformed/);
+    const big = await ask({ data: Buffer.alloc(MAX_FILE_MB * 1024 * 1024 + 1).toString("base64"), mimeType: "image/png" });
+    assert.equal(big.error?.code, -32602);
+    assert.match(big.error!.message, /prompt\.1: the image is 2\.0 MB, above the 2\.0 MB cap \(media\.maxFileMb\)/);
+    const svg = await ask({ data: Buffer.from("<svg/>").toString("base64"), mimeType: "image/svg+xml" });
+    assert.equal(svg.error?.code, -32602);
+    assert.match(svg.error!.message, /prompt\.1\.mimeType: an image's mimeType must be one of/);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal(system.fake.requests.length, before, "no run started");
+    assert.deepEqual(acp.updates(s), [], "nothing was shown");
+    // the session goes on, and its first prompt still carries the editor's context
+    const r = await prompt(s, "plain words");
+    assert.deepEqual(r.result, { stopReason: "end_turn" }, JSON.stringify(r.error));
+    assert.match(messageText(system.fake.requests.at(-1)!.body.messages.at(-1)), /project directory/);
+  });
+
+  it("a file the agent sends with the message tool reaches the editor as a resource_link to the saved file", async () => {
+    const s = await newSession();
+    system.fake.enqueue({ kind: "tool_calls", calls: [{ name: "message", arguments: { text: "here is the chart", files: ["chart.png"] } }] });
+    const r = await prompt(s, "send me the chart");
+    assert.deepEqual(r.result, { stopReason: "end_turn" }, JSON.stringify(r.error));
+    // shown before the prompt was answered
+    const updates = acp.updates(s);
+    const links = updates.filter((u) => u.sessionUpdate === "agent_message_chunk" && u.content.type === "resource_link");
+    assert.equal(links.length, 1, JSON.stringify(updates.filter((u) => u.sessionUpdate === "agent_message_chunk")));
+    const link = links[0]!.content;
+    assert.equal(link.name, "chart.png");
+    assert.equal(link.mimeType, "image/png");
+    assert.equal(link.size, PNG.length);
+    assert.match(link.uri, /^file:\/\//);
+    const path = fileURLToPath(link.uri);
+    assert.equal(path, join(system.nats.home, "downloads", "chart.png"));
+    assert.deepEqual(readFileSync(path), PNG);
+    assert.match(chunkText(updates), /here is the chart/);
+    const call = updates.find((u) => u.sessionUpdate === "tool_call");
+    assert.equal(call?.kind, "other");
+    assert.equal(updates.find((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === call?.toolCallId && u.status)?.status, "completed");
   });
 
   let alpha = "";

@@ -5,19 +5,26 @@
  * first session request, reconnecting forever. Ends when the editor closes stdin (or on SIGTERM /
  * SIGINT), exit code 0.
  */
+import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { MB } from "../../../shared/runtime/config-media.js";
 import { defaultAgent, loadConfig, type Env } from "../../../shared/runtime/config.js";
 import { createLogger } from "../../../shared/runtime/logger.js";
 import type { ParsedCommand } from "../args.js";
 import { connectCli } from "../bus.js";
 import { EXIT, UsageError } from "../errors.js";
-import { JsonRpcPeer } from "./jsonrpc.js";
+import { DEFAULT_MAX_LINE_BYTES, JsonRpcPeer } from "./jsonrpc.js";
 import { AcpAgent } from "./server.js";
 
 const SESSION_PREFIX = /^[A-Za-z0-9_-]{1,64}$/;
 /** a prompt's run may wait for approvals (5 minutes each by default) and take many tool calls */
 const PROMPT_TIMEOUT_MS = 60 * 60_000;
 const CANCEL_GRACE_MS = 3_000;
+
+/** A line must hold a prompt with an image of media.maxFileMb in base64 (4/3 of it), and never less than 4 MiB. */
+export function maxLineBytes(maxFileMb: number): number {
+  return Math.max(DEFAULT_MAX_LINE_BYTES, Math.ceil((maxFileMb * MB * 4) / 3) + 64 * 1024);
+}
 
 export interface AcpIo {
   input: NodeJS.ReadableStream;
@@ -45,9 +52,11 @@ export async function cmdAcp(p: ParsedCommand, env: Env, io: AcpIo = { input: pr
   const agent = new AcpAgent({
     bus, prefix: cfg.nats.prefix, loadAgentId: agentId ?? defaultAgent(cfg).id, sessionPrefix,
     requestTimeoutMs: cfg.bus.requestTimeoutMs, log, promptTimeoutMs: PROMPT_TIMEOUT_MS, cancelGraceMs: CANCEL_GRACE_MS,
+    // the folder `lurkbot chat` saves received files in
+    media: cfg.media, downloadsDir: join(cfg.home, "downloads"),
     ...(agentId !== undefined ? { agentId } : {}),
   });
-  const peer = new JsonRpcPeer(io.input, io.output, agent, log);
+  const peer = new JsonRpcPeer(io.input, io.output, agent, log, maxLineBytes(cfg.media.maxFileMb));
   agent.attach(peer);
   const stop = () => io.input.emit("end");
   process.once("SIGTERM", stop);

@@ -1,11 +1,14 @@
 /**
  * An ACP prompt (content blocks) as the text of one LurkBot inbound message: text blocks as
  * they are, embedded text resources (files the editor attached) in a fenced block under their
- * URI, resource links as a line naming the file, binary resources, images and audio as a note
- * that they were not passed on. The first prompt of a session starts with a context line naming
+ * URI, resource links as a line naming the file. Images and the binary resources prompt-files.ts
+ * passes on go as attachments (the agent-runner shows them to the model): an image adds only a
+ * line with its URI when it has one, such a resource a line naming it; other binary resources
+ * and audio are a note that they were not passed on. The first prompt of a session starts with a context line naming
  * the editor's project directory (`cwd`): the agent's tools keep working in its own workspace.
  * The whole is cut to the inbound message's limit, with a note saying so.
  */
+import { passedBlob, uriName } from "./prompt-files.js";
 import type { ContentBlock } from "./schema.js";
 
 /** inboundMessageSchema.text's limit */
@@ -34,10 +37,11 @@ function blockText(block: ContentBlock): string {
         const f = fence(t);
         return `Attached ${r.uri}:\n${f}\n${t}${t.endsWith("\n") ? "" : "\n"}${f}`;
       }
+      if (passedBlob(r)) return `[attached ${r.uri}: sent as the file ${uriName(r.uri) ?? "with no name"}]`;
       return `[attached binary resource ${r.uri}${r.mimeType ? ` (${r.mimeType})` : ""}: not passed on]`;
     }
     case "image":
-      return `[an image (${block.mimeType}) was attached: not passed on through ACP]`;
+      return block.uri ? `[attached image ${block.uri}]` : "";
     case "audio":
       return `[an audio clip (${block.mimeType}) was attached: not passed on through ACP]`;
   }

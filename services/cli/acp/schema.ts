@@ -36,9 +36,19 @@ export const sessionLoadParams = z.looseObject({
 const textResource = z.looseObject({ uri: z.string().max(4096), text: z.string(), mimeType: z.string().max(200).nullish() });
 const blobResource = z.looseObject({ uri: z.string().max(4096), blob: z.string(), mimeType: z.string().max(200).nullish() });
 
+/**
+ * The image types a prompt may carry: those every model provider takes (the agent-runner's
+ * MODEL_IMAGE_TYPES, Telegram's photo types); another type is refused (-32602), not sent as a file.
+ */
+export const PROMPT_IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"] as const;
+const imageMime = z.string().max(200)
+  .transform((m) => { const bare = m.split(";")[0]!.trim().toLowerCase(); return bare === "image/jpg" ? "image/jpeg" : bare; })
+  .pipe(z.enum(PROMPT_IMAGE_TYPES, { error: `an image's mimeType must be one of ${PROMPT_IMAGE_TYPES.join(", ")}` }));
+
 export const contentBlock = z.discriminatedUnion("type", [
   z.looseObject({ type: z.literal("text"), text: z.string() }),
-  z.looseObject({ type: z.literal("image"), data: z.string(), mimeType: z.string().max(200), uri: z.string().max(4096).nullish() }),
+  // data: base64, decoded and capped later (prompt-files.ts), against media.maxFileMb
+  z.looseObject({ type: z.literal("image"), data: z.string(), mimeType: imageMime, uri: z.string().max(4096).nullish() }),
   z.looseObject({ type: z.literal("audio"), data: z.string(), mimeType: z.string().max(200) }),
   z.looseObject({
     type: z.literal("resource_link"), uri: z.string().max(4096), name: z.string().max(1000),
@@ -73,6 +83,15 @@ export interface TextContent {
   text: string;
 }
 
+/** A file the client can open (ACP's resource_link block): what LurkBot sends for a file the agent sent. */
+export interface ResourceLinkContent {
+  type: "resource_link";
+  uri: string;
+  name: string;
+  mimeType?: string;
+  size?: number;
+}
+
 /** Content of a tool call: a content block (ACP also has diffs and terminals; LurkBot sends text). */
 export interface ToolCallContent {
   type: "content";
@@ -91,7 +110,8 @@ export interface ToolCallFields {
 
 /** The `update` of a session/update notification. */
 export type SessionUpdate =
-  | { sessionUpdate: "agent_message_chunk" | "agent_thought_chunk" | "user_message_chunk"; content: TextContent }
+  | { sessionUpdate: "agent_message_chunk"; content: TextContent | ResourceLinkContent }
+  | { sessionUpdate: "agent_thought_chunk" | "user_message_chunk"; content: TextContent }
   | ({ sessionUpdate: "tool_call" } & ToolCallFields & { title: string })
   | ({ sessionUpdate: "tool_call_update" } & ToolCallFields);
 

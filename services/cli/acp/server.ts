@@ -6,16 +6,21 @@
  * the first session request, so an editor gets initialize answered and a readable error (start
  * LurkBot) rather than a process that exits when the bus is down. session/load takes only
  * names with this process's session prefix (sessions an ACP server made), never e.g. a
- * `lurkbot chat --session NAME` transcript.
+ * `lurkbot chat --session NAME` transcript. A prompt's images and embedded files are decoded
+ * and checked (prompt-files.ts: -32602 naming the block) before its session is looked up, so a
+ * bad one sends nothing.
  */
 import { randomUUID } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { z } from "zod";
+import { MB, type MediaConfig } from "../../../shared/runtime/config-media.js";
 import type { Logger } from "../../../shared/runtime/logger.js";
+import { MediaStore } from "../../../shared/runtime/media.js";
 import { LURKBOT_VERSION } from "../../../shared/runtime/version.js";
 import { toCliError } from "../errors.js";
 import { RPC, RpcError, type RpcHandler } from "./jsonrpc.js";
 import { replayHistory } from "./history.js";
+import { promptFiles } from "./prompt-files.js";
 import {
   ACP_PROTOCOL_VERSION, initializeParams, issuesOf, sessionCancelParams, sessionLoadParams, sessionNewParams, sessionPromptParams,
 } from "./schema.js";
@@ -34,6 +39,10 @@ export interface AgentDeps {
   log: Logger;
   promptTimeoutMs: number;
   cancelGraceMs: number;
+  /** the `media` config: the store's caps (a prompt's file at most media.maxFileMb) */
+  media: MediaConfig;
+  /** where files the agent sends are saved (`lurkbot chat`'s $LURKBOT_HOME/downloads) */
+  downloadsDir: string;
 }
 
 /** A session id this process makes or loads: also the LurkBot session name and conversation token. */
@@ -48,6 +57,8 @@ function parse<S extends z.ZodType>(schema: S, params: unknown): z.output<S> {
 export class AcpAgent implements RpcHandler {
   private readonly sessions = new Map<string, AcpSession>();
   private client: AcpClientLink | undefined;
+  /** the media store on the bus connection (one connection per process) */
+  private media: MediaStore | undefined;
 
   constructor(private readonly deps: AgentDeps) {}
 
@@ -81,7 +92,8 @@ export class AcpAgent implements RpcHandler {
       }
       case "session/prompt": {
         const p = parse(sessionPromptParams, params);
-        return this.session(p.sessionId).prompt(p.prompt);
+        const files = promptFiles(p.prompt, Math.floor(this.deps.media.maxFileMb * MB));
+        return this.session(p.sessionId).prompt(p.prompt, files);
       }
       default:
         throw new RpcError(RPC.methodNotFound, `method not found: ${method}`);
@@ -113,7 +125,7 @@ export class AcpAgent implements RpcHandler {
       protocolVersion: ACP_PROTOCOL_VERSION,
       agentCapabilities: {
         loadSession: true,
-        promptCapabilities: { image: false, audio: false, embeddedContext: true },
+        promptCapabilities: { image: true, audio: false, embeddedContext: true },
         mcpCapabilities: { http: false, sse: false },
       },
       authMethods: [],
@@ -145,6 +157,7 @@ export class AcpAgent implements RpcHandler {
     const session = new AcpSession(id, cwd, {
       nc, prefix: this.deps.prefix, client: this.client, log: this.deps.log.child({ sessionId: id }),
       promptTimeoutMs: this.deps.promptTimeoutMs, cancelGraceMs: this.deps.cancelGraceMs,
+      media: (this.media ??= new MediaStore(nc, this.deps.media)), downloadsDir: this.deps.downloadsDir,
       ...(this.deps.agentId ? { agentId: this.deps.agentId } : {}),
     });
     await session.open();

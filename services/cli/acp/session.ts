@@ -11,17 +11,25 @@
  * router took the /stop when no run was under way. One prompt at a time per session. The
  * process holds the owner's rights (the cli user), so a prompt that is `/approve ID` or
  * `/deny ID` is sent only for an approval this session asked the editor about; any other is
- * answered here, not sent.
+ * answered here, not sent. A prompt's images and files (prompt-files.ts, decoded by the caller)
+ * are stored in the media store and sent as the message's attachments. Files the agent sends to
+ * the session (the `message` tool, a reply's attachments) are saved under the downloads folder
+ * and shown as resource_link chunks (received-files.ts); a prompt is answered after those of its
+ * run are shown. After the run's `done` the prompt waits (at most DELIVERY_WAIT_MS) for the
+ * reply's delivery, which carries the reply's files.
  */
 import type { NatsConnection } from "@nats-io/transport-node";
-import type { OutboundMessage, RunEvent } from "../../../shared/contract/index.js";
+import type { Attachment, OutboundMessage, RunEvent } from "../../../shared/contract/index.js";
 import type { Logger } from "../../../shared/runtime/logger.js";
+import type { MediaStore } from "../../../shared/runtime/media.js";
 import { TerminalChannel } from "../channel.js";
 import { toCliError } from "../errors.js";
 import { mapRunEvent, newTurnState, type TurnState } from "./events-map.js";
 import { RPC, RpcError } from "./jsonrpc.js";
 import { approvalToolCall, decisionOf, permissionRequest, type Approval } from "./permissions.js";
+import { storePromptFiles, type PromptFile } from "./prompt-files.js";
 import { promptText } from "./prompt-text.js";
+import { showReceived } from "./received-files.js";
 import type { ContentBlock, SessionUpdate, StopReason } from "./schema.js";
 
 /**
@@ -56,10 +64,16 @@ export interface SessionDeps {
   promptTimeoutMs: number;
   /** after the router took a /stop, how long to wait for the run's abort before answering cancelled */
   cancelGraceMs: number;
+  /** where the prompt's files go and the agent's files come from */
+  media: MediaStore;
+  /** where the agent's files are saved (`lurkbot chat`'s: $LURKBOT_HOME/downloads) */
+  downloadsDir: string;
 }
 
 /** how long a command sent on the user's behalf (/stop, /approve, /deny) waits for the router's answer */
 const COMMAND_TIMEOUT_MS = 30_000;
+/** after a run's done, how long the prompt waits for the reply's delivery (its files) */
+const DELIVERY_WAIT_MS = 2_000;
 
 interface Turn {
   state: TurnState;
@@ -68,6 +82,8 @@ interface Turn {
   asked: Set<string>;
   finish: (outcome: { stopReason: StopReason } | RpcError) => void;
   timers: NodeJS.Timeout[];
+  /** the run's done was seen: the answer, once the reply's delivery is in (or not coming) */
+  done?: { stopReason: StopReason };
 }
 
 export class AcpSession {
@@ -77,6 +93,8 @@ export class AcpSession {
   private contextSent = false;
   /** the approvals this session asked the editor about: the only ones a typed /approve or /deny may decide */
   private readonly shownApprovals = new Set<string>();
+  /** files being saved and shown, in arrival order: a prompt is answered after them */
+  private shown: Promise<void> = Promise.resolve();
 
   constructor(readonly id: string, private cwd: string, private readonly deps: SessionDeps) {
     this.channel = new TerminalChannel(deps.nc, deps.prefix, id, (msg) => this.onUnsolicited(msg), deps.agentId);
@@ -100,7 +118,8 @@ export class AcpSession {
     this.deps.client.notify("session/update", { sessionId: this.id, update });
   }
 
-  prompt(blocks: readonly ContentBlock[]): Promise<{ stopReason: StopReason }> {
+  /** `files`: the prompt's images and files, decoded (prompt-files.ts) */
+  prompt(blocks: readonly ContentBlock[], files: readonly PromptFile[] = []): Promise<{ stopReason: StopReason }> {
     if (this.active) throw new RpcError(RPC.invalidRequest, "a prompt is already running in this session: wait for its answer or send session/cancel");
     const text = promptText(blocks, this.contextSent ? undefined : this.cwd);
     const decision = approvalCommand(text);
@@ -123,8 +142,8 @@ export class AcpSession {
           if (this.active !== turn) return;
           this.active = undefined;
           for (const t of turn.timers) clearTimeout(t);
-          if (outcome instanceof RpcError) reject(outcome);
-          else resolve(outcome);
+          // the files the run sent are shown before the answer
+          void this.shown.then(() => (outcome instanceof RpcError ? reject(outcome) : resolve(outcome)));
         },
       };
       this.active = turn;
@@ -135,7 +154,11 @@ export class AcpSession {
         const e = ev.event;
         if (e.kind === "done") {
           if (!state.streamed && !e.silent && e.text) this.update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: e.text } });
-          turn.finish({ stopReason: state.lastStopReason === "max_tokens" ? "max_tokens" : "end_turn" });
+          if (e.text) state.streamed = true;
+          turn.done = { stopReason: state.lastStopReason === "max_tokens" ? "max_tokens" : "end_turn" };
+          // a silent run is not delivered; else the delivery (with the reply's files) normally follows at once
+          if (e.silent) turn.finish(turn.done);
+          else turn.timers.push(setTimeout(() => turn.finish(turn.done!), DELIVERY_WAIT_MS));
         } else if (e.kind === "error") {
           if (turn.cancelled || e.code === "ABORTED") turn.finish({ stopReason: "cancelled" });
           else turn.finish(new RpcError(RPC.internalError, e.message, { code: e.code, retryable: e.retryable }));
@@ -146,14 +169,20 @@ export class AcpSession {
         turn.asked.add(msg.approval.approvalId);
         void this.askPermission(msg.approval, turn);
       };
-      this.channel.send(text, this.deps.promptTimeoutMs, { onRunEvent, onIntermediate }).then(
+      const send = async () => {
+        const attachments = files.length > 0 ? await storePromptFiles(this.deps.media, files) : [];
+        if (turn.cancelled) return undefined;
+        return this.channel.send(text, this.deps.promptTimeoutMs, { onRunEvent, onIntermediate }, attachments);
+      };
+      send().then(
         (result) => {
+          if (result?.attachments.length) this.showFiles(result.attachments);
           if (this.active !== turn) return;
-          if (turn.cancelled) return turn.finish({ stopReason: "cancelled" });
+          if (turn.cancelled || !result) return turn.finish({ stopReason: "cancelled" });
           if (result.kind === "error") return turn.finish(new RpcError(RPC.internalError, result.reply, { code: result.errorCode ?? "INTERNAL" }));
           // no run (a command's notice), or a run whose text was not streamed
           if (!state.streamed && result.reply) this.update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: result.reply } });
-          turn.finish({ stopReason: "end_turn" });
+          turn.finish(turn.done ?? { stopReason: "end_turn" });
         },
         (err) => {
           if (!hadContext) this.contextSent = false;
@@ -209,8 +238,26 @@ export class AcpSession {
   }
 
   private onUnsolicited(msg: OutboundMessage): void {
-    // progress notes (/verbose, /reasoning) and deliveries of other runs: not part of a prompt's answer
+    if (msg.attachments.length > 0 && !msg.note && msg.kind !== "approval") {
+      // files the agent sent (the message tool): shown with the message's text
+      this.showFiles(msg.attachments, msg.text);
+      return;
+    }
+    // progress notes (/verbose, /reasoning) and text deliveries of other runs: not part of a prompt's answer
     this.deps.log.debug({ sessionId: this.id, kind: msg.kind, note: msg.note }, "a delivery outside a prompt; not shown");
+  }
+
+  /** Saves the files the agent sent and shows them, after those that came before. */
+  private showFiles(attachments: readonly Attachment[], text = ""): void {
+    this.shown = this.shown.then(async () => {
+      try {
+        const updates = await showReceived(this.deps.media, attachments, this.deps.downloadsDir, text);
+        for (const u of updates) this.update(u);
+        this.deps.log.info({ sessionId: this.id, files: attachments.length }, "files from the agent shown");
+      } catch (err) {
+        this.deps.log.warn({ err, sessionId: this.id }, "files from the agent could not be saved");
+      }
+    });
   }
 
   close(): void {
