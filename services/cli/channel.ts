@@ -82,8 +82,11 @@ export class TerminalChannel {
     prefix: string,
     private readonly session: string | undefined,
     private readonly onUnsolicited: (msg: OutboundMessage) => void = () => undefined,
-    /** the agent to answer (inbound `agentId`: `lurkbot acp --agent`); default: the router's bindings */
-    private readonly agentId?: string,
+    /**
+     * the agent to answer (inbound `agentId`: `lurkbot acp --agent`, `lurkbot chat --agent` and
+     * its `/agent ID`, which sets it between messages); undefined: the router's bindings
+     */
+    public agentId?: string,
   ) {
     this.s = subjects(prefix);
     this.conversation = conversationFor(session);

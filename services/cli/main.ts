@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { loadConfig, type Env, type LurkConfig } from "../../shared/runtime/config.js";
 import { ensureStreams } from "../../shared/runtime/streams.js";
 import { MediaStore } from "../../shared/runtime/media.js";
-import type { Attachment } from "../../shared/contract/index.js";
+import { agentIdSchema, type Attachment } from "../../shared/contract/index.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { commandUsage, findCommand, parseArgs, usage, type ParsedCommand } from "./args.js";
 import { configuredChannelActors, selectActors } from "./actors.js";
@@ -162,6 +162,9 @@ function downloadsDir(cfg: LurkConfig): string {
 }
 
 async function cmdChat(p: ParsedCommand, env: Env): Promise<number> {
+  const agentId = p.options.agent as string | undefined;
+  const validAgent = agentId === undefined ? undefined : agentIdSchema.safeParse(agentId);
+  if (validAgent && !validAgent.success) throw new UsageError(`--agent "${agentId}" is not an agent id (${validAgent.error.issues[0]?.message}, at most 64).`, "chat");
   const cfg = config(env);
   const nc = await connectCli(cfg, env, { reconnect: true });
   void (async () => {
@@ -172,7 +175,15 @@ async function cmdChat(p: ParsedCommand, env: Env): Promise<number> {
   })().catch(() => undefined);
   try {
     const session = p.options.session as string | undefined;
-    return await chat(nc, { prefix: cfg.nats.prefix, timeoutMs: timeoutMs(p), media: new MediaStore(nc, cfg.media), downloadsDir: downloadsDir(cfg), ...(session ? { session } : {}) });
+    const shellTimeout = p.options["shell-timeout"] as number | undefined;
+    return await chat(nc, {
+      prefix: cfg.nats.prefix, timeoutMs: timeoutMs(p), media: new MediaStore(nc, cfg.media), downloadsDir: downloadsDir(cfg),
+      showThinking: p.options.thinking === true, allowShell: p.options["allow-shell"] === true,
+      // !commands get the operator's own environment, not the secrets stored for LurkBot
+      env: process.env,
+      ...(session ? { session } : {}), ...(agentId ? { agentId } : {}),
+      ...(shellTimeout !== undefined ? { shellTimeoutMs: Math.round(shellTimeout * 1000) } : {}),
+    });
   } finally {
     await nc.close().catch(() => undefined);
   }

@@ -5,7 +5,7 @@
  * so `/model x` is applied before the next message of that session is routed; waiting for the
  * session's lane happens outside that section. Resolves when the message may be acked.
  */
-import { envelope, runIdFor, type InboundMessage, type RunRequest } from "../../shared/contract/index.js";
+import { envelope, LurkError, runIdFor, type InboundMessage, type RunRequest } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import { decideAccess, refusalText, type RefusalReason } from "../../shared/runtime/access-policy.js";
 import { broadcastRunId, submitBroadcast } from "./broadcast.js";
@@ -75,7 +75,8 @@ export class Intake {
       await this.refuse(msg, access.reason);
       return;
     }
-    const routes = routesFor(msg, rt.config);
+    const routes = await this.routesOrAnswer(msg);
+    if (!routes) return;
     const primary = routes[0]!;
     const boxed = await this.serial.run(primary.sessionKey, async () => {
       if (parsed.kind === "error") {
@@ -100,6 +101,24 @@ export class Intake {
     // a run of its own needs none: RUNS deduplicates by its run id). It delays only the ack:
     // the run or answer that handled the message has already left
     if (outcomes.every((o) => o !== "dispatched")) await this.handled.remember(key);
+  }
+
+  /**
+   * The message's routes; undefined when it names an agent (inbound `agentId`: `lurkbot chat
+   * --agent`, `/agent`, acp) that is not configured: that is answered with an error (NOT_FOUND,
+   * naming the agents) rather than dead-lettered unanswered.
+   */
+  private async routesOrAnswer(msg: InboundMessage): Promise<Route[] | undefined> {
+    const { rt } = this.deps;
+    try {
+      return routesFor(msg, rt.config);
+    } catch (err) {
+      const error = LurkError.from(err);
+      if (!msg.agentId || error.code !== "NOT_FOUND") throw err;
+      await publishNotice(rt, msg, `${error.message}.`, { kind: "error", deliveryId: noticeId(msg), errorCode: error.code });
+      rt.emit("unknown_agent", { channel: msg.channel, agentId: msg.agentId }, "info");
+      return undefined;
+    }
   }
 
   /** Forgets aged-out group context and handled messages (here and in the replica). */
