@@ -14,6 +14,9 @@
  * canvas is kept in LMDB (canvas-store.ts) and shown next to the chat that session maps to; it
  * is forgotten when the sessions actor resets or deletes the session (canvas-sessions.ts). The
  * canvas needs a single channel-web instance (its state is in this host's LMDB).
+ * Tailscale: with `channels.web.tailscale.mode` "serve" or "funnel" the chat is published on the
+ * tailnet or the internet once it listens (tailscale.ts; in the background, never failing the
+ * start), and turned off again at stop (`resetOnExit`).
  */
 import { join } from "node:path";
 import { defineChannelActor, DeliveryError } from "../../shared/runtime/channel/index.js";
@@ -27,6 +30,7 @@ import { outboundFile, WebFiles } from "./files.js";
 import { ChatHistory } from "./history.js";
 import { Hub } from "./hub.js";
 import { startWebServer } from "./server.js";
+import { exposeWithTailscale, type WebToken } from "./tailscale.js";
 import { chatOfConversation, chatOfSessionKey, scoped } from "./user-scope.js";
 import { webUsersOf } from "./users.js";
 
@@ -39,7 +43,8 @@ export const definition = defineChannelActor({
   channel: "web",
   description: "browser chat (HTTP + WebSocket)",
   schema: webChannelSchema,
-  metadata: (s) => ({ listen: `${s.host}:${s.port}` }),
+  // `tailscale`: "<mode>:<https port>" when publishing is configured (`lurkbot status` shows it)
+  metadata: (s) => ({ listen: `${s.host}:${s.port}`, ...(s.tailscale.mode !== "off" ? { tailscale: `${s.tailscale.mode}:${s.tailscale.httpsPort}` } : {}) }),
   async start(ctx) {
     const { settings, log } = ctx;
     const users = webUsersOf(settings, () => ctx.secret("token", settings.token));
@@ -63,6 +68,10 @@ export const definition = defineChannelActor({
     const url = `http://${settings.host}:${web.port}/`;
     if (users.several) log.info({ host: settings.host, port: web.port, url, users: users.all.map((u) => u.id) }, "web channel listening (each user opens the page with ?token=<their token>)");
     else log.info({ host: settings.host, port: web.port, url }, "web channel listening (open the page with ?token=<channels.web.token>)");
+    const tokens: WebToken[] = settings.users
+      ? settings.users.map((u) => ({ key: `channels.web.users[${u.id}].token`, value: u.token }))
+      : [{ key: "channels.web.token", value: ctx.secret("token", settings.token) }];
+    const tailscale = exposeWithTailscale({ rt: ctx.rt, log, settings, port: web.port, tokens });
     return {
       textLimit: WEB_TEXT_LIMIT,
       async deliver(part) {
@@ -89,6 +98,7 @@ export const definition = defineChannelActor({
         if (chat) hub.broadcast(chat, { type: "typing", chat: chat.chat });
       },
       async stop() {
+        await tailscale.stop();
         sessionEnds.stop();
         hub.stop();
         await web.close();

@@ -1,6 +1,7 @@
 /**
  * `lurkbot security audit [--deep] [--fix] [--json]`: what in this LurkBot setup is exposed or
- * unsafe, why, and the exact fix. Checks (services/cli/audit/): network exposure, secrets and
+ * unsafe, why, and the exact fix. Checks (services/cli/audit/): network exposure (Tailscale
+ * publishing of the web chat included), secrets and
  * file modes, chat access, tools and approvals, the browser actor's settings and files, from the
  * config, the environment and the files under LURKBOT_HOME; with --deep also the running system
  * over the bus. --fix applies only the
@@ -26,6 +27,7 @@ import { publicFinding, sortFindings, summarize, type AuditContext, type AuditFi
 import { applyFixes, type AppliedFix } from "./audit/fix.js";
 import { formatFixes, formatReport } from "./audit/format.js";
 import { networkChecks } from "./audit/network.js";
+import { tailscaleChecks } from "./audit/tailscale.js";
 import { storedChannelSecrets } from "./audit/tokens.js";
 import { execEnabled, toolChecks } from "./audit/tools.js";
 
@@ -64,7 +66,7 @@ export function auditContext(config: LurkConfig, env: Env): AuditContext {
 }
 
 export async function runAudit(ctx: AuditContext, deep: boolean): Promise<AuditResult> {
-  const findings: AuditFinding[] = [...networkChecks(ctx), ...fileChecks(ctx), ...accessChecks(ctx), ...await toolChecks(ctx), ...browserChecks(ctx), ...browserFileChecks(ctx)];
+  const findings: AuditFinding[] = [...networkChecks(ctx), ...tailscaleChecks(ctx), ...fileChecks(ctx), ...accessChecks(ctx), ...await toolChecks(ctx), ...browserChecks(ctx), ...browserFileChecks(ctx)];
   let busDown = false;
   if (deep) {
     const d = await deepChecks(ctx.config, ctx.env, { execUsed: execEnabled(ctx.config), browserUsed: browserUsed(ctx.config) });

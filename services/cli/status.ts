@@ -33,6 +33,8 @@ export interface InstanceStatus {
   lastError: string | null;
   /** the tools actor's exec sandbox mode (bwrap, none, unavailable), from its service metadata */
   sandbox: string | null;
+  /** the web channel's Tailscale publishing as configured, "serve:443" or "funnel:8443", from its service metadata */
+  tailscale: string | null;
   /** for a leased actor: "active" (holds the live lease) or "standby"; null for the others or when the leases cannot be read */
   role: "active" | "standby" | null;
 }
@@ -88,6 +90,7 @@ export async function gatherStatus(nc: NatsConnection, url: string, now = Date.n
       errors: endpoints.reduce((n, e) => n + e.num_errors, 0),
       lastError,
       sandbox: meta.sandbox ?? null,
+      tailscale: meta.tailscale ?? null,
       role: null,
     });
   }
@@ -130,6 +133,11 @@ export function formatStatus(report: StatusReport): string {
   for (const i of report.instances.filter((x) => x.sandbox)) {
     const what = i.sandbox === "bwrap" ? "bubblewrap" : i.sandbox === "none" ? "NONE (tools.exec.allowUnsandboxed is set)" : "unavailable: exec is refused (install bubblewrap)";
     lines.push("", `exec sandbox of ${i.name}@${i.host ?? "?"}:${i.pid ?? "?"}: ${what}`);
+  }
+  for (const i of report.instances.filter((x) => x.tailscale)) {
+    const [mode, port] = i.tailscale!.split(":");
+    const reach = mode === "funnel" ? "the internet" : "the tailnet";
+    lines.push("", `${i.name}@${i.host ?? "?"}:${i.pid ?? "?"} publishes the web chat on ${reach} (tailscale ${mode}, https port ${port}); its URL, or why it failed: the channel's log`);
   }
   if (report.missing.length) lines.push("", `not running: ${report.missing.join(", ")} — start them with \`npx lurkbot start\`.`);
   return lines.join("\n") + "\n";

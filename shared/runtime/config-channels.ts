@@ -136,6 +136,30 @@ export const webUserSchema = z.object({
 });
 export type WebUserConfig = z.infer<typeof webUserSchema>;
 
+/** the HTTPS ports Tailscale Funnel accepts */
+export const FUNNEL_PORTS = [443, 8443, 10_000] as const;
+
+/**
+ * `channels.web.tailscale`: publish the web chat with Tailscale (services/channel-web/README.md,
+ * Tailscale): "serve" on the tailnet, "funnel" on the internet, at
+ * `https://<this host's MagicDNS name>[:httpsPort]/`. Needs the chat on loopback; funnel also
+ * needs strong tokens. The channel serves locally whatever happens to the exposure.
+ */
+export const webTailscaleSchema = z.object({
+  mode: z.enum(["off", "serve", "funnel"]).default("off"),
+  /** turn this serve/funnel off when the channel stops (`tailscale serve|funnel --https=<port> off`) */
+  resetOnExit: z.boolean().default(true),
+  /** the tailnet HTTPS port the chat is published on (funnel: 443, 8443 or 10000) */
+  httpsPort: z.number().int().min(1).max(65_535).default(443),
+  /** the longest each `tailscale` command may take, ms (then it is killed and reported) */
+  timeoutMs: z.number().int().min(500).max(120_000).default(15_000),
+}).superRefine((t, ctx) => {
+  if (t.mode === "funnel" && !(FUNNEL_PORTS as readonly number[]).includes(t.httpsPort)) {
+    ctx.addIssue({ code: "custom", path: ["httpsPort"], message: `Tailscale Funnel serves only on ports ${FUNNEL_PORTS.join(", ")}` });
+  }
+});
+export type WebTailscaleConfig = z.infer<typeof webTailscaleSchema>;
+
 /** `channels.web`: the browser chat (HTTP + WebSocket, services/channel-web). */
 export const webChannelSchema = z.object({
   ...channelBaseShape,
@@ -164,6 +188,8 @@ export const webChannelSchema = z.object({
      */
     allowScripts: z.boolean().default(false),
   }).prefault({}),
+  /** publish the chat on the tailnet or the internet with Tailscale (off by default) */
+  tailscale: webTailscaleSchema.prefault({}),
 }).superRefine((s, ctx) => {
   const ids = new Map<string, number>();
   const tokens = new Map<string, number>();

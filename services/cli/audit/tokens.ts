@@ -9,6 +9,10 @@ import { existsSync, readFileSync } from "node:fs";
 import { safeParseJson } from "../../../shared/contract/index.js";
 import type { LurkConfig } from "../../../shared/runtime/config.js";
 import { channelSecretsPath } from "../../../shared/runtime/channel/secrets.js";
+import { tokenWeakness } from "../../../shared/runtime/token-strength.js";
+
+/** the rule the web channel applies too (Tailscale Funnel) */
+export { tokenWeakness };
 
 export interface ChannelSecret {
   /** e.g. "channels.web.token" or "channels.web.users[alice].token" */
@@ -16,19 +20,6 @@ export interface ChannelSecret {
   /** where the value comes from */
   source: "config" | "stored" | "generated at first start";
   value?: string;
-}
-
-const MIN_LENGTH = 24;
-const MIN_DISTINCT = 10;
-const COMMON = /(password|passwort|secret|changeme|letmein|qwerty|123456|abcdef|admin|token|lurkbot)/i;
-
-/** Why a secret is easy to guess, or undefined. Generated secrets (35 random base64url characters) pass. */
-export function tokenWeakness(token: string): string | undefined {
-  if (token.length < MIN_LENGTH) return `it is shorter than ${MIN_LENGTH} characters`;
-  const distinct = new Set(token).size;
-  if (distinct < MIN_DISTINCT) return `it uses only ${distinct} different characters`;
-  if (COMMON.test(token)) return "it contains a common word or sequence";
-  return undefined;
 }
 
 /** channels.json as stored (unreadable or malformed: empty; its mode is a files check). */
