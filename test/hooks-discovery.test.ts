@@ -2,7 +2,9 @@
  * Hook discovery and gating (shared/runtime/hooks/discovery.ts) on real folders, and the
  * `lurkbot hooks` CLI as a process: precedence workspace > $LURKBOT_HOME/hooks > bundled, the
  * default on/off per source and hooks.entries overrides, requirements (bins, env, os), malformed
- * folders reported and never fatal, `hooks list --json`, `info`, `enable`/`disable` writing config.json.
+ * folders reported and never fatal, `hooks list --json`, `info`, `enable`/`disable` writing config.json;
+ * HOOK.md `context`, the `hooks` section read alone for a reload, and the ended transcript's
+ * messages as hooks get them (no tool calls, no system events, capped).
  */
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -10,7 +12,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { parseConfig } from "../shared/runtime/config.js";
+import type { TranscriptRecord } from "../shared/contract/index.js";
+import { readHooksConfig } from "../shared/runtime/hooks/config-file.js";
 import { BUNDLED_HOOKS_DIR, discoverHooks } from "../shared/runtime/hooks/discovery.js";
+import { PREVIOUS_MESSAGES, textMessages } from "../services/hooks/previous-messages.js";
 import { hookWants } from "../shared/runtime/hooks/events.js";
 import { runCli } from "./harness/cli.js";
 
@@ -55,6 +60,8 @@ describe("hook discovery", () => {
     writeHook(ws, "no-handler", hookMd("no-handler", ["command"]), null);
     writeHook(ws, "no-hook-md", null);
     writeHook(ws, "wrong-name", hookMd("other-name", ["command"]));
+    writeHook(ws, "bad-context", hookMd("bad-context", ["command:new"], `, "context": ["everything"]`));
+    writeHook(ws, "with-context", hookMd("with-context", ["command:new"], `, "context": ["previousMessages"]`));
     // a broken workspace hook does not hide the user's hook of that name
     writeHook(ws, "user-only-2", "---\nbroken");
     writeHook(join(home, "hooks"), "user-only-2", hookMd("user-only-2", ["command:stop"]));
@@ -125,22 +132,76 @@ describe("hook discovery", () => {
     assert.match(reasons.get("no-hook-md")!, /no HOOK\.md/);
     assert.match(reasons.get("wrong-name")!, /differs from its folder/);
     assert.match(reasons.get("user-only-2")!, /frontmatter/);
+    assert.match(reasons.get("bad-context")!, /unknown context "everything" \(known: previousMessages\)/);
+    assert.deepEqual(found.hooks.find((h) => h.name === "with-context")!.context, ["previousMessages"]);
+    assert.deepEqual(found.hooks.find((h) => h.name === "ws-only")!.context, []);
     assert.ok(found.hooks.length >= 8, "the good hooks are all there");
   });
 
-  it("the bundled hooks ship off: command-logger on every command, boot-md on gateway:startup", async () => {
+  it("the bundled hooks ship off: command-logger on every command, boot-md on gateway:startup, session-memory on /new and /reset", async () => {
     const found = await discoverHooks(config(), { env: { PATH: process.env.PATH } });
     const logger = found.hooks.find((h) => h.name === "command-logger")!;
     const boot = found.hooks.find((h) => h.name === "boot-md")!;
+    const memory = found.hooks.find((h) => h.name === "session-memory")!;
     assert.equal(logger.source, "bundled");
     assert.equal(logger.dir, join(BUNDLED_HOOKS_DIR, "command-logger"));
-    assert.deepEqual([logger.enabled, boot.enabled], [false, false]);
+    assert.deepEqual([logger.enabled, boot.enabled, memory.enabled], [false, false, false]);
+    assert.deepEqual([memory.source, memory.events, memory.context], ["bundled", ["command:new", "command:reset"], ["previousMessages"]]);
     assert.deepEqual(logger.events, ["command"]);
     assert.deepEqual(boot.events, ["gateway:startup"]);
     assert.equal(hookWants(logger.events, "command:new"), true);
     assert.equal(hookWants(logger.events, "session:reset"), false);
     assert.equal(hookWants(["command:*"], "command:stop"), true);
     assert.equal(hookWants(["command:new"], "command:reset"), false);
+  });
+});
+
+describe("hook reload inputs", () => {
+  let home: string;
+  before(() => (home = mkdtempSync(join(tmpdir(), "lurk-hooks-cfg-"))));
+  after(() => rmSync(home, { recursive: true, force: true }));
+
+  it("reads config.json's hooks section alone: defaults without a file, the rest of the file ignored, a bad section refused", () => {
+    const none = readHooksConfig(home);
+    assert.ok(none.ok);
+    assert.deepEqual([none.config.enabled, none.config.entries, none.config.reloadIntervalMs, none.config.watch], [true, {}, 30_000, true]);
+    // another section being invalid does not keep a hooks change from applying
+    writeFileSync(join(home, "config.json"), JSON.stringify({ agents: "not a list", hooks: { entries: { a: { enabled: true } } } }));
+    const ok = readHooksConfig(home);
+    assert.ok(ok.ok);
+    assert.equal(ok.config.entries.a!.enabled, true);
+    writeFileSync(join(home, "config.json"), JSON.stringify({ hooks: { timeoutMs: "soon" } }));
+    const bad = readHooksConfig(home);
+    assert.equal(bad.ok, false);
+    assert.match(!bad.ok ? bad.reason : "", /hooks\.timeoutMs/);
+    writeFileSync(join(home, "config.json"), "{ half written");
+    const broken = readHooksConfig(home);
+    assert.equal(broken.ok, false);
+    assert.match(!broken.ok ? broken.reason : "", /cannot read .*config\.json/);
+  });
+
+  it("previous messages: user and assistant text only (no tool calls, tool results, thinking or system events), the newest, capped", () => {
+    let seq = 0;
+    const rec = (r: Partial<TranscriptRecord>): TranscriptRecord => ({ id: `r${seq}`, seq: seq++, ts: Date.UTC(2026, 0, 16, 14, seq), kind: "message", ...r });
+    const asst = (content: unknown[]) => ({ role: "assistant", content, provider: "openai", model: "x", stopReason: "end_turn" }) as never;
+    const records = [
+      rec({ message: { role: "user", content: [{ type: "text", text: "hello there" }] } }),
+      rec({ message: asst([{ type: "thinking", thinking: "secret plan" }, { type: "tool_call", id: "c1", name: "exec", args: { cmd: "ls" } }]) }),
+      rec({ message: { role: "tool_result", toolCallId: "c1", toolName: "exec", content: [{ type: "text", text: "file-list" }], isError: false } }),
+      rec({ message: asst([{ type: "text", text: "Here you go" }, { type: "tool_call", id: "c2", name: "read", args: {} }]) }),
+      rec({ kind: "system_event", text: "cron fired" }),
+      rec({ kind: "compaction_summary", text: "summary" }),
+      rec({ message: { role: "user", content: [{ type: "text", text: "x".repeat(PREVIOUS_MESSAGES.chars + 10) }] } }),
+    ];
+    const out = textMessages(records);
+    assert.deepEqual(out.map((m) => [m.role, m.text.slice(0, 11)]), [["user", "hello there"], ["assistant", "Here you go"], ["user", "xxxxxxxxxxx"]]);
+    assert.equal(out[1]!.text, "Here you go");
+    assert.equal(out[2]!.text.length, PREVIOUS_MESSAGES.chars + 1);
+    assert.equal(out[0]!.timestamp, "2026-01-16T14:01:00.000Z");
+    const many = Array.from({ length: PREVIOUS_MESSAGES.messages + 5 }, (_, i) => rec({ message: { role: "user", content: [{ type: "text", text: `m${i}` }] } }));
+    const newest = textMessages(many);
+    assert.equal(newest.length, PREVIOUS_MESSAGES.messages);
+    assert.equal(newest.at(-1)!.text, `m${PREVIOUS_MESSAGES.messages + 4}`);
   });
 });
 
@@ -174,13 +235,16 @@ describe("lurkbot hooks", () => {
     assert.equal(text.code, 0);
     assert.match(text.stdout, /greeter\s+workspace\s+command:new\s+no \(default\)/);
     assert.match(text.stdout, /Folders that cannot be used:\n.*broken.*no frontmatter/);
+    const memory = await cli("info", "session-memory");
+    assert.equal(memory.code, 0, memory.stderr);
+    assert.match(memory.stdout, /events: +command:new, command:reset\n +context: +previousMessages/);
   });
 
   it("enable and disable write hooks.entries.NAME.enabled, keeping the rest of config.json", async () => {
     const on = await cli("enable", "greeter");
     assert.equal(on.code, 0, on.stderr);
     assert.match(on.stdout, /enabled: greeter \(workspace hook/);
-    assert.match(on.stdout, /Restart the hooks actor/);
+    assert.match(on.stdout, /A running hooks actor applies it .*npx lurkbot hooks reload/);
     const path = join(home, "config.json");
     const written = JSON.parse(readFileSync(path, "utf8")) as { model: string; hooks: { timeoutMs: number; entries: Record<string, { enabled: boolean }> } };
     assert.deepEqual([written.model, written.hooks.timeoutMs, written.hooks.entries.greeter!.enabled], ["openai/x", 5000, true]);
@@ -204,6 +268,9 @@ describe("lurkbot hooks", () => {
     const noName = await cli("enable");
     assert.equal(noName.code, 64);
     assert.match(noName.stderr, /needs the hook's name/);
+    const reloadArg = await cli("reload", "now");
+    assert.equal(reloadArg.code, 64);
+    assert.match(reloadArg.stderr, /takes no argument/);
     const badSub = await cli("frobnicate");
     assert.equal(badSub.code, 64);
     const badAgent = await cli("list", "--agent", "ghost");

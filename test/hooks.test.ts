@@ -5,7 +5,8 @@
  * chat runs the workspace hooks in order: one that throws and one that hangs in a busy loop are
  * logged (the second stopped at the time limit) and the next one still writes its file and
  * pushes a message the user receives; command-logger writes one JSON line per command; a
- * malformed HOOK.md is reported in the log and the actor serves on; the actor idles small.
+ * malformed HOOK.md is reported in the log and the actor serves on; the actor idles small; without
+ * a file watch the reload interval picks up a new hook.
  */
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -46,6 +47,9 @@ describe("hooks actor", () => {
         hooks: {
           timeoutMs: TIME_LIMIT_MS,
           workerIdleMs: 500,
+          // no file watch here: the interval alone picks up a new hook (as on a file system without fs.watch)
+          watch: false,
+          reloadIntervalMs: 1000,
           entries: {
             ...Object.fromEntries(["b-hangs", "c-greeter", "d-run-end", "e-reset", "command-logger", "boot-md"].map((n) => [n, { enabled: true }])),
             // a secret given through the entry's env: the handler sees it, logs and events never do
@@ -175,5 +179,15 @@ describe("hooks actor", () => {
     const kb = rssKb();
     process.stdout.write(`# hooks actor idle RSS: ${Math.round(kb / 1024)} MB\n`);
     assert.ok(kb > 0 && kb < 80 * 1024, `hooks RSS ${Math.round(kb / 1024)} MB after its idle collections`);
+  });
+
+  it("without a file watch (hooks.watch false) the reload interval picks up a new hook", async () => {
+    const mark = hookEvents.length;
+    hook(join(system.workspace, "hooks"), "f-late", ["command:help"], "export default async function (event) { event.messages.push('late hook ran'); }\n");
+    writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({ hooks: { watch: false, reloadIntervalMs: 1000, entries: { "f-late": { enabled: true } } } }));
+    const e = await waitFor(() => hookEvents.slice(mark).find((x) => x.event === "reloaded" && (x.data.hooks as Array<{ hook: string }>).some((h) => h.hook === "f-late")), 10_000, "an interval reload");
+    assert.equal(e.data.reason, "interval");
+    await client.send("/help");
+    await waitFor(() => delivered.find((m) => m.text === "late hook ran"), 10_000, "the late hook's message");
   });
 });

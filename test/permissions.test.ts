@@ -69,8 +69,10 @@ describe("nats.conf permissions", () => {
     ["cli", "lurk.agent-runner.speak"],
     ["channel-telegram", "lurk.agent-runner.speak"],
     ["tools-ext", "lurk.agent-runner.speak"],
-    // the hooks actor: its deliveries, system events and sessions.get only
+    // the hooks actor: its deliveries, system events, sessions.get and sessions.history only
     ["hooks", "lurk.run.req.main"],
+    ["hooks", "lurk.sessions.append"],
+    ["hooks", "lurk.sessions.list"],
     ["hooks", "lurk.in.cli"],
     ["hooks", "lurk.sessions.reset"],
     ["hooks", "lurk.tools.call.exec"],
@@ -94,7 +96,10 @@ describe("nats.conf permissions", () => {
     ["hooks", "lurk.out.cli.main"],
     ["hooks", "lurk.inject.main"],
     ["hooks", "lurk.sessions.get"],
+    ["hooks", "lurk.sessions.history"],
     ["hooks", "lurk.evt.hooks.failed"],
+    ["hooks", "lurk.evt.hooks.reloaded"],
+    ["cli", "lurk.hooks.reload"],
     ["router", "lurk.evt.router.command"],
   ];
   for (const [user, subject] of allowedPublish) {

@@ -339,12 +339,13 @@ export const COMMANDS: CommandSpec[] = [
   },
   {
     name: "hooks",
-    args: "list|info NAME|enable NAME|disable NAME",
-    summary: "event hooks: the hooks found (workspace, $LURKBOT_HOME/hooks, bundled), one hook's details, turn one on or off",
+    args: "list|info NAME|enable NAME|disable NAME|reload",
+    summary: "event hooks: the hooks found (workspace, $LURKBOT_HOME/hooks, bundled), one hook's details, turn one on or off, reload",
     details: [
       "  hooks list [--agent ID] [--json]   name, source, events, enabled, requirements met or why not; folders that cannot be used",
       "  hooks info NAME [--agent ID] [--json]   one hook: its files, events, requirements, description",
-      "  hooks enable NAME | disable NAME   sets hooks.entries.NAME.enabled in config.json (restart the hooks actor to apply)",
+      "  hooks enable NAME | disable NAME   sets hooks.entries.NAME.enabled in config.json (the running hooks actor picks it up)",
+      "  hooks reload [--json]              the running hooks actor discovers its hooks again now (it also does on file changes and every 30 s)",
       "Bundled and workspace hooks are off until enabled; hooks in $LURKBOT_HOME/hooks are on (services/hooks/README.md).",
     ],
     minArgs: 0,

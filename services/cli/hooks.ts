@@ -1,12 +1,15 @@
 /**
- * `lurkbot hooks list|info NAME|enable NAME|disable NAME [--agent ID] [--json]`: the hooks the
+ * `lurkbot hooks list|info NAME|enable NAME|disable NAME|reload [--agent ID] [--json]`: the hooks the
  * hooks actor would run, read with the same discovery code (shared/runtime/hooks/discovery.ts)
- * on this host, no bus needed; enable/disable write `hooks.entries.<name>.enabled` (hooks-toggle.ts).
+ * on this host, no bus needed; enable/disable write `hooks.entries.<name>.enabled` (hooks-toggle.ts),
+ * which the running actor picks up by itself. `reload` asks the running actor (`lurk.hooks.reload`,
+ * as the `cli` user) to discover again now.
  */
 import { agentIdSchema } from "../../shared/contract/index.js";
 import { loadConfig, type Env, type LurkConfig } from "../../shared/runtime/config.js";
 import { discoverHooks, type HookDiscovery, type HookInfo } from "../../shared/runtime/hooks/discovery.js";
 import type { ParsedCommand } from "./args.js";
+import { withCliBus } from "./bus.js";
 import { CliError, EXIT, UsageError } from "./errors.js";
 import { table } from "./format.js";
 import { setHookEnabled } from "./hooks-toggle.js";
@@ -15,14 +18,15 @@ export interface HooksIo {
   out(line: string): void;
 }
 
-const SUBCOMMANDS = ["list", "info", "enable", "disable"] as const;
+const SUBCOMMANDS = ["list", "info", "enable", "disable", "reload"] as const;
 type Sub = (typeof SUBCOMMANDS)[number];
 
 export function checkHooksArgs(p: ParsedCommand): { sub: Sub; name?: string; agentId?: string } {
   const [sub = "list", name] = p.args;
   if (!(SUBCOMMANDS as readonly string[]).includes(sub)) throw new UsageError(`unknown subcommand "${sub}": lurkbot hooks ${SUBCOMMANDS.join("|")}.`, "hooks");
   if (sub === "list" && name !== undefined) throw new UsageError(`\`lurkbot hooks list\` takes no argument; unexpected "${name}" (for one hook: lurkbot hooks info ${name}).`, "hooks");
-  if (sub !== "list" && name === undefined) throw new UsageError(`\`lurkbot hooks ${sub}\` needs the hook's name (see \`npx lurkbot hooks list\`).`, "hooks");
+  if (sub === "reload" && name !== undefined) throw new UsageError(`\`lurkbot hooks reload\` takes no argument; unexpected "${name}".`, "hooks");
+  if (sub !== "list" && sub !== "reload" && name === undefined) throw new UsageError(`\`lurkbot hooks ${sub}\` needs the hook's name (see \`npx lurkbot hooks list\`).`, "hooks");
   const agent = p.options.agent;
   if (agent !== undefined && !agentIdSchema.safeParse(agent).success) {
     throw new UsageError(`--agent must be an agent id (lower-case letters, digits, '-' or '_'), not "${String(agent)}".`, "hooks");
@@ -33,6 +37,7 @@ export function checkHooksArgs(p: ParsedCommand): { sub: Sub; name?: string; age
 export async function cmdHooks(p: ParsedCommand, env: Env, io: HooksIo): Promise<number> {
   const { sub, name, agentId } = checkHooksArgs(p);
   const cfg = loadConfig(env);
+  if (sub === "reload") return reload(cfg, env, p.options.json === true, io);
   const found = await discover(cfg, env, agentId);
   if (sub === "list") {
     if (p.options.json) io.out(JSON.stringify({ agentId: found.agentId, hooksEnabled: cfg.hooks.enabled, dirs: found.dirs, hooks: found.hooks, problems: found.problems }, null, 2));
@@ -51,7 +56,19 @@ export async function cmdHooks(p: ParsedCommand, env: Env, io: HooksIo): Promise
   io.out(`${changed ? (enable ? "enabled" : "disabled") : `already ${enable ? "enabled" : "disabled"}`}: ${hook.name} (${hook.source} hook, ${hook.dir}); hooks.entries.${hook.name}.enabled = ${enable} in ${path}`);
   if (enable && hook.missing.length) io.out(`note: it will not run until its requirements are met: ${hook.missing.join("; ")}`);
   if (enable && !cfg.hooks.enabled) io.out("note: hooks.enabled is false in config.json: no hook runs until it is true");
-  if (changed) io.out("Restart the hooks actor to apply it (npx lurkbot start restarts everything; with systemd: systemctl restart lurkbot@hooks).");
+  if (changed) io.out("A running hooks actor applies it within a second (it watches config.json; `npx lurkbot hooks reload` applies it now).");
+  return EXIT.ok;
+}
+
+async function reload(cfg: LurkConfig, env: Env, json: boolean, io: HooksIo): Promise<number> {
+  const r = await withCliBus(cfg, env, (bus) => bus.call("hooks", "reload", {}));
+  if (json) {
+    io.out(JSON.stringify(r, null, 2));
+    return EXIT.ok;
+  }
+  io.out(`${r.changed ? "reloaded" : "reloaded, nothing changed"}: ${r.running} hook(s) run${r.hooksEnabled ? "" : " (hooks.enabled is false)"}; ${r.problems} folder(s) cannot be used${r.problems ? " (see `npx lurkbot hooks list`)" : ""}`);
+  for (const a of r.agents) io.out(`  ${a.agentId}: ${a.running.length ? a.running.join(", ") : "none"}`);
+  if (r.configError) io.out(`note: config.json's hooks section was not applied: ${r.configError}`);
   return EXIT.ok;
 }
 
@@ -96,6 +113,7 @@ export function formatInfo(h: HookInfo, hooksOn: boolean): string {
     `  folder:       ${h.dir}`,
     `  handler:      ${h.handler}`,
     `  events:       ${h.events.join(", ")}`,
+    ...(h.context.length ? [`  context:      ${h.context.join(", ")} (given to this hook only)`] : []),
     `  enabled:      ${h.enabled ? "yes" : "no"} (${h.enabledBy === "config" ? `hooks.entries.${h.name}.enabled` : `default for ${h.source} hooks`})`,
     `  requirements: ${h.missing.length ? `not met: ${h.missing.join("; ")}` : "met"}${formatRequires(h)}`,
     `  runs:         ${state(h, hooksOn)}`,

@@ -5,18 +5,20 @@
  * (sources.ts) and fires `gateway:startup` once per agent. Handlers run in a worker with a time
  * limit and a heap cap (pool.ts), one at a time, in discovery order (dispatcher.ts); what they
  * push goes back to the session's conversation, what they ask the agent goes in as a system
- * event (deliver.ts). Hooks are read at start: restart the actor after adding or enabling one.
- * It serves no operation; `lurkbot hooks` reads the same discovery code locally.
+ * event (deliver.ts). While it runs it discovers again when the hook folders or config.json's
+ * `hooks` section change, on an interval and on `lurk.hooks.reload` (reloader.ts), and swaps the
+ * registry between events; the subscriptions follow. `lurkbot hooks` reads the same discovery
+ * code locally.
  */
-import { agentWorkspace } from "../../shared/runtime/config.js";
 import type { ActorDefinition, ActorRuntime } from "../../shared/runtime/actor.js";
-import { discoverHooks, hookEnv, isSecretEnvName } from "../../shared/runtime/hooks/discovery.js";
-import { registerSecret } from "../../shared/runtime/logger.js";
+import { hookEnv } from "../../shared/runtime/hooks/discovery.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
-import { HookDispatcher, type AgentHooks } from "./dispatcher.js";
+import { HookDispatcher } from "./dispatcher.js";
 import { startupEvent } from "./hook-event.js";
 import { HookPool } from "./pool.js";
-import { subscribeSources } from "./sources.js";
+import { emptyRegistry, type HookRegistry } from "./registry.js";
+import { HookReloader } from "./reloader.js";
+import { HookSources } from "./sources.js";
 
 /** how long stopping waits for the hooks under way */
 const STOP_WAIT_MS = 5_000;
@@ -29,44 +31,44 @@ export const definition: ActorDefinition = {
 };
 
 async function start(rt: ActorRuntime) {
-  const cfg = rt.config.hooks;
-  if (!cfg.enabled) {
-    rt.log.info("hooks are off (hooks.enabled is false): no hook runs");
-    return;
-  }
   // handlers never see secrets (NATS passwords, API keys, tokens), also where one process hosts every actor (--single-process)
   const env = hookEnv(process.env);
-  // a secret given to a hook through its entry's env is redacted from logs and events like the others
-  for (const entry of Object.values(cfg.entries)) {
-    for (const [name, value] of Object.entries(entry.env ?? {})) if (isSecretEnvName(name)) registerSecret(value);
-  }
-  const agents = new Map<string, AgentHooks>();
-  for (const agent of rt.config.agents) {
-    const found = await discoverHooks(rt.config, { agentId: agent.id, env });
-    for (const p of found.problems) rt.log.warn({ agentId: agent.id, source: p.source, dir: p.dir, reason: p.reason }, "hook folder skipped");
-    for (const h of found.hooks.filter((x) => x.enabled && x.missing.length > 0)) {
-      rt.log.warn({ agentId: agent.id, hook: h.name, missing: h.missing }, "hook enabled but its requirements are not met; it does not run");
-    }
-    agents.set(agent.id, { workspace: agentWorkspace(rt.config, agent), hooks: found.hooks.filter((h) => h.runs) });
-  }
-  const running = [...agents.entries()].flatMap(([agentId, a]) => a.hooks.map((h) => ({ agentId, hook: h.name, source: h.source, events: h.events })));
-  const patterns = [...new Set(running.flatMap((r) => r.events))];
-
-  const pool = new HookPool(cfg, env, rt.log);
-  const dispatcher = new HookDispatcher(rt, pool, agents, env);
+  let registry: HookRegistry = emptyRegistry(rt.config.hooks);
+  const pool = new HookPool(rt.config.hooks, env, rt.log);
+  const dispatcher = new HookDispatcher(rt, pool, () => registry, env);
   const dispatch = (event: Parameters<HookDispatcher["dispatch"]>[0]) => void dispatcher.dispatch(event).catch((err) => rt.log.warn({ err }, "hook dispatch failed"));
-  const sources = subscribeSources(rt, patterns, dispatch);
-  rt.log.info({ hooks: running, subjects: sources.subjects }, running.length ? "hooks loaded" : "no hook runs (none enabled and eligible; see `npx lurkbot hooks list`)");
+  const sources = new HookSources(rt, dispatch);
+  let subjects: string[] = [];
+  // the swap: events already under way keep the registry they started with (dispatcher.ts)
+  const reloader = new HookReloader(rt, env, (next) => {
+    registry = next;
+    subjects = sources.update(next.patterns);
+  });
+
+  const first = await reloader.reload("start");
+  if (!registry.config.enabled) rt.log.info("hooks are off (hooks.enabled is false): no hook runs until config.json turns them on");
+  else rt.log.info({ hooks: registry.running, subjects }, registry.running.length ? "hooks loaded" : "no hook runs (none enabled and eligible; see `npx lurkbot hooks list`)");
+  reloader.start();
+
+  rt.serve("hooks", "reload", async () => {
+    const { registry: r, changed, configError } = await reloader.reload("request");
+    return {
+      changed, running: r.running.length, problems: r.problems.length, hooksEnabled: r.config.enabled, subjects,
+      agents: [...r.agents.entries()].map(([agentId, a]) => ({ agentId, running: a.hooks.map((h) => h.name), problems: r.problems.filter((p) => p.agentId === agentId).length })),
+      ...(configError ? { configError: configError.slice(0, 2000) } : {}),
+    };
+  });
 
   // gateway:startup once the actor is up (start resolves first, so `ready` is not delayed)
   const startedAt = Date.now();
   const startup = setImmediate(() => {
-    for (const [agentId, a] of agents) dispatch(startupEvent(agentId, a.workspace, startedAt));
+    for (const [agentId, a] of first.registry.agents) dispatch(startupEvent(agentId, a.workspace, startedAt));
   });
 
   return {
     async stop() {
       clearImmediate(startup);
+      reloader.stop();
       sources.stop();
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([dispatcher.idle(), new Promise((resolve) => (timer = setTimeout(resolve, STOP_WAIT_MS)))]);

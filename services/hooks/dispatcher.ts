@@ -4,6 +4,10 @@
  * hooks that want it, in discovery order, each in the worker (pool.ts). A hook that throws, hangs
  * or asks for something invalid is logged (pino: hook, event, reason) and published as
  * `lurk.evt.hooks.failed`; the next hook runs all the same. A hook that ran is `lurk.evt.hooks.ran`.
+ * An event takes the registry in force when its turn comes and keeps it to its end: a reload
+ * (reloader.ts) applies from the next event on. Hooks that ask for `previousMessages` get the
+ * ended transcript's messages (previous-messages.ts), read once per event; when that fails the
+ * field is left out, logged, and the hook runs all the same.
  */
 import { statSync } from "node:fs";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
@@ -13,12 +17,15 @@ import { sendMessages, startRuns } from "./deliver.js";
 import type { HookEvent } from "./hook-event.js";
 import { hookOutcomeSchema } from "./outcome.js";
 import type { HookPool } from "./pool.js";
+import { fetchPreviousMessages, type PreviousMessage } from "./previous-messages.js";
+import type { HookRegistry } from "./registry.js";
 import type { HookTask } from "./task.js";
 
-export interface AgentHooks {
-  workspace: string;
-  /** the hooks that run (enabled and eligible), in discovery order */
-  hooks: HookInfo[];
+/** what one event's hooks share: its registry, and the previous messages once read */
+interface EventRun {
+  registry: HookRegistry;
+  name: string;
+  previous?: Promise<PreviousMessage[] | undefined>;
 }
 
 export class HookDispatcher {
@@ -28,16 +35,16 @@ export class HookDispatcher {
   constructor(
     private readonly rt: ActorRuntime,
     private readonly pool: HookPool,
-    private readonly agents: ReadonlyMap<string, AgentHooks>,
+    /** the registry in force (swapped by a reload) */
+    private readonly registry: () => HookRegistry,
     private readonly env: Record<string, string>,
   ) {}
 
   /** Queues the event; resolves when its hooks ran (tests, shutdown). */
   dispatch(event: HookEvent): Promise<void> {
     const name = `${event.type}:${event.action}`;
-    const hooks = this.agents.get(event.agentId)?.hooks.filter((h) => hookWants(h.events, name)) ?? [];
-    if (hooks.length === 0) return Promise.resolve();
-    if (this.waiting >= this.rt.config.hooks.maxQueue) {
+    if (hooksFor(this.registry(), event, name).length === 0) return Promise.resolve();
+    if (this.waiting >= this.registry().config.maxQueue) {
       this.rt.log.warn({ event: name, sessionKey: event.sessionKey, waiting: this.waiting }, "hook event dropped: too many events wait for their hooks (hooks.maxQueue)");
       this.rt.emit("dropped", { event: name, reason: "queue full" }, "warn");
       return Promise.resolve();
@@ -45,7 +52,9 @@ export class HookDispatcher {
     this.waiting++;
     const run = this.tail.then(async () => {
       this.waiting--;
-      for (const hook of hooks) await this.runOne(hook, event, name);
+      // the registry at the event's turn, for all of its hooks
+      const ev: EventRun = { registry: this.registry(), name };
+      for (const hook of hooksFor(ev.registry, event, name)) await this.runOne(hook, event, ev);
     });
     this.tail = run.catch(() => undefined);
     return run;
@@ -56,7 +65,8 @@ export class HookDispatcher {
     return this.tail;
   }
 
-  private async runOne(hook: HookInfo, event: HookEvent, name: string): Promise<void> {
+  private async runOne(hook: HookInfo, event: HookEvent, ev: EventRun): Promise<void> {
+    const name = ev.name;
     const started = Date.now();
     const log = this.rt.log.child({ hook: hook.name, event: name, ...(event.sessionKey ? { sessionKey: event.sessionKey } : {}) });
     const fail = (reason: string) => {
@@ -64,7 +74,7 @@ export class HookDispatcher {
       this.rt.emit("failed", { hook: hook.name, event: name, reason: reason.slice(0, 500) }, "warn");
     };
     try {
-      const raw = await this.pool.run(this.task(hook, event));
+      const raw = await this.pool.run(this.task(hook, event, ev, await this.extraContext(hook, event, ev)));
       const checked = hookOutcomeSchema.safeParse(raw);
       if (!checked.success) return fail(`its worker answered out of shape: ${checked.error.issues[0]?.message ?? "invalid"}`);
       const outcome = checked.data;
@@ -84,21 +94,39 @@ export class HookDispatcher {
     }
   }
 
-  private task(hook: HookInfo, event: HookEvent): HookTask {
-    const entryEnv = this.rt.config.hooks.entries[hook.name]?.env ?? {};
+  /** the context the hook asked for besides the event's own (HOOK.md `context`) */
+  private async extraContext(hook: HookInfo, event: HookEvent, ev: EventRun): Promise<Record<string, unknown>> {
+    const previousSessionId = event.context.previousSessionId;
+    if (!hook.context.includes("previousMessages") || typeof previousSessionId !== "string" || !event.sessionKey) return {};
+    const sessionKey = event.sessionKey;
+    ev.previous ??= fetchPreviousMessages(this.rt, sessionKey, previousSessionId).catch((err) => {
+      this.rt.log.warn({ event: ev.name, sessionKey, previousSessionId, err: (err as Error).message }, "the ended transcript could not be read: hooks get no context.previousMessages");
+      return undefined;
+    });
+    const previous = await ev.previous;
+    return previous ? { previousMessages: previous } : {};
+  }
+
+  private task(hook: HookInfo, event: HookEvent, ev: EventRun, extra: Record<string, unknown>): HookTask {
+    const entryEnv = ev.registry.config.entries[hook.name]?.env ?? {};
     return {
       handler: hook.handler,
       version: mtime(hook.handler),
-      event: { type: event.type, action: event.action, timestamp: event.timestamp, context: event.context, ...(event.sessionKey ? { sessionKey: event.sessionKey } : {}) },
+      event: { type: event.type, action: event.action, timestamp: event.timestamp, context: { ...event.context, ...extra }, ...(event.sessionKey ? { sessionKey: event.sessionKey } : {}) },
       ctx: {
         hook: { name: hook.name, source: hook.source, dir: hook.dir },
         agentId: event.agentId,
-        workspace: this.agents.get(event.agentId)?.workspace ?? this.rt.config.workspace,
+        workspace: ev.registry.agents.get(event.agentId)?.workspace ?? this.rt.config.workspace,
         home: this.rt.config.home,
         env: { ...this.env, ...entryEnv },
       },
     };
   }
+}
+
+/** the registry's hooks of the event's agent that want it, in discovery order */
+function hooksFor(registry: HookRegistry, event: HookEvent, name: string): HookInfo[] {
+  return registry.agents.get(event.agentId)?.hooks.filter((h) => hookWants(h.events, name)) ?? [];
 }
 
 function mtime(path: string): number {

@@ -189,11 +189,13 @@ export function actorGrants(prefix?: string): ActorGrant[] {
     }),
     // the hooks actor (services/hooks): user scripts run on chat commands, session resets, run ends
     // and its own start; what they push goes to the session's conversation (OUTBOUND) or to the
-    // agent as a system event (INBOUND); sessions.get finds a session's last origin
+    // agent as a system event (INBOUND); sessions.get finds a session's last origin, sessions.history
+    // the ended transcript of /new and /reset for hooks that ask for it (context previousMessages);
+    // it answers lurk.hooks.reload (responder)
     grant({
       user: "hooks",
       description: "event hooks: user scripts (HOOK.md + handler) run in a worker on commands, resets, run ends and start-up",
-      publish: [s.outboundAll, s.injectAll, s.op("sessions", "get")],
+      publish: [s.outboundAll, s.injectAll, s.op("sessions", "get"), s.op("sessions", "history")],
       subscribe: [s.event("router", "command"), s.event("sessions", "reset"), ...s.runTerminalAll],
       responder: true,
     }),
@@ -204,7 +206,7 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       // reading the leases: which instance of cron, heartbeat, subagents, approvals and router is active (status);
       // the media store: files sent from the terminal and files received there;
       // the auth bucket: `lurkbot auth login|import|logout|list` (auth-state.ts)
-      publish: [s.inbound("cli"), "$SRV.>", ...["router", "sessions", "tools", "approvals", "subagents", "heartbeat", "cron"].map(ops), ...kvReadSubjects(LEASE_BUCKET), ...mediaSubjects("write")],
+      publish: [s.inbound("cli"), "$SRV.>", ...["router", "sessions", "tools", "approvals", "subagents", "heartbeat", "cron", "hooks"].map(ops), ...kvReadSubjects(LEASE_BUCKET), ...mediaSubjects("write")],
       subscribe: [s.outboundChannel("cli"), s.runEventAll, s.toolProgressAll, s.eventAll],
       responder: false,
       kvBuckets: [AUTH_BUCKET],

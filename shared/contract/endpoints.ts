@@ -8,6 +8,7 @@ import * as A from "./messages/approvals.js";
 import * as C from "./messages/cron.js";
 import * as E from "./messages/embeddings.js";
 import * as H from "./messages/heartbeat.js";
+import * as HK from "./messages/hooks.js";
 import * as R from "./messages/router.js";
 import * as S from "./messages/sessions.js";
 import * as SA from "./messages/subagents.js";
@@ -71,6 +72,9 @@ export const ENDPOINTS = {
     run: { request: C.cronRunRequest, reply: C.cronRunReply, description: "run a job now or when due" },
     runs: { request: C.cronRunsRequest, reply: C.cronRunsReply, description: "the run log" },
     status: { request: C.cronStatusRequest, reply: C.cronStatusReply, description: "scheduler state" },
+  },
+  hooks: {
+    reload: { request: HK.hooksReloadRequest, reply: HK.hooksReloadReply, description: "discover hooks again now (folders and config.json's hooks section)" },
   },
   "agent-runner": {
     embed: { request: E.agentRunnerEmbedRequest, reply: E.agentRunnerEmbedReply, description: "embedding vectors of texts (memory_search's hybrid ranking; tools actor only)" },

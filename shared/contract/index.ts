@@ -16,6 +16,7 @@ export * from "./messages/cron.js";
 export * from "./messages/embeddings.js";
 export * from "./messages/events.js";
 export * from "./messages/heartbeat.js";
+export * from "./messages/hooks.js";
 export * from "./messages/router.js";
 export * from "./messages/runs.js";
 export * from "./messages/sessions.js";

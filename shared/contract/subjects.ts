@@ -65,6 +65,8 @@ export const OPERATIONS = {
   subagents: ["spawn", "list", "stop"],
   heartbeat: ["status", "last", "run", "enable", "disable"],
   cron: ["add", "list", "get", "edit", "rm", "run", "runs", "status"],
+  /** the hooks actor: discover hooks again now (`lurkbot hooks reload`) */
+  hooks: ["reload"],
   /** the agent-runner serves embeddings for memory_search and voice messages for the tts tool (only the tools user may ask) */
   "agent-runner": ["embed", "speak"],
 } as const;

@@ -1,8 +1,12 @@
 /**
  * The `hooks` key of the configuration (services/hooks, seeds 001 §8):
  *   "hooks": { "enabled": true, "entries": { "command-logger": { "enabled": true, "env": { "X": "1" } } },
- *              "timeoutMs": 30000, "workerMemoryMb": 64, "workerIdleMs": 10000, "maxQueue": 100 }
- * `enabled: false` runs no hook at all. Each hook's own default: hooks in `$LURKBOT_HOME/hooks`
+ *              "timeoutMs": 30000, "workerMemoryMb": 64, "workerIdleMs": 10000, "maxQueue": 100,
+ *              "watch": true, "reloadIntervalMs": 30000 }
+ * `enabled: false` runs no hook at all. The actor re-reads this section and the hook folders while
+ * it runs (services/hooks/reloader.ts): `enabled`, `entries` and `maxQueue` apply at once; the
+ * worker's limits (`timeoutMs`, `workerMemoryMb`, `workerIdleMs`), `watch` and `reloadIntervalMs`
+ * at the actor's next start. Each hook's own default: hooks in `$LURKBOT_HOME/hooks`
  * are on, bundled and workspace hooks are off (a workspace is writable by the agent) until
  * `hooks.entries.<name>.enabled` (or `lurkbot hooks enable NAME`) turns them on.
  */
@@ -20,6 +24,8 @@ export const HOOKS_DEFAULTS = {
   workerMemoryMb: 64,
   workerIdleMs: 10_000,
   maxQueue: 100,
+  watch: true,
+  reloadIntervalMs: 30_000,
 };
 
 export const hookEntrySchema = z.object({
@@ -42,5 +48,9 @@ export const hooksConfigSchema = z.object({
   workerIdleMs: z.number().int().min(100).max(3_600_000).default(HOOKS_DEFAULTS.workerIdleMs),
   /** events waiting for their hooks at most; more are dropped with a warning */
   maxQueue: z.number().int().min(1).max(10_000).default(HOOKS_DEFAULTS.maxQueue),
+  /** watch the hook folders and config.json (fs.watch) and discover again on a change */
+  watch: z.boolean().default(HOOKS_DEFAULTS.watch),
+  /** discover again this often anyway (fs.watch misses changes on some file systems); 0: never */
+  reloadIntervalMs: z.union([z.literal(0), z.number().int().min(1000).max(86_400_000)]).default(HOOKS_DEFAULTS.reloadIntervalMs),
 }).default(HOOKS_DEFAULTS);
 export type HooksConfig = z.infer<typeof hooksConfigSchema>;

@@ -8,6 +8,14 @@ export type HookEventType = (typeof HOOK_EVENT_TYPES)[number];
 /** The events LurkBot fires (commands: any chat command the router handles, as `command:<name>`). */
 export const KNOWN_HOOK_EVENTS = ["command:<name>", "session:reset", "agent:run_end", "gateway:startup"] as const;
 
+/**
+ * Extra context a hook may ask for in its HOOK.md (`metadata.lurkbot.context`); the actor adds it
+ * only for the hooks that ask. `previousMessages`: on events with a `previousSessionId` (`/new`,
+ * `/reset`, `session:reset`), the ended transcript's last user and assistant text messages.
+ */
+export const HOOK_CONTEXT_KEYS = ["previousMessages"] as const;
+export type HookContextKey = (typeof HOOK_CONTEXT_KEYS)[number];
+
 const PATTERN_RE = /^([a-z]+)(?::([a-z0-9_*-]{1,64}))?$/;
 
 /** Why an event pattern from a HOOK.md is not usable, or undefined when it is. */

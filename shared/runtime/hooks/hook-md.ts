@@ -7,11 +7,12 @@
  *   description: what it does
  *   metadata: {"lurkbot": {"emoji": "🪝", "events": ["command:new"], "requires": {"bins": ["git"], "env": ["X"]}, "os": ["linux"]}}
  *   ---
+ * `context` (optional, e.g. ["previousMessages"]) asks the actor for extra event context (events.ts).
  */
 import { oneLine, parseFrontmatter, yamlList, yamlMap, yamlString } from "../frontmatter.js";
 import { hostRequirements, type HostRequirements } from "../host-requirements.js";
 import { HOOK_NAME_RE } from "../config-hooks.js";
-import { eventPatternProblem } from "./events.js";
+import { eventPatternProblem, HOOK_CONTEXT_KEYS, type HookContextKey } from "./events.js";
 
 /** what the hook needs from the host (env: the environment or hooks.entries.<name>.env) */
 export type HookRequires = HostRequirements;
@@ -22,6 +23,8 @@ export interface HookMeta {
   emoji?: string;
   events: string[];
   requires: HookRequires;
+  /** extra event context the hook asks for (HOOK_CONTEXT_KEYS) */
+  context: HookContextKey[];
 }
 
 const MAX_DESCRIPTION_CHARS = 400;
@@ -45,6 +48,10 @@ export function parseHookMd(text: string, dirName: string): { ok: true; meta: Ho
     const problem = eventPatternProblem(e);
     if (problem) return { ok: false, reason: problem };
   }
+  const context = yamlList(data.context ?? nested?.context ?? meta?.context, MAX_LIST_ITEMS);
+  for (const c of context) {
+    if (!(HOOK_CONTEXT_KEYS as readonly string[]).includes(c)) return { ok: false, reason: `HOOK.md asks for unknown context "${c}" (known: ${HOOK_CONTEXT_KEYS.join(", ")})` };
+  }
   const req = yamlMap(data.requires) ?? yamlMap(nested?.requires) ?? yamlMap(meta?.requires) ?? {};
   const emoji = yamlString(data.emoji ?? nested?.emoji);
   return {
@@ -52,6 +59,7 @@ export function parseHookMd(text: string, dirName: string): { ok: true; meta: Ho
     meta: {
       name, description: oneLine(yamlString(data.description), MAX_DESCRIPTION_CHARS), events: [...new Set(events)],
       requires: hostRequirements(req, data.os ?? nested?.os ?? req.os, MAX_LIST_ITEMS),
+      context: [...new Set(context)] as HookContextKey[],
       ...(emoji ? { emoji: emoji.slice(0, 8) } : {}),
     },
   };
