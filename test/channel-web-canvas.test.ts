@@ -3,12 +3,16 @@
  * system (real nats-server, every actor a process, the fake LLM): the `canvas` tool called as the
  * agent-runner calls tools and by the agent itself in a run; the page's protocol with a `ws`
  * client (the `canvas` frames, `canvas_action` becoming a message the agent answers); the
- * presented frame's sandbox; a restart of the web channel; then the page in Debian's chromium
- * (skipped only when /usr/bin/chromium is missing).
+ * presented frame's sandbox; web images, video and audio loaded by the channel under the
+ * public-address rule; a restart of the web channel; then the page in Debian's chromium
+ * (skipped only when /usr/bin/chromium is missing): the form, presented HTML, and the other v0.8
+ * components (Icon, Tabs, Modal, Slider, MultipleChoice, DateTimeInput, Video, AudioPlayer) whose
+ * values a Button sends.
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { existsSync, mkdirSync } from "node:fs";
+import { createServer, type Server } from "node:http";
 import { join } from "node:path";
 import { after, before, beforeEach, describe, it } from "node:test";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -50,6 +54,46 @@ function formJsonl(title = "Sign up"): string {
   ].join("\n");
 }
 
+/**
+ * one of each component the canvas added to the form's: Tabs ("Order": an Icon, a Slider, chips of a
+ * MultipleChoice, a DateTimeInput, a Modal opened by a Button; "Media": a Video and an AudioPlayer
+ * whose url is bound), and a Button whose context reads the inputs' paths
+ */
+function widgetsJsonl(media: string): string {
+  return [
+    line({ surfaceUpdate: { surfaceId: "w", components: [
+      { id: "root", component: { Column: { children: { explicitList: ["tabs", "book"] } } } },
+      { id: "tabs", component: { Tabs: { tabItems: [{ title: { literalString: "Order" }, child: "order" }, { title: { path: "/labels/media" }, child: "media" }] } } },
+      { id: "order", component: { Column: { children: { explicitList: ["star", "volume", "toppings", "when", "details"] } } } },
+      { id: "star", component: { Icon: { name: { literalString: "star" } } } },
+      { id: "volume", component: { Slider: { value: { path: "/order/volume" }, minValue: 0, maxValue: 10 } } },
+      { id: "toppings", component: { MultipleChoice: { selections: { path: "/order/toppings" }, maxAllowedSelections: 2, type: "chips", options: [
+        { label: { literalString: "Ham" }, value: "ham" }, { label: { literalString: "Olives" }, value: "olives" }, { label: { literalString: "<i>Pineapple</i>" }, value: "pineapple" },
+      ] } } },
+      { id: "when", component: { DateTimeInput: { value: { path: "/order/when" }, enableDate: true, enableTime: true } } },
+      { id: "details", component: { Modal: { entryPointChild: "open", contentChild: "terms" } } },
+      { id: "open", component: { Button: { child: "open-text", action: { name: "never_sent" } } } },
+      text("open-text", "Details"),
+      text("terms", "Delivery takes 30 minutes"),
+      { id: "media", component: { Column: { children: { explicitList: ["clip", "song"] } } } },
+      { id: "clip", component: { Video: { url: { literalString: `${media}/clip.webm` } } } },
+      { id: "song", component: { AudioPlayer: { url: { path: "/songUrl" }, description: { literalString: "Theme tune" } } } },
+      { id: "book", component: { Button: { child: "book-text", primary: true, action: { name: "book", context: [
+        { key: "volume", value: { path: "/order/volume" } }, { key: "toppings", value: { path: "/order/toppings" } }, { key: "when", value: { path: "/order/when" } }, { key: "via", value: { literalString: "canvas" } },
+      ] } } } },
+      text("book-text", "Book"),
+    ] } }),
+    line({ dataModelUpdate: { surfaceId: "w", contents: [
+      { key: "order", valueMap: [{ key: "volume", valueNumber: 3 }, { key: "toppings", valueMap: [{ key: "0", valueString: "ham" }] }, { key: "when", valueString: "2026-12-01T18:30" }] },
+      { key: "songUrl", valueString: `${media}/song.mp3` }, { key: "labels", valueMap: [{ key: "media", valueString: "Media" }] },
+    ] } }),
+    line({ beginRendering: { surfaceId: "w", root: "root" } }),
+  ].join("\n");
+}
+/** what the tests read of a <video> or <audio> element (the tests have no DOM types) */
+interface MediaState { controls: boolean; autoplay: boolean; preload: string; paused: boolean; src: string }
+const WIDGET_IDS = ["book", "book-text", "clip", "details", "media", "open", "open-text", "order", "root", "song", "star", "tabs", "terms", "toppings", "volume", "when"];
+
 /** ids named like Object.prototype's members: ordinary ids for A2UI, never inherited lookups */
 function protoJsonl(): string {
   return [
@@ -72,6 +116,10 @@ describe("web channel canvas", () => {
   let port: number;
   let runner: NatsConnection;
   let n = 0;
+  // a web host the config allows (tools.web.allowPrivateHosts) for canvas video and audio
+  let mediaSite: Server;
+  let media = "";
+  const mediaRequests: string[] = [];
 
   const call = (args: Record<string, unknown>, sessionKey = "agent:main:web:dm:chat-canvas", extra: Record<string, unknown> = {}): Promise<ToolCallReply> =>
     new BusClient(runner).callSubject(S.toolCall("canvas"), "lurk.tools.call.v1", {
@@ -86,10 +134,20 @@ describe("web channel canvas", () => {
 
 
   before(async () => {
+    mediaSite = createServer((req, res) => {
+      mediaRequests.push(req.url ?? "");
+      if (req.url === "/clip.webm") return void res.writeHead(200, { "content-type": "video/webm" }).end(Buffer.from("not really a webm"));
+      if (req.url === "/song.mp3") return void res.writeHead(200, { "content-type": "audio/mpeg" }).end(Buffer.from("ID3 not really an mp3"));
+      res.writeHead(200, { "content-type": "text/html" }).end("<p>not a video</p>");
+    });
+    await new Promise<void>((resolve) => mediaSite.listen(0, "127.0.0.1", resolve));
+    const mediaHost = `127.0.0.1:${(mediaSite.address() as { port: number }).port}`;
+    media = `http://${mediaHost}`;
     port = await freePort();
     system = await TestSystem.start({ config: {
       agents: [{ id: "main", default: true, toolProfile: "coding" }, { id: "chatty", toolProfile: "messaging" }],
       channels: { web: { enabled: true, port, token: TOKEN } },
+      tools: { web: { allowPrivateHosts: [mediaHost] } },
     } });
     await system.startActor("channel-web");
     runner = await system.nats.connect("agent-runner");
@@ -97,6 +155,7 @@ describe("web channel canvas", () => {
   after(async () => {
     await runner?.close();
     await system?.stop();
+    await new Promise((resolve) => mediaSite?.close(resolve));
   });
   beforeEach(() => system.fake.reset());
 
@@ -159,7 +218,7 @@ describe("web channel canvas", () => {
     const bad = await call({ action: "a2ui_push", jsonl: [
       line({ dataModelUpdate: { surfaceId: "main", contents: [{ key: "title", valueString: "changed" }] } }),
       "{not json",
-      line({ surfaceUpdate: { surfaceId: "main", components: [{ id: "s", component: { Slider: { value: { path: "/x" } } } }] } }),
+      line({ surfaceUpdate: { surfaceId: "main", components: [{ id: "s", component: { Chart: { value: { path: "/x" } } } }] } }),
       line({ type: "surfaceUpdate", surfaceId: "main" }),
       line({ surfaceUpdate: { surfaceId: "main", components: [{ id: "i", component: { Image: { url: { literalString: "javascript:alert(1)" } } } }] } }),
       line({ dataModelUpdate: { surfaceId: "__proto__", path: "/constructor/prototype", contents: [{ key: "polluted", valueBoolean: true }] } }),
@@ -169,7 +228,7 @@ describe("web channel canvas", () => {
     const msg = textOf(bad);
     assert.match(msg, /^a2ui_push refused, the canvas is unchanged \(rev 2\):/);
     assert.match(msg, /line 2: not a JSON object/);
-    assert.match(msg, /line 3: .*"Slider" is not supported by this canvas; use one of Text, Image/);
+    assert.match(msg, /line 3: .*"Chart" is not an A2UI v0.8 component; use one of Text, Image, Icon, Video, AudioPlayer, Button/);
     assert.match(msg, /line 4: a message has exactly one key.*no "type" field/);
     assert.match(msg, /line 5: .*Image\.url: an image url is https/);
     assert.match(msg, /line 6: dataModelUpdate\.surfaceId: this id is not allowed; dataModelUpdate\.path: this path is not allowed/);
@@ -385,6 +444,129 @@ describe("web channel canvas", () => {
     assert.equal(imgSrc, "img-src 'self' data: blob:", "the chat page loads no image from other hosts");
   });
 
+  it("takes the rest of the v0.8 catalog (Icon, Video, AudioPlayer, Tabs, Modal, Slider, MultipleChoice, DateTimeInput); malformed ones are refused naming the line and the problem", async () => {
+    const key = "agent:main:web:dm:chat-widgets";
+    const result = await ok({ action: "a2ui_push", jsonl: widgetsJsonl(media) }, key);
+    assert.equal(result, `pushed 3 messages (rev 1); surface "w": ${WIDGET_IDS.length} components, shown from "root"; no web page shows this chat right now; the user sees it when they open the chat.`);
+    const snap = await snapshot(key);
+    assert.deepEqual(snap.surfaces.w.components.map((c: { id: string }) => c.id).sort(), WIDGET_IDS);
+    assert.deepEqual(snap.surfaces.w.dataModel.order, { volume: 3, toppings: { 0: "ham" }, when: "2026-12-01T18:30" });
+    // children named by Tabs and Modal count for the "not defined yet" note
+    const noted = await ok({ action: "a2ui_push", jsonl: line({ surfaceUpdate: { surfaceId: "notes", components: [
+      { id: "root", component: { Tabs: { tabItems: [{ title: { literalString: "A" }, child: "tab-a" }] } } },
+      { id: "m", component: { Modal: { entryPointChild: "m-open", contentChild: "m-body" } } },
+    ] } }) }, key);
+    assert.match(noted, /note: surface "notes" names components not defined yet: tab-a, m-open, m-body/);
+
+    const su = (component: object) => line({ surfaceUpdate: { surfaceId: "w", components: [{ id: "bad", component }] } });
+    const bad = await call({ action: "a2ui_push", jsonl: [
+      su({ Icon: { name: { literalString: "rocket" } } }),
+      su({ Video: { url: { literalString: "data:video/mp4;base64,AAAA" } } }),
+      su({ AudioPlayer: { url: { literalString: "javascript:alert(1)" } } }),
+      su({ Slider: { value: { path: "/v" }, minValue: 5, maxValue: 5 } }),
+      su({ MultipleChoice: { selections: { path: "/s" }, options: [{ label: { literalString: "A" }, value: "a" }, { label: { literalString: "B" }, value: "a" }] } }),
+      su({ MultipleChoice: { selections: { literalString: "a" }, options: [{ label: { literalString: "A" }, value: "a" }] } }),
+      su({ DateTimeInput: { value: { path: "/d" }, enableDate: false, enableTime: false } }),
+      su({ Tabs: { tabItems: [] } }),
+      su({ Modal: { entryPointChild: "open" } }),
+      su({ Button: { child: "t", action: { name: "go", context: [{ key: "a", value: { path: "/a" } }, { key: "a", value: { path: "/b" } }] } } }),
+    ].join("\n") }, key);
+    assert.equal(bad.errorCode, "TOOL_INVALID_ARGS");
+    const msg = textOf(bad);
+    const at = (n: number, problem: string) => `line ${n}: surfaceUpdate.components.0.component.${problem}`;
+    assert.match(msg, /^a2ui_push refused, the canvas is unchanged \(rev 2\):/);
+    assert.ok(msg.includes(at(1, "Icon.name.literalString: an icon name is one of accountCircle, add, arrowBack")), msg);
+    assert.ok(msg.includes(at(2, "Video.url: a video url is https://… or http://… (no data: URLs)")), msg);
+    assert.ok(msg.includes(at(3, "AudioPlayer.url: an audio url is https://…")), msg);
+    assert.ok(msg.includes(at(4, "Slider.maxValue: minValue must be below maxValue")), msg);
+    assert.ok(msg.includes(at(5, "MultipleChoice.options: option values must be unique")), msg);
+    assert.ok(msg.includes(at(6, 'MultipleChoice.selections: Unrecognized key: "literalString"')), msg);
+    assert.ok(msg.includes(at(7, "DateTimeInput: enableDate and enableTime are both false: nothing to pick")), msg);
+    assert.ok(msg.includes(at(8, "Tabs.tabItems: Too small")), msg);
+    assert.ok(msg.includes(at(9, "Modal.contentChild: Invalid input")), msg);
+    assert.ok(msg.includes(at(10, "Button.action.context: context keys must be unique")), msg);
+    assert.equal((await snapshot(key)).rev, 2, "nothing of the refused push was applied");
+  });
+
+  it("a Button whose context reads a Slider, MultipleChoice and DateTimeInput sends the user's values to the agent; the action payload is checked", async () => {
+    const chat = "chat-widgets";
+    const c = await WebClient.open(port, TOKEN, chat);
+    assert.ok(c.frames.find((f) => f.type === "canvas")!.canvas.surfaces.w.components.volume, "the page gets the widgets");
+    const press = (context: unknown, sourceComponentId = "book", name = "book") => {
+      const id = randomUUID();
+      c.send({ type: "canvas_action", id, chat, surfaceId: "w", sourceComponentId, name, context });
+      return id;
+    };
+    // the page sends the keys the button declares, nothing else
+    const extra = press({ volume: 7, admin: true });
+    const refused = await c.next((f) => f.type === "nack" && f.id === extra, "the press with an undeclared key");
+    assert.equal(refused.code, "VALIDATION_FAILED");
+    assert.equal(refused.message, 'the action "book" has no context key "admin"');
+    // the frame itself is capped: keys, size, JSON values
+    const seen = c.frames.length;
+    press(Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, i])));
+    assert.match((await c.next((f) => f.type === "error" && /at most 32 keys/.test(f.message), "too many keys")).message, /context/);
+    press({ volume: "x".repeat(40_000) });
+    assert.match((await c.next((f) => f.type === "error" && /bytes of JSON/.test(f.message), "a context too large")).message, /at most 32768 bytes/);
+    assert.ok(!c.frames.slice(seen).some((f) => f.type === "ack"), "neither reached the agent");
+
+    system.fake.enqueue({ kind: "text", text: "Booked for Christmas Eve." });
+    const id = press({ volume: 7, toppings: ["ham", "olives"], when: "2026-12-24T19:45", via: "canvas" });
+    assert.equal((await c.next((f) => (f.type === "ack" || f.type === "nack") && f.id === id, "the press answered")).type, "ack");
+    const expected = '[canvas userAction] name="book" component="book" surface="w" context={"volume":7,"toppings":["ham","olives"],"when":"2026-12-24T19:45","via":"canvas"}';
+    assert.equal((await lastWebInbound(system))?.text, expected);
+    await c.next((f) => f.type === "entry" && f.entry.text === "Booked for Christmas Eve.", "the agent's answer");
+    const asked = system.fake.requests[system.fake.requests.length - 1]!.body.messages;
+    assert.equal(messageText(asked[asked.length - 1]), expected, "the model got the values");
+    c.close();
+  });
+
+  it("loads a canvas Video or AudioPlayer only through the channel, under the same public-address rule as images", async () => {
+    const chat = "chat-video";
+    const key = `agent:main:web:dm:${chat}`;
+    const privateUrl = `http://127.0.0.1:${port}/clip.mp4`;
+    await ok({ action: "a2ui_push", jsonl: line({ surfaceUpdate: { surfaceId: "v", components: [
+      { id: "root", component: { Column: { children: { explicitList: ["private", "clip", "song", "page"] } } } },
+      { id: "private", component: { Video: { url: { literalString: privateUrl } } } },
+      { id: "clip", component: { Video: { url: { literalString: `${media}/clip.webm` } } } },
+      { id: "song", component: { AudioPlayer: { url: { literalString: `${media}/song.mp3` } } } },
+      { id: "page", component: { Video: { url: { literalString: `${media}/page.html` } } } },
+    ] } }) }, key);
+    const get = (kind: string, u: string, token: string | null = TOKEN, c = chat) => fetch(`http://127.0.0.1:${port}/api/canvas/media?kind=${kind}&chat=${c}&url=${encodeURIComponent(u)}`, token ? { headers: { authorization: `Bearer ${token}` } } : {});
+    const errorOf = async (r: Response) => ((await r.json()) as { error: { code: string; message: string } }).error;
+
+    assert.equal((await get("video", privateUrl, null)).status, 401);
+    const refused = await get("video", privateUrl);
+    assert.equal(refused.status, 403, "a loopback address is not fetched (the public-address rule of images)");
+    assert.match((await errorOf(refused)).message, /refused to load a video from http:\/\/127\.0\.0\.1:\d+: 127\.0\.0\.1 is a private, loopback/);
+    assert.equal((await get("audio", privateUrl)).status, 403, "the same for audio");
+    assert.equal((await get("video", "https://example.com/a.mp4")).status, 404, "only what the chat's canvas shows");
+    assert.equal((await get("video", `${media}/clip.webm`, TOKEN, "chat-other")).status, 404, "another chat's canvas has no such video");
+    const badKind = await get("script", `${media}/clip.webm`);
+    assert.equal(badKind.status, 400);
+    assert.equal((await errorOf(badKind)).message, "kind is image, video or audio");
+
+    // an allowed host (tools.web.allowPrivateHosts): the right type of the right kind only
+    const before = mediaRequests.length;
+    const clip = await get("video", `${media}/clip.webm`);
+    assert.equal(clip.status, 200);
+    assert.equal(clip.headers.get("content-type"), "video/webm");
+    assert.equal(clip.headers.get("x-content-type-options"), "nosniff");
+    assert.equal(await clip.text(), "not really a webm");
+    assert.equal((await get("audio", `${media}/song.mp3`)).headers.get("content-type"), "audio/mpeg");
+    const notVideo = await get("video", `${media}/page.html`);
+    assert.equal(notVideo.status, 502);
+    assert.match((await errorOf(notVideo)).message, /answered HTTP 200 text\/html, not an MP4, WebM or Ogg video/);
+    const audioAsVideo = await get("video", `${media}/song.mp3`);
+    assert.equal(audioAsVideo.status, 502, "an audio file is not a video");
+    const videoAsImage = await fetch(`http://127.0.0.1:${port}/api/canvas/image?chat=${chat}&url=${encodeURIComponent(`${media}/clip.webm`)}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    assert.equal(videoAsImage.status, 502, "the image route takes images only");
+    assert.deepEqual(mediaRequests.slice(before), ["/clip.webm", "/song.mp3", "/page.html", "/song.mp3", "/clip.webm"]);
+    const page = await fetch(`http://127.0.0.1:${port}/`);
+    const mediaSrc = /media-src [^;]+/.exec(page.headers.get("content-security-policy") ?? "")?.[0];
+    assert.equal(mediaSrc, "media-src blob:", "the chat page plays nothing from other hosts");
+  });
+
   it("keeps the canvas across a restart of the web channel", async () => {
     const before = await snapshot();
     assert.ok(before.rev >= 2);
@@ -465,6 +647,98 @@ describe("web channel canvas", () => {
         return m?.text.includes('name="press"') ? m : undefined;
       }, 10_000, "the press on button hasOwnProperty");
       assert.equal(pressed.text, '[canvas userAction] name="press" component="hasOwnProperty" surface="toString" context={"v":"deep value"}');
+      await ok({ action: "a2ui_reset" }, "agent:main:main");
+      await page.locator("#canvas").waitFor({ state: "hidden", timeout: 10_000 });
+      assert.deepEqual(errors, []);
+    } finally {
+      await browser?.close();
+    }
+  });
+
+  it("renders Icon, Tabs, Modal, Slider, MultipleChoice, DateTimeInput, Video and AudioPlayer in a real browser; the Button sends what the user set", { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (apt-get install chromium)` }, async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    let browser: Browser | undefined;
+    try {
+      browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+      const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+      const errors: string[] = [];
+      page.on("pageerror", (e) => errors.push(e.message));
+      await page.goto(`http://127.0.0.1:${port}/?token=${TOKEN}`);
+      await page.locator("#status.online").waitFor({ timeout: 10_000 });
+      await ok({ action: "a2ui_push", jsonl: widgetsJsonl(media) }, "agent:main:main");
+      const w = page.locator('#canvas [data-surface="w"]');
+      const icon = w.locator('[data-a2-id="star"]');
+      await icon.waitFor({ timeout: 10_000 });
+      assert.equal(await icon.textContent(), "\u2605");
+      assert.deepEqual([await icon.getAttribute("role"), await icon.getAttribute("aria-label")], ["img", "star"]);
+
+      // Tabs: the first tab shows; the second's title comes from the data model, its content is not rendered yet
+      assert.deepEqual(await w.locator(".a2-tab").allTextContents(), ["Order", "Media"]);
+      assert.equal(await w.locator('.a2-tab[aria-selected="true"]').textContent(), "Order");
+      assert.equal(await w.locator('[data-a2-id="clip"]').count(), 0);
+
+      // the inputs show the data model and take the user's values
+      const slider = w.locator('[data-a2-id="volume"] input[type="range"]');
+      assert.deepEqual([await slider.inputValue(), await slider.getAttribute("min"), await slider.getAttribute("max"), await slider.getAttribute("step")], ["3", "0", "10", "1"]);
+      await slider.fill("7");
+      assert.equal(await w.locator('[data-a2-id="volume"] output').textContent(), "7");
+      const chip = (v: string) => w.locator(`[data-a2-id="toppings"] .a2-chip[data-value="${v}"]`);
+      assert.equal(await chip("ham").getAttribute("aria-pressed"), "true", "selected in the data model");
+      assert.equal(await chip("pineapple").textContent(), "<i>Pineapple</i>", "a label is text, never HTML");
+      assert.equal(await chip("pineapple").locator("i").count(), 0);
+      await chip("olives").click();
+      assert.equal(await chip("olives").getAttribute("aria-pressed"), "true");
+      assert.equal(await chip("pineapple").isDisabled(), true, "maxAllowedSelections (2) reached");
+      const when = w.locator('[data-a2-id="when"] input');
+      assert.deepEqual([await when.getAttribute("type"), await when.inputValue()], ["datetime-local", "2026-12-01T18:30"]);
+      await when.fill("2026-12-24T19:45");
+
+      // Modal: its entry point opens it, and that Button's own action is not sent
+      const pressesBefore = (await lastWebInbound(system))?.id;
+      await w.locator('[data-a2-id="open"]').click();
+      const dialog = w.locator("dialog.a2-dialog[open]");
+      await dialog.waitFor({ timeout: 5_000 });
+      assert.equal(await dialog.locator('[data-a2-id="terms"]').textContent(), "Delivery takes 30 minutes");
+      await page.screenshot({ path: join(ARTIFACTS, "canvas-widgets-modal.png") });
+      await dialog.locator(".a2-dialog-close").click();
+      await w.locator("dialog.a2-dialog[open]").waitFor({ state: "detached", timeout: 5_000 });
+
+      // Video and AudioPlayer: loaded by the channel on a click, played from blob: URLs, never by themselves
+      await w.locator(".a2-tab", { hasText: "Media" }).click();
+      const requests = mediaRequests.length;
+      const load = w.locator('[data-a2-id="clip"] button.a2-load');
+      assert.equal(await load.textContent(), `Load video from ${new URL(media).host}`);
+      assert.equal(mediaRequests.length, requests, "nothing is fetched before the click");
+      await load.click();
+      const video = w.locator('[data-a2-id="clip"] video');
+      await video.waitFor({ timeout: 10_000 });
+      assert.match((await video.getAttribute("src")) ?? "", /^blob:/);
+      assert.deepEqual(await video.evaluate((el) => { const v = el as unknown as MediaState; return [v.controls, v.autoplay, v.preload, v.paused]; }), [true, false, "metadata", true]);
+      assert.equal(await w.locator('[data-a2-id="song"] small').textContent(), "Theme tune");
+      await w.locator('[data-a2-id="song"] button.a2-load').click();
+      const audio = w.locator('[data-a2-id="song"] audio');
+      await audio.waitFor({ timeout: 10_000 });
+      assert.deepEqual(await audio.evaluate((el) => { const a = el as unknown as MediaState; return [a.controls, a.autoplay, a.src.startsWith("blob:")]; }), [true, false, true]);
+      assert.deepEqual(mediaRequests.slice(requests), ["/clip.webm", "/song.mp3"]);
+
+      // an update elsewhere keeps the open tab, the loaded media and the user's values
+      await ok({ action: "a2ui_push", jsonl: line({ dataModelUpdate: { surfaceId: "w", path: "/labels", contents: [{ key: "media", valueString: "Clips" }] } }) }, "agent:main:main");
+      await w.locator('.a2-tab[aria-selected="true"]', { hasText: "Clips" }).waitFor({ timeout: 10_000 });
+      assert.match((await w.locator('[data-a2-id="clip"] video').getAttribute("src")) ?? "", /^blob:/);
+      assert.equal(mediaRequests.length, requests + 2, "shown again without another fetch");
+      await page.screenshot({ path: join(ARTIFACTS, "canvas-widgets-media.png") });
+      await w.locator(".a2-tab", { hasText: "Order" }).click();
+      assert.equal(await w.locator('[data-a2-id="volume"] input').inputValue(), "7");
+      assert.equal(await chip("olives").getAttribute("aria-pressed"), "true");
+      assert.equal(await w.locator('[data-a2-id="when"] input').inputValue(), "2026-12-24T19:45");
+
+      await w.locator('[data-a2-id="book"]').click();
+      const stored = await waitFor(async () => {
+        const m = await lastWebInbound(system);
+        return m && m.id !== pressesBefore ? m : undefined;
+      }, 10_000, "the userAction in LURK_INBOUND");
+      assert.equal(stored.text, '[canvas userAction] name="book" component="book" surface="w" context={"volume":7,"toppings":["ham","olives"],"when":"2026-12-24T19:45","via":"canvas"}',
+        "the only press that reached the agent is the Book button's, with the user's values");
       await ok({ action: "a2ui_reset" }, "agent:main:main");
       await page.locator("#canvas").waitFor({ state: "hidden", timeout: 10_000 });
       assert.deepEqual(errors, []);

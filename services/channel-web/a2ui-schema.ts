@@ -2,11 +2,13 @@
  * The A2UI v0.8 subset the canvas supports (Google's Agent-to-User Interface), as zod schemas.
  * JSONL: one server-to-client message per line, each an object with exactly one of
  * `surfaceUpdate`, `dataModelUpdate`, `beginRendering`, `deleteSurface`.
- * Components (standard catalog names): Text, Image, Button, Card, Row, Column, List, TextField,
- * CheckBox, Divider. Values are BoundValues: a literal (`literalString` / `literalNumber` /
- * `literalBoolean`) or a `path` into the surface's data model ("/user/name"; a path without a
- * leading "/" inside a List template is relative to the item). Containers take children as an
- * `explicitList` of component ids or a `template` ({ componentId, dataBinding }) repeated per item.
+ * Components: the whole v0.8 standard catalog (standard_catalog_definition.json, its property
+ * names): Text, Image, Icon, Video, AudioPlayer, Button, Card, Row, Column, List, Tabs, Modal,
+ * TextField, CheckBox, Slider, MultipleChoice, DateTimeInput, Divider. Values are BoundValues: a
+ * literal (`literalString` / `literalNumber` / `literalBoolean` / `literalArray`) or a `path` into
+ * the surface's data model ("/user/name"; a path without a leading "/" inside a List template is
+ * relative to the item). Containers take children as an `explicitList` of component ids or a
+ * `template` ({ componentId, dataBinding }) repeated per item.
  * `parseA2uiJsonl` validates a whole push: every problem is named by its line number; a push
  * with any problem is refused as a whole (the caller keeps the previous state).
  */
@@ -15,9 +17,21 @@ import { safeParseJson } from "../../shared/contract/index.js";
 
 export const A2UI_MAX_JSONL_BYTES = 128 * 1024;
 export const A2UI_MAX_LINES = 500;
-export const A2UI_COMPONENT_TYPES = ["Text", "Image", "Button", "Card", "Row", "Column", "List", "TextField", "CheckBox", "Divider"] as const;
-/** other v0.8 catalog components: named in the error so the model knows they exist but are not rendered here */
-const UNSUPPORTED_TYPES = ["Icon", "Video", "AudioPlayer", "Tabs", "Modal", "Slider", "MultipleChoice", "DateTimeInput"];
+export const A2UI_COMPONENT_TYPES = ["Text", "Image", "Icon", "Video", "AudioPlayer", "Button", "Card", "Row", "Column", "List", "Tabs", "Modal",
+  "TextField", "CheckBox", "Slider", "MultipleChoice", "DateTimeInput", "Divider"] as const;
+
+/** The v0.8 catalog's icon names, each with the symbol the page shows for it (plain text: no icon font loads). */
+export const A2UI_ICONS: Readonly<Record<string, string>> = {
+  accountCircle: "\u{1F464}", add: "+", arrowBack: "\u2190", arrowForward: "\u2192", attachFile: "\u{1F4CE}", calendarToday: "\u{1F4C5}",
+  call: "\u{1F4DE}", camera: "\u{1F4F7}", check: "\u2713", close: "\u2715", delete: "\u{1F5D1}", download: "\u2B07", edit: "\u270E",
+  event: "\u{1F4C6}", error: "\u26D4", favorite: "\u2665", favoriteOff: "\u2661", folder: "\u{1F4C1}", help: "?", home: "\u{1F3E0}",
+  info: "\u2139", locationOn: "\u{1F4CD}", lock: "\u{1F512}", lockOpen: "\u{1F513}", mail: "\u2709", menu: "\u2630", moreVert: "\u22EE",
+  moreHoriz: "\u22EF", notificationsOff: "\u{1F515}", notifications: "\u{1F514}", payment: "\u{1F4B3}", person: "\u{1F9D1}", phone: "\u{1F4F1}",
+  photo: "\u{1F5BC}", print: "\u{1F5A8}", refresh: "\u21BB", search: "\u{1F50D}", send: "\u27A4", settings: "\u2699", share: "\u{1F517}",
+  shoppingCart: "\u{1F6D2}", star: "\u2605", starHalf: "\u2BEA", starOff: "\u2606", upload: "\u2B06", visibility: "\u{1F441}",
+  visibilityOff: "\u{1F648}", warning: "\u26A0",
+};
+export const A2UI_ICON_NAMES = Object.keys(A2UI_ICONS) as [string, ...string[]];
 
 const RESERVED_KEYS = ["__proto__", "constructor", "prototype"];
 export const a2uiIdSchema = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, "an id is 1-64 letters, digits, _ . : or -")
@@ -25,15 +39,22 @@ export const a2uiIdSchema = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, "an id i
 const pathSchema = z.string().min(1).max(256).regex(/^[^\s]*$/, "a path has no spaces")
   .refine((p) => !/(^|[/.])(__proto__|constructor|prototype)([/.]|$)/.test(p), { message: "this path is not allowed" });
 const literalText = z.string().max(10_000);
+const dataKeyOf = (max: number) => z.string().min(1).max(max).refine((k) => !RESERVED_KEYS.includes(k), { message: "this key is not allowed" });
 
 /** A data URL of a raster image, or an http(s) address (the page loads http(s) images only when the user clicks). */
 export const IMAGE_URL = /^(https?:\/\/[^\s"'<>]{1,2000}|data:image\/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=]+)$/;
+/** A Video's or AudioPlayer's address: http(s) only (the channel fetches it when the user clicks, canvas-image.ts). */
+export const MEDIA_URL = /^https?:\/\/[^\s"'<>]{1,2000}$/;
 
 const bound = <T extends z.ZodType>(literalKey: string, literal: T) =>
   z.object({ [literalKey]: literal.optional(), path: pathSchema.optional() } as Record<string, z.ZodType>).strict()
     .refine((v) => v[literalKey] !== undefined || v.path !== undefined, { message: `give ${literalKey} or path` });
 const boundString = bound("literalString", literalText);
 const boundBoolean = bound("literalBoolean", z.boolean());
+const boundNumber = bound("literalNumber", z.number());
+/** MultipleChoice selections: a literal array of option values, or a path */
+const boundStringArray = bound("literalArray", z.array(z.string().max(500)).max(100));
+const mediaUrl = (what: string) => boundString.refine((v) => v.literalString === undefined || MEDIA_URL.test(v.literalString as string), { message: `${what} url is https://… or http://… (no data: URLs)` });
 /** an action's context value: any literal or a path */
 const boundAny = z.object({ literalString: literalText.optional(), literalNumber: z.number().optional(), literalBoolean: z.boolean().optional(), path: pathSchema.optional() }).strict()
   .refine((v) => Object.keys(v).length > 0, { message: "give a literal or a path" });
@@ -45,7 +66,8 @@ const childrenSchema = z.union([
 
 const actionSchema = z.object({
   name: z.string().min(1).max(100),
-  context: z.array(z.object({ key: z.string().min(1).max(64), value: boundAny }).strict()).max(32).optional(),
+  context: z.array(z.object({ key: dataKeyOf(64), value: boundAny }).strict()).max(32)
+    .refine((c) => new Set(c.map((e) => e.key)).size === c.length, { message: "context keys must be unique" }).optional(),
 }).strict();
 
 const distribution = z.enum(["start", "center", "end", "spaceBetween", "spaceAround", "spaceEvenly"]);
@@ -53,6 +75,11 @@ const alignment = z.enum(["start", "center", "end", "stretch"]);
 
 const componentProps = {
   Text: z.object({ text: boundString, usageHint: z.enum(["h1", "h2", "h3", "h4", "h5", "caption", "body"]).optional() }).strict(),
+  Icon: z.object({
+    name: bound("literalString", z.enum(A2UI_ICON_NAMES, { error: `an icon name is one of ${A2UI_ICON_NAMES.join(", ")}` })),
+  }).strict(),
+  Video: z.object({ url: mediaUrl("a video") }).strict(),
+  AudioPlayer: z.object({ url: mediaUrl("an audio"), description: boundString.optional() }).strict(),
   Image: z.object({
     url: boundString.refine((v) => v.literalString === undefined || IMAGE_URL.test(v.literalString as string), { message: "an image url is https://…, http://… or data:image/(png|jpeg|gif|webp);base64,…" }),
     fit: z.enum(["contain", "cover", "fill", "none", "scale-down"]).optional(),
@@ -63,6 +90,8 @@ const componentProps = {
   Row: z.object({ children: childrenSchema, distribution: distribution.optional(), alignment: alignment.optional() }).strict(),
   Column: z.object({ children: childrenSchema, distribution: distribution.optional(), alignment: alignment.optional() }).strict(),
   List: z.object({ children: childrenSchema, direction: z.enum(["vertical", "horizontal"]).optional(), alignment: alignment.optional() }).strict(),
+  Tabs: z.object({ tabItems: z.array(z.object({ title: boundString, child: a2uiIdSchema }).strict()).min(1).max(20) }).strict(),
+  Modal: z.object({ entryPointChild: a2uiIdSchema, contentChild: a2uiIdSchema }).strict(),
   TextField: z.object({
     label: boundString,
     text: boundString.optional(),
@@ -70,6 +99,20 @@ const componentProps = {
     validationRegexp: z.string().max(200).optional(),
   }).strict(),
   CheckBox: z.object({ label: boundString, value: boundBoolean }).strict(),
+  /** minValue and maxValue default to 0 and 100 on the page */
+  Slider: z.object({ value: boundNumber, minValue: z.number().optional(), maxValue: z.number().optional() }).strict()
+    .refine((s) => (s.minValue ?? 0) < (s.maxValue ?? 100), { message: "minValue must be below maxValue (they default to 0 and 100)", path: ["maxValue"] }),
+  MultipleChoice: z.object({
+    selections: boundStringArray,
+    options: z.array(z.object({ label: boundString, value: z.string().max(500) }).strict()).min(1).max(100)
+      .refine((o) => new Set(o.map((x) => x.value)).size === o.length, { message: "option values must be unique" }),
+    maxAllowedSelections: z.number().int().min(1).max(100).optional(),
+    type: z.enum(["checkbox", "chips"]).optional(),
+    filterable: z.boolean().optional(),
+  }).strict(),
+  /** value: ISO 8601 ("2026-05-01", "14:30", "2026-05-01T14:30"); enableDate and enableTime default to true */
+  DateTimeInput: z.object({ value: boundString, enableDate: z.boolean().optional(), enableTime: z.boolean().optional() }).strict()
+    .refine((d) => d.enableDate !== false || d.enableTime !== false, { message: "enableDate and enableTime are both false: nothing to pick" }),
   Divider: z.object({ axis: z.enum(["horizontal", "vertical"]).optional(), color: z.string().max(32).optional(), thickness: z.number().min(0).max(20).optional() }).strict(),
 } as const;
 export type A2uiComponentType = keyof typeof componentProps;
@@ -84,8 +127,7 @@ const componentSchema = z.record(z.string(), z.unknown()).superRefine((value, ct
   const type = keys[0]!;
   const schema = Object.hasOwn(componentProps, type) ? (componentProps as Record<string, z.ZodType>)[type] : undefined;
   if (!schema) {
-    const why = UNSUPPORTED_TYPES.includes(type) ? "is not supported by this canvas" : "is not an A2UI v0.8 component";
-    ctx.addIssue({ code: "custom", path: [type], message: `"${type}" ${why}; use one of ${A2UI_COMPONENT_TYPES.join(", ")}` });
+    ctx.addIssue({ code: "custom", path: [type], message: `"${type}" is not an A2UI v0.8 component; use one of ${A2UI_COMPONENT_TYPES.join(", ")}` });
     return;
   }
   const parsed = schema.safeParse(value[type]);
@@ -97,7 +139,7 @@ export type A2uiComponentEntry = z.infer<typeof componentEntrySchema>;
 
 /** A data model entry (v0.8 ValueMap): a key with one typed value; maps nest (depth capped). */
 export interface A2uiDataEntry { key: string; valueString?: string; valueNumber?: number; valueBoolean?: boolean; valueMap?: A2uiDataEntry[] }
-const dataKey = z.string().min(1).max(128).refine((k) => !RESERVED_KEYS.includes(k), { message: "this key is not allowed" });
+const dataKey = dataKeyOf(128);
 const dataEntrySchema: z.ZodType<A2uiDataEntry> = z.lazy(() => z.object({
   key: dataKey,
   valueString: literalText.optional(),

@@ -1,14 +1,17 @@
 /**
- * `GET /api/canvas/image?chat=<chat>&url=<http(s) URL>` (bearer token): a canvas Image from the
- * web, fetched by this actor when the user clicked "Load image from <host>", so the chat page
- * keeps `img-src 'self' data: blob:` (it shows the answer from a blob: URL) and the image's host
- * never sees the user's browser (its address, cookies, Referer).
+ * `GET /api/canvas/image?chat=<chat>&url=<http(s) URL>` and `GET /api/canvas/media?kind=video|audio
+ * &chat=<chat>&url=<http(s) URL>` (bearer token): a canvas Image, Video or AudioPlayer from the web,
+ * fetched by this actor when the user clicked "Load image/video/audio from <host>", so the chat
+ * page keeps `img-src 'self' data: blob:` and `media-src blob:` (it shows the answer from a blob:
+ * URL) and the host never sees the user's browser (its address, cookies, Referer).
  * What may be fetched: only a URL that is on that user's chat's canvas now (as a string in a
  * component or the data model), else 404; only an http(s) URL without credentials whose host
  * resolves to public addresses (shared/runtime/public-address.ts, the rule of web_fetch and the
  * browser; `tools.web.allowPrivateHosts` are the exceptions), checked again on every redirect
- * (at most 3) and the connection pinned to the checked address, else 403. The answer must be a
- * PNG, JPEG, GIF or WebP image of at most 5 MiB, in 15 s, else 502. No cookies or auth are sent.
+ * (at most 3) and the connection pinned to the checked address, else 403. The answer must be of
+ * the kind's types (MEDIA_KINDS: PNG, JPEG, GIF or WebP images of at most 5 MiB in 15 s; MP4,
+ * WebM or Ogg video of at most 20 MiB in 30 s; MPEG, MP4/AAC, Ogg/Opus, WAV, WebM or FLAC audio of
+ * at most 10 MiB in 30 s), else 502. No cookies or auth are sent.
  */
 import http from "node:http";
 import https from "node:https";
@@ -20,10 +23,21 @@ import { bareHost, pinnedLookup, portOf, resolvePublicTarget } from "../../share
 import type { CanvasState } from "./canvas-state.js";
 
 export const CANVAS_IMAGE_MAX_BYTES = 5 * 1024 * 1024;
-const TIMEOUT_MS = 15_000;
 const MAX_REDIRECTS = 3;
-const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
 const STATUS: Record<string, number> = { VALIDATION_FAILED: 400, NOT_FOUND: 404, FORBIDDEN: 403 };
+
+export type CanvasMediaKind = "image" | "video" | "audio";
+interface MediaKind { types: ReadonlySet<string>; maxBytes: number; timeoutMs: number; what: string }
+/** What each kind may be: its content types, size and time caps, and how errors name it. */
+export const MEDIA_KINDS: Readonly<Record<CanvasMediaKind, MediaKind>> = {
+  image: { types: new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]), maxBytes: CANVAS_IMAGE_MAX_BYTES, timeoutMs: 15_000, what: "a PNG, JPEG, GIF or WebP image" },
+  video: { types: new Set(["video/mp4", "video/webm", "video/ogg"]), maxBytes: 20 * 1024 * 1024, timeoutMs: 30_000, what: "an MP4, WebM or Ogg video" },
+  audio: {
+    types: new Set(["audio/mpeg", "audio/mp3", "audio/mp4", "audio/aac", "audio/ogg", "audio/opus", "audio/wav", "audio/x-wav", "audio/wave", "audio/webm", "audio/flac"]),
+    maxBytes: 10 * 1024 * 1024, timeoutMs: 30_000, what: "an MPEG, MP4/AAC, Ogg, Opus, WAV, WebM or FLAC audio file",
+  },
+};
+const NOUN: Record<CanvasMediaKind, string> = { image: "image", video: "video", audio: "audio file" };
 
 /** Whether `url` is a string somewhere in the canvas's surfaces (an Image's literal, or data a path binds). */
 export function canvasMentions(state: CanvasState | undefined, url: string): boolean {
@@ -45,13 +59,14 @@ function webUrl(raw: string): URL {
 
 type Hop = { redirect: string } | { type: string; body: Buffer };
 
-async function fetchOnce(url: URL, allow: readonly string[], signal: AbortSignal): Promise<Hop> {
-  const target = await resolvePublicTarget(url, allow, { verb: "load an image from" });
+async function fetchOnce(url: URL, kind: CanvasMediaKind, allow: readonly string[], signal: AbortSignal): Promise<Hop> {
+  const { types, maxBytes, what } = MEDIA_KINDS[kind];
+  const target = await resolvePublicTarget(url, allow, { verb: `load ${kind === "image" ? "an image" : kind === "video" ? "a video" : "audio"} from` });
   const host = bareHost(url);
   return new Promise<Hop>((resolve, reject) => {
     const req = (url.protocol === "https:" ? https : http).request({
       protocol: url.protocol, hostname: host, port: portOf(url), path: `${url.pathname}${url.search}`, method: "GET", agent: false, signal,
-      headers: { "user-agent": "LurkBot/1 (canvas image)", accept: "image/png,image/jpeg,image/gif,image/webp" },
+      headers: { "user-agent": `LurkBot/1 (canvas ${kind})`, accept: [...types].join(",") },
       lookup: pinnedLookup(target),
       ...(url.protocol === "https:" && !isIP(host) ? { servername: host } : {}),
     }, (res) => {
@@ -61,17 +76,17 @@ async function fetchOnce(url: URL, allow: readonly string[], signal: AbortSignal
         return resolve({ redirect: res.headers.location });
       }
       const type = String(res.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
-      if (status !== 200 || !IMAGE_TYPES.has(type)) {
+      if (status !== 200 || !types.has(type)) {
         res.resume();
-        return reject(new LurkError("UNAVAILABLE", `${url.origin} answered HTTP ${status} ${type || "(no type)"}, not a PNG, JPEG, GIF or WebP image`));
+        return reject(new LurkError("UNAVAILABLE", `${url.origin} answered HTTP ${status} ${type || "(no type)"}, not ${what}`));
       }
       const chunks: Buffer[] = [];
       let size = 0;
       res.on("data", (c: Buffer) => {
         size += c.length;
-        if (size > CANVAS_IMAGE_MAX_BYTES) {
+        if (size > maxBytes) {
           req.destroy();
-          reject(new LurkError("UNAVAILABLE", `the image is larger than ${CANVAS_IMAGE_MAX_BYTES} bytes`));
+          reject(new LurkError("UNAVAILABLE", `the ${NOUN[kind]} is larger than ${maxBytes} bytes`));
         } else chunks.push(c);
       });
       res.on("end", () => resolve({ type, body: Buffer.concat(chunks) }));
@@ -82,15 +97,21 @@ async function fetchOnce(url: URL, allow: readonly string[], signal: AbortSignal
   });
 }
 
-/** Answers the request: the image's bytes, or a JSON error (400, 403, 404, 502). */
-export async function handleCanvasImage(res: ServerResponse, query: URLSearchParams, canvasOf: (chat: string) => CanvasState | undefined, allowPrivateHosts: readonly string[]): Promise<void> {
+/**
+ * Answers the request: the file's bytes, or a JSON error (400, 403, 404, 502). `rawKind`: "image",
+ * "video" or "audio" (`/api/canvas/image` passes "image"; another value is a 400).
+ */
+export async function handleCanvasMedia(res: ServerResponse, rawKind: string | null, query: URLSearchParams, canvasOf: (chat: string) => CanvasState | undefined, allowPrivateHosts: readonly string[]): Promise<void> {
+  let kind: CanvasMediaKind = "image";
   try {
+    if (rawKind !== "image" && rawKind !== "video" && rawKind !== "audio") throw new LurkError("VALIDATION_FAILED", "kind is image, video or audio");
+    kind = rawKind;
     const raw = query.get("url") ?? "";
-    if (!canvasMentions(canvasOf(query.get("chat") ?? ""), raw)) throw new LurkError("NOT_FOUND", "this chat's canvas has no such image");
+    if (!canvasMentions(canvasOf(query.get("chat") ?? ""), raw)) throw new LurkError("NOT_FOUND", `this chat's canvas has no such ${NOUN[kind]}`);
     let url = webUrl(raw);
-    const signal = AbortSignal.timeout(TIMEOUT_MS);
+    const signal = AbortSignal.timeout(MEDIA_KINDS[kind].timeoutMs);
     for (let hop = 0; ; hop++) {
-      const got = await fetchOnce(url, allowPrivateHosts, signal);
+      const got = await fetchOnce(url, kind, allowPrivateHosts, signal);
       if ("body" in got) {
         res.writeHead(200, {
           "content-type": got.type, "content-length": String(got.body.length), "x-content-type-options": "nosniff",
@@ -104,7 +125,7 @@ export async function handleCanvasImage(res: ServerResponse, query: URLSearchPar
     }
   } catch (err) {
     const e = LurkError.from(err);
-    const message = e.code === "ABORTED" || (err as Error).name === "AbortError" || (err as Error).name === "TimeoutError" ? "the image did not load in time" : e.message;
+    const message = e.code === "ABORTED" || (err as Error).name === "AbortError" || (err as Error).name === "TimeoutError" ? `the ${NOUN[kind]} did not load in time` : e.message;
     sendJson(res, STATUS[e.code] ?? 502, { error: { code: STATUS[e.code] ? e.code : "UNAVAILABLE", message } });
   }
 }

@@ -137,7 +137,10 @@ function surfaceNotes(state: CanvasState): string[] {
     const missing = new Set<string>();
     for (const c of Object.values(s.components)) {
       const props = Object.values(c.component)[0] as Record<string, any>;
-      const refs: string[] = [...(props?.child ? [props.child] : []), ...(props?.children?.explicitList ?? []), ...(props?.children?.template ? [props.children.template.componentId] : [])];
+      const refs: string[] = [
+        ...(props?.child ? [props.child] : []), ...(props?.children?.explicitList ?? []), ...(props?.children?.template ? [props.children.template.componentId] : []),
+        ...(props?.tabItems ?? []).map((t: { child: string }) => t.child), ...(props?.entryPointChild ? [props.entryPointChild, props.contentChild] : []),
+      ];
       for (const r of refs) if (!own(s.components, r)) missing.add(r);
     }
     if (missing.size) notes.push(`surface "${id}" names components not defined yet: ${[...missing].slice(0, 10).join(", ")}`);
@@ -200,9 +203,11 @@ export function canvasSnapshot(state: CanvasState): Record<string, unknown> {
   };
 }
 
-/** The Button `componentId` of a surface whose action is named `name`, if the state has it. */
-export function findButton(state: CanvasState, surfaceId: string, componentId: string, name: string): boolean {
+/** The action of Button `componentId` of a surface if it is named `name` (undefined: the state has no such button). */
+export function buttonAction(state: CanvasState, surfaceId: string, componentId: string, name: string): { name: string; context?: Array<{ key: string }> } | undefined {
   const surface = own(state.surfaces, surfaceId);
   const c = surface ? own(surface.components, componentId)?.component : undefined;
-  return !!c && Object.hasOwn(c, "Button") && (c as { Button?: { action?: { name?: string } } }).Button?.action?.name === name;
+  if (!c || !Object.hasOwn(c, "Button")) return undefined;
+  const action = (c as { Button?: { action?: { name?: string; context?: Array<{ key: string }> } } }).Button?.action;
+  return action?.name === name ? { name, ...(action.context ? { context: action.context } : {}) } : undefined;
 }

@@ -10,14 +10,15 @@
  * Canvas: a chat shows the canvas of the session it maps to (chatOfSessionKey; the newest when
  * several do), sent as a `canvas` frame when the chat is opened, on every stored change and when
  * a session's canvas is forgotten (its session reset or deleted). A
- * Button press (`canvas_action`) on a button the canvas really has becomes a message of the chat
+ * Button press (`canvas_action`, its frame capped by protocol.ts) on a button the canvas really
+ * has, with only the context keys that button's action declares, becomes a message of the chat
  * (so of its session) stating the action, the button and the context values.
  */
 import type { WebSocket } from "ws";
 import { LurkError } from "../../shared/contract/index.js";
 import type { ChannelContext, RunWatch } from "../../shared/runtime/channel/index.js";
 import type { WebChannelConfig } from "../../shared/runtime/config-channels.js";
-import { canvasView, findButton, type CanvasState, type CanvasView } from "./canvas-state.js";
+import { buttonAction, canvasView, type CanvasState, type CanvasView } from "./canvas-state.js";
 import type { CanvasStore } from "./canvas-store.js";
 import { toAttachment, type WebFiles } from "./files.js";
 import type { ChatHistory } from "./history.js";
@@ -117,8 +118,15 @@ export class Hub {
     const user = this.userOf(ws);
     if (!user) return;
     const state = this.canvasOf(user, frame.chat);
-    if (!state || !findButton(state, frame.surfaceId, frame.sourceComponentId, frame.name)) {
+    const action = state ? buttonAction(state, frame.surfaceId, frame.sourceComponentId, frame.name) : undefined;
+    if (!action) {
       return this.send(ws, { type: "nack", id: frame.id, chat: frame.chat, code: "NOT_FOUND", message: `the canvas has no button "${frame.sourceComponentId}" with action "${frame.name}" any more` });
+    }
+    // the page sends the context the button declares, nothing else
+    const declared = new Set((action.context ?? []).map((c) => c.key));
+    const extra = Object.keys(frame.context).filter((k) => !declared.has(k));
+    if (extra.length) {
+      return this.send(ws, { type: "nack", id: frame.id, chat: frame.chat, code: "VALIDATION_FAILED", message: `the action "${frame.name}" has no context key ${extra.slice(0, 3).map((k) => JSON.stringify(k)).join(", ")}` });
     }
     let context = JSON.stringify(frame.context);
     if (context.length > ACTION_CONTEXT_CHARS) context = `${context.slice(0, ACTION_CONTEXT_CHARS)}…[cut]`;

@@ -2,23 +2,30 @@
  * The page's canvas renderer (inlined into page-script.ts, inside its closure: it uses `$`,
  * `send`, `uuid`, `token`, `errorOf` and `state.chat`; plain ES2017). `canvasShow(view)` takes a `canvas` frame's
  * view (canvas-state.ts CanvasView, or null) and renders the panel next to the chat:
- *  - A2UI surfaces (Text, Image, Button, Card, Row, Column, List, TextField, CheckBox, Divider)
- *    with data binding: a value is its literal or the data model at its path (relative paths
- *    inside a List template hang off the item); TextField and CheckBox bound by path are
- *    editable, and the edits are kept over later updates unless the agent changed that path.
+ *  - A2UI surfaces (the v0.8 standard catalog: Text, Image, Button, Card, Row, Column, List,
+ *    TextField, CheckBox, Divider here; Icon, Video, AudioPlayer, Tabs, Modal, Slider,
+ *    MultipleChoice and DateTimeInput in page-canvas-widgets.ts) with data binding: a value is
+ *    its literal or the data model at its path (relative paths inside a List template hang off
+ *    the item). The inputs bound by path (TextField, CheckBox, Slider, MultipleChoice,
+ *    DateTimeInput) write the user's edits into the page's copy of the model (`cv.edits`, read
+ *    before the agent's data), kept over later updates unless the agent changed that path.
  *    A Button press sends `canvas_action` (an A2UI userAction: the action name, the button's id,
- *    its surface, and its action context resolved now).
+ *    its surface, and its action context resolved now, edits included).
  *  - presented HTML in a sandboxed `<iframe>` from /canvas/frame/<id> (canvas-frame.ts): `sandbox=""`
  *    (no script runs), or "allow-scripts" when the view says the frame runs scripts.
  * Safety: text only through textContent (no HTML from A2UI ever), images only from data: raster
- * URLs, or an http(s) image after the user clicks "Load image from <host>", fetched by the channel
- * (GET /api/canvas/image with the token, canvas-image.ts) and shown from a blob: URL, so the page
- * loads nothing from other hosts; cycles and depth are capped. Ids are the agent's ("toString" is
+ * URLs, or an http(s) image, video or audio after the user clicks "Load <what> from <host>",
+ * fetched by the channel (GET /api/canvas/image or /api/canvas/media with the token,
+ * canvas-image.ts) and shown from a blob: URL (kept while the canvas still shows it), so the page
+ * loads nothing from other hosts; nothing plays by itself; cycles and depth are capped. Ids are the agent's ("toString" is
  * one): every lookup by id, data key or edit key checks own properties (`has`), and the maps the
  * page fills itself have no prototype.
  */
+import { CANVAS_WIDGETS_SCRIPT, CANVAS_WIDGETS_STYLE } from "./page-canvas-widgets.js";
+
 export const CANVAS_SCRIPT = String.raw`
-  var cv = { view: null, edits: Object.create(null), frameId: "" };
+  // ui: open tabs and modals by their key (cvUiKey); blobs: loaded web media by kind and URL; reopen: modals to show after a render
+  var cv = { view: null, edits: Object.create(null), frameId: "", ui: Object.create(null), blobs: Object.create(null), used: Object.create(null), reopen: [] };
   var CV_IMG_DATA = /^data:image\/(png|jpeg|gif|webp);base64,[A-Za-z0-9+\/=]+$/, CV_IMG_WEB = /^https?:\/\/[^\s"'<>]+$/;
   var CV_MAX_DEPTH = 40, CV_MAX_ITEMS = 200;
   var has = function (o, k) { return Object.prototype.hasOwnProperty.call(o, k); };
@@ -42,7 +49,7 @@ export const CANVAS_SCRIPT = String.raw`
   function cvValue(b, sid, base) {
     if (!b) return undefined;
     if (b.path !== undefined) { var v = cvGet(sid, cvAbs(b.path, base)); if (v !== undefined) return v; }
-    return b.literalString !== undefined ? b.literalString : b.literalNumber !== undefined ? b.literalNumber : b.literalBoolean;
+    return b.literalString !== undefined ? b.literalString : b.literalNumber !== undefined ? b.literalNumber : b.literalArray !== undefined ? b.literalArray : b.literalBoolean;
   }
   function cvText(v) { return v === undefined || v === null ? "" : typeof v === "object" ? JSON.stringify(v) : String(v); }
   function cvNote(text) { var n = document.createElement("span"); n.className = "a2-note"; n.textContent = text; return n; }
@@ -74,6 +81,13 @@ export const CANVAS_SCRIPT = String.raw`
       case "TextField": el = cvField(sid, p, base); break;
       case "CheckBox": el = cvCheck(sid, p, base); break;
       case "Divider": el = document.createElement("hr"); el.className = "a2-divider" + (p.axis === "vertical" ? " vertical" : ""); break;
+      case "Icon": el = cvIcon(cvText(cvValue(p.name, sid, base))); break;
+      case "Video": case "AudioPlayer": el = cvMedia(sid, type === "Video" ? "video" : "audio", p, base); break;
+      case "Tabs": el = cvTabs(sid, id, p, base, next); break;
+      case "Modal": el = cvModal(sid, id, p, base, next); break;
+      case "Slider": el = cvSlider(sid, p, base); break;
+      case "MultipleChoice": el = cvChoice(sid, p, base); break;
+      case "DateTimeInput": el = cvDateTime(sid, p, base); break;
       default: return cvNote("(" + type + " is not supported)");
     }
     el.setAttribute("data-a2-id", id);
@@ -90,19 +104,32 @@ export const CANVAS_SCRIPT = String.raw`
     var box = document.createElement("div"); box.className = "a2-image" + (p.usageHint ? " " + p.usageHint : "");
     var img = document.createElement("img"); img.alt = ""; img.referrerPolicy = "no-referrer"; if (p.fit) img.className = "fit-" + p.fit;
     if (CV_IMG_DATA.test(url)) { img.src = url; box.appendChild(img); }
-    else if (CV_IMG_WEB.test(url)) {
-      var host = "?"; try { host = new URL(url).host; } catch (e) { /* shown as ? */ }
-      var load = document.createElement("button"); load.type = "button"; load.className = "a2-load"; load.textContent = "Load image from " + host;
-      load.onclick = function () {
-        load.disabled = true; load.textContent = "Loading image from " + host + "…";
-        fetch("/api/canvas/image?chat=" + encodeURIComponent(state.chat) + "&url=" + encodeURIComponent(url), { headers: { authorization: "Bearer " + token() } })
-          .then(function (r) { return r.ok ? r.blob() : errorOf(r).then(function (e) { throw e; }); })
-          .then(function (b) { img.src = URL.createObjectURL(b); box.replaceChild(img, load); },
-            function (e) { load.disabled = false; load.textContent = "Image from " + host + " not loaded: " + e.message + " (retry)"; });
-      };
-      box.appendChild(load);
-    } else box.appendChild(cvNote("(image not shown: not an https or data: image address)"));
+    else if (CV_IMG_WEB.test(url)) cvLoader(box, "image", url, function (src) { img.src = src; return img; });
+    else box.appendChild(cvNote("(image not shown: not an https or data: image address)"));
     return box;
+  }
+  /**
+   * An http(s) image, video or audio: a "Load <kind> from <host>" button; a click has the channel
+   * fetch it (canvas-image.ts) and shows it from a blob: URL (show(src) makes the element), kept
+   * in cv.blobs while the canvas shows that URL, so a re-render shows it at once.
+   */
+  function cvLoader(box, kind, url, show) {
+    var key = kind + " " + url;
+    if (cv.blobs[key]) { cv.used[key] = true; box.appendChild(show(cv.blobs[key])); return; }
+    var host = "?"; try { host = new URL(url).host; } catch (e) { /* shown as ? */ }
+    var Kind = kind.charAt(0).toUpperCase() + kind.slice(1);
+    var load = document.createElement("button"); load.type = "button"; load.className = "a2-load"; load.textContent = "Load " + kind + " from " + host;
+    load.onclick = function () {
+      load.disabled = true; load.textContent = "Loading " + kind + " from " + host + "…";
+      var api = kind === "image" ? "/api/canvas/image?" : "/api/canvas/media?kind=" + kind + "&";
+      fetch(api + "chat=" + encodeURIComponent(state.chat) + "&url=" + encodeURIComponent(url), { headers: { authorization: "Bearer " + token() } })
+        .then(function (r) { return r.ok ? r.blob() : errorOf(r).then(function (e) { throw e; }); })
+        .then(function (b) {
+          var src = cv.blobs[key] || (cv.blobs[key] = URL.createObjectURL(b)); cv.used[key] = true;
+          if (load.parentNode === box) box.replaceChild(show(src), load);
+        }, function (e) { load.disabled = false; load.textContent = Kind + " from " + host + " not loaded: " + e.message + " (retry)"; });
+    };
+    box.appendChild(load);
   }
   function cvField(sid, p, base) {
     var wrap = document.createElement("label"); wrap.className = "a2-field";
@@ -140,7 +167,7 @@ export const CANVAS_SCRIPT = String.raw`
     $("canvas-title").textContent = html && v.html.title ? v.html.title : "Canvas";
     var frameKey = html ? v.html.frameId + (v.html.scripts ? "+scripts" : "") : "";
     if (html && cv.frameId === frameKey && body.querySelector("iframe")) return;
-    body.textContent = ""; cv.frameId = "";
+    body.textContent = ""; cv.frameId = ""; cv.reopen = []; cv.used = Object.create(null);
     if (html) {
       var f = document.createElement("iframe");
       f.setAttribute("sandbox", v.html.scripts ? "allow-scripts" : ""); f.setAttribute("referrerpolicy", "no-referrer");
@@ -153,10 +180,14 @@ export const CANVAS_SCRIPT = String.raw`
       var box = document.createElement("div"); box.className = "a2-surface"; box.setAttribute("data-surface", sid);
       box.appendChild(cvNode(sid, s.shownRoot, null, [])); body.appendChild(box);
     });
+    // web media the canvas no longer shows is let go
+    Object.keys(cv.blobs).forEach(function (k) { if (!cv.used[k]) { URL.revokeObjectURL(cv.blobs[k]); delete cv.blobs[k]; } });
+    cv.reopen.forEach(function (open) { open(); });
   }
   /** a new view of the shown chat's canvas (null: none); the user's edits stay where the agent did not change the value */
   function canvasShow(view) {
     var old = cv.view; cv.view = view;
+    if (!view) cv.ui = Object.create(null);
     Object.keys(cv.edits).forEach(function (sid) {
       var now = view && has(view.surfaces, sid) ? view.surfaces[sid] : null, was = old && has(old.surfaces, sid) ? old.surfaces[sid] : null;
       if (!now || !was) { delete cv.edits[sid]; return; }
@@ -167,6 +198,7 @@ export const CANVAS_SCRIPT = String.raw`
     cvRender();
   }
   $("canvas-close").onclick = function () { $("canvas").hidden = true; document.body.classList.remove("with-canvas"); };
+${CANVAS_WIDGETS_SCRIPT}
 `;
 
 /** The canvas panel's CSS (appended to page-style.ts). */
@@ -205,4 +237,5 @@ export const CANVAS_STYLE = String.raw`
 .a2-load { font: inherit; font-size: 13px; padding: 6px 10px; border: 1px dashed var(--line); border-radius: 8px; background: transparent; color: var(--muted); cursor: pointer; }
 .a2-note { color: var(--muted); font-size: 12px; font-style: italic; }
 @media (max-width: 900px) { #canvas { position: fixed; top: 0; right: 0; bottom: 0; width: 100%; z-index: 5; } }
+${CANVAS_WIDGETS_STYLE}
 `;

@@ -34,6 +34,8 @@ const sendFrameSchema = z.object({
   attachments: z.array(z.object({ ref: mediaRefSchema }).strict()).max(MAX_FILES_PER_MESSAGE).default([]),
 }).refine((f) => f.text.length > 0 || f.attachments.length > 0, { message: "a message needs text or a file", path: ["text"] });
 
+/** the JSON of a userAction's context at most (the message the agent gets carries its first ACTION_CONTEXT_CHARS) */
+export const ACTION_CONTEXT_MAX_BYTES = 32 * 1024;
 /** An A2UI userAction: the Button's action name, the button, its surface, and its context resolved by the page. */
 const canvasActionFrameSchema = z.object({
   type: z.literal("canvas_action"),
@@ -42,7 +44,10 @@ const canvasActionFrameSchema = z.object({
   surfaceId: a2uiIdSchema,
   sourceComponentId: a2uiIdSchema,
   name: z.string().min(1).max(100),
-  context: z.record(z.string().max(64), z.unknown()).default({}),
+  /** the action's context keys (at most 32, as an action declares) with JSON values: a literal, or what the path held on the page (a typed text, a number, a selections array, a map) */
+  context: z.record(z.string().min(1).max(64), z.json()).default({})
+    .refine((c) => Object.keys(c).length <= 32, { message: "a context has at most 32 keys" })
+    .refine((c) => Buffer.byteLength(JSON.stringify(c)) <= ACTION_CONTEXT_MAX_BYTES, { message: `a context is at most ${ACTION_CONTEXT_MAX_BYTES} bytes of JSON` }),
 });
 
 export const clientFrameSchema = z.discriminatedUnion("type", [

@@ -8,8 +8,9 @@
  * (an Origin header naming another host) are refused before the upgrade.
  * `GET /canvas/frame/<frameId>` (canvas-frame.ts) serves a presented canvas document by its
  * unguessable id, sandboxed, for the page's iframe (which cannot send the token);
- * `GET /api/canvas/image` (canvas-image.ts, with the token) loads a canvas's web image the user
- * clicked, server-side under the public-address rule.
+ * `GET /api/canvas/image` and `GET /api/canvas/media?kind=video|audio` (canvas-image.ts, with the
+ * token) load a canvas's web image, video or audio the user clicked, server-side under the
+ * public-address rule.
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { WebSocketServer, type RawData, type WebSocket } from "ws";
@@ -17,7 +18,7 @@ import { LurkError, safeParseJson } from "../../shared/contract/index.js";
 import { closeHttpServer, listenHttp, sendJson, type ChannelContext } from "../../shared/runtime/channel/index.js";
 import type { WebChannelConfig } from "../../shared/runtime/config-channels.js";
 import { handleCanvasFrame } from "./canvas-frame.js";
-import { handleCanvasImage } from "./canvas-image.js";
+import { handleCanvasMedia } from "./canvas-image.js";
 import type { CanvasStore } from "./canvas-store.js";
 import { handleMedia, handleUpload, type WebFiles } from "./files.js";
 import type { Hub } from "./hub.js";
@@ -75,9 +76,10 @@ export async function startWebServer(ctx: ChannelContext<WebChannelConfig>, user
       if (req.method === "GET" && path === "/api/sessions") return sendJson(res, 200, { sessions: await hub.sessions(user) });
       if (req.method === "POST" && isUpload) return handleUpload(req, res, media, files, user);
       if (req.method === "GET" && isMedia) return handleMedia(res, path!.slice("/media/".length), media, files, user);
-      if (req.method === "GET" && path === "/api/canvas/image") {
+      if (req.method === "GET" && (path === "/api/canvas/image" || path === "/api/canvas/media")) {
         const query = new URL(req.url ?? "/", "http://localhost").searchParams;
-        return handleCanvasImage(res, query, (chat) => hub.canvasOf(user, chat), ctx.config.tools.web.allowPrivateHosts);
+        const kind = path === "/api/canvas/image" ? "image" : query.get("kind");
+        return handleCanvasMedia(res, kind, query, (chat) => hub.canvasOf(user, chat), ctx.config.tools.web.allowPrivateHosts);
       }
     }
     req.resume();
