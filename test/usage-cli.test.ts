@@ -137,7 +137,7 @@ describe("lurkbot usage on a real bus", () => {
 
   it("is in the CLI's help", async () => {
     const help = await runCli(["help"], env);
-    assert.match(help.stdout, /^ {2}usage\s+what the assistant spent: tokens and USD per day, model, agent, channel, session type or purpose$/m);
+    assert.match(help.stdout, /^ {2}usage\s+what the assistant spent: tokens, speech characters, audio seconds and USD per day, model, agent, channel, session type or purpose$/m);
     const own = await runCli(["usage", "--help"], env);
     assert.match(own.stdout, /--by KEYS\s+group by day, model, agent, channel, type, purpose/);
   });
@@ -209,6 +209,25 @@ describe("lurkbot usage after a real run (every actor a process, fake OpenAI ser
       assert.match(lines[0]!, / tokens in 1 run\.$/, "the total still counts the one run");
       const embedding = lines.find((l) => l.includes("text-embedding-3-small"));
       assert.match(embedding ?? "", /^ {2}openai\/text-embedding-3-small: \$0\.\d{4}, 500 tokens$/);
+    } finally {
+      await client.close();
+      await cli.close();
+    }
+  });
+
+  it("/usage shows speech in characters and transcription in audio time, apart from tokens", async () => {
+    const cli = await system.nats.connect("cli");
+    const client = await CliClient.connect(system.nats, "usage-chat-media");
+    try {
+      const none = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 };
+      const bus = new BusClient(cli);
+      await bus.call("sessions", "usage", { agentId: "main", usage: none, model: "tts-1", provider: "openai", purpose: "speech", units: { chars: 1_000 }, idempotencyKey: "usage-cli-speech-1" });
+      await bus.call("sessions", "usage", { agentId: "main", usage: none, model: "whisper-1", provider: "openai", purpose: "transcription", units: { audioSeconds: 90 }, idempotencyKey: "usage-cli-heard-1" });
+      await bus.call("sessions", "usage", { agentId: "main", usage: none, model: "whisper-1", provider: "openai", purpose: "transcription", units: { durationUnknown: true }, idempotencyKey: "usage-cli-heard-2" });
+      const lines = (await client.send("/usage")).text.split("\n");
+      assert.match(lines[0]!, /, \d+ tokens, 1000 characters of speech, 1 min 30 s of audio transcribed \(\+1 of unknown duration\) in 1 run\.$/);
+      assert.ok(lines.includes("  openai/tts-1: $0.0150, 1000 characters of speech"), lines.join("\n"));
+      assert.ok(lines.includes("  openai/whisper-1: $0.0090, 1 min 30 s of audio transcribed (+1 of unknown duration)"), lines.join("\n"));
     } finally {
       await client.close();
       await cli.close();

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import {
   LurkError, sessionChangeSchema, sessionsUsageRequest, usageUpdateSchema,
-  type SessionChangeOp, type TranscriptRecord, type Usage, type UsageReportRow,
+  type SessionChangeOp, type TranscriptRecord, type Usage, type UsageReportRow, type UsageSums,
 } from "../shared/contract/index.js";
 import { SessionStore } from "../services/sessions/store.js";
 import { ledgerEntries } from "../services/sessions/usage-ledger.js";
@@ -121,7 +121,7 @@ describe("usage ledger by model and purpose (LMDB)", () => {
   });
 
   it("buckets written before purposes (five-element keys) report as turn and sum with new ones", () => {
-    t.store.applyChange([{ op: "usage", key: ["2026-11-27", "main", "openai/gpt-4o-mini", "cli", "main"], value: { input: 7, output: 3, cacheRead: 0, cacheWrite: 0, total: 10, runs: 1, costUsd: 0, unpricedTokens: 0 } }], 1);
+    t.store.applyChange([{ op: "usage", key: ["2026-11-27", "main", "openai/gpt-4o-mini", "cli", "main"], value: { input: 7, output: 3, cacheRead: 0, cacheWrite: 0, total: 10, runs: 1, costUsd: 0, unpricedTokens: 0 } as UsageSums }], 1); // without the speech and transcription fields, as written then
     const r = t.store.usageReport({ groupBy: ["model", "purpose"], agentId: "main" });
     assert.deepEqual([row(r.rows, "openai/gpt-4o-mini", "turn")!.total, row(r.rows, "openai/gpt-4o-mini", "turn")!.runs], [210, 2]);
     const old = { type: "lurk.sessions.change.v1", id: "x", ts: 1, txn: "t", part: 0, parts: 1, ops: [{ op: "usage", key: ["2026-11-27", "main", "m", "-", "main"], value: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0, runs: 0, costUsd: 0, unpricedTokens: 0 } }] };

@@ -243,7 +243,9 @@ describe("the usage ledger by model and purpose (sessions, agent-runner and tool
     const json = await runCli(["usage", "--json", "--days", "1", "--by", "purpose"], env);
     assert.equal(json.code, 0, json.stderr);
     const parsed = JSON.parse(json.stdout) as UsageReport;
-    assert.deepEqual(parsed.rows.map((x) => x.purpose), ["compaction", "consolidation", "embedding", "tts", "turn"]);
+    // `speech`: the voice reply's audio itself (characters, not tokens; usage-speech.test.ts)
+    assert.deepEqual(parsed.rows.map((x) => x.purpose), ["compaction", "consolidation", "embedding", "speech", "tts", "turn"]);
+    assert.equal(parsed.rows.find((x) => x.purpose === "speech")!.total, 0, "speech has characters, no tokens");
     assert.equal(parsed.rows.find((x) => x.purpose === "turn")!.runs, parsed.totals.runs, "only turns count runs");
   });
 });

@@ -25,6 +25,7 @@ import { ImageTextReader } from "./image-text.js";
 import { MB } from "../../shared/runtime/config-media.js";
 import { AudioTranscriber } from "./transcribe.js";
 import { TranscriptCache } from "./transcript-cache.js";
+import { usageBooker } from "./usage-booking.js";
 import { Speaker } from "./tts.js";
 import { serveSpeech } from "./tts-serve.js";
 import { VoiceReplies } from "./voice-reply.js";
@@ -91,7 +92,9 @@ export const definition: ActorDefinition = {
       rt.log.warn({ model: embedModel }, "memory.embeddings.model has no credentials: memory_search ranks by keywords until they are set");
     }
     // voice replies and the tts tool's audio (tts; tts.ts): synthesized here, where the credentials are; speech profiles cool down in authState
-    const speaker = new Speaker(rt.config.tts, registry, () => rt.media, rt.log, authState);
+    // each synthesis's characters and each transcription's seconds go to the usage ledger (usage-booking.ts)
+    const book = usageBooker({ client: rt.client, signal: rt.signal, log: rt.log });
+    const speaker = new Speaker(rt.config.tts, registry, () => rt.media, rt.log, authState, book);
     const voice = new VoiceReplies(rt.config.tts, speaker, rt.log);
     serveSpeech(rt, speaker);
     rt.consume({

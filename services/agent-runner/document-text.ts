@@ -28,6 +28,7 @@ import { documentFormat } from "./document-types.js";
 import type { DocumentResult } from "../../shared/runtime/documents/extract.js";
 import { inlineWithinBudget, jsonFit } from "./inline-budget.js";
 import { ocrPdf, probeOcr, type OcrOptions } from "../../shared/runtime/documents/ocr.js";
+import type { UsageCharge } from "./usage-booking.js";
 
 /** pages of a PDF (slides, sheets) read at most */
 const MAX_PAGES = 200;
@@ -145,6 +146,8 @@ export interface PrepareContext {
   pdfInput?: boolean;
   /** false: the run's model is known to have no vision (image-text.ts reads images' text then) */
   vision?: boolean;
+  /** books a preparer's own billed call (a transcription) to the run's session and agent (usage-booking.ts) */
+  book?: (charge: Omit<UsageCharge, "owner">) => void;
 }
 
 export const OCR_HEADER = "[The text below was recognized by OCR from the scanned pages; it may contain errors.]";

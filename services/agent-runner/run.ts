@@ -8,7 +8,9 @@
  * finishes, a done run's text loses its voice directives and may get a voice message (voice-reply.ts).
  * Usage: the run's end carries every model call the run made for itself (turns, compaction, a long
  * reply's summary for speech) by model and purpose (usage-tally.ts), a failed run's too; memory
- * consolidation after the reply books its own (usage-booking.ts).
+ * consolidation after the reply books its own (usage-booking.ts), and so do the voice reply's
+ * speech (tts.ts) and the inputs' transcriptions (transcribe.ts: held until the session begun, so
+ * they are booked under its channel and type).
  */
 import {
   emptyUsage, LurkError, recordIds, type AssistantMessage, type RunInput, type RunRequest, type ToolDefinition, type ToolResultMessage, type TranscriptRecord, type UsageUpdate,
@@ -31,7 +33,7 @@ import { scheduleConsolidation } from "./memory-after-run.js";
 import { chainComplete, housekeepingChain, housekeepingComplete, type Complete } from "./model-complete.js";
 import type { VoiceReplies } from "./voice-reply.js";
 import { RunCompactor } from "./run-compaction.js";
-import { booked, usageBooker } from "./usage-booking.js";
+import { booked, heldBookings, usageBooker } from "./usage-booking.js";
 import { tallied, UsageTally } from "./usage-tally.js";
 import type { AuthStateStore } from "./auth-profiles.js";
 import { ModelChain } from "./failover.js";
@@ -154,15 +156,27 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   // attachments become text first (a transcript, a text file's content; nothing to do without any)
   // the run's model decides whether a scanned PDF goes as the PDF itself or as its OCR'd text, and whether images are read by OCR
   const primaryInfo = ref !== undefined ? lookupModel(ref, rt.config) : undefined;
-  const prepareCtx: PrepareContext = { pdfInput: primaryInfo?.capabilities.pdf ?? false, vision: primaryInfo ? takesImages(primaryInfo) : true };
-  const inputs = req.options.command ? req.inputs : await prepareInputs(deps.inputPreparers, req.inputs, rt.signal, prepareCtx);
-  const begun = await rt.client.call("sessions", "begin", {
-    ...key, runId: req.runId, agentId: req.agentId, sessionType: req.sessionType,
-    records: [started, ...(req.options.command ? [] : inputRecords({ ...req, inputs }))], historyLimit: rt.config.runs.historyLimit,
-    ...(known ? { known } : {}),
-    ...(req.origin ? { channel: req.origin.channel, origin: req.origin } : {}),
-    ...(req.subagent ? { parentSessionKey: req.subagent.parentSessionKey, ...(req.subagent.label ? { label: req.subagent.label } : {}) } : {}),
-  }, opts);
+  const owner = { sessionKey: req.sessionKey, agentId: req.agentId };
+  const book = usageBooker({ client: rt.client, signal: rt.signal, log });
+  // the inputs' transcriptions, booked once the session exists (begin) or failed to begin
+  const inputCharges = heldBookings(book);
+  const prepareCtx: PrepareContext = {
+    pdfInput: primaryInfo?.capabilities.pdf ?? false, vision: primaryInfo ? takesImages(primaryInfo) : true,
+    book: (charge) => inputCharges.book({ ...charge, owner }),
+  };
+  let begun;
+  try {
+    const inputs = req.options.command ? req.inputs : await prepareInputs(deps.inputPreparers, req.inputs, rt.signal, prepareCtx);
+    begun = await rt.client.call("sessions", "begin", {
+      ...key, runId: req.runId, agentId: req.agentId, sessionType: req.sessionType,
+      records: [started, ...(req.options.command ? [] : inputRecords({ ...req, inputs }))], historyLimit: rt.config.runs.historyLimit,
+      ...(known ? { known } : {}),
+      ...(req.origin ? { channel: req.origin.channel, origin: req.origin } : {}),
+      ...(req.subagent ? { parentSessionKey: req.subagent.parentSessionKey, ...(req.subagent.label ? { label: req.subagent.label } : {}) } : {}),
+    }, opts);
+  } finally {
+    inputCharges.release();
+  }
   // a transcript larger than one reply: the older records within the history limit, paged back
   const records = begun.truncated
     ? [...await olderThan(rt.client, { sessionKey: req.sessionKey, sessionId: begun.session.sessionId, limit: rt.config.runs.historyLimit - begun.records.length }, begun.records, opts), ...begun.records]
@@ -222,7 +236,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
       rt, sessionKey: req.sessionKey, sessionType: req.sessionType, workspace: agentWorkspace(rt.config, agent), history,
       added: outcome.turns, log,
       // after the run's end: its usage is booked on its own
-      complete: booked(housekeeping(rt.signal), usageBooker({ client: rt.client, signal: rt.signal, log }), { sessionKey: req.sessionKey, agentId: req.agentId }, "consolidation"),
+      complete: booked(housekeeping(rt.signal), book, owner, "consolidation"),
     });
     if (!req.options.command) resume.context = await compactor.beforeRun(system, tools, resume.context, [...(resume.pending ? [resume.pending.message] : []), ...resume.after]);
     const result = req.options.command === "compact" ? await compactor.commandResult(resume.context, begun.runRecords, req.inputs) : await runLoop({

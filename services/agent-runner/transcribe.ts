@@ -10,13 +10,19 @@
  * parallel; the inputs are returned as new objects (the same array when nothing applies). It
  * never throws: a run goes on without a transcript. Transcripts are cached by ref (CACHE_SIZE
  * entries), so a redelivered run or the same file sent again is not transcribed twice.
+ * Usage: each transcription made is booked with `ctx.book` (the run's, usage-booking.ts) under
+ * purpose `transcription` at `provider/model`: the audio's seconds as the answer reports them,
+ * else as the file's own headers tell (audio-duration.ts: Ogg, WAV), else `durationUnknown`
+ * (booked without seconds or cost). A cached transcript books nothing: nothing was billed.
  */
-import { LurkError, type Attachment, type RunInput } from "../../shared/contract/index.js";
+import { emptyUsage, LurkError, type Attachment, type RunInput } from "../../shared/contract/index.js";
 import { MB, type TranscriptionConfig } from "../../shared/runtime/config-media.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import { formatBytes, type MediaStore } from "../../shared/runtime/media.js";
 import { openaiTranscriber, type Transcribe } from "./providers/openai-transcribe.js";
 import type { AuthProfile } from "./providers/registry.js";
+import { audioDurationSec } from "./audio-duration.js";
+import type { PrepareContext } from "./document-text.js";
 
 const CACHE_SIZE = 256;
 const VIDEO_TYPES = new Set(["video/mp4", "video/mpeg", "video/webm"]);
@@ -40,16 +46,16 @@ export class AudioTranscriber {
     this.transcribe = config ? openaiTranscriber({ ...(apiKey ? { apiKey } : {}), ...(baseUrl ? { baseUrl } : {}), timeoutMs: config.timeoutMs }) : undefined;
   }
 
-  async annotate<T extends RunInput>(inputs: T[], signal: AbortSignal): Promise<T[]> {
+  async annotate<T extends RunInput>(inputs: T[], signal: AbortSignal, ctx: PrepareContext = {}): Promise<T[]> {
     if (!this.config || !inputs.some((i) => i.attachments.some(wanted))) return inputs;
     return Promise.all(inputs.map(async (input) => {
       if (!input.attachments.some(wanted)) return input;
-      const attachments = await Promise.all(input.attachments.map((a) => (wanted(a) ? this.one(a, signal) : a)));
+      const attachments = await Promise.all(input.attachments.map((a) => (wanted(a) ? this.one(a, signal, ctx) : a)));
       return { ...input, attachments };
     }));
   }
 
-  private async one(a: Attachment, signal: AbortSignal): Promise<Attachment> {
+  private async one(a: Attachment, signal: AbortSignal, ctx: PrepareContext): Promise<Attachment> {
     const config = this.config!;
     const ref = a.ref!;
     const cached = this.cache.get(ref);
@@ -61,12 +67,15 @@ export class AudioTranscriber {
     const started = Date.now();
     try {
       const file = await this.media().get(ref, max);
-      const text = await this.transcribe!({
-        model: config.model.slice("openai/".length), bytes: file.bytes, fileName: a.name ?? file.name ?? `audio.${a.mime.split("/")[1] ?? "bin"}`, mime: a.mime,
+      const model = config.model.slice("openai/".length);
+      const { text, durationSec } = await this.transcribe!({
+        model, bytes: file.bytes, fileName: a.name ?? file.name ?? `audio.${a.mime.split("/")[1] ?? "bin"}`, mime: a.mime,
         ...(config.language ? { language: config.language } : {}), signal,
       });
       this.remember(ref, text);
-      this.log.info({ ref: ref.slice(0, 12), bytes: file.bytes.byteLength, chars: text.length, ms: Date.now() - started }, "audio transcribed");
+      const seconds = durationSec ?? audioDurationSec(file.bytes);
+      ctx.book?.({ purpose: "transcription", provider: "openai", model, usage: emptyUsage(), units: seconds !== undefined ? { audioSeconds: seconds } : { durationUnknown: true } });
+      this.log.info({ ref: ref.slice(0, 12), bytes: file.bytes.byteLength, chars: text.length, seconds: seconds ?? "unknown", ms: Date.now() - started }, "audio transcribed");
       return { ...a, transcript: text };
     } catch (err) {
       const e = LurkError.from(err);

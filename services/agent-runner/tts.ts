@@ -14,14 +14,19 @@
  * (PROVIDER_AUTH when the provider has no credentials, saying what to set; the provider's
  * classified failure); with several the last one, its message naming the earlier ones;
  * LIMIT_EXCEEDED / UNAVAILABLE from the store; ABORTED when opts.signal fired.
+ * Usage: each synthesis a provider answered with audio is booked (in the background, with `book`)
+ * to opts.owner under purpose `speech`: the text's characters (code points) at `provider/model`
+ * (usage-booking.ts; priced by the sessions actor, shared/runtime/media-prices.ts). Failed calls
+ * are not booked.
  */
-import { LurkError, type Attachment, type ChannelName, type TtsProvider } from "../../shared/contract/index.js";
+import { emptyUsage, LurkError, type Attachment, type ChannelName, type TtsProvider } from "../../shared/contract/index.js";
 import type { TtsConfig } from "../../shared/runtime/config-tts.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import type { MediaStore } from "../../shared/runtime/media.js";
 import type { AuthStateStore } from "./auth-profiles.js";
 import type { ProviderRegistry } from "./providers/registry.js";
 import { SpeechProfiles } from "./speech-profiles.js";
+import type { BookUsage, UsageOwner } from "./usage-booking.js";
 import { synthesizeRotating, type SpeechAttempt } from "./speech-rotation.js";
 
 /** channels whose voice messages want OGG/Opus (Telegram's voice notes, Discord's voice messages); the others get MP3, which every channel plays */
@@ -40,6 +45,8 @@ export interface SpeakOptions {
   model?: string;
   speed?: number;
   signal: AbortSignal;
+  /** whose speech it is, for the usage ledger (without one it is not booked) */
+  owner?: UsageOwner;
 }
 
 export interface Spoken {
@@ -72,6 +79,8 @@ export class Speaker {
     private readonly log: Logger,
     /** the agent-runner's auth state (cooldowns survive restarts); without it failures only move on to the next profile */
     private readonly store?: AuthStateStore,
+    /** books each synthesis's characters in the usage ledger (usage-booking.ts); without it nothing is booked */
+    private readonly book?: BookUsage,
   ) {
     this.profiles = new SpeechProfiles(config, registry);
   }
@@ -100,6 +109,8 @@ export class Speaker {
       }, { ...(this.store ? { store: this.store } : {}), log: this.log, timeoutMs: this.config.timeoutMs, deadline, signal: opts.signal });
       failed.push(...result.failed);
       if (!result.ok) continue;
+      // the provider made the audio: it is billed, whether or not the store takes it
+      if (this.book && opts.owner) void this.book({ owner: opts.owner, purpose: "speech", provider, model: plan.model, usage: emptyUsage(), units: { chars: [...opts.text].length } });
       const name = `voice.${plan.file.ext}`;
       const stored = await store.put(result.bytes, { mime: plan.file.mime, name });
       const tried = failed.map((f) => `${f.label} ${f.error.code}`);

@@ -12,6 +12,8 @@
  * Contract of `reply`: never throws. A synthesis that fails (every provider and profile the
  * Speaker tried) leaves the text reply as it is (the failure is logged and returned in `error`,
  * which the run's end marker keeps); one that succeeded after others failed names them in `failed`.
+ * The audio's characters are booked to the run's session and agent under `speech` (tts.ts); the
+ * summary call's tokens go with the run's end under `tts`.
  */
 import { emptyUsage, isSilentReply, LurkError, type Attachment, type RunRequest, type TtsProvider, type Usage } from "../../shared/contract/index.js";
 import type { TtsConfig } from "../../shared/runtime/config-tts.js";
@@ -51,7 +53,7 @@ export class VoiceReplies {
     const fitted = await fitForSpeech(plain, this.config.maxChars, this.config.summarize ? summarizer?.() : undefined, log);
     const overrides = this.config.modelOverrides ? parsed.overrides : {};
     try {
-      const spoken = await this.speaker.speak({ text: fitted.text, channel: req.origin.channel, ...overrides, signal });
+      const spoken = await this.speaker.speak({ text: fitted.text, channel: req.origin.channel, ...overrides, signal, owner: { sessionKey: req.sessionKey, agentId: req.agentId } });
       const voice = { provider: spoken.provider, voice: spoken.voice, chars: fitted.text.length, shortened: fitted.how, ...(spoken.failed ? { failed: spoken.failed } : {}) };
       return { text: visible, attachments: [spoken.attachment], usage: fitted.usage, voice };
     } catch (err) {

@@ -199,13 +199,15 @@ export const COMMANDS: CommandSpec[] = [
   {
     name: "usage",
     args: "",
-    summary: "what the assistant spent: tokens and USD per day, model, agent, channel, session type or purpose",
+    summary: "what the assistant spent: tokens, speech characters, audio seconds and USD per day, model, agent, channel, session type or purpose",
     details: [
       "  usage [--days N | --since DAY [--until DAY]] [--by day,model,agent,channel,type,purpose] [--agent ID] [--json]",
       "From the sessions actor's usage ledger: every model call's tokens, priced at its own model when booked",
       "(config models.entries.<provider/model>.cost overrides the built-in prices); DAY is YYYY-MM-DD, days are UTC.",
       "Purpose: turn (a run's own model calls), compaction, consolidation (memory), tts (a long reply's",
-      "summary for speech), embedding (memory_search's vectors). RUNS counts each run once, on its last model.",
+      "summary for speech), embedding (memory_search's vectors), speech (audio synthesized: CHARS, priced per",
+      "million characters, cost.perMChars), transcription (audio transcribed: AUDIO seconds, priced per minute,",
+      "cost.perAudioMinute). RUNS counts each run once, on its last model.",
       "Default: the last 30 days by day. The ledger starts with this version of LurkBot: earlier usage is",
       "only in each session's own totals (lurkbot sessions list). A report too large for one bus message",
       "is refused: narrow the days or group by fewer keys.",

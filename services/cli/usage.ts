@@ -3,6 +3,9 @@
  * [--agent ID] [--json]`: what the assistant spent, from the sessions actor's usage ledger
  * (`lurk.sessions.usage_report` as the `cli` user): tokens and USD per group, a totals row, the
  * tokens without a known price, and a note when the range reaches before the ledger's first day.
+ * Speech and transcription (billed by characters and audio seconds, not tokens) add CHARS and
+ * AUDIO columns when the range has any, with notes for units without a price and transcriptions
+ * of unknown duration.
  * Days are UTC. Exit codes: 1 an error reply (a report too large: narrow it), 2 the bus is down,
  * 64 a bad command line (dates, keys).
  */
@@ -90,30 +93,65 @@ export async function cmdUsage(p: ParsedCommand, env: Env, io: UsageIo): Promise
 // --- rendering --------------------------------------------------------------------------------
 
 
-/** A row's cost: "unpriced" when none of its tokens had a price, "*" when some had none. */
+/** A row's cost: "unpriced" when none of its tokens, characters or seconds had a price, "*" when some had none. */
 function costCell(s: UsageSums): string {
-  if (s.unpricedTokens > 0 && s.unpricedTokens >= usageTokens(s)) return "unpriced";
-  return `${formatUsd(s.costUsd)}${s.unpricedTokens > 0 ? "*" : ""}`;
+  const unpriced = s.unpricedTokens > 0 || s.unpricedChars > 0 || s.unpricedAudioSeconds > 0 || s.unknownDurations > 0;
+  const priced = usageTokens(s) > s.unpricedTokens || s.chars > s.unpricedChars || s.audioSeconds > s.unpricedAudioSeconds;
+  if (unpriced && !priced) return "unpriced";
+  return `${formatUsd(s.costUsd)}${unpriced ? "*" : ""}`;
 }
 
-const sums = (s: UsageSums) => [s.runs, s.input, s.output, s.cacheRead, s.cacheWrite, s.total].map(String).concat(costCell(s));
+/** Seconds of audio for people: 42.5s, 3m 07s, 2h 05m. */
+export function formatAudio(seconds: number): string {
+  if (seconds < 60) return `${Math.round(seconds * 10) / 10}s`;
+  const whole = Math.round(seconds);
+  if (whole < 3600) return `${Math.floor(whole / 60)}m ${String(whole % 60).padStart(2, "0")}s`;
+  return `${Math.floor(whole / 3600)}h ${String(Math.floor((whole % 3600) / 60)).padStart(2, "0")}m`;
+}
+
+/** The AUDIO cell: the seconds transcribed, and how many transcriptions had no known duration. */
+const audioCell = (s: UsageSums) => `${formatAudio(s.audioSeconds)}${s.unknownDurations > 0 ? ` +${s.unknownDurations} unknown` : ""}`;
+
+const hasMedia = (s: UsageSums) => s.chars > 0 || s.audioSeconds > 0 || s.unknownDurations > 0;
+
+const sums = (s: UsageSums, media: boolean) => [s.runs, s.input, s.output, s.cacheRead, s.cacheWrite, s.total].map(String)
+  .concat(media ? [String(s.chars), audioCell(s)] : [], costCell(s));
 
 export function formatUsageReport(r: UsageReport, agentId?: string): string {
   const keys = r.groupBy;
   const lines = [`usage ${r.from} to ${r.to} (UTC days)${agentId ? `, agent ${agentId}` : ""}${keys.length ? `, by ${keys.map((k) => HEADERS[k].head.toLowerCase()).join(", ")}` : ""}`, ""];
   if (r.rows.length === 0) lines.push("no usage recorded in this range");
   else {
-    const head = [...(keys.length ? keys.map((k) => HEADERS[k].head) : [""]), "RUNS", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "TOTAL", "COST (USD)"];
+    // speech (characters) and transcription (audio) columns only when the range has any
+    const media = hasMedia(r.totals);
+    const head = [...(keys.length ? keys.map((k) => HEADERS[k].head) : [""]), "RUNS", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "TOTAL", ...(media ? ["CHARS", "AUDIO"] : []), "COST (USD)"];
     const keyCells = (row: UsageReportRow) => (keys.length ? keys.map((k) => String(row[HEADERS[k].field] ?? "-")) : [""]);
-    const rows = r.rows.map((row) => [...keyCells(row), ...sums(row)]);
+    const rows = r.rows.map((row) => [...keyCells(row), ...sums(row, media)]);
     const width = keys.length || 1;
-    rows.push(["TOTAL", ...Array<string>(width - 1).fill(""), ...sums(r.totals)]);
-    const numeric = Array.from({ length: 7 }, (_, i) => width + i);
+    rows.push(["TOTAL", ...Array<string>(width - 1).fill(""), ...sums(r.totals, media)]);
+    const numeric = Array.from({ length: media ? 9 : 7 }, (_, i) => width + i);
     lines.push(table(head, rows, numeric).trimEnd());
   }
   if (r.totals.unpricedTokens > 0) {
     const models = [...new Set(r.rows.filter((row) => row.unpricedTokens > 0 && row.model).map((row) => row.model!))];
     lines.push("", `* ${r.totals.unpricedTokens} tokens without a known price are not in the cost${models.length ? ` (${models.join(", ")})` : ""}: set models.entries["<provider/model>"].cost in config.json (USD per million tokens) for usage from now on.`);
+  }
+  const modelsWith = (has: (row: UsageReportRow) => boolean) => {
+    const models = [...new Set(r.rows.filter((row) => has(row) && row.model).map((row) => row.model!))];
+    return models.length ? ` (${models.join(", ")})` : "";
+  };
+  if (r.totals.unpricedChars > 0) {
+    lines.push("", `* ${r.totals.unpricedChars} characters of speech without a known price are not in the cost${modelsWith((row) => row.unpricedChars > 0)}: set models.entries["<provider/model>"].cost.perMChars (USD per million characters) for usage from now on.`);
+  }
+  if (r.totals.unpricedAudioSeconds > 0) {
+    lines.push("", `* ${formatAudio(r.totals.unpricedAudioSeconds)} of transcribed audio without a known price are not in the cost${modelsWith((row) => row.unpricedAudioSeconds > 0)}: set models.entries["<provider/model>"].cost.perAudioMinute (USD per minute) for usage from now on.`);
+  }
+  if (r.totals.unknownDurations > 0) {
+    const n = r.totals.unknownDurations;
+    lines.push("", `* ${n} transcription${n === 1 ? "" : "s"} of unknown duration (the provider did not say and the file's format is not one LurkBot reads): not in AUDIO nor in the cost${modelsWith((row) => row.unknownDurations > 0)}.`);
+  }
+  if (hasMedia(r.totals)) {
+    lines.push("", "Speech is counted in characters synthesized, transcription in seconds of audio; gpt-4o-mini-tts and ElevenLabs prices are estimates (models.entries[\"<provider/model>\"].cost.perMChars sets yours).");
   }
   if (r.ledgerSince === null || r.ledgerSince > r.from) {
     lines.push("", `${r.ledgerSince === null ? "The usage ledger is empty" : `The usage ledger holds usage since ${r.ledgerSince}`}: it starts with this version of LurkBot, so earlier usage is not in it`

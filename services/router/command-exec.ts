@@ -107,18 +107,37 @@ export async function executeCommand(ctx: CommandContext, command: Command, msg:
   }
 }
 
-/** /usage [days]: the agent's tokens and USD from the sessions actor's usage ledger, by model. */
+/** 42.5 s, 3 min 7 s: seconds of audio in a chat line. */
+function formatAudioSeconds(seconds: number): string {
+  if (seconds < 60) return `${Math.round(seconds * 10) / 10} s`;
+  const whole = Math.round(seconds);
+  return `${Math.floor(whole / 60)} min ${whole % 60} s`;
+}
+
+/** /usage [days]: the agent's tokens, speech characters, audio seconds and USD from the sessions actor's usage ledger, by model. */
 async function usageCommand(ctx: CommandContext, days: number, route: Route): Promise<CommandResult> {
   const today = utcDay(Date.now());
   try {
     const report = await ctx.rt.client.call("sessions", "usage_report", { from: addDays(today, -(days - 1)), to: today, groupBy: ["model"], agentId: route.agentId });
-    // a model used only for housekeeping (embeddings, a compaction model) has tokens but no runs
-    const line = (s: UsageSums) => `${formatUsd(s.costUsd)}, ${usageTokens(s)} tokens${s.runs > 0 ? ` in ${s.runs} run${s.runs === 1 ? "" : "s"}` : ""}`;
+    // a model used only for housekeeping (embeddings, a compaction model) has tokens but no runs;
+    // a speech model characters, a transcription model seconds of audio (not tokens)
+    const line = (s: UsageSums) => {
+      const amounts = [
+        ...(usageTokens(s) > 0 || (s.chars === 0 && s.audioSeconds === 0 && s.unknownDurations === 0) ? [`${usageTokens(s)} tokens`] : []),
+        ...(s.chars > 0 ? [`${s.chars} characters of speech`] : []),
+        ...(s.audioSeconds > 0 || s.unknownDurations > 0 ? [`${formatAudioSeconds(s.audioSeconds)} of audio transcribed${s.unknownDurations > 0 ? ` (+${s.unknownDurations} of unknown duration)` : ""}`] : []),
+      ];
+      return `${formatUsd(s.costUsd)}, ${amounts.join(", ")}${s.runs > 0 ? ` in ${s.runs} run${s.runs === 1 ? "" : "s"}` : ""}`;
+    };
     const span = days === 1 ? `today (${report.to}, UTC)` : `${report.from} to ${report.to} (UTC)`;
     if (report.rows.length === 0) return { text: `Usage of agent ${route.agentId}, ${span}: none recorded.` };
     const lines = [`Usage of agent ${route.agentId}, ${span}: ${line(report.totals)}.`];
     for (const row of [...report.rows].sort((a, b) => b.costUsd - a.costUsd || usageTokens(b) - usageTokens(a))) lines.push(`  ${row.model ?? "?"}: ${line(row)}`);
     if (report.totals.unpricedTokens > 0) lines.push(`${report.totals.unpricedTokens} tokens were of models without a known price (not in the cost; set models.entries.<model>.cost).`);
+    const t = report.totals;
+    if (t.unpricedChars > 0 || t.unpricedAudioSeconds > 0) {
+      lines.push(`${[t.unpricedChars > 0 ? `${t.unpricedChars} characters of speech` : "", t.unpricedAudioSeconds > 0 ? `${formatAudioSeconds(t.unpricedAudioSeconds)} of audio` : ""].filter(Boolean).join(" and ")} had no known price (not in the cost; set models.entries.<model>.cost.perMChars / perAudioMinute).`);
+    }
     return { text: lines.join("\n") };
   } catch (err) {
     return { kind: "error", text: `Could not read the usage: ${LurkError.from(err).message}` };

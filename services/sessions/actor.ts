@@ -14,6 +14,7 @@ import type { ActorDefinition, ActorRuntime } from "../../shared/runtime/actor.j
 import { ActiveInstance } from "../../shared/runtime/active-instance.js";
 import { deadLocalHolder } from "../../shared/runtime/dead-holder.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
+import { mediaCost, unitsCostUsd } from "../../shared/runtime/media-prices.js";
 import { lookupModel, usageCostUsd } from "../../shared/runtime/models.js";
 import { jsonBytes, type EndpointOp, type ParsedRequestOf, type ReplyOf } from "../../shared/contract/index.js";
 import { checkReportSize, newestWithin, replyBudget } from "./reply-size.js";
@@ -41,6 +42,8 @@ export const definition: ActorDefinition = {
       onQueued: () => replication?.queued(),
       // the ledger's cost, priced when the usage arrives: built-in prices with config `models` overrides
       usagePrice: (ref, usage) => usageCostUsd(usage, lookupModel(ref, rt.config)),
+      // speech by characters, transcription by audio minutes (shared/runtime/media-prices.ts), same overrides
+      unitsPrice: (ref, units) => unitsCostUsd(units, mediaCost(ref, rt.config)),
     });
     let serve: Serve = (op, handler) => rt.serve("sessions", op, handler);
     let instance: ActiveInstance<"sessions"> | undefined;

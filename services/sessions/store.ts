@@ -18,12 +18,12 @@ import { randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { open, type Database, type RootDatabase } from "lmdb";
 import {
-  addDays, addUsage, emptyUsage, LurkError, USAGE_LEDGER_CHANGE_KEY, utcDay,
-  type SESSION_DBS, type SessionChangeOp, type SessionEntry, type TranscriptRecord, type Usage, type UsagePurpose, type UsageReport, type UsageUpdate,
+  addDays, addUsage, emptyUsage, LurkError, USAGE_LEDGER_CHANGE_KEY, usageTokens, utcDay,
+  type SESSION_DBS, type SessionChangeOp, type SessionEntry, type TranscriptRecord, type Usage, type UsagePurpose, type UsageReport, type UsageUnits, type UsageUpdate,
 } from "../../shared/contract/index.js";
 import { ChangeLog } from "./change-log.js";
 import { resetReason, type ResetPolicy, type ResetReason } from "./reset-policy.js";
-import { builtinUsagePrice, ledgerEntries, UsageLedger, type LedgerEntry, type UsagePrice, type UsageQuery } from "./usage-ledger.js";
+import { builtinUnitsPrice, builtinUsagePrice, ledgerEntries, UsageLedger, type LedgerEntry, type UnitsPrice, type UsagePrice, type UsageQuery } from "./usage-ledger.js";
 import { USAGE_SEEN_DAYS, UsageSeen } from "./usage-seen.js";
 
 type RunStatus = "started" | "done" | "error" | "aborted";
@@ -46,7 +46,22 @@ export interface UsageRequest {
   model: string;
   provider: string;
   purpose?: UsagePurpose | undefined;
+  /** speech (chars) and transcription (audioSeconds or durationUnknown) */
+  units?: UsageUnits | undefined;
   idempotencyKey?: string | undefined;
+}
+
+/** purposes billed by units (characters, seconds) instead of tokens */
+const UNIT_PURPOSES = new Set<UsagePurpose>(["speech", "transcription"]);
+
+/** Why a `usage` op's units do not fit its purpose (undefined: they do). */
+function unitsProblem(req: UsageRequest, purpose: UsagePurpose): string | undefined {
+  const u = req.units;
+  if (!UNIT_PURPOSES.has(purpose)) return u ? `units are for the purposes speech and transcription, not ${purpose}` : undefined;
+  if (usageTokens(req.usage) > 0) return `${purpose} is booked in units (characters, seconds), not tokens`;
+  if (purpose === "speech") return u?.chars !== undefined && u.audioSeconds === undefined && !u.durationUnknown ? undefined : "speech is booked with units.chars (the characters synthesized) alone";
+  const timed = u?.audioSeconds !== undefined;
+  return u && u.chars === undefined && timed !== !!u.durationUnknown ? undefined : "a transcription is booked with units.audioSeconds, or units.durationUnknown when the duration is not known";
 }
 
 /** Where a session-less usage update is booked (no channel, no session type). */
@@ -68,6 +83,8 @@ export interface SessionStoreOptions {
   onQueued?: () => void;
   /** the usage ledger's prices (default: the built-in table; the actor adds config `models`) */
   usagePrice?: UsagePrice;
+  /** the ledger's prices of speech and transcription units (default: the built-in table; the actor adds config `models`) */
+  unitsPrice?: UnitsPrice;
 }
 
 type SessionDb = (typeof SESSION_DBS)[number];
@@ -107,6 +124,8 @@ export class SessionStore {
   private readonly ledger: UsageLedger;
   /** the ledger's prices (options.usagePrice, else the built-in table) */
   private readonly usagePrice: UsagePrice;
+  /** the ledger's unit prices (options.unitsPrice, else the built-in table) */
+  private readonly unitsPrice: UnitsPrice;
   /** the ledger writes of the transaction under way, when replication is on: their own change set (USAGE_LEDGER_CHANGE_KEY) */
   private ledgerCapture: SessionChangeOp[] | undefined;
   /** idempotency keys of usage ops already counted (usage-seen.ts) */
@@ -124,6 +143,7 @@ export class SessionStore {
     this.ledger = new UsageLedger(this.root);
     this.seen = new UsageSeen(this.root);
     this.usagePrice = options.usagePrice ?? builtinUsagePrice;
+    this.unitsPrice = options.unitsPrice ?? builtinUnitsPrice;
   }
 
   private put(db: SessionDb, key: unknown, value: unknown): void {
@@ -322,9 +342,12 @@ export class SessionStore {
    * The `usage` op: adds the usage to the session's counters when it exists (its last model only
    * for `turn`) and to the ledger under its purpose; without a session (none named, or gone while
    * `agentId` is given), to the ledger only. An idempotency key seen today or yesterday adds nothing.
+   * Speech and transcription carry units and no tokens: the ledger only (the session's counters are tokens).
    */
   async recordUsage(req: UsageRequest): Promise<{ session: SessionEntry | null; duplicate: boolean }> {
     const purpose = req.purpose ?? "turn";
+    const problem = unitsProblem(req, purpose);
+    if (problem) throw new LurkError("VALIDATION_FAILED", problem);
     const today = utcDay(this.now());
     let out!: { session: SessionEntry | null; duplicate: boolean };
     this.commit(() => {
@@ -339,7 +362,8 @@ export class SessionStore {
           : new LurkError("VALIDATION_FAILED", "a usage update names a sessionKey or an agentId");
       }
       let session: SessionEntry | null = null;
-      if (entry) {
+      if (entry && UNIT_PURPOSES.has(purpose)) session = entry;
+      else if (entry) {
         session = { ...withUsage(entry, req, purpose === "turn"), updatedAt: this.now() };
         this.put("entries", entry.sessionKey, session);
       }
@@ -358,7 +382,8 @@ export class SessionStore {
     const day = utcDay(this.now());
     for (const e of entries) {
       const key: [string, string, string, string, string, string] = [day, under.agentId, e.ref, under.channel, under.sessionType, e.purpose];
-      const value = this.ledger.addInTxn(key, e.usage, this.usagePrice(e.ref, e.usage), e.runs);
+      const cost = e.units ? this.unitsPrice(e.ref, e.units) : this.usagePrice(e.ref, e.usage);
+      const value = this.ledger.addInTxn(key, e.usage, cost, e.runs, e.units);
       this.ledgerCapture?.push({ op: "usage", key, value });
     }
   }

@@ -2,8 +2,12 @@
  * The usage ledger: one more database in the sessions store's LMDB environment,
  *   usage  [day, agentId, provider/model, channel, sessionType, purpose] -> UsageSums
  * (day: UTC `YYYY-MM-DD` of the update; channel: the session's last origin, else its channel, else
- * "-"; purpose: turn, compaction, consolidation, tts, embedding; a bucket from before purposes has
- * five elements and reports as `turn`).
+ * "-"; purpose: turn, compaction, consolidation, tts, embedding, speech, transcription; a bucket
+ * from before purposes has five elements and reports as `turn`; a bucket from before speech and
+ * transcription lacks their fields, read as 0).
+ * Units stay apart: tokens in input..total, speech in `chars`, transcription in `audioSeconds`
+ * (`unknownDurations` counts transcriptions booked without a duration), each with its unpriced
+ * share; `costUsd` sums them all in USD.
  * Contract: the store adds every usage update, split into its parts (`ledgerEntries`: one per
  * model and purpose), to their buckets in the same write transaction as the session's counters
  * (store.ts); each part is priced then, at its own model's prices known at that moment, and a
@@ -14,20 +18,30 @@
 import type { Database, RootDatabase } from "lmdb";
 import {
   addDays, addUsage, emptyUsage, LurkError, usageTokens,
-  type Usage, type UsageBucketKey, type UsageGroupKey, type UsagePurpose, type UsageReport, type UsageReportRow, type UsageSums, type UsageUpdate,
+  type Usage, type UsageBucketKey, type UsageGroupKey, type UsagePurpose, type UsageReport, type UsageReportRow, type UsageSums, type UsageUnits, type UsageUpdate,
 } from "../../shared/contract/index.js";
+import { mediaCost, unitsCostUsd } from "../../shared/runtime/media-prices.js";
 import { lookupModel, usageCostUsd } from "../../shared/runtime/models.js";
 
 /** longest `provider/model` kept in a key (LMDB keys are at most ~2 KB) */
 const MAX_MODEL_REF = 200;
 
-const emptySums = (): UsageSums => ({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0, runs: 0, costUsd: 0, unpricedTokens: 0 });
+const emptySums = (): UsageSums => ({
+  input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0, runs: 0, costUsd: 0, unpricedTokens: 0,
+  chars: 0, audioSeconds: 0, unpricedChars: 0, unpricedAudioSeconds: 0, unknownDurations: 0,
+});
 
 /** USD of a usage update of model `ref` (`provider/model`); undefined when its price is unknown. */
 export type UsagePrice = (ref: string, usage: Usage) => number | undefined;
 
 /** The built-in prices only (shared/runtime/models.ts); the actor passes one with config `models`. */
 export const builtinUsagePrice: UsagePrice = (ref, usage) => usageCostUsd(usage, lookupModel(ref, { models: { entries: {}, aliases: {} } }));
+
+/** USD of a speech or transcription booking's units of model `ref`; undefined when its price (or the duration) is unknown. */
+export type UnitsPrice = (ref: string, units: UsageUnits) => number | undefined;
+
+/** The built-in unit prices only (shared/runtime/media-prices.ts); the actor passes one with config `models`. */
+export const builtinUnitsPrice: UnitsPrice = (ref, units) => unitsCostUsd(units, mediaCost(ref, { models: { entries: {}, aliases: {} } }));
 
 /** `provider/model` of an update: its model when that already names the provider (the agent-runner sends the full ref). */
 export function usageModelRef(provider: string, model: string): string {
@@ -41,6 +55,8 @@ export interface LedgerEntry {
   purpose: UsagePurpose;
   usage: Usage;
   runs: 0 | 1;
+  /** speech and transcription: what they are billed by (priced instead of the tokens) */
+  units?: UsageUnits;
 }
 
 /**
@@ -48,7 +64,8 @@ export interface LedgerEntry {
  * update as `purpose` of its model). A run (`purpose` turn) counts once, in the turns of the model
  * it ended on (an entry without tokens when that model made none, e.g. a `/compact` run).
  */
-export function ledgerEntries(update: UsageUpdate, purpose: UsagePurpose = "turn"): LedgerEntry[] {
+export function ledgerEntries(update: UsageUpdate & { units?: UsageUnits | undefined }, purpose: UsagePurpose = "turn"): LedgerEntry[] {
+  if (update.units) return [{ ref: usageModelRef(update.provider, update.model), purpose, usage: update.usage, runs: 0, units: update.units }];
   const parts = update.parts?.length ? update.parts : [{ model: update.model, provider: update.provider, purpose, usage: update.usage }];
   const merged = new Map<string, LedgerEntry>();
   for (const p of parts) {
@@ -68,19 +85,36 @@ export function ledgerEntries(update: UsageUpdate, purpose: UsagePurpose = "turn
   return entries;
 }
 
-function addSums(into: UsageSums, s: UsageSums): void {
-  into.input += s.input;
-  into.output += s.output;
-  into.cacheRead += s.cacheRead;
-  into.cacheWrite += s.cacheWrite;
-  into.total += s.total;
-  into.runs += s.runs;
-  into.costUsd += s.costUsd;
-  into.unpricedTokens += s.unpricedTokens;
+/** `s` (a bucket written before speech and transcription lacks their fields) added to `into`. */
+function addSums(into: UsageSums, s: Partial<UsageSums>): void {
+  into.input += s.input ?? 0;
+  into.output += s.output ?? 0;
+  into.cacheRead += s.cacheRead ?? 0;
+  into.cacheWrite += s.cacheWrite ?? 0;
+  into.total += s.total ?? 0;
+  into.runs += s.runs ?? 0;
+  into.costUsd += s.costUsd ?? 0;
+  into.unpricedTokens += s.unpricedTokens ?? 0;
+  into.chars += s.chars ?? 0;
+  into.audioSeconds = roundSeconds(into.audioSeconds + (s.audioSeconds ?? 0));
+  into.unpricedChars += s.unpricedChars ?? 0;
+  into.unpricedAudioSeconds = roundSeconds(into.unpricedAudioSeconds + (s.unpricedAudioSeconds ?? 0));
+  into.unknownDurations += s.unknownDurations ?? 0;
 }
 
 /** a sum of float costs to the nano-dollar (no 0.30000000000000004 in reports) */
 const roundUsd = (usd: number): number => Math.round(usd * 1e9) / 1e9;
+/** seconds of audio to the millisecond */
+const roundSeconds = (s: number): number => Math.round(s * 1000) / 1000;
+
+/** The unit fields of one booking: its characters or seconds, unpriced when `costUsd` is unknown. */
+function unitSums(units: UsageUnits | undefined, costUsd: number | undefined): Partial<UsageSums> {
+  if (!units) return {};
+  const chars = units.chars ?? 0;
+  const audioSeconds = units.audioSeconds ?? 0;
+  const unpriced = costUsd === undefined;
+  return { chars, audioSeconds, unpricedChars: unpriced ? chars : 0, unpricedAudioSeconds: unpriced ? audioSeconds : 0, unknownDurations: units.durationUnknown ? 1 : 0 };
+}
 
 /** The row field each group key fills, and the key's index in a bucket key. */
 const GROUP_FIELDS: Record<UsageGroupKey, { field: keyof UsageReportRow; index: number }> = {
@@ -110,12 +144,16 @@ export class UsageLedger {
     this.db = root.openDB({ name: "usage" });
   }
 
-  /** Inside the store's write transaction: adds one entry to its bucket (`runs` runs); returns the bucket's new value. */
-  addInTxn(key: UsageBucketKey, usage: Usage, costUsd: number | undefined, runs = 1): UsageSums {
-    const next = { ...(this.db.get(key) ?? emptySums()) };
+  /**
+   * Inside the store's write transaction: adds one entry to its bucket (`runs` runs; `units`: a
+   * speech or transcription booking, whose `costUsd` prices the units); returns the bucket's new value.
+   */
+  addInTxn(key: UsageBucketKey, usage: Usage, costUsd: number | undefined, runs = 1, units?: UsageUnits): UsageSums {
+    const next = emptySums();
+    addSums(next, this.db.get(key) ?? {});
     addSums(next, {
       input: usage.input, output: usage.output, cacheRead: usage.cacheRead, cacheWrite: usage.cacheWrite, total: usage.total,
-      runs, costUsd: costUsd ?? 0, unpricedTokens: costUsd === undefined ? usageTokens(usage) : 0,
+      runs, costUsd: costUsd ?? 0, unpricedTokens: costUsd === undefined ? usageTokens(usage) : 0, ...unitSums(units, costUsd),
     });
     void this.db.put(key, next);
     return next;

@@ -7,17 +7,33 @@
  *     "aliases": { "fast": "openai/gpt-4o-mini" }
  *   }
  * An entry's fields override the built-in ones field by field; an unknown model gets conservative defaults.
+ * Speech and transcription models are priced by their own units, not tokens (the usage ledger,
+ * shared/runtime/media-prices.ts): `"elevenlabs/eleven_multilingual_v2": { "cost": { "perMChars": 120 } }`
+ * (USD per million characters synthesized), `"openai/whisper-1": { "cost": { "perAudioMinute": 0.006 } }`
+ * (USD per minute of audio transcribed). A cost names token prices (both input and output), a
+ * unit price, or both; the token prices of an entry replace the built-in ones together, a unit
+ * price its own built-in one.
  */
 import { z } from "zod";
 
 const perMTok = z.number().nonnegative().max(100_000);
 
 export const modelCostSchema = z.object({
-  /** USD per million input tokens (not cached) */
-  inputPerMTok: perMTok,
-  outputPerMTok: perMTok,
+  /** USD per million input tokens (not cached); with outputPerMTok */
+  inputPerMTok: perMTok.optional(),
+  outputPerMTok: perMTok.optional(),
   cacheReadPerMTok: perMTok.optional(),
   cacheWritePerMTok: perMTok.optional(),
+  /** speech models: USD per million characters synthesized */
+  perMChars: z.number().nonnegative().max(100_000).optional(),
+  /** transcription models: USD per minute of audio transcribed */
+  perAudioMinute: z.number().nonnegative().max(1_000).optional(),
+}).superRefine((c, ctx) => {
+  if ((c.inputPerMTok === undefined) !== (c.outputPerMTok === undefined)) {
+    ctx.addIssue({ code: "custom", input: c, message: "give both inputPerMTok and outputPerMTok (USD per million tokens)" });
+  } else if (c.inputPerMTok === undefined && c.perMChars === undefined && c.perAudioMinute === undefined) {
+    ctx.addIssue({ code: "custom", input: c, message: "give token prices (inputPerMTok and outputPerMTok), perMChars (speech) or perAudioMinute (transcription)" });
+  }
 });
 
 export const modelEntrySchema = z.object({

@@ -159,7 +159,11 @@ export function lookupModel(ref: string, config: Pick<LurkConfig, "models"> & Pa
   const base = builtinRow(provider, model);
   const entry = config.models?.entries[full];
   const row: Row = base ?? UNKNOWN_MODEL_DEFAULTS;
-  const cost = entry?.cost ?? row.cost;
+  // an entry's token prices replace the built-in ones together (unit prices: media-prices.ts)
+  const c = entry?.cost;
+  const cost: ModelCost | undefined = c?.inputPerMTok !== undefined && c.outputPerMTok !== undefined
+    ? { ...stripUndefined({ cacheReadPerMTok: c.cacheReadPerMTok, cacheWritePerMTok: c.cacheWritePerMTok }), inputPerMTok: c.inputPerMTok, outputPerMTok: c.outputPerMTok }
+    : row.cost;
   return {
     ref: full,
     provider,

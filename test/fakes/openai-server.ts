@@ -13,8 +13,9 @@
  * Content parts the real API refuses (an unknown part type; a `file` part without a PDF data URL)
  * get a 400 invalid_request_error and are not recorded (wire-checks.ts).
  * `POST /v1/audio/transcriptions` takes the multipart form the SDK sends (file, model, language,
- * response_format), records it in `transcriptions` and answers `{ text }`: `transcriptText` of
- * the request, or an HTTP error when `transcriptText` returns a number (the status).
+ * response_format), records it in `transcriptions` and answers `{ text, usage }`: `transcriptText` of
+ * the request, or an HTTP error when `transcriptText` returns a number (the status); `usage` is
+ * `transcriptUsage` of the request (default `{ type: "duration", seconds: 3 }` as whisper-1 answers; none when undefined).
  * `POST /v1/embeddings` answers as the real API does (`{object: "list", data: [{object:
  * "embedding", index, embedding}], model, usage}`), with each embedding as JSON numbers or, for
  * `encoding_format: "base64"` (what the SDK v6 sends by default), base64 of little-endian
@@ -153,6 +154,8 @@ export class FakeOpenAIServer {
   modelRequests = 0;
   /** the text of a transcription (a number: answer with that HTTP status instead) */
   transcriptText: (req: TranscriptionRequest) => string | number = (req) => `transcript of ${req.fileName}, ${req.bytes.byteLength} bytes`;
+  /** the answer's `usage` beside the text (undefined: none), as whisper-1 reports the audio's seconds */
+  transcriptUsage: (req: TranscriptionRequest) => Record<string, unknown> | undefined = () => ({ type: "duration", seconds: 3 });
   /** POST /v1/audio/speech as received */
   readonly speechRequests: SpeechRequestRecord[] = [];
   /** a status to answer a speech request with instead of audio (undefined: audio) */
@@ -261,7 +264,8 @@ export class FakeOpenAIServer {
     this.transcriptions.push(received);
     const text = this.transcriptText(received);
     if (typeof text === "number") return this.error(res, { kind: "error", status: text });
-    json(res, 200, { text, usage: { type: "duration", seconds: 3 } });
+    const usage = this.transcriptUsage(received);
+    json(res, 200, { text, ...(usage ? { usage } : {}) });
   }
 
   /** The request's JSON body once its credentials are accepted; undefined when it was answered with a 400 or 401. */

@@ -35,7 +35,7 @@ export const ttsTool = defineTool({
     const target = await defaultTarget(rt, call);
     if (ctx.signal.aborted) throw new LurkError("ABORTED", "the voice message was stopped");
     const spoken = await rt.client.call("agent-runner", "speak", {
-      text: args.text, channel: target.channel, sessionKey: call.sessionKey,
+      text: args.text, channel: target.channel, sessionKey: call.sessionKey, agentId: call.agentId,
       ...(args.voice ? { voice: args.voice } : {}), ...(args.provider ? { provider: args.provider } : {}),
     }, { timeoutMs: rt.config.tts.totalTimeoutMs + SPEAK_MARGIN_MS });
     const id = `tts-${call.toolCallId}`.slice(0, 200);

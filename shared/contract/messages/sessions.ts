@@ -5,7 +5,7 @@ import {
   reasoningLevelSchema, sessionKeySchema, sessionTypeSchema, thinkLevelSchema, ttsAutoSchema, usageSchema, verboseLevelSchema,
 } from "../common.js";
 import { defineMessage, idSchema, timestampSchema } from "../envelope.js";
-import { MAX_USAGE_PARTS, usageChangeOpSchemas, usagePartSchema, usagePurposeSchema } from "./usage.js";
+import { MAX_USAGE_PARTS, usageChangeOpSchemas, usagePartSchema, usagePurposeSchema, usageUnitsSchema } from "./usage.js";
 
 /** A session's own queue settings (/queue); unset fields fall back to the router's config. */
 export const sessionQueueSettingsSchema = z.object({
@@ -127,7 +127,9 @@ export const sessionsBeginRequest = defineMessage("lurk.sessions.begin.v1", {
 });
 export const sessionsRunRequest = defineMessage("lurk.sessions.run.v1", { ...key, runId: idSchema });
 /**
- * Usage outside a run's end: the runner's housekeeping (memory consolidation, embeddings) or a
+ * Usage outside a run's end: the runner's housekeeping (memory consolidation, embeddings), speech
+ * synthesized and audio transcribed (`units`: characters, seconds; purposes `speech` and
+ * `transcription`, which take units and no tokens and leave the session's counters alone), or a
  * run's usage given on its own. Added to the session's counters when the session exists (the
  * session's last model changes only for `turn`) and to the usage ledger under `purpose`. Without
  * a session (`sessionKey` absent, or a session that no longer exists while `agentId` is given)
@@ -142,6 +144,8 @@ export const sessionsUsageRequest = defineMessage("lurk.sessions.usage.v1", {
   model: z.string().max(300),
   provider: z.string().max(64),
   purpose: usagePurposeSchema.default("turn"),
+  /** what `speech` (chars) and `transcription` (audioSeconds or durationUnknown) are billed by; only with those purposes */
+  units: usageUnitsSchema.optional(),
   /** the same key sent again (a retried request) is counted once */
   idempotencyKey: idSchema.optional(),
 });

@@ -7,7 +7,7 @@
  * media.maxFileMb or the store is full), UNAVAILABLE (the media store cannot be reached).
  */
 import { z } from "zod";
-import { attachmentSchema, channelNameSchema, sessionKeySchema } from "../common.js";
+import { agentIdSchema, attachmentSchema, channelNameSchema, sessionKeySchema } from "../common.js";
 import { defineMessage } from "../envelope.js";
 
 /** OpenAI's speech API takes at most 4096 characters of input */
@@ -24,8 +24,10 @@ export const agentRunnerSpeakRequest = defineMessage("lurk.agent-runner.speak.v1
   text: z.string().trim().min(1).max(MAX_SPEAK_CHARS),
   /** where the audio goes: Telegram gets an OGG/Opus voice note, other channels MP3 (unless tts.<provider>.format says) */
   channel: channelNameSchema.optional(),
-  /** the calling session, for the logs */
+  /** the calling session: the logs, and the usage ledger's `speech` booking (its agent, channel, type) */
   sessionKey: sessionKeySchema.optional(),
+  /** the calling agent: the usage ledger's booking when the session is not stored */
+  agentId: agentIdSchema.optional(),
   /** default: tts.provider */
   provider: ttsProviderSchema.optional(),
   /** default: the provider's configured voice */

@@ -1,11 +1,13 @@
 /**
  * The sessions actor's usage ledger (services/sessions/usage-ledger.ts) and
- * `lurk.sessions.usage_report`: what the assistant spent, in tokens and USD, summed per UTC day,
- * agent, `provider/model`, channel, session type and purpose. Every usage update the sessions
- * actor takes (a run's end through `append` with usage, the `usage` op) adds to the buckets of
- * its parts (one per model and purpose); each part's cost is priced at its own model when the
- * update arrives (built-in prices, config `models` overrides); tokens of a model without a known
- * price are counted as `unpricedTokens` instead.
+ * `lurk.sessions.usage_report`: what the assistant spent, in tokens, characters of speech, seconds
+ * of transcribed audio and USD, summed per UTC day, agent, `provider/model`, channel, session type
+ * and purpose. Every usage update the sessions actor takes (a run's end through `append` with
+ * usage, the `usage` op) adds to the buckets of its parts (one per model and purpose); each part's
+ * cost is priced at its own model when the update arrives (built-in prices, config `models`
+ * overrides); tokens, characters or seconds of a model without a known price are counted as
+ * `unpricedTokens` / `unpricedChars` / `unpricedAudioSeconds` instead. The units stay apart:
+ * tokens are never characters or seconds.
  */
 import { z } from "zod";
 import { agentIdSchema, usageSchema } from "../common.js";
@@ -13,10 +15,11 @@ import { defineMessage } from "../envelope.js";
 
 /**
  * What a model call was for: a run's own turns, or the runner's housekeeping (compaction
- * summaries, memory consolidation, the summary of a long reply for speech, embedding vectors
- * for memory_search).
+ * summaries, memory consolidation, `tts`: the LLM summary of a long reply made for speech,
+ * embedding vectors for memory_search); `speech`: audio synthesized (characters, not tokens);
+ * `transcription`: audio transcribed (seconds, not tokens).
  */
-export const USAGE_PURPOSES = ["turn", "compaction", "consolidation", "tts", "embedding"] as const;
+export const USAGE_PURPOSES = ["turn", "compaction", "consolidation", "tts", "embedding", "speech", "transcription"] as const;
 export const usagePurposeSchema = z.enum(USAGE_PURPOSES);
 export type UsagePurpose = z.infer<typeof usagePurposeSchema>;
 
@@ -34,6 +37,19 @@ export const usagePartSchema = z.object({
   usage: usageSchema,
 });
 export type UsagePart = z.infer<typeof usagePartSchema>;
+
+/**
+ * What a speech or transcription call is billed by, instead of tokens (`lurk.sessions.usage`
+ * `units`): `speech` gives `chars` (the characters synthesized); `transcription` gives
+ * `audioSeconds` (the audio's duration), or `durationUnknown` when neither the provider nor the
+ * file told it (booked without seconds or cost, counted in `unknownDurations`).
+ */
+export const usageUnitsSchema = z.object({
+  chars: z.number().int().nonnegative().max(10_000_000).optional(),
+  audioSeconds: z.number().nonnegative().max(10_000_000).optional(),
+  durationUnknown: z.literal(true).optional(),
+});
+export type UsageUnits = z.infer<typeof usageUnitsSchema>;
 
 const DAY_MS = 86_400_000;
 
@@ -65,6 +81,17 @@ export const usageSumsSchema = z.object({
   costUsd: z.number().nonnegative(),
   /** tokens of updates whose model had no known price (not in costUsd) */
   unpricedTokens: z.number().int().nonnegative(),
+  // speech and transcription (absent in buckets written before them: 0)
+  /** characters synthesized (purpose `speech`) */
+  chars: z.number().int().nonnegative().default(0),
+  /** seconds of audio transcribed (purpose `transcription`) */
+  audioSeconds: z.number().nonnegative().default(0),
+  /** characters of a speech model without a known price (not in costUsd) */
+  unpricedChars: z.number().int().nonnegative().default(0),
+  /** seconds of a transcription model without a known price (not in costUsd) */
+  unpricedAudioSeconds: z.number().nonnegative().default(0),
+  /** transcriptions whose duration was unknown: neither in audioSeconds nor in costUsd */
+  unknownDurations: z.number().int().nonnegative().default(0),
 });
 export type UsageSums = z.infer<typeof usageSumsSchema>;
 
