@@ -38,7 +38,7 @@ describe("lurkbot command line", () => {
     assert.deepEqual(send.args, ["hi there"]);
     assert.deepEqual(send.options, { session: "work", json: true, timeout: 5 });
     assert.throws(() => parseArgs(["frobnicate"]), /unknown command "frobnicate"/);
-    assert.throws(() => parseArgs(["status", "--jsn"]), /unknown option "--jsn" for `lurkbot status` \(it takes --json\)/);
+    assert.throws(() => parseArgs(["status", "--jsn"]), /unknown option "--jsn" for `lurkbot status` \(it takes --json, --ssh\)/);
     assert.deepEqual((parseArgs(["send", "--file", "a.png"]) as ParsedCommand).options, { file: "a.png" }, "a file alone is a message");
     assert.throws(() => parseArgs(["send", "a", "b"]), /quote the text/);
     assert.throws(() => parseArgs(["send", "a", "--timeout", "soon"]), /--timeout must be a positive number, not "soon"/);

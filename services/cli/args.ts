@@ -450,6 +450,14 @@ export const COMMANDS: CommandSpec[] = [
   },
 ];
 
+/** The commands that connect to the bus take `--ssh TARGET`: reach it through an SSH tunnel (config nats.ssh). */
+export const SSH_COMMANDS = ["start", "status", "tail", "send", "chat", "streams", "sessions", "usage", "tools", "cron", "approvals", "pairing", "heartbeat", "hooks", "subagents", "auth", "security", "acp"];
+for (const command of COMMANDS) {
+  if (SSH_COMMANDS.includes(command.name)) {
+    command.options.ssh = { type: "string", value: "TARGET", help: "reach the bus of another host through ssh: user@host or a ~/.ssh/config alias (nats.ssh, LURKBOT_NATS_SSH)" };
+  }
+}
+
 export function findCommand(name: string): CommandSpec | undefined {
   return COMMANDS.find((c) => c.name === name);
 }
@@ -463,7 +471,7 @@ export function usage(): string {
     ...COMMANDS.map((c) => `  ${`${c.name} ${c.args}`.padEnd(width)}  ${c.summary}`),
     "",
     "Run `lurkbot <command> --help` for a command's options.",
-    "Environment: LURKBOT_HOME (default ~/.lurkbot), LURKBOT_NATS_URL, LURKBOT_MODEL, OPENAI_API_KEY, ANTHROPIC_API_KEY ...",
+    "Environment: LURKBOT_HOME (default ~/.lurkbot), LURKBOT_NATS_URL, LURKBOT_NATS_SSH, LURKBOT_MODEL, OPENAI_API_KEY, ANTHROPIC_API_KEY ...",
   ];
   return lines.join("\n") + "\n";
 }

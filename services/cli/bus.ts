@@ -3,16 +3,18 @@
  * prefix, and no retrying of the first connect, so a stopped bus is reported at once (exit
  * code 2: the port refuses the connection). The first-connect timeout, 5 s, only bounds a
  * server that accepts TCP but does not answer; it is generous because a loaded machine can
- * take seconds to finish a handshake with a running one.
+ * take seconds to finish a handshake with a running one. With `nats.ssh` (`--ssh TARGET`) the
+ * connection goes through the process's SSH tunnel (ssh-bus.ts), closed with the last connection.
  */
 import { hostname } from "node:os";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { inboxPrefix, STREAMS } from "../../shared/contract/index.js";
+import { inboxPrefix, passwordEnvName, STREAMS } from "../../shared/contract/index.js";
 import type { Env, LurkConfig } from "../../shared/runtime/config.js";
 import { BusClient } from "../../shared/runtime/client.js";
 import { checkTransportSecurity, passwordFor } from "../../shared/runtime/credentials.js";
 import { CliError, EXIT } from "./errors.js";
+import { acquireTunnel, busLabel } from "./ssh-bus.js";
 
 export interface CliConnectOptions {
   user?: string;
@@ -31,10 +33,11 @@ export function busDownMessage(url: string): string {
 export async function connectCli(config: LurkConfig, env: Env, opts: CliConnectOptions = {}): Promise<NatsConnection> {
   const user = opts.user ?? "cli";
   checkTransportSecurity(config);
-  const password = passwordFor(user, config, env);
-  const servers = config.nats.url.split(",").map((s) => s.trim()).filter(Boolean);
+  const password = cliPassword(user, config, env);
+  const tunnel = config.nats.ssh ? await acquireTunnel(config.nats.ssh) : undefined;
+  const servers = tunnel ? [tunnel.url] : config.nats.url.split(",").map((s) => s.trim()).filter(Boolean);
   try {
-    return await connect({
+    const nc = await connect({
       servers,
       user,
       pass: password,
@@ -46,8 +49,26 @@ export async function connectCli(config: LurkConfig, env: Env, opts: CliConnectO
       maxReconnectAttempts: opts.reconnect ? -1 : 0,
       reconnectTimeWait: 500,
     });
+    if (tunnel) void nc.closed().then(tunnel.release, tunnel.release);
+    return nc;
   } catch (err) {
-    throw connectError(err, config.nats.url, user);
+    await tunnel?.release();
+    throw connectError(err, busLabel(config), user, tunnel !== undefined);
+  }
+}
+
+/** The user's password; through ssh, a missing one is the server's to copy, not a new one to create. */
+function cliPassword(user: string, config: LurkConfig, env: Env): string {
+  try {
+    return passwordFor(user, config, env);
+  } catch (err) {
+    if (!config.nats.ssh || !/no NATS password|has no password/.test((err as Error).message)) throw err;
+    throw new CliError(
+      `no NATS password for "${user}" on this machine: the bus on ${config.nats.ssh.target} checks the passwords of that server's LurkBot. ` +
+        `Copy users.${user} from its $LURKBOT_HOME/credentials/nats.json into ${passwordEnvName(user)}, or copy the whole file to ${config.nats.credentialsFile} (mode 600). ` +
+        "Do not run `lurkbot setup` here for this: it would create other passwords.",
+      EXIT.config,
+    );
   }
 }
 
@@ -61,10 +82,18 @@ export async function withCliBus<T>(config: LurkConfig, env: Env, fn: (bus: BusC
   }
 }
 
-export function connectError(err: unknown, url: string, user: string): CliError {
+export function connectError(err: unknown, url: string, user: string, viaSsh = false): CliError {
   const e = err as { name?: string; message?: string; code?: string };
   const text = `${e?.name ?? ""} ${e?.message ?? ""} ${e?.code ?? ""}`;
-  if (/authori[sz]ation|auth(entication)? (violation|failed)|permission/i.test(text)) {
+  const authFailed = /authori[sz]ation|auth(entication)? (violation|failed)|permission/i.test(text);
+  if (authFailed && viaSsh) {
+    return new CliError(
+      `NATS at ${url} refused the "${user}" user's password: this machine needs the server's. Copy it from the server's ` +
+        `$LURKBOT_HOME/credentials/nats.json (users.${user}) into ${passwordEnvName(user)}, or copy that file to this LURKBOT_HOME (mode 600).`,
+      EXIT.config,
+    );
+  }
+  if (authFailed) {
     return new CliError(
       `NATS at ${url} refused the "${user}" user's password: that server was started with other credentials. ` +
         "Use the LURKBOT_HOME that started it (its credentials/nats.json), or stop it and run `npx lurkbot start`.",

@@ -4,6 +4,8 @@
  * hosted in this process (`--single-process`), each with its own NATS user and password and
  * only the secrets it needs. SIGINT/SIGTERM stops the actors (SIGTERM, SIGKILL after 10 s),
  * then the nats-server this launcher started. A second Ctrl-C kills everything at once.
+ * With `nats.ssh` (`--ssh TARGET`) it starts no nats-server: it opens one SSH tunnel to the other
+ * host's bus, gives every actor the tunnel's local URL, and closes the tunnel after the actors.
  */
 import { createWriteStream, existsSync, rmSync, writeFileSync, type WriteStream } from "node:fs";
 import { join } from "node:path";
@@ -18,6 +20,8 @@ import { ensureStreams } from "../../shared/runtime/streams.js";
 import { actorMainPath, REPO_ROOT } from "../../shared/scripts/paths.js";
 import { actorEnv, actorModulePath } from "./actors.js";
 import { connectCli, currentStreamReplicas } from "./bus.js";
+import { describeTunnelEvent, tunnelCliError, tunnelOptions } from "./ssh-bus.js";
+import { SshTunnel } from "../../shared/runtime/ssh-tunnel.js";
 import { CliError, EXIT, toCliError } from "./errors.js";
 import { LogRotator } from "./log-rotation.js";
 import { runSetup, type SetupResult } from "./setup.js";
@@ -43,6 +47,7 @@ interface HostedActor {
 
 export class Launcher {
   private nats: SupervisedNats | undefined;
+  private tunnel: SshTunnel | undefined;
   private readonly processes: SupervisedActor[] = [];
   private readonly hosted: HostedActor[] = [];
   private stopRequested = false;
@@ -51,7 +56,8 @@ export class Launcher {
   private readonly finished = deferred<number>();
   private readonly signalHandlers: Array<[NodeJS.Signals | "uncaughtException" | "unhandledRejection", (...args: any[]) => void]> = [];
 
-  constructor(private readonly opts: LaunchOptions) {}
+  /** the options; with nats.ssh, config and env point at the tunnel once it is open */
+  constructor(private opts: LaunchOptions) {}
 
   private get report(): Reporter {
     return this.opts.report;
@@ -143,6 +149,7 @@ export class Launcher {
   }
 
   private async ensureServer(setup: SetupResult): Promise<void> {
+    if (this.opts.config.nats.ssh) return this.openTunnel(this.opts.config.nats.ssh);
     const { config } = this.opts;
     const { host, port } = parseNatsUrl(config.nats.url);
     const pidFile = join(setup.confPath, "..", "nats-server.pid");
@@ -172,6 +179,25 @@ export class Launcher {
       throw new CliError(`could not start nats-server on ${host}:${port}: ${message}${message.includes("install") ? "" : `\nSee ${logFile}.`}`, EXIT.busDown);
     }
     this.report.say(`nats-server ready on ${host}:${port} (pid ${child.pid})`);
+  }
+
+  /** The bus of another host through one SSH tunnel: no local nats-server; every actor gets the tunnel's URL. */
+  private async openTunnel(ssh: NonNullable<LurkConfig["nats"]["ssh"]>): Promise<void> {
+    const tunnel = new SshTunnel(tunnelOptions(ssh), (e) => {
+      if (e.type === "restarted") this.report.say(describeTunnelEvent(ssh.target, e));
+      else this.report.warn(describeTunnelEvent(ssh.target, e));
+    });
+    this.tunnel = tunnel;
+    try {
+      await tunnel.open();
+    } catch (err) {
+      throw tunnelCliError(err, ssh.target);
+    }
+    const url = tunnel.natsUrl;
+    const { ssh: _ssh, ...nats } = this.opts.config.nats;
+    // the actors connect to the tunnel's URL as a local bus: LURKBOT_NATS_SSH="" turns their nats.ssh off
+    this.opts = { ...this.opts, config: { ...this.opts.config, nats: { ...nats, url } }, env: { ...this.opts.env, LURKBOT_NATS_URL: url, LURKBOT_NATS_SSH: "" } };
+    this.report.say(`ssh tunnel to ${ssh.target} open: the bus at ${ssh.remoteHost}:${ssh.remotePort} there is ${url} here (ssh pid ${tunnel.pid}); no local nats-server`);
   }
 
   private async ensureStreams(): Promise<void> {
@@ -250,6 +276,7 @@ export class Launcher {
         this.report.warn("stopping now: killing every child process");
         for (const p of this.processes) p.kill();
         this.nats?.kill();
+        void this.tunnel?.close();
       }
       return;
     }
@@ -274,6 +301,11 @@ export class Launcher {
     if (this.nats) {
       const outcome = await this.nats.stop();
       if (outcome !== "not running") this.report.say(`nats-server stopped${outcome === "killed" ? " (killed)" : ""}`);
+    }
+    if (this.tunnel) {
+      const wasOpen = this.tunnel.pid !== undefined;
+      await this.tunnel.close();
+      if (wasOpen) this.report.say("ssh tunnel closed");
     }
     for (const [event, handler] of this.signalHandlers) process.off(event as NodeJS.Signals, handler);
     // a signal while exiting should not kill us half-way

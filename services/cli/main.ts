@@ -11,6 +11,7 @@ import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { commandUsage, findCommand, parseArgs, usage, type ParsedCommand } from "./args.js";
 import { configuredChannelActors, selectActors } from "./actors.js";
 import { connectCli, currentStreamReplicas } from "./bus.js";
+import { busLabel } from "./ssh-bus.js";
 import { TerminalChannel } from "./channel.js";
 import { attachLocalFile, describeReceived, saveReceivedFiles, type ReceivedFile } from "./files.js";
 import { chat } from "./chat.js";
@@ -71,7 +72,7 @@ async function cmdStatus(p: ParsedCommand, env: Env): Promise<number> {
   const cfg = config(env);
   const nc = await connectCli(cfg, env);
   try {
-    const report = await gatherStatus(nc, cfg.nats.url);
+    const report = await gatherStatus(nc, busLabel(cfg));
     if (p.options.json) out(JSON.stringify(report, null, 2));
     else process.stdout.write(formatStatus(report));
     return EXIT.ok;
@@ -89,14 +90,14 @@ async function cmdTail(p: ParsedCommand, env: Env): Promise<number> {
   process.once("SIGTERM", stop);
   void (async () => {
     for await (const s of nc.status()) {
-      if (s.type === "disconnect") err(`(disconnected from NATS; reconnecting to ${cfg.nats.url}…)`);
+      if (s.type === "disconnect") err(`(disconnected from NATS; reconnecting to ${busLabel(cfg)}…)`);
       else if (s.type === "reconnect") err("(reconnected)");
     }
   })().catch(() => undefined);
   const filter = p.args[0];
   const prefix = cfg.nats.prefix;
   await tail(nc, prefix, filter, (line) => process.stdout.write(line), abort.signal, () => {
-    err(`listening on ${prefix}.evt.> and ${prefix}.run.evt.>${filter ? ` matching "${filter}"` : ""} at ${cfg.nats.url} (Ctrl-C stops)`);
+    err(`listening on ${prefix}.evt.> and ${prefix}.run.evt.>${filter ? ` matching "${filter}"` : ""} at ${busLabel(cfg)} (Ctrl-C stops)`);
   });
   await nc.close().catch(() => undefined);
   return EXIT.ok;
@@ -169,7 +170,7 @@ async function cmdChat(p: ParsedCommand, env: Env): Promise<number> {
   const nc = await connectCli(cfg, env, { reconnect: true });
   void (async () => {
     for await (const s of nc.status()) {
-      if (s.type === "disconnect") err(`(disconnected from NATS at ${cfg.nats.url}; reconnecting…)`);
+      if (s.type === "disconnect") err(`(disconnected from NATS at ${busLabel(cfg)}; reconnecting…)`);
       else if (s.type === "reconnect") err("(reconnected)");
     }
   })().catch(() => undefined);
@@ -200,7 +201,7 @@ async function cmdStreams(p: ParsedCommand, env: Env): Promise<number> {
       try {
         const replicas = p.options.replicas === undefined ? await currentStreamReplicas(nc) : Math.round(p.options.replicas as number);
         await ensureStreams(nc, cfg.nats.prefix, replicas, cfg.media);
-        out(`JetStream streams ready on ${cfg.nats.url} (replicas ${replicas})`);
+        out(`JetStream streams ready on ${busLabel(cfg)} (replicas ${replicas})`);
         return EXIT.ok;
       } finally {
         await nc.close().catch(() => undefined);
@@ -276,7 +277,9 @@ export async function main(argv: string[], env: Env = process.env): Promise<numb
   }
   try {
     // the secrets `lurkbot onboard` stored (credentials/secrets.json) join the environment; onboard reads them itself
-    const commandEnv = parsed.command.name === "onboard" ? env : withStoredSecrets(env);
+    const storedEnv = parsed.command.name === "onboard" ? env : withStoredSecrets(env);
+    // --ssh TARGET: the bus of another host through an SSH tunnel (validated with the config)
+    const commandEnv = typeof parsed.options.ssh === "string" ? { ...storedEnv, LURKBOT_NATS_SSH: parsed.options.ssh } : storedEnv;
     return await HANDLERS[parsed.command.name]!(parsed, commandEnv);
   } catch (e) {
     const ce = toCliError(e);

@@ -25,6 +25,7 @@ import { routingConfigSchema } from "./config-routing.js";
 import { agentIdSchema, LurkError, promptModeSchema, safeParseJson, sessionTypeSchema, thinkLevelSchema } from "../contract/index.js";
 import { channelConfigSecrets, channelEnvOverrides, channelsConfigSchema } from "./config-channels.js";
 import { isValidTimeZone } from "./time-zone.js";
+import { natsSshConfigSchema } from "./config-ssh.js";
 
 const msSchema = z.number().int().positive();
 
@@ -148,6 +149,8 @@ export const configSchema = z.object({
     credentialsFile: z.string(),
     /** path of the nats.conf the launcher starts nats-server with */
     serverConfig: z.string().optional(),
+    /** reach the bus of another host through an SSH tunnel (config-ssh.ts); nats.url must then be loopback */
+    ssh: natsSshConfigSchema.optional(),
   }),
   /** `provider/model`, e.g. `openai/gpt-4o-mini`; unset means: reply how to configure one */
   model: z.string().regex(/^[a-z0-9-]+\/.+$/, "model: provider/model, e.g. openai/gpt-4o-mini").optional(),
@@ -315,6 +318,7 @@ export function parseConfig(fromFile: Record<string, unknown>, env: Env, home = 
   if (env.LURKBOT_NATS_URL) raw.nats.url = env.LURKBOT_NATS_URL;
   if (env.LURKBOT_NATS_PREFIX) raw.nats.prefix = env.LURKBOT_NATS_PREFIX;
   raw.nats.credentialsFile = resolveIn(env.LURKBOT_NATS_CREDENTIALS ?? raw.nats.credentialsFile ?? "credentials/nats.json");
+  sshEnvOverride(raw.nats, env, resolveIn);
   if (env.LURKBOT_MODEL !== undefined) raw.model = env.LURKBOT_MODEL === "" ? undefined : env.LURKBOT_MODEL;
   if (env.LURKBOT_TRANSCRIPTION_MODEL) {
     raw.media = { ...(raw.media ?? {}) };
@@ -352,7 +356,40 @@ export function parseConfig(fromFile: Record<string, unknown>, env: Env, home = 
     ids.add(agent.id);
   }
   if (defaults.length === 0) config.agents[0]!.default = true;
+  checkSshUrl(config);
   return config;
+}
+
+/** LURKBOT_NATS_SSH=user@host sets nats.ssh.target ("" turns nats.ssh off); key paths resolve in the home. */
+function sshEnvOverride(nats: Record<string, any>, env: Env, resolveIn: (path: string) => string): void {
+  if (env.LURKBOT_NATS_SSH !== undefined) {
+    if (env.LURKBOT_NATS_SSH === "") delete nats.ssh;
+    else nats.ssh = { ...(nats.ssh ?? {}), target: env.LURKBOT_NATS_SSH };
+  }
+  if (!nats.ssh || typeof nats.ssh !== "object") return;
+  nats.ssh = { ...nats.ssh };
+  const inHome = (p: unknown) => (typeof p === "string" && p !== "" && !p.startsWith("~") && !p.startsWith("-") ? resolveIn(p) : p);
+  if (nats.ssh.identityFile !== undefined) nats.ssh.identityFile = inHome(nats.ssh.identityFile);
+  if (nats.ssh.knownHostsFile !== undefined) nats.ssh.knownHostsFile = inHome(nats.ssh.knownHostsFile);
+}
+
+/** With nats.ssh the tunnel replaces nats.url, so a remote (or a list of) nats.url would be a contradiction. */
+function checkSshUrl(config: LurkConfig): void {
+  if (!config.nats.ssh) return;
+  const url = config.nats.url.trim();
+  let host = "";
+  try {
+    host = new URL(url.includes("://") ? url : `nats://${url}`).hostname.replace(/^\[|\]$/g, "");
+  } catch {
+    // checkTransportSecurity names a malformed URL
+  }
+  const loopback = host === "localhost" || host === "::1" || host.startsWith("127.");
+  if (url.includes(",") || !loopback) {
+    throw new LurkError("CONFIG_INVALID",
+      `nats.ssh (${config.nats.ssh.target}) is set together with nats.url ${url}: with nats.ssh the bus is reached through the SSH tunnel, whose ` +
+      `far end is nats.ssh.remoteHost:remotePort (${config.nats.ssh.remoteHost}:${config.nats.ssh.remotePort}) as seen from the ssh server. ` +
+      "Unset nats.url / LURKBOT_NATS_URL (keep it loopback), or remove nats.ssh (LURKBOT_NATS_SSH=\"\") to connect to that URL directly.");
+  }
 }
 
 export function defaultAgent(config: LurkConfig): AgentConfig {
