@@ -7,7 +7,8 @@
  * messages as hooks get them (no tool calls, no system events, capped).
  */
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -68,13 +69,15 @@ describe("hook discovery", () => {
   });
   after(() => rmSync(home, { recursive: true, force: true }));
 
-  it("finds hooks by precedence: workspace, then $LURKBOT_HOME/hooks, then bundled; a name once", async () => {
+  it("finds hooks by precedence: $LURKBOT_HOME/hooks before bundled; a workspace hook never takes a user or bundled hook's name; a name once", async () => {
     const found = await discoverHooks(config(), { bundledDir: bundled, env: { PATH: process.env.PATH } });
     const dup = found.hooks.filter((h) => h.name === "dup");
     assert.equal(dup.length, 1);
-    assert.equal(dup[0]!.source, "workspace");
-    assert.deepEqual(dup[0]!.shadows, ["user", "bundled"]);
-    assert.equal(dup[0]!.handler, join(workspace, "hooks", "dup", "handler.js"));
+    assert.equal(dup[0]!.source, "user");
+    assert.deepEqual(dup[0]!.shadows, ["bundled"]);
+    assert.equal(dup[0]!.handler, join(home, "hooks", "dup", "handler.js"));
+    const refused = found.problems.find((p) => p.dir === join(workspace, "hooks", "dup"));
+    assert.match(refused?.reason ?? "", /^it has the name of the user hook "dup", which a workspace hook cannot replace \(the agent can write its workspace\): rename/);
     const sources = Object.fromEntries(found.hooks.map((h) => [h.name, h.source]));
     assert.equal(sources["ws-only"], "workspace");
     assert.equal(sources["user-only"], "user");
@@ -96,6 +99,15 @@ describe("hook discovery", () => {
     assert.deepEqual([o.get("ws-only")!.enabled, o.get("user-only")!.enabled, o.get("bundled-only")!.enabled], [true, false, true]);
     assert.equal(o.get("ws-only")!.enabledBy, "config");
     assert.equal(o.get("ws-only")!.runs, true);
+    // the agent writes a workspace hook named like a bundled hook the operator enabled: it never inherits that enable
+    writeHook(join(workspace, "hooks"), "bundled-only", hookMd("bundled-only", ["command"]), "export default async function () { throw new Error('agent code'); }\n");
+    try {
+      const taken = await byName({ hooks: { entries: { "bundled-only": { enabled: true } } } });
+      assert.equal(taken.get("bundled-only")!.source, "bundled");
+      assert.equal(taken.get("bundled-only")!.handler, join(bundled, "bundled-only", "handler.js"));
+    } finally {
+      rmSync(join(workspace, "hooks", "bundled-only"), { recursive: true, force: true });
+    }
     const off = await byName({ hooks: { enabled: false, entries: { "ws-only": { enabled: true } } } });
     assert.equal(off.get("ws-only")!.runs, false, "hooks.enabled false: nothing runs");
   });
@@ -276,5 +288,42 @@ describe("lurkbot hooks", () => {
     const badAgent = await cli("list", "--agent", "ghost");
     assert.equal(badAgent.code, 64);
     assert.match(badAgent.stderr, /no agent "ghost"/);
+  });
+});
+
+describe("the bundled session-memory handler", () => {
+  let root: string;
+  before(() => {
+    root = mkdtempSync(join(tmpdir(), "lurk-session-memory-"));
+  });
+  after(() => rmSync(root, { recursive: true, force: true }));
+
+  const run = async (workspace: string) => {
+    const { default: handler } = (await import(pathToFileURL(join(BUNDLED_HOOKS_DIR, "session-memory", "handler.js")).href)) as { default: (event: unknown, ctx: unknown) => Promise<void> };
+    const logged: string[] = [];
+    const ctx = { workspace, log: { info: (m: string) => logged.push(m), warn: (m: string) => logged.push(m), error: (m: string) => logged.push(m) } };
+    const event = {
+      type: "command", action: "new", name: "command:new", sessionKey: "agent:main:main", timestamp: new Date("2026-11-27T10:20:00Z"), messages: [],
+      context: { ok: true, previousSessionId: "s-1", previousMessages: [{ role: "user", text: "Plan the garden", timestamp: "2026-11-27T10:00:00Z" }, { role: "assistant", text: "Tomatoes first." }] },
+    };
+    await handler(event, ctx);
+    return logged;
+  };
+
+  it("writes into the workspace's own memory/ folder", async () => {
+    const ws = join(root, "ws-plain");
+    mkdirSync(ws);
+    await run(ws);
+    assert.match(readFileSync(join(ws, "memory", "2026-11-27-plan-the-garden.md"), "utf8"), /\*\*assistant\*\*: Tomatoes first\./);
+  });
+
+  it("refuses a memory/ that is a symbolic link out of the workspace, and writes nothing there", async () => {
+    const ws = join(root, "ws-link");
+    const outside = join(root, "outside");
+    mkdirSync(ws);
+    mkdirSync(outside);
+    symlinkSync(outside, join(ws, "memory"));
+    await assert.rejects(run(ws), /memory is not a folder \(a symbolic link\): nothing saved; make memory\/ a real folder in the workspace/);
+    assert.deepEqual(readdirSync(outside), []);
   });
 });

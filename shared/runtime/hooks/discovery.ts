@@ -90,7 +90,11 @@ export async function discoverHooks(config: LurkConfig, opts: DiscoverOptions = 
   const platform = opts.platform ?? process.platform;
   const byName = new Map<string, HookInfo>();
   const problems: HookProblem[] = [];
-  for (const { source, dir } of dirs) {
+  // the agent can write its workspace: a workspace hook never takes the name (and so the
+  // `hooks.entries` enable) of a user or bundled hook, so those places are read first
+  const protectedNames = new Set<string>();
+  const order = [...dirs.filter((d) => d.source !== "workspace"), ...dirs.filter((d) => d.source === "workspace")];
+  for (const { source, dir } of order) {
     for (const name of hookFolders(dir)) {
       const folder = join(dir, name);
       const found = readHook(folder, name);
@@ -98,11 +102,17 @@ export async function discoverHooks(config: LurkConfig, opts: DiscoverOptions = 
         problems.push({ source, dir: folder, reason: found.reason });
         continue;
       }
+      if (source === "workspace" && protectedNames.has(found.meta.name)) {
+        const other = byName.get(found.meta.name)!;
+        problems.push({ source, dir: folder, reason: `it has the name of the ${other.source} hook "${found.meta.name}", which a workspace hook cannot replace (the agent can write its workspace): rename the folder and the name in its HOOK.md` });
+        continue;
+      }
       const winner = byName.get(found.meta.name);
       if (winner) {
         winner.shadows.push(source);
         continue;
       }
+      if (source !== "workspace") protectedNames.add(found.meta.name);
       const entry = config.hooks.entries[found.meta.name];
       const enabled = entry?.enabled ?? DEFAULT_ENABLED[source];
       const missing = await unmet(found.meta, { ...hookEnv(env), ...entry?.env }, platform);
@@ -113,7 +123,9 @@ export async function discoverHooks(config: LurkConfig, opts: DiscoverOptions = 
       });
     }
   }
-  return { agentId: agent.id, dirs, hooks: [...byName.values()], problems };
+  const rank = (h: HookInfo) => dirs.findIndex((d) => d.source === h.source);
+  const hooks = [...byName.values()].sort((a, b) => rank(a) - rank(b) || compareCodeUnits(a.name, b.name));
+  return { agentId: agent.id, dirs, hooks, problems };
 }
 
 /** the sub-folders of `dir` (sorted, at most MAX_HOOKS_PER_DIR), or none when it does not exist */

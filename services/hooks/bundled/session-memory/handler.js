@@ -1,5 +1,5 @@
 // session-memory: the conversation /new or /reset ended, saved as <workspace>/memory/YYYY-MM-DD-<slug>.md
-import { mkdir, writeFile } from "node:fs/promises";
+import { lstat, mkdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 
 const MAX_MESSAGES = 15;
@@ -34,10 +34,23 @@ export default async function sessionMemory(event, ctx) {
     "",
     ...messages.map((m) => `**${m.role}**${timeOf(m.timestamp)}: ${cap(m.text.trim())}\n`),
   ].join("\n");
-  const dir = join(ctx.workspace, "memory");
-  await mkdir(dir, { recursive: true });
+  const dir = await memoryFolder(ctx.workspace);
   const path = await writeNew(dir, `${date}-${slug}`, body);
   ctx.log.info(`saved ${messages.length} messages to ${path}`);
+}
+
+/**
+ * `<workspace>/memory`, made when missing; refused when it is anything but a real folder (the
+ * agent can write its workspace: a symbolic link there must not lead the conversation elsewhere).
+ */
+async function memoryFolder(workspace) {
+  const dir = join(await realpath(workspace), "memory");
+  await mkdir(dir).catch((err) => {
+    if (err.code !== "EEXIST") throw err;
+  });
+  const st = await lstat(dir);
+  if (!st.isDirectory()) throw new Error(`${dir} is not a folder (${st.isSymbolicLink() ? "a symbolic link" : "a file"}): nothing saved; make memory/ a real folder in the workspace`);
+  return dir;
 }
 
 /** the first words of `text`: lower-case letters and digits joined by '-' ("" when none) */
