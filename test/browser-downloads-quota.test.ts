@@ -123,4 +123,19 @@ describe("the browser actor: browser.downloads.maxFolderBytes caps what an agent
     assert.match(await rig.ok({ action: "download", url: `${site.main}/file/report.csv` }), /downloaded d\d+: downloads\/report-3\.csv/);
     assert.deepEqual(staged(), []);
   });
+
+  it("two downloads ending together are checked one after the other: only what fits is saved", async () => {
+    rmSync(downloads, { recursive: true, force: true });
+    mkdirSync(join(downloads, "mine"), { recursive: true });
+    // room for one more report, not two
+    writeFileSync(join(downloads, "mine", "notes.bin"), Buffer.alloc(Math.floor(site.report.length * 1.5)));
+    const [a, b] = await Promise.all([
+      rig.call("browser", { action: "download", url: `${site.main}/file/report.csv` }),
+      rig.call("browser", { action: "download", url: `${site.main}/file/report.csv?copy=2` }),
+    ]);
+    const outcomes = [a, b].map((r) => (r.errorCode === undefined ? "saved" : r.errorCode)).sort();
+    assert.deepEqual(outcomes, ["LIMIT_EXCEEDED", "saved"], `${textOf(a)}\n${textOf(b)}`);
+    assert.equal(listed().filter((n) => n.endsWith(".csv")).length, 1);
+    assert.deepEqual(staged(), []);
+  });
 });

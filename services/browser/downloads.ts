@@ -25,6 +25,7 @@ import { join } from "node:path";
 import type { Download, Response } from "playwright-core";
 import { LurkError, type ErrorCode } from "../../shared/contract/index.js";
 import { formatBytes, mimeFromName } from "../../shared/runtime/media.js";
+import { KeyedSerial } from "../../shared/runtime/keyed-serial.js";
 import { safeFileName } from "./file-name.js";
 import { FOLDER_WALK_MAX_ENTRIES, folderUsage } from "./folder-usage.js";
 import type { BrowserLog } from "./protocol.js";
@@ -110,8 +111,8 @@ export class Downloads {
   /** this session's saved downloads: how many, how many bytes (maxFiles, maxTotalBytes) */
   private savedFiles = 0;
   private savedBytes = 0;
-  /** bytes being saved into each workspace's downloads/ right now (maxFolderBytes counts them) */
-  private readonly saving = new Map<string, number>();
+  /** one quota check and save at a time per workspace: the check sees every earlier save whole */
+  private readonly folderSaves = new KeyedSerial();
 
   constructor(private readonly opts: DownloadsOptions) {
     try {
@@ -218,10 +219,6 @@ export class Downloads {
     if (this.savedFiles + this.checks.size >= maxFiles) {
       return refuse("LIMIT_EXCEEDED", `this browser session already saved ${this.savedFiles} downloads${this.checks.size ? ` (${this.checks.size} running)` : ""}, the most allowed (browser.downloads.maxFiles, until the browser stops): it was cancelled and nothing was saved`);
     }
-    if (start.workspace) {
-      const full = await this.folderFull(start.workspace, 0);
-      if (full) return refuse("LIMIT_EXCEEDED", full);
-    }
     const overTotal = `this browser session's downloads together would pass ${formatBytes(maxTotalBytes)} (browser.downloads.maxTotalBytes, until the browser stops): it was cancelled and nothing was saved`;
     let stopped: { code: ErrorCode; why: string } | undefined;
     const cancel = (code: ErrorCode, why: string) => {
@@ -243,6 +240,11 @@ export class Downloads {
     this.checks.set(record, check);
     const poll = setInterval(check, POLL_MS);
     const timer = setTimeout(() => cancel("TIMEOUT", `it took longer than ${Math.round(timeoutMs / 1000)} s (browser.downloads.timeoutMs): it was cancelled and nothing was saved`), timeoutMs);
+    // a folder full already stops it now (counted as running meanwhile, so maxFiles holds)
+    if (start.workspace) {
+      const full = await this.folderFull(start.workspace, 0).catch(() => undefined);
+      if (full) cancel("LIMIT_EXCEEDED", full);
+    }
     let failure: string | null;
     try {
       failure = await download.failure().catch((err: unknown) => (err as Error)?.message ?? String(err));
@@ -266,16 +268,14 @@ export class Downloads {
       // counted from now (a download ending meanwhile sees it), given back when the save fails
       this.savedFiles++;
       this.savedBytes += size;
-      this.saving.set(to, (this.saving.get(to) ?? 0) + size);
       let saved: Awaited<ReturnType<typeof saveIntoWorkspace>> | undefined;
       let full: string | undefined;
       try {
-        full = await this.folderFull(to, size);
-        if (!full) saved = await saveIntoWorkspace(to, DOWNLOADS_FOLDER, name, file);
+        ({ saved, full } = await this.folderSaves.run(to, async () => {
+          const over = await this.folderFull(to, size);
+          return over ? { saved: undefined, full: over } : { saved: await saveIntoWorkspace(to, DOWNLOADS_FOLDER, name, file), full: undefined };
+        }));
       } finally {
-        const left = this.saving.get(to)! - size;
-        if (left > 0) this.saving.set(to, left);
-        else this.saving.delete(to);
         if (!saved) {
           this.savedFiles--;
           this.savedBytes -= size;
@@ -295,14 +295,13 @@ export class Downloads {
   }
 
   /**
-   * Why `<workspace>/downloads/` has no room for a file of `size` bytes being saved (its own bytes
-   * already among `saving`), or undefined. With `size` 0 (a download starting): whether the
-   * folder is full already.
+   * Why `<workspace>/downloads/` has no room for a file of `size` bytes, or undefined. With `size`
+   * 0 (a download starting): whether the folder is full already.
    */
   private async folderFull(workspace: string, size: number): Promise<string | undefined> {
     const max = this.opts.maxFolderBytes;
     const usage = await folderUsage(join(workspace, DOWNLOADS_FOLDER));
-    const held = usage.bytes + (this.saving.get(workspace) ?? 0) - size;
+    const held = usage.bytes;
     if (usage.complete && (size === 0 ? held < max : held + size <= max)) return undefined;
     const holds = usage.complete ? formatBytes(held) : `more than ${FOLDER_WALK_MAX_ENTRIES} files and folders`;
     const would = size === 0 ? "" : ` and this file of ${formatBytes(size)} would pass it`;
