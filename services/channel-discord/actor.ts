@@ -2,7 +2,8 @@
  * channel-discord: a Discord bot <-> the bus, on the channel kit. In: the gateway
  * (@discordjs/ws) MESSAGE_CREATE -> inbound.ts -> LURK_INBOUND (Discord has no acknowledgement:
  * a missed event comes back through the gateway's resume). Out: the kit's durable deliveries,
- * chunked at 2000 characters, Discord markdown; while a run writes, a draft message is edited
+ * chunked at 2000 characters, Discord markdown (tables as code blocks); the message tool's
+ * react/edit/delete (actions.ts); while a run writes, a draft message is edited
  * and becomes the reply (its id kept across restarts), or with `streaming: "block"` finished
  * paragraphs are sent as their own messages. Guild channels and threads are gated by mention in the router; DMs need
  * the Direct Messages intent, guild text the privileged Message Content intent. Files (files.ts):
@@ -22,6 +23,7 @@ import { registerCommands } from "./commands.js";
 import { sendAttachment, storeAttachments } from "./files.js";
 import { messageToInbound, type DcMessage } from "./inbound.js";
 import { deliverToInteraction, InteractionStore, isInteractionMessageId, onInteraction, sweepSilentInteractions, type DcInteraction } from "./interactions.js";
+import { DISCORD_ACTIONS, discordAct } from "./actions.js";
 import { DiscordApi } from "./send.js";
 
 export const DISCORD_TEXT_LIMIT = 2000;
@@ -82,6 +84,9 @@ export const definition = defineChannelActor({
     await ready;
     return {
       textLimit: DISCORD_TEXT_LIMIT,
+      tables: "code",
+      actions: DISCORD_ACTIONS,
+      act: (req, dctx) => discordAct(rest, api, req, dctx),
       async deliver(part, dctx) {
         const channelId = part.message.conversation;
         const viaInteraction = await deliverToInteraction(ctx, api, interactions, part, part.message.id, dctx.signal);

@@ -10,6 +10,7 @@
  * and threads are gated by mention in the router. Files (files.ts): a message's files are stored
  * in the media store before it is published (and so before the ACK: a redelivery that arrives
  * while they download waits for the same work); an attachment part of a delivery is uploaded.
+ * Tables go out as code blocks; the message tool's react/edit/delete: actions.ts.
  */
 import { SocketModeClient } from "@slack/socket-mode";
 import { LogLevel, WebClient, type Logger as SlackLogger } from "@slack/web-api";
@@ -22,6 +23,7 @@ import {
   actionToInbound, eventToInbound, platformMessageId, slashToInbound, targetOf, type BotIdentity, type SlackBlockActions, type SlackEvent, type SlackSlashCommand, type SlackTarget,
 } from "./inbound.js";
 import { approvalBlocks, SlackApi } from "./send.js";
+import { SLACK_ACTIONS, slackAct } from "./actions.js";
 
 export const SLACK_TEXT_LIMIT = 3900;
 /** errors after which a redelivery of the envelope cannot succeed either: acknowledged, logged */
@@ -149,6 +151,9 @@ export const definition = defineChannelActor({
     log.info({ bot: bot.userId, team: bot.teamId }, "slack socket mode connected");
     return {
       textLimit: SLACK_TEXT_LIMIT,
+      tables: "code",
+      actions: SLACK_ACTIONS,
+      act: (req, dctx) => slackAct(web, api, req, dctx),
       async deliver(part, dctx) {
         let target: SlackTarget;
         try {

@@ -3,8 +3,9 @@
  * In: long polling (poller.ts) or a webhook (webhook.ts), as `mode` says (updates.ts) -> inbound.ts,
  * the message's files downloaded into the media store (files.ts) -> LURK_INBOUND, before the
  * update is confirmed (the next offset, or the webhook's 200); approval buttons come back as `/approve ID` / `/deny ID` from the person who pressed them.
- * Out: the kit's durable deliveries, chunked at 4096 characters, rendered as Telegram HTML, then
- * each attachment uploaded as its own message (files.ts);
+ * Out: the kit's durable deliveries, chunked at 4096 characters (tables as code blocks), rendered
+ * as Telegram HTML, then each attachment uploaded as its own message (files.ts); the message
+ * tool's react/edit/delete (actions.ts);
  * while a run writes, a draft message is edited (the kit's DraftMessages, its id kept across
  * restarts) and becomes the reply; or, with `streaming: "block"`, finished paragraphs are sent.
  * Groups: the router decides by the `mentioned` flag (mention gating); forum topics are their
@@ -17,6 +18,7 @@ import { channelDrafts, defineChannelActor, DraftMessages, publishWithDraft, typ
 import { telegramChannelSchema, type TelegramChannelConfig } from "../../shared/runtime/config-channels.js";
 import { sendAttachment, storeMessageFiles, type BotAccess } from "./files.js";
 import { conversationOf, filesOf, fullName, messageToInbound, peerOf, platformMessageId, targetOf, type BotIdentity, type TgMessage, type TgTarget } from "./inbound.js";
+import { TELEGRAM_ACTIONS, telegramAct } from "./actions.js";
 import { editText, sendText, toDeliveryError } from "./send.js";
 import { receiveUpdates } from "./updates.js";
 
@@ -79,6 +81,9 @@ export const definition = defineChannelActor({
     log.info({ bot: bot.username, mode: settings.mode }, settings.mode === "webhook" ? "telegram channel receiving by webhook" : "telegram channel polling");
     return {
       textLimit: TELEGRAM_TEXT_LIMIT,
+      tables: "code",
+      actions: TELEGRAM_ACTIONS,
+      act: (req, dctx) => telegramAct(api, req, dctx),
       async deliver(part, dctx) {
         const target = targetOf(part.message.conversation);
         const draftId = await drafts.takeFor(part);

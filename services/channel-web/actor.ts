@@ -9,6 +9,8 @@
  * reconnecting gets it when it (re)opens the chat (it asks for the entries after the last seq it
  * saw). So a delivery succeeds once stored: nothing is retried for an absent browser, and
  * nothing is lost to it. Streaming (delta) and tool progress come from the run's events.
+ * The message tool's react/edit/delete change a kept line and push an `update` (actions.ts);
+ * tables go out as code blocks (the page's markdown renders none).
  * Canvas: this actor also serves the agent's `canvas` tool (canvas-tool.ts, through
  * shared/runtime/tool-serve.ts in queue group "canvas", policy canvas-policy.ts): each session's
  * canvas is kept in LMDB (canvas-store.ts) and shown next to the chat that session maps to; it
@@ -29,6 +31,7 @@ import { canvasTool } from "./canvas-tool.js";
 import { outboundFile, WebFiles } from "./files.js";
 import { ChatHistory } from "./history.js";
 import { Hub } from "./hub.js";
+import { WEB_ACTIONS, webAct } from "./actions.js";
 import { startWebServer } from "./server.js";
 import { exposeWithTailscale, type WebToken } from "./tailscale.js";
 import { chatOfConversation, chatOfSessionKey, scoped } from "./user-scope.js";
@@ -74,11 +77,16 @@ export const definition = defineChannelActor({
     const tailscale = exposeWithTailscale({ rt: ctx.rt, log, settings, port: web.port, tokens });
     return {
       textLimit: WEB_TEXT_LIMIT,
+      // the page's markdown has no tables
+      tables: "code",
+      actions: WEB_ACTIONS,
+      act: (req) => webAct(hub, users, req),
       async deliver(part) {
         const msg = part.message;
         const chat = chatOfConversation(users, msg.conversation);
         if (!chat) throw new DeliveryError(`"${msg.conversation}" is not a web chat of a configured user`, { permanent: true });
-        const kind = msg.kind === "typing" ? "notice" : msg.kind;
+        // (actions never come here: the kit hands them to `act`)
+        const kind = msg.kind === "typing" || msg.kind === "action" ? "notice" : msg.kind;
         // an attachment part: a line with the file (or, when it cannot be read, a text line saying so)
         const got = part.attachments[0] ? await outboundFile(ctx.rt.media, files, chat.user, part.attachments[0], ctx.log) : undefined;
         const entry = await hub.record(chat, {

@@ -34,6 +34,26 @@ export class ChatHistory {
     });
   }
 
+  /** The kept entry `seq` of the chat. */
+  get(chat: string, seq: number): ChatEntry | undefined {
+    return this.entries.get([chat, seq]);
+  }
+
+  /** The newest kept entry of the chat that `match` accepts (a scan of at most `perChat` entries). */
+  find(chat: string, match: (e: ChatEntry) => boolean): ChatEntry | undefined {
+    for (const { value } of this.entries.getRange({ start: [chat, Number.MAX_SAFE_INTEGER], end: [chat, 0], reverse: true })) if (match(value)) return value;
+    return undefined;
+  }
+
+  /** Replaces a kept entry (a reaction, an edit, a deletion), same seq; false when it is no longer kept. */
+  async replace(chat: string, entry: ChatEntry): Promise<boolean> {
+    return this.root.transaction(() => {
+      if (!this.entries.get([chat, entry.seq])) return false;
+      void this.entries.put([chat, entry.seq], entry);
+      return true;
+    });
+  }
+
   /** The entries after `since`, oldest first, at most `limit` (the newest of them). */
   since(chat: string, since: number, limit: number): ChatEntry[] {
     const newest = [...this.entries.getRange({ start: [chat, Number.MAX_SAFE_INTEGER], end: [chat, since], reverse: true, limit }).map((e) => e.value)];

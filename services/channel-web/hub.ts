@@ -145,6 +145,18 @@ export class Hub {
     return stored;
   }
 
+  /** Replaces a kept chat line and shows the change to the chat's sockets; false when the line is no longer kept. */
+  async update(c: WebChat, entry: ChatEntry): Promise<boolean> {
+    if (!(await this.history.replace(c.conversation, entry))) return false;
+    this.broadcast(c, { type: "update", chat: c.chat, entry });
+    return true;
+  }
+
+  /** The kept line of the chat that `match` accepts (newest first), if any. */
+  findEntry(c: WebChat, match: (e: ChatEntry) => boolean): ChatEntry | undefined {
+    return this.history.find(c.conversation, match);
+  }
+
   /** One browser message of the socket's user: watch its run, persist it, then ack (or nack with the reason). */
   async inbound(ws: WebSocket, msg: SendFrame): Promise<void> {
     const { ctx } = this;

@@ -138,12 +138,24 @@ export const PAGE_SCRIPT = String.raw`
     if (e.role === "assistant" && e.runId && state.streams[e.runId]) {
       state.streams[e.runId].remove(); delete state.streams[e.runId];
     }
-    var el = bubble(e.role, e.kind, e.id);
+    if (e.deleted) return;
+    fillEntry(bubble(e.role, e.kind, e.id), e);
+    scroll();
+  }
+  function fillEntry(el, e) {
     if (e.role === "user") el.textContent = e.text;
     else if (e.kind === "approval" && e.approval) renderApproval(el, e);
     else el.innerHTML = md(e.text);
     appendFiles(el, e.attachments);
-    scroll();
+    if (e.edited) { var ed = document.createElement("span"); ed.className = "edited"; ed.textContent = "(edited)"; el.appendChild(ed); }
+    if (e.reactions && e.reactions.length) { var r = document.createElement("div"); r.className = "reactions"; r.textContent = e.reactions.join(" "); el.appendChild(r); }
+  }
+  /** a kept line changed (the assistant's reaction, edit or deletion): redraw it in place */
+  function updateEntry(e) {
+    var el = e.id && document.querySelector('[data-id="' + CSS.escape(e.id) + '"]');
+    if (!el) return;
+    if (e.deleted) { el.remove(); return; }
+    el.innerHTML = ""; fillEntry(el, e);
   }
   function renderApproval(el, e) {
     el.classList.add("approval");
@@ -231,6 +243,7 @@ ${CANVAS_SCRIPT}
         if (f.chat !== state.chat) break;
         renderEntry(f.entry); state.lastSeq = Math.max(state.lastSeq, f.entry.seq);
         break;
+      case "update": if (f.chat === state.chat) updateEntry(f.entry); break;
       case "delta": if (f.chat === state.chat) onDelta(f); break;
       case "tool": if (f.chat === state.chat) onTool(f); break;
       case "canvas": if (f.chat === state.chat) canvasShow(f.canvas); break;

@@ -32,6 +32,8 @@ header #chat-title { font-weight: 600; flex: 1; }
 .msg.user.pending { opacity: .6; }
 .msg.assistant { align-self: flex-start; background: var(--bot); border: 1px solid var(--line); border-bottom-left-radius: 4px; }
 .msg.assistant.streaming p:last-child::after, .msg.assistant.streaming:empty::after { content: "▍"; color: var(--accent); animation: blink 1s steps(2) infinite; }
+.msg .reactions { margin-top: 4px; font-size: 1.1em; white-space: normal; }
+.msg .edited { margin-left: 6px; font-size: .8em; opacity: .6; }
 .msg.error { border-color: var(--bad); color: var(--bad); }
 .msg.notice { align-self: center; background: transparent; border: none; color: var(--muted); font-size: 13px; }
 .msg p { margin: 0 0 .5em; } .msg p:last-child { margin-bottom: 0; }

@@ -6,7 +6,8 @@
  * stored in LURK_INBOUND, or `nack`), `canvas_action` (a Button pressed on the canvas: an A2UI
  * userAction, sent on as a message of the chat; answered like `send`), `sessions`, `ping`.
  * Server -> browser: `ready` (the signed-in user's id and name, the upload cap), `history`, `entry` (a stored chat line: the
- * user's message, a reply, a file, a notice, an error or an approval), `delta` (streamed reply
+ * user's message, a reply, a file, a notice, an error or an approval), `update` (a kept line
+ * changed: the assistant's reaction, edit or deletion), `delta` (streamed reply
  * text), `tool` (tool progress), `run_end`, `typing`, `canvas` (the chat's canvas, after `open`
  * and on every change; null when there is none), `sessions`, `ack`/`nack`, `error`, `pong`.
  * A chat id is token-safe (`[A-Za-z0-9_-]`, <= 64) and names one of the signed-in user's
@@ -84,6 +85,12 @@ export interface ChatEntry {
   approval?: { approvalId: string; tool: string; command?: string; expiresAt: number };
   /** the files of the line (a user's message; an agent's file is a line of its own with empty text) */
   attachments?: WebFile[];
+  /** the assistant's reactions on the line (the message tool's react) */
+  reactions?: string[];
+  /** the assistant changed its text (the message tool's edit) */
+  edited?: boolean;
+  /** the assistant deleted it (text and files gone; the page drops the line) */
+  deleted?: boolean;
 }
 
 export interface WebSession { chat: string; sessionKey: string; updatedAt: number; records: number; label?: string; active: boolean }
@@ -92,6 +99,8 @@ export type ServerFrame =
   | { type: "ready"; userId: string; name: string; maxFileBytes: number }
   | { type: "history"; chat: string; entries: ChatEntry[] }
   | { type: "entry"; chat: string; entry: ChatEntry }
+  /** a kept line changed (reaction, edit, deletion): the page redraws the line with that `id` */
+  | { type: "update"; chat: string; entry: ChatEntry }
   | { type: "delta"; chat: string; runId: string; text: string }
   | { type: "tool"; chat: string; runId: string; toolCallId: string; name: string; phase: "start" | "end"; isError?: boolean; durationMs?: number; detail?: string }
   | { type: "run_end"; chat: string; runId: string; status: "done" | "error"; code?: string; message?: string }

@@ -24,6 +24,7 @@ export const ACTOR_SECRETS: Record<string, readonly string[]> = {
   "channel-telegram": ["TELEGRAM_BOT_TOKEN"],
   "channel-discord": ["DISCORD_BOT_TOKEN"],
   "channel-slack": ["SLACK_BOT_TOKEN", "SLACK_APP_TOKEN"],
+  "channel-matrix": ["LURKBOT_MATRIX_ACCESS_TOKEN"],
   "channel-web": ["LURKBOT_WEB_TOKEN"],
   // ELEVENLABS_API_KEY / XI_API_KEY: voice replies through ElevenLabs (tts.provider)
   "agent-runner": ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ELEVENLABS_API_KEY", "XI_API_KEY"],

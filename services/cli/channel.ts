@@ -66,7 +66,8 @@ interface Pending {
 
 /**
  * One terminal conversation on the bus. `send()` resolves with the delivery that answers the
- * message; deliveries that answer none of the pending messages go to `onUnsolicited`.
+ * message; deliveries that answer none of the pending messages go to `onUnsolicited` (a
+ * reaction of the message tool as a notice saying so).
  */
 export class TerminalChannel {
   private readonly s;
@@ -184,6 +185,12 @@ export class TerminalChannel {
     try {
       msg = outboundMessageSchema.parse(safeParseJson(raw.data));
     } catch {
+      return;
+    }
+    if (msg.kind === "action") {
+      // the message tool's react (the terminal cannot change printed text): shown as a note
+      const { action, ...rest } = msg;
+      if (action?.op === "react") this.onUnsolicited({ ...rest, kind: "notice", text: `(${action.remove ? "took back the reaction" : "reacted"} ${action.emoji} ${action.remove ? "on" : "to"} message ${action.messageId})` });
       return;
     }
     const id = msg.replyTo.find((r) => this.pending.has(r));

@@ -12,6 +12,7 @@ import { commandUsage, findCommand, parseArgs, usage, type ParsedCommand } from 
 import { configuredChannelActors, selectActors } from "./actors.js";
 import { connectCli, currentStreamReplicas } from "./bus.js";
 import { busLabel } from "./ssh-bus.js";
+import { convertTables } from "../../shared/runtime/channel/tables.js";
 import { TerminalChannel } from "./channel.js";
 import { attachLocalFile, describeReceived, saveReceivedFiles, type ReceivedFile } from "./files.js";
 import { chat } from "./chat.js";
@@ -149,7 +150,8 @@ async function cmdSend(p: ParsedCommand, env: Env): Promise<number> {
         ...(received.length > 0 ? { files: received } : {}),
       }));
     } else if (result.reply) {
-      out(result.reply);
+      // markdown tables as a padded code block (a terminal renders none); --json keeps the reply as written
+      out(convertTables(result.reply, "code"));
     }
     return result.kind === "error" ? EXIT.failed : EXIT.ok;
   } finally {

@@ -26,8 +26,10 @@ import { configSecretEntries, fileChecks } from "./audit/files.js";
 import { publicFinding, sortFindings, summarize, type AuditContext, type AuditFinding, type Finding, type Summary } from "./audit/finding.js";
 import { applyFixes, type AppliedFix } from "./audit/fix.js";
 import { formatFixes, formatReport } from "./audit/format.js";
+import { matrixChecks } from "./audit/matrix.js";
 import { networkChecks } from "./audit/network.js";
-import { tailscaleChecks } from "./audit/tailscale.js";
+import { signalChecks } from "./audit/signal.js";
+import { tailscaleChecks, tailscaleStaleChecks } from "./audit/tailscale.js";
 import { storedChannelSecrets } from "./audit/tokens.js";
 import { execEnabled, toolChecks } from "./audit/tools.js";
 
@@ -66,7 +68,7 @@ export function auditContext(config: LurkConfig, env: Env): AuditContext {
 }
 
 export async function runAudit(ctx: AuditContext, deep: boolean): Promise<AuditResult> {
-  const findings: AuditFinding[] = [...networkChecks(ctx), ...tailscaleChecks(ctx), ...fileChecks(ctx), ...accessChecks(ctx), ...await toolChecks(ctx), ...browserChecks(ctx), ...browserFileChecks(ctx)];
+  const findings: AuditFinding[] = [...networkChecks(ctx), ...tailscaleChecks(ctx), ...await tailscaleStaleChecks(ctx), ...fileChecks(ctx), ...accessChecks(ctx), ...matrixChecks(ctx), ...signalChecks(ctx), ...await toolChecks(ctx), ...browserChecks(ctx), ...browserFileChecks(ctx)];
   let busDown = false;
   if (deep) {
     const d = await deepChecks(ctx.config, ctx.env, { execUsed: execEnabled(ctx.config), browserUsed: browserUsed(ctx.config) });

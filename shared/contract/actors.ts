@@ -24,7 +24,7 @@ export interface ActorGrant {
   kvBuckets: string[];
 }
 
-export const CHANNELS = ["cli", "web", "telegram", "discord", "slack", "webhook", "openai-http"] as const;
+export const CHANNELS = ["cli", "web", "telegram", "discord", "slack", "webhook", "openai-http", "matrix", "signal"] as const;
 export type ChannelName = (typeof CHANNELS)[number];
 
 /** The lease bucket stateful actors use to keep one active instance. */
@@ -121,8 +121,9 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       // the media store: media_save reads a user's file, message stores the files it sends
       // lurk.agent-runner.embed: memory_search's vectors (memory.embeddings); .speak: the tts tool's audio; no other user may ask for them
       publish: [s.toolProgressAll, ops("approvals"), "$SRV.INFO.approvals", ops("sessions"), ops("subagents"), ops("cron"), s.outboundAll, s.injectAll, s.toolJobAll, s.toolJobsList, s.toolsCatalogChanged, s.op("agent-runner", "embed"), s.op("agent-runner", "speak"), ...mediaSubjects("write")],
-      // a run's in-flight calls are cancelled on lurk.tools.cancel, on its abort control and when it ends
-      subscribe: [s.toolsCancel, s.runControlAll, ...s.runTerminalAll],
+      // a run's in-flight calls are cancelled on lurk.tools.cancel, on its abort control and when it ends;
+      // the channels' delivery receipts: the message tool's react/edit/delete wait for their answer
+      subscribe: [s.toolsCancel, s.runControlAll, ...s.runTerminalAll, ...channelReceiptSubjects(prefix)],
       responder: true,
     }),
     // a tool actor of your own (test/fixtures/ext-tools-actor.ts shows one): it answers
@@ -236,7 +237,15 @@ export function mediaSubjects(access: "read" | "write"): string[] {
     "$JS.API.INFO", `$JS.API.STREAM.INFO.${stream}`, `$JS.API.DIRECT.GET.${stream}.>`, `$JS.API.STREAM.MSG.GET.${stream}`,
     `$JS.API.CONSUMER.CREATE.${stream}`, `$JS.API.CONSUMER.CREATE.${stream}.>`, `$JS.API.CONSUMER.INFO.${stream}.>`, `$JS.API.CONSUMER.DELETE.${stream}.>`, `$JS.FC.${stream}.>`,
   ];
+    channel("matrix"),
+    channel("signal"),
   return access === "read" ? read : [...read, `$O.${MEDIA_BUCKET}.C.>`, `$O.${MEDIA_BUCKET}.M.>`, `$JS.API.STREAM.PURGE.${stream}`];
+}
+
+/** The delivery receipts of every kit channel (`lurk.evt.channel-<name>.delivered|delivery_failed`). */
+export function channelReceiptSubjects(prefix?: string): string[] {
+  const s = subjects(prefix);
+  return CHANNELS.filter((c) => c !== "cli").flatMap((c) => [s.event(`channel-${c}`, "delivered"), s.event(`channel-${c}`, "delivery_failed")]);
 }
 
 /**

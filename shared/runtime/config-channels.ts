@@ -27,6 +27,12 @@ export const channelBaseShape = {
   concurrency: z.number().int().min(1).max(256).default(4),
   /** this channel's account name: every inbound message carries it (bindings `{ channel, accountId }`) */
   accountId: z.string().min(1).max(200).optional(),
+  /**
+   * markdown the platform does not render: `tables` "code" (a padded monospace block), "bullets"
+   * (one list item per row) or "off" (as written). Unset: the channel's default (code for
+   * Telegram, Discord, Slack and the web chat; off for the others).
+   */
+  markdown: z.object({ tables: z.enum(["code", "bullets", "off"]).optional() }).optional(),
 };
 
 /** The streaming fields of a chat channel (Telegram, Discord, Slack). */
@@ -220,9 +226,81 @@ export const slackChannelSchema = z.object({
   slashCommand: z.string().regex(/^\/[a-z0-9_-]{1,31}$/, "a slash command: / and up to 32 lower-case letters, digits, - or _, e.g. /lurk").default("/lurk"),
 });
 
+/** A Matrix user id, `@localpart:server.name` (the server name may carry a port). */
+export const matrixUserIdSchema = z.string().max(255).regex(/^@[a-z0-9._=\/+-]+:(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/, "a Matrix user id, e.g. @bot:example.org");
+
+/** Whether `url` is on this machine (http is allowed there: nothing crosses the network). */
+export function isLoopbackUrl(url: string): boolean {
+  try {
+    const host = new URL(url).hostname.replace(/^\[|\]$/g, "");
+    return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * `channels.matrix`: a Matrix account through the Client-Server API v3 (services/channel-matrix).
+ * Who may talk to it is the router's (routing.dm / routing.groups, byChannel.matrix), as for every
+ * chat channel; `autoJoin` decides which room invites the account accepts.
+ */
+export const matrixChannelSchema = z.object({
+  ...channelBaseShape,
+  /** the homeserver's client API base, e.g. https://matrix.example.org (https unless on loopback or allowPlainHttp) */
+  homeserverUrl: z.url({ protocol: /^https?$/ }).optional(),
+  /** allow http:// to a homeserver on another host (e.g. http://synapse:8008 on a private container network); the audit warns */
+  allowPlainHttp: z.boolean().default(false),
+  /** the bot account, e.g. @lurkbot:example.org (must be the access token's user) */
+  userId: matrixUserIdSchema.optional(),
+  /** the bot account's access token (env LURKBOT_MATRIX_ACCESS_TOKEN or credentials/secrets.json) */
+  accessToken: z.string().min(8).max(2048).regex(/^[\x21-\x7e]+$/, "an access token has no spaces").optional(),
+  /** the device of the access token (informational: checked against whoami when set) */
+  deviceId: z.string().min(1).max(255).optional(),
+  /** room invites: "off" (never join), "allowlist" (from routing.commands.owners or the Matrix DM allowFrom), "always" */
+  autoJoin: z.enum(["off", "allowlist", "always"]).default("allowlist"),
+  /** show "typing…" in the room while a run writes its answer */
+  typingIndicator: z.boolean().default(true),
+  /** how long one /sync long poll waits on the homeserver, ms */
+  syncTimeoutMs: z.number().int().min(0).max(120_000).default(30_000),
+}).superRefine((s, ctx) => {
+  if (s.enabled && !s.homeserverUrl) ctx.addIssue({ code: "custom", path: ["homeserverUrl"], message: "required: the homeserver's address, e.g. https://matrix.example.org" });
+  if (s.enabled && !s.userId) ctx.addIssue({ code: "custom", path: ["userId"], message: "required: the bot account, e.g. @lurkbot:example.org" });
+  if (s.homeserverUrl && new URL(s.homeserverUrl).protocol === "http:" && !isLoopbackUrl(s.homeserverUrl) && !s.allowPlainHttp) {
+    ctx.addIssue({ code: "custom", path: ["homeserverUrl"], message: "https is required (plain http only to a homeserver on this machine: localhost, 127.0.0.1, ::1, or with allowPlainHttp: true on a private network): the access token and every message would cross the network in clear" });
+  }
+});
+
+/** A Signal account's number, E.164: + and 7-15 digits, e.g. +15551234567. */
+export const signalNumberSchema = z.string().regex(/^\+[1-9]\d{6,14}$/, "a phone number in E.164 form: + then the country code and number, e.g. +15551234567");
+
+/**
+ * `channels.signal`: a Signal account through signal-cli's HTTP daemon (services/channel-signal):
+ * JSON-RPC at `<url>/api/v1/rpc`, received messages as server-sent events at `<url>/api/v1/events`.
+ * signal-cli's HTTP has no authentication: the channel refuses a url off this machine unless
+ * `allowRemote` (checked when the channel starts, so the other actors still run). Who may talk to
+ * the bot is the router's (routing.dm / routing.groups, byChannel.signal), as for every chat channel.
+ */
+export const signalChannelSchema = z.object({
+  ...channelBaseShape,
+  /** signal-cli's HTTP daemon (`signal-cli -a +NUMBER daemon --http 127.0.0.1:8080`) */
+  url: z.url({ protocol: /^https?$/ }).default("http://127.0.0.1:8080"),
+  /** the bot's own number, E.164 (the account signal-cli registered or linked) */
+  account: signalNumberSchema.optional(),
+  /** let `url` be another host: anyone who reaches that port reads and sends as the account */
+  allowRemote: z.boolean().default(false),
+  /** send a read receipt for each message the channel stores */
+  sendReadReceipts: z.boolean().default(false),
+  /** show "typing…" to the sender (or group) while a run writes its answer */
+  typingIndicator: z.boolean().default(true),
+  /** ms one JSON-RPC call may take (a send with a large attachment takes longest) */
+  requestTimeoutMs: z.number().int().min(1_000).max(300_000).default(60_000),
+});
+
 export const channelsConfigSchema = z.object({
   discord: discordChannelSchema.optional(),
   slack: slackChannelSchema.optional(),
+  matrix: matrixChannelSchema.optional(),
+  signal: signalChannelSchema.optional(),
   telegram: telegramChannelSchema.optional(),
   "openai-http": openaiHttpChannelSchema.optional(),
   webhook: webhookChannelSchema.optional(),
@@ -234,7 +312,9 @@ export type WebhookChannelConfig = z.infer<typeof webhookChannelSchema>;
 export type TelegramChannelConfig = z.infer<typeof telegramChannelSchema>;
 export type DiscordChannelConfig = z.infer<typeof discordChannelSchema>;
 export type SlackChannelConfig = z.infer<typeof slackChannelSchema>;
+export type MatrixChannelConfig = z.infer<typeof matrixChannelSchema>;
 export type WebChannelConfig = z.infer<typeof webChannelSchema>;
+export type SignalChannelConfig = z.infer<typeof signalChannelSchema>;
 
 /**
  * Secrets LurkBot makes itself (a random value is generated into channels.json when none is
@@ -255,6 +335,7 @@ export const CHANNEL_TOKEN_ENV: readonly { channel: string; field: string; env: 
   { channel: "discord", field: "botToken", env: "DISCORD_BOT_TOKEN", where: "Discord Developer Portal > your application > Bot (enable the Message Content intent)" },
   { channel: "slack", field: "botToken", env: "SLACK_BOT_TOKEN", where: "your Slack app > OAuth & Permissions > Bot User OAuth Token (xoxb-...)" },
   { channel: "slack", field: "appToken", env: "SLACK_APP_TOKEN", where: "your Slack app > Basic Information > App-Level Tokens with connections:write (xapp-...)" },
+  { channel: "matrix", field: "accessToken", env: "LURKBOT_MATRIX_ACCESS_TOKEN", where: "log in as the bot account (POST <homeserver>/_matrix/client/v3/login, services/channel-matrix/README.md) and copy access_token" },
 ];
 
 /** Applies the environment's channel secrets to the raw config object (before validation). */

@@ -15,6 +15,7 @@
  * `PATCH /webhooks/{app}/{token}/messages/@original` edits the deferred message (DELETE deletes it) and
  * `POST /webhooks/{app}/{token}` sends a follow-up, both without the bot token, recorded in
  * `sent` with `via`; an expired token (`expireInteraction`) is a 401 (50027).
+ * Reactions: `PUT|DELETE /channels/{c}/messages/{m}/reactions/{emoji}/@me` are recorded in `reactions`.
  */
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -58,6 +59,8 @@ export class FakeDiscordServer {
   refuseCommands = false;
   readonly interactions = new Map<string, DiscordInteractionState>();
   readonly sent: DiscordSent[] = [];
+  /** the bot's own reactions put (PUT) and taken back (DELETE), emoji decoded */
+  readonly reactions: { method: "PUT" | "DELETE"; channelId: string; messageId: string; emoji: string }[] = [];
   /** current content of each bot message, by `<channelId>:<messageId>` */
   readonly messages = new Map<string, string>();
   /** channel id -> parent channel id, for threads */
@@ -212,6 +215,14 @@ export class FakeDiscordServer {
     if (req.method === "GET" && (path === "/api/v10/users/@me" || path === "/api/v10/users/%40me")) return sendJson(res, 200, this.bot);
     if (req.method === "GET" && path === "/api/v10/gateway/bot") {
       return sendJson(res, 200, { url: this.url.replace("http", "ws") + "/gateway", shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 0, max_concurrency: 1 } });
+    }
+    const reaction = /^\/api\/v10\/channels\/(\d+)\/messages\/(\d+)\/reactions\/([^/]+)\/(?:@|%40)me$/.exec(path);
+    if (reaction) {
+      const [, channelId, messageId, emoji] = reaction as unknown as [string, string, string, string];
+      if (req.method !== "PUT" && req.method !== "DELETE") return sendJson(res, 405, { message: "405: Method Not Allowed", code: 0 });
+      this.reactions.push({ method: req.method, channelId, messageId, emoji: decodeURIComponent(emoji) });
+      res.writeHead(204).end();
+      return;
     }
     const channel = /^\/api\/v10\/channels\/(\d+)(?:\/(messages|typing)(?:\/(\d+))?)?$/.exec(path);
     if (!channel) return sendJson(res, 404, { message: "404: Not Found", code: 0 });

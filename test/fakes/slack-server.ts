@@ -1,6 +1,6 @@
 /**
  * A local Slack for the channel tests: the Web API (`POST /api/<method>`, form or JSON bodies,
- * `{ok, ...}` answers: apps.connections.open, auth.test, chat.postMessage/update/delete) and the
+ * `{ok, ...}` answers: apps.connections.open, auth.test, chat.postMessage/update/delete, reactions.add/remove) and the
  * Socket Mode WebSocket (`hello`, `events_api`, `interactive` and `slash_commands` envelopes, pings; it records
  * each ACK `{envelope_id}` with its wall-clock time), as @slack/web-api and @slack/socket-mode
  * speak them. `rateLimitNextPosts(n)` answers chat.postMessage with 429 + Retry-After.
@@ -33,6 +33,8 @@ export class FakeSlackServer {
   /** current text of each bot message, by `<channel>:<ts>` */
   readonly messages = new Map<string, string>();
   readonly acks: SlackAck[] = [];
+  /** the bot's reactions, `<channel>:<ts>:<name>` (reactions.add / reactions.remove) */
+  readonly reactions = new Set<string>();
   /** Web API calls by method name */
   readonly calls: string[] = [];
   connections = 0;
@@ -258,6 +260,15 @@ export class FakeSlackServer {
         if (!this.messages.delete(`${channel}:${ts}`)) return sendJson(res, 200, { ok: false, error: "message_not_found" });
         this.sent.push({ method, channel, ts, text: "", body });
         return sendJson(res, 200, { ok: true, channel, ts });
+      }
+      case "reactions.add":
+      case "reactions.remove": {
+        const key = `${channel}:${String(body.timestamp ?? "")}:${String(body.name ?? "")}`;
+        if (!body.name || !body.timestamp) return sendJson(res, 200, { ok: false, error: "invalid_arguments" });
+        if (method === "reactions.add" && this.reactions.has(key)) return sendJson(res, 200, { ok: false, error: "already_reacted" });
+        if (method === "reactions.remove" && !this.reactions.delete(key)) return sendJson(res, 200, { ok: false, error: "no_reaction" });
+        if (method === "reactions.add") this.reactions.add(key);
+        return sendJson(res, 200, { ok: true });
       }
       case "files.getUploadURLExternal": {
         const filename = String(body.filename ?? "");

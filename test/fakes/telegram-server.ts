@@ -6,6 +6,8 @@
  * makes getUpdates calls that would confirm an update (a higher offset) wait unanswered, their
  * offset not taken, until `releasePolls()`. The test pushes user messages with `userMessage()`
  * and reads what the bot sent in `sent`; `failNext()` makes the next calls of a method fail.
+ * setMessageReaction keeps the bot's reactions in `reactions` (an emoji outside a small allowed
+ * set is REACTION_INVALID).
  * Files: `addFile()` registers a file a user message can carry (photo, document, voice, audio,
  * video); `getFile` and `GET /file/bot<token>/<file_path>` serve it (`downloads` lists the
  * paths fetched). sendPhoto/sendDocument/sendVoice/sendAudio/sendVideo take multipart/form-data as grammy
@@ -41,6 +43,9 @@ export interface FakeFile { fileId: string; path: string; bytes: Buffer; mime: s
 
 interface Failure { status: number; description: string; retryAfter?: number }
 
+/** a few of the emoji Telegram accepts as reactions (another is REACTION_INVALID, as Telegram answers) */
+const ALLOWED_REACTIONS = new Set(["👍", "👎", "❤", "🔥", "🎉", "👀", "🙏", "👌", "😁", "🤔"]);
+
 const UPLOAD_METHODS = new Set(["sendPhoto", "sendDocument", "sendVoice", "sendAudio", "sendVideo"]);
 
 export class FakeTelegramServer {
@@ -51,6 +56,8 @@ export class FakeTelegramServer {
   /** current text of each bot message, by `<chatId>:<messageId>` */
   readonly messages = new Map<string, string>();
   readonly uploads: Upload[] = [];
+  /** the bot's reaction emoji on each message, by `<chatId>:<messageId>` (setMessageReaction) */
+  readonly reactions = new Map<string, string[]>();
   /** file paths downloaded through /file/bot<token>/... */
   readonly downloads: string[] = [];
   private readonly files = new Map<string, FakeFile>();
@@ -228,6 +235,13 @@ export class FakeTelegramServer {
       case "sendChatAction":
       case "answerCallbackQuery":
         return ok(true);
+      case "setMessageReaction": {
+        // the bot's reaction on a message: the last call wins (an empty list takes it back)
+        const reaction = (body.reaction ?? []) as { type: string; emoji?: string }[];
+        if (reaction.some((r) => r.type === "emoji" && !ALLOWED_REACTIONS.has(r.emoji ?? ""))) return sendJson(res, 400, { ok: false, error_code: 400, description: "Bad Request: REACTION_INVALID" });
+        this.reactions.set(`${Number(body.chat_id)}:${Number(body.message_id)}`, reaction.map((r) => r.emoji ?? ""));
+        return ok(true);
+      }
       case "getUpdates":
         if (this.webhook) return sendJson(res, 409, { ok: false, error_code: 409, description: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first" });
         return ok(await this.getUpdates(body, req));

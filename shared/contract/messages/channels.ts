@@ -32,6 +32,29 @@ export const inboundMessageSchema = defineMessage("lurk.inbound.message.v1", {
 export type InboundMessage = z.infer<typeof inboundMessageSchema>;
 
 /**
+ * What an outbound message of kind "action" asks of the channel (the `message` tool's react, edit
+ * and delete). `messageId` names the message: a platform message id (as inbound messages and
+ * receipts carry them), or, for edit and delete, the delivery id of a message the assistant sent.
+ * The channel answers with its receipt (`lurk.evt.channel-<name>.delivered` on success,
+ * `.delivery_failed` with the reason, e.g. "edit is not supported by webhook").
+ * Edit and delete act only on messages the channel's sent-ledger holds for that conversation.
+ */
+export const messageActionSchema = z.discriminatedUnion("op", [
+  z.object({
+    op: z.literal("react"),
+    messageId: z.string().min(1).max(400),
+    /** one emoji, e.g. "👍" */
+    emoji: z.string().min(1).max(64),
+    /** take the reaction back */
+    remove: z.boolean().optional(),
+  }),
+  z.object({ op: z.literal("edit"), messageId: z.string().min(1).max(400), text: z.string().min(1).max(100_000) }),
+  z.object({ op: z.literal("delete"), messageId: z.string().min(1).max(400) }),
+]);
+export type MessageAction = z.infer<typeof messageActionSchema>;
+export const MESSAGE_ACTIONS = ["react", "edit", "delete"] as const;
+
+/**
  * `lurk.out.<channel>.<conversation>`, stream OUTBOUND, `Nats-Msg-Id` = `id` (the delivery id,
  * derived from the run id), so a redelivered run never produces a second delivery.
  */
@@ -40,7 +63,7 @@ export const outboundMessageSchema = defineMessage("lurk.outbound.message.v1", {
   conversation: conversationSchema,
   accountId: z.string().max(200).optional(),
   peer: peerSchema.optional(),
-  kind: z.enum(["reply", "notice", "error", "approval", "typing"]),
+  kind: z.enum(["reply", "notice", "error", "approval", "typing", "action"]),
   /** the inbound message ids this answers */
   replyTo: z.array(idSchema).max(1000).default([]),
   text: z.string().max(1_000_000),
@@ -59,7 +82,9 @@ export const outboundMessageSchema = defineMessage("lurk.outbound.message.v1", {
    * its result) or "reasoning" (/reasoning: the model's thinking). Never the run's answer.
    */
   note: z.enum(["tool", "reasoning"]).optional(),
-});
+  /** for kind "action" (empty `text`): what to do to a message already in the conversation */
+  action: messageActionSchema.optional(),
+}).refine((m) => (m.kind === "action") === (m.action !== undefined), { message: "kind \"action\" carries `action`, and only it does", path: ["action"] });
 export type OutboundMessage = z.infer<typeof outboundMessageSchema>;
 
 /** `lurk.evt.<channel actor>.delivered` / `.delivery_failed`: what happened to a delivery. */
@@ -70,4 +95,6 @@ export const deliveryReceiptSchema = defineMessage("lurk.outbound.receipt.v1", {
   platformMessageId: z.string().optional(),
   attempts: z.number().int().nonnegative(),
   error: z.string().optional(),
+  /** the receipt of an action (kind "action"): which one */
+  action: z.enum(MESSAGE_ACTIONS).optional(),
 });

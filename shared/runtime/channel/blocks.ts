@@ -16,6 +16,7 @@ import type { Logger } from "../logger.js";
 import { chunkText, type ChunkMode } from "./chunk.js";
 import type { DeliverResult, DeliveryAdapter, DeliveryContext, OutboundPart } from "./delivery.js";
 import { parseReplyTags } from "./reply.js";
+import { convertTables, type TableMode } from "./tables.js";
 import type { RunStreamStore } from "./run-streams.js";
 
 const FORGET_AFTER_MS = 30 * 60_000;
@@ -43,6 +44,7 @@ export class BlockStreams {
   private adapter: DeliveryAdapter | undefined;
   private limit = Infinity;
   private mode: ChunkMode = "paragraph";
+  private tables: TableMode = "off";
 
   constructor(private readonly store: RunStreamStore, private readonly channel: ChannelName, private readonly signal: AbortSignal, private readonly log: Logger) {}
 
@@ -51,6 +53,7 @@ export class BlockStreams {
     this.adapter = adapter;
     this.limit = adapter.textLimit;
     this.mode = adapter.chunkMode ?? "paragraph";
+    this.tables = adapter.tables ?? "off";
   }
 
   private state(runId: string): RunBlocks {
@@ -66,7 +69,7 @@ export class BlockStreams {
   /** Queues a finished block of run `runId` to `conversation` (markdown as the model wrote it). */
   add(runId: string, conversation: string, block: string): void {
     const s = this.state(runId);
-    const text = parseReplyTags(block).text.trim();
+    const text = convertTables(parseReplyTags(block).text, this.tables).trim();
     if (s.closed || s.failed || !text) return;
     s.chain = s.chain.then(async () => {
       const adapter = this.adapter;
@@ -111,7 +114,7 @@ export class BlockStreams {
       return { platformMessageId: e.rest.at(-1) ?? e.blocks.at(-1)!.platformMessageId };
     };
     if (part.index > 0) return lastId();
-    const rest = textAfterBlocks(parseReplyTags(msg.text, msg.replyTo).text, entry.blocks.map((b) => b.text));
+    const rest = textAfterBlocks(convertTables(parseReplyTags(msg.text, msg.replyTo).text, this.tables), entry.blocks.map((b) => b.text));
     const pieces = chunkText(rest, this.limit, this.mode);
     for (let j = entry.rest.length; j < pieces.length; j++) {
       const result = await deliver({ message: msg, text: pieces[j]!, index: j, count: pieces.length, attachments: [] }, dctx);

@@ -12,7 +12,9 @@
  *   `streams/` (LMDB), so a restarted channel completes a reply instead of repeating it;
  * - `blocks`: block streaming (blocks.ts); the kit routes every delivery through it, so a
  *   block-streamed run's reply sends only what its blocks did not.
- * `settings.chunkMode` (when set) overrides the adapter's chunk mode, `settings.textLimit` its limit.
+ * `settings.chunkMode` (when set) overrides the adapter's chunk mode, `settings.textLimit` its limit,
+ * `settings.markdown.tables` its table mode (tables.ts). The adapter's `act` (actions.ts) does
+ * the `message` tool's react/edit/delete; without it the kit answers "not supported".
  */
 import { join } from "node:path";
 import type { z } from "zod";
@@ -23,6 +25,7 @@ import { registerSecret, type Logger } from "../logger.js";
 import { LURKBOT_VERSION } from "../version.js";
 import { BlockStreams } from "./blocks.js";
 import type { ChunkMode } from "./chunk.js";
+import type { TableMode } from "./tables.js";
 import { startDelivery, type DeliveryAdapter } from "./delivery.js";
 import { publishInbound, type InboundInput, type PublishedInbound } from "./inbound.js";
 import { SentLedger } from "./ledger.js";
@@ -75,7 +78,7 @@ export function defineChannelActor<S extends z.ZodType>(spec: ChannelSpec<S>): A
     description: spec.description,
     metadata: (config) => spec.metadata?.(channelSettings(spec, config)) ?? {},
     async start(rt) {
-      const settings = channelSettings(spec, rt.config) as z.output<S> & { maxAttempts?: number; concurrency?: number; textLimit?: number; chunkMode?: ChunkMode; accountId?: string };
+      const settings = channelSettings(spec, rt.config) as z.output<S> & { maxAttempts?: number; concurrency?: number; textLimit?: number; chunkMode?: ChunkMode; accountId?: string; markdown?: { tables?: TableMode } };
       const dataDir = join(rt.config.dataDir, name);
       const ledger = new SentLedger(join(dataDir, "ledger"));
       rt.onStop({ stop: () => ledger.close() });
@@ -98,12 +101,16 @@ export function defineChannelActor<S extends z.ZodType>(spec: ChannelSpec<S>): A
       const adapter = await spec.start(ctx);
       const limit = settings.textLimit ?? adapter.textLimit;
       const chunkMode = settings.chunkMode ?? adapter.chunkMode ?? "paragraph";
+      const tables = settings.markdown?.tables ?? adapter.tables ?? "off";
       const deliver = adapter.deliver.bind(adapter);
-      blocks.attach({ textLimit: limit, chunkMode, deliver });
+      blocks.attach({ textLimit: limit, chunkMode, tables, deliver });
       startDelivery(rt, {
         channel: spec.channel,
         ledger,
-        adapter: { ...adapter, textLimit: limit, chunkMode, deliver: (part, dctx) => blocks.deliverFinal(part, dctx, deliver), ...(adapter.typing ? { typing: adapter.typing.bind(adapter) } : {}) },
+        adapter: {
+          ...adapter, textLimit: limit, chunkMode, tables, deliver: (part, dctx) => blocks.deliverFinal(part, dctx, deliver),
+          ...(adapter.typing ? { typing: adapter.typing.bind(adapter) } : {}), ...(adapter.act ? { act: adapter.act.bind(adapter) } : {}),
+        },
         maxAttempts: settings.maxAttempts ?? 5,
         concurrency: settings.concurrency ?? 4,
       });

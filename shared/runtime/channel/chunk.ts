@@ -3,10 +3,14 @@
  * - "paragraph" (default): breaks at a blank line, else a line end, else a sentence end, else a space;
  * - "sentence": breaks at a sentence end, else a line end, else a space;
  * - "length": fills each chunk to the limit (a space near the end is still preferred).
- * A break inside a ``` fence is avoided when any other break fits; a fence longer than the
- * limit is split, closed at the end of one chunk and reopened (same info string) in the next.
+ * A break inside a ``` fence, or inside a markdown table that fits in one chunk, is avoided when
+ * any other break fits; such a fence or table that fits in one chunk but crosses the limit goes
+ * whole into the next chunk. A fence longer than the limit is split, closed at the end of one
+ * chunk and reopened (same info string) in the next; a longer table is cut at a row's end.
  * Every chunk has at most `limit` characters; no chunk is empty.
  */
+import { tableSpans } from "./tables.js";
+
 export type ChunkMode = "length" | "paragraph" | "sentence";
 
 const FENCE_LINE = /^ {0,3}(`{3,}|~{3,})([^\n]*)$/gm;
@@ -36,7 +40,7 @@ function fences(text: string): Fence[] {
   return out;
 }
 
-const insideFence = (pos: number, fs: Fence[]) => fs.find((f) => pos > f.start && pos < f.end);
+const insideFence = <F extends { start: number; end: number }>(pos: number, fs: F[]) => fs.find((f) => pos > f.start && pos < f.end);
 
 function lastMatch(window: string, re: RegExp, minPos: number): number[] {
   const positions: number[] = [];
@@ -65,12 +69,16 @@ export function chunkText(text: string, limit: number, mode: ChunkMode = "paragr
   let rest = text;
   while (rest.length > limit) {
     const fs = fences(rest);
+    // spans kept whole when possible: fences, and tables that fit in one chunk
+    const keep: { start: number; end: number }[] = [...fs, ...tableSpans(rest).filter((t) => t.end - t.start <= limit)];
     const window = rest.slice(0, limit + 1);
     const minPos = Math.floor(limit * MIN_FILL);
-    let cut = candidates(window, mode, minPos).find((pos) => pos <= limit && !insideFence(pos, fs));
+    let cut = candidates(window, mode, minPos).find((pos) => pos <= limit && !insideFence(pos, keep));
     if (cut === undefined) {
-      // a fence start after minPos is a clean break too
-      const nextFence = fs.find((f) => f.start >= minPos && f.start <= limit);
+      // a fence or table that fits in one chunk but crosses the limit starts the next chunk
+      const whole = keep.find((f) => f.start > 0 && f.start <= limit && f.end > limit && f.end - f.start <= limit && rest.slice(0, f.start).trim() !== "");
+      // else a fence start after minPos is a clean break too
+      const nextFence = whole ?? fs.find((f) => f.start >= minPos && f.start <= limit);
       if (nextFence) cut = nextFence.start;
     }
     if (cut !== undefined) {

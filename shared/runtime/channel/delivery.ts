@@ -15,7 +15,11 @@
  *   A channel user cannot reach the user's other channels: the router or an operator surfaces
  *   the event (`lurkbot tail`);
  * - success emits `lurk.evt.channel-<name>.delivered`; a delivery found in the ledger as sent
- *   emits `delivered` with status "duplicate" and sends nothing.
+ *   emits `delivered` with status "duplicate" and sends nothing;
+ * - markdown tables are converted as the channel's `tables` mode says (tables.ts) before chunking;
+ * - kind "action" (the `message` tool's react, edit, delete; actions.ts) goes to the adapter's
+ *   `act`, answered by the same receipts (with `action`); a channel without it, or without that
+ *   action, answers "<action> is not supported by <channel>".
  */
 import {
   CONSUMERS, deliveryReceiptSchema, LurkError, outboundMessageSchema, STREAMS, type OutboundMessage,
@@ -26,6 +30,8 @@ import type { Logger } from "../logger.js";
 import { chunkText, type ChunkMode } from "./chunk.js";
 import type { SentLedger } from "./ledger.js";
 import { isSilentReply, parseReplyTags } from "./reply.js";
+import { convertTables, type TableMode } from "./tables.js";
+import { handleAction, type ActionRequest } from "./actions.js";
 import { sleepUnlessAborted as sleep } from "../abortable-sleep.js";
 
 import type { Attachment } from "../../contract/index.js";
@@ -75,6 +81,12 @@ export interface DeliveryAdapter {
   deliver(part: OutboundPart, ctx: DeliveryContext): Promise<DeliverResult | void>;
   /** kind "typing": show a typing indicator (best effort) */
   typing?(message: OutboundMessage): Promise<void>;
+  /** how markdown tables are shown (tables.ts; `markdown.tables` in the channel's config overrides it); default "off" */
+  tables?: TableMode;
+  /** the actions `act` can do (actions.ts); absent: none */
+  actions?: readonly ActionRequest["op"][];
+  /** does one action (react, edit, delete) on platform messages the kit resolved; throws a DeliveryError when it cannot */
+  act?(request: ActionRequest, ctx: DeliveryContext): Promise<void>;
 }
 
 export interface DeliveryOptions {
@@ -100,13 +112,13 @@ export function startDelivery(rt: ActorRuntime, opts: DeliveryOptions) {
   const receipt = (event: "delivered" | "delivery_failed", msg: OutboundMessage, status: "delivered" | "failed" | "duplicate", attempts: number, extra: { platformMessageId?: string; error?: string } = {}) => {
     const body = deliveryReceiptSchema.parse({
       type: "lurk.outbound.receipt.v1", id: `${msg.id}:${status}`, ts: Date.now(), ...(msg.runId ? { runId: msg.runId } : {}), ...(msg.sessionKey ? { sessionKey: msg.sessionKey } : {}),
-      causationId: msg.id, channel, deliveryId: msg.id, status, attempts, ...extra,
+      causationId: msg.id, channel, deliveryId: msg.id, status, attempts, ...extra, ...(msg.action ? { action: msg.action.op } : {}),
     });
     rt.emit(event, body, event === "delivered" ? "info" : "error");
   };
 
   const fail = async (msg: OutboundMessage, attempts: number, error: string, log: Logger) => {
-    await ledger.finish(msg.id, "failed", attempts, error);
+    await ledger.finish(msg.id, "failed", attempts, error, { conversation: msg.conversation, ...(msg.kind === "action" ? { action: true } : {}) });
     log.error({ deliveryId: msg.id, attempts, error }, "delivery failed for good");
     receipt("delivery_failed", msg, "failed", attempts, { error });
   };
@@ -116,6 +128,10 @@ export function startDelivery(rt: ActorRuntime, opts: DeliveryOptions) {
     const log = rt.log.child({ deliveryId: msg.id, ...(msg.runId ? { runId: msg.runId } : {}), ...(msg.sessionKey ? { sessionKey: msg.sessionKey } : {}) });
     if (msg.kind === "typing") {
       if (!info.redelivered && Date.now() - msg.ts < TYPING_FRESH_MS) await adapter.typing?.(msg).catch((err) => log.debug({ err }, "typing failed"));
+      return;
+    }
+    if (msg.kind === "action") {
+      await handleAction({ channel, ledger, adapter, maxAttempts, receipt, fail, signal: rt.signal }, msg, info, log);
       return;
     }
     if (msg.kind === "reply" && isSilentReply(msg.text) && msg.attachments.length === 0) {
@@ -131,7 +147,7 @@ export function startDelivery(rt: ActorRuntime, opts: DeliveryOptions) {
     const tags = parseReplyTags(msg.text, msg.replyTo);
     // the text's chunks, then one part per attachment: each is its own ledger entry, so a retry
     // goes on at the file that failed
-    const texts = chunkText(tags.text, adapter.textLimit, adapter.chunkMode ?? "paragraph");
+    const texts = chunkText(convertTables(tags.text, adapter.tables ?? "off"), adapter.textLimit, adapter.chunkMode ?? "paragraph");
     const pieces = [...texts.map((text) => ({ text, attachments: [] as Attachment[] })), ...msg.attachments.map((a) => ({ text: "", attachments: [a] }))];
     if (pieces.length === 0) return;
     const attempt = info.deliveryCount;
@@ -165,7 +181,7 @@ export function startDelivery(rt: ActorRuntime, opts: DeliveryOptions) {
         }
         throw new LurkError("UNAVAILABLE", `delivery attempt ${attempt} failed: ${e.message}`, { retryable: true });
       }
-      await ledger.partSent(msg.id, result?.platformMessageId, pieces.length, attempt);
+      await ledger.partSent(msg.id, result?.platformMessageId, pieces.length, attempt, msg.conversation);
       index++;
     }
     const entry = await ledger.finish(msg.id, "sent", attempt);

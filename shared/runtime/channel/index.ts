@@ -12,3 +12,5 @@ export * from "./secrets.js";
 export * from "./drafts.js";
 export * from "./expiring-db.js";
 export * from "./media.js";
+export * from "./tables.js";
+export * from "./actions.js";

@@ -1,11 +1,13 @@
 /**
  * Markdown (as models write it) adapted to each platform's dialect. The text is split into
  * fenced code blocks, inline code spans and prose; code is kept verbatim (escaped as the target
- * needs), prose has its emphasis, links and headings rewritten. Tables are left as text.
+ * needs), prose has its emphasis, links and headings rewritten. Tables are converted
+ * before (tables.ts: the kit applies the channel's `markdown.tables` ahead of chunking).
  * - plain: no markup (links become "text (url)");
  * - Telegram HTML (`parse_mode: "HTML"`) and MarkdownV2 (every special character escaped);
  * - Slack mrkdwn (`*bold*`, `_italic_`, `<url|text>`, `&<>` escaped);
- * - Discord: markdown as is, with `@everyone`/`@here` defused.
+ * - Discord: markdown as is, with `@everyone`/`@here` defused;
+ * - Matrix HTML (`formatted_body`, a small tag allowlist).
  */
 type Segment = { kind: "fence"; lang: string; code: string } | { kind: "code"; code: string } | { kind: "text"; text: string };
 
@@ -125,4 +127,31 @@ export function toSlackMrkdwn(md: string): string {
 /** Discord markdown: what models write already renders; mass mentions are defused. */
 export function toDiscordMarkdown(md: string): string {
   return segments(md).map((s) => (s.kind === "fence" ? `\`\`\`${s.lang}\n${s.code}\n\`\`\`` : s.kind === "code" ? `\`${s.code}\`` : s.text.replace(/@(everyone|here)/g, "@\u200b$1"))).join("");
+}
+
+/** Link targets a Matrix client may be handed (others stay text). */
+const SAFE_HREF = /^(https?:|mailto:)/i;
+
+/**
+ * Matrix `formatted_body` (`format: "org.matrix.custom.html"`): a small allowlist of tags
+ * (strong, em, del, a href with http(s)/mailto only, code, pre, br), everything else escaped;
+ * line breaks outside code blocks become `<br>`.
+ */
+export function toMatrixHtml(md: string): string {
+  const rules: ProseRules = {
+    escape: escapeHtml,
+    bold: (s) => `<strong>${s}</strong>`,
+    italic: (s) => `<em>${s}</em>`,
+    strike: (s) => `<del>${s}</del>`,
+    heading: (s) => `<strong>${s}</strong>`,
+    link: (t, u) => (SAFE_HREF.test(u) ? `<a href="${escapeAttr(u)}">${escapeHtml(t)}</a>` : escapeHtml(t === u ? u : `${t} (${u})`)),
+  };
+  return segments(md).map((s) => {
+    if (s.kind === "fence") {
+      const lang = s.lang.split(/\s/)[0]!.replace(/[^\w+-]/g, "");
+      return `<pre><code${lang ? ` class="language-${lang}"` : ""}>${escapeHtml(s.code)}</code></pre>`;
+    }
+    if (s.kind === "code") return `<code>${escapeHtml(s.code)}</code>`;
+    return prose(s.text, rules).replace(/\n/g, "<br>\n");
+  }).join("");
 }

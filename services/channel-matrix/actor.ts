@@ -1,0 +1,91 @@
+/**
+ * channel-matrix: a Matrix account (Client-Server API v3 over fetch, api.ts) <-> the bus, on the
+ * channel kit. In: the /sync long poll (sync.ts), its `next_batch` kept in LMDB only after the
+ * batch's messages are stored, so a restart neither replays nor loses one; each batch's rooms,
+ * invites and messages (batch.ts -> inbound.ts, files into the media store) -> LURK_INBOUND.
+ * Out: the kit's durable deliveries, chunked at 8000 characters, as m.text with plain `body` and
+ * HTML `formatted_body`, the first part a reply (m.in_reply_to) to the message answered; each
+ * attachment uploaded and sent as its own m.image / m.audio / m.video / m.file. Every PUT carries
+ * a transaction id derived from the delivery id and the part (send.ts), so a retried delivery is
+ * never posted twice. While a run writes, the room shows the bot typing. Rooms with more than two
+ * members are groups: the router's mention gating (routing.groups) applies there.
+ * End-to-end encrypted rooms are not supported: one notice per room says so (batch.ts).
+ */
+import { join } from "node:path";
+import { LurkError } from "../../shared/contract/index.js";
+import { defineChannelActor } from "../../shared/runtime/channel/index.js";
+import { matrixChannelSchema } from "../../shared/runtime/config-channels.js";
+import { registerSecret } from "../../shared/runtime/logger.js";
+import { MatrixApi } from "./api.js";
+import { BatchHandler } from "./batch.js";
+import { sendAttachment } from "./files.js";
+import { roomOf, type BotIdentity } from "./inbound.js";
+import { MatrixState } from "./rooms.js";
+import { textContent, toDeliveryError, txnIdFor } from "./send.js";
+import { SyncLoop } from "./sync.js";
+import { Typing } from "./typing.js";
+
+export const MATRIX_TEXT_LIMIT = 8000;
+
+export const definition = defineChannelActor({
+  channel: "matrix",
+  description: "Matrix account (Client-Server API v3 /sync + send) <-> bus",
+  schema: matrixChannelSchema,
+  metadata: (s) => ({ ...(s.homeserverUrl ? { homeserver: new URL(s.homeserverUrl).origin } : {}), ...(s.userId ? { userId: s.userId } : {}), autoJoin: s.autoJoin }),
+  async start(ctx) {
+    const { settings, log } = ctx;
+    const { homeserverUrl, userId, accessToken } = settings;
+    if (!homeserverUrl || !userId) throw new LurkError("CONFIG_INVALID", "channels.matrix needs homeserverUrl and userId (e.g. https://matrix.example.org and @lurkbot:example.org)");
+    if (!accessToken) {
+      throw new LurkError("CONFIG_INVALID", "the Matrix channel needs the bot account's access token: set LURKBOT_MATRIX_ACCESS_TOKEN (or store it with `npx lurkbot onboard`, or channels.matrix.accessToken); services/channel-matrix/README.md shows how to get one");
+    }
+    registerSecret(accessToken);
+    const api = new MatrixApi(homeserverUrl, accessToken);
+    let who;
+    try {
+      who = await api.whoami();
+    } catch (err) {
+      throw new LurkError("CONFIG_INVALID", `the homeserver did not accept the access token (whoami: ${(err as Error).message}); log in again and set LURKBOT_MATRIX_ACCESS_TOKEN`, { cause: err });
+    }
+    if (who.user_id !== userId) throw new LurkError("CONFIG_INVALID", `the access token belongs to ${who.user_id}, not to channels.matrix.userId ${userId}`);
+    if (settings.deviceId && who.device_id && who.device_id !== settings.deviceId) log.warn({ configured: settings.deviceId, token: who.device_id }, "the access token is of another device than channels.matrix.deviceId");
+    const displayName = await api.displayName(userId).catch(() => undefined);
+    const bot: BotIdentity = { userId, ...(displayName ? { displayName } : {}) };
+    const state = new MatrixState(join(ctx.dataDir, "sync"));
+    const typing = new Typing(api, userId, log);
+    const batches = new BatchHandler(ctx, api, state, bot, typing);
+    const loop = new SyncLoop({ api, state, log, timeoutMs: settings.syncTimeoutMs, handle: (batch, initial) => batches.handle(batch, initial) });
+    loop.start();
+    log.info({ homeserver: new URL(homeserverUrl).origin, userId, displayName, resumed: state.since !== undefined }, state.since ? "matrix channel syncing (resumed)" : "matrix channel syncing (first start: history skipped)");
+
+    return {
+      textLimit: MATRIX_TEXT_LIMIT,
+      async deliver(part, dctx) {
+        const msg = part.message;
+        const roomId = roomOf(msg.conversation);
+        // the first part answers the message (a reply tag's target, else the last message the run answers)
+        const answered = part.replyToMessageId ?? (msg.kind === "reply" ? msg.replyTo.at(-1) : undefined);
+        const replyTo = part.index === 0 && answered?.startsWith("$") ? answered : undefined;
+        const txnId = txnIdFor(dctx.deliveryId, part.index);
+        const file = part.attachments[0];
+        if (file) return { platformMessageId: await sendAttachment(ctx, api, roomId, file, txnId, replyTo, dctx.signal) };
+        try {
+          const eventId = await api.send(roomId, txnId, textContent(part.text, { replyTo, notice: msg.kind === "notice" }), dctx.signal);
+          return { platformMessageId: eventId };
+        } catch (err) {
+          throw toDeliveryError(err);
+        }
+      },
+      async typing(msg) {
+        await api.typing(roomOf(msg.conversation), userId, true).catch((err) => {
+          throw toDeliveryError(err);
+        });
+      },
+      async stop() {
+        await loop.stop();
+        typing.stopAll();
+        await state.close();
+      },
+    };
+  },
+});

@@ -1,0 +1,161 @@
+/**
+ * The Matrix Client-Server API v3 over fetch (no SDK), for one account: every call carries
+ * `Authorization: Bearer <access token>` to the configured homeserver only, and every answer is
+ * validated with its zod schema (wire.ts). A non-2xx answer is a MatrixError with the status, the
+ * `errcode` and the wait a 429 (M_LIMIT_EXCEEDED) asks for (`retry_after_ms`, else Retry-After).
+ * Error messages never hold the token (it travels in a header, never in a URL).
+ */
+import { z } from "zod";
+import { safeParseJson } from "../../shared/contract/index.js";
+import { downloadCapped } from "../../shared/runtime/channel/index.js";
+import {
+  displayNameSchema, eventIdSchema, joinedMembersSchema, matrixErrorSchema, roomIdSchema, syncResponseSchema, uploadSchema, whoamiSchema, type SyncResponse,
+} from "./wire.js";
+
+/** the most a JSON answer may weigh (a /sync batch after a long absence can be large) */
+const MAX_JSON_BYTES = 32 * 1024 * 1024;
+const CALL_TIMEOUT_MS = 30_000;
+
+export class MatrixError extends Error {
+  constructor(message: string, readonly status: number, readonly errcode?: string, readonly retryAfterMs?: number) {
+    super(message);
+    this.name = "MatrixError";
+  }
+}
+
+export interface CallOptions {
+  query?: Record<string, string | undefined>;
+  json?: unknown;
+  body?: Uint8Array;
+  contentType?: string;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+const seg = encodeURIComponent;
+
+/** `mxc://<server>/<mediaId>` -> its parts (undefined for anything else). */
+export function parseMxc(uri: string): { server: string; mediaId: string } | undefined {
+  const m = /^mxc:\/\/([A-Za-z0-9.:[\]-]+)\/([A-Za-z0-9_-]+)$/.exec(uri);
+  return m ? { server: m[1]!, mediaId: m[2]! } : undefined;
+}
+
+export class MatrixApi {
+  private readonly base: string;
+
+  constructor(homeserverUrl: string, private readonly token: string, private readonly fetchImpl: typeof fetch = fetch) {
+    this.base = homeserverUrl.replace(/\/+$/, "");
+  }
+
+  private url(path: string, query: Record<string, string | undefined> = {}): string {
+    const u = new URL(this.base + path);
+    for (const [k, v] of Object.entries(query)) if (v !== undefined) u.searchParams.set(k, v);
+    return u.toString();
+  }
+
+  /** One call; the answer validated by `schema`. */
+  async call<S extends z.ZodType>(method: string, path: string, schema: S, opts: CallOptions = {}): Promise<z.output<S>> {
+    const timeout = AbortSignal.timeout(opts.timeoutMs ?? CALL_TIMEOUT_MS);
+    const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
+    const headers: Record<string, string> = { Authorization: `Bearer ${this.token}` };
+    let body: string | Uint8Array | undefined;
+    if (opts.json !== undefined) {
+      headers["Content-Type"] = "application/json";
+      body = JSON.stringify(opts.json);
+    } else if (opts.body) {
+      headers["Content-Type"] = opts.contentType ?? "application/octet-stream";
+      body = opts.body;
+    }
+    let res: Response;
+    try {
+      res = await this.fetchImpl(this.url(path, opts.query), { method, headers, ...(body !== undefined ? { body } : {}), signal });
+    } catch (err) {
+      if (opts.signal?.aborted) throw err;
+      throw new MatrixError(`cannot reach the homeserver (${method} ${path.split("?")[0]}): ${(err as Error).message}`, 0);
+    }
+    const text = Buffer.from(await res.arrayBuffer());
+    let parsed: unknown;
+    try {
+      parsed = safeParseJson(text, { maxBytes: MAX_JSON_BYTES });
+    } catch {
+      parsed = undefined;
+    }
+    if (!res.ok) {
+      const e = matrixErrorSchema.safeParse(parsed);
+      const header = Number(res.headers.get("retry-after") ?? NaN);
+      const retryAfterMs = e.success && e.data.retry_after_ms !== undefined ? e.data.retry_after_ms : Number.isFinite(header) ? header * 1000 : undefined;
+      const what = e.success ? `${e.data.errcode}${e.data.error ? `: ${e.data.error.slice(0, 300)}` : ""}` : `HTTP ${res.status}`;
+      throw new MatrixError(`${method} ${path.split("?")[0]} failed: ${res.status} ${what}`, res.status, e.success ? e.data.errcode : undefined, res.status === 429 ? (retryAfterMs ?? 1_000) : retryAfterMs);
+    }
+    const ok = schema.safeParse(parsed);
+    if (!ok.success) {
+      throw new MatrixError(`${method} ${path.split("?")[0]}: unexpected answer from the homeserver (${ok.error.issues.slice(0, 3).map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")})`, res.status, "M_BAD_RESPONSE");
+    }
+    return ok.data;
+  }
+
+  whoami(): Promise<z.output<typeof whoamiSchema>> {
+    return this.call("GET", "/_matrix/client/v3/account/whoami", whoamiSchema);
+  }
+
+  async displayName(userId: string): Promise<string | undefined> {
+    const got = await this.call("GET", `/_matrix/client/v3/profile/${seg(userId)}/displayname`, displayNameSchema);
+    return got.displayname ?? undefined;
+  }
+
+  /** One long poll: waits up to `timeoutMs` on the homeserver for anything new after `since`. */
+  sync(opts: { since?: string | undefined; filter: unknown; timeoutMs: number; signal: AbortSignal }): Promise<SyncResponse> {
+    return this.call("GET", "/_matrix/client/v3/sync", syncResponseSchema, {
+      query: { filter: JSON.stringify(opts.filter), timeout: String(opts.timeoutMs), since: opts.since },
+      signal: opts.signal, timeoutMs: opts.timeoutMs + 30_000,
+    });
+  }
+
+  /** PUT a message event with transaction id `txnId`: the same id again is the same event (idempotent). */
+  async send(roomId: string, txnId: string, content: Record<string, unknown>, signal?: AbortSignal): Promise<string> {
+    const got = await this.call("PUT", `/_matrix/client/v3/rooms/${seg(roomId)}/send/m.room.message/${seg(txnId)}`, eventIdSchema, { json: content, ...(signal ? { signal } : {}) });
+    return got.event_id;
+  }
+
+  async typing(roomId: string, userId: string, typing: boolean, timeoutMs = 30_000): Promise<void> {
+    await this.call("PUT", `/_matrix/client/v3/rooms/${seg(roomId)}/typing/${seg(userId)}`, z.unknown(), { json: typing ? { typing, timeout: timeoutMs } : { typing } });
+  }
+
+  async join(roomId: string): Promise<string> {
+    return (await this.call("POST", `/_matrix/client/v3/join/${seg(roomId)}`, roomIdSchema, { json: {} })).room_id;
+  }
+
+  async leave(roomId: string): Promise<void> {
+    await this.call("POST", `/_matrix/client/v3/rooms/${seg(roomId)}/leave`, z.unknown(), { json: {} });
+  }
+
+  /** The joined members of a room, user id -> display name. */
+  async joinedMembers(roomId: string): Promise<Map<string, string | undefined>> {
+    const got = await this.call("GET", `/_matrix/client/v3/rooms/${seg(roomId)}/joined_members`, joinedMembersSchema);
+    return new Map(Object.entries(got.joined).map(([id, m]) => [id, m.display_name ?? undefined]));
+  }
+
+  /** POST /_matrix/media/v3/upload; returns the mxc:// URI. */
+  async upload(bytes: Uint8Array, mime: string, name: string, signal?: AbortSignal): Promise<string> {
+    const got = await this.call("POST", "/_matrix/media/v3/upload", uploadSchema, { query: { filename: name }, body: bytes, contentType: mime, timeoutMs: 120_000, ...(signal ? { signal } : {}) });
+    return got.content_uri;
+  }
+
+  /**
+   * The bytes of an mxc:// URI, at most `maxBytes`: the authenticated endpoint
+   * (`/_matrix/client/v1/media/download`, spec v1.11), or the legacy `/_matrix/media/v3/download`
+   * when the homeserver does not know it (400/404/405).
+   */
+  async download(mxc: string, maxBytes: number, signal: AbortSignal): Promise<{ bytes: Uint8Array; mime?: string }> {
+    const parts = parseMxc(mxc);
+    if (!parts) throw new Error("not an mxc:// URI");
+    const headers = { Authorization: `Bearer ${this.token}` };
+    const path = `${seg(parts.server)}/${seg(parts.mediaId)}`;
+    const first = await this.fetchImpl(this.url(`/_matrix/client/v1/media/download/${path}`), { headers, signal });
+    if ([400, 404, 405].includes(first.status)) {
+      await first.body?.cancel().catch(() => undefined);
+      return downloadCapped(this.url(`/_matrix/media/v3/download/${path}`), { maxBytes, signal, headers, fetchImpl: this.fetchImpl });
+    }
+    return downloadCapped("about:first", { maxBytes, signal, fetchImpl: async () => first });
+  }
+}

@@ -1,0 +1,287 @@
+/**
+ * A local Matrix homeserver for the channel tests, speaking the Client-Server API v3 wire format
+ * the channel uses: `GET /_matrix/client/v3/sync` (a `next_batch` per stream position; with
+ * `since` it long-polls up to `timeout` ms for anything newer; without it, the initial sync:
+ * rooms with their state and latest timeline, invites), `PUT /rooms/{roomId}/send/m.room.message/{txnId}`
+ * (a txnId already used by this access token answers the event it created, as Synapse does:
+ * nothing is posted twice), `POST /_matrix/media/v3/upload`, `GET /_matrix/client/v1/media/download`
+ * (authenticated; `legacyMediaOnly` makes it answer 404 M_UNRECOGNIZED like an older server, and
+ * `/_matrix/media/v3/download` serves instead), typing, join, leave, joined_members, whoami,
+ * profile displayname. Errors are `{ errcode, error }` bodies (429: `retry_after_ms`). Every call
+ * needs the bot's bearer token (401 M_UNKNOWN_TOKEN otherwise), except the legacy download.
+ * The test acts as the users: `createRoom`, `userMessage`, `invite`; it reads what the bot sent
+ * in `sends` (each PUT, retries included) and `roomEvents`; `failNext` scripts errors.
+ */
+import { randomBytes } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { closeLoopback, listenLoopback, readRaw, sendJson } from "./http.js";
+
+export const SERVER_NAME = "test.local";
+
+export interface MxEvent {
+  type: string;
+  event_id: string;
+  sender: string;
+  origin_server_ts: number;
+  state_key?: string;
+  content: Record<string, unknown>;
+  room_id: string;
+  /** stream position */
+  pos: number;
+}
+
+interface Room { id: string; members: Set<string>; encrypted: boolean; events: MxEvent[] }
+interface Invite { roomId: string; inviter: string; pos: number }
+interface Failure { status: number; body?: unknown; raw?: string; afterStore?: boolean }
+
+export interface SendRecord { roomId: string; txnId: string; content: Record<string, unknown>; eventId?: string; status: number; at: number }
+
+export class FakeMatrixServer {
+  readonly token = `syt_${randomBytes(18).toString("base64url")}`;
+  readonly userId = `@lurk:${SERVER_NAME}`;
+  readonly deviceId = "LURKDEVICE";
+  displayName = "Lurk";
+  /** every PUT send the bot made (a retried one appears again with the same txnId) */
+  readonly sends: SendRecord[] = [];
+  readonly typing: { roomId: string; typing: boolean }[] = [];
+  readonly joins: string[] = [];
+  readonly uploads: { name: string; mime: string; bytes: Buffer; mxc: string }[] = [];
+  /** media paths fetched (which endpoint) */
+  readonly downloads: string[] = [];
+  /** each /sync: its `since` (undefined: initial) and filter */
+  readonly syncs: { since?: string; filter: unknown; timeout: number }[] = [];
+  /** the authenticated media endpoint answers 404 M_UNRECOGNIZED (a server before spec v1.11) */
+  legacyMediaOnly = false;
+  private readonly rooms = new Map<string, Room>();
+  private readonly invites = new Map<string, Invite>();
+  private readonly txns = new Map<string, string>();
+  private readonly media = new Map<string, { bytes: Buffer; mime: string }>();
+  private readonly failures = new Map<string, Failure[]>();
+  private waiters: (() => void)[] = [];
+  private pos = 1;
+  private nextId = 1;
+  private server!: Server;
+  url = "";
+
+  static async start(): Promise<FakeMatrixServer> {
+    const fake = new FakeMatrixServer();
+    fake.server = createServer((req, res) => {
+      fake.route(req, res).catch((err) => sendJson(res, 500, { errcode: "M_UNKNOWN", error: String(err) }));
+    });
+    fake.url = await listenLoopback(fake.server);
+    return fake;
+  }
+
+  async close(): Promise<void> {
+    this.wake();
+    await closeLoopback(this.server);
+  }
+
+  /** The next `count` calls of `op` ("sync", "send", "upload", "join", "typing", "download") fail as given. */
+  failNext(op: string, failure: Failure, count = 1): void {
+    const list = this.failures.get(op) ?? [];
+    for (let i = 0; i < count; i++) list.push(failure);
+    this.failures.set(op, list);
+  }
+
+  private wake(): void {
+    const w = this.waiters;
+    this.waiters = [];
+    for (const f of w) f();
+  }
+
+  private append(room: Room, e: Omit<MxEvent, "event_id" | "origin_server_ts" | "room_id" | "pos">): MxEvent {
+    const ev: MxEvent = { ...e, event_id: `$ev${this.nextId++}_${randomBytes(6).toString("base64url")}`, origin_server_ts: Date.now(), room_id: room.id, pos: this.pos++ };
+    room.events.push(ev);
+    this.wake();
+    return ev;
+  }
+
+  /** A room with `members` joined (the bot too unless `withBot` is false); encrypted rooms have m.room.encryption. */
+  createRoom(opts: { members: string[]; withBot?: boolean; encrypted?: boolean }): string {
+    const room: Room = { id: `!r${this.nextId++}${randomBytes(4).toString("hex")}:${SERVER_NAME}`, members: new Set(), encrypted: false, events: [] };
+    this.rooms.set(room.id, room);
+    const all = opts.withBot === false ? opts.members : [...opts.members, this.userId];
+    for (const m of all) {
+      room.members.add(m);
+      this.append(room, { type: "m.room.member", sender: m, state_key: m, content: { membership: "join", displayname: m.slice(1).split(":")[0] } });
+    }
+    if (opts.encrypted) {
+      room.encrypted = true;
+      this.append(room, { type: "m.room.encryption", sender: opts.members[0]!, state_key: "", content: { algorithm: "m.megolm.v1.aes-sha2" } });
+    }
+    return room.id;
+  }
+
+  /** A user's event in a room (default: an m.room.message); returns its event id. */
+  userMessage(roomId: string, sender: string, content: Record<string, unknown>, type = "m.room.message"): string {
+    return this.append(this.rooms.get(roomId)!, { type, sender, content }).event_id;
+  }
+
+  /** `inviter` invites the bot to a room only `inviter` is in. */
+  invite(inviter: string): string {
+    const roomId = this.createRoom({ members: [inviter], withBot: false });
+    this.invites.set(roomId, { roomId, inviter, pos: this.pos++ });
+    this.wake();
+    return roomId;
+  }
+
+  isJoined(roomId: string): boolean {
+    return this.rooms.get(roomId)?.members.has(this.userId) ?? false;
+  }
+
+  /** The bot's m.room.message events in a room, in order. */
+  roomEvents(roomId: string): MxEvent[] {
+    return (this.rooms.get(roomId)?.events ?? []).filter((e) => e.sender === this.userId && e.type === "m.room.message");
+  }
+
+  addMedia(bytes: Buffer, mime: string): string {
+    const id = `m${this.nextId++}${randomBytes(4).toString("hex")}`;
+    this.media.set(id, { bytes, mime });
+    return `mxc://${SERVER_NAME}/${id}`;
+  }
+
+  private takeFailure(op: string): Failure | undefined {
+    return this.failures.get(op)?.shift();
+  }
+
+  private fail(res: ServerResponse, f: Failure): void {
+    if (f.raw !== undefined) {
+      res.writeHead(f.status, { "content-type": "application/json" });
+      res.end(f.raw);
+      return;
+    }
+    sendJson(res, f.status, f.body ?? { errcode: "M_UNKNOWN", error: "scripted failure" });
+  }
+
+  private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", this.url);
+    const path = url.pathname;
+    const body = await readRaw(req);
+    if (path.startsWith("/_matrix/media/v3/download/")) return this.serveMedia(path.slice("/_matrix/media/v3/download/".length), res, path);
+    if (req.headers.authorization !== `Bearer ${this.token}`) return sendJson(res, 401, { errcode: "M_UNKNOWN_TOKEN", error: "Invalid access token passed." });
+    const json = () => (body.length ? JSON.parse(body.toString("utf8")) : {});
+    let m: RegExpExecArray | null;
+    if (req.method === "GET" && path === "/_matrix/client/v3/account/whoami") return sendJson(res, 200, { user_id: this.userId, device_id: this.deviceId });
+    if (req.method === "GET" && (m = /^\/_matrix\/client\/v3\/profile\/([^/]+)\/displayname$/.exec(path))) return sendJson(res, 200, { displayname: this.displayName });
+    if (req.method === "GET" && path === "/_matrix/client/v3/sync") return this.sync(url, res);
+    if (req.method === "PUT" && (m = /^\/_matrix\/client\/v3\/rooms\/([^/]+)\/send\/m\.room\.message\/([^/]+)$/.exec(path))) {
+      return this.send(decodeURIComponent(m[1]!), decodeURIComponent(m[2]!), json(), res);
+    }
+    if (req.method === "PUT" && (m = /^\/_matrix\/client\/v3\/rooms\/([^/]+)\/typing\/([^/]+)$/.exec(path))) {
+      const f = this.takeFailure("typing");
+      if (f) return this.fail(res, f);
+      this.typing.push({ roomId: decodeURIComponent(m[1]!), typing: json().typing === true });
+      return sendJson(res, 200, {});
+    }
+    if (req.method === "POST" && (m = /^\/_matrix\/client\/v3\/join\/([^/]+)$/.exec(path))) return this.join(decodeURIComponent(m[1]!), res);
+    if (req.method === "POST" && (m = /^\/_matrix\/client\/v3\/rooms\/([^/]+)\/leave$/.exec(path))) {
+      this.rooms.get(decodeURIComponent(m[1]!))?.members.delete(this.userId);
+      return sendJson(res, 200, {});
+    }
+    if (req.method === "GET" && (m = /^\/_matrix\/client\/v3\/rooms\/([^/]+)\/joined_members$/.exec(path))) {
+      const room = this.rooms.get(decodeURIComponent(m[1]!));
+      if (!room?.members.has(this.userId)) return sendJson(res, 403, { errcode: "M_FORBIDDEN", error: "not in the room" });
+      return sendJson(res, 200, { joined: Object.fromEntries([...room.members].map((u) => [u, { display_name: u.slice(1).split(":")[0] }])) });
+    }
+    if (req.method === "POST" && path === "/_matrix/media/v3/upload") {
+      const f = this.takeFailure("upload");
+      if (f) return this.fail(res, f);
+      const mime = String(req.headers["content-type"] ?? "application/octet-stream");
+      const mxc = this.addMedia(body, mime);
+      this.uploads.push({ name: url.searchParams.get("filename") ?? "", mime, bytes: body, mxc });
+      return sendJson(res, 200, { content_uri: mxc });
+    }
+    if (req.method === "GET" && path.startsWith("/_matrix/client/v1/media/download/")) {
+      if (this.legacyMediaOnly) return sendJson(res, 404, { errcode: "M_UNRECOGNIZED", error: "Unrecognized request" });
+      return this.serveMedia(path.slice("/_matrix/client/v1/media/download/".length), res, path);
+    }
+    return sendJson(res, 404, { errcode: "M_UNRECOGNIZED", error: "Unrecognized request" });
+  }
+
+  private serveMedia(rest: string, res: ServerResponse, path: string): void {
+    const [server, id] = rest.split("/").map(decodeURIComponent);
+    const item = server === SERVER_NAME ? this.media.get(id ?? "") : undefined;
+    this.downloads.push(path);
+    if (!item) return sendJson(res, 404, { errcode: "M_NOT_FOUND", error: "not found" });
+    res.writeHead(200, { "content-type": item.mime, "content-length": item.bytes.length });
+    res.end(item.bytes);
+  }
+
+  private send(roomId: string, txnId: string, content: Record<string, unknown>, res: ServerResponse): void {
+    const f = this.takeFailure("send");
+    if (f && !f.afterStore) {
+      this.sends.push({ roomId, txnId, content, status: f.status, at: Date.now() });
+      return this.fail(res, f);
+    }
+    const room = this.rooms.get(roomId);
+    if (!room?.members.has(this.userId)) {
+      this.sends.push({ roomId, txnId, content, status: 403, at: Date.now() });
+      return sendJson(res, 403, { errcode: "M_FORBIDDEN", error: "not in the room" });
+    }
+    const key = `${this.token}|${txnId}`;
+    let eventId = this.txns.get(key);
+    if (!eventId) {
+      eventId = this.append(room, { type: "m.room.message", sender: this.userId, content }).event_id;
+      this.txns.set(key, eventId);
+    }
+    // afterStore: the event exists, but the answer is lost (a 502 from a proxy, say)
+    if (f?.afterStore) {
+      this.sends.push({ roomId, txnId, content, eventId, status: f.status, at: Date.now() });
+      return this.fail(res, f);
+    }
+    this.sends.push({ roomId, txnId, content, eventId, status: 200, at: Date.now() });
+    sendJson(res, 200, { event_id: eventId });
+  }
+
+  private join(roomId: string, res: ServerResponse): void {
+    const f = this.takeFailure("join");
+    if (f) return this.fail(res, f);
+    const room = this.rooms.get(roomId);
+    if (!room || (!this.invites.has(roomId) && !room.members.has(this.userId))) return sendJson(res, 403, { errcode: "M_FORBIDDEN", error: "You are not invited to this room." });
+    this.joins.push(roomId);
+    this.invites.delete(roomId);
+    room.members.add(this.userId);
+    this.append(room, { type: "m.room.member", sender: this.userId, state_key: this.userId, content: { membership: "join", displayname: this.displayName } });
+    sendJson(res, 200, { room_id: roomId });
+  }
+
+  private async sync(url: URL, res: ServerResponse): Promise<void> {
+    const sinceRaw = url.searchParams.get("since") ?? undefined;
+    const timeout = Number(url.searchParams.get("timeout") ?? 0);
+    const filter = JSON.parse(url.searchParams.get("filter") ?? "{}");
+    this.syncs.push({ ...(sinceRaw ? { since: sinceRaw } : {}), filter, timeout });
+    const f = this.takeFailure("sync");
+    if (f) return this.fail(res, f);
+    const since = sinceRaw ? Number(sinceRaw.slice(1)) : undefined;
+    if (since !== undefined && this.pos - 1 <= since && timeout > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.min(timeout, 30_000));
+        this.waiters.push(() => { clearTimeout(timer); resolve(); });
+      });
+    }
+    const upTo = this.pos - 1;
+    const join: Record<string, unknown> = {};
+    const invite: Record<string, unknown> = {};
+    const strip = ({ pos: _p, room_id: _r, ...e }: MxEvent) => e;
+    for (const room of this.rooms.values()) {
+      if (!room.members.has(this.userId)) continue;
+      const fresh = room.events.filter((e) => e.pos <= upTo && (since === undefined || e.pos > since));
+      if (since !== undefined && fresh.length === 0) continue;
+      const state = since === undefined ? fresh.filter((e) => e.state_key !== undefined) : [];
+      const timeline = since === undefined ? fresh.filter((e) => e.state_key === undefined).slice(-10) : fresh;
+      join[room.id] = {
+        summary: { "m.joined_member_count": room.members.size, "m.invited_member_count": 0 },
+        state: { events: state.map(strip) },
+        timeline: { events: timeline.map(strip), limited: false, prev_batch: `p${since ?? 0}` },
+        ephemeral: { events: [] },
+        account_data: { events: [] },
+      };
+    }
+    for (const inv of this.invites.values()) {
+      if (inv.pos > upTo || (since !== undefined && inv.pos <= since)) continue;
+      invite[inv.roomId] = { invite_state: { events: [{ type: "m.room.member", sender: inv.inviter, state_key: this.userId, content: { membership: "invite" } }] } };
+    }
+    sendJson(res, 200, { next_batch: `s${upTo}`, rooms: { join, invite, leave: {} }, account_data: { events: [] }, presence: { events: [] } });
+  }
+}
