@@ -9,14 +9,14 @@
 import assert from "node:assert/strict";
 import { PassThrough } from "node:stream";
 import { describe, it } from "node:test";
-import { JsonRpcPeer, RpcError } from "../services/cli/acp/jsonrpc.js";
+import { DEFAULT_MAX_LINE_BYTES, ID_SCAN_BYTES, JsonRpcPeer, leadingId, RpcError } from "../services/cli/acp/jsonrpc.js";
 import { mapRunEvent, newTurnState, toolKind, toolTitle } from "../services/cli/acp/events-map.js";
 import { MAX_PROMPT_CHARS, promptText } from "../services/cli/acp/prompt-text.js";
 import { approvalToolCall, decisionOf } from "../services/cli/acp/permissions.js";
 import { recordUpdates } from "../services/cli/acp/history.js";
 import { AcpAgent, type AgentDeps } from "../services/cli/acp/server.js";
 import { maxLineBytes } from "../services/cli/acp/command.js";
-import { MAX_PROMPT_FILES, passedBlob, promptFiles } from "../services/cli/acp/prompt-files.js";
+import { MAX_PROMPT_FILES, passedBlob, promptFiles, promptFilesMaxBytes } from "../services/cli/acp/prompt-files.js";
 import { receivedUpdates } from "../services/cli/acp/received-files.js";
 import { contentBlock } from "../services/cli/acp/schema.js";
 import { MEDIA_DEFAULTS } from "../shared/runtime/config-media.js";
@@ -41,7 +41,7 @@ function busless(over: Partial<AgentDeps> = {}) {
 const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64");
 const block = (raw: unknown) => contentBlock.parse(raw);
 
-function rig(maxLineBytes?: number) {
+function rig(maxLineBytes?: number, tooLongHint?: string) {
   const input = new PassThrough();
   const output = new PassThrough();
   const lines: any[] = [];
@@ -62,7 +62,7 @@ function rig(maxLineBytes?: number) {
       throw new RpcError(-32601, "method not found");
     },
     notify: (method) => void notes.push(method),
-  }, quiet, maxLineBytes);
+  }, quiet, maxLineBytes, tooLongHint);
   const running = peer.run();
   const tick = () => new Promise((r) => setTimeout(r, 10));
   return { input, lines, notes, peer, running, tick };
@@ -104,7 +104,44 @@ describe("ACP JSON-RPC transport", () => {
     await tick();
     assert.equal(lines.length, 2);
     assert.equal(lines[0].error.code, -32600);
+    assert.equal(lines[0].id, 1, "the answer goes to the line's own id");
     assert.deepEqual(lines[1], { jsonrpc: "2.0", id: 2, result: "small" });
+  });
+
+  it("a line over the cap answers the request its first bytes name (-32600 with the limit), so the editor does not wait; nested or late ids are not taken", async () => {
+    const { input, lines, tick } = rig(200, "a prompt's images and files may come to 60.0 MB together, media.maxPromptFilesMb");
+    const big = "x".repeat(300);
+    input.write(`{"jsonrpc":"2.0","id":41,"method":"session/prompt","params":{"sessionId":"acp-1","prompt":[{"type":"image","mimeType":"image/png","data":"${big}"}]}}\n`);
+    input.write(`{ "jsonrpc" : "2.0" , "method":"session/prompt", "id" : "req-\\"7\\"", "params":{"text":"${big}"}}\n`);
+    // an "id" inside params is not the message's; one after the huge params is past the scan
+    input.write(`{"jsonrpc":"2.0","method":"session/prompt","params":{"id":7,"data":"${big}"}}\n`);
+    input.write(`{"jsonrpc":"2.0","method":"x","params":"${"x".repeat(ID_SCAN_BYTES + 100)}","id":8}\n`);
+    await tick();
+    assert.deepEqual(lines.map((l) => [l.id, l.error?.code]), [[41, -32600], ['req-"7"', -32600], [null, -32600], [null, -32600]]);
+    assert.equal(lines[0].error.message, "the message is longer than 200 bytes, the most one line may carry (a prompt's images and files may come to 60.0 MB together, media.maxPromptFilesMb)");
+    assert.deepEqual(lines[0].error.data, { maxBytes: 200 });
+  });
+
+  it("leadingId reads the top-level id from a bounded head: numbers and short strings, skipping values before it", () => {
+    assert.deepEqual(leadingId(`{"jsonrpc":"2.0","id":12,"method":"session/prompt","params":{"prompt":[{"data":"AAAA`), { id: 12, response: false });
+    assert.deepEqual(leadingId(`{"params":{"a":[1,{"b":"}]"}],"id":3},"jsonrpc":"2.0","id":"x\\u0041","method"`), { id: "xA", response: false });
+    assert.deepEqual(leadingId(`{"jsonrpc":"2.0","id":5,"result":{"content":"AAAA`), { id: 5, response: true });
+    assert.deepEqual(leadingId(`{"jsonrpc":"2.0","id":123`), { response: false }, "a number cut by the head's end is not taken");
+    assert.deepEqual(leadingId(`{"jsonrpc":"2.0","id":"${"y".repeat(300)}","method":"m"}`), { response: false }, "too long for an id");
+    assert.deepEqual(leadingId(`{"jsonrpc":"2.0","id":{"x":1},"method":"m"}`), { response: false });
+    assert.deepEqual(leadingId(`[{"id":1}]`), { response: false });
+    assert.deepEqual(leadingId(`garbage "id":4`), { response: false });
+    assert.ok(ID_SCAN_BYTES >= 1024);
+  });
+
+  it("a response of the client over the cap fails our request of that id instead of being answered", async () => {
+    const { input, lines, peer, tick } = rig(200);
+    const asked = peer.request("session/request_permission", {});
+    await tick();
+    input.write(`{"jsonrpc":"2.0","id":${asked.id},"result":{"outcome":"${"z".repeat(300)}"}}\n`);
+    await assert.rejects(asked.result, (e: RpcError) => e.code === -32600 && /^the client's answer: the message is longer than 200 bytes/.test(e.message));
+    await tick();
+    assert.equal(lines.length, 1, "only our request: a response is never answered");
   });
 
   it("its own requests are matched with the client's responses; pending ones fail when the input ends", async () => {
@@ -321,8 +358,28 @@ describe("ACP files", () => {
     assert.match((updates[1]!.content as { text: string }).text, /file gone\.csv could not be fetched: media 0123… is not in the media store/);
   });
 
-  it("the input line holds an image of media.maxFileMb in base64, never less than 4 MiB", () => {
-    assert.equal(maxLineBytes(2), 4 * 1024 * 1024);
-    assert.ok(maxLineBytes(20) > (20 * 1024 * 1024 * 4) / 3);
+  it("the input line holds the prompt's files budget (media.maxPromptFilesMb, default 3 × maxFileMb) in base64 besides 4 MiB; files over the budget together: -32602", () => {
+    const MiB = 1024 * 1024;
+    assert.equal(maxLineBytes(0), DEFAULT_MAX_LINE_BYTES);
+    assert.equal(promptFilesMaxBytes(MEDIA_DEFAULTS), 60 * MiB);
+    assert.equal(promptFilesMaxBytes({ maxFileMb: 20, maxPromptFilesMb: 100 }), 100 * MiB);
+    // the line of a prompt with three images of media.maxFileMb: its JSON without the data, and the data's base64
+    const frame = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "session/prompt", params: { sessionId: "acp-1", prompt: Array.from({ length: 3 }, () => ({ type: "image", mimeType: "image/png", data: "" })) } });
+    assert.ok(Buffer.byteLength(frame) + 3 * Math.ceil((20 * MiB) / 3) * 4 <= maxLineBytes(promptFilesMaxBytes(MEDIA_DEFAULTS)), "three images of media.maxFileMb fit one line");
+
+    const image = (bytes: number) => block({ type: "image", data: Buffer.alloc(bytes, 1).toString("base64"), mimeType: "image/png" });
+    assert.equal(promptFiles([image(40), image(40)], 64, 100).length, 2);
+    assert.throws(() => promptFiles([block({ type: "text", text: "x" }), image(40), image(40), image(40)], 64, 100), (e: RpcError) => e.code === -32602
+      && e.message === "invalid params: prompt.3: the prompt's images and files come to 120 bytes with this image, above the 100 bytes one prompt may carry (media.maxPromptFilesMb)"
+      && (e.data as Array<{ path: string; size: number; maxBytes: number }>)[0]!.size === 120);
+  });
+
+  it("a session/prompt whose files together pass media.maxPromptFilesMb is answered -32602 before anything is sent", async () => {
+    // 104 bytes each, 209 together
+    const { agent, seen } = busless({ media: { ...MEDIA_DEFAULTS, maxFileMb: 0.0001, maxPromptFilesMb: 0.0002 } });
+    const img = { type: "image", mimeType: "image/png", data: Buffer.alloc(100, 2).toString("base64") };
+    await assert.rejects(agent.request("session/prompt", { sessionId: "acp-1", prompt: [{ type: "text", text: "look" }, img, img, img] }),
+      (e: RpcError) => e.code === -32602 && /^invalid params: prompt\.3: the prompt's images and files come to 300 bytes with this image, above the 209 bytes one prompt may carry/.test(e.message));
+    assert.equal(seen.asked, false, "nothing went to the bus");
   });
 });

@@ -27,8 +27,10 @@ const BWRAP = "/usr/bin/bwrap";
 const CWD = "/home/dev/project-x";
 /** a 1x1 PNG */
 const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64");
-/** media.maxFileMb of this file's system: an image above it still fits the 4 MiB input line */
+/** media.maxFileMb of this file's system: an image above it still fits the input line */
 const MAX_FILE_MB = 2;
+/** media.maxPromptFilesMb: the input line is 4 MiB and 4/3 of it (8 MiB) */
+const PROMPT_FILES_MB = 3;
 
 describe("lurkbot acp (Agent Client Protocol over stdio)", () => {
   let system: TestSystem;
@@ -52,7 +54,7 @@ describe("lurkbot acp (Agent Client Protocol over stdio)", () => {
         approvals: { timeoutMs: 60_000 },
         // full: the message tool (files the agent sends)
         agents: [{ id: "main", default: true, toolProfile: "full" }],
-        media: { maxFileMb: MAX_FILE_MB },
+        media: { maxFileMb: MAX_FILE_MB, maxPromptFilesMb: PROMPT_FILES_MB },
       },
     });
     writeFileSync(join(system.workspace, "chart.png"), PNG);
@@ -262,11 +264,11 @@ describe("lurkbot acp (Agent Client Protocol over stdio)", () => {
     assert.match(bad.error!.message, /prompt/);
     assert.equal((await acp.call("session/new", { cwd: "relative/dir", mcpServers: [] })).error?.code, -32602);
     assert.equal((await acp.call("session/prompt", { sessionId: "acp-unknown", prompt: [{ type: "text", text: "x" }] })).error?.code, -32002);
-    // a line over the 4 MiB cap is skipped with an error
-    acp.writeLine(`{"jsonrpc":"2.0","id":903,"method":"initialize","params":{"x":"${"a".repeat(4 * 1024 * 1024 + 10)}"}}`);
-    const tooLong = await acp.response(null);
+    // a line over the cap (4 MiB + 4/3 of media.maxPromptFilesMb) is skipped with an error to its own id
+    acp.writeLine(`{"jsonrpc":"2.0","id":903,"method":"initialize","params":{"x":"${"a".repeat(8 * 1024 * 1024 + 10)}"}}`);
+    const tooLong = await acp.response(903);
     assert.equal(tooLong.error?.code, -32600);
-    assert.match(tooLong.error!.message, /longer than/);
+    assert.match(tooLong.error!.message, /^the message is longer than 8388608 bytes, the most one line may carry \(a prompt's images and files may come to 3\.0 MB together, media\.maxPromptFilesMb, each at most 2\.0 MB, media\.maxFileMb\)$/);
     const r = await prompt(session, "still working?");
     assert.deepEqual(r.result, { stopReason: "end_turn" }, JSON.stringify(r.error));
     assert.deepEqual(acp.stray, []);
@@ -303,6 +305,10 @@ describe("lurkbot acp (Agent Client Protocol over stdio)", () => {
     const big = await ask({ data: Buffer.alloc(MAX_FILE_MB * 1024 * 1024 + 1).toString("base64"), mimeType: "image/png" });
     assert.equal(big.error?.code, -32602);
     assert.match(big.error!.message, /prompt\.1: the image is 2\.0 MB, above the 2\.0 MB cap \(media\.maxFileMb\)/);
+    const part = { type: "image", data: Buffer.alloc(1.6 * 1024 * 1024).toString("base64"), mimeType: "image/png" };
+    const together = await acp.call("session/prompt", { sessionId: s, prompt: [{ type: "text", text: "both" }, part, part] });
+    assert.equal(together.error?.code, -32602);
+    assert.match(together.error!.message, /prompt\.2: the prompt's images and files come to 3\.2 MB with this image, above the 3\.0 MB one prompt may carry \(media\.maxPromptFilesMb\)/);
     const svg = await ask({ data: Buffer.from("<svg/>").toString("base64"), mimeType: "image/svg+xml" });
     assert.equal(svg.error?.code, -32602);
     assert.match(svg.error!.message, /prompt\.1\.mimeType: an image's mimeType must be one of/);

@@ -6,7 +6,8 @@
  * as its exceptions); in Debian's chromium (skipped when /usr/bin/chromium is missing): with
  * scripts on, presented HTML's script runs, fetch and the chat page stay closed to it, and WebRTC
  * does reach the network (the documented caveat of the setting); a clicked image shows from a
- * blob: URL.
+ * blob: URL. Canvas media fetches are capped (2 at once per user, 4 in all): more get 429 while the
+ * others complete.
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
@@ -29,6 +30,7 @@ import { textOf } from "./harness/tools-actor.js";
 const CHROMIUM = "/usr/bin/chromium";
 const ALICE = { id: "alice", name: "Alice", token: "alice-canvas-token-0123456789" };
 const BOB = { id: "bob", token: "bob-canvas-token-0123456789-xyz" };
+const DAVE = { id: "dave", token: "dave-canvas-token-0123456789-abc" };
 const S = subjects();
 
 
@@ -53,6 +55,9 @@ describe("web channel canvas with several users and scripts on", () => {
   const imageRequests: Array<{ path: string; headers: Record<string, unknown> }> = [];
   let png: Buffer;
   let n = 0;
+  /** `/slow.png` answers held until `slowOpen` (then at once) */
+  const slowHeld: Array<() => void> = [];
+  let slowOpen = false;
 
   const call = (args: Record<string, unknown>, sessionKey: string): Promise<ToolCallReply> =>
     new BusClient(runner).callSubject(S.toolCall("canvas"), "lurk.tools.call.v1", {
@@ -73,6 +78,10 @@ describe("web channel canvas with several users and scripts on", () => {
       if (req.url === "/pic.png") return void res.writeHead(200, { "content-type": "image/png" }).end(png);
       if (req.url === "/to-localhost") return void res.writeHead(302, { location: `http://localhost:${imagePort}/pic.png` }).end();
       if (req.url === "/to-pic") return void res.writeHead(302, { location: "/pic.png" }).end();
+      if (req.url === "/slow.png") {
+        const answer = () => void res.writeHead(200, { "content-type": "image/png" }).end(png);
+        return void (slowOpen ? answer() : slowHeld.push(answer));
+      }
       res.writeHead(200, { "content-type": "text/html" }).end("<p>not an image</p>");
     });
     await new Promise<void>((resolve) => images.listen(0, "127.0.0.1", resolve));
@@ -81,7 +90,7 @@ describe("web channel canvas with several users and scripts on", () => {
     system = await TestSystem.start({ config: {
       agents: [{ id: "main", default: true, toolProfile: "coding" }],
       tools: { web: { allowPrivateHosts: [`127.0.0.1:${imagePort}`] } },
-      channels: { web: { enabled: true, port, users: [ALICE, BOB], canvas: { allowScripts: true } } },
+      channels: { web: { enabled: true, port, users: [ALICE, BOB, DAVE], canvas: { allowScripts: true } } },
     } });
     await system.startActor("channel-web");
     runner = await system.nats.connect("agent-runner");
@@ -173,6 +182,39 @@ describe("web channel canvas with several users and scripts on", () => {
     assert.equal((await image(ALICE.token, chat, urls.localhost)).status, 403, "localhost is not in tools.web.allowPrivateHosts");
     assert.equal((await image(ALICE.token, chat, urls.toLocalhost)).status, 403, "every redirect hop is checked");
     assert.equal((await image(ALICE.token, chat, `http://127.0.0.1:${imagePort}/other.png`)).status, 404, "not on the canvas");
+  });
+
+  it("at most 2 canvas media fetches at once per user and 4 in all: more get 429 (nothing fetched) while the others complete; the slots come back", async () => {
+    const slow = `http://127.0.0.1:${imagePort}/slow.png`;
+    for (const user of ["alice", "bob", "dave"]) await ok({ action: "a2ui_push", jsonl: imageJsonl(slow) }, `agent:main:web:dm:${user}+busy`);
+    const slowAsked = () => imageRequests.filter((r) => r.path === "/slow.png").length;
+    const errorOf = async (r: Response) => ((await r.json()) as { error: { code: string; message: string } }).error;
+
+    const alice = [image(ALICE.token, "busy", slow), image(ALICE.token, "busy", slow)];
+    await waitFor(() => slowHeld.length === 2, 10_000, "alice's two fetches at the slow host");
+    const aliceThird = await image(ALICE.token, "busy", slow);
+    assert.equal(aliceThird.status, 429);
+    assert.equal(aliceThird.headers.get("retry-after"), "1");
+    const perUser = await errorOf(aliceThird);
+    assert.equal(perUser.code, "LIMIT_EXCEEDED");
+    assert.match(perUser.message, /you are loading 2 canvas images, videos or audio files already \(at most 2 at once per user\): wait for one to finish/);
+
+    const bob = [image(BOB.token, "busy", slow), image(BOB.token, "busy", slow)];
+    await waitFor(() => slowHeld.length === 4, 10_000, "bob's two fetches at the slow host");
+    const daveFirst = await image(DAVE.token, "busy", slow);
+    assert.equal(daveFirst.status, 429, "4 in all: another user waits too");
+    assert.match((await errorOf(daveFirst)).message, /the web channel is loading 4 canvas images, videos or audio files already \(at most 4 at once\)/);
+    assert.equal(slowAsked(), 4, "a refused fetch reaches no host");
+
+    slowOpen = true;
+    for (const answer of slowHeld.splice(0)) answer();
+    for (const got of await Promise.all([...alice, ...bob])) {
+      assert.equal(got.status, 200);
+      assert.deepEqual(Buffer.from(await got.arrayBuffer()), png);
+    }
+    const daveAgain = await image(DAVE.token, "busy", slow);
+    assert.equal(daveAgain.status, 200, "the slots were given back");
+    assert.deepEqual(Buffer.from(await daveAgain.arrayBuffer()), png);
   });
 
   it("in a real browser, with allowScripts: the frame's script runs, fetch and the page stay closed, WebRTC reaches the network (the caveat); a clicked image loads through the channel", { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (apt-get install chromium)` }, async () => {

@@ -7,7 +7,10 @@
  * resetOnExit is false; funnel with a weak token and serve beyond loopback refused before any
  * command; no binary, a host not logged in, a failing serve (its stderr in the error) and a
  * hanging tailscale (killed after timeoutMs) each reported while the chat serves locally; a stop
- * while serve hangs ends cleanly.
+ * while serve hangs ends cleanly. Every start with a binary first reads `serve status --json`: a
+ * serve or funnel to the chat's port the config does not want (mode off, another https port) is a
+ * warning and `tailscale_stale` with the command that turns it off, and nothing is removed; a
+ * publish that failed is not turned off at stop.
  */
 import assert from "node:assert/strict";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -23,6 +26,7 @@ import { freePort, TestNats } from "./harness/nats.js";
 const STRONG = "Zq7f-Kd93_xPw2LmA8vRt5Ny1Hc6Ue4B";
 const WEAK = "password12345678";
 const DNS = "box.tail1234.ts.net";
+const SERVE_STATUS = ["serve", "status", "--json"];
 
 /** The fake: argv of every call appended to calls.jsonl; what it does read from behavior.json next to it. */
 const FAKE = `#!${process.execPath}
@@ -32,8 +36,11 @@ const dir = __dirname;
 const args = process.argv.slice(2);
 fs.appendFileSync(path.join(dir, "calls.jsonl"), JSON.stringify(args) + "\\n");
 const b = JSON.parse(fs.readFileSync(path.join(dir, "behavior.json"), "utf8"));
-if (b.hang === args[0]) {
+const cmd = args[0] === "serve" && args[1] === "status" ? "serve-status" : args[0];
+if (b.hang === cmd) {
   setInterval(() => {}, 1000);
+} else if (cmd === "serve-status") {
+  process.stdout.write(JSON.stringify(b.serveStatus || {}, null, 2));
 } else if (args[0] === "status") {
   process.stdout.write(JSON.stringify({ Version: "1.84.0", BackendState: b.backendState || "Running", AuthURL: "", Self: { ID: "n1", HostName: "box", DNSName: "${DNS}.", TailscaleIPs: ["100.64.0.1"], Online: true }, MagicDNSSuffix: "tail1234.ts.net" }, null, 2));
 } else if ((args[0] === "serve" || args[0] === "funnel") && args.at(-1) !== "off" && b.publishError) {
@@ -58,11 +65,11 @@ describe("web channel published with Tailscale (a fake tailscale binary)", () =>
 
   const calls = (): string[][] => (existsSync(join(bin, "calls.jsonl")) ? readFileSync(join(bin, "calls.jsonl"), "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l) as string[]) : []);
   const eventOf = (name: string) => events.find((e) => e.event === name && e.pid === channel?.child.pid);
-  /** Starts channel-web with `web` settings; `path` is the actor's PATH (default: the fake's dir first). */
-  const start = async (web: Record<string, unknown>, behavior: Record<string, unknown> = {}, path = `${bin}:/usr/bin:/bin`) => {
-    writeFileSync(join(bin, "behavior.json"), JSON.stringify(behavior));
+  /** Starts channel-web with `web` settings; `path` is the actor's PATH (default: the fake's dir first); `behavior` may depend on the chat's port. */
+  const start = async (web: Record<string, unknown>, behavior: Record<string, unknown> | ((port: number) => Record<string, unknown>) = {}, path = `${bin}:/usr/bin:/bin`) => {
     rmSync(join(bin, "calls.jsonl"), { force: true });
     port = await freePort();
+    writeFileSync(join(bin, "behavior.json"), JSON.stringify(typeof behavior === "function" ? behavior(port) : behavior));
     writeFileSync(join(nats.home, "config.json"), JSON.stringify({ channels: { web: { enabled: true, port, token: STRONG, ...web } } }));
     channel = await startActorProcess("channel-web", nats, { PATH: path, LURKBOT_LOG_LEVEL: "info" });
   };
@@ -101,7 +108,7 @@ describe("web channel published with Tailscale (a fake tailscale binary)", () =>
     const published = await waitFor(() => eventOf("tailscale_published"), 10_000, "tailscale_published");
     const local = `http://127.0.0.1:${port}/`;
     assert.deepEqual(published.data, { mode: "serve", url: `https://${DNS}/`, httpsPort: 443, local });
-    assert.deepEqual(calls(), [["status", "--json", "--peers=false"], ["serve", "--bg", "--https=443", local]]);
+    assert.deepEqual(calls(), [SERVE_STATUS, ["status", "--json", "--peers=false"], ["serve", "--bg", "--https=443", local]]);
     assert.match(channel!.output(), new RegExp(`web chat published on the tailnet \\(Tailscale Serve\\): https://${DNS.replace(/\./g, "\\.")}/`));
     await servesLocally();
 
@@ -112,7 +119,8 @@ describe("web channel published with Tailscale (a fake tailscale binary)", () =>
     const pid = channel!.child.pid;
     assert.equal(await channel!.stop(), 0);
     assert.deepEqual(calls().at(-1), ["serve", "--https=443", "off"], "reset at exit");
-    assert.equal(calls().length, 3);
+    assert.equal(calls().length, 4);
+    assert.equal(events.find((e) => e.event === "tailscale_stale" && e.pid === pid), undefined, "nothing stale");
     await waitFor(() => events.find((e) => e.event === "tailscale_reset" && e.pid === pid), 5_000, "tailscale_reset");
   });
 
@@ -121,19 +129,20 @@ describe("web channel published with Tailscale (a fake tailscale binary)", () =>
     const published = await waitFor(() => eventOf("tailscale_published"), 10_000, "tailscale_published");
     assert.equal(published.data.url, `https://${DNS}:8443/`);
     assert.equal(published.data.mode, "funnel");
-    assert.deepEqual(calls()[1], ["funnel", "--bg", "--https=8443", `http://127.0.0.1:${port}/`]);
+    assert.deepEqual(calls()[2], ["funnel", "--bg", "--https=8443", `http://127.0.0.1:${port}/`]);
     assert.match(channel!.output(), /published on the internet \(Tailscale Funnel\)/);
     await channel!.stop();
-    assert.equal(calls().length, 2, "no `off` with resetOnExit: false");
+    assert.equal(calls().length, 3, "no `off` with resetOnExit: false");
   });
 
-  it("funnel with a weak token, and serve on a non-loopback host: refused before any tailscale command, the chat serves locally", async () => {
+  it("funnel with a weak token, and serve on a non-loopback host: refused before any publish command (only the stale check runs), the chat serves locally", async () => {
     await start({ token: WEAK, tailscale: { mode: "funnel" } });
     const weak = await waitFor(() => eventOf("tailscale_failed"), 10_000, "tailscale_failed");
     assert.equal(weak.data.problem, "refused");
     assert.match(String(weak.data.message), /puts the chat on the internet.*channels\.web\.token is easy to guess \(it is shorter than 24 characters\).*use mode "serve"/);
     assert.ok(!JSON.stringify(weak.data).includes(WEAK) && !channel!.output().includes(WEAK), "the token is never shown");
-    assert.deepEqual(calls(), []);
+    await waitFor(() => calls().length === 1, 10_000, "the check");
+    assert.deepEqual(calls(), [SERVE_STATUS], "only the check for a stale serve");
     await servesLocally();
     assert.equal(eventOf("tailscale_published"), undefined);
 
@@ -142,7 +151,8 @@ describe("web channel published with Tailscale (a fake tailscale binary)", () =>
     const exposed = await waitFor(() => eventOf("tailscale_failed"), 10_000, "tailscale_failed");
     assert.equal(exposed.data.problem, "refused");
     assert.match(String(exposed.data.message), /channels\.web\.host is "0\.0\.0\.0", not loopback.*set channels\.web\.host to "127\.0\.0\.1"/);
-    assert.deepEqual(calls(), []);
+    await waitFor(() => calls().length === 1, 10_000, "the check");
+    assert.deepEqual(calls(), [SERVE_STATUS]);
     await servesLocally();
   });
 
@@ -163,16 +173,20 @@ describe("web channel published with Tailscale (a fake tailscale binary)", () =>
     assert.match(String(failed.data.message), /not connected on this host \(BackendState "NeedsLogin"\): run `tailscale up`/);
     await servesLocally();
     await channel!.stop();
-    assert.deepEqual(calls(), [["status", "--json", "--peers=false"]]);
+    assert.deepEqual(calls(), [SERVE_STATUS, ["status", "--json", "--peers=false"]]);
   });
 
-  it("a failing serve command: its stderr, trimmed, in the error", async () => {
+  it("a failing serve command: its stderr, trimmed, in the error; nothing turned off at stop (the publish did not take)", async () => {
     const said = "Funnel not available; \"funnel\" node attribute not set. Please visit https://login.tailscale.com/f/funnel?node=n1";
     await start({ tailscale: { mode: "funnel" } }, { publishError: said });
     const failed = await waitFor(() => eventOf("tailscale_failed"), 10_000, "tailscale_failed");
     assert.equal(failed.data.problem, "failed");
     assert.equal(failed.data.message, `\`tailscale funnel --bg --https=443 http://127.0.0.1:${port}/\` failed (exit 1): ${said}`);
     await servesLocally();
+    const pid = channel!.child.pid;
+    assert.equal(await channel!.stop(), 0);
+    assert.deepEqual(calls().filter((c) => c.at(-1) === "off"), [], "a publish that failed is not turned off: that port may serve something else");
+    assert.equal(events.find((e) => e.event === "tailscale_reset" && e.pid === pid), undefined);
   });
 
   it("a hanging tailscale is killed after timeoutMs; the channel was ready at once and serves locally", async () => {
@@ -184,9 +198,58 @@ describe("web channel published with Tailscale (a fake tailscale binary)", () =>
     assert.equal(await channel!.stop(), 0);
   });
 
+  it("a serve and a funnel left to this chat's port while mode is off (an unclean exit): a warning and tailscale_stale each with the command, nothing removed; others' serves not reported", async () => {
+    const other = await freePort();
+    await start({ tailscale: { mode: "off" } }, (p) => ({
+      serveStatus: {
+        TCP: { "443": { HTTPS: true }, "8443": { HTTPS: true }, "10000": { HTTPS: true } },
+        Web: {
+          [`${DNS}:443`]: { Handlers: { "/": { Proxy: `http://127.0.0.1:${p}` } } },
+          [`${DNS}:8443`]: { Handlers: { "/": { Proxy: `http://127.0.0.1:${other}` } } },
+          [`${DNS}:10000`]: { Handlers: { "/chat/": { Proxy: `http://localhost:${p}/` } } },
+        },
+        AllowFunnel: { [`${DNS}:443`]: true },
+      },
+    }));
+    const pid = channel!.child.pid;
+    await waitFor(() => events.filter((e) => e.event === "tailscale_stale" && e.pid === pid).length === 2, 10_000, "two tailscale_stale");
+    const stale = events.filter((e) => e.event === "tailscale_stale" && e.pid === pid).sort((a, b) => Number(a.data.servedPort) - Number(b.data.servedPort));
+    assert.deepEqual(stale.map((e) => [e.data.servedPort, e.data.funnel, e.data.command]), [
+      [443, true, "tailscale funnel --https=443 off"],
+      [10000, false, "tailscale serve --https=10000 --set-path=/chat/ off"],
+    ]);
+    assert.match(String(stale[0]!.data.message), /still publishes this web chat on the internet \(Tailscale Funnel\) on https port 443 .*while channels\.web\.tailscale\.mode is "off": run `tailscale funnel --https=443 off`/);
+    assert.match(channel!.output(), /still publishes this web chat on the internet \(Tailscale Funnel\)/);
+    await servesLocally();
+    assert.equal(await channel!.stop(), 0);
+    assert.deepEqual(calls(), [SERVE_STATUS], "nothing turned off or published");
+    assert.equal(events.find((e) => (e.event === "tailscale_failed" || e.event === "tailscale_published") && e.pid === pid), undefined);
+  });
+
+  it("serve on 443 with an old serve of this chat left on 8443: that one is stale, the one on 443 is the chat's own; mode off without tailscale: nothing", async () => {
+    await start({ tailscale: { mode: "serve" } }, (p) => ({
+      serveStatus: {
+        TCP: { "443": { HTTPS: true }, "8443": { HTTPS: true } },
+        Web: { [`${DNS}:443`]: { Handlers: { "/": { Proxy: `http://127.0.0.1:${p}` } } }, [`${DNS}:8443`]: { Handlers: { "/": { Proxy: `http://127.0.0.1:${p}` } } } },
+      },
+    }));
+    const pid = channel!.child.pid;
+    await waitFor(() => eventOf("tailscale_published"), 10_000, "tailscale_published");
+    const stale = events.filter((e) => e.event === "tailscale_stale" && e.pid === pid);
+    assert.deepEqual(stale.map((e) => [e.data.servedPort, e.data.command]), [[8443, "tailscale serve --https=8443 off"]]);
+    assert.match(String(stale[0]!.data.message), /while channels\.web\.tailscale\.httpsPort is 443/);
+    await channel!.stop();
+    assert.ok(!calls().some((c) => c.includes("--https=8443")), "the stale one is left alone");
+
+    await start({ tailscale: { mode: "off" } }, {}, join(dir, "empty"));
+    await servesLocally();
+    assert.equal(await channel!.stop(), 0);
+    assert.equal(events.find((e) => e.event.startsWith("tailscale_") && e.pid === channel!.child.pid), undefined, "no binary, mode off: silent");
+  });
+
   it("stopping while `tailscale serve` hangs: the command is killed, the reset tried within its own limit, the process exits cleanly", async () => {
     await start({ tailscale: { mode: "serve", timeoutMs: 60_000 } }, { hang: "serve" });
-    await waitFor(() => calls().some((c) => c[0] === "serve"), 10_000, "the serve call");
+    await waitFor(() => calls().some((c) => c[0] === "serve" && c[1] === "--bg"), 10_000, "the serve call");
     assert.equal(await channel!.stop(), 0, "exits by itself, not by the 10 s force");
     assert.deepEqual(calls().at(-1), ["serve", "--https=443", "off"], "it may have taken effect: turned off");
     assert.equal(eventOf("tailscale_published"), undefined);

@@ -3,7 +3,7 @@
  * router, agent-runner as processes, the fake OpenAI server; agents main and other): `!command`
  * runs in the operator's shell here and never reaches the bus (asked once on a terminal,
  * refused on piped input without --allow-shell, stopped by Ctrl-C and by the time limit with
- * its process group), `/agent ID` switches the agent of the next runs (an unknown one is
+ * its process group, and killed with it when chat ends by SIGTERM or SIGHUP), `/agent ID` switches the agent of the next runs (an unknown one is
  * answered by the router and chat goes back), thinking deltas show apart from the answer only
  * with --thinking or /thinking on, and /help shows chat's commands and then the router's.
  * Chat runs as a real `lurkbot chat` process (piped input), or in this process with streams
@@ -11,7 +11,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
@@ -35,6 +35,16 @@ function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
+  } catch {
+    return false;
+  }
+}
+
+/** true while that pid runs (a zombie nobody reaped yet counts as ended) */
+function running(pid: number): boolean {
+  if (!alive(pid)) return false;
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
   } catch {
     return false;
   }
@@ -231,6 +241,25 @@ describe("lurkbot chat: !command, /agent, thinking, /help (whole system, fake LL
       assert.equal(await c.exited, 0, c.err());
     } finally {
       c.child.kill("SIGKILL");
+    }
+  });
+
+  it("chat ended by SIGTERM or SIGHUP (a closed terminal) while a !command runs: the command's group is killed, chat ends by the signal", async () => {
+    for (const sig of ["SIGTERM", "SIGHUP"] as const) {
+      const c = startChat(["--session", `ended-${sig.toLowerCase()}`, "--allow-shell"]);
+      try {
+        c.write(`!sleep 300 & echo bg:$!; echo fg:$$; echo marker-${sig}; exec sleep 301\n`);
+        await c.see((o) => o.includes(`marker-${sig}`), "the command's marker");
+        const bg = Number(await c.see((o) => /^bg:(\d+)$/m.exec(o)?.[1], "the background pid"));
+        const fg = Number(await c.see((o) => /^fg:(\d+)$/m.exec(o)?.[1], "the shell's pid"));
+        assert.ok(alive(fg) && alive(bg));
+        c.child.kill(sig);
+        await c.exited;
+        assert.equal(c.child.signalCode, sig, "chat ends as the signal would end it");
+        await waitFor(() => !running(fg) && !running(bg), 10_000, `the command's group to end after ${sig}`);
+      } finally {
+        c.child.kill("SIGKILL");
+      }
     }
   });
 

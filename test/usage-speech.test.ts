@@ -9,7 +9,8 @@
  * the answer's usage, else from the Ogg file's own duration, else as "duration unknown" without
  * cost; a booking retried after a lost reply counts once; `lurkbot usage --by purpose` (table and
  * --json) shows characters and audio apart from tokens. In process: old buckets without the new
- * fields still load and sum; the unit price table and its overrides; the audio duration reader.
+ * fields still load and sum; the unit price table and its overrides; the audio duration reader
+ * (a header claiming more audio than the file's size allows is unknown).
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -28,7 +29,7 @@ import { MEDIA_DEFAULTS } from "../shared/runtime/config-media.js";
 import { createLogger } from "../shared/runtime/logger.js";
 import { mediaCost, unitsCostUsd } from "../shared/runtime/media-prices.js";
 import { MediaStore } from "../shared/runtime/media.js";
-import { audioDurationSec } from "../services/agent-runner/audio-duration.js";
+import { audioDurationSec, MIN_BITS_PER_SEC } from "../services/agent-runner/audio-duration.js";
 import { usageBooker } from "../services/agent-runner/usage-booking.js";
 import { SessionStore } from "../services/sessions/store.js";
 import { FakeElevenLabsServer } from "./fakes/elevenlabs-server.js";
@@ -322,5 +323,41 @@ describe("speech and transcription units in the ledger's store, prices and audio
     assert.equal(audioDurationSec(wav), 1);
     assert.equal(audioDurationSec(randomBytes(500)), undefined);
     assert.equal(audioDurationSec(Buffer.from("OggS")), undefined, "a truncated header");
+  });
+
+  it("a header claiming more audio than the file's size allows is unknown: a crafted Ogg granule, a WAV byte rate too low or not its format's", () => {
+    const second = oggOpusFile(Array.from({ length: 50 }, () => 40)); // 1 s at 16 kbit/s
+    assert.equal(audioDurationSec(second), Math.round(((50 * 960 - OPUS_PRE_SKIP) / 48_000) * 1000) / 1000);
+    const crafted = Buffer.from(second);
+    const last = crafted.lastIndexOf(Buffer.from("OggS"));
+    crafted.writeBigInt64LE(BigInt(48_000 * 3 * 86_400), last + 6); // "3 days"
+    assert.equal(audioDurationSec(crafted), undefined, `${crafted.length} bytes cannot hold 3 days of audio`);
+    // just past what the bytes allow at MIN_BITS_PER_SEC, and just within it
+    crafted.writeBigInt64LE(BigInt(Math.ceil(((crafted.length * 8) / MIN_BITS_PER_SEC + 0.01) * 48_000) + OPUS_PRE_SKIP), last + 6);
+    assert.equal(audioDurationSec(crafted), undefined);
+    crafted.writeBigInt64LE(BigInt(Math.floor(((crafted.length * 8) / MIN_BITS_PER_SEC - 0.01) * 48_000) + OPUS_PRE_SKIP), last + 6);
+    assert.ok(audioDurationSec(crafted)! > 1, "a header within the bound is taken");
+
+    const wav = (format: number, sampleRate: number, byteRate: number, blockAlign: number, dataBytes: number, claimed = dataBytes) => {
+      const b = Buffer.alloc(44 + dataBytes);
+      b.write("RIFF", 0, "latin1");
+      b.writeUInt32LE(36 + dataBytes, 4);
+      b.write("WAVEfmt ", 8, "latin1");
+      b.writeUInt32LE(16, 16);
+      b.writeUInt16LE(format, 20);
+      b.writeUInt16LE(1, 22);
+      b.writeUInt32LE(sampleRate, 24);
+      b.writeUInt32LE(byteRate, 28);
+      b.writeUInt16LE(blockAlign, 32);
+      b.writeUInt16LE(blockAlign * 8, 34);
+      b.write("data", 36, "latin1");
+      b.writeUInt32LE(claimed, 40);
+      return b;
+    };
+    assert.equal(audioDurationSec(wav(1, 8_000, 16_000, 2, 16_000)), 1, "PCM 8 kHz 16-bit: exact");
+    assert.equal(audioDurationSec(wav(1, 8_000, 16_000, 2, 16_000, 0x7fffffff)), 1, "a data size past the file: what the file holds");
+    assert.equal(audioDurationSec(wav(1, 8_000, 1, 2, 16_000)), undefined, "PCM whose byte rate is not sample rate × block size");
+    assert.equal(audioDurationSec(wav(0x31, 8_000, 100, 65, 16_000)), undefined, "a compressed format at 800 bit/s: below the floor");
+    assert.equal(audioDurationSec(wav(0x31, 8_000, 1_625, 65, 16_250)), 10, "GSM 6.10 at 13 kbit/s is taken");
   });
 });

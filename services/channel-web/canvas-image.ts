@@ -12,6 +12,9 @@
  * the kind's types (MEDIA_KINDS: PNG, JPEG, GIF or WebP images of at most 5 MiB in 15 s; MP4,
  * WebM or Ogg video of at most 20 MiB in 30 s; MPEG, MP4/AAC, Ogg/Opus, WAV, WebM or FLAC audio of
  * at most 10 MiB in 30 s), else 502. No cookies or auth are sent.
+ * Each fetch buffers its file before it answers, so few run at once (canvas-media-slots.ts: 2 per
+ * user, 4 in all): one more is answered 429 (LIMIT_EXCEEDED, saying to wait and click again)
+ * before anything is fetched.
  */
 import http from "node:http";
 import https from "node:https";
@@ -20,11 +23,12 @@ import type { ServerResponse } from "node:http";
 import { LurkError } from "../../shared/contract/index.js";
 import { sendJson } from "../../shared/runtime/channel/index.js";
 import { bareHost, pinnedLookup, portOf, resolvePublicTarget } from "../../shared/runtime/public-address.js";
+import type { CanvasMediaSlots } from "./canvas-media-slots.js";
 import type { CanvasState } from "./canvas-state.js";
 
 export const CANVAS_IMAGE_MAX_BYTES = 5 * 1024 * 1024;
 const MAX_REDIRECTS = 3;
-const STATUS: Record<string, number> = { VALIDATION_FAILED: 400, NOT_FOUND: 404, FORBIDDEN: 403 };
+const STATUS: Record<string, number> = { VALIDATION_FAILED: 400, NOT_FOUND: 404, FORBIDDEN: 403, LIMIT_EXCEEDED: 429 };
 
 export type CanvasMediaKind = "image" | "video" | "audio";
 interface MediaKind { types: ReadonlySet<string>; maxBytes: number; timeoutMs: number; what: string }
@@ -98,17 +102,22 @@ async function fetchOnce(url: URL, kind: CanvasMediaKind, allow: readonly string
 }
 
 /**
- * Answers the request: the file's bytes, or a JSON error (400, 403, 404, 502). `rawKind`: "image",
- * "video" or "audio" (`/api/canvas/image` passes "image"; another value is a 400).
+ * Answers the request: the file's bytes, or a JSON error (400, 403, 404, 429, 502). `rawKind`:
+ * "image", "video" or "audio" (`/api/canvas/image` passes "image"; another value is a 400). The
+ * fetch holds one of `slots` for `userId` until it answers.
  */
-export async function handleCanvasMedia(res: ServerResponse, rawKind: string | null, query: URLSearchParams, canvasOf: (chat: string) => CanvasState | undefined, allowPrivateHosts: readonly string[]): Promise<void> {
+export async function handleCanvasMedia(res: ServerResponse, rawKind: string | null, query: URLSearchParams, canvasOf: (chat: string) => CanvasState | undefined, allowPrivateHosts: readonly string[], slots: CanvasMediaSlots, userId: string): Promise<void> {
   let kind: CanvasMediaKind = "image";
+  let slot: { release: () => void } | undefined;
   try {
     if (rawKind !== "image" && rawKind !== "video" && rawKind !== "audio") throw new LurkError("VALIDATION_FAILED", "kind is image, video or audio");
     kind = rawKind;
     const raw = query.get("url") ?? "";
     if (!canvasMentions(canvasOf(query.get("chat") ?? ""), raw)) throw new LurkError("NOT_FOUND", `this chat's canvas has no such ${NOUN[kind]}`);
     let url = webUrl(raw);
+    const took = slots.take(userId);
+    if ("refused" in took) throw new LurkError("LIMIT_EXCEEDED", took.refused);
+    slot = took;
     const signal = AbortSignal.timeout(MEDIA_KINDS[kind].timeoutMs);
     for (let hop = 0; ; hop++) {
       const got = await fetchOnce(url, kind, allowPrivateHosts, signal);
@@ -126,6 +135,8 @@ export async function handleCanvasMedia(res: ServerResponse, rawKind: string | n
   } catch (err) {
     const e = LurkError.from(err);
     const message = e.code === "ABORTED" || (err as Error).name === "AbortError" || (err as Error).name === "TimeoutError" ? `the ${NOUN[kind]} did not load in time` : e.message;
-    sendJson(res, STATUS[e.code] ?? 502, { error: { code: STATUS[e.code] ? e.code : "UNAVAILABLE", message } });
+    sendJson(res, STATUS[e.code] ?? 502, { error: { code: STATUS[e.code] ? e.code : "UNAVAILABLE", message } }, e.code === "LIMIT_EXCEEDED" ? { "retry-after": "1" } : {});
+  } finally {
+    slot?.release();
   }
 }

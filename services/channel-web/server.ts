@@ -10,7 +10,7 @@
  * unguessable id, sandboxed, for the page's iframe (which cannot send the token);
  * `GET /api/canvas/image` and `GET /api/canvas/media?kind=video|audio` (canvas-image.ts, with the
  * token) load a canvas's web image, video or audio the user clicked, server-side under the
- * public-address rule.
+ * public-address rule, at most 2 at once per user and 4 in all (canvas-media-slots.ts; more: 429).
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { WebSocketServer, type RawData, type WebSocket } from "ws";
@@ -19,6 +19,7 @@ import { closeHttpServer, listenHttp, sendJson, type ChannelContext } from "../.
 import type { WebChannelConfig } from "../../shared/runtime/config-channels.js";
 import { handleCanvasFrame } from "./canvas-frame.js";
 import { handleCanvasMedia } from "./canvas-image.js";
+import { CanvasMediaSlots } from "./canvas-media-slots.js";
 import type { CanvasStore } from "./canvas-store.js";
 import { handleMedia, handleUpload, type WebFiles } from "./files.js";
 import type { Hub } from "./hub.js";
@@ -55,6 +56,8 @@ export async function startWebServer(ctx: ChannelContext<WebChannelConfig>, user
   const page = pageResponse();
   const ready = (user: WebUser) => ({ type: "ready" as const, userId: user.id, name: user.name, maxFileBytes: media.maxFileBytes });
   const tokenHint = users.several ? "your own token from channels.web.users" : "<channels.web.token> (see <home>/credentials/channels.json)";
+  /** canvas media fetches running now: 2 per user, 4 in all (more get 429) */
+  const canvasFetches = new CanvasMediaSlots();
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? "/").split("?")[0];
@@ -79,7 +82,7 @@ export async function startWebServer(ctx: ChannelContext<WebChannelConfig>, user
       if (req.method === "GET" && (path === "/api/canvas/image" || path === "/api/canvas/media")) {
         const query = new URL(req.url ?? "/", "http://localhost").searchParams;
         const kind = path === "/api/canvas/image" ? "image" : query.get("kind");
-        return handleCanvasMedia(res, kind, query, (chat) => hub.canvasOf(user, chat), ctx.config.tools.web.allowPrivateHosts);
+        return handleCanvasMedia(res, kind, query, (chat) => hub.canvasOf(user, chat), ctx.config.tools.web.allowPrivateHosts, canvasFetches, user.id);
       }
     }
     req.resume();

@@ -5,6 +5,10 @@
  * terminal), so a stop signals the whole group (pipelines, children). stdout and stderr stream
  * to `write` as they come, up to `maxOutputBytes` (the rest is counted, not shown). The time
  * limit sends SIGTERM, then SIGKILL after a grace period; so does an abort (Ctrl-C), with SIGINT.
+ * Chat's own end: while a command runs, this process's exit (end of input, an error,
+ * process.exit), SIGHUP (its terminal closed) and SIGTERM SIGKILL the command's group (it has no
+ * terminal of its own, so nothing else would stop it), then the signal does what it would have
+ * done (the process ends by it unless someone else handles it).
  */
 import { spawn } from "node:child_process";
 import { isAbsolute } from "node:path";
@@ -38,6 +42,39 @@ export interface ShellResult {
   spawnError?: string;
 }
 
+/** the process groups of the commands running now */
+const running = new Set<number>();
+const killRunning = () => {
+  for (const pid of running) {
+    try {
+      process.kill(-pid, "SIGKILL");
+    } catch {
+      // gone already
+    }
+  }
+  running.clear();
+};
+const ON_SIGNAL = ["SIGHUP", "SIGTERM"] as const;
+const onSignal = (sig: NodeJS.Signals) => {
+  killRunning();
+  unwatch();
+  // as without this handler: the signal ends the process unless another handler takes it
+  if (process.listenerCount(sig) === 0) process.kill(process.pid, sig);
+};
+function watch(pid: number): void {
+  if (running.size === 0) {
+    process.on("exit", killRunning);
+    for (const sig of ON_SIGNAL) process.on(sig, onSignal);
+  }
+  running.add(pid);
+}
+function unwatch(pid?: number): void {
+  if (pid !== undefined) running.delete(pid);
+  if (running.size > 0) return;
+  process.off("exit", killRunning);
+  for (const sig of ON_SIGNAL) process.off(sig, onSignal);
+}
+
 /** The operator's shell: $SHELL when it is an absolute path, else /bin/sh. */
 export function localShell(env: NodeJS.ProcessEnv): string {
   const shell = env.SHELL;
@@ -59,6 +96,7 @@ export function runLocalShell(command: string, opts: ShellOptions): Promise<Shel
     let interrupted = false;
     let killTimer: NodeJS.Timeout | undefined;
     const pid = child.pid;
+    if (pid !== undefined) watch(pid);
     const signalGroup = (sig: NodeJS.Signals) => {
       if (pid === undefined) return;
       try {
@@ -109,6 +147,7 @@ export function runLocalShell(command: string, opts: ShellOptions): Promise<Shel
       // children the shell left in the group go with it when the command was stopped
       if (timedOut || interrupted) signalGroup("SIGKILL");
       if (killTimer) clearTimeout(killTimer);
+      if (pid !== undefined) unwatch(pid);
       resolve({ code, signal, timedOut, interrupted, hiddenBytes, ...(spawnError ? { spawnError } : {}) });
     };
     child.once("error", (err) => {

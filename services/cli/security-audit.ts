@@ -1,7 +1,7 @@
 /**
  * `lurkbot security audit [--deep] [--fix] [--json]`: what in this LurkBot setup is exposed or
  * unsafe, why, and the exact fix. Checks (services/cli/audit/): network exposure (Tailscale
- * publishing of the web chat included), secrets and
+ * publishing of the web chat included, and a serve or funnel tailscaled still keeps to it), secrets and
  * file modes, chat access, tools and approvals, the browser actor's settings and files, from the
  * config, the environment and the files under LURKBOT_HOME; with --deep also the running system
  * over the bus. --fix applies only the

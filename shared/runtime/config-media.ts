@@ -45,6 +45,8 @@ export type TranscriptionConfig = z.infer<typeof transcriptionConfigSchema>;
 
 export const mediaConfigSchema = z.object({
   maxFileMb: z.number().positive().max(1024).default(MEDIA_DEFAULTS.maxFileMb),
+  /** `lurkbot acp`: the images and files of one prompt together, MB (absent: 3 × maxFileMb); the input line is sized for them in base64 */
+  maxPromptFilesMb: z.number().positive().max(4096).optional(),
   maxImageMb: z.number().positive().max(100).default(MEDIA_DEFAULTS.maxImageMb),
   /** an image's longest side sent to the model, in pixels; larger ones are scaled down (services/agent-runner/image-fit.ts) */
   imageMaxPx: z.number().int().min(64).max(8000).default(MEDIA_DEFAULTS.imageMaxPx),

@@ -10,10 +10,12 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { MB } from "../../../shared/runtime/config-media.js";
 import { defaultAgent, loadConfig, type Env } from "../../../shared/runtime/config.js";
 import { createLogger } from "../../../shared/runtime/logger.js";
+import { formatBytes } from "../../../shared/runtime/media.js";
 import type { ParsedCommand } from "../args.js";
 import { connectCli } from "../bus.js";
 import { EXIT, UsageError } from "../errors.js";
 import { DEFAULT_MAX_LINE_BYTES, JsonRpcPeer } from "./jsonrpc.js";
+import { promptFilesMaxBytes } from "./prompt-files.js";
 import { AcpAgent } from "./server.js";
 
 const SESSION_PREFIX = /^[A-Za-z0-9_-]{1,64}$/;
@@ -21,9 +23,9 @@ const SESSION_PREFIX = /^[A-Za-z0-9_-]{1,64}$/;
 const PROMPT_TIMEOUT_MS = 60 * 60_000;
 const CANCEL_GRACE_MS = 3_000;
 
-/** A line must hold a prompt with an image of media.maxFileMb in base64 (4/3 of it), and never less than 4 MiB. */
-export function maxLineBytes(maxFileMb: number): number {
-  return Math.max(DEFAULT_MAX_LINE_BYTES, Math.ceil((maxFileMb * MB * 4) / 3) + 64 * 1024);
+/** A line holds a prompt's images and files (`promptFilesBytes`, media.maxPromptFilesMb) in base64 (4/3 of them), plus the 4 MiB a prompt without files may have. */
+export function maxLineBytes(promptFilesBytes: number): number {
+  return DEFAULT_MAX_LINE_BYTES + Math.ceil((promptFilesBytes * 4) / 3);
 }
 
 export interface AcpIo {
@@ -56,7 +58,9 @@ export async function cmdAcp(p: ParsedCommand, env: Env, io: AcpIo = { input: pr
     media: cfg.media, downloadsDir: join(cfg.home, "downloads"),
     ...(agentId !== undefined ? { agentId } : {}),
   });
-  const peer = new JsonRpcPeer(io.input, io.output, agent, log, maxLineBytes(cfg.media.maxFileMb));
+  const filesBytes = promptFilesMaxBytes(cfg.media);
+  const peer = new JsonRpcPeer(io.input, io.output, agent, log, maxLineBytes(filesBytes),
+    `a prompt's images and files may come to ${formatBytes(filesBytes)} together, media.maxPromptFilesMb, each at most ${formatBytes(Math.floor(cfg.media.maxFileMb * MB))}, media.maxFileMb`);
   agent.attach(peer);
   const stop = () => io.input.emit("end");
   process.once("SIGTERM", stop);

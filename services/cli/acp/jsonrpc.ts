@@ -5,7 +5,11 @@
  * `handler.notify`, and sends its own requests with `request()` (their responses are matched
  * by id). Malformed input never stops the loop: a line that is not JSON gets a -32700 error, a
  * message that is not JSON-RPC a -32600 one (id null when none can be read), a line longer than
- * `maxLineBytes` is skipped with a -32600 error. Nothing but protocol messages is written.
+ * `maxLineBytes` is skipped with a -32600 error saying the limit (and `tooLongHint`). That error
+ * answers the line's own id when its first bytes show one (`leadingId`: a bounded scan of the
+ * top-level keys for `"id"` with a number or a short string), so the editor's request does not
+ * wait forever; a too-long response of the client fails our request of that id instead. Nothing
+ * but protocol messages is written.
  */
 import { LurkError, safeParseJson } from "../../../shared/contract/index.js";
 
@@ -48,6 +52,105 @@ interface Waiting {
 }
 
 export const DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024;
+/** how much of an over-long line is read for its id */
+export const ID_SCAN_BYTES = 4096;
+const MAX_ID_CHARS = 256;
+
+/**
+ * The `"id"` of a JSON-RPC message from its first bytes, and whether it is a response (`result`
+ * or `error` seen): reads the top-level object's keys in order, skipping their values, until
+ * `head` ends. Only a number or a string of at most 256 characters is an id. Never throws.
+ */
+export function leadingId(head: string): { id?: RpcId; response: boolean } {
+  let i = 0;
+  let id: RpcId | undefined;
+  let response = false;
+  const n = head.length;
+  const ws = () => {
+    while (i < n && (head[i] === " " || head[i] === "\t" || head[i] === "\n" || head[i] === "\r")) i++;
+  };
+  /** at a quote: the raw string with its quotes, or undefined when it does not end in `head` */
+  const rawString = (): string | undefined => {
+    const start = i;
+    for (i++; i < n; i++) {
+      if (head[i] === "\\") i++;
+      else if (head[i] === "\"") return head.slice(start, ++i);
+    }
+    return undefined;
+  };
+  /** skips one value; false when it does not end in `head` */
+  const skipValue = (): boolean => {
+    if (head[i] === "\"") return rawString() !== undefined;
+    if (head[i] === "{" || head[i] === "[") {
+      let depth = 0;
+      for (; i < n; i++) {
+        const c = head[i];
+        if (c === "\"") {
+          if (rawString() === undefined) return false;
+          i--;
+        } else if (c === "{" || c === "[") depth++;
+        else if (c === "}" || c === "]") {
+          if (--depth === 0) {
+            i++;
+            return true;
+          }
+        }
+      }
+      return false;
+    }
+    const m = /^[-+.\w]+/.exec(head.slice(i, i + 64));
+    if (!m) return false;
+    i += m[0].length;
+    return i < n;
+  };
+  try {
+    ws();
+    if (head[i] !== "{") return { response };
+    i++;
+    for (;;) {
+      ws();
+      if (head[i] !== "\"") break;
+      const rawKey = rawString();
+      if (rawKey === undefined) break;
+      const key = JSON.parse(rawKey) as string;
+      ws();
+      if (head[i] !== ":") break;
+      i++;
+      ws();
+      if (key === "result" || key === "error") response = true;
+      if (key === "id") {
+        const num = /^-?\d+(\.\d+)?([eE][+-]?\d+)?/.exec(head.slice(i, i + 40));
+        if (num && i + num[0].length < n) id = JSON.parse(num[0]) as number;
+        else if (head[i] === "\"") {
+          const start = i;
+          const raw = rawString();
+          if (raw !== undefined && raw.length <= MAX_ID_CHARS + 2) id = JSON.parse(raw) as string;
+          i = start;
+        }
+      }
+      if (!skipValue()) break;
+      ws();
+      if (head[i] !== ",") break;
+      i++;
+    }
+  } catch {
+    // a key or string JSON does not take: what was read so far
+  }
+  return id === undefined ? { response } : { id, response };
+}
+
+/** The first `max` bytes of `parts` then `last`. */
+function firstBytes(parts: readonly Buffer[], last: Buffer, max: number): Buffer {
+  const out: Buffer[] = [];
+  let size = 0;
+  for (const p of [...parts, last]) {
+    if (size >= max) break;
+    const take = p.subarray(0, max - size);
+    out.push(take);
+    size += take.length;
+  }
+  return Buffer.concat(out);
+}
 
 export class JsonRpcPeer {
   private nextId = 1;
@@ -60,6 +163,8 @@ export class JsonRpcPeer {
     private readonly handler: RpcHandler,
     private readonly log: RpcLog,
     private readonly maxLineBytes = DEFAULT_MAX_LINE_BYTES,
+    /** added to the too-long error: what the limit is made of (e.g. the config key that raises it) */
+    private readonly tooLongHint = "",
   ) {
     // the client went away (EPIPE): nothing more can be said to it; the input's end follows
     output.on("error", (err) => this.log.warn({ err }, "the client's side of the output is closed"));
@@ -83,10 +188,9 @@ export class JsonRpcPeer {
           if (!skipping) {
             if (size + piece.length > this.maxLineBytes) {
               skipping = true;
+              this.tooLong(firstBytes(parts, piece, ID_SCAN_BYTES).toString("utf8"));
               parts = [];
               size = 0;
-              this.log.warn({ maxLineBytes: this.maxLineBytes }, "an input line is too long; skipped");
-              this.send({ jsonrpc: "2.0", id: null, error: { code: RPC.invalidRequest, message: `the message is longer than ${this.maxLineBytes} bytes` } });
             } else {
               parts.push(piece);
               size += piece.length;
@@ -110,6 +214,22 @@ export class JsonRpcPeer {
       this.input.once("close", end);
       this.input.once("error", end);
     });
+  }
+
+  /** An over-long line, by its first bytes: its request answered with the error, or our request it answers failed. */
+  private tooLong(head: string): void {
+    const { id, response } = leadingId(head);
+    const message = `the message is longer than ${this.maxLineBytes} bytes, the most one line may carry${this.tooLongHint ? ` (${this.tooLongHint})` : ""}`;
+    this.log.warn({ maxLineBytes: this.maxLineBytes, id }, "an input line is too long; skipped");
+    if (response) {
+      const w = id === undefined ? undefined : this.waiting.get(id);
+      if (id !== undefined && w) {
+        this.waiting.delete(id);
+        w.reject(new RpcError(RPC.invalidRequest, `the client's answer: ${message}`));
+      }
+      return;
+    }
+    this.send({ jsonrpc: "2.0", id: id ?? null, error: { code: RPC.invalidRequest, message, data: { maxBytes: this.maxLineBytes } } });
   }
 
   /** Fails the requests still waiting for the client's answer. */

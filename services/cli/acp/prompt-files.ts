@@ -4,12 +4,14 @@
  * resources (`resource` with `blob`) of a type LurkBot reads — an image type models take, a
  * document (PDF, office: shared/runtime/documents/formats.ts) or text. `promptFiles` decodes the
  * base64 of each before anything is stored or sent: malformed or empty data, a file above the
- * cap (media.maxFileMb) or more files than a message carries is an RpcError -32602 naming the
+ * cap (media.maxFileMb), files that together pass the prompt's budget (media.maxPromptFilesMb,
+ * default 3 × maxFileMb) or more files than a message carries is an RpcError -32602 naming the
  * block (`prompt.<index>`). `storePromptFiles` puts the bytes in the media store; the attachment
  * carries the ref. Other binary resources (and audio) stay a note in the text (prompt-text.ts).
  */
 import { basename } from "node:path";
 import type { Attachment } from "../../../shared/contract/index.js";
+import { MB, type MediaConfig } from "../../../shared/runtime/config-media.js";
 import { decodeBase64Capped } from "../../../shared/runtime/channel/media.js";
 import { bareMime, formatOf, GENERIC_TYPES } from "../../../shared/runtime/documents/formats.js";
 import { formatBytes, mimeFromName, type MediaStore } from "../../../shared/runtime/media.js";
@@ -18,6 +20,13 @@ import { PROMPT_IMAGE_TYPES, type ContentBlock } from "./schema.js";
 
 /** inboundMessageSchema.attachments' limit */
 export const MAX_PROMPT_FILES = 32;
+/** media.maxPromptFilesMb's default, in files of media.maxFileMb */
+export const PROMPT_FILES_DEFAULT_FACTOR = 3;
+
+/** The bytes the images and files of one prompt may have together: media.maxPromptFilesMb, else 3 × media.maxFileMb. */
+export function promptFilesMaxBytes(media: Pick<MediaConfig, "maxFileMb" | "maxPromptFilesMb">): number {
+  return Math.floor((media.maxPromptFilesMb ?? PROMPT_FILES_DEFAULT_FACTOR * media.maxFileMb) * MB);
+}
 
 export interface PromptFile {
   /** the block's index in the prompt */
@@ -60,9 +69,10 @@ function isBlob(r: unknown): r is BlobResource {
   return typeof (r as { blob?: unknown }).blob === "string";
 }
 
-/** The prompt's files, decoded; throws RpcError -32602 naming the first bad block. */
-export function promptFiles(blocks: readonly ContentBlock[], maxBytes: number): PromptFile[] {
+/** The prompt's files, decoded; throws RpcError -32602 naming the first bad block (each at most `maxBytes`, all together `totalMaxBytes`). */
+export function promptFiles(blocks: readonly ContentBlock[], maxBytes: number, totalMaxBytes = Number.POSITIVE_INFINITY): PromptFile[] {
   const out: PromptFile[] = [];
+  let total = 0;
   blocks.forEach((b, block) => {
     let file: { kind: "image" | "file"; mime: string; name?: string | undefined; data: string; what: string } | undefined;
     if (b.type === "image") {
@@ -79,6 +89,10 @@ export function promptFiles(blocks: readonly ContentBlock[], maxBytes: number): 
     if (out.length >= MAX_PROMPT_FILES) throw bad(`more than ${MAX_PROMPT_FILES} images and files in one prompt`);
     const decoded = decodeBase64Capped(file.data, maxBytes);
     if ("bytes" in decoded) {
+      total += decoded.bytes.length;
+      if (total > totalMaxBytes) {
+        throw bad(`the prompt's images and files come to ${formatBytes(total)} with this ${file.what}, above the ${formatBytes(totalMaxBytes)} one prompt may carry (media.maxPromptFilesMb)`, { size: total, maxBytes: totalMaxBytes });
+      }
       out.push({ block, kind: file.kind, mime: file.mime, bytes: decoded.bytes, ...(file.name ? { name: file.name } : {}) });
       return;
     }

@@ -20,7 +20,7 @@ import { LURKBOT_VERSION } from "../../../shared/runtime/version.js";
 import { toCliError } from "../errors.js";
 import { RPC, RpcError, type RpcHandler } from "./jsonrpc.js";
 import { replayHistory } from "./history.js";
-import { promptFiles } from "./prompt-files.js";
+import { promptFiles, promptFilesMaxBytes } from "./prompt-files.js";
 import {
   ACP_PROTOCOL_VERSION, initializeParams, issuesOf, sessionCancelParams, sessionLoadParams, sessionNewParams, sessionPromptParams,
 } from "./schema.js";
@@ -92,7 +92,7 @@ export class AcpAgent implements RpcHandler {
       }
       case "session/prompt": {
         const p = parse(sessionPromptParams, params);
-        const files = promptFiles(p.prompt, Math.floor(this.deps.media.maxFileMb * MB));
+        const files = promptFiles(p.prompt, Math.floor(this.deps.media.maxFileMb * MB), promptFilesMaxBytes(this.deps.media));
         return this.session(p.sessionId).prompt(p.prompt, files);
       }
       default:

@@ -6,9 +6,15 @@
  *  - a setting the channel will refuse at start (shared/runtime/tailscale-policy.ts, the same
  *    rule): a warning (`channel.web.tailscale-refused`) with the reason: nothing is published.
  * Only for an enabled web channel.
+ * `tailscaleStaleChecks` (any configured web channel, when a `tailscale` binary is found; else
+ * nothing): what tailscaled serves now (`tailscale serve status --json`): a serve or funnel to the
+ * chat's port that the config does not want (mode off, the channel disabled or refusing, another
+ * https port; `--bg` outlives an unclean exit) is a warning (`channel.web.tailscale-stale`) with
+ * the command that turns it off. A status that cannot be read is skipped.
  */
 import { tailscalePublishRefusal, type WebToken } from "../../../shared/runtime/tailscale-policy.js";
-import { tailnetUrl } from "../../../shared/runtime/tailscale.js";
+import { describeStale, serveStatus, staleServes } from "../../../shared/runtime/tailscale-stale.js";
+import { findTailscale, tailnetUrl } from "../../../shared/runtime/tailscale.js";
 import { finding, type AuditContext, type AuditFinding } from "./finding.js";
 import { channelSecret, storedChannelSecrets } from "./tokens.js";
 
@@ -44,5 +50,38 @@ export function tailscaleChecks(ctx: AuditContext): AuditFinding[] {
     title: "the web chat is reachable from your tailnet (Tailscale Serve)",
     detail: `channels.web.tailscale.mode is "serve": the devices of your tailnet that its access rules let in reach the chat at ${where} over HTTPS; ${guard} still guards every socket and API call. Not reachable from the internet.`,
     fix: "nothing if intended; narrow who reaches this host with Tailscale's access rules (grants/ACLs), or set channels.web.tailscale.mode to \"off\"",
+  })];
+}
+
+/** the longest the audit waits for `tailscale serve status --json` */
+const STATUS_TIMEOUT_MS = 5_000;
+
+export async function tailscaleStaleChecks(ctx: AuditContext): Promise<AuditFinding[]> {
+  const web = ctx.config.channels.web;
+  if (!web) return [];
+  const bin = await findTailscale(ctx.env.PATH ?? process.env.PATH);
+  if (!bin) return [];
+  let config;
+  try {
+    config = await serveStatus(bin, Math.min(web.tailscale.timeoutMs, STATUS_TIMEOUT_MS));
+  } catch {
+    return [];
+  }
+  const ts = web.tailscale;
+  const tokens: WebToken[] = web.users
+    ? web.users.map((u) => ({ key: `channels.web.users[${u.id}].token`, value: u.token }))
+    : [channelSecret(ctx.config, "web", "token", storedChannelSecrets(ctx.config))].flatMap((s) => (s.value === undefined ? [] : [{ key: s.key, value: s.value }]));
+  const refused = ts.mode !== "off" && tailscalePublishRefusal(web, tokens) !== undefined;
+  const publishes = web.enabled && ts.mode !== "off" && !refused;
+  const why = !web.enabled ? "the web channel is disabled (channels.web.enabled)" : ts.mode === "off" ? "channels.web.tailscale.mode is \"off\""
+    : refused ? `the web channel refuses to publish it (channels.web.tailscale.mode "${ts.mode}")` : `channels.web.tailscale.httpsPort is ${ts.httpsPort}`;
+  const stale = staleServes(config, web.port, publishes ? ts.httpsPort : undefined);
+  if (stale.length === 0) return [];
+  const funnel = stale.some((s) => s.funnel);
+  return [finding({
+    id: "channel.web.tailscale-stale", level: "warning",
+    title: funnel ? "the web chat is on the internet through a Tailscale Funnel the config does not ask for" : "the web chat is on your tailnet through a Tailscale Serve the config does not ask for",
+    detail: `${stale.map((s) => describeStale(s, why)).join(". ")}. tailscaled keeps a \`--bg\` serve or funnel until it is turned off: left by a web channel that was killed (SIGKILL, out of memory, a reboot) before its reset, or set up by hand.${funnel ? " Anyone on the internet who learns the URL reaches the chat's page, API and socket (its token still guards them)." : ""}`,
+    fix: `if you did not set it up on purpose: ${stale.map((s) => `tailscale ${s.offArgs.join(" ")}`).join("; ")}`,
   })];
 }
