@@ -76,7 +76,7 @@ describe("model registry", () => {
   });
 
   it("gives unknown models conservative defaults and applies config entries and aliases", () => {
-    const unknown = lookupModel("openai/MiniMax-M2", config());
+    const unknown = lookupModel("openai/my-finetune-7b", config());
     assert.deepEqual([unknown.contextWindow, unknown.maxOutput, unknown.capabilities, unknown.cost, unknown.known],
       [32_000, 4_096, { tools: true, vision: false, thinking: false, pdf: false }, undefined, false]);
     const cfg = config({

@@ -19,7 +19,16 @@ import {
 } from "../services/agent-runner/bootstrap.js";
 import { parseFrontmatter, parseYaml } from "../shared/runtime/frontmatter.js";
 import { buildSystemPrompt, localTime, SILENT_TOKEN } from "../services/agent-runner/system-prompt.js";
-import { loadSkills, skillFromText } from "../services/agent-runner/skills.js";
+import { loadSkills, skillFromText, type Skill } from "../services/agent-runner/skills.js";
+import { ALWAYS_SKILLS_MAX_CHARS } from "../services/agent-runner/system-prompt.js";
+import { MAX_ALIAS_LINES, modelAliasLines, userIdentity } from "../services/agent-runner/prompt-sections.js";
+import { CHANNEL_CAPABILITIES, channelCapabilities } from "../shared/runtime/channel-capabilities.js";
+import { CHANNELS } from "../shared/contract/actors.js";
+import { parseConfig } from "../shared/runtime/config.js";
+import { DISCORD_ACTIONS } from "../services/channel-discord/actions.js";
+import { SLACK_ACTIONS } from "../services/channel-slack/actions.js";
+import { TELEGRAM_ACTIONS } from "../services/channel-telegram/actions.js";
+import { WEB_ACTIONS } from "../services/channel-web/actions.js";
 import { FakeOpenAIServer, messageText } from "./fakes/openai-server.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
 import { TestNats } from "./harness/nats.js";
@@ -148,14 +157,14 @@ describe("system prompt", () => {
     ]);
     assert.match(p, /- read: Read a file\.\n/);
     assert.ok(!p.includes("More detail."));
-    assert.match(p, /<skill><name>weather<\/name><description>Get the &lt;weather&gt;<\/description><location>\/ws\/skills\/weather\/SKILL\.md<\/location><\/skill>/);
+    assert.match(p, /<skill available="true"><name>weather<\/name><description>Get the &lt;weather&gt;<\/description><location>\/ws\/skills\/weather\/SKILL\.md<\/location><\/skill>/);
     assert.match(p, /Current time: 2026-03-05 14:07:09 \(Thursday\)\nTime zone: UTC/);
     assert.match(p, /## SOUL\.md\n\nBe kind and brief\.\n\n## AGENTS\.md\n\nOperate carefully\./);
     assert.match(p, /embody its persona/);
     assert.match(p, new RegExp(`reply with exactly ${SILENT_TOKEN} and nothing else`));
     assert.equal(SILENT_TOKEN, "NO_REPLY");
     assert.match(p, /reply with exactly HEARTBEAT_OK/);
-    assert.match(p, /Runtime: agent=main \| host=.+ \| model=openai\/gpt-x \| workspace=\/ws \| session=dm \| channel=cli \| thinking=low/);
+    assert.match(p, /Runtime: agent=main \| host=.+ \| model=openai\/gpt-x \| workspace=\/ws \| session=dm \| channel=cli \| capabilities=files \| thinking=low/);
     assert.ok(!p.includes("Subagent Context") && !p.includes("Group Chat Context"));
     // the default mode is full
     assert.equal(buildSystemPrompt({ ...base, now: base.now }), p);
@@ -319,7 +328,7 @@ describe("skills", () => {
     writeFileSync(join(dir, folder, "SKILL.md"), `---\n${frontmatter}\n---\n# ${folder}\nThe body is never loaded into the prompt.\n`);
   };
 
-  it("workspace > user > bundled for the same name; gated skills are left out", async () => {
+  it("workspace > user > bundled for the same name; skills missing a binary or env var are kept as unavailable, another OS's left out", async () => {
     const ws = tmp("skills-ws");
     const home = tmp("skills-home");
     const bundled = tmp("skills-bundled");
@@ -339,7 +348,11 @@ describe("skills", () => {
     const env = { PATH: process.env.PATH };
     const skills = await loadSkills({ workspace: ws, home, bundled }, { env });
     const by = Object.fromEntries(skills.map((s) => [s.name, s]));
-    assert.deepEqual(skills.map((s) => s.name), ["any-bin", "bundled-only", "needs-sh", "shared", "user-only"]);
+    assert.deepEqual(skills.map((s) => s.name), ["any-bin", "bundled-only", "needs-env", "needs-missing", "needs-sh", "shared", "user-only"]);
+    assert.deepEqual(skills.filter((s) => s.available === false).map((s) => [s.name, s.missing]), [
+      ["needs-env", ["ENV: LURK_TEST_SKILL_KEY"]], ["needs-missing", ["CLI: lurkbot-no-such-binary-0xdead"]],
+    ]);
+    assert.ok(skills.filter((s) => s.available !== false).every((s) => s.missing?.length === 0));
     assert.equal(by.shared!.description, "from the workspace");
     assert.equal(by.shared!.source, "workspace");
     assert.equal(by.shared!.location, join(ws, "skills", "shared", "SKILL.md"));
@@ -347,9 +360,10 @@ describe("skills", () => {
     assert.equal(by["user-only"]!.description, "from the user");
     assert.equal(by["bundled-only"]!.source, "bundled");
     const withEnv = await loadSkills({ workspace: ws, home, bundled }, { env: { ...env, LURK_TEST_SKILL_KEY: "set" } });
-    assert.ok(withEnv.some((s) => s.name === "needs-env"));
+    assert.equal(withEnv.find((s) => s.name === "needs-env")?.available, true);
     const noPath = await loadSkills({ workspace: ws, home, bundled }, { env: { PATH: "" } });
-    assert.ok(!noPath.some((s) => s.name === "needs-sh"), "sh is not found without PATH");
+    assert.deepEqual(noPath.find((s) => s.name === "needs-sh")?.missing, ["CLI: sh"], "sh is not found without PATH");
+    assert.deepEqual(noPath.find((s) => s.name === "any-bin")?.missing, ["CLI: one of lurkbot-nope, sh"]);
   });
 
   it("ships a bundled lurkbot-self-help skill", async () => {
@@ -358,6 +372,136 @@ describe("skills", () => {
     assert.ok(help, "bundled skill found");
     assert.equal(help.source, "bundled");
     assert.match(readFileSync(help.location, "utf8"), /`init \[--workspace DIR\] \[--force\]`/);
+  });
+});
+
+describe("system prompt: identity, reply tags, aliases, capabilities, always-on and unavailable skills", () => {
+  const base = {
+    agentId: "main", workspace: "/ws", sessionType: "dm", channel: "telegram", tools: [TOOL("read")],
+    now: new Date("2026-03-05T14:07:09Z"), timeZone: "UTC", model: "openai/gpt-x",
+    identity: { owners: ["telegram:42", "web:web-user"], sender: { id: "telegram:42", name: "Ann", owner: true } },
+    modelAliases: ["- fast: openai/gpt-4o-mini", "- sonnet: anthropic/claude-sonnet-4-6"],
+  };
+  const headings = (p: string) => p.split("\n").filter((l) => /^#{1,2} /.test(l));
+
+  it("full mode: User Identity, Reply Tags and Model Aliases in the seeds' order, with their content", () => {
+    const p = buildSystemPrompt({ ...base, mode: "full", tools: [TOOL("read"), TOOL("memory_search")] });
+    assert.deepEqual(headings(p), [
+      "## Tooling", "## Tool Call Style", "## Safety", "## LurkBot CLI Quick Reference", "## Memory Recall", "## User Identity",
+      "## Current Date & Time", "## Workspace", "## Reply Tags", "## Messaging", "## Model Aliases",
+      "## Silent Replies", "## Heartbeats", "## Runtime",
+    ]);
+    assert.match(p, /## User Identity\nOwners \(the people you work for; they may use owner commands\): telegram:42, web:web-user; the terminal \(`lurkbot chat`\) user is always an owner\.\nThe current sender is telegram:42 \(Ann\): an owner\./);
+    assert.match(p, /## Reply Tags\n.*\[\[reply_to_current\]\] quotes the message you are answering; \[\[reply_to:<message_id>\]\] quotes/);
+    assert.match(p, /## Model Aliases\nShort names for models.*\n- fast: openai\/gpt-4o-mini\n- sonnet: anthropic\/claude-sonnet-4-6\n/);
+    const stranger = buildSystemPrompt({ ...base, identity: { owners: ["*"], sender: { id: "telegram:7", owner: false } } });
+    assert.match(stranger, /Owners .*: everyone \(`\*`\);/);
+    assert.match(stranger, /The current sender is telegram:7: not an owner;/);
+    assert.ok(!buildSystemPrompt({ ...base, identity: { owners: [] } }).includes("The current sender"), "no sender known, no sender line");
+  });
+
+  it("minimal and none modes have none of the three sections", () => {
+    for (const mode of ["minimal", "none"] as const) {
+      const p = buildSystemPrompt({ ...base, mode });
+      for (const h of ["## User Identity", "## Reply Tags", "## Model Aliases", "Owners", "[[reply_to"]) assert.ok(!p.includes(h), `${mode}: ${h}`);
+    }
+    const sub = buildSystemPrompt({ ...base, sessionType: "subagent" });
+    assert.ok(!sub.includes("## Reply Tags") && !sub.includes("## User Identity") && !sub.includes("## Model Aliases"));
+    assert.match(sub, /capabilities=quote-replies,files,voice,reactions,edit,delete/, "the Runtime line keeps its capabilities");
+  });
+
+  it("capabilities per channel in the Runtime line; Reply Tags only where replies are quoted", () => {
+    const expected: Record<string, string> = {
+      cli: "files", web: "files,canvas,reactions,edit,delete", telegram: "quote-replies,files,voice,reactions,edit,delete",
+      discord: "quote-replies,files,voice,reactions,edit,delete", slack: "files,reactions,edit,delete", webhook: "quote-replies,files",
+      "openai-http": "none", matrix: "quote-replies,files", signal: "quote-replies,files", "no-such-channel": "none",
+    };
+    for (const [channel, caps] of Object.entries(expected)) {
+      const p = buildSystemPrompt({ ...base, channel });
+      assert.match(p, new RegExp(`\\| channel=${channel} \\| capabilities=${caps} \\| thinking=`), channel);
+      assert.equal(p.includes("## Reply Tags"), caps.includes("quote-replies"), `${channel}: Reply Tags`);
+    }
+    const noChannel = buildSystemPrompt({ ...base, channel: undefined });
+    assert.ok(!noChannel.includes("capabilities=") && !noChannel.includes("## Reply Tags"), "a run without a channel (cron, isolated)");
+    assert.match(buildSystemPrompt({ ...base, capabilities: ["files"] }), /capabilities=files \|/, "an explicit list wins");
+  });
+
+  it("the capability table covers every channel and agrees with the channels' message actions", () => {
+    for (const channel of CHANNELS) assert.ok(Object.hasOwn(CHANNEL_CAPABILITIES, channel), `${channel} has a row`);
+    const actions: Record<string, readonly string[]> = { discord: DISCORD_ACTIONS, slack: SLACK_ACTIONS, telegram: TELEGRAM_ACTIONS, web: WEB_ACTIONS };
+    for (const [channel, ops] of Object.entries(actions)) {
+      const caps = channelCapabilities(channel);
+      assert.equal(caps.includes("reactions"), ops.includes("react"), `${channel} react`);
+      assert.equal(caps.includes("edit"), ops.includes("edit"), `${channel} edit`);
+      assert.equal(caps.includes("delete"), ops.includes("delete"), `${channel} delete`);
+    }
+    assert.deepEqual(channelCapabilities("__proto__"), []);
+  });
+
+  it("model alias lines: the configured ones, then built-ins whose provider is set up, capped", () => {
+    const config = parseConfig({ models: { aliases: { fast: "openai/gpt-4o-mini", sonnet: "openai/my-sonnet" } }, providers: { anthropic: { apiKey: "sk-ant-x" } } }, {}, "/tmp/lurk-alias-home");
+    const lines = modelAliasLines(config);
+    assert.deepEqual(lines, ["- fast: openai/gpt-4o-mini", "- sonnet: openai/my-sonnet", "- haiku: anthropic/claude-haiku-4-5", "- opus: anthropic/claude-opus-4-5"]);
+    assert.ok(modelAliasLines(config, "ollama/qwen3:8b").includes("- qwen: ollama/qwen3"), "the run's own provider counts as set up");
+    assert.ok(!modelAliasLines(config).some((l) => l.includes("ollama/")), "Ollama's implicit localhost is not set up");
+    const many = parseConfig({ models: { aliases: Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`a${String(i).padStart(2, "0")}`, "openai/x"])) } }, {}, "/tmp/lurk-alias-home");
+    const capped = modelAliasLines(many);
+    assert.equal(capped.length, MAX_ALIAS_LINES + 1);
+    assert.equal(capped.at(-1), "- … and 10 more (models.aliases in the config)");
+  });
+
+  it("user identity: owners, and whether the run's sender is one (the terminal always is)", () => {
+    const config = parseConfig({ routing: { commands: { owners: ["telegram:42"] } } }, {}, "/tmp/lurk-alias-home");
+    const origin = (channel: string, id: string, name?: string) => ({ channel, conversation: "c", messageIds: [], sender: { id, ...(name ? { name } : {}) } });
+    assert.deepEqual(userIdentity(config, origin("telegram", "42", "Ann")), { owners: ["telegram:42"], sender: { id: "telegram:42", name: "Ann", owner: true } });
+    assert.equal(userIdentity(config, origin("telegram", "7")).sender?.owner, false);
+    assert.equal(userIdentity(config, origin("cli", "me")).sender?.owner, true);
+    assert.deepEqual(userIdentity(config, undefined), { owners: ["telegram:42"] });
+    assert.deepEqual(userIdentity(parseConfig({}, {}, "/tmp/lurk-alias-home"), undefined).owners, ["web:web-user"]);
+  });
+
+  const skill = (name: string, extra: Partial<Skill> = {}): Skill => ({
+    name, description: `the ${name} skill`, location: `/ws/skills/${name}/SKILL.md`, source: "workspace", requires: { bins: [], anyBins: [], env: [], os: [] }, ...extra,
+  });
+
+  it("always-on skills are injected in full under Active Skills; unavailable skills are listed with what they require", () => {
+    const skills = [
+      skill("commit-style", { always: true, body: "# Commit style\nWrite imperative subjects. ALWAYS-MARKER" }),
+      skill("github"),
+      skill("summarize", { available: false, missing: ["CLI: summarize", "ENV: SUMMARY_KEY"] }),
+      skill("gated-always", { always: true, body: "GATED-MARKER", available: false, missing: ["CLI: gh"] }),
+    ];
+    const p = buildSystemPrompt({ ...base, skills });
+    const h = headings(p);
+    assert.equal(h.indexOf("## Active Skills"), h.indexOf("## Skills (mandatory)") + 1);
+    assert.match(p, /## Active Skills\nThese skills are always on: follow them without reading their SKILL\.md\.\n\n### commit-style\n\n# Commit style\nWrite imperative subjects\. ALWAYS-MARKER\n/);
+    assert.ok(!p.includes("<name>commit-style</name>"), "an injected skill is not listed again");
+    assert.match(p, /<skill available="true"><name>github<\/name>/);
+    assert.match(p, /<skill available="false"><name>summarize<\/name><description>the summarize skill<\/description><location>\/ws\/skills\/summarize\/SKILL\.md<\/location><requires>CLI: summarize; ENV: SUMMARY_KEY<\/requires><\/skill>/);
+    assert.match(p, /<skill available="false"><name>gated-always<\/name>.*<requires>CLI: gh<\/requires>/);
+    assert.ok(!p.includes("GATED-MARKER"), "an unavailable always-on skill is not injected");
+    assert.match(p, /available="false" cannot work here until what <requires> names is installed or set/);
+    for (const mode of ["minimal", "none"] as const) assert.ok(!buildSystemPrompt({ ...base, skills, mode }).includes("ALWAYS-MARKER"), mode);
+  });
+
+  it("always-on text is trimmed per skill like a bootstrap file, and skills beyond the total cap are listed instead", () => {
+    const big = (c: string) => c.repeat(25_000);
+    const skills = [skill("a-big", { always: true, body: big("a") }), skill("b-big", { always: true, body: big("b") }), skill("c-big", { always: true, body: big("c") })];
+    const p = buildSystemPrompt({ ...base, skills });
+    assert.match(p, /### a-big\n\na{14000}\n\n\[\.\.\./, "trimmed like a bootstrap file");
+    assert.match(p, /### b-big\n/);
+    assert.ok(!p.includes("### c-big") && p.includes("<name>c-big</name>"), `the third does not fit in ${ALWAYS_SKILLS_MAX_CHARS} characters: listed`);
+  });
+
+  it("reads `always` from the frontmatter (top level or metadata) and keeps the body of always-on skills only", () => {
+    const top = skillFromText("---\nname: a\ndescription: d\nalways: true\n---\n\nBody A\n", "/x/a/SKILL.md", "a", "workspace")!;
+    assert.equal(top.always, true);
+    assert.equal(top.body, "Body A");
+    const nested = skillFromText('---\nname: b\ndescription: d\nmetadata: {"openclaw": {"always": true}}\n---\nBody B', "/x/b/SKILL.md", "b", "workspace")!;
+    assert.equal(nested.always, true);
+    const plain = skillFromText("---\nname: c\ndescription: d\n---\nBody C", "/x/c/SKILL.md", "c", "workspace")!;
+    assert.equal(plain.always, false);
+    assert.equal(plain.body, undefined);
   });
 });
 

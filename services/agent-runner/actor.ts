@@ -12,9 +12,10 @@ import type { ActorDefinition } from "../../shared/runtime/actor.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { join } from "node:path";
 import { AuthStateStore } from "./auth-profiles.js";
+import { BootstrapHookClient } from "./bootstrap-hook.js";
 import { serveEmbeddings } from "./embed.js";
 import { RunControls } from "./control.js";
-import { KNOWN_PROVIDERS, ProviderRegistry } from "./providers/registry.js";
+import { ProviderRegistry } from "./providers/registry.js";
 import { watchLogins } from "./login-watch.js";
 import { runHandler } from "./run.js";
 import { ToolsClient } from "./tools-client.js";
@@ -50,7 +51,7 @@ export const definition: ActorDefinition = {
     rt.onStop({ stop: () => authState.close() });
     void authState.prunePins().catch((err) => rt.log.warn({ err }, "could not prune auth profile pins"));
     // a login clears the disable a refused one left (login-watch.ts); only with refresh_token profiles
-    if (KNOWN_PROVIDERS.some((p) => registry.profiles(p).some((profile) => profile.credential?.kind === "oauth" && profile.credential.client.grant === "refresh_token"))) {
+    if (registry.providerNames().some((p) => registry.profiles(p).some((profile) => profile.credential?.kind === "oauth" && profile.credential.client.grant === "refresh_token"))) {
       void openAuthBucket().then((kv) => watchLogins(kv, authState, rt.log, rt.signal))
         .catch((err: unknown) => rt.log.warn({ err }, "cannot watch the lurk_auth bucket: a new login clears its profile's cooldowns only after they end"));
     }
@@ -97,12 +98,15 @@ export const definition: ActorDefinition = {
     const speaker = new Speaker(rt.config.tts, registry, () => rt.media, rt.log, authState, book);
     const voice = new VoiceReplies(rt.config.tts, speaker, rt.log);
     serveSpeech(rt, speaker);
+    // agent:bootstrap: the hooks actor is asked only for agents the lurk_hooks bucket lists (bootstrap-hook.ts)
+    const bootstrapHooks = new BootstrapHookClient(rt, rt.config.hooks.bootstrapTimeoutMs);
+    void bootstrapHooks.watch(rt.signal);
     rt.consume({
       stream: STREAMS.runs,
       consumer: CONSUMERS.agentRunner,
       schema: runRequestSchema,
       concurrency: rt.config.runs.concurrency,
-      handler: runHandler({ rt, registry, tools, controls, transcripts, authState, images, inputPreparers, toolImages: imageText, voice }),
+      handler: runHandler({ rt, registry, tools, controls, transcripts, authState, images, inputPreparers, toolImages: imageText, voice, bootstrapHooks }),
     });
     rt.log.info({ model: rt.config.model ?? null, concurrency: rt.config.runs.concurrency }, rt.config.model ? "agent-runner ready" : "agent-runner ready without a model: runs will reply how to configure one");
   },

@@ -27,7 +27,8 @@ export const BOOTSTRAP_HEAD_RATIO = 0.7;
 export const BOOTSTRAP_TAIL_RATIO = 0.2;
 
 export interface BootstrapFile {
-  name: BootstrapName;
+  /** a BootstrapName as read from the workspace; an agent:bootstrap hook may add others (NAME.md) */
+  name: string;
   path: string;
   /** the (possibly trimmed) text */
   content: string;

@@ -14,7 +14,7 @@ import type { AuthStateStore, FailureReason } from "./auth-profiles.js";
 import { lookupModel, usageCostUsd, type ModelInfo } from "../../shared/runtime/models.js";
 import type { AuthProfile, ProviderRegistry } from "./providers/registry.js";
 import type { ThinkLevel } from "./providers/thinking.js";
-import type { Provider } from "./providers/types.js";
+import type { Provider, ProviderRequest } from "./providers/types.js";
 
 export interface Candidate {
   /** `ref#profileId` */
@@ -42,6 +42,8 @@ export interface ModelChainOptions {
   refs: Array<string | undefined>;
   sessionKey: string;
   thinking?: ThinkLevel;
+  /** the run's or the agent's temperature (wins over the model's default) */
+  temperature?: number;
   store?: AuthStateStore;
   log: Logger;
 }
@@ -73,6 +75,8 @@ export class ModelChain {
   private readonly withState = new Set<string>();
   /** the candidate whose last call in this run succeeded (its stored state is clear) */
   private settled: Candidate | undefined;
+  /** models whose refused temperature was logged in this run */
+  private readonly noTemperatureLogged = new Set<string>();
 
   constructor(private readonly opts: ModelChainOptions) {
     const [primary, ...fallbacks] = opts.refs;
@@ -189,11 +193,24 @@ export class ModelChain {
     }, "auth profile failed; cooling down");
   }
 
-  /** Max tokens (when the registry knows the model) and thinking (when the model supports it). */
-  requestOptions(c: Candidate): { maxTokens?: number; thinking?: ThinkLevel } {
+  /**
+   * Max tokens (when the registry knows the model), thinking (when the model supports it), the
+   * temperature (the run's or agent's, else the model's default; left out for a model that refuses
+   * one) and how inline `<think>` reasoning is handled.
+   */
+  requestOptions(c: Candidate): Pick<ProviderRequest, "maxTokens" | "thinking" | "temperature" | "reasoningTags" | "reasoningReplay"> {
+    const temperature = this.opts.temperature ?? c.info.temperature;
+    if (temperature !== undefined && c.info.fixedTemperature && !this.noTemperatureLogged.has(c.ref)) {
+      this.noTemperatureLogged.add(c.ref);
+      this.opts.log.debug({ model: c.ref, temperature }, "the model takes no temperature; leaving it out");
+    }
     return {
       ...(c.info.known ? { maxTokens: c.info.maxOutput } : {}),
       ...(this.opts.thinking && c.info.capabilities.thinking ? { thinking: this.opts.thinking } : {}),
+      ...(temperature !== undefined && !c.info.fixedTemperature ? { temperature } : {}),
+      // "auto" is the providers' default
+      ...(c.info.reasoningTags !== "auto" ? { reasoningTags: c.info.reasoningTags } : {}),
+      ...(c.info.reasoningReplay ? { reasoningReplay: true } : {}),
     };
   }
 

@@ -9,6 +9,7 @@
 import { assistantText, emptyUsage, LurkError, type Usage } from "../../shared/contract/index.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import { failureReason, ModelChain, type ModelChainOptions } from "./failover.js";
+import type { ReasoningTagMode } from "./providers/think-tags.js";
 import type { Provider } from "./providers/types.js";
 
 export interface Completion {
@@ -22,7 +23,7 @@ export interface Completion {
 /** system prompt + one user prompt -> the answer's text */
 export type Complete = (system: string, prompt: string) => Promise<Completion>;
 
-export function providerComplete(provider: Provider, model: string, opts: { signal: AbortSignal; timeoutMs: number; maxTokens?: number }): Complete {
+export function providerComplete(provider: Provider, model: string, opts: { signal: AbortSignal; timeoutMs: number; maxTokens?: number; reasoningTags?: ReasoningTagMode }): Complete {
   return async (system, prompt) => {
     const both = new AbortController();
     const stop = () => both.abort();
@@ -33,6 +34,7 @@ export function providerComplete(provider: Provider, model: string, opts: { sign
       for await (const ev of provider.stream({
         model, system, messages: [{ role: "user", content: [{ type: "text", text: prompt }] }], tools: [], signal: both.signal,
         ...(opts.maxTokens ? { maxTokens: opts.maxTokens } : {}),
+        ...(opts.reasoningTags ? { reasoningTags: opts.reasoningTags } : {}),
       })) {
         if (ev.type === "error") throw ev.error;
         if (ev.type === "done") {
@@ -65,7 +67,7 @@ export function chainComplete(chain: ModelChain, opts: { signal: AbortSignal; ti
       await chain.use(candidate);
       const maxTokens = Math.min(opts.maxTokens ?? candidate.info.maxOutput, candidate.info.maxOutput);
       try {
-        const done = await providerComplete(candidate.provider, candidate.model, { ...opts, maxTokens })(system, prompt);
+        const done = await providerComplete(candidate.provider, candidate.model, { ...opts, maxTokens, reasoningTags: candidate.info.reasoningTags })(system, prompt);
         await chain.success(candidate);
         return { text: done.text, usage: chain.priced(candidate, done.usage), provider: candidate.providerName, model: candidate.model };
       } catch (err) {

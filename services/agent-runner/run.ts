@@ -26,12 +26,13 @@ import { RunEvents } from "./events.js";
 import { errorText, finishRun, handedMessageIds, replayFinished, type FinishDeps, type Outcome } from "./finish.js";
 import { runLoop } from "./loop.js";
 import { buildSystemPrompt } from "./system-prompt.js";
-import { promptExtras } from "./prompt-inputs.js";
+import { promptExtras, type BootstrapHook } from "./prompt-inputs.js";
 import { messageRecordIds } from "./compaction-view.js";
 import { consolidateEnded } from "./consolidate-ended.js";
 import { scheduleConsolidation } from "./memory-after-run.js";
 import { chainComplete, housekeepingChain, housekeepingComplete, type Complete } from "./model-complete.js";
 import type { VoiceReplies } from "./voice-reply.js";
+import type { BootstrapHookClient } from "./bootstrap-hook.js";
 import { RunCompactor } from "./run-compaction.js";
 import { booked, heldBookings, usageBooker } from "./usage-booking.js";
 import { tallied, UsageTally } from "./usage-tally.js";
@@ -69,6 +70,8 @@ export interface RunnerDeps {
   toolImages?: Pick<ImageTextReader, "annotateToolResult">;
   /** the reply's voice directives and voice message (tts; voice-reply.ts); without it the text goes as it is */
   voice?: VoiceReplies;
+  /** the agent's agent:bootstrap hooks on the run's bootstrap files (bootstrap-hook.ts); without it the files go as they are */
+  bootstrapHooks?: BootstrapHookClient;
 }
 
 /** Fills in attachments of a run's inputs (never throws; the same array when nothing applies). */
@@ -213,6 +216,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
       registry: deps.registry, config: rt.config, refs: [ref, ...agent.fallbacks], sessionKey: req.sessionKey, log,
       ...(deps.authState ? { store: deps.authState } : {}),
       ...((req.options.thinking ?? begun.session.thinking ?? agent.thinking) ? { thinking: req.options.thinking ?? begun.session.thinking ?? agent.thinking } : {}),
+      ...((req.options.temperature ?? agent.temperature) !== undefined ? { temperature: req.options.temperature ?? agent.temperature } : {}),
     });
     const first = chain.primary.profiles[0] ?? chain.probe(new Set())!.profile;
     const resolved = { ref: chain.primary.ref, providerName: chain.primary.providerName, model: chain.primary.model, provider: deps.registry.providerFor(first) };
@@ -315,9 +319,15 @@ async function prepareTurnInputs(deps: RunnerDeps, req: RunRequest, agent: Agent
   const system = buildSystemPrompt({
     agentId: req.agentId, ...(agent.name ? { agentName: agent.name } : {}), workspace: agentWorkspace(rt.config, agent),
     sessionType: req.sessionType, ...(req.origin ? { channel: req.origin.channel } : {}), tools,
-    ...(await promptExtras(rt.config, agent, req, tools, modelRef)),
+    ...(await promptExtras(rt.config, agent, req, tools, modelRef, bootstrapHook(deps, req))),
   });
   return { tools, system };
+}
+
+/** the run's bootstrap files through the agent's agent:bootstrap hooks (bootstrap-hook.ts), when the runner has the client */
+function bootstrapHook(deps: RunnerDeps, req: RunRequest): BootstrapHook | undefined {
+  const hooks = deps.bootstrapHooks;
+  return hooks && ((run, loaded) => hooks.filesFor(run, loaded, deps.rt.log.child({ runId: req.runId, sessionKey: req.sessionKey })));
 }
 
 async function finish(deps: FinishDeps, outcome: Outcome): Promise<void> {

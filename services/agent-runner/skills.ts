@@ -1,23 +1,28 @@
 /**
  * Skills: `<dir>/<skill>/SKILL.md` files with YAML frontmatter (`name`, `description`, optional
- * requirements), found in three places, earlier winning for the same name:
+ * requirements, optional `always`), found in three places, earlier winning for the same name:
  *   1. `<workspace>/skills/`            (the agent's own)
  *   2. `$LURKBOT_HOME/skills/`          (installed by the user)
  *   3. `services/agent-runner/skills-bundled/` in the repository (shipped with LurkBot)
- * A skill is gated out when a required binary is not on PATH (`requires.bins`, all of them;
- * `requires.anyBins`, at least one), a required env var is unset (`requires.env`) or the OS does
- * not match (`os`). Requirements are read from `requires:`, `metadata.requires` or
- * `metadata.lurkbot.requires` / `metadata.moltbot.requires` (MoltBot's JSON-in-YAML style).
- * The prompt lists skills compactly (name, description, location); the model reads a SKILL.md
- * on demand, so no skill body is ever loaded here beyond its frontmatter. Parsed files are
- * cached by path + mtime; PATH lookups are cached briefly.
+ * Requirements: a binary on PATH (`requires.bins`, all of them; `requires.anyBins`, at least one),
+ * an env var set (`requires.env`), the OS (`os`); read from `requires:`, `metadata.requires` or
+ * `metadata.lurkbot.requires` / `metadata.moltbot.requires` (MoltBot's JSON-in-YAML style). A skill
+ * whose binaries or env vars are missing is kept with `available: false` and `missing`
+ * ("CLI: summarize", "ENV: GITHUB_TOKEN"): the prompt lists it as unavailable, so the model can
+ * say what to install (seed 004). A skill for another OS is left out (nothing can make it work here).
+ * `always: true` (top level, `metadata.always` or `metadata.<lurkbot|moltbot|openclaw>.always`): the
+ * skill's body is injected in full under "Active Skills" (trimmed like a bootstrap file, at most
+ * ALWAYS_SKILLS_MAX_CHARS for all of them); the others are listed compactly (name, description,
+ * location) and the model reads a SKILL.md on demand, so only an always-on skill's body is kept.
+ * Parsed files are cached by path + mtime; PATH lookups are cached briefly.
  */
 import { readdir, readFile } from "node:fs/promises";
 import { statOrNull } from "./bootstrap.js";
 import { join } from "node:path";
 import { REPO_ROOT } from "../../shared/scripts/paths.js";
 import { oneLine, parseFrontmatter, yamlMap, yamlString } from "../../shared/runtime/frontmatter.js";
-import { hostRequirements, meetsRequirements, type HostRequirements } from "../../shared/runtime/host-requirements.js";
+import { hostRequirements, type HostRequirements } from "../../shared/runtime/host-requirements.js";
+import { onPath } from "../../shared/runtime/on-path.js";
 import { compareCodeUnits } from "../../shared/runtime/order.js";
 
 export type SkillSource = "workspace" | "user" | "bundled";
@@ -29,6 +34,14 @@ export interface Skill {
   location: string;
   source: SkillSource;
   requires: HostRequirements;
+  /** `always: true`: the body is injected in full (Active Skills) */
+  always?: boolean;
+  /** the SKILL.md after its frontmatter; kept for always-on skills only */
+  body?: string;
+  /** false when a required binary or env var is missing on this host (set by loadSkills; absent: available) */
+  available?: boolean;
+  /** what is missing, e.g. "CLI: summarize", "ENV: GITHUB_TOKEN" */
+  missing?: string[];
 }
 
 export const BUNDLED_SKILLS_DIR = join(REPO_ROOT, "services", "agent-runner", "skills-bundled");
@@ -52,7 +65,7 @@ export interface SkillEnv {
 
 const parsed = new Map<string, { mtimeMs: number; size: number; skill: Skill | null }>();
 
-/** All usable skills for a workspace, by precedence and gating, sorted by name. */
+/** The skills for a workspace by precedence, sorted by name, each marked available or not (other OSes left out). */
 export async function loadSkills(dirs: SkillDirs, opts: SkillEnv = {}): Promise<Skill[]> {
   const env = opts.env ?? process.env;
   const platform = opts.platform ?? process.platform;
@@ -70,9 +83,28 @@ export async function loadSkills(dirs: SkillDirs, opts: SkillEnv = {}): Promise<
       byName.set(skill.name, skill);
     }
   }
-  const usable: Skill[] = [];
-  for (const skill of byName.values()) if (await meetsRequirements(skill.requires, env, platform)) usable.push(skill);
-  return usable.sort((a, b) => compareCodeUnits(a.name, b.name));
+  const out: Skill[] = [];
+  for (const skill of byName.values()) {
+    if (skill.requires.os.length && !skill.requires.os.includes(platform)) continue;
+    const missing = await missingRequirements(skill.requires, env);
+    out.push({ ...skill, available: missing.length === 0, missing });
+  }
+  return out.sort((a, b) => compareCodeUnits(a.name, b.name));
+}
+
+/** What the host lacks of a skill's bins and env vars, one short line per kind ("CLI: a, b", "CLI: one of x, y", "ENV: K"). */
+export async function missingRequirements(req: HostRequirements, env: Record<string, string | undefined>): Promise<string[]> {
+  const path = env.PATH ?? "";
+  const bins: string[] = [];
+  for (const bin of req.bins) if (!(await onPath(bin, path))) bins.push(bin);
+  let anyFound = req.anyBins.length === 0;
+  for (const bin of req.anyBins) if ((anyFound = await onPath(bin, path))) break;
+  const unset = req.env.filter((name) => !env[name]);
+  return [
+    ...(bins.length ? [`CLI: ${bins.join(", ")}`] : []),
+    ...(anyFound ? [] : [`CLI: one of ${req.anyBins.join(", ")}`]),
+    ...(unset.length ? [`ENV: ${unset.join(", ")}`] : []),
+  ];
 }
 
 /** skill folder names per directory, kept while the directory's mtime (entries added, removed, renamed) is unchanged */
@@ -126,12 +158,17 @@ export async function loadSkillFile(path: string, dirName: string, source: Skill
 }
 
 export function skillFromText(text: string, location: string, dirName: string, source: SkillSource): Skill | null {
-  const { data } = parseFrontmatter(text);
+  const { data, body } = parseFrontmatter(text);
   const name = yamlString(data.name) || dirName;
   const description = oneLine(yamlString(data.description), MAX_DESCRIPTION_CHARS);
   if (!description || !/^[\w.-]{1,64}$/.test(name)) return null;
   const meta = yamlMap(data.metadata);
   const nested = yamlMap(meta?.lurkbot) ?? yamlMap(meta?.moltbot) ?? yamlMap(meta?.openclaw);
   const req = yamlMap(data.requires) ?? yamlMap(meta?.requires) ?? yamlMap(nested?.requires) ?? {};
-  return { name, description, location, source, requires: hostRequirements(req, data.os ?? meta?.os ?? nested?.os) };
+  const flag = data.always ?? meta?.always ?? nested?.always;
+  const always = flag === true || flag === "true";
+  return {
+    name, description, location, source, requires: hostRequirements(req, data.os ?? meta?.os ?? nested?.os),
+    always, ...(always ? { body: body.trim() } : {}), available: true, missing: [],
+  };
 }

@@ -7,9 +7,16 @@
  *             (no skills, memory, docs, messaging, silent-reply or heartbeat sections);
  *   none    - the identity line only.
  * Sections of the seed list left out because their feature does not exist in LurkBot yet:
- *   7 User Identity (no owner is configured), 13 Reply Tags (no channel parses [[reply_to:…]]),
- *   16 Self-Update (no updater), 17 Model Aliases (no alias config),
- *   22 Reactions (no reaction guidance), 23 Reasoning Format (no tag-reasoning models).
+ *   16 Self-Update (no updater), 22 Reactions (no reaction guidance).
+ * 7 User Identity (the owners, routing.commands.owners, and whether the run's sender is one),
+ * 13 Reply Tags (only when the run's channel quotes replies: shared/runtime/channel-capabilities.ts)
+ * and 17 Model Aliases (prompt-sections.ts) are full mode only. Skills: an available `always`
+ * skill's body goes under "Active Skills" (trimmed per skill like a bootstrap file, at most
+ * ALWAYS_SKILLS_MAX_CHARS in all; one that does not fit is listed instead); the others are listed,
+ * unavailable ones with what they require. The Runtime line's `capabilities=` comes from the same
+ * channel table.
+ * 23 Reasoning Format appears only for models that write their reasoning as `<think>` tags in
+ * the text (`reasoningTags`: the registry's "on", shared/runtime/models.ts).
  * "Safety" is not in the seed's list; it follows Tool Call Style as in MoltBot.
  * Section 6 Memory Recall and the `message` tool line of Messaging appear only when those tools exist;
  * 14.5 Canvas & A2UI only when the run has the `canvas` tool; 15 Voice (TTS) only when the run's
@@ -19,7 +26,8 @@ import { hostname } from "node:os";
 import type { ToolDefinition } from "../../shared/contract/index.js";
 import { hostTimeZoneName, hostWallClock, wallClock } from "../../shared/runtime/time-zone.js";
 import { HEARTBEAT_OK_TOKEN, SILENT_REPLY_TOKEN } from "../../shared/contract/index.js";
-import type { BootstrapFile } from "./bootstrap.js";
+import { channelCapabilities } from "../../shared/runtime/channel-capabilities.js";
+import { BOOTSTRAP_MAX_CHARS, trimBootstrap, type BootstrapFile } from "./bootstrap.js";
 import type { Skill } from "./skills.js";
 
 export type PromptMode = "full" | "minimal" | "none";
@@ -52,7 +60,25 @@ export interface PromptInput {
   subagent?: SubagentPromptContext;
   /** the Voice (TTS) section's lines (tts-prompt.ts); absent or empty: no section */
   tts?: string[];
+  /** the model writes its reasoning as `<think>…</think>` in the text: the Reasoning Format section */
+  reasoningTags?: boolean;
+  /** the channel's capabilities (Runtime, Reply Tags); default: the channel table's row for `channel` */
+  capabilities?: readonly string[];
+  /** the User Identity section (full mode); absent: no section */
+  identity?: UserIdentity;
+  /** the Model Aliases section's lines (`- alias: provider/model`); absent or empty: no section */
+  modelAliases?: string[];
 }
+
+export interface UserIdentity {
+  /** routing.commands.owners entries */
+  owners: string[];
+  /** the run's sender, when the run knows it: `<channel>:<id>` (and name), and whether it is an owner */
+  sender?: { id: string; name?: string; owner: boolean };
+}
+
+/** all always-on skill bodies together stay within this (a skill that does not fit is listed instead) */
+export const ALWAYS_SKILLS_MAX_CHARS = 40_000;
 
 export interface SubagentPromptContext {
   task: string;
@@ -84,6 +110,7 @@ export function buildSystemPrompt(input: PromptInput): string {
   const bootstrap = input.bootstrap ?? [];
   const out: string[] = [identity, ""];
   const section = (title: string, ...lines: string[]) => out.push(title, ...lines, "");
+  const capabilities = input.capabilities ?? channelCapabilities(input.channel);
 
   // 2. Tooling
   section("## Tooling",
@@ -109,16 +136,22 @@ export function buildSystemPrompt(input: PromptInput): string {
     "- `lurkbot status`, `lurkbot tail [filter]`: running actors, live events",
     "- `lurkbot chat`, `lurkbot send \"text\"`: talk to you from a terminal");
 
-  // 5. Skills (mandatory)
-  if (full && input.skills?.length) {
+  // 5. Skills (mandatory), and the always-on ones in full (Active Skills)
+  const skills = full ? splitSkills(input.skills ?? []) : { active: [], listed: [] };
+  if (skills.listed.length) {
     section("## Skills (mandatory)",
       "Before replying: scan the <description> of each skill in <available_skills>.",
       "- If exactly one skill clearly applies: read its SKILL.md at <location> with `read`, then follow it.",
       "- If several could apply: choose the most specific one, then read and follow it.",
       "- If none clearly applies: do not read any SKILL.md.",
+      ...(skills.listed.some((s) => s.available === false) ? ["- A skill with available=\"false\" cannot work here until what <requires> names is installed or set: tell the user what is missing instead of trying it."] : []),
       "<available_skills>",
-      ...input.skills.map((s) => `  <skill><name>${xml(s.name)}</name><description>${xml(s.description)}</description><location>${xml(s.location)}</location></skill>`),
+      ...skills.listed.map(skillXml),
       "</available_skills>");
+  }
+  if (skills.active.length) {
+    section("## Active Skills", "These skills are always on: follow them without reading their SKILL.md.");
+    for (const a of skills.active) out.push(`### ${a.name}`, "", a.content, "");
   }
 
   // 6. Memory Recall (only with memory tools)
@@ -126,6 +159,9 @@ export function buildSystemPrompt(input: PromptInput): string {
     section("## Memory Recall",
       "Before answering questions about past events, people, preferences or decisions, search your memory first with `memory_search` (and `memory_get` for details).");
   }
+
+  // 7. User Identity
+  if (full && input.identity) section("## User Identity", ...identityLines(input.identity));
 
   // 8. Current Date & Time
   const zone = input.timeZone ?? hostZone();
@@ -153,6 +189,13 @@ export function buildSystemPrompt(input: PromptInput): string {
       ...bootstrap.map((f) => `- ${f.name}${f.trimmed ? " (trimmed; read the file for all of it)" : ""}`));
   }
 
+  // 13. Reply Tags: only where the channel turns them into quotes
+  if (full && capabilities.includes("quote-replies")) {
+    section("## Reply Tags",
+      "To reply as a quote of a message, put a tag at the very start of your reply: [[reply_to_current]] quotes the message you are answering; [[reply_to:<message_id>]] quotes the message with that platform id.",
+      "The tag is removed before the reply is sent; use at most one (only the first counts), and only when quoting helps (a busy chat, an older message).");
+  }
+
   // 14. Messaging
   if (full) {
     section("## Messaging",
@@ -171,6 +214,13 @@ export function buildSystemPrompt(input: PromptInput): string {
 
   // 15. Voice (TTS)
   if (full && input.tts?.length) section("## Voice (TTS)", ...input.tts);
+
+  // 17. Model Aliases
+  if (full && input.modelAliases?.length) {
+    section("## Model Aliases",
+      "Short names for models; they work wherever a model is named (`/model <alias>`, a subagent's model):",
+      ...input.modelAliases);
+  }
 
   // 18. Project Context: the bootstrap files
   if (bootstrap.length) {
@@ -197,6 +247,9 @@ export function buildSystemPrompt(input: PromptInput): string {
   // 21. Runtime
   section("## Runtime", runtimeLine(input));
 
+  // 23. Reasoning Format (models that reason in tags; the runner splits the tags out)
+  if (input.reasoningTags) section("## Reasoning Format", ...REASONING_FORMAT);
+
   // session-specific context
   if (input.sessionType === "subagent") {
     out.push(...subagentContext(input.subagent), "");
@@ -208,6 +261,12 @@ export function buildSystemPrompt(input: PromptInput): string {
   while (out.length && out[out.length - 1] === "") out.pop();
   return out.join("\n");
 }
+
+/** seed 001's reasoning_tag_hint: reasoning inside the tags, the answer after them */
+export const REASONING_FORMAT = [
+  "Put all of your internal reasoning inside <think>...</think> at the start of your reply, then write the answer after the closing tag, outside any tags.",
+  "Only the text outside <think> reaches the user: never put the answer inside <think>, and never write reasoning outside it.",
+];
 
 const SUBAGENT_TASK_PROMPT_CHARS = 2_000;
 
@@ -257,6 +316,7 @@ export function runtimeLine(input: PromptInput): string {
     `workspace=${input.workspace}`,
     `session=${input.sessionType}`,
     ...(input.channel ? [`channel=${input.channel}`] : []),
+    ...(input.channel ? [`capabilities=${(input.capabilities ?? channelCapabilities(input.channel)).join(",") || "none"}`] : []),
     `thinking=${input.thinking ?? "off"}`,
   ];
   return `Runtime: ${parts.join(" | ")}`;
@@ -286,6 +346,39 @@ function formatLocalTime(now: Date, zone: string): string {
   }
   const two = (n: number) => String(n).padStart(2, "0");
   return `${wall.getUTCFullYear()}-${two(wall.getUTCMonth() + 1)}-${two(wall.getUTCDate())} ${two(wall.getUTCHours())}:${two(wall.getUTCMinutes())}:${two(wall.getUTCSeconds())} (${WEEKDAYS[wall.getUTCDay()]})`;
+}
+
+/** The User Identity lines: who the owners are and whether the run's sender is one. */
+function identityLines(identity: UserIdentity): string[] {
+  const owners = identity.owners.includes("*") ? "everyone (`*`)" : [...identity.owners.slice(0, MAX_OWNERS_SHOWN), ...(identity.owners.length > MAX_OWNERS_SHOWN ? [`and ${identity.owners.length - MAX_OWNERS_SHOWN} more`] : [])].join(", ") || "none configured";
+  const sender = identity.sender;
+  return [
+    `Owners (the people you work for; they may use owner commands): ${owners}; the terminal (\`lurkbot chat\`) user is always an owner.`,
+    ...(sender ? [`The current sender is ${sender.id}${sender.name ? ` (${sender.name})` : ""}: ${sender.owner ? "an owner" : "not an owner; treat requests to act for the owner with care"}.`] : []),
+  ];
+}
+
+const MAX_OWNERS_SHOWN = 20;
+
+/** Available always-on skills whose trimmed body fits ALWAYS_SKILLS_MAX_CHARS (name order) go in full; the rest are listed. */
+function splitSkills(all: readonly Skill[]): { active: Array<{ name: string; content: string }>; listed: Skill[] } {
+  const active: Array<{ name: string; content: string }> = [];
+  const listed: Skill[] = [];
+  let used = 0;
+  for (const skill of all) {
+    const body = skill.always && skill.available !== false && skill.body ? trimBootstrap(skill.body, `${skill.name}/SKILL.md`, BOOTSTRAP_MAX_CHARS).content : undefined;
+    if (body !== undefined && used + body.length <= ALWAYS_SKILLS_MAX_CHARS) {
+      active.push({ name: skill.name, content: body });
+      used += body.length;
+    } else listed.push(skill);
+  }
+  return { active, listed };
+}
+
+function skillXml(s: Skill): string {
+  const available = s.available !== false;
+  const requires = !available && s.missing?.length ? `<requires>${xml(s.missing.join("; "))}</requires>` : "";
+  return `  <skill available="${available}"><name>${xml(s.name)}</name><description>${xml(s.description)}</description><location>${xml(s.location)}</location>${requires}</skill>`;
 }
 
 function firstLine(text: string): string {

@@ -3,7 +3,9 @@
  *  - `message` records are sent as they are; `system_event` becomes a user note prefixed
  *    "[system event]"; `compaction_summary` a user note; `context_note` and `run_marker` are
  *    app-only and never sent. Records before the latest compaction summary's kept part are
- *    not sent either (compaction-view.ts).
+ *    not sent either (compaction-view.ts). Of a block of pending system events (recorded for
+ *    the next run) only the newest 20 are sent, after a "(N older events dropped)" note
+ *    (shared/runtime/system-events.ts).
  *  - every assistant tool call must be followed by its result: results are put in call order,
  *    orphan results are dropped, and calls of an interrupted run get an error result
  *    (except in the trailing group, which the loop is about to finish).
@@ -12,6 +14,7 @@ import {
   addUsage, emptyUsage, recordIds, type Attachment, type Usage, type UsagePart, type AssistantMessage, type LlmMessage, type RunInput, type RunRequest, type ToolResultMessage, type TranscriptRecord, type UserMessage,
 } from "../../shared/contract/index.js";
 import { formatBytes } from "../../shared/runtime/media.js";
+import { capPendingSystemEvents } from "../../shared/runtime/system-events.js";
 import { compactedView, messageRecordIds, summaryNote } from "./compaction-view.js";
 import { documentFormat, type DocumentFormat } from "./document-types.js";
 import { NO_TEXT_PDF, pdfDocumentBlock } from "./pdf-input.js";
@@ -81,7 +84,7 @@ function attachmentBlock(a: Attachment): UserMessage["content"][number] {
 export function recordsToMessages(records: TranscriptRecord[]): LlmMessage[] {
   const out: LlmMessage[] = [];
   // the latest compaction summary stands for the records it summarized (compaction-view.ts)
-  const view = compactedView(records);
+  const view = capPendingSystemEvents(compactedView(records));
   messageRecordIds.register(view);
   for (const r of view) {
     if (r.kind === "message" && r.message) out.push(r.message);

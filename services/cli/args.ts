@@ -349,6 +349,7 @@ export const COMMANDS: CommandSpec[] = [
       "  hooks enable NAME | disable NAME   sets hooks.entries.NAME.enabled in config.json (the running hooks actor picks it up)",
       "  hooks reload [--json]              the running hooks actor discovers its hooks again now (it also does on file changes and every 30 s)",
       "Bundled and workspace hooks are off until enabled; hooks in $LURKBOT_HOME/hooks are on (services/hooks/README.md).",
+      "Events: command:<name> (command or command:* for all), session:start, session:reset, agent:bootstrap (change a run's SOUL.md, AGENTS.md, …), agent:run_end, gateway:startup.",
     ],
     minArgs: 0,
     maxArgs: 2,

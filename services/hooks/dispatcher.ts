@@ -60,6 +60,11 @@ export class HookDispatcher {
     return run;
   }
 
+  /** whether some running hook of the event's agent takes it */
+  wants(event: HookEvent): boolean {
+    return hooksFor(this.registry(), event, `${event.type}:${event.action}`).length > 0;
+  }
+
   /** the events still queued or running have finished */
   idle(): Promise<void> {
     return this.tail;
@@ -108,24 +113,29 @@ export class HookDispatcher {
   }
 
   private task(hook: HookInfo, event: HookEvent, ev: EventRun, extra: Record<string, unknown>): HookTask {
-    const entryEnv = ev.registry.config.entries[hook.name]?.env ?? {};
-    return {
-      handler: hook.handler,
-      version: mtime(hook.handler),
-      event: { type: event.type, action: event.action, timestamp: event.timestamp, context: { ...event.context, ...extra }, ...(event.sessionKey ? { sessionKey: event.sessionKey } : {}) },
-      ctx: {
-        hook: { name: hook.name, source: hook.source, dir: hook.dir },
-        agentId: event.agentId,
-        workspace: ev.registry.agents.get(event.agentId)?.workspace ?? this.rt.config.workspace,
-        home: this.rt.config.home,
-        env: { ...this.env, ...entryEnv },
-      },
-    };
+    return hookTask(this.rt, hook, event, ev.registry, this.env, extra);
   }
 }
 
+/** One invocation of `hook` for `event` under `registry` (also bootstrap.ts's). */
+export function hookTask(rt: ActorRuntime, hook: HookInfo, event: HookEvent, registry: HookRegistry, env: Record<string, string>, extra: Record<string, unknown> = {}): HookTask {
+  const entryEnv = registry.config.entries[hook.name]?.env ?? {};
+  return {
+    handler: hook.handler,
+    version: mtime(hook.handler),
+    event: { type: event.type, action: event.action, timestamp: event.timestamp, context: { ...event.context, ...extra }, ...(event.sessionKey ? { sessionKey: event.sessionKey } : {}) },
+    ctx: {
+      hook: { name: hook.name, source: hook.source, dir: hook.dir },
+      agentId: event.agentId,
+      workspace: registry.agents.get(event.agentId)?.workspace ?? rt.config.workspace,
+      home: rt.config.home,
+      env: { ...env, ...entryEnv },
+    },
+  };
+}
+
 /** the registry's hooks of the event's agent that want it, in discovery order */
-function hooksFor(registry: HookRegistry, event: HookEvent, name: string): HookInfo[] {
+export function hooksFor(registry: HookRegistry, event: HookEvent, name: string): HookInfo[] {
   return registry.agents.get(event.agentId)?.hooks.filter((h) => hookWants(h.events, name)) ?? [];
 }
 

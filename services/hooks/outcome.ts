@@ -9,5 +9,7 @@ export const hookOutcomeSchema = z.object({
   logs: z.array(z.object({ level: z.enum(["info", "warn", "error"]), msg: z.string().max(OUTCOME_LIMITS.logChars) })).max(OUTCOME_LIMITS.logs),
   error: z.object({ kind: z.enum(["threw", "stopped"]), message: z.string().max(2000), stack: z.string().max(4000).optional() }).optional(),
   dropped: z.number().int().nonnegative(),
+  /** agent:bootstrap: validated against the contract's file list by bootstrap.ts */
+  bootstrapFiles: z.array(z.unknown()).max(1000).optional(),
 });
 export type ValidOutcome = z.infer<typeof hookOutcomeSchema>;

@@ -25,15 +25,16 @@ export class HookPool {
   /** `env`: the worker's process.env (the actor's, without secrets) */
   constructor(private readonly limits: Pick<HooksConfig, "timeoutMs" | "workerMemoryMb" | "workerIdleMs">, private readonly env: Record<string, string>, private readonly log: Pick<Logger, "warn">) {}
 
-  async run(task: HookTask): Promise<HookOutcome> {
+  /** `limit`: this invocation's time limit and what the failure names (default hooks.timeoutMs) */
+  async run(task: HookTask, limit: { ms: number; name: string } = { ms: this.limits.timeoutMs, name: "hooks.timeoutMs" }): Promise<HookOutcome> {
     if (this.closed) return failed("the hooks actor is stopping");
     const piscina = await this.pool();
     const stop = new AbortController();
-    const timer = setTimeout(() => stop.abort(new Error("time limit")), this.limits.timeoutMs);
+    const timer = setTimeout(() => stop.abort(new Error("time limit")), limit.ms);
     try {
       return await piscina.run(task, { signal: stop.signal });
     } catch (err) {
-      if (stop.signal.aborted) return failed(`it ran longer than ${this.limits.timeoutMs} ms (hooks.timeoutMs) and was stopped`);
+      if (stop.signal.aborted) return failed(`it ran longer than ${limit.ms} ms (${limit.name}) and was stopped`);
       const e = err as { code?: string; message?: string } | undefined;
       if (e?.code === "ERR_WORKER_OUT_OF_MEMORY") return failed(`it ran out of memory (hooks.workerMemoryMb is ${this.limits.workerMemoryMb} MB) and was stopped`);
       return failed(`its worker failed: ${e?.message ?? String(err)}`);

@@ -42,4 +42,9 @@ export interface HookOutcome {
   error?: { kind: "threw" | "stopped"; message: string; stack?: string };
   /** what the caps dropped, so the log can say so */
   dropped: number;
+  /** agent:bootstrap only: `event.context.bootstrapFiles` as the handler left it (plain values; the actor validates) */
+  bootstrapFiles?: unknown[];
 }
+
+/** the event whose handlers change `event.context.bootstrapFiles` (and may not start agent runs) */
+export const isBootstrapEvent = (e: Pick<HookEventData, "type" | "action">): boolean => e.type === "agent" && e.action === "bootstrap";

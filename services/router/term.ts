@@ -26,6 +26,7 @@ import type { PairingStore } from "./pairing.js";
 import { SessionQueues, Work, type DeliveryLike } from "./queue.js";
 import type { RouterReplica, RouterState } from "./replica.js";
 import type { SettingsCache } from "./settings.js";
+import { recordPendingEvent, SessionChain } from "./system-events.js";
 
 const inboundOrInject = z.discriminatedUnion("type", [inboundMessageSchema, systemInjectSchema]);
 const RECONCILE_EVERY_MS = 5_000;
@@ -129,6 +130,8 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
     commands: { rt, lanes, queues, settings: deps.settings, pairing: deps.pairing },
   });
 
+  // a session's injects one at a time, in order: the pending-event de-duplication and count read its tail
+  const injects = new SessionChain();
   const consumer = rt.consume({
     stream: STREAMS.inbound,
     consumer: CONSUMERS.router,
@@ -137,7 +140,7 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
     handler: async (message, delivery) => {
       if (message.type === "lurk.inbound.message.v1") await intake.handle(message, delivery);
       else {
-        const request = await fromInject(message, rt);
+        const request = await injects.run(message.sessionKey, () => fromInject(message, rt));
         if (request) await queues.submit(new Work(request, delivery, INJECT_QUEUE, Date.now()));
       }
       deps.processed();
@@ -166,7 +169,10 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
   };
 }
 
-/** A system event: `wake: now` starts a run; otherwise it is recorded for the next run. */
+/**
+ * A system event: `wake: now` starts a run; otherwise it is recorded for the next run as a pending
+ * event (system-events.ts: a repeat of the last pending one is dropped, at most 20 reach the prompt).
+ */
 async function fromInject(msg: SystemInject, rt: ActorRuntime): Promise<RunRequest | null> {
   const parsedKey = parseSessionKey(msg.sessionKey);
   if (!parsedKey || parsedKey.agentId !== msg.agentId) {
@@ -174,10 +180,7 @@ async function fromInject(msg: SystemInject, rt: ActorRuntime): Promise<RunReque
   }
   const entry = await ensureSession(rt, { sessionKey: msg.sessionKey, agentId: msg.agentId, sessionType: parsedKey.type });
   if (msg.wake !== "now") {
-    await rt.client.call("sessions", "append", {
-      sessionKey: msg.sessionKey,
-      records: [{ id: `inject:${msg.id}`, ts: msg.ts, kind: "system_event", text: msg.text, meta: { source: msg.source } }],
-    });
+    await recordPendingEvent(rt, msg);
     return null;
   }
   const origin = msg.deliverTo === "last" ? entry.lastOrigin : msg.deliverTo === "none" ? undefined : msg.deliverTo;

@@ -37,6 +37,12 @@ export const definition: ActorDefinition = {
       resetPolicy: policy,
       // daily/idle resets done while a run begins (or a session is ensured)
       onReset: (r) => rt.emit("reset", { ...r, lastActivity: new Date(r.lastActivity).toISOString() }),
+      // lurk.evt.sessions.created: the hooks actor's session:start (kept for it in LURK_HOOK_EVENTS)
+      onCreate: (e) => rt.emit("created", {
+        sessionKey: e.sessionKey, agentId: e.agentId, sessionId: e.sessionId, sessionType: e.sessionType,
+        ...(e.channel ? { channel: e.channel } : {}), ...(e.lastOrigin ? { origin: e.lastOrigin } : {}),
+        ...(e.parentSessionKey ? { parentSessionKey: e.parentSessionKey } : {}), ...(e.label ? { label: e.label } : {}),
+      }),
       onFlushError: (err) => rt.log.error({ err }, "flushing the sessions store to disk failed; the next write retries"),
       replicate: replicated,
       onQueued: () => replication?.queued(),
@@ -130,6 +136,7 @@ function serveOps(rt: ActorRuntime, store: SessionStore, serve: Serve): void {
     const fitted = newestWithin(store.history(req.sessionKey, req.limit, req.sessionId, req.beforeSeq), budget() - jsonBytes({ session, records: [] }));
     return { session, records: fitted.records, ...(fitted.truncated ? { truncated: true } : {}) };
   });
+  serve("transcripts", (req) => ({ session: store.get(req.sessionKey), transcripts: store.transcripts(req.sessionKey) }));
   serve("append", (req) => store.append(req.sessionKey, req.records, req.usage), true);
   serve("run", (req) => store.run(req.runId));
   // a retried request with the same idempotency key is counted once (usage-seen.ts)

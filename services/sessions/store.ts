@@ -19,7 +19,7 @@ import { mkdirSync } from "node:fs";
 import { open, type Database, type RootDatabase } from "lmdb";
 import {
   addDays, addUsage, emptyUsage, LurkError, USAGE_LEDGER_CHANGE_KEY, usageTokens, utcDay,
-  type SESSION_DBS, type SessionChangeOp, type SessionEntry, type TranscriptRecord, type Usage, type UsagePurpose, type UsageReport, type UsageUnits, type UsageUpdate,
+  type SESSION_DBS, type SessionChangeOp, type SessionEntry, type TranscriptInfo, type TranscriptRecord, type Usage, type UsagePurpose, type UsageReport, type UsageUnits, type UsageUpdate,
 } from "../../shared/contract/index.js";
 import { ChangeLog } from "./change-log.js";
 import { resetReason, type ResetPolicy, type ResetReason } from "./reset-policy.js";
@@ -75,6 +75,8 @@ export interface SessionStoreOptions {
   resetPolicy?: ResetPolicy;
   /** called after the transaction that did an automatic reset committed */
   onReset?: (reset: AutoReset) => void;
+  /** called after the transaction that created a session's entry (ensure, begin) committed */
+  onCreate?: (entry: SessionEntry) => void;
   /** called when a background flush to disk failed (the writes stay committed in memory) */
   onFlushError?: (err: unknown) => void;
   /** replication on: every write transaction queues its change set (change-log.ts) */
@@ -130,6 +132,8 @@ export class SessionStore {
   private ledgerCapture: SessionChangeOp[] | undefined;
   /** idempotency keys of usage ops already counted (usage-seen.ts) */
   private readonly seen: UsageSeen;
+  /** the entry the transaction under way created (ensureInTxn), reported once it committed */
+  private createdInTxn: SessionEntry | undefined;
 
   constructor(path: string, private readonly now: () => number = Date.now, private readonly options: SessionStoreOptions = {}) {
     mkdirSync(path, { recursive: true });
@@ -159,11 +163,13 @@ export class SessionStore {
   async ensure(input: EnsureInput): Promise<{ session: SessionEntry; reset?: Pick<AutoReset, "reason" | "previousSessionId"> }> {
     let result!: SessionEntry;
     let reset: AutoReset | null = null;
+    this.createdInTxn = undefined;
     this.commit(() => {
       reset = this.expireInTxn(input.sessionKey);
       result = this.ensureInTxn(input);
     }, input.sessionKey);
     this.reported(reset);
+    this.reportCreated();
     const ended = reset as AutoReset | null;
     return { session: result, ...(ended ? { reset: { reason: ended.reason, previousSessionId: ended.previousSessionId } } : {}) };
   }
@@ -184,6 +190,17 @@ export class SessionStore {
     if (!reset || !this.options.onReset) return;
     try {
       this.options.onReset(reset);
+    } catch {
+      // a reporting failure must not fail the write that already committed
+    }
+  }
+
+  private reportCreated(): void {
+    const created = this.createdInTxn;
+    this.createdInTxn = undefined;
+    if (!created || !this.options.onCreate) return;
+    try {
+      this.options.onCreate(created);
     } catch {
       // a reporting failure must not fail the write that already committed
     }
@@ -213,6 +230,7 @@ export class SessionStore {
       ...(input.label ? { label: input.label } : {}),
     };
     this.put("entries", input.sessionKey, created);
+    this.createdInTxn = created;
     return created;
   }
 
@@ -251,6 +269,7 @@ export class SessionStore {
   async begin(input: EnsureInput & { runId: string; records: TranscriptRecord[]; historyLimit: number; known?: { sessionId: string; lastSeq: number } }) {
     let out!: { prior: RunStatus | "unknown"; session: SessionEntry; runRecords: TranscriptRecord[]; records: TranscriptRecord[]; incremental: boolean; reset?: Pick<AutoReset, "reason" | "previousSessionId"> };
     let reset: AutoReset | null = null;
+    this.createdInTxn = undefined;
     this.commit(() => {
       const prior = this.runs.get(input.runId)?.status ?? "unknown";
       // only a new run starts a fresh transcript: a redelivered one stays in the session it began in
@@ -271,6 +290,7 @@ export class SessionStore {
       out = { prior, session: entry, runRecords: this.runRecordsInTxn(input.runId), records, incremental, ...(ended ? { reset: { reason: ended.reason, previousSessionId: ended.previousSessionId } } : {}) };
     }, input.sessionKey);
     this.reported(reset);
+    this.reportCreated();
     return out;
   }
 
@@ -317,6 +337,29 @@ export class SessionStore {
     if (start < 0) return [];
     const newestFirst = [...this.records.getRange({ start: [transcript, start], end: [transcript, -1], reverse: true, limit })];
     return newestFirst.reverse().map((r) => r.value);
+  }
+
+  /**
+   * The session's transcripts, oldest first: the current one and the earlier ones its runs wrote
+   * to (found by reading the whole runs table: an export's cost, not a hot path). Transcripts
+   * without records (deleted, or never written) are left out, except the current one.
+   */
+  transcripts(sessionKey: string): TranscriptInfo[] {
+    const entry = this.get(sessionKey);
+    if (!entry) return [];
+    const ids = new Set<string>();
+    for (const { value } of this.runs.getRange()) if (value.sessionKey === sessionKey) ids.add(value.sessionId);
+    ids.add(entry.sessionId);
+    const out: TranscriptInfo[] = [];
+    for (const sessionId of ids) {
+      const first = [...this.records.getRange({ start: [sessionId, -1], end: [sessionId, Number.MAX_SAFE_INTEGER], limit: 1 })][0]?.value;
+      const last = [...this.records.getRange({ start: [sessionId, Number.MAX_SAFE_INTEGER], end: [sessionId, -1], reverse: true, limit: 1 })][0]?.value;
+      const current = sessionId === entry.sessionId;
+      if (!first && !current) continue;
+      out.push({ sessionId, records: last?.seq !== undefined ? last.seq + 1 : 0, ...(first ? { firstTs: first.ts } : {}), ...(last ? { lastTs: last.ts } : {}), current });
+    }
+    // the current transcript last; earlier ones by their first record
+    return out.sort((a, b) => Number(a.current) - Number(b.current) || (a.firstTs ?? 0) - (b.firstTs ?? 0));
   }
 
   run(runId: string): { records: TranscriptRecord[]; status: RunStatus | "unknown" } {

@@ -41,6 +41,12 @@ export const APPROVALS_BUCKET = "lurk_approvals";
 /** The router's state, written by the active instance for the next one: active runs (`run.<runId>`) and DM pairing (`pending.<code>`, `approved.<channel>.<sender>`). */
 export const ROUTER_BUCKET = "lurk_router";
 
+/**
+ * The hooks actor's announcements (key `bootstrap.<agentId>`: that agent's `agent:bootstrap` hooks
+ * run), watched by agent-runners so a run asks `lurk.hooks.bootstrap` only when a hook wants it.
+ */
+export const HOOKS_BUCKET = "lurk_hooks";
+
 /** Tokens of auth profiles with a refresh_token OAuth client (key: `<provider>.<profileId>`; auth-state.ts). */
 export const AUTH_BUCKET = "lurk_auth";
 
@@ -57,6 +63,8 @@ export const WEB_TOOLS = ["canvas"] as const;
 export const CONSUMERS = {
   router: "router",
   agentRunner: "agent-runner",
+  /** the hooks actor's consumer of LURK_HOOK_EVENTS (one per bus: each event to one hooks instance) */
+  hooks: "hooks",
   channel: (name: string) => `channel-${token(name, "channel")}`,
 } as const;
 
@@ -107,7 +115,8 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       description: "the agent loop: prompt, LLM, tools over the bus, checkpoints",
       // the media store: a transcript's images go to the model as bytes; voice replies (tts) are stored
       // the auth bucket: OAuth tokens refreshed with a compare-and-set, logins watched (auth-state.ts)
-      publish: [s.runEventAll, s.outboundAll, ops("sessions"), ops("tools"), ...mediaSubjects("write"), ...kvWatchSubjects(AUTH_BUCKET)],
+      // lurk.hooks.bootstrap for the agents the lurk_hooks bucket lists (read and watched, never written)
+      publish: [s.runEventAll, s.outboundAll, ops("sessions"), ops("tools"), ...mediaSubjects("write"), ...kvWatchSubjects(AUTH_BUCKET), s.op("hooks", "bootstrap"), ...kvReadSubjects(HOOKS_BUCKET), ...kvWatchSubjects(HOOKS_BUCKET)],
       subscribe: [s.runControlAll, s.toolProgressAll, s.toolsCatalogChanged],
       responder: true,
       consumers: [{ stream: STREAMS.runs, consumer: CONSUMERS.agentRunner }],
@@ -192,13 +201,17 @@ export function actorGrants(prefix?: string): ActorGrant[] {
     // and its own start; what they push goes to the session's conversation (OUTBOUND) or to the
     // agent as a system event (INBOUND); sessions.get finds a session's last origin, sessions.history
     // the ended transcript of /new and /reset for hooks that ask for it (context previousMessages);
-    // it answers lurk.hooks.reload (responder)
+    // it answers lurk.hooks.reload and lurk.hooks.bootstrap (responder); commands, resets and new
+    // sessions come from the LURK_HOOK_EVENTS stream (durable: kept while it is down), run ends
+    // by core subscription while a hook wants them; lurk_hooks: which agents have agent:bootstrap hooks
     grant({
       user: "hooks",
-      description: "event hooks: user scripts (HOOK.md + handler) run in a worker on commands, resets, run ends and start-up",
+      description: "event hooks: user scripts (HOOK.md + handler) run in a worker on commands, sessions, run ends, bootstrap files and start-up",
       publish: [s.outboundAll, s.injectAll, s.op("sessions", "get"), s.op("sessions", "history")],
-      subscribe: [s.event("router", "command"), s.event("sessions", "reset"), ...s.runTerminalAll],
+      subscribe: [...s.runTerminalAll],
       responder: true,
+      consumers: [{ stream: STREAMS.hookEvents, consumer: CONSUMERS.hooks }],
+      kvBuckets: [HOOKS_BUCKET],
     }),
     // the terminal channel is also the operator's console: status, tail and admin commands
     grant({
@@ -224,7 +237,15 @@ export function actorGrants(prefix?: string): ActorGrant[] {
     channel("slack"),
     channel("webhook"),
     channel("openai-http"),
+    channel("matrix"),
+    channel("signal"),
   ];
+}
+
+/** The delivery receipts of every kit channel (`lurk.evt.channel-<name>.delivered|delivery_failed`). */
+export function channelReceiptSubjects(prefix?: string): string[] {
+  const s = subjects(prefix);
+  return CHANNELS.filter((c) => c !== "cli").flatMap((c) => [s.event(`channel-${c}`, "delivered"), s.event(`channel-${c}`, "delivery_failed")]);
 }
 
 /**
@@ -237,15 +258,7 @@ export function mediaSubjects(access: "read" | "write"): string[] {
     "$JS.API.INFO", `$JS.API.STREAM.INFO.${stream}`, `$JS.API.DIRECT.GET.${stream}.>`, `$JS.API.STREAM.MSG.GET.${stream}`,
     `$JS.API.CONSUMER.CREATE.${stream}`, `$JS.API.CONSUMER.CREATE.${stream}.>`, `$JS.API.CONSUMER.INFO.${stream}.>`, `$JS.API.CONSUMER.DELETE.${stream}.>`, `$JS.FC.${stream}.>`,
   ];
-    channel("matrix"),
-    channel("signal"),
   return access === "read" ? read : [...read, `$O.${MEDIA_BUCKET}.C.>`, `$O.${MEDIA_BUCKET}.M.>`, `$JS.API.STREAM.PURGE.${stream}`];
-}
-
-/** The delivery receipts of every kit channel (`lurk.evt.channel-<name>.delivered|delivery_failed`). */
-export function channelReceiptSubjects(prefix?: string): string[] {
-  const s = subjects(prefix);
-  return CHANNELS.filter((c) => c !== "cli").flatMap((c) => [s.event(`channel-${c}`, "delivered"), s.event(`channel-${c}`, "delivery_failed")]);
 }
 
 /**

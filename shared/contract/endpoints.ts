@@ -31,6 +31,7 @@ export const ENDPOINTS = {
     get: { request: S.sessionsGetRequest, reply: S.sessionOrNullReply, description: "one session entry" },
     list: { request: S.sessionsListRequest, reply: S.sessionListReply, description: "session entries, newest first" },
     history: { request: S.sessionsHistoryRequest, reply: S.historyReply, description: "the newest transcript records" },
+    transcripts: { request: S.sessionsTranscriptsRequest, reply: S.transcriptsReply, description: "a session's transcripts: the current one and those earlier resets ended (for exports)" },
     append: { request: S.sessionsAppendRequest, reply: S.appendReply, description: "append records (idempotent by record id)" },
     run: { request: S.sessionsRunRequest, reply: S.runRecordsReply, description: "the records and status of one run" },
     usage: { request: S.sessionsUsageRequest, reply: S.usageReply, description: "add token usage (a purpose: turn, compaction, consolidation, tts, embedding) to a session and the usage ledger; idempotent with idempotencyKey" },
@@ -75,6 +76,7 @@ export const ENDPOINTS = {
   },
   hooks: {
     reload: { request: HK.hooksReloadRequest, reply: HK.hooksReloadReply, description: "discover hooks again now (folders and config.json's hooks section)" },
+    bootstrap: { request: HK.hooksBootstrapRequest, reply: HK.hooksBootstrapReply, description: "a run's bootstrap files through the agent's agent:bootstrap hooks (agent-runner only)" },
   },
   "agent-runner": {
     embed: { request: E.agentRunnerEmbedRequest, reply: E.agentRunnerEmbedReply, description: "embedding vectors of texts (memory_search's hybrid ranking; tools actor only)" },

@@ -8,7 +8,7 @@ import { actorGrants, expandGrant } from "./actors.js";
 import { ENDPOINTS } from "./endpoints.js";
 import { ERROR_CODES, errorReplySchema } from "./errors.js";
 import { deliveryReceiptSchema, inboundMessageSchema, outboundMessageSchema } from "./messages/channels.js";
-import { actorEventSchema, deadLetterDataSchema, routerCommandDataSchema, sessionsDeleteDataSchema, sessionsResetDataSchema } from "./messages/events.js";
+import { actorEventSchema, deadLetterDataSchema, routerCommandDataSchema, sessionsCreatedDataSchema, sessionsDeleteDataSchema, sessionsResetDataSchema } from "./messages/events.js";
 import { heartbeatEventSchema } from "./messages/heartbeat.js";
 import { sessionChangeSchema } from "./messages/sessions.js";
 import { runControlReplySchema, runControlSchema, runEventSchema, runRequestSchema, systemInjectSchema } from "./messages/runs.js";
@@ -34,6 +34,7 @@ export const STREAMED_MESSAGES = {
   "lurk.evt.<actor>.dead_letter (data)": deadLetterDataSchema,
   "lurk.evt.router.command (data)": routerCommandDataSchema,
   "lurk.evt.sessions.reset (data)": sessionsResetDataSchema,
+  "lurk.evt.sessions.created (data)": sessionsCreatedDataSchema,
   "lurk.evt.sessions.delete (data)": sessionsDeleteDataSchema,
   "lurk.sesslog.<sessionKey>": sessionChangeSchema,
 } as const;

@@ -59,14 +59,14 @@ export function decodeToken(encoded: string): string {
 /** Request/reply operations, one per endpoint. Actor name -> its operations. */
 export const OPERATIONS = {
   router: ["status", "lanes", "pairing"],
-  sessions: ["begin", "ensure", "get", "list", "history", "append", "run", "usage", "patch", "reset", "delete", "usage_report"],
+  sessions: ["begin", "ensure", "get", "list", "history", "transcripts", "append", "run", "usage", "patch", "reset", "delete", "usage_report"],
   tools: ["list", "explain"],
   approvals: ["request", "wait", "decide", "get", "list", "redeem"],
   subagents: ["spawn", "list", "stop"],
   heartbeat: ["status", "last", "run", "enable", "disable"],
   cron: ["add", "list", "get", "edit", "rm", "run", "runs", "status"],
-  /** the hooks actor: discover hooks again now (`lurkbot hooks reload`) */
-  hooks: ["reload"],
+  /** the hooks actor: discover hooks again now (`lurkbot hooks reload`); a run's bootstrap files through its agent:bootstrap hooks (agent-runner) */
+  hooks: ["reload", "bootstrap"],
   /** the agent-runner serves embeddings for memory_search and voice messages for the tts tool (only the tools user may ask) */
   "agent-runner": ["embed", "speak"],
 } as const;
@@ -82,6 +82,8 @@ export const STREAMS = {
   deadLetter: "LURK_DEADLETTER",
   /** the sessions actor's change sets, when replicated (`sessions.replication`) */
   sessions: "LURK_SESSIONS",
+  /** the events hooks fire on (router commands, sessions reset and created), kept a day for the hooks actor (LURK_HOOK_EVENTS) */
+  hookEvents: "LURK_HOOK_EVENTS",
 } as const;
 
 /** All subjects of one bus, under one prefix (default `lurk`). */
@@ -149,6 +151,11 @@ export function subjects(prefix: string = DEFAULT_PREFIX) {
     event: (actor: string, event: string) => `${p}.evt.${token(actor, "actor")}.${token(event, "event")}`,
     eventsOf: (actor: string) => `${p}.evt.${token(actor, "actor")}.>`,
     eventAll: `${p}.evt.>`,
+    /**
+     * the events hook handlers fire on, captured by the LURK_HOOK_EVENTS stream from their core
+     * publishes (the publishers do not change): chat commands, session resets and creations
+     */
+    hookEventSubjects: [`${p}.evt.router.command`, `${p}.evt.sessions.reset`, `${p}.evt.sessions.created`] as const,
     /**
      * sessions (active instance) -> sessions (standbys): the change sets of one session, in commit
      * order (SESSIONS stream; `sessions.replication`). The session key is encoded as one token.

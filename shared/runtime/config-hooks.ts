@@ -2,11 +2,12 @@
  * The `hooks` key of the configuration (services/hooks, seeds 001 §8):
  *   "hooks": { "enabled": true, "entries": { "command-logger": { "enabled": true, "env": { "X": "1" } } },
  *              "timeoutMs": 30000, "workerMemoryMb": 64, "workerIdleMs": 10000, "maxQueue": 100,
- *              "watch": true, "reloadIntervalMs": 30000 }
+ *              "watch": true, "reloadIntervalMs": 30000, "bootstrapTimeoutMs": 5000, "replayMaxAgeMs": 3600000 }
  * `enabled: false` runs no hook at all. The actor re-reads this section and the hook folders while
  * it runs (services/hooks/reloader.ts): `enabled`, `entries` and `maxQueue` apply at once; the
- * worker's limits (`timeoutMs`, `workerMemoryMb`, `workerIdleMs`), `watch` and `reloadIntervalMs`
- * at the actor's next start. Each hook's own default: hooks in `$LURKBOT_HOME/hooks`
+ * worker's limits (`timeoutMs`, `workerMemoryMb`, `workerIdleMs`, `bootstrapTimeoutMs`), `watch`,
+ * `reloadIntervalMs` and `replayMaxAgeMs` at the actor's next start (agent-runners read
+ * `bootstrapTimeoutMs` at theirs). Each hook's own default: hooks in `$LURKBOT_HOME/hooks`
  * are on, bundled and workspace hooks are off (a workspace is writable by the agent) until
  * `hooks.entries.<name>.enabled` (or `lurkbot hooks enable NAME`) turns them on.
  */
@@ -26,6 +27,8 @@ export const HOOKS_DEFAULTS = {
   maxQueue: 100,
   watch: true,
   reloadIntervalMs: 30_000,
+  bootstrapTimeoutMs: 5_000,
+  replayMaxAgeMs: 3_600_000,
 };
 
 export const hookEntrySchema = z.object({
@@ -52,5 +55,12 @@ export const hooksConfigSchema = z.object({
   watch: z.boolean().default(HOOKS_DEFAULTS.watch),
   /** discover again this often anyway (fs.watch misses changes on some file systems); 0: never */
   reloadIntervalMs: z.union([z.literal(0), z.number().int().min(1000).max(86_400_000)]).default(HOOKS_DEFAULTS.reloadIntervalMs),
+  /**
+   * agent:bootstrap: a run waits this long at most for its bootstrap files through the hooks
+   * (then it uses its own files); the hooks actor gives each bootstrap handler this long at most
+   */
+  bootstrapTimeoutMs: z.number().int().min(100).max(60_000).default(HOOKS_DEFAULTS.bootstrapTimeoutMs),
+  /** a command, reset or new session kept for the hooks actor while it was down fires only if younger than this (ms); older ones are skipped */
+  replayMaxAgeMs: z.number().int().min(1000).max(86_400_000).default(HOOKS_DEFAULTS.replayMaxAgeMs),
 }).default(HOOKS_DEFAULTS);
 export type HooksConfig = z.infer<typeof hooksConfigSchema>;

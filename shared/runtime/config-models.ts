@@ -13,6 +13,8 @@
  * (USD per minute of audio transcribed). A cost names token prices (both input and output), a
  * unit price, or both; the token prices of an entry replace the built-in ones together, a unit
  * price its own built-in one.
+ * `temperature` is the model's default sampling temperature; `fixedTemperature: true` marks a model
+ * that refuses one; `reasoningTags` / `reasoningReplay`: inline `<think>` reasoning (shared/runtime/models.ts).
  */
 import { z } from "zod";
 
@@ -44,6 +46,14 @@ export const modelEntrySchema = z.object({
   /** `pdf`: the model takes a PDF as a document (Anthropic, OpenAI); off for unknown models */
   capabilities: z.object({ tools: z.boolean(), vision: z.boolean(), thinking: z.boolean(), pdf: z.boolean() }).partial().optional(),
   cost: modelCostSchema.optional(),
+  /** the model's default sampling temperature (an agent's or a run's wins; unset: none is sent) */
+  temperature: z.number().min(0).max(2).optional(),
+  /** the model takes no temperature (reasoning models): a configured one is left out */
+  fixedTemperature: z.boolean().optional(),
+  /** reasoning written as `<think>…</think>` in the text: split out anywhere (true), never (false), or when a message begins with it ("auto", the default) */
+  reasoningTags: z.union([z.boolean(), z.literal("auto")]).optional(),
+  /** that thinking goes back to the model inside the assistant text on later turns (OpenAI-compatible APIs; MiniMax wants it) */
+  reasoningReplay: z.boolean().optional(),
 });
 export type ModelEntryConfig = z.infer<typeof modelEntrySchema>;
 

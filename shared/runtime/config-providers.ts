@@ -13,6 +13,11 @@
  *    secret (e.g. a Microsoft Entra ID app for Azure OpenAI); `refresh_token` refreshes the tokens
  *    `lurkbot auth login` (or `auth import`) stored in the `lurk_auth` KV bucket, shared by every
  *    agent-runner of the cluster because a refresh may replace the refresh token.
+ *
+ * Named provider instances: any other key under `providers` is an instance of one of the three
+ * APIs with its own endpoint, keys, profiles and cooldowns, named in model refs like a provider:
+ *   "providers": { "minimax": { "api": "anthropic", "baseUrl": "https://api.minimax.io/anthropic", "apiKey": "…" } }
+ * so `minimax/MiniMax-M2.5` and `anthropic/claude-sonnet-4-6` work side by side.
  */
 import { z } from "zod";
 
@@ -59,16 +64,48 @@ export type AuthProfileConfig = z.infer<typeof authProfileConfigSchema>;
 const profiles = z.array(authProfileConfigSchema).max(32).default([])
   .refine((list) => new Set(list.map((p) => p.id)).size === list.length, "profile ids must be unique");
 
-export const providersConfigSchema = z.object({
+/** The providers LurkBot speaks to (`provider/model` ids); named instances (below) speak one of their APIs. */
+export const PROVIDER_NAMES = ["openai", "anthropic", "ollama"] as const;
+export type ProviderName = (typeof PROVIDER_NAMES)[number];
+export type ProviderApi = ProviderName;
+
+/** a named instance: one of the APIs at its own endpoint (Ollama: its host) */
+export const providerInstanceSchema = z.object({
+  api: z.enum(PROVIDER_NAMES),
+  baseUrl: z.string().min(1).optional(),
+  apiKey: z.string().optional(),
+  profiles,
+});
+export type ProviderInstanceConfig = z.infer<typeof providerInstanceSchema>;
+
+const INSTANCE_NAME = /^[a-z0-9][a-z0-9-]{0,63}$/;
+
+const builtinProviders = z.object({
   openai: z.object({ baseUrl: z.string().optional(), apiKey: z.string().optional(), profiles }).default({ profiles: [] }),
   anthropic: z.object({ baseUrl: z.string().optional(), apiKey: z.string().optional(), profiles }).default({ profiles: [] }),
   ollama: z.object({ host: z.string().optional(), apiKey: z.string().optional(), profiles }).default({ profiles: [] }),
-}).default({ openai: { profiles: [] }, anthropic: { profiles: [] }, ollama: { profiles: [] } });
-export type ProvidersConfig = z.infer<typeof providersConfigSchema>;
+});
 
-/** The providers LurkBot speaks to (`provider/model` ids). */
-export const PROVIDER_NAMES = ["openai", "anthropic", "ollama"] as const;
-export type ProviderName = (typeof PROVIDER_NAMES)[number];
+/** the three built-in providers; any other key is a named instance (read it with providerApi / providerProfiles) */
+export type ProvidersConfig = z.output<typeof builtinProviders> & { [name: string]: unknown };
+
+export const providersConfigSchema = builtinProviders.catchall(providerInstanceSchema).superRefine((p, ctx) => {
+  for (const name of Object.keys(p)) {
+    if (!INSTANCE_NAME.test(name)) ctx.addIssue({ code: "custom", input: name, path: [name], message: "a provider instance name is lowercase letters, digits and '-' (it is the prefix of its model refs)" });
+  }
+}).default({ openai: { profiles: [] }, anthropic: { profiles: [] }, ollama: { profiles: [] } } as never) as unknown as z.ZodType<ProvidersConfig>;
+
+/** The API a provider name speaks: a built-in provider's own, a named instance's `api`; undefined when unknown. */
+export function providerApi(providers: ProvidersConfig | undefined, name: string): ProviderApi | undefined {
+  if ((PROVIDER_NAMES as readonly string[]).includes(name)) return name as ProviderApi;
+  const instance = providers && Object.hasOwn(providers, name) ? (providers[name] as ProviderInstanceConfig | undefined) : undefined;
+  return instance?.api;
+}
+
+/** Every provider name a model ref may use: the built-in ones, then the named instances. */
+export function providerNames(providers: ProvidersConfig | undefined): string[] {
+  return [...PROVIDER_NAMES, ...Object.keys(providers ?? {}).filter((n) => !(PROVIDER_NAMES as readonly string[]).includes(n))];
+}
 
 /** A profile as the agent-runner uses it: the configured one, its endpoint defaulted to the provider's. */
 export type ResolvedProfileConfig = Omit<AuthProfileConfig, "baseUrl"> & { baseUrl?: string };
@@ -80,10 +117,12 @@ export type ResolvedProfileConfig = Omit<AuthProfileConfig, "baseUrl"> & { baseU
  * without a baseUrl taking the provider's. A configured profile named "default" is used only
  * when there is no provider-level one; otherwise its id is in `shadowed`.
  */
-export function providerProfiles(providers: ProvidersConfig, name: ProviderName): { profiles: ResolvedProfileConfig[]; shadowed: string[] } {
-  const c = providers[name];
-  const endpoint = name === "ollama" ? providers.ollama.host : providers[name].baseUrl;
-  const hasDefault = name === "ollama" ? c.profiles.length === 0 || !!endpoint || !!c.apiKey : !!c.apiKey || !!endpoint;
+export function providerProfiles(providers: ProvidersConfig, name: string): { profiles: ResolvedProfileConfig[]; shadowed: string[] } {
+  const api = providerApi(providers, name);
+  const c = (Object.hasOwn(providers, name) ? providers[name] : undefined) as { apiKey?: string; baseUrl?: string; host?: string; profiles: AuthProfileConfig[] } | undefined;
+  if (!api || !c) return { profiles: [], shadowed: [] };
+  const endpoint = name === "ollama" ? c.host : c.baseUrl;
+  const hasDefault = api === "ollama" ? c.profiles.length === 0 || !!endpoint || !!c.apiKey : !!c.apiKey || !!endpoint;
   const profiles: ResolvedProfileConfig[] = hasDefault ? [{ id: "default", ...(c.apiKey ? { apiKey: c.apiKey } : {}), ...(endpoint ? { baseUrl: endpoint } : {}) }] : [];
   const shadowed: string[] = [];
   for (const p of c.profiles) {
@@ -100,7 +139,7 @@ export function providerProfiles(providers: ProvidersConfig, name: ProviderName)
 /** Every key, token and client secret of the providers' config (for log and event redaction). */
 export function providerSecrets(providers: ProvidersConfig): string[] {
   const out: string[] = [];
-  for (const p of [providers.openai, providers.anthropic, providers.ollama]) {
+  for (const p of Object.values(providers) as Array<{ apiKey?: string; profiles: AuthProfileConfig[] }>) {
     if (p.apiKey) out.push(p.apiKey);
     for (const profile of p.profiles) {
       for (const secret of [profile.apiKey, profile.token, profile.oauth?.clientSecret]) if (secret) out.push(secret);

@@ -67,6 +67,8 @@ export const agentConfigSchema = z.object({
   fallbacks: z.array(z.string()).default([]),
   toolProfile: z.enum(["minimal", "coding", "messaging", "full"]).default("coding"),
   thinking: thinkLevelSchema.optional(),
+  /** sampling temperature of this agent's model calls (a run's option wins; unset: the model's default from models.entries, else none is sent) */
+  temperature: z.number().min(0).max(2).optional(),
   promptMode: promptModeSchema.default("full"),
   /** this agent's tool policy layer (narrows the profile and the global rules) */
   tools: toolRulesSchema.optional(),

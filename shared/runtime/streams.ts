@@ -9,7 +9,7 @@ import { nanos, type NatsConnection } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
 import { Objm } from "@nats-io/obj";
 import { MEDIA_DEFAULTS, MB, type MediaConfig } from "./config-media.js";
-import { APPROVALS_BUCKET, AUTH_BUCKET, ROUTER_BUCKET, MEDIA_BUCKET, CRON_FIRES_BUCKET, CRON_JOBS_BUCKET, HEARTBEAT_BUCKET, LEASE_BUCKET, STREAMS, SUBAGENTS_BUCKET, subjects } from "../contract/index.js";
+import { APPROVALS_BUCKET, AUTH_BUCKET, BOOTSTRAP_HOOKS_TTL_MS, ROUTER_BUCKET, MEDIA_BUCKET, CRON_FIRES_BUCKET, CRON_JOBS_BUCKET, HEARTBEAT_BUCKET, HOOKS_BUCKET, LEASE_BUCKET, STREAMS, SUBAGENTS_BUCKET, subjects } from "../contract/index.js";
 
 const DAY_MS = 24 * 3600_000;
 const DUPLICATE_WINDOW_MS = 2 * 60_000;
@@ -24,6 +24,9 @@ export function streamConfigs(prefix?: string): Array<Partial<StreamConfig> & { 
     { ...base, name: STREAMS.deadLetter, subjects: [s.deadLetterAll], retention: RetentionPolicy.Limits, max_age: nanos(30 * DAY_MS), description: "messages that gave up after their retries" },
     // kept until a session is deleted (its subject is purged then): standbys rebuild their store from it
     { ...base, name: STREAMS.sessions, subjects: [s.sessionChangesAll], retention: RetentionPolicy.Limits, description: "the sessions actor's change sets, for its standbys (sessions.replication)" },
+    // core publishes captured as they are (the publishers do not change): replayed to the hooks actor after it was down;
+    // no per-run subject here (run ends stay core, followed only while a hook wants them)
+    { ...base, name: STREAMS.hookEvents, subjects: [...s.hookEventSubjects], retention: RetentionPolicy.Limits, max_age: nanos(DAY_MS), max_bytes: 64 * 1024 * 1024, description: "chat commands, session resets and new sessions, for the hooks actor (kept a day)" },
   ];
 }
 
@@ -32,7 +35,8 @@ export function streamConfigs(prefix?: string): Array<Partial<StreamConfig> & { 
  * nobody renewed for a day), the cron actor's replicated jobs (kept until removed) and its fire
  * claims (kept three days: longer than any catch-up gap they guard), and the heartbeat,
  * subagents actors' state (kept until removed), the approvals actor's records (kept a week) and the
- * router's active runs and pairing (kept until removed), and the OAuth tokens of auth profiles
+ * router's active runs and pairing (kept until removed), the hooks actor's announcements (ten
+ * minutes unless written again), and the OAuth tokens of auth profiles
  * (kept until `lurkbot auth logout`).
  */
 const BUCKETS = [
@@ -44,6 +48,8 @@ const BUCKETS = [
   // a record matters at most 48 h (pending up to 24 h, its token valid up to 24 h more)
   { name: APPROVALS_BUCKET, ttl: 7 * DAY_MS, description: "approval records, for the instance that takes over" },
   { name: ROUTER_BUCKET, description: "the router's active runs and DM pairing, for the instance that takes over" },
+  // a value expires unless the hooks actor writes it again (it does every few minutes while the agent's hooks run)
+  { name: HOOKS_BUCKET, ttl: BOOTSTRAP_HOOKS_TTL_MS, description: "the agents whose agent:bootstrap hooks run, for agent-runners" },
   { name: AUTH_BUCKET, description: "OAuth tokens of auth profiles (refresh_token grant), refreshed by any agent-runner with compare-and-set" },
 ];
 

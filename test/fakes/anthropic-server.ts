@@ -18,7 +18,8 @@ import { closeLoopback, listenLoopback, readBody, sendJson, splitText } from "./
 import { anthropicContentError } from "./wire-checks.js";
 
 export interface FakeToolUse { id?: string; name: string; input: string | Record<string, unknown>; fragments?: number }
-export interface FakeThinking { text: string; signature: string }
+/** `signature` absent: the block has none (as some Anthropic-compatible endpoints, e.g. MiniMax, may send) */
+export interface FakeThinking { text: string; signature?: string }
 export interface FakeUsage { input?: number; output?: number; cacheRead?: number; cacheWrite?: number }
 
 export type FakeAnthropicReply =
@@ -141,9 +142,10 @@ export class FakeAnthropicServer {
       return write(res, events);
     }
     if (reply.thinking) {
-      block({ type: "thinking", thinking: "", signature: "" }, [
+      const signed = reply.thinking.signature !== undefined;
+      block({ type: "thinking", thinking: "", ...(signed ? { signature: "" } : {}) }, [
         ...splitText(reply.thinking.text, 2).map((t) => ({ type: "thinking_delta", thinking: t })),
-        { type: "signature_delta", signature: reply.thinking.signature },
+        ...(signed ? [{ type: "signature_delta", signature: reply.thinking.signature }] : []),
       ]);
     }
     if (reply.kind === "text" && reply.redacted) block({ type: "redacted_thinking", data: reply.redacted }, []);

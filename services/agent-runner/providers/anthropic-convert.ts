@@ -3,7 +3,9 @@
  *  - the system prompt goes apart (`system`), as one text block with a cache mark;
  *  - assistant blocks keep their order; thinking blocks that carry a signature (or redacted
  *    data) from this provider and model are sent back verbatim, others are dropped (the API rejects
- *    thinking without a signature); tool calls become `tool_use` blocks;
+ *    thinking without a signature); with `unsigned` (a compatible endpoint such as MiniMax, whose
+ *    thinking may carry none and which wants it back) that model's unsigned thinking goes back
+ *    without a signature; tool calls become `tool_use` blocks;
  *  - tool results become `tool_result` blocks in a user message; consecutive messages of the
  *    same role are merged (the API wants user/assistant alternation);
  *  - a PDF (document block with its bytes) becomes a `document` block with a base64 source;
@@ -51,7 +53,7 @@ function userBlocks(content: UserMessage["content"]): UserBlock[] {
   return out;
 }
 
-export function toAnthropicMessages(messages: LlmMessage[], provider: string, model?: string): Param[] {
+export function toAnthropicMessages(messages: LlmMessage[], provider: string, model?: string, opts: { unsigned?: boolean } = {}): Param[] {
   const out: Array<{ role: "user" | "assistant"; content: Block[] }> = [];
   const push = (role: "user" | "assistant", blocks: Block[]) => {
     if (blocks.length === 0) return;
@@ -75,7 +77,11 @@ export function toAnthropicMessages(messages: LlmMessage[], provider: string, mo
       const own = m.provider === provider && (model === undefined || m.model === model);
       for (const b of m.content) {
         if (b.type === "thinking") {
-          if (!own || !b.signature) continue;
+          if (!own) continue;
+          if (!b.signature) {
+            if (opts.unsigned && b.text && !b.redacted) blocks.push({ type: "thinking", thinking: b.text } as Anthropic.ThinkingBlockParam);
+            continue;
+          }
           blocks.push(b.redacted ? { type: "redacted_thinking", data: b.signature } : { type: "thinking", thinking: b.text, signature: b.signature });
         } else if (b.type === "text") {
           if (b.text !== "") blocks.push({ type: "text", text: b.text });

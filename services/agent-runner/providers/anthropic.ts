@@ -4,6 +4,11 @@
  * thinking and tool_use blocks assembled by index in the order they arrive; tool input JSON
  * from `input_json_delta` fragments, repaired when safe. The SDK's own retries are off: the
  * loop retries classified errors itself.
+ * A compatible endpoint's thinking blocks may come without a signature (they are kept, and sent
+ * back to that endpoint's model unsigned; Anthropic's own API gets only signed ones). A text block
+ * with `<think>…</think>` inside (a compatible server that inlines reasoning) is split into a
+ * thinking block and the text (think-tags.ts, per `req.reasoningTags`). A temperature is sent
+ * only while thinking is off (the API refuses both together).
  */
 import Anthropic from "@anthropic-ai/sdk";
 import { emptyUsage, type AssistantMessage, type ContentBlock, type Usage } from "../../../shared/contract/index.js";
@@ -11,10 +16,13 @@ import { toAnthropicMessages, toAnthropicSystem, toAnthropicTools } from "./anth
 import { classifyAnthropicError } from "./anthropic-errors.js";
 import { httpTransport } from "./http-transport.js";
 import { toolCallFromJson } from "./json-repair.js";
+import { pieces, thinkTagSplitter, type ThinkTagSplitter } from "./think-tags.js";
 import { anthropicThinking } from "./thinking.js";
 import type { Provider, ProviderRequest, ProviderStreamEvent, ToolCallBlock } from "./types.js";
 
 export interface AnthropicProviderOptions {
+  /** the provider name (a named instance's, config-providers.ts); default the API's own */
+  name?: string;
   apiKey?: string;
   /** a bearer token instead of an API key (a `token` or `oauth` auth profile) */
   authToken?: string;
@@ -31,7 +39,7 @@ const CLAUDE_OAUTH_TOKEN = /^sk-ant-oat\d*-/;
 const CLAUDE_OAUTH_BETA = "oauth-2025-04-20";
 
 type Building =
-  | { kind: "text"; text: string }
+  | { kind: "text"; text: string; tags?: ThinkTagSplitter }
   | { kind: "thinking"; text: string; signature: string }
   | { kind: "redacted"; data: string }
   | { kind: "tool"; id: string; name: string; json: string; input: unknown };
@@ -42,11 +50,14 @@ const STOP: Record<string, AssistantMessage["stopReason"]> = {
 };
 
 export class AnthropicProvider implements Provider {
-  readonly name = "anthropic";
+  readonly name: string;
   private readonly client: Anthropic;
   private readonly defaultMaxTokens: number;
+  /** Anthropic's own API (no base URL, or an anthropic.com one): thinking goes back only signed */
+  private readonly official: boolean;
 
   constructor(opts: AnthropicProviderOptions) {
+    this.name = opts.name ?? "anthropic";
     // an Anthropic-compatible local server may need no key; the SDK insists on one
     this.client = new Anthropic({
       ...(opts.authToken
@@ -58,6 +69,7 @@ export class AnthropicProvider implements Provider {
       fetch: httpTransport(),
     });
     this.defaultMaxTokens = opts.defaultMaxTokens ?? DEFAULT_MAX_TOKENS;
+    this.official = !opts.baseUrl || /^https:\/\/([a-z0-9-]+\.)*anthropic\.com(\/|$)/i.test(opts.baseUrl);
   }
 
   async *stream(req: ProviderRequest): AsyncIterable<ProviderStreamEvent> {
@@ -66,14 +78,15 @@ export class AnthropicProvider implements Provider {
     let usage: Usage | undefined;
     try {
       const system = toAnthropicSystem(req.system);
-      const level = thinkingAllowed(req.messages, this.name, req.model) ? req.thinking : undefined;
+      const level = thinkingAllowed(req.messages, this.name, req.model, !this.official) ? req.thinking : undefined;
       const { thinking, maxTokens } = anthropicThinking(level, req.maxTokens ?? this.defaultMaxTokens, req.maxTokens);
       const params: Anthropic.MessageCreateParamsStreaming = {
         model: req.model,
         max_tokens: maxTokens,
-        messages: toAnthropicMessages(req.messages, this.name, req.model),
+        messages: toAnthropicMessages(req.messages, this.name, req.model, { unsigned: !this.official }),
         stream: true,
         ...(thinking ? { thinking } : {}),
+        ...(req.temperature !== undefined && !thinking ? { temperature: req.temperature } : {}),
         ...(system ? { system } : {}),
         ...(req.tools.length > 0 ? { tools: toAnthropicTools(req.tools) } : {}),
       };
@@ -85,19 +98,26 @@ export class AnthropicProvider implements Provider {
             break;
           case "content_block_start": {
             const b = ev.content_block;
-            if (b.type === "text") blocks.set(ev.index, { kind: "text", text: b.text ?? "" });
+            const tags = b.type === "text" ? thinkTagSplitter(req.reasoningTags) : undefined;
+            if (b.type === "text") blocks.set(ev.index, { kind: "text", text: tags ? "" : b.text ?? "", ...(tags ? { tags } : {}) });
             else if (b.type === "thinking") blocks.set(ev.index, { kind: "thinking", text: b.thinking ?? "", signature: b.signature ?? "" });
             else if (b.type === "redacted_thinking") blocks.set(ev.index, { kind: "redacted", data: b.data });
             else if (b.type === "tool_use") blocks.set(ev.index, { kind: "tool", id: b.id, name: b.name, json: "", input: b.input });
-            if (b.type === "text" && b.text) yield { type: "text_delta", text: b.text };
+            if (b.type === "text" && b.text) {
+              if (tags) yield* pieces(tags.push(b.text));
+              else yield { type: "text_delta", text: b.text };
+            }
             break;
           }
           case "content_block_delta": {
             const b = blocks.get(ev.index);
             const d = ev.delta;
             if (d.type === "text_delta" && b?.kind === "text") {
-              b.text += d.text;
-              if (d.text) yield { type: "text_delta", text: d.text };
+              if (b.tags) yield* pieces(b.tags.push(d.text));
+              else {
+                b.text += d.text;
+                if (d.text) yield { type: "text_delta", text: d.text };
+              }
             } else if (d.type === "thinking_delta" && b?.kind === "thinking") {
               b.text += d.thinking;
               if (d.thinking) yield { type: "thinking_delta", text: d.thinking };
@@ -129,6 +149,11 @@ export class AnthropicProvider implements Provider {
     let calls = 0;
     for (const [index, b] of [...blocks.entries()].sort((x, y) => x[0] - y[0])) {
       if (b.kind === "text") {
+        if (b.tags) {
+          yield* pieces(b.tags.end());
+          if (b.tags.thinking) content.push({ type: "thinking", text: b.tags.thinking });
+          b.text = b.tags.text;
+        }
         if (b.text) content.push({ type: "text", text: b.text });
       } else if (b.kind === "thinking") {
         content.push({ type: "thinking", text: b.text, ...(b.signature ? { signature: b.signature } : {}) });
@@ -176,14 +201,15 @@ function toUsage(u: WireUsage, prev: Usage | undefined): Usage {
 /**
  * With thinking on, the API wants the assistant turn whose tool calls are being answered to begin
  * with its own signed thinking block. After a switch from another provider or model mid-tool-loop
- * that block does not exist, so thinking stays off until the next user turn.
+ * that block does not exist, so thinking stays off until the next user turn. (`unsigned`: a
+ * compatible endpoint, whose own thinking may carry no signature.)
  */
-export function thinkingAllowed(messages: ProviderRequest["messages"], provider: string, model: string): boolean {
+export function thinkingAllowed(messages: ProviderRequest["messages"], provider: string, model: string, unsigned = false): boolean {
   if (messages[messages.length - 1]?.role !== "tool_result") return true;
   for (let i = messages.length - 1; i >= 0; i--) {
     const m = messages[i]!;
     if (m.role === "user") return true;
-    if (m.role === "assistant") return m.provider === provider && m.model === model && m.content.some((b) => b.type === "thinking" && !!b.signature);
+    if (m.role === "assistant") return m.provider === provider && m.model === model && m.content.some((b) => b.type === "thinking" && (!!b.signature || (unsigned && b.text !== "")));
   }
   return true;
 }

@@ -5,17 +5,23 @@
  * chunk (`done: true`) carries done_reason and the token counts. A client is made per call so
  * the run's signal (and an idle timeout: no chunk for `timeoutMs`) reaches the fetch. The client
  * library is imported on the first call (most deployments never use Ollama; see lazy.ts).
+ * A model that writes `<think>…</think>` into its content (DeepSeek-R1, QwQ, an Ollama without
+ * `think` support) has it split out into thinking (think-tags.ts, per `req.reasoningTags`).
+ * A temperature goes as `options.temperature`.
  */
 import type { ChatResponse } from "ollama/browser";
 import { emptyUsage, LurkError, type AssistantMessage, type ContentBlock, type Usage } from "../../../shared/contract/index.js";
 import { fromOllamaToolCall, toOllamaMessages, toOllamaTools } from "./ollama-convert.js";
 import { classifyOllamaError } from "./ollama-errors.js";
+import { pieces, thinkTagSplitter } from "./think-tags.js";
 import { ollamaThink } from "./thinking.js";
 import type { Provider, ProviderRequest, ProviderStreamEvent, ToolCallBlock } from "./types.js";
 
 export const DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434";
 
 export interface OllamaProviderOptions {
+  /** the provider name (a named instance's, config-providers.ts); default the API's own */
+  name?: string;
   /** OLLAMA_HOST: `http://host:port`, `host:port` or `:port` */
   host?: string;
   /** sent as `Authorization: Bearer` (a hosted Ollama); a local one needs none */
@@ -29,11 +35,12 @@ export interface OllamaProviderOptions {
 const STOP: Record<string, AssistantMessage["stopReason"]> = { stop: "end_turn", length: "max_tokens", load: "end_turn", unload: "end_turn" };
 
 export class OllamaProvider implements Provider {
-  readonly name = "ollama";
+  readonly name: string;
   readonly host: string;
 
   constructor(private readonly opts: OllamaProviderOptions) {
     this.host = opts.host?.trim() || DEFAULT_OLLAMA_HOST;
+    this.name = opts.name ?? "ollama";
   }
 
   async *stream(req: ProviderRequest): AsyncIterable<ProviderStreamEvent> {
@@ -69,6 +76,8 @@ export class OllamaProvider implements Provider {
     let thinking = "";
     let doneReason: string | undefined;
     let usage: Usage | undefined;
+    const tags = thinkTagSplitter(req.reasoningTags);
+    const options = { ...(req.maxTokens ? { num_predict: req.maxTokens } : {}), ...(req.temperature !== undefined ? { temperature: req.temperature } : {}) };
     const errorCtx = () => ({ host: this.host, model: req.model, aborted: req.signal.aborted, timedOut, timeoutMs: this.opts.timeoutMs });
     try {
       arm();
@@ -76,7 +85,7 @@ export class OllamaProvider implements Provider {
         model: req.model,
         messages: toOllamaMessages(req.system, req.messages),
         ...(req.tools.length > 0 ? { tools: toOllamaTools(req.tools) } : {}),
-        ...(req.maxTokens ? { options: { num_predict: req.maxTokens } } : {}),
+        ...(Object.keys(options).length > 0 ? { options } : {}),
         ...(req.thinking ? { think: ollamaThink(req.thinking, req.model) } : {}),
         stream: true,
       });
@@ -88,8 +97,11 @@ export class OllamaProvider implements Provider {
           yield { type: "thinking_delta", text: m.thinking };
         }
         if (typeof m?.content === "string" && m.content) {
-          text += m.content;
-          yield { type: "text_delta", text: m.content };
+          if (tags) yield* pieces(tags.push(m.content));
+          else {
+            text += m.content;
+            yield { type: "text_delta", text: m.content };
+          }
         }
         for (const tc of Array.isArray(m?.tool_calls) ? m.tool_calls : []) calls.push(fromOllamaToolCall(tc));
         if (chunk.done) {
@@ -109,6 +121,11 @@ export class OllamaProvider implements Provider {
     if (req.signal.aborted) {
       yield { type: "error", error: classifyOllamaError(undefined, errorCtx()) };
       return;
+    }
+    if (tags) {
+      yield* pieces(tags.end());
+      text = tags.text;
+      thinking = thinking && tags.thinking ? `${thinking}\n${tags.thinking}` : thinking || tags.thinking;
     }
     const content: ContentBlock[] = [];
     if (thinking) content.push({ type: "thinking", text: thinking });

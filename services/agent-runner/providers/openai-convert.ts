@@ -1,7 +1,9 @@
 /**
  * The provider-neutral message model -> OpenAI chat-completions messages and tools.
  * Assistant tool calls become `tool_calls` (arguments re-serialized), tool results become
- * `role: "tool"` messages; thinking blocks are not sent (chat completions has no field for them).
+ * `role: "tool"` messages; thinking blocks are not sent (chat completions has no field for them),
+ * except with `replay` (a model that wants its inline reasoning back, e.g. MiniMax): that model's
+ * own thinking goes before its text as `<think>…</think>`, as it wrote it.
  * A PDF (document block with its bytes) is a `file` part: its name and a base64 data URL.
  * Images a tool returned: a `tool` message takes only text, so each image is named there and
  * sent in one user message right after the turn's last tool message (never between two: the API
@@ -15,7 +17,7 @@ import { pdfFallbackNote } from "../pdf-input.js";
 type Param = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 type UserPart = OpenAI.Chat.Completions.ChatCompletionContentPart;
 
-export function toOpenAIMessages(system: string, messages: LlmMessage[]): Param[] {
+export function toOpenAIMessages(system: string, messages: LlmMessage[], replay?: { provider: string; model: string }): Param[] {
   const out: Param[] = [];
   if (system) out.push({ role: "system", content: system });
   /** images of the tool messages since the last other message: sent after the last of them */
@@ -42,7 +44,10 @@ export function toOpenAIMessages(system: string, messages: LlmMessage[]): Param[
       const onlyText = parts.every((p) => p.type === "text");
       out.push({ role: "user", content: onlyText ? parts.map((p) => (p as { text: string }).text).join("\n") : parts });
     } else if (m.role === "assistant") {
-      const text = m.content.filter((b) => b.type === "text").map((b) => b.text).join("");
+      let text = m.content.filter((b) => b.type === "text").map((b) => b.text).join("");
+      const thought = replay && m.provider === replay.provider && m.model === replay.model
+        ? m.content.filter((b) => b.type === "thinking" && !b.redacted).map((b) => (b as { text: string }).text).join("\n") : "";
+      if (thought) text = `<think>\n${thought}\n</think>\n\n${text}`;
       const calls = m.content.filter((b) => b.type === "tool_call");
       const param: OpenAI.Chat.Completions.ChatCompletionAssistantMessageParam = { role: "assistant", content: text };
       if (calls.length > 0) {

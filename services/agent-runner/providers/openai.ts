@@ -5,6 +5,9 @@
  * The request body goes to the SDK as a ready JSON string (`client.post`, which is what
  * `chat.completions.create` calls): the tool list's JSON, most of the body, is serialized once
  * per catalog list rather than on every call.
+ * Reasoning arrives as `reasoning_content`/`reasoning` (DeepSeek, vLLM with a reasoning parser) or
+ * inline as `<think>…</think>` in the content (MiniMax, R1 distills, QwQ): the latter is split
+ * out into thinking (think-tags.ts, per `req.reasoningTags`) and never reaches the text.
  */
 import OpenAI from "openai";
 import { emptyUsage, type AssistantMessage, type ContentBlock, type ToolDefinition, type Usage } from "../../../shared/contract/index.js";
@@ -13,9 +16,12 @@ import { httpTransport } from "./http-transport.js";
 import { toolCallFromJson } from "./json-repair.js";
 import { openaiReasoningEffort } from "./thinking.js";
 import { toOpenAIMessages, toOpenAITools } from "./openai-convert.js";
+import { pieces, thinkTagSplitter } from "./think-tags.js";
 import type { Provider, ProviderRequest, ProviderStreamEvent, ToolCallBlock } from "./types.js";
 
 export interface OpenAIProviderOptions {
+  /** the provider name (a named instance's, config-providers.ts); default the API's own */
+  name?: string;
   apiKey?: string;
   baseUrl?: string;
   timeoutMs: number;
@@ -29,11 +35,12 @@ const STOP: Record<string, AssistantMessage["stopReason"]> = {
 };
 
 export class OpenAIProvider implements Provider {
-  readonly name = "openai";
+  readonly name: string;
   private readonly client: OpenAI;
   private readonly official: boolean;
 
   constructor(opts: OpenAIProviderOptions) {
+    this.name = opts.name ?? "openai";
     // a local OpenAI-compatible server usually needs no key; the SDK insists on one
     this.client = new OpenAI({
       apiKey: opts.apiKey ?? "no-key",
@@ -51,14 +58,16 @@ export class OpenAIProvider implements Provider {
     let thinking = "";
     let finish: string | null = null;
     let usage: Usage | undefined;
+    const tags = thinkTagSplitter(req.reasoningTags);
     try {
       const params: Omit<OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming, "tools"> = {
         model: req.model,
-        messages: toOpenAIMessages(req.system, req.messages),
+        messages: toOpenAIMessages(req.system, req.messages, req.reasoningReplay ? { provider: this.name, model: req.model } : undefined),
         stream: true,
         stream_options: { include_usage: true },
       };
       if (req.thinking) params.reasoning_effort = openaiReasoningEffort(req.thinking, req.model);
+      if (req.temperature !== undefined) params.temperature = req.temperature;
       if (req.maxTokens) {
         if (this.official) params.max_completion_tokens = req.maxTokens;
         else params.max_tokens = req.maxTokens;
@@ -83,8 +92,11 @@ export class OpenAIProvider implements Provider {
           yield { type: "thinking_delta", text: reasoning };
         }
         if (typeof delta?.content === "string" && delta.content) {
-          text += delta.content;
-          yield { type: "text_delta", text: delta.content };
+          if (tags) yield* pieces(tags.push(delta.content));
+          else {
+            text += delta.content;
+            yield { type: "text_delta", text: delta.content };
+          }
         }
         for (const tc of delta?.tool_calls ?? []) {
           const index = tc.index ?? 0;
@@ -103,6 +115,11 @@ export class OpenAIProvider implements Provider {
     if (req.signal.aborted) {
       yield { type: "error", error: classifyProviderError(undefined, this.name, true) };
       return;
+    }
+    if (tags) {
+      yield* pieces(tags.end());
+      text = tags.text;
+      thinking = thinking && tags.thinking ? `${thinking}\n${tags.thinking}` : thinking || tags.thinking;
     }
     const content: ContentBlock[] = [];
     if (thinking) content.push({ type: "thinking", text: thinking });

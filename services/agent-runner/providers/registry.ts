@@ -8,12 +8,15 @@
  * environment) first, then `providers.<name>.profiles`. A profile's fingerprint (a hash of its
  * key and endpoint) lets the auth state forget cooldowns of a key that was replaced. A profile
  * with a token or an OAuth client gets its secret per call (credentials.ts, credentialed.ts).
+ * A named provider instance (`providers.<name>` with an `api`, config-providers.ts) is a provider
+ * of its own: its refs are `<name>/model`, its profiles and cooldowns are its own, its client
+ * speaks its API and names itself `<name>` (so thinking signatures stay with it).
  */
 import { createHash } from "node:crypto";
 import type { KV } from "@nats-io/kv";
 import { LurkError } from "../../../shared/contract/index.js";
 import type { LurkConfig } from "../../../shared/runtime/config.js";
-import { PROVIDER_NAMES, providerProfiles, type OAuthClientConfig, type ProviderName, type ResolvedProfileConfig } from "../../../shared/runtime/config-providers.js";
+import { providerApi, providerNames, providerProfiles, PROVIDER_NAMES, type OAuthClientConfig, type ResolvedProfileConfig } from "../../../shared/runtime/config-providers.js";
 import { ClientCredentials, RefreshedTokens, StaticToken, type CredentialSource } from "../credentials.js";
 import { resolveModelRef } from "../../../shared/runtime/models.js";
 import { CredentialedProvider } from "./credentialed.js";
@@ -97,8 +100,8 @@ export class ProviderRegistry {
       provider: providerName, id, ...(apiKey ? { apiKey } : {}), ...(credential ? { credential } : {}), ...(baseUrl ? { baseUrl } : {}),
       fingerprint: fingerprint(apiKey, baseUrl, credential),
     });
-    const out: AuthProfile[] = (PROVIDER_NAMES as readonly string[]).includes(providerName)
-      ? providerProfiles(this.config.providers, providerName as ProviderName).profiles.map((p) => make(p.id, p.apiKey, p.baseUrl, credentialOf(p)))
+    const out: AuthProfile[] = providerApi(this.config.providers, providerName)
+      ? providerProfiles(this.config.providers, providerName).profiles.map((p) => make(p.id, p.apiKey, p.baseUrl, credentialOf(p)))
       : [];
     this.profileCache.set(providerName, out);
     return out;
@@ -113,8 +116,8 @@ export class ProviderRegistry {
     if (!providerName || !model) {
       throw new LurkError("CONFIG_INVALID", `model "${ref}" is not provider/model; use e.g. LURKBOT_MODEL=openai/gpt-4o-mini`);
     }
-    if (!(KNOWN_PROVIDERS as readonly string[]).includes(providerName)) {
-      throw new LurkError("CONFIG_INVALID", `unknown model provider "${providerName}" in "${ref}"; supported: ${KNOWN_PROVIDERS.join(", ")} (e.g. LURKBOT_MODEL=openai/gpt-4o-mini)`);
+    if (!providerApi(this.config.providers, providerName)) {
+      throw new LurkError("CONFIG_INVALID", `unknown model provider "${providerName}" in "${ref}"; supported: ${this.providerNames().join(", ")} (e.g. LURKBOT_MODEL=openai/gpt-4o-mini; another endpoint of an API: providers.<name>.api)`);
     }
     return { providerName, model, ref };
   }
@@ -127,7 +130,15 @@ export class ProviderRegistry {
     return { ...parsed, provider: this.providerFor(profile), profile };
   }
 
+  /** the built-in providers and the configured named instances */
+  providerNames(): string[] {
+    return providerNames(this.config.providers);
+  }
+
   missingCredentials(providerName: string, ref: string): LurkError {
+    if (!(PROVIDER_NAMES as readonly string[]).includes(providerName)) {
+      return new LurkError("PROVIDER_AUTH", `model ${ref} needs credentials for the provider instance "${providerName}": set providers.${providerName}.apiKey (or its baseUrl, or profiles) in config.json, then restart with \`npx lurkbot start\`.`);
+    }
     return providerName === "anthropic"
       ? new LurkError("PROVIDER_AUTH", `model ${ref} needs Anthropic credentials: set ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for an Anthropic-compatible endpoint such as MiniMax), then restart with \`npx lurkbot start\`.`)
       : new LurkError("PROVIDER_AUTH", `model ${ref} needs ${providerName === "openai" ? "OpenAI" : providerName} credentials: set OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible server), then restart with \`npx lurkbot start\`.`);
@@ -162,7 +173,7 @@ export class ProviderRegistry {
 
   private embedClient(profile: AuthProfile, secret: string | undefined): Embedder {
     const opts = { ...(secret ? { apiKey: secret } : {}), ...(profile.baseUrl ? { baseUrl: profile.baseUrl } : {}) };
-    switch (profile.provider) {
+    switch (providerApi(this.config.providers, profile.provider)) {
       case "openai":
         return new LazyEmbedder("openai", async () => new (await providerModules.openaiEmbed()).OpenAIEmbedder(opts));
       case "ollama":
@@ -178,18 +189,20 @@ export class ProviderRegistry {
   private client(profile: AuthProfile, secret: string | undefined, bearer: boolean): Provider {
     const timeoutMs = this.config.runs.llmTimeoutMs;
     const base = profile.baseUrl ? { baseUrl: profile.baseUrl } : {};
-    const creds = { ...(secret ? { apiKey: secret } : {}), ...base, timeoutMs };
-    switch (profile.provider) {
+    // a named instance's client names itself after the instance (AssistantMessage.provider)
+    const name = profile.provider;
+    const creds = { ...(secret ? { apiKey: secret } : {}), ...base, timeoutMs, name };
+    switch (providerApi(this.config.providers, profile.provider)) {
       case "openai":
         // OpenAI and compatible servers take keys and tokens alike as `Authorization: Bearer`
-        return new LazyProvider("openai", async () => new (await providerModules.openai()).OpenAIProvider(creds));
+        return new LazyProvider(name, async () => new (await providerModules.openai()).OpenAIProvider(creds));
       case "anthropic": {
-        const anthropic = bearer && secret ? { authToken: secret, ...base, timeoutMs } : creds;
-        return new LazyProvider("anthropic", async () => new (await providerModules.anthropic()).AnthropicProvider(anthropic));
+        const anthropic = bearer && secret ? { authToken: secret, ...base, timeoutMs, name } : creds;
+        return new LazyProvider(name, async () => new (await providerModules.anthropic()).AnthropicProvider(anthropic));
       }
       case "ollama":
         // imports its client library itself on the first call; a key or token goes as Bearer
-        return new OllamaProvider({ ...(profile.baseUrl ? { host: profile.baseUrl } : {}), ...(secret ? { apiKey: secret } : {}), timeoutMs });
+        return new OllamaProvider({ ...(profile.baseUrl ? { host: profile.baseUrl } : {}), ...(secret ? { apiKey: secret } : {}), timeoutMs, name });
       default:
         throw new LurkError("CONFIG_INVALID", `unknown model provider "${profile.provider}"; supported: ${KNOWN_PROVIDERS.join(", ")}`);
     }

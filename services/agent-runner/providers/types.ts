@@ -9,6 +9,7 @@
  * classified LurkError (PROVIDER_* codes, ABORTED when the signal fired).
  */
 import type { AssistantMessage, LlmMessage, LurkError, ToolDefinition, Usage } from "../../../shared/contract/index.js";
+import type { ReasoningTagMode } from "./think-tags.js";
 import type { ThinkLevel } from "./thinking.js";
 
 export interface ToolCallBlock {
@@ -30,6 +31,12 @@ export interface ProviderRequest {
   maxTokens?: number;
   /** set only for models that support thinking (shared/runtime/models.ts); absent: the provider's default */
   thinking?: ThinkLevel;
+  /** sampling temperature; absent: none is sent (the provider's default). Anthropic leaves it out while thinking is on */
+  temperature?: number;
+  /** inline `<think>` reasoning in the text (think-tags.ts); absent: "auto" */
+  reasoningTags?: ReasoningTagMode;
+  /** OpenAI-compatible: this model's own earlier thinking goes back as `<think>…</think>` before its text */
+  reasoningReplay?: boolean;
 }
 
 export type ProviderStreamEvent =

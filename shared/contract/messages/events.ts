@@ -1,6 +1,6 @@
 /** `lurk.evt.<actor>.<event>`: monitoring events any actor publishes (core, fire-and-forget). */
 import { z } from "zod";
-import { agentIdSchema, channelNameSchema, conversationSchema, peerSchema, senderSchema, sessionKeySchema } from "../common.js";
+import { agentIdSchema, channelNameSchema, conversationSchema, originSchema, peerSchema, senderSchema, sessionKeySchema, sessionTypeSchema } from "../common.js";
 import { defineMessage, idSchema } from "../envelope.js";
 
 export const actorEventSchema = defineMessage("lurk.actor.event.v1", {
@@ -55,6 +55,23 @@ export const sessionsResetDataSchema = z.object({
   sessionId: z.string().max(200).optional(),
 });
 export type SessionsResetData = z.infer<typeof sessionsResetDataSchema>;
+
+/**
+ * Data of `lurk.evt.sessions.created`: the sessions actor created a session's entry (its first
+ * `ensure` or run). The hooks actor turns it into `session:start`. `origin` is where the session
+ * first talked, when the entry was created by a message.
+ */
+export const sessionsCreatedDataSchema = z.object({
+  sessionKey: sessionKeySchema,
+  agentId: agentIdSchema,
+  sessionId: z.string().max(200),
+  sessionType: sessionTypeSchema,
+  channel: channelNameSchema.optional(),
+  origin: originSchema.optional(),
+  parentSessionKey: sessionKeySchema.optional(),
+  label: z.string().max(200).optional(),
+});
+export type SessionsCreatedData = z.infer<typeof sessionsCreatedDataSchema>;
 
 /** Data of `lurk.evt.sessions.delete`: a session's entry and transcript were deleted (`lurkbot sessions delete`, a finished subagent's child session). */
 export const sessionsDeleteDataSchema = z.object({

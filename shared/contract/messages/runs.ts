@@ -32,6 +32,8 @@ export const runRequestSchema = defineMessage("lurk.run.request.v1", {
   options: z.object({
     model: z.string().max(200).optional(),
     thinking: thinkLevelSchema.optional(),
+    /** sampling temperature for this run's model calls (wins over the agent's and the model's) */
+    temperature: z.number().min(0).max(2).optional(),
     verbose: verboseLevelSchema.optional(),
     reasoning: reasoningLevelSchema.optional(),
     /** the session's `/tts` (or the message's directive): overrides tts.auto for this run */

@@ -93,6 +93,12 @@ export const sessionsHistoryRequest = defineMessage("lurk.sessions.history.v1", 
   beforeSeq: z.number().int().min(0).optional(),
 });
 /**
+ * Every transcript of a session: the current one and those earlier resets ended (found through
+ * their runs, so a transcript no run wrote to is not listed), oldest first. Page through each
+ * with sessions.history `sessionId`.
+ */
+export const sessionsTranscriptsRequest = defineMessage("lurk.sessions.transcripts.v1", key);
+/**
  * Token usage of a run (its end), added to the session's counters: `usage` is the total and
  * `model`/`provider` the model the run ended on. `parts` splits it by model and purpose (a
  * failover, compaction and speech summaries on other models): the usage ledger books each part
@@ -175,6 +181,16 @@ export const sessionListReply = z.object({ sessions: z.array(sessionEntrySchema)
  * message size; ask again with `beforeSeq` (shared/runtime/session-history.ts pages for you).
  */
 export const historyReply = z.object({ session: sessionEntrySchema.nullable(), records: z.array(transcriptRecordSchema), truncated: z.boolean().optional() });
+export const transcriptInfoSchema = z.object({
+  sessionId: idSchema,
+  records: z.number().int().nonnegative(),
+  firstTs: timestampSchema.optional(),
+  lastTs: timestampSchema.optional(),
+  current: z.boolean(),
+});
+export type TranscriptInfo = z.infer<typeof transcriptInfoSchema>;
+/** `session` null: no such session (and no transcripts) */
+export const transcriptsReply = z.object({ session: sessionEntrySchema.nullable(), transcripts: z.array(transcriptInfoSchema) });
 export const appendReply = z.object({ appended: z.number().int(), duplicates: z.number().int(), lastSeq: z.number().int() });
 export const runRecordsReply = z.object({
   records: z.array(transcriptRecordSchema),

@@ -5,8 +5,12 @@
 export const HOOK_EVENT_TYPES = ["command", "session", "agent", "gateway"] as const;
 export type HookEventType = (typeof HOOK_EVENT_TYPES)[number];
 
-/** The events LurkBot fires (commands: any chat command the router handles, as `command:<name>`). */
-export const KNOWN_HOOK_EVENTS = ["command:<name>", "session:reset", "agent:run_end", "gateway:startup"] as const;
+/**
+ * The events LurkBot fires (commands: any chat command the router handles, as `command:<name>`).
+ * `agent:bootstrap` is the one whose handlers change something in place: the run's bootstrap
+ * files (`event.context.bootstrapFiles`) before they go into its system prompt.
+ */
+export const KNOWN_HOOK_EVENTS = ["command:<name>", "session:start", "session:reset", "agent:bootstrap", "agent:run_end", "gateway:startup"] as const;
 
 /**
  * Extra context a hook may ask for in its HOOK.md (`metadata.lurkbot.context`); the actor adds it

@@ -1,0 +1,53 @@
+/**
+ * Recording a system inject that does not wake the agent (`wake: "next-heartbeat"`) as a pending
+ * system event of its session (the contract: shared/runtime/system-events.ts). The session's
+ * transcript tail says what is pending: an inject repeating the last pending event's text is
+ * dropped (debug log); otherwise it is appended with `meta.pending`, and once more than
+ * MAX_PENDING_SYSTEM_EVENTS wait, an info log says how many the next prompt leaves out.
+ * Injects of one session are recorded one at a time (SessionChain), in the order they came.
+ */
+import type { SystemInject } from "../../shared/contract/index.js";
+import type { ActorRuntime } from "../../shared/runtime/actor.js";
+import { MAX_PENDING_SYSTEM_EVENTS, pendingTail } from "../../shared/runtime/system-events.js";
+
+/** records read from the tail: enough to step over a few context notes to the last pending event */
+const TAIL_RECORDS = 8;
+
+export type Recorded = "recorded" | "repeat";
+
+export async function recordPendingEvent(rt: ActorRuntime, msg: SystemInject): Promise<Recorded> {
+  const id = `inject:${msg.id}`;
+  const { records } = await rt.client.call("sessions", "history", { sessionKey: msg.sessionKey, limit: TAIL_RECORDS });
+  const tail = pendingTail(records);
+  // a redelivery finds its own record: appending again is a no-op (same id)
+  if (tail.last && tail.last.id !== id && tail.last.text === msg.text) {
+    rt.log.debug({ sessionKey: msg.sessionKey, source: msg.source }, "a system event repeating the last pending one was dropped");
+    return "repeat";
+  }
+  const pending = tail.last?.id === id ? tail.count : tail.count + 1;
+  await rt.client.call("sessions", "append", {
+    sessionKey: msg.sessionKey,
+    records: [{ id, ts: msg.ts, kind: "system_event", text: msg.text, meta: { source: msg.source, pending } }],
+  });
+  if (pending > MAX_PENDING_SYSTEM_EVENTS) {
+    rt.log.info({ sessionKey: msg.sessionKey, pending, dropped: pending - MAX_PENDING_SYSTEM_EVENTS },
+      `more than ${MAX_PENDING_SYSTEM_EVENTS} system events wait for the session's next run: its prompt leaves out the oldest`);
+  }
+  return "recorded";
+}
+
+/** Runs the tasks of one key one after another (in call order); keys run in parallel. */
+export class SessionChain {
+  private readonly tails = new Map<string, Promise<unknown>>();
+
+  run<T>(key: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.tails.get(key) ?? Promise.resolve();
+    const next = previous.then(task, task);
+    const tail = next.catch(() => undefined);
+    this.tails.set(key, tail);
+    void tail.then(() => {
+      if (this.tails.get(key) === tail) this.tails.delete(key);
+    });
+    return next;
+  }
+}
