@@ -389,7 +389,7 @@ describe("lurkbot streams", () => {
         const { jetstreamManager } = await import("@nats-io/jetstream");
         const names: string[] = [];
         for await (const si of (await jetstreamManager(admin)).streams.list()) names.push(si.config.name);
-        assert.deepEqual(names.sort(), ["KV_lurk_approvals", "KV_lurk_auth", "KV_lurk_cron_fires", "KV_lurk_cron_jobs", "KV_lurk_heartbeat", "KV_lurk_leases", "KV_lurk_router", "KV_lurk_subagents", "LURK_DEADLETTER", "LURK_INBOUND", "LURK_OUTBOUND", "LURK_RUNS", "LURK_SESSIONS", "OBJ_lurk_media"], "the streams, the lease bucket, the cron buckets, the approvals, heartbeat, subagents, router and auth buckets, the media store");
+        assert.deepEqual(names.sort(), ["KV_lurk_approvals", "KV_lurk_auth", "KV_lurk_cron_fires", "KV_lurk_cron_jobs", "KV_lurk_heartbeat", "KV_lurk_hooks", "KV_lurk_leases", "KV_lurk_router", "KV_lurk_subagents", "LURK_DEADLETTER", "LURK_HOOK_EVENTS", "LURK_INBOUND", "LURK_OUTBOUND", "LURK_RUNS", "LURK_SESSIONS", "OBJ_lurk_media"], "the streams (the hooks' events too), the lease bucket, the cron buckets, the approvals, heartbeat, subagents, router, auth and hooks buckets, the media store");
       } finally {
         await admin.close();
       }

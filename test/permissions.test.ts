@@ -139,11 +139,14 @@ describe("nats.conf permissions", () => {
       assert.ok(err, "the server refused the subscription");
       assert.match(err.message, /permission/i);
       await nc.close();
+    // commands, resets and new sessions reach it through its durable consumer of LURK_HOOK_EVENTS only
+    ["hooks", "lurk.evt.router.command"],
+    ["hooks", "lurk.evt.sessions.reset"],
     });
   }
 
   // lurk.tools.explain: every actor serving tools answers `lurkbot tools --explain` for its own (shared/runtime/tool-serve.ts)
-  for (const [user, subject] of [["router", "lurk.run.evt.*.done"], ["channel-telegram", "lurk.run.evt.>"], ["cli", "lurk.out.cli.>"], ["tools", "_INBOX_tools.>"], ["browser", "lurk.tools.explain"], ["tools-ext", "lurk.tools.explain"], ["browser", "lurk.tools.call.browser_evaluate"], ["channel-web", "lurk.tools.call.canvas"], ["channel-web", "lurk.tools.list"], ["channel-web", "lurk.evt.sessions.reset"], ["channel-web", "lurk.evt.sessions.delete"], ["hooks", "lurk.evt.router.command"], ["hooks", "lurk.evt.sessions.reset"], ["hooks", "lurk.run.evt.*.error"]] as const) {
+  for (const [user, subject] of [["router", "lurk.run.evt.*.done"], ["channel-telegram", "lurk.run.evt.>"], ["cli", "lurk.out.cli.>"], ["tools", "_INBOX_tools.>"], ["browser", "lurk.tools.explain"], ["tools-ext", "lurk.tools.explain"], ["browser", "lurk.tools.call.browser_evaluate"], ["channel-web", "lurk.tools.call.canvas"], ["channel-web", "lurk.tools.list"], ["channel-web", "lurk.evt.sessions.reset"], ["channel-web", "lurk.evt.sessions.delete"], ["hooks", "lurk.run.evt.*.error"]] as const) {
     it(`${user} can subscribe ${subject}`, async () => {
       const nc = await nats.connect(user, { reconnect: false });
       assert.equal(await trySubscribe(nc, subject), null);
