@@ -2,12 +2,22 @@
  * The Matrix channel: event mapping, message content and config rules (pure), the audit rules,
  * and end to end with the whole system, the fake LLM and a local homeserver
  * (test/fakes/matrix-server.ts) speaking the Client-Server API v3 wire format: /sync long polls
- * with next_batch, PUT send with txnId dedup, media upload/download, typing, invites and joins.
+ * with next_batch and limited timelines, /messages pages, room state, PUT send with txnId dedup,
+ * media upload/download, typing, invites and joins.
  */
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, beforeEach, describe, it } from "node:test";
+import { jetstream } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { envelope, inboundMessageSchema, STREAMS, subjects, type InboundMessage } from "../shared/contract/index.js";
+import { DeliveryError } from "../shared/runtime/channel/index.js";
+import { MatrixApi } from "../services/channel-matrix/api.js";
+import { EncryptionGate } from "../services/channel-matrix/encryption.js";
+import { DisplayNames } from "../services/channel-matrix/names.js";
+import { MatrixState } from "../services/channel-matrix/rooms.js";
 import { toMatrixHtml } from "../shared/runtime/channel/markdown.js";
 import { matrixChannelSchema } from "../shared/runtime/config-channels.js";
 import { parseConfig } from "../shared/runtime/config.js";
@@ -20,8 +30,10 @@ import { waitFor } from "./harness/actors.js";
 import { runCli } from "./harness/cli.js";
 import { TestSystem } from "./harness/system.js";
 
+const S = subjects();
 const BOT = { userId: "@lurk:test.local", displayName: "Lurk" };
 const ANN = "@ann:test.local";
+const BOB = "@bob:test.local";
 const ROOM = "!abc123:test.local";
 /** a 1x1 PNG */
 const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64");
@@ -97,6 +109,49 @@ describe("matrix event mapping and content", () => {
   });
 });
 
+describe("matrix bounds and encryption state", () => {
+  it("keeps at most its cap of display names, least recently used first out", () => {
+    const names = new DisplayNames(3);
+    for (const u of ["@a:s", "@b:s", "@c:s"]) names.set(ROOM, u, u.slice(1, 2));
+    assert.equal(names.get(ROOM, "@a:s"), "a", "a is used again");
+    names.set(ROOM, "@d:s", "d");
+    assert.equal(names.size, 3);
+    assert.equal(names.get(ROOM, "@b:s"), undefined, "the least recently used went");
+    assert.deepEqual(["@a:s", "@c:s", "@d:s"].map((u) => names.get(ROOM, u)), ["a", "c", "d"]);
+    for (let i = 0; i < 10_000; i++) names.set(`!r${i}:s`, ANN, `name ${i}`);
+    assert.equal(names.size, 3, "bounded under churn");
+    names.forget("!r9999:s");
+    assert.equal(names.get("!r9999:s", ANN), undefined);
+  });
+
+  it("asks the homeserver once about a room it has no record of (404: not encrypted) and refuses to send into an encrypted one", async () => {
+    const hs = await FakeMatrixServer.start();
+    const dir = mkdtempSync(join(tmpdir(), "lurk-matrix-gate-"));
+    const state = new MatrixState(dir);
+    try {
+      const gate = new EncryptionGate(new MatrixApi(hs.url, hs.token), state);
+      const plain = hs.createRoom({ members: [ANN] });
+      const secret = hs.createRoom({ members: [ANN], encrypted: true });
+      assert.equal(await gate.isEncrypted(plain), false);
+      assert.equal(await gate.isEncrypted(plain), false);
+      assert.deepEqual(hs.stateLookups, [plain], "looked up once, then kept");
+      assert.equal(state.room(plain).encrypted, false);
+      await assert.rejects(gate.assertSendable(secret, "reply"), (err: DeliveryError) => err instanceof DeliveryError && err.opts.permanent === true && /end-to-end encrypted room/.test(err.message));
+      assert.equal(state.room(secret).encrypted, true);
+      await gate.assertSendable(plain, "reply");
+      await state.updateRoom(plain, { encrypted: true });
+      await assert.rejects(gate.assertSendable(plain, "typing notification"), /encrypted/, "the record marked by the sync wins");
+      assert.deepEqual(hs.stateLookups, [plain, secret]);
+      const gone = "!gone:test.local";
+      await assert.rejects(gate.assertSendable(gone, "reply"), (err: DeliveryError) => err.opts.permanent === true && /M_FORBIDDEN/.test(err.message), "a room the bot is not in: the homeserver's 403, for good");
+    } finally {
+      await state.close();
+      rmSync(dir, { recursive: true, force: true });
+      await hs.close();
+    }
+  });
+});
+
 describe("matrix channel end to end", () => {
   let system: TestSystem;
   let hs: FakeMatrixServer;
@@ -105,18 +160,34 @@ describe("matrix channel end to end", () => {
   const OWNER = "@owner:test.local";
   const routing = { dm: { policy: "open" }, groups: { requireMention: true }, commands: { owners: [`matrix:${OWNER}`] } };
 
+  let admin: NatsConnection;
+  const receipts: { deliveryId: string; status: string; error?: string }[] = [];
+  /** every inbound publish of the channel (JetStream dedup or not): message id and text */
+  const published: { id: string; text: string }[] = [];
+  const writeConfig = (extra: Record<string, unknown> = {}) => writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({
+    channels: { matrix: { enabled: true, homeserverUrl: hs.url, userId: hs.userId, syncTimeoutMs: 2_000, ...extra } },
+    routing,
+  }));
+
   before(async () => {
     hs = await FakeMatrixServer.start();
     historyRoom = hs.createRoom({ members: ["@old:test.local"] });
     hs.userMessage(historyRoom, "@old:test.local", { msgtype: "m.text", body: "old history, never answer" });
     system = await TestSystem.start({ fake: { chunkDelayMs: 20 }, config: { routing }, env: { LURKBOT_MATRIX_ACCESS_TOKEN: hs.token } });
-    writeFileSync(join(system.nats.home, "config.json"), JSON.stringify({
-      channels: { matrix: { enabled: true, homeserverUrl: hs.url, userId: hs.userId, syncTimeoutMs: 2_000 } },
-      routing,
-    }));
+    writeConfig();
+    admin = await system.nats.connect("admin");
+    admin.subscribe(S.eventsOf("channel-matrix"), {
+      callback: (_e, m) => {
+        const { data } = m.json<{ data: { deliveryId?: string; status?: string; error?: string } }>();
+        if (data.deliveryId) receipts.push({ deliveryId: data.deliveryId, status: data.status ?? "", ...(data.error ? { error: data.error } : {}) });
+      },
+    });
+    admin.subscribe(S.inbound("matrix"), { callback: (_e, m) => { const msg = m.json<{ id: string; text: string }>(); published.push({ id: msg.id, text: msg.text }); } });
+    await admin.flush();
     await system.startActor("channel-matrix");
   });
   after(async () => {
+    await admin?.close();
     await system?.actors.get("channel-matrix")?.stop();
     await system?.stop();
     await hs?.close();
@@ -257,6 +328,109 @@ describe("matrix channel end to end", () => {
     assert.deepEqual(sends.map((s) => s.status), [429, 200]);
     assert.ok(sends[1]!.at - sends[0]!.at >= 650, `waited ${sends[1]!.at - sends[0]!.at} ms of the 700 asked`);
     assert.equal(sends[0]!.txnId, sends[1]!.txnId);
+  });
+
+  /** the texts of the messages LURK_INBOUND holds for `roomId`, in stream order */
+  const storedTexts = async (roomId: string): Promise<string[]> => {
+    const consumer = await jetstream(admin).consumers.get(STREAMS.inbound, { filter_subjects: S.inbound("matrix") });
+    const out: InboundMessage[] = [];
+    for await (const m of await consumer.fetch({ max_messages: 5_000, expires: 2_000 })) {
+      out.push(inboundMessageSchema.parse(m.json()));
+      if (m.info.pending === 0) break;
+    }
+    return out.filter((m) => roomOf(m.conversation) === roomId).map((m) => m.text);
+  };
+  const restartWhile = async (during: () => void) => {
+    await system.actors.get("channel-matrix")!.stop();
+    during();
+    await system.startActor("channel-matrix");
+  };
+  const output = () => system.actors.get("channel-matrix")!.output();
+
+  it("a gap of 120 messages while down is caught up with /messages: all stored in order, nothing older again (with `to`, and by the last event id when the server ignores `to`); beyond catchUpMax the oldest are skipped with a warning", async () => {
+    const room = hs.createRoom({ members: [ANN, BOB] });
+    hs.userMessage(room, ANN, { msgtype: "m.text", body: "warm-up" });
+    await waitFor(async () => (await storedTexts(room)).includes("warm-up") || undefined, 20_000, "the room seen");
+    const texts = (prefix: string, from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => `${prefix} ${from + i}`);
+    const say = (list: string[]) => list.forEach((t) => hs.userMessage(room, t.endsWith("0") ? BOB : ANN, { msgtype: "m.text", body: t }));
+
+    const syncsBefore = hs.syncs.length;
+    await restartWhile(() => say(texts("gap", 1, 120)));
+    await waitFor(async () => (await storedTexts(room)).includes("gap 120") || undefined, 30_000, "the gap stored");
+    assert.deepEqual(await storedTexts(room), ["warm-up", ...texts("gap", 1, 120)], "every message, in order");
+    const resumedFrom = hs.syncs[syncsBefore]!.since;
+    const pages = hs.messagesCalls.filter((c) => c.roomId === room);
+    assert.ok(pages.length >= 1 && pages.every((c) => c.to === resumedFrom), "paged back to the previous sync position (`to`)");
+
+    // a server that ignores `to`: the catch-up stops at the room's last event taken
+    hs.ignoreMessagesTo = true;
+    const before = published.length;
+    try {
+      await restartWhile(() => say(texts("again", 1, 120)));
+      await waitFor(async () => (await storedTexts(room)).includes("again 120") || undefined, 30_000, "the second gap stored");
+    } finally {
+      hs.ignoreMessagesTo = false;
+    }
+    assert.deepEqual(await storedTexts(room), ["warm-up", ...texts("gap", 1, 120), ...texts("again", 1, 120)]);
+    assert.deepEqual(published.slice(before).map((p) => p.text), texts("again", 1, 120), "no message from before the gap published again");
+
+    writeConfig({ catchUpMax: 30 });
+    try {
+      await restartWhile(() => say(texts("third", 1, 120)));
+      await waitFor(async () => (await storedTexts(room)).includes("third 120") || undefined, 30_000, "the third gap stored");
+    } finally {
+      writeConfig();
+    }
+    // 50 in the sync's timeline, 30 more from /messages
+    assert.deepEqual((await storedTexts(room)).slice(241), texts("third", 41, 120));
+    assert.match(output(), /more events came into the room during a sync gap than channels\.matrix\.catchUpMax: the older ones were skipped/);
+    assert.equal(system.fake.requests.length, 0, "unmentioned group messages: no runs");
+  });
+
+  it("a delivery (or typing) into a room that turned encrypted is refused for good and never reaches the homeserver", async () => {
+    const room = hs.createRoom({ members: [ANN, BOB] });
+    hs.userMessage(room, ANN, { msgtype: "m.text", body: "soon private" });
+    await waitFor(async () => (await storedTexts(room)).includes("soon private") || undefined, 20_000, "the room seen");
+    hs.enableEncryption(room, ANN);
+    await waitFor(() => hs.roomEvents(room).length === 1 || undefined, 20_000, "the one notice");
+    const conversation = conversationOf(room);
+    const typing = envelope("lurk.outbound.message.v1", { channel: "matrix", conversation, kind: "typing" as const, replyTo: [], attachments: [], text: "" });
+    await jetstream(admin).publish(S.outbound("matrix", conversation), JSON.stringify(typing));
+    const out = envelope("lurk.outbound.message.v1", { channel: "matrix", conversation, kind: "reply" as const, replyTo: [], attachments: [], text: "this must not go out in clear" });
+    await jetstream(admin).publish(S.outbound("matrix", conversation), JSON.stringify(out));
+    const failed = await waitFor(() => receipts.find((r) => r.deliveryId === out.id && r.status === "failed"), 20_000, "delivery_failed");
+    assert.match(failed.error ?? "", /end-to-end encrypted room/);
+    await new Promise((r) => setTimeout(r, 500));
+    const sends = hs.sends.filter((s) => s.roomId === room);
+    assert.deepEqual(sends.map((s) => s.content.msgtype), ["m.notice"], "only the notice: the reply never reached the homeserver");
+    assert.ok(!hs.typing.some((t) => t.roomId === room), "no typing there either");
+    assert.equal(receipts.filter((r) => r.deliveryId === out.id).length, 1, "failed once, not retried");
+  });
+
+  it("a member's m.room.encrypted event in an unencrypted room does not silence the bot", async () => {
+    const room = dmRoom();
+    hs.userMessage(room, ANN, { algorithm: "m.megolm.v1.aes-sha2", ciphertext: "AwgAEnAc...", session_id: "s1", device_id: "D1" }, "m.room.encrypted");
+    system.fake.enqueue({ kind: "text", text: "still answering", chunks: 1 });
+    hs.userMessage(room, ANN, { msgtype: "m.text", body: "can you hear me?" });
+    await waitFor(() => hs.roomEvents(room).length === 1 || undefined, 20_000, "the answer");
+    assert.deepEqual(hs.roomEvents(room).map((e) => [e.content.msgtype, e.content.body]), [["m.text", "still answering"]], "no encryption notice");
+    assert.ok(hs.stateLookups.includes(room), "the room's state was asked");
+    assert.ok(!output().split("\n").some((line) => line.includes(room) && line.includes("end-to-end encrypted room")), "no encrypted-room warning for it");
+  });
+
+  it("an oversize /sync answer is refused while it streams (the channel hangs up early) and the loop goes on", async () => {
+    const room = dmRoom();
+    const total = 48 * 1024 * 1024;
+    hs.failNext("sync", { status: 200, stream: { bytes: total, chunk: 1024 * 1024, delayMs: 15 } });
+    system.fake.enqueue({ kind: "text", text: "after the big one", chunks: 1 });
+    // wakes the current long poll; the next /sync answer is the big one
+    hs.userMessage(room, ANN, { msgtype: "m.text", body: "hello after a big answer" });
+    const big = await waitFor(() => hs.streamed[0], 20_000, "the big answer started");
+    await waitFor(() => big.clientClosed || big.finished || undefined, 30_000, "the big answer ended");
+    assert.deepEqual([big.clientClosed, big.finished], [true, false], "the channel hung up before the answer was whole");
+    assert.ok(big.written < 40 * 1024 * 1024, `${big.written} of ${total} bytes written`);
+    await waitFor(() => hs.roomEvents(room).length === 1 || undefined, 30_000, "the answer after the refused batch");
+    assert.match(output(), /the answer is above 32 MB; refused without reading it whole/);
   });
 
   it("a malformed /sync answer is logged and the loop goes on", async () => {

@@ -18,7 +18,9 @@ import { MEDIA_DEFAULTS } from "../shared/runtime/config-media.js";
 import { MediaStore } from "../shared/runtime/media.js";
 import { SseParser } from "../services/channel-signal/events.js";
 import { conversationOf, quoteOf, receiveToInbound, targetOf, type SignalReceive } from "../services/channel-signal/inbound.js";
-import { checkSendResults, SignalRpcError, toDeliveryError } from "../services/channel-signal/rpc.js";
+import { storeMessageFiles } from "../services/channel-signal/files.js";
+import { checkSendResults, SignalRpc, SignalRpcError, toDeliveryError } from "../services/channel-signal/rpc.js";
+import { createLogger } from "../shared/runtime/logger.js";
 import { messageText } from "./fakes/openai-server.js";
 import { FakeSignalCli } from "./fakes/signal-cli-server.js";
 import { startActorProcess, waitFor } from "./harness/actors.js";
@@ -79,6 +81,24 @@ describe("signal event mapping", () => {
     assert.deepEqual(p.push(":\nid:1\nevent:rece"), []);
     assert.deepEqual(p.push("ive\ndata:{\"a\":\r\ndata: 1}\r\n\r\n:\n"), [{ id: "1", event: "receive", data: "{\"a\":\n1}" }]);
     assert.deepEqual(p.push("data:x\n\n"), [{ id: "1", event: "message", data: "x" }], "the last id stays");
+  });
+
+  it("drops a server-sent event or line above the cap (resyncing at the next blank line) and parses the next one", () => {
+    const p = new SseParser(1000);
+    const big = "x".repeat(700);
+    // an event whose data lines pass the cap together
+    assert.deepEqual(p.push(`id:7\nevent:receive\ndata:${big}\ndata:${big}\ndata:more\n\nid:8\nevent:receive\ndata:ok\n\n`), [
+      { id: "7", event: "receive", data: "", dropped: 1407 },
+      { id: "8", event: "receive", data: "ok" },
+    ]);
+    // one line over the cap, arriving in pieces: dropped before it ends, the rest of it skipped
+    assert.deepEqual(p.push("id:9\nevent:receive\ndata:"), []);
+    for (let i = 0; i < 5; i++) assert.deepEqual(p.push("y".repeat(400)), []);
+    assert.deepEqual(p.push("yyy\r"), []);
+    const out = p.push("\n\r\nid:10\nevent:receive\ndata:after\n\n");
+    assert.equal(out.length, 2);
+    assert.deepEqual({ ...out[0], dropped: out[0]!.dropped! > 1000 }, { id: "9", event: "receive", data: "", dropped: true });
+    assert.deepEqual(out[1], { id: "10", event: "receive", data: "after" });
   });
 
   it("maps signal-cli errors: rate limits and I/O are retried, unregistered recipients and bad requests are not", () => {
@@ -240,6 +260,38 @@ describe("signal channel end to end", () => {
     signal.userMessage({ text: "are you alive?" });
     await waitFor(() => signal.sends().find((c) => c.params.message === "still here"), 20_000, "the answer after the malformed event");
     assert.match(output(), /malformed signal event \(not JSON\): skipped/);
+  });
+
+  it("drops an event above the 1 MiB cap with a warning and answers the next one", async () => {
+    system.fake.enqueue({ kind: "text", text: "after the big one", chunks: 1 });
+    const big = { account: signal.account, envelope: { source: signal.alice.number, sourceNumber: signal.alice.number, sourceUuid: signal.alice.uuid, sourceDevice: 1, timestamp: signal.nextTimestamp(), dataMessage: { timestamp: 1, message: "z".repeat(1_200_000) } } };
+    signal.emitRaw(`event:receive\ndata:${JSON.stringify(big)}\n\n`);
+    signal.userMessage({ text: "the next message" });
+    await waitFor(() => signal.sends().find((c) => c.params.message === "after the big one"), 20_000, "the answer to the next message");
+    assert.match(output(), /a signal event above the size cap was dropped/);
+    assert.equal(requestsWith("zzzz"), 0, "the big message never reached the model");
+    assert.equal(system.fake.requests.length, 1);
+  });
+
+  it("an attachment whose answer passes the media cap is refused while it streams (getAttachment read with a byte limit)", async () => {
+    const mediaNc = await system.nats.connect("channel-signal");
+    signal.slowAnswers = 5;
+    try {
+      const media = new MediaStore(mediaNc, { ...MEDIA_DEFAULTS, maxFileMb: 1 });
+      const rpc = new SignalRpc(signal.url, signal.account, 30_000);
+      // signal-cli announced no size: only the answer's length can tell
+      const file = signal.addAttachment(Buffer.alloc(4 * 1024 * 1024, 1), "application/octet-stream", "big.bin");
+      const [stored] = await storeMessageFiles(media, rpc, [{ id: file.id, mime: "application/octet-stream", name: "big.bin" }], createLogger("test", "silent"));
+      assert.match(stored!.error ?? "", /above the 1\.0 MB cap/);
+      assert.equal(stored!.ref, undefined);
+      const answer = signal.streamed.at(-1)!;
+      await waitFor(() => answer.clientClosed || answer.finished || undefined, 10_000, "the answer ended");
+      assert.deepEqual([answer.clientClosed, answer.finished], [true, false], "the channel hung up before the answer was whole");
+      assert.ok(answer.written < answer.total / 2, `${answer.written} of ${answer.total} bytes written`);
+    } finally {
+      signal.slowAnswers = 0;
+      await mediaNc.close();
+    }
   });
 
   it("sends a reply's file as a data URI attachment after its text", async () => {

@@ -9,7 +9,9 @@
  * a transaction id derived from the delivery id and the part (send.ts), so a retried delivery is
  * never posted twice. While a run writes, the room shows the bot typing. Rooms with more than two
  * members are groups: the router's mention gating (routing.groups) applies there.
- * End-to-end encrypted rooms are not supported: one notice per room says so (batch.ts).
+ * End-to-end encrypted rooms are not supported: one notice per room says so (batch.ts), and
+ * nothing else is ever sent there: a delivery or typing into a room known (or found, from its
+ * state) to be encrypted fails for good, saying why (encryption.ts).
  */
 import { join } from "node:path";
 import { LurkError } from "../../shared/contract/index.js";
@@ -18,6 +20,7 @@ import { matrixChannelSchema } from "../../shared/runtime/config-channels.js";
 import { registerSecret } from "../../shared/runtime/logger.js";
 import { MatrixApi } from "./api.js";
 import { BatchHandler } from "./batch.js";
+import { EncryptionGate } from "./encryption.js";
 import { sendAttachment } from "./files.js";
 import { roomOf, type BotIdentity } from "./inbound.js";
 import { MatrixState } from "./rooms.js";
@@ -52,9 +55,10 @@ export const definition = defineChannelActor({
     const displayName = await api.displayName(userId).catch(() => undefined);
     const bot: BotIdentity = { userId, ...(displayName ? { displayName } : {}) };
     const state = new MatrixState(join(ctx.dataDir, "sync"));
-    const typing = new Typing(api, userId, log);
-    const batches = new BatchHandler(ctx, api, state, bot, typing);
-    const loop = new SyncLoop({ api, state, log, timeoutMs: settings.syncTimeoutMs, handle: (batch, initial) => batches.handle(batch, initial) });
+    const typing = new Typing(api, userId, log, (roomId) => state.room(roomId).encrypted === true);
+    const gate = new EncryptionGate(api, state);
+    const batches = new BatchHandler(ctx, api, state, bot, typing, gate);
+    const loop = new SyncLoop({ api, state, log, timeoutMs: settings.syncTimeoutMs, handle: (batch, since) => batches.handle(batch, since) });
     loop.start();
     log.info({ homeserver: new URL(homeserverUrl).origin, userId, displayName, resumed: state.since !== undefined }, state.since ? "matrix channel syncing (resumed)" : "matrix channel syncing (first start: history skipped)");
 
@@ -66,6 +70,7 @@ export const definition = defineChannelActor({
         // the first part answers the message (a reply tag's target, else the last message the run answers)
         const answered = part.replyToMessageId ?? (msg.kind === "reply" ? msg.replyTo.at(-1) : undefined);
         const replyTo = part.index === 0 && answered?.startsWith("$") ? answered : undefined;
+        await gate.assertSendable(roomId, part.attachments.length ? "file" : "reply", dctx.signal);
         const txnId = txnIdFor(dctx.deliveryId, part.index);
         const file = part.attachments[0];
         if (file) return { platformMessageId: await sendAttachment(ctx, api, roomId, file, txnId, replyTo, dctx.signal) };
@@ -77,7 +82,9 @@ export const definition = defineChannelActor({
         }
       },
       async typing(msg) {
-        await api.typing(roomOf(msg.conversation), userId, true).catch((err) => {
+        const roomId = roomOf(msg.conversation);
+        await gate.assertSendable(roomId, "typing notification");
+        await api.typing(roomId, userId, true).catch((err) => {
           throw toDeliveryError(err);
         });
       },

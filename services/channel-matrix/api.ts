@@ -1,19 +1,24 @@
 /**
  * The Matrix Client-Server API v3 over fetch (no SDK), for one account: every call carries
  * `Authorization: Bearer <access token>` to the configured homeserver only, and every answer is
- * validated with its zod schema (wire.ts). A non-2xx answer is a MatrixError with the status, the
+ * validated with its zod schema (wire.ts). An answer is read as it streams and refused (the
+ * connection dropped) once it passes MAX_JSON_BYTES (MAX_ERROR_BYTES for an error): it is never
+ * held whole. A non-2xx answer is a MatrixError with the status, the
  * `errcode` and the wait a 429 (M_LIMIT_EXCEEDED) asks for (`retry_after_ms`, else Retry-After).
  * Error messages never hold the token (it travels in a header, never in a URL).
  */
 import { z } from "zod";
 import { safeParseJson } from "../../shared/contract/index.js";
 import { downloadCapped } from "../../shared/runtime/channel/index.js";
+import { readBodyCapped, type CappedBody } from "../../shared/runtime/http-capped.js";
 import {
-  displayNameSchema, eventIdSchema, joinedMembersSchema, matrixErrorSchema, roomIdSchema, syncResponseSchema, uploadSchema, whoamiSchema, type SyncResponse,
+  displayNameSchema, eventIdSchema, joinedMembersSchema, matrixErrorSchema, messagesSchema, roomIdSchema, syncResponseSchema, uploadSchema, whoamiSchema, type MessagesPage, type SyncResponse,
 } from "./wire.js";
 
-/** the most a JSON answer may weigh (a /sync batch after a long absence can be large) */
+/** the most a JSON answer may weigh (a /sync batch after a long absence can be large): read as it streams, dropped beyond */
 const MAX_JSON_BYTES = 32 * 1024 * 1024;
+/** the most an error answer may weigh (its errcode is all the channel needs) */
+const MAX_ERROR_BYTES = 1024 * 1024;
 const CALL_TIMEOUT_MS = 30_000;
 
 export class MatrixError extends Error {
@@ -73,10 +78,19 @@ export class MatrixApi {
       if (opts.signal?.aborted) throw err;
       throw new MatrixError(`cannot reach the homeserver (${method} ${path.split("?")[0]}): ${(err as Error).message}`, 0);
     }
-    const text = Buffer.from(await res.arrayBuffer());
+    let answer: CappedBody;
+    try {
+      answer = await readBodyCapped(res, res.ok ? MAX_JSON_BYTES : MAX_ERROR_BYTES);
+    } catch (err) {
+      if (opts.signal?.aborted) throw err;
+      throw new MatrixError(`the homeserver's answer broke off (${method} ${path.split("?")[0]}): ${(err as Error).message}`, 0);
+    }
+    if ("tooLarge" in answer && res.ok) {
+      throw new MatrixError(`${method} ${path.split("?")[0]}: the answer is above ${MAX_JSON_BYTES / 1024 / 1024} MB; refused without reading it whole`, res.status, "M_TOO_LARGE");
+    }
     let parsed: unknown;
     try {
-      parsed = safeParseJson(text, { maxBytes: MAX_JSON_BYTES });
+      parsed = "bytes" in answer ? safeParseJson(answer.bytes, { maxBytes: MAX_JSON_BYTES }) : undefined;
     } catch {
       parsed = undefined;
     }
@@ -109,6 +123,28 @@ export class MatrixApi {
       query: { filter: JSON.stringify(opts.filter), timeout: String(opts.timeoutMs), since: opts.since },
       signal: opts.signal, timeoutMs: opts.timeoutMs + 30_000,
     });
+  }
+
+  /**
+   * A page of a room's timeline from `from` (`dir=b`: newest first), stopping at `to` (a server
+   * may ignore `to` for a /sync token: the caller also stops at an event it knows).
+   */
+  messages(roomId: string, opts: { from: string; to?: string | undefined; limit: number; filter: unknown; signal?: AbortSignal }): Promise<MessagesPage> {
+    return this.call("GET", `/_matrix/client/v3/rooms/${seg(roomId)}/messages`, messagesSchema, {
+      query: { dir: "b", from: opts.from, to: opts.to, limit: String(opts.limit), filter: JSON.stringify(opts.filter) },
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
+  }
+
+  /** Whether the room has an `m.room.encryption` state event (404 M_NOT_FOUND: it has none). */
+  async roomEncrypted(roomId: string, signal?: AbortSignal): Promise<boolean> {
+    try {
+      await this.call("GET", `/_matrix/client/v3/rooms/${seg(roomId)}/state/m.room.encryption`, z.record(z.string(), z.unknown()), signal ? { signal } : {});
+      return true;
+    } catch (err) {
+      if (err instanceof MatrixError && err.status === 404) return false;
+      throw err;
+    }
   }
 
   /** PUT a message event with transaction id `txnId`: the same id again is the same event (idempotent). */

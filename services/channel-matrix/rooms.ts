@@ -2,8 +2,11 @@
  * What the channel keeps about Matrix between restarts (LMDB at `<dataDir>/channel-matrix/sync/`):
  * - `since`: the `next_batch` of the last /sync batch whose messages are all stored in
  *   LURK_INBOUND; a restart syncs from it, so it neither replays nor loses a message;
- * - per room: joined member count (a DM has two), encrypted (an `m.room.encryption` state event
- *   was seen), when the "cannot read encrypted messages" notice was sent (once per room);
+ * - per room: joined member count (a DM has two), encrypted (true: an `m.room.encryption` state
+ *   event was seen, or the room's state has one; false: the state endpoint said it has none;
+ *   absent: unknown), when the "cannot read encrypted messages" notice was sent (once per room),
+ *   and the id of the last timeline event taken (where a sync gap's catch-up stops), written with
+ *   `since` in one transaction;
  * - `direct`: the rooms `m.direct` account data lists as DMs.
  * Every write is durable when its promise resolves.
  */
@@ -12,7 +15,10 @@ import { open, type Database, type RootDatabase } from "lmdb";
 
 export interface RoomInfo {
   members?: number;
+  /** true: encrypted; false: checked, not encrypted; absent: unknown */
   encrypted?: boolean;
+  /** the last timeline event taken from this room (a gap's catch-up stops there) */
+  lastEventId?: string;
   /** when the encryption notice went out (ms) */
   noticeAt?: number;
 }
@@ -34,8 +40,12 @@ export class MatrixState {
     return typeof v === "string" ? v : undefined;
   }
 
-  async setSince(token: string): Promise<void> {
-    await this.meta.put("since", token);
+  /** A batch taken: its `next_batch` and each room's last timeline event, in one transaction. */
+  async commitBatch(token: string, lastEvents: ReadonlyMap<string, string>): Promise<void> {
+    await this.root.transaction(() => {
+      for (const [roomId, lastEventId] of lastEvents) this.rooms.put(roomId, { ...this.room(roomId), lastEventId });
+      this.meta.put("since", token);
+    });
   }
 
   get direct(): ReadonlySet<string> {

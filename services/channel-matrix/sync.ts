@@ -4,7 +4,10 @@
  * a restart syncs from the stored token. A batch whose handling fails is asked for again from the
  * same token (its messages keep their event ids, so JetStream's duplicate window stores each once).
  * The first sync of a fresh install (no token) is `initial`: the handler takes rooms, invites and
- * state from it but no messages (history is skipped). A failed or malformed /sync answer is
+ * state from it but no messages (history is skipped). A room's timeline holds at most
+ * TIMELINE_LIMIT events; a longer gap comes `limited`, and the handler fetches the rest (gap.ts)
+ * before the token moves on. With the token the handler's last event id of each room is stored
+ * (one transaction), where the next gap's catch-up stops. A failed or malformed /sync answer is
  * logged and retried with backoff (a 429 after the wait it asks for); the loop only ends on stop.
  * The filter asks for what the channel reads: room messages, encrypted events, encryption and
  * membership state (members lazy-loaded), invites, `m.direct`; no presence, receipts or typing.
@@ -17,11 +20,16 @@ import type { SyncResponse } from "./wire.js";
 
 const BACKOFF_MS = [1_000, 2_000, 5_000, 10_000, 30_000];
 
+/** the event types of a room's timeline the channel reads (the sync's, and a gap's /messages) */
+export const TIMELINE_TYPES = ["m.room.message", "m.room.encrypted", "m.room.encryption", "m.room.member"];
+/** events of one room per /sync; more come `limited` and are paged back (gap.ts) */
+export const TIMELINE_LIMIT = 50;
+
 export const SYNC_FILTER = {
   presence: { types: [] as string[] },
   account_data: { types: ["m.direct"] },
   room: {
-    timeline: { types: ["m.room.message", "m.room.encrypted", "m.room.encryption", "m.room.member"], limit: 50 },
+    timeline: { types: TIMELINE_TYPES, limit: TIMELINE_LIMIT },
     state: { types: ["m.room.member", "m.room.encryption"], lazy_load_members: true },
     ephemeral: { types: [] as string[] },
     account_data: { types: [] as string[] },
@@ -33,8 +41,8 @@ export interface SyncLoopOptions {
   state: MatrixState;
   log: Logger;
   timeoutMs: number;
-  /** handles one batch; throwing makes the loop ask for it again */
-  handle(batch: SyncResponse, initial: boolean): Promise<void>;
+  /** handles one batch asked `since` (undefined: the initial sync); returns each room's last event id; throwing makes the loop ask for it again */
+  handle(batch: SyncResponse, since: string | undefined): Promise<ReadonlyMap<string, string>>;
 }
 
 export class SyncLoop {
@@ -77,8 +85,8 @@ export class SyncLoop {
         continue;
       }
       try {
-        await this.opts.handle(batch, since === undefined);
-        await state.setSince(batch.next_batch);
+        const lastEvents = await this.opts.handle(batch, since);
+        await state.commitBatch(batch.next_batch, lastEvents);
         failures = 0;
       } catch (err) {
         if (signal.aborted) return;

@@ -1,7 +1,8 @@
 /**
  * "typing…" while a run writes (`typingIndicator`): started on the run's first event, renewed
  * every REFRESH_MS (the homeserver drops it after its timeout), ended with the run. Best effort:
- * a failed typing call is logged at debug and never retried.
+ * a failed typing call is logged at debug and never retried. Never into a room that turned
+ * encrypted meanwhile (`encrypted`).
  */
 import type { Logger } from "../../shared/runtime/logger.js";
 import type { MatrixApi } from "./api.js";
@@ -14,9 +15,10 @@ const MAX_MS = 30 * 60_000;
 export class Typing {
   private readonly runs = new Map<string, { roomId: string; timer: NodeJS.Timeout; started: number }>();
 
-  constructor(private readonly api: MatrixApi, private readonly userId: string, private readonly log: Logger) {}
+  constructor(private readonly api: MatrixApi, private readonly userId: string, private readonly log: Logger, private readonly encrypted: (roomId: string) => boolean = () => false) {}
 
   private put(roomId: string, typing: boolean): void {
+    if (this.encrypted(roomId)) return;
     this.api.typing(roomId, this.userId, typing, TIMEOUT_MS).catch((err) => this.log.debug({ err: (err as Error).message, roomId }, "typing notification failed"));
   }
 

@@ -45,6 +45,14 @@ export const joinedRoomSchema = z.object({
 }).loose();
 export type JoinedRoom = z.infer<typeof joinedRoomSchema>;
 
+/** GET /rooms/{roomId}/messages: a page of events (`dir=b`: newest first); no `end`: nothing more */
+export const messagesSchema = z.object({
+  chunk: z.array(z.unknown()).default([]),
+  start: z.string().max(4096).optional(),
+  end: z.string().max(4096).optional(),
+}).loose();
+export type MessagesPage = z.infer<typeof messagesSchema>;
+
 export const invitedRoomSchema = z.object({ invite_state: eventList.optional() }).loose();
 
 /** GET /_matrix/client/v3/sync */

@@ -6,47 +6,122 @@
  * sending `Last-Event-ID`: the id of the last event handled, so signal-cli (which keeps its last
  * 1000) sends what came after. An event whose handler throws is not passed: the connection is
  * dropped and re-opened from the last handled id, so the event comes again (a signal-cli without
- * event ids cannot replay: that event is logged as lost). Data that is not JSON is logged and
- * skipped; the stream goes on.
+ * event ids cannot replay: that event is logged as lost). Data that is not JSON, and an event or
+ * line above SSE_MAX_CHARS (1 Mi characters), are logged and skipped; the stream goes on.
  */
 import { sleepUnlessAborted } from "../../shared/runtime/abortable-sleep.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 
-export interface SseEvent { id?: string; event: string; data: string }
+/** `dropped`: the event was above the cap and skipped (its size so far, in characters; `data` is empty). */
+export interface SseEvent { id?: string; event: string; data: string; dropped?: number }
 
-/** Parses a server-sent event stream incrementally (the WHATWG rules LurkBot needs). */
+/** the longest line, and the most data one event may carry (characters): beyond, the event is dropped */
+export const SSE_MAX_CHARS = 1024 * 1024;
+
+/**
+ * Parses a server-sent event stream incrementally (the WHATWG rules LurkBot needs). Each push
+ * scans only the chunk it adds (an unfinished line waits as pieces, joined once it ends), and
+ * nothing grows without bound: a line longer than `maxChars`, or an event whose data passes it,
+ * is dropped (returned with `dropped`, no data) and parsing resyncs at the next blank line.
+ */
 export class SseParser {
-  private buffer = "";
+  /** the unfinished line, in pieces */
+  private pieces: string[] = [];
+  private piecesChars = 0;
+  /** the last chunk ended in \r (a line end): a \n starting the next one belongs to it */
+  private afterCr = false;
   private data: string[] = [];
+  private dataChars = 0;
   private event = "";
   private id: string | undefined;
+  /** the current event is over the cap: skip to the blank line that ends it */
+  private dropping = false;
+  private droppedChars = 0;
+  /** the current line is over the cap: skip to its end */
+  private skippingLine = false;
+
+  constructor(private readonly maxChars = SSE_MAX_CHARS) {}
 
   /** Feeds a chunk of text; returns the events it completed. */
   push(chunk: string): SseEvent[] {
-    this.buffer += chunk;
     const out: SseEvent[] = [];
-    let nl: number;
-    while ((nl = this.buffer.search(/\r\n|\r|\n/)) !== -1) {
-      const line = this.buffer.slice(0, nl);
-      const sepLen = this.buffer.startsWith("\r\n", nl) ? 2 : 1;
-      // a lone \r at the end may be the first half of \r\n: wait for more
-      if (sepLen === 1 && this.buffer[nl] === "\r" && nl === this.buffer.length - 1) break;
-      this.buffer = this.buffer.slice(nl + sepLen);
-      if (line === "") {
-        if (this.data.length > 0) out.push({ ...(this.id !== undefined ? { id: this.id } : {}), event: this.event || "message", data: this.data.join("\n") });
-        this.data = [];
-        this.event = "";
+    let start = this.afterCr && chunk.startsWith("\n") ? 1 : 0;
+    this.afterCr = false;
+    const lineEnd = /\r\n|\r|\n/g;
+    lineEnd.lastIndex = start;
+    let m: RegExpExecArray | null;
+    while ((m = lineEnd.exec(chunk)) !== null) {
+      const piece = chunk.slice(start, m.index);
+      start = m.index + m[0].length;
+      if (m[0] === "\r" && start === chunk.length) this.afterCr = true;
+      if (this.skippingLine) {
+        this.skippingLine = false;
+        this.droppedChars += piece.length;
         continue;
       }
-      if (line.startsWith(":")) continue;
-      const colon = line.indexOf(":");
-      const field = colon === -1 ? line : line.slice(0, colon);
-      const value = colon === -1 ? "" : line.slice(colon + 1).replace(/^ /, "");
-      if (field === "data") this.data.push(value);
-      else if (field === "event") this.event = value;
-      else if (field === "id" && !value.includes("\0")) this.id = value;
+      const line = this.pieces.length ? this.pieces.join("") + piece : piece;
+      this.pieces = [];
+      this.piecesChars = 0;
+      const done = this.line(line);
+      if (done) out.push(done);
+    }
+    const rest = chunk.slice(start);
+    if (rest && this.skippingLine) this.droppedChars += rest.length;
+    else if (rest) {
+      this.pieces.push(rest);
+      this.piecesChars += rest.length;
+      if (this.piecesChars > this.maxChars) {
+        // an over-long line: its text is dropped, and so is its event
+        this.droppedChars += this.piecesChars;
+        this.pieces = [];
+        this.piecesChars = 0;
+        this.skippingLine = true;
+        this.drop();
+      }
     }
     return out;
+  }
+
+  private drop(): void {
+    this.droppedChars += this.dataChars;
+    this.data = [];
+    this.dataChars = 0;
+    this.dropping = true;
+  }
+
+  /** One complete line; returns the event a blank line ends. */
+  private line(line: string): SseEvent | undefined {
+    if (line === "") {
+      let done: SseEvent | undefined;
+      if (this.dropping) done = { ...(this.id !== undefined ? { id: this.id } : {}), event: this.event || "message", data: "", dropped: this.droppedChars };
+      else if (this.data.length > 0) done = { ...(this.id !== undefined ? { id: this.id } : {}), event: this.event || "message", data: this.data.join("\n") };
+      this.data = [];
+      this.dataChars = 0;
+      this.event = "";
+      this.dropping = false;
+      this.droppedChars = 0;
+      return done;
+    }
+    if (line.length > this.maxChars) {
+      this.droppedChars += line.length;
+      this.drop();
+      return undefined;
+    }
+    if (line.startsWith(":")) return undefined;
+    const colon = line.indexOf(":");
+    const field = colon === -1 ? line : line.slice(0, colon);
+    const value = colon === -1 ? "" : line.slice(colon + 1).replace(/^ /, "");
+    if (field === "data") {
+      if (this.dropping) {
+        this.droppedChars += value.length + 1;
+        return undefined;
+      }
+      this.dataChars += value.length + 1;
+      this.data.push(value);
+      if (this.dataChars > this.maxChars) this.drop();
+    } else if (field === "event") this.event = value;
+    else if (field === "id" && !value.includes("\0")) this.id = value;
+    return undefined;
   }
 }
 
@@ -89,6 +164,11 @@ export async function runEventStream(o: EventStreamOptions): Promise<void> {
       const decoder = new TextDecoder();
       for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
         for (const ev of parser.push(decoder.decode(chunk, { stream: true }))) {
+          if (ev.dropped !== undefined) {
+            o.log.warn({ eventId: ev.id ?? null, event: ev.event, chars: ev.dropped, max: SSE_MAX_CHARS }, "a signal event above the size cap was dropped; the stream goes on");
+            if (ev.id !== undefined) lastId = ev.id;
+            continue;
+          }
           if (ev.event !== "receive") {
             if (ev.id !== undefined) lastId = ev.id;
             continue;

@@ -1,7 +1,8 @@
 /**
  * signal-cli's JSON-RPC 2.0 over HTTP (`POST <url>/api/v1/rpc`, Content-Type application/json).
  * Every call names the account (`params.account`: required by a multi-account daemon, ignored
- * by one started with `-a`). A JSON-RPC error becomes a SignalRpcError with signal-cli's code;
+ * by one started with `-a`). An answer is read as it streams, up to a byte limit (16 MiB, or the
+ * call's own, e.g. getAttachment's), and refused beyond it. A JSON-RPC error becomes a SignalRpcError with signal-cli's code;
  * `toDeliveryError` says what the kit does with it:
  *  - rate limited (code -5, a RATE_LIMIT_FAILURE result, or "rate limit" in the message): retried
  *    (after signal-cli's retry-after when it gives one);
@@ -11,6 +12,7 @@
  *    timeouts: retried with the kit's backoff.
  */
 import { DeliveryError } from "../../shared/runtime/channel/index.js";
+import { readBodyCapped, type CappedBody } from "../../shared/runtime/http-capped.js";
 
 export class SignalRpcError extends Error {
   constructor(readonly method: string, readonly code: number, message: string, readonly data?: unknown) {
@@ -19,18 +21,24 @@ export class SignalRpcError extends Error {
   }
 }
 
-/** signal-cli could not be reached, or answered something that is not JSON-RPC. */
+/** signal-cli could not be reached, or answered something that is not JSON-RPC (or too much: `tooLarge`). */
 export class SignalHttpError extends Error {
-  constructor(message: string, readonly status?: number, opts?: { cause?: unknown }) {
+  constructor(message: string, readonly status?: number, opts?: { cause?: unknown; tooLarge?: boolean }) {
     super(message, opts);
     this.name = "SignalHttpError";
+    this.tooLarge = opts?.tooLarge === true;
   }
+
+  readonly tooLarge: boolean;
 }
 
 /** One recipient's outcome of a send (signal-cli's SendMessageResult). */
 export interface SendResult { recipientAddress?: { uuid?: string | null; number?: string | null }; type?: string; retryAfterSeconds?: number | null }
 
 const RATE_LIMIT_CODE = -5;
+/** the most an answer may weigh unless the call says otherwise (read as it streams, dropped beyond) */
+export const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
+const MAX_ERROR_BYTES = 64 * 1024;
 const PERMANENT_CODES = new Set([-1, -4, -32600, -32601, -32602]);
 
 export class SignalRpc {
@@ -42,8 +50,8 @@ export class SignalRpc {
     return new URL("/api/v1/rpc", this.baseUrl).toString();
   }
 
-  /** Calls `method`; resolves with its result, throws SignalRpcError / SignalHttpError. */
-  async call<T = unknown>(method: string, params: Record<string, unknown> = {}, signal?: AbortSignal): Promise<T> {
+  /** Calls `method`; resolves with its result, throws SignalRpcError / SignalHttpError (an answer above `maxBytes`: `tooLarge`). */
+  async call<T = unknown>(method: string, params: Record<string, unknown> = {}, signal?: AbortSignal, maxBytes = MAX_ANSWER_BYTES): Promise<T> {
     const id = this.nextId++;
     const timeout = AbortSignal.timeout(this.timeoutMs);
     let res: Response;
@@ -58,8 +66,15 @@ export class SignalRpc {
       const why = timeout.aborted ? `no answer within ${this.timeoutMs} ms` : ((err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message);
       throw new SignalHttpError(`cannot reach signal-cli at ${this.baseUrl} (${method}: ${why}); is \`signal-cli daemon --http\` running?`, undefined, { cause: err });
     }
-    const text = await res.text().catch(() => "");
+    let got: CappedBody;
+    try {
+      got = await readBodyCapped(res, res.status === 200 ? maxBytes : MAX_ERROR_BYTES);
+    } catch (err) {
+      throw new SignalHttpError(`signal-cli ${method}: the answer broke off (${timeout.aborted ? `no answer within ${this.timeoutMs} ms` : (err as Error).message})`, undefined, { cause: err });
+    }
+    const text = "bytes" in got ? got.bytes.toString("utf8") : "";
     if (res.status !== 200) throw new SignalHttpError(`signal-cli ${method}: HTTP ${res.status}${text ? ` ${text.slice(0, 200)}` : ""}`, res.status);
+    if ("tooLarge" in got) throw new SignalHttpError(`signal-cli ${method}: the answer is above ${maxBytes} bytes; refused without reading it whole`, res.status, { tooLarge: true });
     let body: { result?: T; error?: { code?: number; message?: string; data?: unknown } };
     try {
       body = JSON.parse(text);

@@ -7,14 +7,35 @@
  * nothing is posted twice), `POST /_matrix/media/v3/upload`, `GET /_matrix/client/v1/media/download`
  * (authenticated; `legacyMediaOnly` makes it answer 404 M_UNRECOGNIZED like an older server, and
  * `/_matrix/media/v3/download` serves instead), typing, join, leave, joined_members, whoami,
- * profile displayname. Errors are `{ errcode, error }` bodies (429: `retry_after_ms`). Every call
- * needs the bot's bearer token (401 M_UNKNOWN_TOKEN otherwise), except the legacy download.
- * The test acts as the users: `createRoom`, `userMessage`, `invite`; it reads what the bot sent
- * in `sends` (each PUT, retries included) and `roomEvents`; `failNext` scripts errors.
+ * profile displayname, `GET /rooms/{roomId}/state/m.room.encryption` (404 M_NOT_FOUND when the
+ * room has none) and `GET /rooms/{roomId}/messages?dir=b` (pages back from a `prev_batch` or
+ * `next_batch` token, newest first, the filter's types, stopping at `to` unless `ignoreMessagesTo`;
+ * no `end` once nothing is left). A /sync with `since` gives each room at most the filter's
+ * `timeline.limit` events, the newest, `limited: true` with a `prev_batch` when there were more
+ * (the skipped state events in `state`, as Synapse does). Errors are `{ errcode, error }` bodies
+ * (429: `retry_after_ms`); a scripted `stream` failure streams a big 200 answer slowly, recording
+ * in `streamed` how much was written before the client hung up. Every call needs the bot's bearer
+ * token (401 M_UNKNOWN_TOKEN otherwise), except the legacy download.
+ * The test acts as the users: `createRoom`, `userMessage`, `invite`, `enableEncryption`; it reads
+ * what the bot sent in `sends` (each PUT, retries included) and `roomEvents`; `failNext` scripts
+ * errors.
  */
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { closeLoopback, listenLoopback, readRaw, sendJson } from "./http.js";
+
+/** Resolves when `res` can take more, or is gone (one listener each, removed after). */
+function drainOrClose(res: ServerResponse): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
+}
 
 export const SERVER_NAME = "test.local";
 
@@ -32,7 +53,14 @@ export interface MxEvent {
 
 interface Room { id: string; members: Set<string>; encrypted: boolean; events: MxEvent[] }
 interface Invite { roomId: string; inviter: string; pos: number }
-interface Failure { status: number; body?: unknown; raw?: string; afterStore?: boolean }
+interface Failure {
+  status: number;
+  body?: unknown;
+  raw?: string;
+  afterStore?: boolean;
+  /** a 200 JSON answer of `bytes`, written `chunk` bytes every `delayMs` (no Content-Length) */
+  stream?: { bytes: number; chunk: number; delayMs: number };
+}
 
 export interface SendRecord { roomId: string; txnId: string; content: Record<string, unknown>; eventId?: string; status: number; at: number }
 
@@ -52,6 +80,14 @@ export class FakeMatrixServer {
   readonly syncs: { since?: string; filter: unknown; timeout: number }[] = [];
   /** the authenticated media endpoint answers 404 M_UNRECOGNIZED (a server before spec v1.11) */
   legacyMediaOnly = false;
+  /** each GET /messages: room, from, to, limit */
+  readonly messagesCalls: { roomId: string; from: string; to?: string; limit: number }[] = [];
+  /** /messages ignores `to` (as a server that takes no /sync token there) */
+  ignoreMessagesTo = false;
+  /** each GET /state/m.room.encryption: the room */
+  readonly stateLookups: string[] = [];
+  /** each scripted `stream` answer: bytes written, whether all were, whether the client hung up first */
+  readonly streamed: { written: number; finished: boolean; clientClosed: boolean }[] = [];
   private readonly rooms = new Map<string, Room>();
   private readonly invites = new Map<string, Invite>();
   private readonly txns = new Map<string, string>();
@@ -113,6 +149,13 @@ export class FakeMatrixServer {
     return room.id;
   }
 
+  /** `sender` turns on encryption in an existing room (an m.room.encryption state event). */
+  enableEncryption(roomId: string, sender: string): void {
+    const room = this.rooms.get(roomId)!;
+    room.encrypted = true;
+    this.append(room, { type: "m.room.encryption", sender, state_key: "", content: { algorithm: "m.megolm.v1.aes-sha2" } });
+  }
+
   /** A user's event in a room (default: an m.room.message); returns its event id. */
   userMessage(roomId: string, sender: string, content: Record<string, unknown>, type = "m.room.message"): string {
     return this.append(this.rooms.get(roomId)!, { type, sender, content }).event_id;
@@ -146,6 +189,7 @@ export class FakeMatrixServer {
   }
 
   private fail(res: ServerResponse, f: Failure): void {
+    if (f.stream) return void this.streamBig(res, f.stream);
     if (f.raw !== undefined) {
       res.writeHead(f.status, { "content-type": "application/json" });
       res.end(f.raw);
@@ -174,6 +218,14 @@ export class FakeMatrixServer {
       this.typing.push({ roomId: decodeURIComponent(m[1]!), typing: json().typing === true });
       return sendJson(res, 200, {});
     }
+    if (req.method === "GET" && (m = /^\/_matrix\/client\/v3\/rooms\/([^/]+)\/messages$/.exec(path))) return this.roomMessages(decodeURIComponent(m[1]!), url, res);
+    if (req.method === "GET" && (m = /^\/_matrix\/client\/v3\/rooms\/([^/]+)\/state\/m\.room\.encryption\/?$/.exec(path))) {
+      const room = this.rooms.get(decodeURIComponent(m[1]!));
+      this.stateLookups.push(decodeURIComponent(m[1]!));
+      if (!room?.members.has(this.userId)) return sendJson(res, 403, { errcode: "M_FORBIDDEN", error: "not in the room" });
+      const ev = room.events.findLast((e) => e.type === "m.room.encryption" && e.state_key === "");
+      return ev ? sendJson(res, 200, ev.content) : sendJson(res, 404, { errcode: "M_NOT_FOUND", error: "Event not found." });
+    }
     if (req.method === "POST" && (m = /^\/_matrix\/client\/v3\/join\/([^/]+)$/.exec(path))) return this.join(decodeURIComponent(m[1]!), res);
     if (req.method === "POST" && (m = /^\/_matrix\/client\/v3\/rooms\/([^/]+)\/leave$/.exec(path))) {
       this.rooms.get(decodeURIComponent(m[1]!))?.members.delete(this.userId);
@@ -197,6 +249,45 @@ export class FakeMatrixServer {
       return this.serveMedia(path.slice("/_matrix/client/v1/media/download/".length), res, path);
     }
     return sendJson(res, 404, { errcode: "M_UNRECOGNIZED", error: "Unrecognized request" });
+  }
+
+  private async streamBig(res: ServerResponse, o: { bytes: number; chunk: number; delayMs: number }): Promise<void> {
+    const record = { written: 0, finished: false, clientClosed: false };
+    this.streamed.push(record);
+    res.on("close", () => { if (!res.writableFinished) record.clientClosed = true; });
+    res.writeHead(200, { "content-type": "application/json" });
+    const head = Buffer.from("{\"next_batch\":\"s0\",\"pad\":\"");
+    res.write(head);
+    record.written = head.length;
+    const filler = Buffer.alloc(o.chunk, 0x61);
+    while (record.written < o.bytes) {
+      if (record.clientClosed || res.destroyed) return;
+      await new Promise((r) => setTimeout(r, o.delayMs));
+      if (record.clientClosed || res.destroyed) return;
+      const ok = res.write(filler);
+      record.written += filler.length;
+      if (!ok) await drainOrClose(res);
+    }
+    res.end("\"}");
+    record.finished = true;
+  }
+
+  private roomMessages(roomId: string, url: URL, res: ServerResponse): void {
+    const room = this.rooms.get(roomId);
+    if (!room?.members.has(this.userId)) return sendJson(res, 403, { errcode: "M_FORBIDDEN", error: "not in the room" });
+    const from = url.searchParams.get("from") ?? "";
+    const to = url.searchParams.get("to") ?? undefined;
+    const limit = Math.min(Number(url.searchParams.get("limit") ?? 10), 1000);
+    this.messagesCalls.push({ roomId, from, ...(to ? { to } : {}), limit });
+    if (url.searchParams.get("dir") !== "b" || !/^[ps]\d+$/.test(from)) return sendJson(res, 400, { errcode: "M_INVALID_PARAM", error: "dir=b and a token this server made" });
+    const types = (JSON.parse(url.searchParams.get("filter") ?? "{}") as { types?: string[] }).types;
+    const upTo = Number(from.slice(1));
+    const floor = to && !this.ignoreMessagesTo && /^[ps]\d+$/.test(to) ? Number(to.slice(1)) : 0;
+    const left = room.events.filter((e) => e.pos <= upTo && e.pos > floor && (!types || types.includes(e.type))).reverse();
+    const chunk = left.slice(0, limit);
+    const strip = ({ pos: _p, ...e }: MxEvent) => e;
+    const end = chunk.length && left.length > chunk.length ? { end: `p${chunk.at(-1)!.pos - 1}` } : {};
+    sendJson(res, 200, { start: from, chunk: chunk.map(strip), ...end });
   }
 
   private serveMedia(rest: string, res: ServerResponse, path: string): void {
@@ -250,6 +341,7 @@ export class FakeMatrixServer {
     const sinceRaw = url.searchParams.get("since") ?? undefined;
     const timeout = Number(url.searchParams.get("timeout") ?? 0);
     const filter = JSON.parse(url.searchParams.get("filter") ?? "{}");
+    const limit = Number((filter as { room?: { timeline?: { limit?: number } } }).room?.timeline?.limit ?? 10);
     this.syncs.push({ ...(sinceRaw ? { since: sinceRaw } : {}), filter, timeout });
     const f = this.takeFailure("sync");
     if (f) return this.fail(res, f);
@@ -268,12 +360,18 @@ export class FakeMatrixServer {
       if (!room.members.has(this.userId)) continue;
       const fresh = room.events.filter((e) => e.pos <= upTo && (since === undefined || e.pos > since));
       if (since !== undefined && fresh.length === 0) continue;
-      const state = since === undefined ? fresh.filter((e) => e.state_key !== undefined) : [];
-      const timeline = since === undefined ? fresh.filter((e) => e.state_key === undefined).slice(-10) : fresh;
+      let state = since === undefined ? fresh.filter((e) => e.state_key !== undefined) : [];
+      let timeline = since === undefined ? fresh.filter((e) => e.state_key === undefined).slice(-10) : fresh;
+      const limited = since !== undefined && timeline.length > limit;
+      if (limited) {
+        // the newest `limit` events; the state changes of the skipped ones in `state`
+        state = timeline.slice(0, -limit).filter((e) => e.state_key !== undefined);
+        timeline = timeline.slice(-limit);
+      }
       join[room.id] = {
         summary: { "m.joined_member_count": room.members.size, "m.invited_member_count": 0 },
         state: { events: state.map(strip) },
-        timeline: { events: timeline.map(strip), limited: false, prev_batch: `p${since ?? 0}` },
+        timeline: { events: timeline.map(strip), limited, prev_batch: `p${timeline.length ? timeline[0]!.pos - 1 : upTo}` },
         ephemeral: { events: [] },
         account_data: { events: [] },
       };

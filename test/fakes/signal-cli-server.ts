@@ -5,8 +5,9 @@
  *    `{ jsonrpc, id, result }` or `{ jsonrpc, id, error: { code, message, data } }` with HTTP 200;
  *    methods version, listAccounts, send (recipient[] or groupId, message, attachments as data
  *    URIs, quoteTimestamp/quoteAuthor -> `{ timestamp, results }`), sendTyping, sendReceipt,
- *    getAttachment (`{ data: base64 }`), listGroups. `calls` records each; `failNext()` makes the
- *    next calls of a method answer a JSON-RPC error;
+ *    getAttachment (`{ data: base64 }`; with `slowAnswers` written in 64 KiB pieces with a pause,
+ *    recorded in `streamed` with whether the client hung up first), listGroups. `calls` records
+ *    each; `failNext()` makes the next calls of a method answer a JSON-RPC error;
  *  - `GET /api/v1/events`: server-sent events `id:<n>` `event:receive` `data:{"envelope":...,"account":...}`,
  *    ":" keep-alives; signal-cli keeps its events and a client reconnecting with `Last-Event-ID`
  *    gets those after it (an unknown id: all kept, as after a signal-cli restart: `forgetIds()`);
@@ -17,6 +18,19 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type Server, type ServerResponse } from "node:http";
 import { closeLoopback, listenLoopback, readBody, sendJson } from "./http.js";
+
+/** Resolves when `res` can take more, or is gone (one listener each, removed after). */
+function drainOrClose(res: ServerResponse): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
+}
 
 export interface RpcCall { method: string; params: Record<string, unknown>; at: number }
 interface RpcFailure { code: number; message: string; data?: unknown }
@@ -38,6 +52,10 @@ export class FakeSignalCli {
   readonly accountUuid = "a1b2c3d4-0000-4000-8000-00000000b07a";
   readonly alice = { number: "+15550002222", uuid: "c0ffee00-1111-4111-8111-00000000a11c", name: "Alice" };
   readonly calls: RpcCall[] = [];
+  /** getAttachment answers stream slowly (64 KiB every `slowAnswers` ms) */
+  slowAnswers = 0;
+  /** each slow answer: bytes written of its total, whether all were, whether the client hung up first */
+  readonly streamed: { written: number; total: number; finished: boolean; clientClosed: boolean }[] = [];
   /** every GET /api/v1/events with the Last-Event-ID it sent */
   readonly connects: { lastEventId: string | undefined }[] = [];
   private readonly events: { id: number; data: string }[] = [];
@@ -183,6 +201,7 @@ export class FakeSignalCli {
       case "getAttachment": {
         const a = this.attachments.get(String(params.id));
         if (!a) return sendJson(res, 200, { jsonrpc: "2.0", id, error: { code: -1, message: `Attachment file not found: ${String(params.id)}`, data: null } });
+        if (this.slowAnswers > 0) return this.streamSlowly(res, JSON.stringify({ jsonrpc: "2.0", id, result: { data: a.bytes.toString("base64") } }));
         return ok({ data: a.bytes.toString("base64") });
       }
       case "send": {
@@ -202,6 +221,25 @@ export class FakeSignalCli {
       default:
         return sendJson(res, 200, { jsonrpc: "2.0", id, error: { code: -32601, message: "Method not implemented", data: null } });
     }
+  }
+
+  private async streamSlowly(res: ServerResponse, body: string): Promise<void> {
+    const bytes = Buffer.from(body);
+    const record = { written: 0, total: bytes.length, finished: false, clientClosed: false };
+    this.streamed.push(record);
+    res.on("close", () => { if (!res.writableFinished) record.clientClosed = true; });
+    res.writeHead(200, { "content-type": "application/json" });
+    const piece = 64 * 1024;
+    while (record.written < bytes.length) {
+      if (record.clientClosed || res.destroyed) return;
+      const ok = res.write(bytes.subarray(record.written, record.written + piece));
+      record.written = Math.min(bytes.length, record.written + piece);
+      if (!ok) await drainOrClose(res);
+      await new Promise((r) => setTimeout(r, this.slowAnswers));
+    }
+    if (record.clientClosed || res.destroyed) return;
+    res.end();
+    record.finished = true;
   }
 
   async close(): Promise<void> {
