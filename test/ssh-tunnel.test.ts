@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -21,28 +21,8 @@ import { connectCli } from "../services/cli/bus.js";
 import { CLI_MAIN, runCli } from "./harness/cli.js";
 import { waitFor } from "./harness/actors.js";
 import { freePort } from "./harness/nats.js";
-import { SSHD_MISSING, TestSshd } from "./harness/sshd.js";
+import { SSHD_MISSING, sshPids, TestSshd } from "./harness/sshd.js";
 import { TestSystem } from "./harness/system.js";
-
-/** pids of live ssh processes whose arguments name this sshd port (our tunnels to the test server) */
-function sshPids(sshdPort: number, parent?: number): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const args = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const [state, ppid] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (state === "Z" || !/(^|\/)ssh$/.test(args[0] ?? "")) continue;
-      if (!args.some((a, i) => a === "-p" && args[i + 1] === String(sshdPort))) continue;
-      if (parent !== undefined && Number(ppid) !== parent) continue;
-      pids.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return pids;
-}
 
 describe("nats.ssh settings", () => {
   it("an option-looking or spaced target is refused by validation before ssh is spawned", async () => {
@@ -89,10 +69,10 @@ describe("nats.ssh settings", () => {
     }
   });
 
-  it("ssh runs in batch mode with exit on forward failure, keepalives, its own connection, and ssh's host key checking unless set", () => {
+  it("ssh runs in batch mode with exit on forward failure, keepalives, its own connection, no agent or X11 forwarding, and ssh's host key checking unless set", () => {
     const args = sshArgs(parseTunnelOptions({ target: "me@home", remotePort: 4333, connectTimeoutMs: 4_500 }), 40_001);
-    assert.deepEqual(args.slice(0, 4), ["-N", "-T", "-L", "127.0.0.1:40001:127.0.0.1:4333"]);
-    for (const o of ["ExitOnForwardFailure=yes", "BatchMode=yes", "ServerAliveInterval=15", "ServerAliveCountMax=3", "ConnectTimeout=5", "ControlPath=none"]) {
+    assert.deepEqual(args.slice(0, 6), ["-N", "-T", "-a", "-x", "-L", "127.0.0.1:40001:127.0.0.1:4333"]);
+    for (const o of ["ExitOnForwardFailure=yes", "BatchMode=yes", "ServerAliveInterval=15", "ServerAliveCountMax=3", "ConnectTimeout=5", "ControlPath=none", "ForwardAgent=no", "ForwardX11=no", "PermitLocalCommand=no"]) {
       assert.ok(args.some((a, i) => a === o && args[i - 1] === "-o"), o);
     }
     assert.ok(!args.some((a) => a.startsWith("StrictHostKeyChecking")), "ssh's own host key policy by default");

@@ -4,7 +4,9 @@
  * code 2: the port refuses the connection). The first-connect timeout, 5 s, only bounds a
  * server that accepts TCP but does not answer; it is generous because a loaded machine can
  * take seconds to finish a handshake with a running one. With `nats.ssh` (`--ssh TARGET`) the
- * connection goes through the process's SSH tunnel (ssh-bus.ts), closed with the last connection.
+ * connection goes through the process's SSH tunnel (ssh-bus.ts), closed with the last connection;
+ * it (and a launcher's connection to its own tunnel, LURKBOT_NATS_TUNNEL_PARENT) sends the password
+ * only after checking that ssh holds the tunnel's port (port-owner.ts).
  */
 import { hostname } from "node:os";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -13,8 +15,10 @@ import { inboxPrefix, passwordEnvName, STREAMS } from "../../shared/contract/ind
 import type { Env, LurkConfig } from "../../shared/runtime/config.js";
 import { BusClient } from "../../shared/runtime/client.js";
 import { checkTransportSecurity, passwordFor } from "../../shared/runtime/credentials.js";
+import { guardedAuthenticator, tunnelGuard } from "../../shared/runtime/port-owner.js";
+import { SshTunnelError } from "../../shared/runtime/ssh-tunnel.js";
 import { CliError, EXIT } from "./errors.js";
-import { acquireTunnel, busLabel } from "./ssh-bus.js";
+import { acquireTunnel, busLabel, tunnelCliError } from "./ssh-bus.js";
 
 export interface CliConnectOptions {
   user?: string;
@@ -36,11 +40,12 @@ export async function connectCli(config: LurkConfig, env: Env, opts: CliConnectO
   const password = cliPassword(user, config, env);
   const tunnel = config.nats.ssh ? await acquireTunnel(config.nats.ssh) : undefined;
   const servers = tunnel ? [tunnel.url] : config.nats.url.split(",").map((s) => s.trim()).filter(Boolean);
+  const guard = tunnel?.guard ?? tunnelGuard(config.nats.url, env);
   try {
     const nc = await connect({
       servers,
-      user,
-      pass: password,
+      // through a tunnel: the password only to ssh's own port, and no server addresses from INFO
+      ...(guard ? { authenticator: guardedAuthenticator(user, password, guard), ignoreClusterUpdates: true } : { user, pass: password }),
       name: `lurkbot-${user}@${hostname()}:${process.pid}`,
       inboxPrefix: inboxPrefix(user),
       timeout: opts.timeoutMs ?? FIRST_CONNECT_TIMEOUT_MS,
@@ -49,10 +54,15 @@ export async function connectCli(config: LurkConfig, env: Env, opts: CliConnectO
       maxReconnectAttempts: opts.reconnect ? -1 : 0,
       reconnectTimeWait: 500,
     });
-    if (tunnel) void nc.closed().then(tunnel.release, tunnel.release);
+    if (tunnel) {
+      tunnel.attach(nc);
+      void nc.closed().then(tunnel.release, tunnel.release);
+    }
     return nc;
   } catch (err) {
     await tunnel?.release();
+    if (err instanceof SshTunnelError && config.nats.ssh) throw tunnelCliError(err, config.nats.ssh.target);
+    if (err instanceof SshTunnelError || (guard && (err as { code?: string })?.code === "UNAVAILABLE")) throw new CliError((err as Error).message, EXIT.busDown);
     throw connectError(err, busLabel(config), user, tunnel !== undefined);
   }
 }

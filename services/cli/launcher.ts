@@ -6,6 +6,9 @@
  * then the nats-server this launcher started. A second Ctrl-C kills everything at once.
  * With `nats.ssh` (`--ssh TARGET`) it starts no nats-server: it opens one SSH tunnel to the other
  * host's bus, gives every actor the tunnel's local URL, and closes the tunnel after the actors.
+ * The actors send their passwords only to this launcher's ssh (LURKBOT_NATS_TUNNEL_PARENT); if
+ * another process takes the tunnel's port, everything stops with that error. The ssh pid is kept
+ * in `ssh-tunnel.pid` so the next start stops an ssh this launcher left when it was SIGKILLed.
  */
 import { createWriteStream, existsSync, rmSync, writeFileSync, type WriteStream } from "node:fs";
 import { join } from "node:path";
@@ -21,7 +24,9 @@ import { actorMainPath, REPO_ROOT } from "../../shared/scripts/paths.js";
 import { actorEnv, actorModulePath } from "./actors.js";
 import { connectCli, currentStreamReplicas } from "./bus.js";
 import { describeTunnelEvent, tunnelCliError, tunnelOptions } from "./ssh-bus.js";
-import { SshTunnel } from "../../shared/runtime/ssh-tunnel.js";
+import { TUNNEL_PARENT_ENV } from "../../shared/runtime/port-owner.js";
+import { forwardSpec, SshTunnel } from "../../shared/runtime/ssh-tunnel.js";
+import { forgetTunnel, leftoverSshTunnel, recordTunnel, stopLeftover } from "./ssh-leftover.js";
 import { CliError, EXIT, toCliError } from "./errors.js";
 import { LogRotator } from "./log-rotation.js";
 import { runSetup, type SetupResult } from "./setup.js";
@@ -48,6 +53,7 @@ interface HostedActor {
 export class Launcher {
   private nats: SupervisedNats | undefined;
   private tunnel: SshTunnel | undefined;
+  private tunnelFile: string | undefined;
   private readonly processes: SupervisedActor[] = [];
   private readonly hosted: HostedActor[] = [];
   private stopRequested = false;
@@ -183,20 +189,39 @@ export class Launcher {
 
   /** The bus of another host through one SSH tunnel: no local nats-server; every actor gets the tunnel's URL. */
   private async openTunnel(ssh: NonNullable<LurkConfig["nats"]["ssh"]>): Promise<void> {
+    const file = join(this.opts.config.home, "ssh-tunnel.pid");
+    const leftover = leftoverSshTunnel(file);
+    if (leftover !== null) {
+      this.report.say(`stopping the ssh tunnel (pid ${leftover}) an earlier launcher of ${this.opts.config.home} left running`);
+      await stopLeftover(leftover, 5_000);
+    }
+    forgetTunnel(file);
+    const record = () => {
+      if (tunnel.pid !== undefined) recordTunnel(file, { pid: tunnel.pid, launcher: process.pid, forward: forwardSpec(tunnel.spec, tunnel.localPort), target: tunnel.spec.target });
+    };
     const tunnel = new SshTunnel(tunnelOptions(ssh), (e) => {
-      if (e.type === "restarted") this.report.say(describeTunnelEvent(ssh.target, e));
-      else this.report.warn(describeTunnelEvent(ssh.target, e));
+      if (e.type === "restarted") {
+        record();
+        this.report.say(describeTunnelEvent(ssh.target, e));
+      } else if (e.type === "broken") {
+        // the actors' connections refuse that port (their guard); stop rather than wait for a stranger to leave
+        this.report.warn(describeTunnelEvent(ssh.target, e));
+        void this.stop("the ssh tunnel's port was taken", EXIT.busDown);
+      } else this.report.warn(describeTunnelEvent(ssh.target, e));
     });
     this.tunnel = tunnel;
+    this.tunnelFile = file;
     try {
       await tunnel.open();
     } catch (err) {
       throw tunnelCliError(err, ssh.target);
     }
+    record();
     const url = tunnel.natsUrl;
     const { ssh: _ssh, ...nats } = this.opts.config.nats;
-    // the actors connect to the tunnel's URL as a local bus: LURKBOT_NATS_SSH="" turns their nats.ssh off
-    this.opts = { ...this.opts, config: { ...this.opts.config, nats: { ...nats, url } }, env: { ...this.opts.env, LURKBOT_NATS_URL: url, LURKBOT_NATS_SSH: "" } };
+    // the actors connect to the tunnel's URL as a local bus: LURKBOT_NATS_SSH="" turns their nats.ssh off;
+    // LURKBOT_NATS_TUNNEL_PARENT: they send their password only to this launcher's ssh child
+    this.opts = { ...this.opts, config: { ...this.opts.config, nats: { ...nats, url } }, env: { ...this.opts.env, LURKBOT_NATS_URL: url, LURKBOT_NATS_SSH: "", [TUNNEL_PARENT_ENV]: String(process.pid) } };
     this.report.say(`ssh tunnel to ${ssh.target} open: the bus at ${ssh.remoteHost}:${ssh.remotePort} there is ${url} here (ssh pid ${tunnel.pid}); no local nats-server`);
   }
 
@@ -307,6 +332,7 @@ export class Launcher {
       await this.tunnel.close();
       if (wasOpen) this.report.say("ssh tunnel closed");
     }
+    if (this.tunnelFile) forgetTunnel(this.tunnelFile);
     for (const [event, handler] of this.signalHandlers) process.off(event as NodeJS.Signals, handler);
     // a signal while exiting should not kill us half-way
     for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, () => undefined);

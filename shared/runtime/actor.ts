@@ -18,6 +18,7 @@ import {
 import { BusClient } from "./client.js";
 import { configSecrets, loadConfig, type LurkConfig } from "./config.js";
 import { connectActor } from "./connect.js";
+import { tunnelGuard } from "./port-owner.js";
 import { startConsumer, type ConsumeOptions, type RunningConsumer } from "./consumer.js";
 import { checkTransportSecurity, passwordFor } from "./credentials.js";
 import { createLogger, redactSecrets, registerSecret, type Logger } from "./logger.js";
@@ -173,7 +174,9 @@ export async function startActor(def: ActorDefinition, opts: StartActorOptions =
   const password = passwordFor(def.name, config, env);
   registerSecret(password);
   const log = opts.log ?? createLogger(def.name, config.log.level);
-  const nc = await connectActor({ url: config.nats.url, user: def.name, password, log, ...(opts.firstConnectTimeoutMs ? { firstConnectTimeoutMs: opts.firstConnectTimeoutMs } : {}) });
+  // under a launcher's ssh tunnel: the password only to that launcher's ssh (LURKBOT_NATS_TUNNEL_PARENT)
+  const guard = tunnelGuard(config.nats.url, env);
+  const nc = await connectActor({ url: config.nats.url, user: def.name, password, log, ...(guard ? { guard } : {}), ...(opts.firstConnectTimeoutMs ? { firstConnectTimeoutMs: opts.firstConnectTimeoutMs } : {}) });
   let metadata: Record<string, string> | undefined;
   try {
     metadata = await def.metadata?.(config, log);

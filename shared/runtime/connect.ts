@@ -1,11 +1,13 @@
 /**
  * NATS connection for one actor: its own user and password, its own inbox prefix (so no other
  * user can subscribe to its replies), reconnecting forever, waiting for a server at first start.
+ * With a `guard` (a launcher's SSH tunnel, port-owner.ts) the password is sent only after it passed.
  */
 import { hostname } from "node:os";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { inboxPrefix } from "../contract/index.js";
 import type { Logger } from "./logger.js";
+import { guardedAuthenticator } from "./port-owner.js";
 import { installRequestCancelFix } from "./nats-request-fix.js";
 
 export interface ConnectOptions {
@@ -15,6 +17,8 @@ export interface ConnectOptions {
   log?: Logger;
   /** give up after this long if no server answers at start (default: wait forever) */
   firstConnectTimeoutMs?: number;
+  /** run before each CONNECT; throwing closes the connection instead of sending the password */
+  guard?: () => void;
 }
 
 export async function connectActor(opts: ConnectOptions): Promise<NatsConnection> {
@@ -22,8 +26,7 @@ export async function connectActor(opts: ConnectOptions): Promise<NatsConnection
   const servers = opts.url.split(",").map((s) => s.trim()).filter(Boolean);
   const nc = await connect({
     servers,
-    user: opts.user,
-    pass: opts.password,
+    ...(opts.guard ? { authenticator: guardedAuthenticator(opts.user, opts.password, opts.guard), ignoreClusterUpdates: true } : { user: opts.user, pass: opts.password }),
     name: `${opts.user}@${hostname()}:${process.pid}`,
     inboxPrefix: inboxPrefix(opts.user),
     maxReconnectAttempts: -1,

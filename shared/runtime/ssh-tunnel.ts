@@ -3,16 +3,23 @@
  * <target>` (argument array, no shell), ready once the local port accepts a connection (and, with
  * `expectGreeting`, once the remote service's first bytes came through: NATS sends INFO at once).
  * Start-up failures are SshTunnelErrors with ssh's own stderr and what to do. An ssh that exits
- * while in use is restarted on the same local port with backoff (0.5 s doubling to 30 s), so a
- * NATS client that reconnects to that port finds the tunnel again; close() ends it (SIGTERM,
- * SIGKILL after 2 s). Every live ssh child is killed when this process exits or is signalled.
- * Host keys are checked as ssh's own configuration says unless `strictHostKeyChecking` is given.
+ * while in use is restarted on the same local port at once, then with backoff (0.5 s doubling to
+ * 30 s), so a NATS client that reconnects to that port finds the tunnel again; close() ends it
+ * (SIGTERM, SIGKILL after 2 s). Every live ssh child is killed when this process exits or is
+ * signalled. Host keys are checked as ssh's own configuration says unless `strictHostKeyChecking`
+ * is given; agent and X11 forwarding and LocalCommand are off whatever ~/.ssh/config says.
+ * On Linux the tunnel is ready (first open and every restart) only when the socket listening on
+ * 127.0.0.1:<local>, and every connection accepted there, is ssh's own (port-owner.ts): if another
+ * process took the port while ssh was down, the tunnel ends with a "broken" event (kind foreign-listener) and its users must close
+ * their connections; `verifyListener()` is the same check for a NATS authenticator, run before
+ * each CONNECT so the password never goes to that process.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createConnection, createServer } from "node:net";
 import { homedir } from "node:os";
 import { z } from "zod";
 import { LurkError } from "../contract/index.js";
+import { checkListener, foreignListenerMessage } from "./port-owner.js";
 
 // no control characters (newlines would end an ssh_config line), no whitespace
 const PLAIN = /^[^\s\x00-\x1f\x7f]+$/;
@@ -60,7 +67,7 @@ export const sshTunnelOptionsSchema = z.object({
 export type SshTunnelOptions = z.input<typeof sshTunnelOptionsSchema>;
 type Spec = z.infer<typeof sshTunnelOptionsSchema>;
 
-export type SshFailure = "auth" | "host-key" | "host-key-changed" | "unreachable" | "forward" | "local-port" | "timeout" | "no-ssh" | "exited";
+export type SshFailure = "auth" | "host-key" | "host-key-changed" | "unreachable" | "forward" | "local-port" | "foreign-listener" | "timeout" | "no-ssh" | "exited";
 
 export class SshTunnelError extends LurkError {
   constructor(readonly kind: SshFailure, message: string) {
@@ -72,8 +79,11 @@ export class SshTunnelError extends LurkError {
 export type TunnelEvent =
   | { type: "exited"; code: number | null; signal: string | null; stderr: string; restartInMs: number }
   | { type: "restarted"; pid: number }
-  | { type: "restart-failed"; error: SshTunnelError; restartInMs: number };
+  | { type: "restart-failed"; error: SshTunnelError; restartInMs: number }
+  /** another process listens on the local port: the tunnel closed itself; close every connection to it */
+  | { type: "broken"; error: SshTunnelError };
 
+// the first restart is at once (the port is free for the shortest time), then 0.5 s doubling to 30 s
 const RESTART = { initialMs: 500, maxMs: 30_000, healthyMs: 60_000 };
 const KILL_GRACE_MS = 2_000;
 const live = new Set<ChildProcess>();
@@ -88,12 +98,22 @@ export function parseTunnelOptions(opts: SshTunnelOptions): Spec {
   return r.data;
 }
 
+/** the `-L` argument: 127.0.0.1:<local>:<remote host>:<remote port> */
+export function forwardSpec(spec: Spec, localPort: number): string {
+  const remote = spec.remoteHost.includes(":") ? `[${spec.remoteHost}]` : spec.remoteHost;
+  return `127.0.0.1:${localPort}:${remote}:${spec.remotePort}`;
+}
+
 /** ssh's arguments (exported for tests and the docs). */
 export function sshArgs(spec: Spec, localPort: number): string[] {
-  const remote = spec.remoteHost.includes(":") ? `[${spec.remoteHost}]` : spec.remoteHost;
   const args = [
     "-N", "-T",
-    "-L", `127.0.0.1:${localPort}:${remote}:${spec.remotePort}`,
+    // no agent or X11 forwarding to the server, whatever ~/.ssh/config says
+    "-a", "-x",
+    "-L", forwardSpec(spec, localPort),
+    "-o", "ForwardAgent=no",
+    "-o", "ForwardX11=no",
+    "-o", "PermitLocalCommand=no",
     "-o", "ExitOnForwardFailure=yes",
     "-o", "BatchMode=yes",
     "-o", "ServerAliveInterval=15",
@@ -221,7 +241,7 @@ export class SshTunnel {
         return this;
       } catch (err) {
         // another program took the free port between our check and ssh's bind: try another
-        if (fixed === undefined && err instanceof SshTunnelError && err.kind === "local-port" && attempt < 2 && !this.closing) continue;
+        if (fixed === undefined && err instanceof SshTunnelError && (err.kind === "local-port" || err.kind === "foreign-listener") && attempt < 2 && !this.closing) continue;
         throw err;
       }
     }
@@ -251,8 +271,13 @@ export class SshTunnel {
     };
     while (!gone()) {
       if (this.closing) return fail(new SshTunnelError("exited", "the ssh tunnel was closed"));
+      const taken = this.owner(child, port);
+      if (taken.state === "foreign") return fail(new SshTunnelError("foreign-listener", foreignListenerMessage(port, taken.uid)));
       const r = await probe(port, spec.expectGreeting ? Math.max(0, deadline - Date.now()) : 0);
-      if (r === "open" || r === "greeted") {
+      // whoever answered must be our ssh, not a process that took the port while ssh was down ("none": it just closed)
+      const owner = r === "open" || r === "greeted" ? this.owner(child, port) : undefined;
+      if (owner?.state === "foreign") return fail(new SshTunnelError("foreign-listener", foreignListenerMessage(port, owner.uid)));
+      if ((r === "open" || r === "greeted") && owner?.state !== "none") {
         if (r === "open" && spec.expectGreeting) return fail(new SshTunnelError("timeout", `the ssh tunnel to ${spec.target} is up, but nothing answered from ${spec.remoteHost}:${spec.remotePort} there within ${spec.connectTimeoutMs} ms. Is LurkBot running on that host?`));
         this.upSince = Date.now();
         child.once("exit", (code, signal) => this.onExit(child, code, signal));
@@ -270,11 +295,43 @@ export class SshTunnel {
       await new Promise((res) => setTimeout(res, 100));
     }
     await exited;
+    // ssh could not bind: is it another process's now?
+    const owner = this.owner(child, port);
+    if (owner.state === "foreign") throw new SshTunnelError("foreign-listener", foreignListenerMessage(port, owner.uid));
     if (spawnError) {
       const missing = (spawnError as NodeJS.ErrnoException).code === "ENOENT";
       throw new SshTunnelError(missing ? "no-ssh" : "exited", missing ? `cannot run ${spec.sshPath}: the OpenSSH client is not installed (Debian/Ubuntu: apt install openssh-client).` : `cannot run ${spec.sshPath}: ${spawnError.message}`);
     }
     throw explainSshFailure(spec, this.stderr, child.exitCode);
+  }
+
+  /** Whether the socket on 127.0.0.1:port is this ssh child's (Linux; "unchecked" elsewhere). */
+  private owner(child: ChildProcess, port: number) {
+    return checkListener(port, () => (child.pid === undefined ? [] : [child.pid]));
+  }
+
+  /**
+   * Throws SshTunnelError (kind foreign-listener) when a process other than the running ssh listens
+   * on the local port (Linux), and then ends the tunnel with a "broken" event. For a NATS
+   * authenticator: called before each CONNECT, so no password goes to that process.
+   */
+  verifyListener(): void {
+    if (this.port === undefined) throw new SshTunnelError("exited", "the ssh tunnel is not open");
+    const child = this.child;
+    const owner = child && this.pid !== undefined ? this.owner(child, this.port) : checkListener(this.port, () => []);
+    if (owner.state === "foreign") {
+      const error = new SshTunnelError("foreign-listener", foreignListenerMessage(this.port, owner.uid));
+      this.breakDown(error);
+      throw error;
+    }
+    if (owner.state === "none") throw new SshTunnelError("exited", `nothing listens on 127.0.0.1:${this.port} any more (ssh is restarting): the NATS password is not sent`);
+  }
+
+  /** Another process has the port: no more restarts; the users must close their connections. */
+  private breakDown(error: SshTunnelError): void {
+    if (this.closing) return;
+    void this.close();
+    this.onEvent({ type: "broken", error });
   }
 
   private onExit(child: ChildProcess, code: number | null, signal: string | null): void {
@@ -286,7 +343,7 @@ export class SshTunnel {
 
   private nextDelay(): number {
     if (Date.now() - this.upSince >= RESTART.healthyMs) this.failures = 0;
-    const delay = Math.min(RESTART.maxMs, RESTART.initialMs * 2 ** this.failures);
+    const delay = this.failures === 0 ? 0 : Math.min(RESTART.maxMs, RESTART.initialMs * 2 ** (this.failures - 1));
     this.failures++;
     return delay;
   }
@@ -299,8 +356,9 @@ export class SshTunnel {
         () => this.onEvent({ type: "restarted", pid: this.child!.pid! }),
         (err: unknown) => {
           if (this.closing) return;
-          const restartInMs = this.nextDelay();
           const error = err instanceof SshTunnelError ? err : new SshTunnelError("exited", String(err));
+          if (error.kind === "foreign-listener") return this.breakDown(error);
+          const restartInMs = this.nextDelay();
           this.onEvent({ type: "restart-failed", error, restartInMs });
           this.scheduleRestart(restartInMs);
         },

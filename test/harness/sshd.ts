@@ -4,7 +4,7 @@
  * file holding the host key (so the client never prompts). `SSHD_MISSING` says why tests skip.
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "./nats.js";
@@ -15,6 +15,26 @@ const KEYGEN = ["/usr/bin/ssh-keygen", "/bin/ssh-keygen"].find((p) => existsSync
 export const SSHD_MISSING: string | false = !existsSync(SSHD)
   ? `${SSHD} is not installed (apt install openssh-server openssh-client; .ci/run installs them)`
   : false;
+
+/** pids of live ssh processes whose arguments name this sshd port (our tunnels to the test server) */
+export function sshPids(sshdPort: number, parent?: number): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const args = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const [state, ppid] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (state === "Z" || !/(^|\/)ssh$/.test(args[0] ?? "")) continue;
+      if (!args.some((a, i) => a === "-p" && args[i + 1] === String(sshdPort))) continue;
+      if (parent !== undefined && Number(ppid) !== parent) continue;
+      pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
 
 export class TestSshd {
   private child: ChildProcess | undefined;
