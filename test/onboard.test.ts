@@ -65,8 +65,8 @@ describe("lurkbot onboard", () => {
 
   it("QuickStart with OpenAI: checks the key live, writes a valid config.json and a 0600 secrets file; the key is nowhere else", async () => {
     const home = newHome({ OPENAI_BASE_URL: openai.baseUrl });
-    // security, mode, provider, model, key, channels (Enter: web), start now?
-    const run = await onboard(home, [], ["y", "", "", "test-model", KEY, "", "n"]);
+    // security, mode, provider, model, key, channels (Enter: web), hooks (Enter: none), start now?
+    const run = await onboard(home, [], ["y", "", "", "test-model", KEY, "", "", "n"]);
     assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
     assert.match(run.stdout, /press Enter for the default/);
     assert.match(run.stdout, /ok: .* accepted the key and lists test-model/);
@@ -95,8 +95,8 @@ describe("lurkbot onboard", () => {
 
   it("a refused key is reported and can be entered again", async () => {
     const home = newHome({ OPENAI_BASE_URL: openai.baseUrl });
-    // ... the wrong key, "What now?" Enter (= enter the key again), the right key, channels none, start no
-    const run = await onboard(home, [], ["y", "", "", "test-model", WRONG, "", KEY, "none", "n"]);
+    // ... the wrong key, "What now?" Enter (= enter the key again), the right key, channels none, hooks Enter, start no
+    const run = await onboard(home, [], ["y", "", "", "test-model", WRONG, "", KEY, "none", "", "n"]);
     assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
     assert.match(run.stdout, /check failed: .*refused the API key \(HTTP 401/);
     assert.match(run.stdout, /enter the API key again/);
@@ -109,8 +109,8 @@ describe("lurkbot onboard", () => {
   it("Telegram: the token is checked with getMe at the config's API root; a wrong one can be entered again", async () => {
     const home = newHome({ OPENAI_BASE_URL: openai.baseUrl }, { channels: { telegram: { apiRoot: telegram.url } }, log: { level: "warn" } });
     const bad = "123456:WRONG-telegram-token-abcdefghij";
-    // channels: 2 (telegram); the wrong token, "What now?" Enter (again), the right one; DM policy Enter (pairing)
-    const run = await onboard(home, [], ["y", "", "", "test-model", KEY, "2", bad, "", telegram.token, "", "n"]);
+    // channels: 2 (telegram); the wrong token, "What now?" Enter (again), the right one; DM policy Enter (pairing); hooks Enter
+    const run = await onboard(home, [], ["y", "", "", "test-model", KEY, "2", bad, "", telegram.token, "", "", "n"]);
     assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
     assert.match(run.stdout, /Telegram Bot API refused the token \(401 Unauthorized\)/);
     assert.match(run.stdout, /ok: Telegram knows the bot as @LurkTestBot/);

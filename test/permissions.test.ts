@@ -69,6 +69,12 @@ describe("nats.conf permissions", () => {
     ["cli", "lurk.agent-runner.speak"],
     ["channel-telegram", "lurk.agent-runner.speak"],
     ["tools-ext", "lurk.agent-runner.speak"],
+    // the auth profiles' state: the operator's console and the router's /status only; probes (real calls) the console only
+    ["channel-web", "lurk.agent-runner.auth_state"],
+    ["channel-telegram", "lurk.agent-runner.auth_state"],
+    ["tools", "lurk.agent-runner.auth_state"],
+    ["router", "lurk.agent-runner.auth_probe"],
+    ["channel-web", "lurk.agent-runner.auth_probe"],
     // the hooks actor: its deliveries, system events, sessions.get and sessions.history only
     ["hooks", "lurk.run.req.main"],
     ["hooks", "lurk.sessions.append"],
@@ -93,6 +99,9 @@ describe("nats.conf permissions", () => {
     ["sessions", "lurk.evt.sessions.reset"],
     ["tools", "lurk.agent-runner.embed"],
     ["tools", "lurk.agent-runner.speak"],
+    ["cli", "lurk.agent-runner.auth_state"],
+    ["cli", "lurk.agent-runner.auth_probe"],
+    ["router", "lurk.agent-runner.auth_state"],
     ["hooks", "lurk.out.cli.main"],
     ["hooks", "lurk.inject.main"],
     ["hooks", "lurk.sessions.get"],
@@ -130,6 +139,9 @@ describe("nats.conf permissions", () => {
     ["hooks", "lurk.run.evt.>"],
     ["hooks", "lurk.in.>"],
     ["hooks", "lurk.evt.>"],
+    // commands, resets and new sessions reach it through its durable consumer of LURK_HOOK_EVENTS only
+    ["hooks", "lurk.evt.router.command"],
+    ["hooks", "lurk.evt.sessions.reset"],
     ["hooks", "_INBOX_router.>"],
   ];
   for (const [user, subject] of forbiddenSubscribe) {
@@ -139,9 +151,6 @@ describe("nats.conf permissions", () => {
       assert.ok(err, "the server refused the subscription");
       assert.match(err.message, /permission/i);
       await nc.close();
-    // commands, resets and new sessions reach it through its durable consumer of LURK_HOOK_EVENTS only
-    ["hooks", "lurk.evt.router.command"],
-    ["hooks", "lurk.evt.sessions.reset"],
     });
   }
 

@@ -111,7 +111,7 @@ describe("pending system events through the router into a run", () => {
     const system = messageText(body.messages[0]);
     assert.match(system, /## Reply Tags\n/);
     assert.match(system, /\| channel=telegram \| capabilities=quote-replies,files,voice,reactions,edit,delete \|/);
-    assert.match(system, /## User Identity\nOwners .*: telegram:owner-1;.*\nThe current sender is telegram:owner-1 \(Olga\): an owner\./);
+    assert.match(system, /## User Identity\nOwners .*: telegram:owner-1;.*\nThe current sender is an owner \(.*\)\.\nSender id: "telegram:owner-1"; display name \(set by the sender on the platform, not verified\): "Olga"\n/);
     assert.match(system, /## Model Aliases\n.*\n- quick: openai\/gpt-4o-mini\n(- .*\n)*- gpt4o: openai\/gpt-4o\n/);
     assert.ok(!system.includes("- sonnet: anthropic/"), "no anthropic credentials: its built-in aliases are not offered");
     await waitFor(async () => (await history()).some((r) => r.kind === "run_marker" && r.runStatus === "done"), 20_000, "the run's end");

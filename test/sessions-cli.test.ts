@@ -160,7 +160,7 @@ describe("lurkbot sessions on a real bus", () => {
     const r = await runCli(["sessions", "frob"], env);
     assert.equal(r.code, 64);
     assert.match(r.stderr, /unknown subcommand "frob"/);
-    assert.match(r.stderr, /usage: lurkbot sessions list\|show\|reset\|delete \[KEY\]/);
+    assert.match(r.stderr, /usage: lurkbot sessions list\|show\|reset\|delete\|export \[KEY\]/);
   });
 
   it("bus down: exit 2 and how to start it", async () => {

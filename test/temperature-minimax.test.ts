@@ -92,6 +92,52 @@ describe("temperature: precedence and refusing models", () => {
   });
 });
 
+describe("temperature: each provider API's range", () => {
+  it("1.5 reaches Anthropic (and an Anthropic-API instance) as 1, OpenAI as 1.5 and Ollama as given; the chain logs the clamp once", async () => {
+    const openai = await FakeOpenAIServer.start();
+    const ollama = await FakeOllamaServer.start();
+    const anthropic = await FakeAnthropicServer.start();
+    try {
+      const config = parseConfig({
+        model: "anthropic/claude-sonnet-4-6",
+        providers: {
+          anthropic: { apiKey: "sk-ant-temp-0000", baseUrl: anthropic.baseUrl },
+          openai: { apiKey: "sk-temp-0000", baseUrl: openai.baseUrl },
+          ollama: { host: ollama.url },
+          minimax: { api: "anthropic", baseUrl: anthropic.baseUrl, apiKey: "mm-temp-0000" },
+        },
+      }, {}, "/tmp/lurk-temperature-range");
+      const registry = new ProviderRegistry(config);
+      const lines: Array<Record<string, unknown>> = [];
+      const debugLog = createLogger("temperature-range", "debug", { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) } as unknown as NodeJS.WritableStream);
+      const sent = async (ref: string) => {
+        const chain = new ModelChain({ registry, config, refs: [ref], sessionKey: "s-range", log: debugLog, temperature: 1.5 });
+        const c = chain.next(new Set())!;
+        const opts = chain.requestOptions(c);
+        assert.deepEqual(chain.requestOptions(c), opts, "the same each call");
+        await drain(c.provider, { model: c.model, ...opts });
+        return opts.temperature;
+      };
+      assert.equal(await sent("anthropic/claude-sonnet-4-6"), 1);
+      assert.equal(await sent("minimax/MiniMax-M2.5"), 1, "a named instance of the Anthropic API");
+      assert.equal(await sent("openai/gpt-4o"), 1.5);
+      assert.equal(await sent("ollama/llama3"), 1.5);
+      assert.deepEqual(anthropic.requests.map((r) => r.body.temperature), [1, 1]);
+      assert.equal(openai.requests[0]!.body.temperature, 1.5);
+      assert.equal(ollama.requests[0]!.body.options?.temperature, 1.5);
+      const clamps = lines.filter((l) => l.msg === "temperature outside the provider API's range; clamped");
+      assert.deepEqual(clamps.map((l) => [l.model, l.temperature, l.sent]), [["anthropic/claude-sonnet-4-6", 1.5, 1], ["minimax/MiniMax-M2.5", 1.5, 1]], "logged once per model, only where clamped");
+      // the providers themselves never send what their API refuses
+      await drain(new AnthropicProvider({ apiKey: "sk-ant-temp-0000", baseUrl: anthropic.baseUrl, timeoutMs: 5_000 }), { model: "claude-sonnet-4-6", temperature: 1.7 });
+      await drain(new OpenAIProvider({ apiKey: "sk-temp-0000", baseUrl: openai.baseUrl, timeoutMs: 5_000 }), { temperature: 2.5 });
+      assert.equal(anthropic.requests.at(-1)!.body.temperature, 1);
+      assert.equal(openai.requests.at(-1)!.body.temperature, 2);
+    } finally {
+      await Promise.all([openai.close(), ollama.close(), anthropic.close()]);
+    }
+  });
+});
+
 describe("MiniMax in the model registry", () => {
   const config = parseConfig({}, {}, "/tmp/lurk-minimax-unit");
 

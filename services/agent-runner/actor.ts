@@ -3,7 +3,9 @@
  * "agent-runner"), runs the agent loop against the configured model, executes tools over the
  * bus, checkpoints to the sessions actor, streams run events and delivers the reply.
  * It also serves `lurk.agent-runner.embed` (embed.ts): vectors for memory_search, and
- * `lurk.agent-runner.speak` (tts-serve.ts): voice messages for the tts tool.
+ * `lurk.agent-runner.speak` (tts-serve.ts): voice messages for the tts tool,
+ * `lurk.agent-runner.describe_image` (describe-image.ts): the image tool's vision answers, and
+ * `lurk.agent-runner.auth_state` / `.auth_probe` (auth-state-serve.ts): the auth profiles' state.
  * Stateless: any number of instances share the queue.
  */
 import { Kvm, type KV } from "@nats-io/kv";
@@ -12,6 +14,8 @@ import type { ActorDefinition } from "../../shared/runtime/actor.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { join } from "node:path";
 import { AuthStateStore } from "./auth-profiles.js";
+import { serveAuthState } from "./auth-state-serve.js";
+import { RateLimitBook } from "./rate-limits.js";
 import { BootstrapHookClient } from "./bootstrap-hook.js";
 import { serveEmbeddings } from "./embed.js";
 import { RunControls } from "./control.js";
@@ -29,6 +33,7 @@ import { TranscriptCache } from "./transcript-cache.js";
 import { usageBooker } from "./usage-booking.js";
 import { Speaker } from "./tts.js";
 import { serveSpeech } from "./tts-serve.js";
+import { serveImageDescriptions } from "./describe-image.js";
 import { VoiceReplies } from "./voice-reply.js";
 
 /** margin over the tools' own timeout before a call counts as unanswered */
@@ -45,7 +50,9 @@ export const definition: ActorDefinition = {
       authBucket = undefined;
       throw err;
     }));
-    const registry = new ProviderRegistry(rt.config, { authBucket: openAuthBucket });
+    // the rate-limit headers of each profile's last response, in memory (rate-limits.ts; lurk.agent-runner.auth_state)
+    const rateLimits = new RateLimitBook();
+    const registry = new ProviderRegistry(rt.config, { authBucket: openAuthBucket, rateLimits });
     // auth profile cooldowns and session pins, shared by the runners of this host
     const authState = new AuthStateStore(join(rt.config.dataDir, "agent-runner", "auth-state"));
     rt.onStop({ stop: () => authState.close() });
@@ -55,6 +62,8 @@ export const definition: ActorDefinition = {
       void openAuthBucket().then((kv) => watchLogins(kv, authState, rt.log, rt.signal))
         .catch((err: unknown) => rt.log.warn({ err }, "cannot watch the lurk_auth bucket: a new login clears its profile's cooldowns only after they end"));
     }
+    // lurk.agent-runner.auth_state (every instance answers) and .auth_probe: the profiles' state for the operator (auth-state-serve.ts)
+    serveAuthState(rt, { registry, store: authState, rateLimits });
     // a gated call waits for a human (up to approvals.timeoutMs) before its own deadline starts
     const toolCallTimeoutMs = rt.config.approvals.timeoutMs + rt.config.tools.timeoutMs + TOOL_CALL_MARGIN_MS;
     const tools = new ToolsClient(rt.nc, rt.client, rt.subjects, rt.log, toolCallTimeoutMs);
@@ -98,6 +107,8 @@ export const definition: ActorDefinition = {
     const speaker = new Speaker(rt.config.tts, registry, () => rt.media, rt.log, authState, book);
     const voice = new VoiceReplies(rt.config.tts, speaker, rt.log);
     serveSpeech(rt, speaker);
+    // lurk.agent-runner.describe_image: the image tool's question to the vision model (tools.image, agents[].imageModel; describe-image.ts)
+    serveImageDescriptions(rt, { registry, store: authState });
     // agent:bootstrap: the hooks actor is asked only for agents the lurk_hooks bucket lists (bootstrap-hook.ts)
     const bootstrapHooks = new BootstrapHookClient(rt, rt.config.hooks.bootstrapTimeoutMs);
     void bootstrapHooks.watch(rt.signal);

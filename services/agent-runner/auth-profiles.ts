@@ -8,6 +8,9 @@
  *    and failure counts by reason; a success clears the streak;
  *  - per session and provider: the pinned profile (a session keeps its key while it works).
  * Writes are LMDB transactions (safe across processes); reads are synchronous.
+ * Kept in this process's memory only: each profile's last success (noteSuccess; a write per
+ * successful call would cost the loop an LMDB transaction). `snapshot()` reads a profile's whole
+ * state for `lurk.agent-runner.auth_state` (auth-state-serve.ts).
  */
 import { mkdirSync } from "node:fs";
 import { open, type Database, type RootDatabase } from "lmdb";
@@ -65,10 +68,25 @@ export type Availability =
 export type AvailabilityWithState = Availability & { hasState: boolean };
 
 const profileKey = (p: Pick<ProfileRef, "provider" | "id">) => `${p.provider}\u0000${p.id}`;
+/** the key of pinCounts() */
+export const profileStateKey = profileKey;
 const cooldownKey = (p: Pick<ProfileRef, "provider" | "id">, model: string) => `${profileKey(p)}\u0000${model}`;
 const pinKey = (sessionKey: string, provider: string) => `${sessionKey}\u0000${provider}`;
 
+/** A profile's whole state, for the operator (never the key: only what the store keeps). */
+export interface ProfileSnapshot {
+  lastUsed?: number;
+  lastSuccess?: number;
+  disabledUntil?: number;
+  disabledReason?: FailureReason;
+  disableCount: number;
+  cooldowns: Array<{ model: string; until: number; reason: FailureReason; consecutive: number; lastFailureAt: number; failureCounts: Partial<Record<FailureReason, number>> }>;
+  failureCounts: Partial<Record<FailureReason, number>>;
+}
+
 export class AuthStateStore {
+  /** `provider\0id` -> this process's last successful call (memory only) */
+  private readonly successes = new Map<string, number>();
   private readonly root: RootDatabase;
   private readonly profilesDb: Database<ProfileState, string>;
   private readonly cooldownsDb: Database<ModelCooldown, string>;
@@ -152,6 +170,7 @@ export class AuthStateStore {
 
   /** A success: the model's failure streak and a billing/auth disable end (no write when there is none). */
   async markSuccess(p: ProfileRef, model: string): Promise<void> {
+    this.noteSuccess(p);
     const c = this.cooldown(p, model);
     const s = this.profile(p);
     const clearProfile = s && (s.disableCount > 0 || s.disabledUntil !== undefined);
@@ -163,6 +182,63 @@ export class AuthStateStore {
         void this.profilesDb.put(profileKey(p), { ...rest, disableCount: 0 });
       }
     });
+  }
+
+  /** A successful call with the profile (memory only: no write). */
+  noteSuccess(p: Pick<ProfileRef, "provider" | "id">): void {
+    this.successes.set(profileKey(p), this.now());
+  }
+
+  /**
+   * Disables the profile for every model as an auth or billing failure of a call does (the n-th in
+   * a row: min(24 h, 5 h × 2^(n-1))), without a model's cooldown: `lurkbot auth probe` found the
+   * key refused. Returns the disable's end.
+   */
+  async markDisabled(p: ProfileRef, reason: "auth" | "billing"): Promise<number> {
+    const now = this.now();
+    let until = now;
+    await this.root.transaction(() => {
+      const prev = this.profile(p) ?? { fingerprint: p.fingerprint, disableCount: 0 };
+      const disableCount = prev.disableCount + 1;
+      until = now + disableMs(disableCount);
+      void this.profilesDb.put(profileKey(p), { ...prev, disableCount, disabledUntil: until, disabledReason: reason });
+    });
+    return until;
+  }
+
+  /** The profile's stored state (its current key's only), every model's cooldown record and this process's last success. */
+  snapshot(p: ProfileRef): ProfileSnapshot {
+    const s = this.profile(p);
+    const prefix = cooldownKey(p, "");
+    const cooldowns: ProfileSnapshot["cooldowns"] = [];
+    const failureCounts: Partial<Record<FailureReason, number>> = {};
+    for (const { key, value } of this.cooldownsDb.getRange({ start: prefix })) {
+      if (!key.startsWith(prefix)) break;
+      if (value.fingerprint !== p.fingerprint) continue;
+      cooldowns.push({ model: key.slice(prefix.length), until: value.cooldownUntil, reason: value.lastReason, consecutive: value.errorCount, lastFailureAt: value.lastFailureAt, failureCounts: { ...value.failureCounts } });
+      for (const [reason, n] of Object.entries(value.failureCounts) as Array<[FailureReason, number]>) failureCounts[reason] = (failureCounts[reason] ?? 0) + n;
+    }
+    const lastSuccess = this.successes.get(profileKey(p));
+    return {
+      ...(s?.lastUsed !== undefined ? { lastUsed: s.lastUsed } : {}),
+      ...(lastSuccess !== undefined ? { lastSuccess } : {}),
+      ...(s?.disabledUntil !== undefined ? { disabledUntil: s.disabledUntil } : {}),
+      ...(s?.disabledReason !== undefined ? { disabledReason: s.disabledReason } : {}),
+      disableCount: s?.disableCount ?? 0,
+      cooldowns,
+      failureCounts,
+    };
+  }
+
+  /** Sessions pinned to each profile, by `provider\0id` (one pass over the pins). */
+  pinCounts(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const { key, value } of this.pinsDb.getRange()) {
+      const provider = key.slice(key.lastIndexOf("\u0000") + 1);
+      const k = profileKey({ provider, id: value.profileId });
+      counts.set(k, (counts.get(k) ?? 0) + 1);
+    }
+    return counts;
   }
 
   /** Forgets a profile's disable and every model's cooldown of it (a new login); returns whether there was any. */

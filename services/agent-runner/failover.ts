@@ -14,6 +14,8 @@ import type { AuthStateStore, FailureReason } from "./auth-profiles.js";
 import { lookupModel, usageCostUsd, type ModelInfo } from "../../shared/runtime/models.js";
 import type { AuthProfile, ProviderRegistry } from "./providers/registry.js";
 import type { ThinkLevel } from "./providers/thinking.js";
+import { apiTemperature } from "./providers/temperature.js";
+import { providerApi } from "../../shared/runtime/config-providers.js";
 import type { Provider, ProviderRequest } from "./providers/types.js";
 
 export interface Candidate {
@@ -75,7 +77,7 @@ export class ModelChain {
   private readonly withState = new Set<string>();
   /** the candidate whose last call in this run succeeded (its stored state is clear) */
   private settled: Candidate | undefined;
-  /** models whose refused temperature was logged in this run */
+  /** models whose refused or clamped temperature was logged in this run */
   private readonly noTemperatureLogged = new Set<string>();
 
   constructor(private readonly opts: ModelChainOptions) {
@@ -177,6 +179,9 @@ export class ModelChain {
     if (this.withState.has(c.key) || !this.pins.has(c.providerName)) {
       await this.opts.store?.markSuccess(c.profile, c.model);
       this.withState.delete(c.key);
+    } else {
+      // the last success for `lurkbot auth list` (memory only)
+      this.opts.store?.noteSuccess(c.profile);
     }
     this.settled = c;
   }
@@ -196,13 +201,16 @@ export class ModelChain {
   /**
    * Max tokens (when the registry knows the model), thinking (when the model supports it), the
    * temperature (the run's or agent's, else the model's default; left out for a model that refuses
-   * one) and how inline `<think>` reasoning is handled.
+   * one; clamped to the range of the provider's API, temperature.ts) and how inline `<think>`
+   * reasoning is handled.
    */
   requestOptions(c: Candidate): Pick<ProviderRequest, "maxTokens" | "thinking" | "temperature" | "reasoningTags" | "reasoningReplay"> {
-    const temperature = this.opts.temperature ?? c.info.temperature;
-    if (temperature !== undefined && c.info.fixedTemperature && !this.noTemperatureLogged.has(c.ref)) {
+    const wanted = this.opts.temperature ?? c.info.temperature;
+    const temperature = wanted === undefined ? undefined : apiTemperature(providerApi(this.opts.config.providers, c.providerName), wanted);
+    if (wanted !== undefined && (c.info.fixedTemperature || temperature !== wanted) && !this.noTemperatureLogged.has(c.ref)) {
       this.noTemperatureLogged.add(c.ref);
-      this.opts.log.debug({ model: c.ref, temperature }, "the model takes no temperature; leaving it out");
+      if (c.info.fixedTemperature) this.opts.log.debug({ model: c.ref, temperature: wanted }, "the model takes no temperature; leaving it out");
+      else this.opts.log.debug({ model: c.ref, temperature: wanted, sent: temperature }, "temperature outside the provider API's range; clamped");
     }
     return {
       ...(c.info.known ? { maxTokens: c.info.maxOutput } : {}),

@@ -1,7 +1,8 @@
 /**
  * What a run's system prompt needs beyond the basics: the prompt mode (a subagent session is
  * always "minimal"; else the request's promptMode, else the agent's), the bootstrap files, the
- * skills (full mode only), the sandbox note, the Voice (TTS) lines (when replies may be spoken),
+ * skills (full mode only; workspace skills that are not used as they ask are logged once, skills.ts),
+ * the sandbox note, the Voice (TTS) lines (when replies may be spoken),
  * the User Identity and Model Aliases inputs (full mode only, prompt-sections.ts) and runtime
  * details. The bootstrap files go through the agent's `agent:bootstrap` hooks when
  * `bootstrapHook` is given (bootstrap-hook.ts), after the session's filter (as OpenClaw: a
@@ -15,7 +16,8 @@ import { REPO_ROOT } from "../../shared/scripts/paths.js";
 import { loadBootstrapFiles, type BootstrapFile } from "./bootstrap.js";
 import type { BootstrapRun } from "./bootstrap-hook.js";
 import { lookupModel } from "../../shared/runtime/models.js";
-import { loadSkills } from "./skills.js";
+import { loadSkills, type SkillProblem } from "./skills.js";
+import type { Logger } from "../../shared/runtime/logger.js";
 import { modelAliasLines, userIdentity } from "./prompt-sections.js";
 import type { PromptInput, PromptMode } from "./system-prompt.js";
 import { ttsPromptLines } from "./tts-prompt.js";
@@ -25,7 +27,7 @@ export type PromptExtras = Pick<PromptInput, "mode" | "bootstrap" | "skills" | "
 /** the run's bootstrap files after the agent's agent:bootstrap hooks (never throws) */
 export type BootstrapHook = (run: BootstrapRun, loaded: BootstrapFile[]) => Promise<BootstrapFile[]>;
 
-export async function promptExtras(config: LurkConfig, agent: AgentConfig, req: RunRequest, tools: ToolDefinition[], model?: string, bootstrapHook?: BootstrapHook): Promise<PromptExtras> {
+export async function promptExtras(config: LurkConfig, agent: AgentConfig, req: RunRequest, tools: ToolDefinition[], model?: string, bootstrapHook?: BootstrapHook, log?: Logger): Promise<PromptExtras> {
   const workspace = agentWorkspace(config, agent);
   const subagent = req.sessionType === "subagent" || req.subagent !== undefined;
   const sessionType = subagent ? "subagent" : req.sessionType;
@@ -36,7 +38,7 @@ export async function promptExtras(config: LurkConfig, agent: AgentConfig, req: 
   };
   const [bootstrap, skills] = await Promise.all([
     mode === "none" ? [] : loadBootstrap(),
-    mode === "full" ? loadSkills({ workspace, home: config.home }).catch(() => []) : [],
+    mode === "full" ? loadSkills({ workspace, home: config.home }, { alwaysAllow: config.skills?.alwaysAllow ?? [], ...(log ? { onProblem: (p) => reportSkillProblem(log, p) } : {}) }).catch(() => []) : [],
   ]);
   const thinking = req.options.thinking ?? agent.thinking;
   const sandbox = sandboxNote(config, tools);
@@ -48,7 +50,7 @@ export async function promptExtras(config: LurkConfig, agent: AgentConfig, req: 
     ...(model ? { model } : {}),
     ...(thinking ? { thinking } : {}),
     ...(tts.length > 0 ? { tts } : {}),
-    ...(mode === "full" ? { identity: userIdentity(config, req.origin), modelAliases: modelAliasLines(config, model) } : {}),
+    ...(mode === "full" ? { identity: userIdentity(config, req.origin, sessionType), modelAliases: modelAliasLines(config, model) } : {}),
     // a model that reasons in <think> tags is told where its reasoning goes (Reasoning Format)
     ...(model && lookupModel(model, config).reasoningTags === "on" ? { reasoningTags: true } : {}),
     ...(subagent ? { subagent: {
@@ -58,6 +60,17 @@ export async function promptExtras(config: LurkConfig, agent: AgentConfig, req: 
       sessionKey: req.sessionKey,
     } } : {}),
   };
+}
+
+/** skill folders already reported (a warning once per folder and reason, not once per run) */
+const reportedSkills = new Set<string>();
+
+function reportSkillProblem(log: Logger, problem: SkillProblem): void {
+  const key = `${problem.location}\n${problem.reason}`;
+  if (reportedSkills.has(key)) return;
+  if (reportedSkills.size >= 1_000) reportedSkills.clear();
+  reportedSkills.add(key);
+  log.warn({ skill: problem.name, source: problem.source, location: problem.location }, `skill not used as it asks: ${problem.reason}`);
 }
 
 function sandboxNote(config: LurkConfig, tools: ToolDefinition[]): string | undefined {

@@ -5,9 +5,10 @@
  *   (a key, token, OAuth client or endpoint in `providers`, the environment included; or the
  *   provider of the run's own model), as `- alias: provider/model`, sorted by alias within each
  *   group, at most MAX_ALIAS_LINES lines (then one "… more" line);
- * - User Identity: the owners (`routing.commands.owners`) and, when the run knows its sender
- *   (`origin.sender`), whether that sender is one (shared/runtime/access-policy.ts `isOwner`:
- *   the terminal channel always is).
+ * - User Identity: when the run knows its sender (`origin.sender`), whether that sender is an
+ *   owner (shared/runtime/access-policy.ts `isOwner`, from the channel and id only: the terminal
+ *   channel always is) and its display name; the owners (`routing.commands.owners`) only for an
+ *   owner in a direct conversation (`ownersShown`).
  */
 import type { Origin } from "../../shared/contract/index.js";
 import { isOwner } from "../../shared/runtime/access-policy.js";
@@ -45,10 +46,27 @@ function providerSetUp(config: Pick<LurkConfig, "providers">, provider: string):
   }
 }
 
-export function userIdentity(config: Pick<LurkConfig, "routing">, origin: Origin | undefined): UserIdentity {
-  const owners = [...config.routing.commands.owners];
+/**
+ * The User Identity input. The owner verdict comes from the sender's channel and id alone
+ * (`isOwner`); the display name is carried for the prompt to show as unverified data. The
+ * owners' ids are given only where an owner talks to the bot directly (`ownersShown`).
+ */
+export function userIdentity(config: Pick<LurkConfig, "routing">, origin: Origin | undefined, sessionType?: string): UserIdentity {
   const sender = origin?.sender;
-  if (!origin || !sender) return { owners };
+  if (!origin || !sender) return {};
   const owner = isOwner({ channel: origin.channel, sender }, config as LurkConfig);
-  return { owners, sender: { id: `${origin.channel}:${sender.id}`, ...(sender.name ? { name: sender.name } : {}), owner } };
+  return {
+    ...(ownersShown(sessionType, origin, owner) ? { owners: [...config.routing.commands.owners] } : {}),
+    sender: { id: `${origin.channel}:${sender.id}`, ...(sender.name ? { name: sender.name } : {}), owner },
+  };
+}
+
+/**
+ * Whether a run's prompt may list the owners' ids (`routing.commands.owners`, phone numbers
+ * among them): only for an owner in a direct conversation (a "main" or "dm" session whose
+ * peer, if any, is a DM). Group, topic, thread, cron and subagent runs, a non-owner's DM and
+ * runs without a known sender get no list.
+ */
+export function ownersShown(sessionType: string | undefined, origin: Pick<Origin, "peer"> | undefined, senderIsOwner: boolean): boolean {
+  return senderIsOwner && (sessionType === "main" || sessionType === "dm") && (!origin?.peer || origin.peer.kind === "dm");
 }

@@ -319,7 +319,7 @@ async function prepareTurnInputs(deps: RunnerDeps, req: RunRequest, agent: Agent
   const system = buildSystemPrompt({
     agentId: req.agentId, ...(agent.name ? { agentName: agent.name } : {}), workspace: agentWorkspace(rt.config, agent),
     sessionType: req.sessionType, ...(req.origin ? { channel: req.origin.channel } : {}), tools,
-    ...(await promptExtras(rt.config, agent, req, tools, modelRef, bootstrapHook(deps, req))),
+    ...(await promptExtras(rt.config, agent, req, tools, modelRef, bootstrapHook(deps, req), rt.log)),
   });
   return { tools, system };
 }

@@ -1,9 +1,12 @@
 /**
  * Skills: `<dir>/<skill>/SKILL.md` files with YAML frontmatter (`name`, `description`, optional
- * requirements, optional `always`), found in three places, earlier winning for the same name:
- *   1. `<workspace>/skills/`            (the agent's own)
+ * requirements, optional `always`), found in three places:
+ *   1. `<workspace>/skills/`            (the agent's own; the agent can write it)
  *   2. `$LURKBOT_HOME/skills/`          (installed by the user)
  *   3. `services/agent-runner/skills-bundled/` in the repository (shipped with LurkBot)
+ * For one name the user's wins over the bundled one; a workspace skill never takes the name of a
+ * user or bundled skill (as workspace hooks, shared/runtime/hooks/discovery.ts): the other one is
+ * used and the workspace folder is reported as a problem.
  * Requirements: a binary on PATH (`requires.bins`, all of them; `requires.anyBins`, at least one),
  * an env var set (`requires.env`), the OS (`os`); read from `requires:`, `metadata.requires` or
  * `metadata.lurkbot.requires` / `metadata.moltbot.requires` (MoltBot's JSON-in-YAML style). A skill
@@ -14,6 +17,9 @@
  * skill's body is injected in full under "Active Skills" (trimmed like a bootstrap file, at most
  * ALWAYS_SKILLS_MAX_CHARS for all of them); the others are listed compactly (name, description,
  * location) and the model reads a SKILL.md on demand, so only an always-on skill's body is kept.
+ * `always` counts for user and bundled skills; a workspace skill's only when its name is in
+ * `skills.alwaysAllow` (else it is listed like any other and reported), so nothing the agent
+ * writes enters every later prompt by itself.
  * Parsed files are cached by path + mtime; PATH lookups are cached briefly.
  */
 import { readdir, readFile } from "node:fs/promises";
@@ -61,6 +67,18 @@ export interface SkillDirs {
 export interface SkillEnv {
   env?: Record<string, string | undefined>;
   platform?: string;
+  /** workspace skills whose `always` is honoured (config `skills.alwaysAllow`) */
+  alwaysAllow?: readonly string[];
+  /** told about each folder that is not used as it asks (never throws) */
+  onProblem?: (problem: SkillProblem) => void;
+}
+
+export interface SkillProblem {
+  source: SkillSource;
+  /** the SKILL.md */
+  location: string;
+  name: string;
+  reason: string;
 }
 
 const parsed = new Map<string, { mtimeMs: number; size: number; skill: Skill | null }>();
@@ -69,17 +87,29 @@ const parsed = new Map<string, { mtimeMs: number; size: number; skill: Skill | n
 export async function loadSkills(dirs: SkillDirs, opts: SkillEnv = {}): Promise<Skill[]> {
   const env = opts.env ?? process.env;
   const platform = opts.platform ?? process.platform;
+  // user and bundled first: a workspace skill never takes their names
   const sources: Array<[SkillSource, string | undefined]> = [
-    ["workspace", dirs.workspace ? join(dirs.workspace, "skills") : undefined],
     ["user", dirs.home ? join(dirs.home, "skills") : undefined],
     ["bundled", dirs.bundled === undefined ? BUNDLED_SKILLS_DIR : dirs.bundled ?? undefined],
+    ["workspace", dirs.workspace ? join(dirs.workspace, "skills") : undefined],
   ];
+  const allowed = new Set(opts.alwaysAllow ?? []);
   const byName = new Map<string, Skill>();
   for (const [source, dir] of sources) {
     if (!dir) continue;
-    for (const skill of await scanDir(dir, source)) {
+    for (const found of await scanDir(dir, source)) {
       // precedence: the first source that defines a name wins, even when that one is gated out
-      if (byName.has(skill.name)) continue;
+      const winner = byName.get(found.name);
+      if (winner) {
+        if (source === "workspace") opts.onProblem?.({ source, location: found.location, name: found.name, reason: `it has the name of the ${winner.source} skill "${found.name}", which a workspace skill cannot replace (the agent can write its workspace); the ${winner.source} one is used: rename the folder and the name in its SKILL.md` });
+        continue;
+      }
+      let skill = found;
+      if (source === "workspace" && skill.always && !allowed.has(skill.name)) {
+        opts.onProblem?.({ source, location: skill.location, name: skill.name, reason: `it asks to be always on, which a workspace skill is only when skills.alwaysAllow names it; it is listed like any other skill` });
+        const { body: _body, ...rest } = skill;
+        skill = { ...rest, always: false };
+      }
       byName.set(skill.name, skill);
     }
   }

@@ -1,8 +1,9 @@
 /**
- * `lurkbot auth list|login|import|logout`: the auth profiles of the config and the tokens of
+ * `lurkbot auth list|login|import|logout|probe`: the auth profiles of the config and the tokens of
  * refresh_token OAuth profiles in the `lurk_auth` bucket, as the `cli` user. Tokens are read
  * from stdin (import) or the browser's redirect (login), never from the command line, and never
- * printed. list: auth-list.ts; the browser login: auth-login.ts.
+ * printed. list: auth-list.ts (with the agent-runners' cooldowns); the browser login: auth-login.ts;
+ * probe: auth-probe.ts (one models-list call per profile through an agent-runner).
  */
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -13,6 +14,7 @@ import type { ParsedCommand } from "./args.js";
 import { openAuthBucket, readLogin, storeLogin, when } from "./auth-bucket.js";
 import { formatAuthList, gatherAuthList } from "./auth-list.js";
 import { browserLogin } from "./auth-login.js";
+import { cmdAuthProbe, probeTarget } from "./auth-probe.js";
 import { checkProfileArgs, refreshTokenClient, type AuthProvider } from "./auth-profiles.js";
 import { connectCli } from "./bus.js";
 import { CliError, EXIT, UsageError } from "./errors.js";
@@ -23,10 +25,11 @@ export interface AuthIo {
   input: NodeJS.ReadableStream & { isTTY?: boolean };
 }
 
-type Sub = "list" | "login" | "import" | "logout";
+type Sub = "list" | "login" | "import" | "logout" | "probe";
 
 const SUBCOMMANDS: Record<Sub, SubcommandSpec> = {
   list: { arg: "none", options: ["json"] },
+  probe: { arg: "optional", options: ["json", "timeout"] },
   login: { arg: "required", options: ["timeout"] },
   import: { arg: "required", options: [] },
   logout: { arg: "required", options: [] },
@@ -35,13 +38,18 @@ const SUBCOMMANDS: Record<Sub, SubcommandSpec> = {
 const DEFAULT_LOGIN_TIMEOUT_SEC = 300;
 const MAX_IMPORT_BYTES = 64 * 1024;
 
-export function checkAuthArgs(p: ParsedCommand): { sub: "list" } | { sub: Exclude<Sub, "list">; provider: AuthProvider; id: string } {
+export function checkAuthArgs(p: ParsedCommand): { sub: "list" } | { sub: "probe"; target?: string } | { sub: Exclude<Sub, "list" | "probe">; provider: AuthProvider; id: string } {
   const what = "PROVIDER PROFILE, e.g. anthropic work";
-  const { sub } = checkSubcommand(p, "auth", SUBCOMMANDS, what);
+  const { sub, arg } = checkSubcommand(p, "auth", SUBCOMMANDS, what);
   if (sub === "list") return { sub };
+  if (sub === "probe") {
+    if (p.args.length > 2) throw new UsageError(`\`lurkbot auth probe\` takes one PROVIDER or PROVIDER:PROFILE (e.g. openai:team); unexpected "${p.args[2]}".`, "auth");
+    probeTarget(arg);
+    return { sub, ...(arg !== undefined ? { target: arg } : {}) };
+  }
   const [, provider, id] = p.args;
   if (id === undefined) throw new UsageError(`\`lurkbot auth ${sub}\` needs ${what} (see \`lurkbot auth list\`).`, "auth");
-  return { sub: sub as Exclude<Sub, "list">, provider: checkProfileArgs(provider!, id), id };
+  return { sub: sub as Exclude<Sub, "list" | "probe">, provider: checkProfileArgs(provider!, id), id };
 }
 
 export async function cmdAuth(p: ParsedCommand, env: Env, io: AuthIo): Promise<number> {
@@ -52,6 +60,10 @@ export async function cmdAuth(p: ParsedCommand, env: Env, io: AuthIo): Promise<n
     io.out(p.options.json ? JSON.stringify(report, null, 2) : formatAuthList(report).trimEnd());
     if (failure) throw failure;
     return EXIT.ok;
+  }
+  if (args.sub === "probe") {
+    const timeoutSec = p.options.timeout as number | undefined;
+    return cmdAuthProbe(cfg, env, args.target, { ...(timeoutSec !== undefined ? { timeoutSec } : {}), json: p.options.json === true }, io.out);
   }
   const { provider, id } = args;
   const label = `${provider}/${id}`;

@@ -31,8 +31,11 @@ import { cmdPairing } from "./pairing.js";
 import { cmdSubagents } from "./subagents.js";
 import { cmdHeartbeat } from "./heartbeat.js";
 import { cmdHooks } from "./hooks.js";
+import { cmdConfig } from "./config-cmd.js";
+import { LinePrompter } from "./onboard/prompt.js";
 import { cmdAuth } from "./auth.js";
 import { cmdSecurity } from "./security-audit.js";
+import { cmdDaemon } from "./daemon.js";
 import { cmdOnboard } from "./onboard/command.js";
 import { withStoredSecrets } from "./stored-secrets.js";
 import { cmdAcp } from "./acp/command.js";
@@ -216,6 +219,18 @@ async function cmdStreams(p: ParsedCommand, env: Env): Promise<number> {
   }
 }
 
+/** One secret from stdin: without echo on a terminal, the first line of a pipe. */
+async function readSecretLine(message: string): Promise<string> {
+  const prompt = new LinePrompter(process.stdin, process.stderr);
+  try {
+    return await prompt.secret({ id: "secret", message, optional: true });
+  } catch {
+    return "";
+  } finally {
+    prompt.close();
+  }
+}
+
 const HANDLERS: Record<string, (p: ParsedCommand, env: Env) => Promise<number>> = {
   setup: cmdSetup,
   init: (p, env) => cmdInit(p, env, out),
@@ -234,8 +249,10 @@ const HANDLERS: Record<string, (p: ParsedCommand, env: Env) => Promise<number>> 
   subagents: (p, env) => cmdSubagents(p, env, { out }),
   heartbeat: (p, env) => cmdHeartbeat(p, env, { out }),
   hooks: (p, env) => cmdHooks(p, env, { out }),
+  config: (p, env) => cmdConfig(p, env, { out, err, readSecret: (message) => readSecretLine(message) }),
   auth: (p, env) => cmdAuth(p, env, { out, input: process.stdin }),
   acp: (p, env) => cmdAcp(p, env),
+  daemon: (p, env) => cmdDaemon(p, env, { out, err }),
   security: (p, env) => cmdSecurity(p, env, { out: (text) => process.stdout.write(text), color: process.stdout.isTTY === true && !env.NO_COLOR }),
   onboard: (p, env) => cmdOnboard(p, env, { out, err, input: process.stdin, output: process.stdout, start: (startEnv) => cmdStart(parseArgs(["start"]) as ParsedCommand, startEnv) }),
 };

@@ -1,5 +1,5 @@
 /**
- * `lurkbot sessions list|show|reset|delete`: the sessions actor's entries and transcripts, over
+ * `lurkbot sessions list|show|reset|delete|export` (export: sessions-export.ts): the sessions actor's entries and transcripts, over
  * `lurk.sessions.<op>` as the `cli` user. Unknown keys are exit 1, a stopped bus exit 2.
  */
 import { createInterface } from "node:readline/promises";
@@ -15,12 +15,15 @@ import { withCliBus } from "./bus.js";
 import { CliError, EXIT, UsageError } from "./errors.js";
 import { oneLine, table } from "./format.js";
 import { checkSubcommand, type SubcommandSpec } from "./subcommands.js";
+import { exportFormat, exportSession, writeStdout } from "./sessions-export.js";
 
 export interface SessionsIo {
   out(line: string): void;
   err(line: string): void;
   /** asks a yes/no question; null when there is no terminal to ask on */
   confirm?(question: string): Promise<boolean | null>;
+  /** raw text of `export` without --out (default: stdout, waiting while the pipe is full) */
+  write?(text: string): Promise<void>;
 }
 
 const SUBCOMMANDS: Record<string, SubcommandSpec> = {
@@ -28,6 +31,7 @@ const SUBCOMMANDS: Record<string, SubcommandSpec> = {
   show: { arg: "required", options: ["limit", "json"] },
   reset: { arg: "required", options: ["json"] },
   delete: { arg: "required", options: ["yes", "json"] },
+  export: { arg: "required", options: ["format", "out", "session-id"] },
 };
 
 const DEFAULT_SHOW_LIMIT = 20;
@@ -43,6 +47,7 @@ export function checkSessionsArgs(p: ParsedCommand): { sub: string; key?: string
     throw new UsageError(`--type must be one of ${sessionTypeSchema.options.join(", ")}, not "${p.options.type}".`, "sessions");
   }
   if (typeof p.options.limit === "number" && !Number.isInteger(p.options.limit)) throw new UsageError("--limit must be a whole number.", "sessions");
+  if (sub === "export") exportFormat(p);
   return { sub, ...(key !== undefined ? { key } : {}) };
 }
 
@@ -57,6 +62,8 @@ export async function cmdSessions(p: ParsedCommand, env: Env, io: SessionsIo): P
         return await show(bus, key!, p, io);
       case "reset":
         return await reset(bus, key!, p, io);
+      case "export":
+        return await exportSession(bus, key!, p, { err: io.err, write: io.write ?? writeStdout });
       default:
         return await remove(bus, key!, p, io);
     }

@@ -164,4 +164,5 @@ export function writeSystemdFiles(dir: string, config: LurkConfig, setup: SetupR
   say(`  cp ${join(out, "*.service")} /etc/systemd/system/ && systemctl daemon-reload`);
   say(`  systemctl enable --now lurkbot-nats ${LAUNCHER_ACTORS.map((a) => `lurkbot@${a}`).join(" ")}`);
   say("the env files hold passwords: keep them where they are (mode 600) or move them to /etc/lurkbot/ and edit EnvironmentFile=.");
+  say("on one host without root: `lurkbot daemon install` runs the whole of LurkBot as your own systemd user service instead (deploy/USER_SERVICE.md).");
 }

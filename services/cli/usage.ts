@@ -6,6 +6,7 @@
  * Speech and transcription (billed by characters and audio seconds, not tokens) add CHARS and
  * AUDIO columns when the range has any, with notes for units without a price and transcriptions
  * of unknown duration.
+ * `--providers`: the providers' rate-limit windows per auth profile instead (usage-providers.ts).
  * Days are UTC. Exit codes: 1 an error reply (a report too large: narrow it), 2 the bus is down,
  * 64 a bad command line (dates, keys).
  */
@@ -19,6 +20,7 @@ import type { ParsedCommand } from "./args.js";
 import { withCliBus } from "./bus.js";
 import { EXIT, UsageError } from "./errors.js";
 import { table } from "./format.js";
+import { cmdUsageProviders } from "./usage-providers.js";
 
 export interface UsageIo {
   out(line: string): void;
@@ -80,6 +82,8 @@ export function usageRequest(p: ParsedCommand, now = Date.now()): RequestOf<"ses
 }
 
 export async function cmdUsage(p: ParsedCommand, env: Env, io: UsageIo): Promise<number> {
+  // --providers: the providers' rate-limit windows instead (usage-providers.ts)
+  if (p.options.providers) return cmdUsageProviders(p, loadConfig(env), env, io.out);
   const request = usageRequest(p);
   const cfg = loadConfig(env);
   return withCliBus(cfg, env, async (bus) => {

@@ -1,6 +1,6 @@
 /**
  * What the chat commands do (commands.ts parses them). Each returns the notice text; the
- * router publishes it. Owner-only: /approve and /deny, and in groups every command that
+ * router publishes it. Owner-only: /approve, /deny, /pair, /usage and /sessions, and in groups every command that
  * changes state. Sessions are changed through the sessions actor (reset, patch), runs through
  * `run.ctl` (abort), approvals through approvals.decide, children through the subagents actor.
  */
@@ -13,6 +13,7 @@ import { COMMAND_HELP } from "../../shared/contract/index.js";
 import type { Command, Directives } from "./commands.js";
 import type { Lanes } from "./lanes.js";
 import type { SessionQueues, WorkOutcome } from "./queue.js";
+import { authStatusLines } from "./auth-status.js";
 import { ensureSession, queueConsolidation } from "./ended-sessions.js";
 import type { PairingStore } from "./pairing.js";
 import { decidePairing } from "./pairing-owners.js";
@@ -49,6 +50,9 @@ export async function executeCommand(ctx: CommandContext, command: Command, msg:
   const owner = isOwner(msg, ctx.rt.config);
   if (command.name === "pair" && !owner) {
     return { kind: "error", text: `/pair is for the owner only. Ask the owner to add "${msg.channel}:${msg.sender.id}" to routing.commands.owners, or use \`npx lurkbot pairing\`.` };
+  }
+  if (command.name === "sessions" && !owner) {
+    return { kind: "error", text: `/sessions lists this agent's conversations: it is for the owner only (routing.commands.owners), or run \`npx lurkbot sessions list\`.` };
   }
   if (command.name === "usage" && !owner) {
     return { kind: "error", text: `/usage shows what the assistant spent: it is for the owner only (routing.commands.owners), or run \`npx lurkbot usage\`.` };
@@ -102,8 +106,40 @@ export async function executeCommand(ctx: CommandContext, command: Command, msg:
       return pairCommand(ctx, command, msg);
     case "usage":
       return usageCommand(ctx, command.days, route);
+    case "sessions":
+      return sessionsCommand(ctx, route);
     case "settings":
       return settingsCommand(ctx, command.directives, command.show, route, msg.channel);
+  }
+}
+
+/** how many sessions /sessions lists */
+export const SESSIONS_LISTED = 20;
+
+/** "5 min ago", "3 h ago", "2 d ago" */
+function ago(ms: number, now: number): string {
+  const s = Math.max(0, Math.round((now - ms) / 1000));
+  if (s < 60) return "just now";
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86_400) return `${Math.floor(s / 3600)} h ago`;
+  return `${Math.floor(s / 86_400)} d ago`;
+}
+
+/** /sessions: the agent's most recent sessions from the sessions actor, newest first; this one marked "*". */
+async function sessionsCommand(ctx: CommandContext, route: Route): Promise<CommandResult> {
+  try {
+    const { sessions } = await ctx.rt.client.call("sessions", "list", { agentId: route.agentId, limit: SESSIONS_LISTED });
+    if (sessions.length === 0) return { text: `Agent ${route.agentId} has no sessions yet.` };
+    const now = Date.now();
+    const lines = [`Recent sessions of agent ${route.agentId} (newest first${sessions.length === SESSIONS_LISTED ? `, the ${SESSIONS_LISTED} latest` : ""}; * this one):`];
+    for (const s of sessions) {
+      const when = `${new Date(s.updatedAt).toISOString().slice(0, 16).replace("T", " ")} UTC (${ago(s.updatedAt, now)})`;
+      lines.push(`${s.sessionKey === route.sessionKey ? "*" : " "} ${s.sessionKey} — ${when}, ${s.records} record${s.records === 1 ? "" : "s"}${s.label ? `, "${s.label}"` : ""}`);
+    }
+    if (!sessions.some((s) => s.sessionKey === route.sessionKey)) lines.push(`(this session, ${route.sessionKey}, is not among them)`);
+    return { text: lines.join("\n") };
+  } catch (err) {
+    return { kind: "error", text: `Could not list the sessions: ${LurkError.from(err).message}` };
   }
 }
 
@@ -232,6 +268,8 @@ async function statusText(ctx: CommandContext, route: Route, channel: string): P
     session
       ? `  transcript: ${session.records} records, ${session.usage.total} tokens (in ${session.usage.input}, out ${session.usage.output})${session.model ? `, last model ${session.model}` : ""}`
       : "  transcript: none yet",
+    // providers whose auth profiles are cooling down or disabled (auth-status.ts)
+    ...(await authStatusLines(ctx.rt)).map((l) => `  ${l}`),
   ];
   return lines.join("\n");
 }

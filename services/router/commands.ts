@@ -4,7 +4,7 @@
  * Commands are the whole message: /new and /reset (text after them becomes the first message
  * of the fresh session), /stop (/abort), /status, /help (/commands), /compact [instructions],
  * /approve ID, /deny ID, /subagents [list|stop [KEY|RUNID|all]], /pair [list|approve CODE|deny CODE],
- * /usage [days].
+ * /usage [days], /sessions.
  * Telegram's `/cmd@botname` works.
  *
  * Directives may stand anywhere at a word start: /think (/t), /verbose (/v), /reasoning, /tts,
@@ -53,6 +53,8 @@ export type Command =
   | { name: "subagents"; action: "list" | "stop"; target?: string }
   | { name: "pair"; action: "list" | "approve" | "deny"; code?: string }
   | { name: "usage"; days: number }
+  /** the agent's recent sessions (owners) */
+  | { name: "sessions" }
   /** only directives: change the session's settings (an empty set shows them) */
   | { name: "settings"; directives: Directives; show: Array<keyof Directives> };
 
@@ -178,7 +180,7 @@ function extractDirectives(text: string): { directives: Directives; rest: string
   return { directives, rest: rest.replace(/[ \t]{2,}/g, " ").trim(), seen };
 }
 
-const COMMAND_NAMES = new Set(["new", "reset", "stop", "abort", "status", "help", "commands", "compact", "approve", "deny", "subagents", "pair", "usage"]);
+const COMMAND_NAMES = new Set(["new", "reset", "stop", "abort", "status", "help", "commands", "compact", "approve", "deny", "subagents", "pair", "usage", "sessions"]);
 /** /usage covers at most this many days (the ledger's default retention) */
 export const MAX_USAGE_DAYS = 400;
 
@@ -214,6 +216,9 @@ function parseCommand(name: string, args: string): Parsed {
       if (!(days >= 1 && days <= MAX_USAGE_DAYS)) return { kind: "error", message: `use /usage for today, or /usage N for the last N days (1-${MAX_USAGE_DAYS})` };
       return { kind: "command", command: { name: "usage", days } };
     }
+    case "sessions":
+      if (words.length > 0) return { kind: "error", message: "/sessions takes no arguments: it lists this agent's recent sessions" };
+      return { kind: "command", command: { name: "sessions" } };
     case "pair": {
       const action = (words[0] ?? "list").toLowerCase();
       if (action === "list" && words.length <= 1) return { kind: "command", command: { name: "pair", action: "list" } };

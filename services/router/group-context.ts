@@ -11,6 +11,7 @@
  * taking the lease `restore`s them; `prune` forgets sessions whose lines all aged out.
  */
 import type { InboundMessage } from "../../shared/contract/index.js";
+import { oneLineText, PROMPT_NAME_MAX_CHARS } from "../../shared/runtime/prompt-text.js";
 
 const TEXT_MAX = 2_000;
 /** a session's lines as replicated stay well under the bus payload cap (1 MiB) */
@@ -97,12 +98,17 @@ export class GroupContext {
   }
 }
 
-/** The message's text with the group's context ahead of it (the text alone when there is none). */
+/**
+ * The message's text with the group's context ahead of it (the text alone when there is none).
+ * Each kept message is `<sender>: <text>`, the sender's name on one line and capped
+ * (shared/runtime/prompt-text.ts) and the text's further lines indented, so no group member's
+ * name or text can start a line of its own (a fake "[Current message, to you]" marker).
+ */
 export function withContext(text: string, lines: readonly ContextLine[]): string {
   if (lines.length === 0) return text;
   return [
     "[Chat messages since your last reply, for context]",
-    ...lines.map((l) => `${l.from}: ${l.text}`),
+    ...lines.map((l) => `${oneLineText(l.from, PROMPT_NAME_MAX_CHARS) || "?"}: ${l.text.split(/\r?\n/).join("\n  ")}`),
     "",
     "[Current message, to you]",
     text,

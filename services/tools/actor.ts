@@ -17,6 +17,7 @@ import { DocumentPool } from "../../shared/runtime/documents/pool.js";
 import { serveToolCatalog } from "../../shared/runtime/tool-catalog.js";
 import { InflightCalls } from "../../shared/runtime/tool-inflight.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
+import { availableOnly, explainAvailability } from "./availability.js";
 import { handleToolCall } from "./call.js";
 import { openMemoryEmbeddings } from "./embeddings/open.js";
 import { execHostFor, execMetadata } from "./exec/sandbox.js";
@@ -59,8 +60,9 @@ export const definition: ActorDefinition = {
 
     // the tool policy (shared/runtime/tool-policy.ts) filters the catalog per agent and session; call.ts enforces it
     // served in the queue group and announced on `lurk.tools.catalog` once live (agent-runners refresh)
-    serveToolCatalog(rt, (req) => ({ actor: rt.name, tools: allowedCatalog(rt.config, BUILTIN_TOOLS, catalog, req) }), { queue: TOOLS_QUEUE });
-    rt.serve("tools", "explain", (req) => explainTools(rt.config, rt.name, BUILTIN_TOOLS, req), { queue: TOOLS_QUEUE });
+    // tools that need a setting besides the policy (image: an image model) are left out without it (availability.ts)
+    serveToolCatalog(rt, (req) => ({ actor: rt.name, tools: availableOnly(rt.config, allowedCatalog(rt.config, BUILTIN_TOOLS, catalog, req), req) }), { queue: TOOLS_QUEUE });
+    rt.serve("tools", "explain", (req) => explainAvailability(rt.config, explainTools(rt.config, rt.name, BUILTIN_TOOLS, req), req), { queue: TOOLS_QUEUE });
     for (const tool of BUILTIN_TOOLS) {
       for (const name of [tool.name, ...(tool.aliases ?? [])]) {
         rt.serveSubject(`call-${name}`, rt.subjects.toolCall(name), toolCallRequest, toolCallReply,

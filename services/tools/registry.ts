@@ -19,8 +19,9 @@ import { agentsListTool, sessionsHistoryTool, sessionsListTool, sessionsSendTool
 import { sessionsSpawnTool } from "./tools/sessions-spawn.js";
 import { cronTool } from "./tools/cron.js";
 import { ttsTool } from "./tools/tts.js";
+import { imageTool } from "./tools/image.js";
 
-export const BUILTIN_TOOLS: readonly Tool[] = [readTool, execTool, writeTool, editTool, applyPatchTool, memorySearchTool, memoryGetTool, webFetchTool, webSearchTool, sessionsSpawnTool, processTool, messageTool, mediaSaveTool, sessionsListTool, sessionsHistoryTool, sessionsSendTool, sessionStatusTool, agentsListTool, cronTool, ttsTool];
+export const BUILTIN_TOOLS: readonly Tool[] = [readTool, execTool, writeTool, editTool, applyPatchTool, memorySearchTool, memoryGetTool, webFetchTool, webSearchTool, sessionsSpawnTool, processTool, messageTool, mediaSaveTool, sessionsListTool, sessionsHistoryTool, sessionsSendTool, sessionStatusTool, agentsListTool, cronTool, ttsTool, imageTool];
 
 const byName = new Map(BUILTIN_TOOLS.map((tool) => [tool.name, tool]));
 

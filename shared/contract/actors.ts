@@ -93,8 +93,9 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       user: "router",
       description: "bindings, session keys, lanes (one run per session), queue modes, commands; one active instance through a lease",
       // a standby relays requests to the active instance (lurk.router.active.<op>); loading the replica lists the bucket's keys;
-      // $SRV.PING.router.<id>: whether a lease holder of this host that died still answers (dead-holder.ts)
-      publish: [s.runRequestAll, s.runControlAll, s.outboundAll, ops("sessions"), ops("approvals"), ops("subagents"), s.activeOpAll("router"), "$SRV.PING.router.>", ...kvWatchSubjects(ROUTER_BUCKET)],
+      // $SRV.PING.router.<id>: whether a lease holder of this host that died still answers (dead-holder.ts);
+      // lurk.agent-runner.auth_state: /status names the providers whose profiles are cooling down
+      publish: [s.runRequestAll, s.runControlAll, s.outboundAll, ops("sessions"), ops("approvals"), ops("subagents"), s.activeOpAll("router"), "$SRV.PING.router.>", ...kvWatchSubjects(ROUTER_BUCKET), s.op("agent-runner", "auth_state")],
       subscribe: [...s.runTerminalAll],
       responder: true,
       consumers: [{ stream: STREAMS.inbound, consumer: CONSUMERS.router }],
@@ -128,8 +129,9 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       // $SRV.INFO.approvals: the approvals actor's public key, to verify approval tokens
       // toolJobAll, toolJobsList: a background job's calls go to the instance that owns it
       // the media store: media_save reads a user's file, message stores the files it sends
-      // lurk.agent-runner.embed: memory_search's vectors (memory.embeddings); .speak: the tts tool's audio; no other user may ask for them
-      publish: [s.toolProgressAll, ops("approvals"), "$SRV.INFO.approvals", ops("sessions"), ops("subagents"), ops("cron"), s.outboundAll, s.injectAll, s.toolJobAll, s.toolJobsList, s.toolsCatalogChanged, s.op("agent-runner", "embed"), s.op("agent-runner", "speak"), ...mediaSubjects("write")],
+      // lurk.agent-runner.embed: memory_search's vectors (memory.embeddings); .speak: the tts tool's audio;
+      // .describe_image: the image tool's answer from the vision model; no other user may ask for them
+      publish: [s.toolProgressAll, ops("approvals"), "$SRV.INFO.approvals", ops("sessions"), ops("subagents"), ops("cron"), s.outboundAll, s.injectAll, s.toolJobAll, s.toolJobsList, s.toolsCatalogChanged, s.op("agent-runner", "embed"), s.op("agent-runner", "speak"), s.op("agent-runner", "describe_image"), ...mediaSubjects("write")],
       // a run's in-flight calls are cancelled on lurk.tools.cancel, on its abort control and when it ends;
       // the channels' delivery receipts: the message tool's react/edit/delete wait for their answer
       subscribe: [s.toolsCancel, s.runControlAll, ...s.runTerminalAll, ...channelReceiptSubjects(prefix)],
@@ -219,8 +221,9 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       description: "the terminal channel and the operator console (status, tail, admin commands)",
       // reading the leases: which instance of cron, heartbeat, subagents, approvals and router is active (status);
       // the media store: files sent from the terminal and files received there;
-      // the auth bucket: `lurkbot auth login|import|logout|list` (auth-state.ts)
-      publish: [s.inbound("cli"), "$SRV.>", ...["router", "sessions", "tools", "approvals", "subagents", "heartbeat", "cron", "hooks"].map(ops), ...kvReadSubjects(LEASE_BUCKET), ...mediaSubjects("write")],
+      // the auth bucket: `lurkbot auth login|import|logout|list` (auth-state.ts);
+      // the agent-runners' auth profile state and probes (`lurkbot auth list|probe`, `lurkbot usage --providers`), never embed or speak
+      publish: [s.inbound("cli"), "$SRV.>", ...["router", "sessions", "tools", "approvals", "subagents", "heartbeat", "cron", "hooks"].map(ops), ...kvReadSubjects(LEASE_BUCKET), ...mediaSubjects("write"), s.op("agent-runner", "auth_state"), s.op("agent-runner", "auth_probe")],
       subscribe: [s.outboundChannel("cli"), s.runEventAll, s.toolProgressAll, s.eventAll],
       responder: false,
       kvBuckets: [AUTH_BUCKET],

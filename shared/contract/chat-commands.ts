@@ -18,5 +18,6 @@ export const COMMAND_HELP: ReadonlyArray<readonly [usage: string, description: s
   ["/subagents [list|stop KEY|all]", "child runs of this session"],
   ["/usage [days]", "what this agent spent: tokens and USD today, or over the last N days, by model (owners)"],
   ["/pair [list|approve CODE|deny CODE]", "pending DM pairing requests (owners)"],
+  ["/sessions", "this agent's 20 most recent sessions: key, last activity, records; this one marked (owners)"],
   ["/help", "this list"],
 ];

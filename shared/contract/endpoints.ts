@@ -5,10 +5,12 @@
  */
 import { z } from "zod";
 import * as A from "./messages/approvals.js";
+import * as AP from "./messages/auth-profiles.js";
 import * as C from "./messages/cron.js";
 import * as E from "./messages/embeddings.js";
 import * as H from "./messages/heartbeat.js";
 import * as HK from "./messages/hooks.js";
+import * as IM from "./messages/image.js";
 import * as R from "./messages/router.js";
 import * as S from "./messages/sessions.js";
 import * as SA from "./messages/subagents.js";
@@ -81,6 +83,9 @@ export const ENDPOINTS = {
   "agent-runner": {
     embed: { request: E.agentRunnerEmbedRequest, reply: E.agentRunnerEmbedReply, description: "embedding vectors of texts (memory_search's hybrid ranking; tools actor only)" },
     speak: { request: V.agentRunnerSpeakRequest, reply: V.agentRunnerSpeakReply, description: "a voice message of a text, stored in the media store (the tts tool; tools actor only)" },
+    auth_state: { request: AP.agentRunnerAuthStateRequest, reply: AP.agentRunnerAuthStateReply, description: "auth profiles' cooldowns, disables, failure counts, last use and rate-limit headers, never a secret (every instance answers; cli and router only)" },
+    auth_probe: { request: AP.agentRunnerAuthProbeRequest, reply: AP.agentRunnerAuthProbeReply, description: "one cheap real call per auth profile (the provider's models list): ok, auth failed, rate limited, unreachable (cli only)" },
+    describe_image: { request: IM.agentRunnerDescribeImageRequest, reply: IM.agentRunnerDescribeImageReply, description: "the image model's answer to a question about a stored image (the image tool; tools actor only)" },
   },
 } as const satisfies { [A in OperationActor]: { [O in Operation<A>]: EndpointSpec } };
 

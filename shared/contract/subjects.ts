@@ -67,8 +67,12 @@ export const OPERATIONS = {
   cron: ["add", "list", "get", "edit", "rm", "run", "runs", "status"],
   /** the hooks actor: discover hooks again now (`lurkbot hooks reload`); a run's bootstrap files through its agent:bootstrap hooks (agent-runner) */
   hooks: ["reload", "bootstrap"],
-  /** the agent-runner serves embeddings for memory_search and voice messages for the tts tool (only the tools user may ask) */
-  "agent-runner": ["embed", "speak"],
+  /**
+   * the agent-runner serves embeddings for memory_search, voice messages for the tts tool and the image tool's
+   * vision answers (only the tools user may ask);
+   * its auth profiles' state (cli and router) and a live probe of them (cli)
+   */
+  "agent-runner": ["embed", "speak", "auth_state", "auth_probe", "describe_image"],
 } as const;
 
 export type OperationActor = keyof typeof OPERATIONS;

@@ -8,9 +8,10 @@ import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import { z } from "zod";
-import { modelsConfigSchema } from "./config-models.js";
+import { modelRefSchema, modelsConfigSchema } from "./config-models.js";
 import { providerSecrets, providersConfigSchema } from "./config-providers.js";
 import { jobsConfigSchema } from "./config-tools-jobs.js";
+import { toolsImageConfigSchema } from "./config-tools-image.js";
 import { requireApprovalSchema } from "./config-tools-approval.js";
 import { heartbeatConfigSchema } from "./config-heartbeat.js";
 import { compactionConfigSchema, memoryConfigSchema } from "./config-compaction.js";
@@ -65,6 +66,8 @@ export const agentConfigSchema = z.object({
   workspace: z.string().optional(),
   model: z.string().optional(),
   fallbacks: z.array(z.string()).default([]),
+  /** the vision model of this agent's `image` tool (wins over tools.image.model; config-tools-image.ts) */
+  imageModel: modelRefSchema.optional(),
   toolProfile: z.enum(["minimal", "coding", "messaging", "full"]).default("coding"),
   thinking: thinkLevelSchema.optional(),
   /** sampling temperature of this agent's model calls (a run's option wins; unset: the model's default from models.entries, else none is sent) */
@@ -198,6 +201,8 @@ export const configSchema = z.object({
     web: webConfigSchema.prefault({}),
     /** background jobs of the `process` tool (config-tools-jobs.ts) */
     jobs: jobsConfigSchema.prefault({}),
+    /** the `image` tool's vision model (config-tools-image.ts) */
+    image: toolsImageConfigSchema.prefault({}),
     /** tools (names, aliases, "group:x", globs) whose calls need a human approval (config-tools-approval.ts) */
     requireApproval: requireApprovalSchema,
     /** tool policy, global layer: every agent and session */
@@ -279,6 +284,11 @@ export const configSchema = z.object({
   tts: ttsConfigSchema,
   /** the browser actor's Chromium: path, profile, idle stop, timeouts, caps (config-browser.ts) */
   browser: browserConfigSchema.prefault({}),
+  /** skills (services/agent-runner/skills.ts) */
+  skills: z.object({
+    /** workspace skills whose `always: true` is honoured (the agent can write its workspace; user and bundled skills need no entry) */
+    alwaysAllow: z.array(z.string().regex(/^[\w.-]{1,64}$/, "a skill name: letters, digits, '_', '.' or '-'")).max(200).default([]),
+  }).prefault({}),
 });
 export type LurkConfig = z.infer<typeof configSchema>;
 

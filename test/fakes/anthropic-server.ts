@@ -10,6 +10,8 @@
  * message ending in a tool_result -> `tool said: <first 100 chars>`; `read <path>` in the last
  * user text -> a tool_use `read {path}`; otherwise `echo: <user text>`. Every request is
  * recorded (parsed body, headers). Zero latency. Non-streaming requests are not supported.
+ * `GET /v1/models` lists one model (the key checked); `responseHeaders` go on every response
+ * (e.g. `anthropic-ratelimit-*` as the real API sends them).
  * Content the real API refuses (an unknown block type; a `document` that is not a base64 PDF)
  * gets a 400 invalid_request_error and is not recorded (wire-checks.ts).
  */
@@ -69,6 +71,10 @@ export class FakeAnthropicServer {
   readonly requests: AnthropicRequest[] = [];
   /** Optional: whether a request's headers are accepted (else 401), e.g. a fake OAuth server's tokens. */
   acceptsAuth: ((headers: IncomingHttpHeaders) => boolean) | undefined;
+  /** headers added to every response, e.g. the rate-limit headers (`anthropic-ratelimit-requests-remaining`, ...) */
+  responseHeaders: Record<string, string> = {};
+  /** `GET /v1/models` requests received */
+  modelRequests = 0;
   private readonly queue: FakeAnthropicReply[] = [];
   private counter = 0;
 
@@ -93,6 +99,13 @@ export class FakeAnthropicServer {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? "").split("?")[0];
+    for (const [k, v] of Object.entries(this.responseHeaders)) res.setHeader(k, v);
+    if (req.method === "GET" && path === "/v1/models") {
+      // the models list (lurkbot auth probe): the key is checked as for messages
+      this.modelRequests++;
+      if ((this.apiKey && apiKeyOf(req.headers) !== this.apiKey) || (this.acceptsAuth && !this.acceptsAuth(req.headers))) return json(res, 401, errorBody(...ERRORS[401]!));
+      return json(res, 200, { data: [{ type: "model", id: "claude-test", display_name: "Claude Test", created_at: "2025-01-01T00:00:00Z" }], has_more: false, first_id: "claude-test", last_id: "claude-test" });
+    }
     if (req.method !== "POST" || path !== "/v1/messages") return json(res, 404, errorBody("not_found_error", `Not found: ${req.method} ${path}`));
     let body: MessagesBody;
     try {

@@ -9,6 +9,7 @@
  * answers: a last user message containing `read <path>` -> a tool call `read {path}`; a last
  * tool result -> `tool said: <first 100 chars>`; otherwise `echo: <user text>`.
  * Every request is recorded (parsed body) so tests can assert the history and tools sent.
+ * `responseHeaders` go on every response (e.g. `x-ratelimit-*` as the real API sends them).
  * Latency is zero unless `latencyMs` / `chunkDelayMs` are given. Reused by the benchmark.
  * Content parts the real API refuses (an unknown part type; a `file` part without a PDF data URL)
  * get a 400 invalid_request_error and are not recorded (wire-checks.ts).
@@ -152,6 +153,8 @@ export class FakeOpenAIServer {
   refusedAuth = 0;
   /** `GET /v1/models` requests received */
   modelRequests = 0;
+  /** headers added to every response, e.g. the rate-limit headers (`x-ratelimit-remaining-requests`, ...) */
+  responseHeaders: Record<string, string> = {};
   /** the text of a transcription (a number: answer with that HTTP status instead) */
   transcriptText: (req: TranscriptionRequest) => string | number = (req) => `transcript of ${req.fileName}, ${req.bytes.byteLength} bytes`;
   /** the answer's `usage` beside the text (undefined: none), as whisper-1 reports the audio's seconds */
@@ -218,6 +221,7 @@ export class FakeOpenAIServer {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? "").split("?")[0];
+    for (const [k, v] of Object.entries(this.responseHeaders)) res.setHeader(k, v);
     if (req.method === "GET" && path === "/v1/models") {
       // the real API asks for the key here too (lurkbot onboard's live check lists the models)
       this.modelRequests++;
@@ -227,7 +231,7 @@ export class FakeOpenAIServer {
         await sleep(this.opts.modelsDelayMs);
         if (res.destroyed) return;
       }
-      if (this.opts.apiKey && req.headers.authorization !== `Bearer ${this.opts.apiKey}`) return this.error(res, { kind: "error", status: 401 });
+      if ((this.opts.apiKey && req.headers.authorization !== `Bearer ${this.opts.apiKey}`) || (this.acceptsAuth && !this.acceptsAuth(req.headers.authorization))) return this.error(res, { kind: "error", status: 401 });
       return json(res, 200, { object: "list", data: [{ id: "test-model", object: "model", created: 0, owned_by: "fake" }] });
     }
     if (req.method === "POST" && path === "/v1/audio/transcriptions") return this.transcription(req, res);

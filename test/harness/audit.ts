@@ -17,6 +17,8 @@ const findingSchema = z.object({
   title: z.string().min(1),
   detail: z.string().min(1),
   fix: z.string().min(1),
+  /** a fix that is one config change: the exact command (services/cli/config-cmd.ts) */
+  fixCommand: z.string().regex(/^npx lurkbot config set \S+ \S+( --string)?$/).optional(),
   fixable: z.boolean(),
 }).strict();
 const countsSchema = z.object({ critical: z.number().int().min(0), warning: z.number().int().min(0), info: z.number().int().min(0) }).strict();

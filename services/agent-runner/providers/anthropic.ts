@@ -8,7 +8,7 @@
  * back to that endpoint's model unsigned; Anthropic's own API gets only signed ones). A text block
  * with `<think>…</think>` inside (a compatible server that inlines reasoning) is split into a
  * thinking block and the text (think-tags.ts, per `req.reasoningTags`). A temperature is sent
- * only while thinking is off (the API refuses both together).
+ * only while thinking is off (the API refuses both together), at most 1 (temperature.ts).
  */
 import Anthropic from "@anthropic-ai/sdk";
 import { emptyUsage, type AssistantMessage, type ContentBlock, type Usage } from "../../../shared/contract/index.js";
@@ -17,6 +17,7 @@ import { classifyAnthropicError } from "./anthropic-errors.js";
 import { httpTransport } from "./http-transport.js";
 import { toolCallFromJson } from "./json-repair.js";
 import { pieces, thinkTagSplitter, type ThinkTagSplitter } from "./think-tags.js";
+import { apiTemperature } from "./temperature.js";
 import { anthropicThinking } from "./thinking.js";
 import type { Provider, ProviderRequest, ProviderStreamEvent, ToolCallBlock } from "./types.js";
 
@@ -30,6 +31,8 @@ export interface AnthropicProviderOptions {
   timeoutMs: number;
   /** max_tokens when the request gives none (the API requires it) */
   defaultMaxTokens?: number;
+  /** sees each response's headers (the rate-limit headers; rate-limits.ts) */
+  onResponse?: (headers: Headers, status: number) => void;
 }
 
 export const DEFAULT_MAX_TOKENS = 4096;
@@ -66,7 +69,7 @@ export class AnthropicProvider implements Provider {
       ...(opts.baseUrl ? { baseURL: opts.baseUrl } : {}),
       maxRetries: 0,
       timeout: opts.timeoutMs,
-      fetch: httpTransport(),
+      fetch: httpTransport(opts.onResponse ? { onResponse: opts.onResponse } : {}),
     });
     this.defaultMaxTokens = opts.defaultMaxTokens ?? DEFAULT_MAX_TOKENS;
     this.official = !opts.baseUrl || /^https:\/\/([a-z0-9-]+\.)*anthropic\.com(\/|$)/i.test(opts.baseUrl);
@@ -86,7 +89,7 @@ export class AnthropicProvider implements Provider {
         messages: toAnthropicMessages(req.messages, this.name, req.model, { unsigned: !this.official }),
         stream: true,
         ...(thinking ? { thinking } : {}),
-        ...(req.temperature !== undefined && !thinking ? { temperature: req.temperature } : {}),
+        ...(req.temperature !== undefined && !thinking ? { temperature: apiTemperature("anthropic", req.temperature) } : {}),
         ...(system ? { system } : {}),
         ...(req.tools.length > 0 ? { tools: toAnthropicTools(req.tools) } : {}),
       };

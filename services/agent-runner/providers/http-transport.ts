@@ -15,7 +15,8 @@
  * streamed or form body, a URL that is not http(s), a redirect mode other than "follow", and a
  * redirect response (the request is made again by fetch, which follows it per the spec). With
  * NODE_USE_ENV_PROXY=1 (Node 24's proxy support for its fetch) every request goes to the global
- * fetch, so proxy settings are honoured.
+ * fetch, so proxy settings are honoured. `onResponse` is shown every response's headers and status
+ * (either path) before the SDK gets it: the rate-limit headers (rate-limits.ts).
  */
 import http from "node:http";
 import https from "node:https";
@@ -32,6 +33,8 @@ export interface HttpTransportOptions {
   fallback?: typeof fetch;
   /** default: process.env (read for NODE_USE_ENV_PROXY) */
   env?: Record<string, string | undefined>;
+  /** sees every response's headers and status before the SDK reads it (the rate-limit headers: rate-limits.ts); must not throw */
+  onResponse?: (headers: Headers, status: number) => void;
 }
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
@@ -44,8 +47,13 @@ const agents = () => (sharedAgents ??= { http: new http.Agent({ keepAlive: true 
 
 /** Makes the `fetch` to pass to an SDK's constructor. */
 export function httpTransport(opts: HttpTransportOptions = {}): typeof fetch {
-  const fallback = opts.fallback ?? ((input: FetchInput, init?: RequestInit) => fetch(input, init));
-  if ((opts.env ?? process.env).NODE_USE_ENV_PROXY === "1") return fallback;
+  const base = opts.fallback ?? ((input: FetchInput, init?: RequestInit) => fetch(input, init));
+  const observe = opts.onResponse;
+  const fallback = !observe ? base : (input: FetchInput, init?: RequestInit) => base(input, init).then((r) => {
+    observe(r.headers, r.status);
+    return r;
+  });
+  if ((opts.env ?? process.env).NODE_USE_ENV_PROXY === "1") return fallback as typeof fetch;
   return ((input: FetchInput, init: RequestInit = {}) => {
     const url = typeof input === "string" ? safeUrl(input) : input instanceof URL ? input : undefined;
     const body = sendableBody(init.body);
@@ -53,7 +61,11 @@ export function httpTransport(opts: HttpTransportOptions = {}): typeof fetch {
       return fallback(input, init);
     }
     const agent = url.protocol === "https:" ? (opts.httpsAgent ?? agents().https) : (opts.httpAgent ?? agents().http);
-    return send(url, init, body, agent, 0).then((sent) => (sent.redirected ? fallback(input, init) : sent.response));
+    return send(url, init, body, agent, 0).then((sent) => {
+      if (sent.redirected) return fallback(input, init);
+      observe?.(sent.response.headers, sent.response.status);
+      return sent.response;
+    });
   }) as typeof fetch;
 }
 

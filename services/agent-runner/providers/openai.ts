@@ -18,6 +18,7 @@ import { openaiReasoningEffort } from "./thinking.js";
 import { toOpenAIMessages, toOpenAITools } from "./openai-convert.js";
 import { pieces, thinkTagSplitter } from "./think-tags.js";
 import type { Provider, ProviderRequest, ProviderStreamEvent, ToolCallBlock } from "./types.js";
+import { apiTemperature } from "./temperature.js";
 
 export interface OpenAIProviderOptions {
   /** the provider name (a named instance's, config-providers.ts); default the API's own */
@@ -25,6 +26,8 @@ export interface OpenAIProviderOptions {
   apiKey?: string;
   baseUrl?: string;
   timeoutMs: number;
+  /** sees each response's headers (the rate-limit headers; rate-limits.ts) */
+  onResponse?: (headers: Headers, status: number) => void;
 }
 
 type Chunk = OpenAI.Chat.Completions.ChatCompletionChunk;
@@ -47,7 +50,7 @@ export class OpenAIProvider implements Provider {
       ...(opts.baseUrl ? { baseURL: opts.baseUrl } : {}),
       maxRetries: 0,
       timeout: opts.timeoutMs,
-      fetch: httpTransport(),
+      fetch: httpTransport(opts.onResponse ? { onResponse: opts.onResponse } : {}),
     });
     this.official = !opts.baseUrl || /api\.openai\.com/.test(opts.baseUrl);
   }
@@ -67,7 +70,7 @@ export class OpenAIProvider implements Provider {
         stream_options: { include_usage: true },
       };
       if (req.thinking) params.reasoning_effort = openaiReasoningEffort(req.thinking, req.model);
-      if (req.temperature !== undefined) params.temperature = req.temperature;
+      if (req.temperature !== undefined) params.temperature = apiTemperature("openai", req.temperature);
       if (req.maxTokens) {
         if (this.official) params.max_completion_tokens = req.maxTokens;
         else params.max_tokens = req.maxTokens;

@@ -25,6 +25,7 @@ import { LazyEmbedder, LazyProvider, providerModules } from "./lazy.js";
 import { OllamaEmbedder } from "./ollama-embed.js";
 import { OllamaProvider } from "./ollama.js";
 import type { Provider } from "./types.js";
+import type { RateLimitBook } from "../rate-limits.js";
 
 export const NO_MODEL_TEXT =
   "No model is configured. Set LURKBOT_MODEL=openai/gpt-4o-mini and OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible server), then restart with `npx lurkbot start`.";
@@ -53,6 +54,8 @@ export interface ProviderRegistryOptions {
   /** the `lurk_auth` bucket, for profiles whose OAuth client uses the refresh_token grant */
   authBucket?: () => Promise<KV>;
   now?: () => number;
+  /** records the rate-limit headers of the OpenAI and Anthropic clients' responses, per profile (rate-limits.ts) */
+  rateLimits?: RateLimitBook;
 }
 
 export interface ResolvedModel {
@@ -191,13 +194,15 @@ export class ProviderRegistry {
     const base = profile.baseUrl ? { baseUrl: profile.baseUrl } : {};
     // a named instance's client names itself after the instance (AssistantMessage.provider)
     const name = profile.provider;
-    const creds = { ...(secret ? { apiKey: secret } : {}), ...base, timeoutMs, name };
-    switch (providerApi(this.config.providers, profile.provider)) {
+    const api = providerApi(this.config.providers, profile.provider);
+    const onResponse = api === "openai" || api === "anthropic" ? this.opts.rateLimits?.recorder(profile.provider, profile.id, api) : undefined;
+    const creds = { ...(secret ? { apiKey: secret } : {}), ...base, timeoutMs, name, ...(onResponse ? { onResponse } : {}) };
+    switch (api) {
       case "openai":
         // OpenAI and compatible servers take keys and tokens alike as `Authorization: Bearer`
         return new LazyProvider(name, async () => new (await providerModules.openai()).OpenAIProvider(creds));
       case "anthropic": {
-        const anthropic = bearer && secret ? { authToken: secret, ...base, timeoutMs, name } : creds;
+        const anthropic = bearer && secret ? { authToken: secret, ...base, timeoutMs, name, ...(onResponse ? { onResponse } : {}) } : creds;
         return new LazyProvider(name, async () => new (await providerModules.anthropic()).AnthropicProvider(anthropic));
       }
       case "ollama":

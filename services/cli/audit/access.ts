@@ -8,7 +8,7 @@
  *    an entry without "<channel>:" matches that id on every channel.
  */
 import { dmRules, groupRules } from "../../../shared/runtime/access-policy.js";
-import { finding, type AuditContext, type AuditFinding } from "./finding.js";
+import { configSetCommand, finding, type AuditContext, type AuditFinding } from "./finding.js";
 import { exposures } from "./reach.js";
 
 export function accessChecks({ config }: AuditContext): AuditFinding[] {
@@ -21,6 +21,8 @@ export function accessChecks({ config }: AuditContext): AuditFinding[] {
       title: `anyone on ${e.channel} can DM the agent`,
       detail: `The ${e.channel} DM policy is "${e.policy}"${e.policy === "open" ? "" : " with \"*\" among the allowed senders or the owners"}: whoever finds the bot gets runs of ${e.agents.map((a) => a.id).join(", ")} with their tools, and spends your model budget.`,
       fix: `set routing.dm.byChannel.${e.channel}.policy (or routing.dm.policy) to "pairing" (unknown senders get a code you approve with \`lurkbot pairing approve CODE\`) or "allowlist" with routing.dm.allowFrom`,
+      // "*" among the allowed senders stays open under pairing too: only the policy "open" is one key
+      ...(e.policy === "open" ? { fixCommand: configSetCommand(`routing.dm.byChannel.${e.channel}.policy`, "pairing") } : {}),
     }));
   }
   if (config.routing.dmScope === "main") {
@@ -33,6 +35,7 @@ export function accessChecks({ config }: AuditContext): AuditFinding[] {
         title: open.length > 0 ? "strangers' DMs run in the owner's main session" : "several DM senders share one main session",
         detail: `routing.dmScope is "main": DMs on ${dms.map((e) => `${e.channel} (${e.policy})`).join(", ")} all run in agent:<id>:main, the session \`lurkbot chat\` uses too. Each sender sees the others' conversation, the model gets MEMORY.md, and one sender's messages steer the others' runs.${open.length ? ` On ${open.map((e) => e.channel).join(", ")} the senders are anyone.` : ""}`,
         fix: "set routing.dmScope to \"per-channel-peer\" (one session per channel and sender), or \"per-peer\" with routing.identityLinks for people on several channels",
+        fixCommand: configSetCommand("routing.dmScope", "per-channel-peer"),
       }));
     }
   }
@@ -52,6 +55,7 @@ export function accessChecks({ config }: AuditContext): AuditFinding[] {
         title: `the agent answers every message in ${e.channel} groups`,
         detail: `routing.groups.requireMention is off for ${e.channel}: every message any member writes starts a run (every member's text reaches the model as an instruction, and each one costs a model call).`,
         fix: `set routing.groups.requireMention (or routing.groups.byChannel.${e.channel}.requireMention) to true; unmentioned messages are then kept as context (routing.groups.historyLimit)`,
+        fixCommand: configSetCommand(`routing.groups.byChannel.${e.channel}.requireMention`, true),
       }));
     }
   }

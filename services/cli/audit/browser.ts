@@ -20,7 +20,7 @@ import type { AgentConfig, LurkConfig } from "../../../shared/runtime/config.js"
 import type { ServedTool } from "../../../shared/runtime/tool-serve.js";
 import { servedApproval } from "../../../shared/runtime/tool-serve-explain.js";
 import { layeredToolPolicy } from "../../../shared/runtime/tool-serve-policy.js";
-import { finding, type AuditContext, type AuditFinding } from "./finding.js";
+import { configSetCommand, finding, type AuditContext, type AuditFinding } from "./finding.js";
 import { exposures, GROUP_SESSION_TYPES } from "./reach.js";
 
 /** the `browser` tool as its definition declares it (services/browser/tools.ts): what the policy reads */
@@ -103,5 +103,6 @@ function uploadChecks(config: LurkConfig, used: boolean): AuditFinding[] {
     title: "the browser uploads workspace files to pages without asking",
     detail: `browser.uploads.requireApproval is false: the model can set any workspace file (MEMORY.md, notes, what users sent) on any page's file input, and a page or message it reads can ask it to, with no human asked first.${used ? "" : " No agent may use the browser now."}`,
     fix: "set browser.uploads.requireApproval to true (every upload then waits for `lurkbot approvals approve ID` or /approve), or browser.uploads.enabled to false",
+    fixCommand: configSetCommand("browser.uploads.requireApproval", true),
   })];
 }

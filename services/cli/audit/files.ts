@@ -112,7 +112,10 @@ function configFileChecks(ctx: AuditContext): AuditFinding[] {
   })];
 }
 
-const SECRET_KEYS = new Set(["apiKey", "token", "secret", "botToken", "appToken", "webhookSecret", "clientSecret", "password"]);
+const SECRET_KEYS = new Set(["apiKey", "token", "secret", "botToken", "appToken", "accessToken", "refreshToken", "webhookSecret", "clientSecret", "password"]);
+
+/** Whether a config key holds a secret (the rule of this audit, `lurkbot config set` and `get`'s redaction). */
+export const isSecretKey = (key: string): boolean => SECRET_KEYS.has(key);
 
 /** The string values under secret-named keys of config.json, each with its JSON path. */
 export function configSecretEntries(raw: unknown, path = ""): [path: string, value: string][] {

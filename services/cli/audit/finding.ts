@@ -17,6 +17,8 @@ export interface Finding {
   detail: string;
   /** a command or a config key change */
   fix: string;
+  /** when the fix is one config change: the exact command that makes it (`npx lurkbot config set …`) */
+  fixCommand?: string;
   /** whether `--fix` changes it */
   fixable: boolean;
 }
@@ -69,7 +71,26 @@ export function sortFindings<T extends Finding>(findings: readonly T[]): T[] {
 /** The public shape (no repair), every text with each known secret replaced by "***". */
 export function publicFinding(f: AuditFinding, secrets: readonly string[]): Finding {
   const mask = (text: string) => maskSecrets(text, secrets);
-  return { id: f.id, level: f.level, title: mask(f.title), detail: mask(f.detail), fix: mask(f.fix), fixable: f.fixable };
+  return { id: f.id, level: f.level, title: mask(f.title), detail: mask(f.detail), fix: mask(f.fix), ...(f.fixCommand ? { fixCommand: mask(f.fixCommand) } : {}), fixable: f.fixable };
+}
+
+/** a word the shell takes as it is; anything else goes in single quotes */
+const shellWord = (s: string) => (/^[A-Za-z0-9._:\/@+=-]+$/.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`);
+
+/**
+ * The command that sets one config key (`lurkbot config set`, services/cli/config-cmd.ts): a
+ * string that would read as JSON (true, 123) gets --string.
+ */
+export function configSetCommand(path: string, value: string | number | boolean): string {
+  const text = String(value);
+  let looksJson = false;
+  try {
+    JSON.parse(text);
+    looksJson = true;
+  } catch {
+    // a plain word: taken as a string
+  }
+  return `npx lurkbot config set ${shellWord(path)} ${shellWord(text)}${typeof value === "string" && looksJson ? " --string" : ""}`;
 }
 
 /** `text` with every secret of 8 characters or more replaced by "***" (longest first). */

@@ -38,6 +38,7 @@ export function formatReport(findings: readonly Finding[], header: ReportHeader,
       lines.push(`  [${f.id}] ${f.title}`);
       lines.push(`    ${f.detail}`);
       lines.push(`    fix: ${f.fix}${f.fixable ? " (--fix does this)" : ""}`);
+      if (f.fixCommand) lines.push(`    run: ${f.fixCommand}`);
     }
   }
   return lines.join("\n") + "\n";

@@ -10,7 +10,7 @@
  */
 import { dmRules } from "../../../shared/runtime/access-policy.js";
 import { isLoopbackUrl } from "../../../shared/runtime/config-channels.js";
-import { finding, type AuditContext, type AuditFinding } from "./finding.js";
+import { configSetCommand, finding, type AuditContext, type AuditFinding } from "./finding.js";
 
 export function matrixChecks({ config }: AuditContext): AuditFinding[] {
   const m = config.channels.matrix;
@@ -32,6 +32,7 @@ export function matrixChecks({ config }: AuditContext): AuditFinding[] {
       title: "the Matrix bot joins every room it is invited to",
       detail: `channels.matrix.autoJoin is "always": anyone on any Matrix server that federates with yours can invite the bot into a room of theirs${openDms ? `, and with the Matrix DM policy "${dm.policy}" it answers them there: strangers get runs of the agent with its tools and spend your model budget` : "; the routing policies still decide whom it answers"}.`,
       fix: "set channels.matrix.autoJoin to \"allowlist\" (invites from routing.commands.owners and the Matrix DM allowFrom) or \"off\"",
+      fixCommand: configSetCommand("channels.matrix.autoJoin", "allowlist"),
     }));
   }
   out.push(finding({

@@ -16,7 +16,7 @@ import { CHANNEL_SECRET_ENV } from "../../../shared/runtime/config-channels.js";
 import type { LurkConfig } from "../../../shared/runtime/config.js";
 import { isLoopbackHost } from "../launcher.js";
 import { natsConfPath } from "../setup.js";
-import { finding, type AuditContext, type AuditFinding } from "./finding.js";
+import { configSetCommand, finding, type AuditContext, type AuditFinding } from "./finding.js";
 import { channelSecret, storedChannelSecrets, tokenWeakness, type ChannelSecret } from "./tokens.js";
 
 export function networkChecks(ctx: AuditContext): AuditFinding[] {
@@ -188,6 +188,7 @@ function listenerChecks(config: LurkConfig): AuditFinding[] {
         title: `the ${l.channel} channel listens on ${where}, beyond this host`,
         detail: `${WHAT[l.channel]} answers plain HTTP on ${where}: every request is checked against its secret, but the secret and the conversations cross the network in clear unless a TLS reverse proxy is the only way in.`,
         fix: `set ${l.hostKey} to "127.0.0.1" and put a TLS reverse proxy (Caddy, nginx) in front; keep the port closed in the firewall`,
+        fixCommand: configSetCommand(l.hostKey, "127.0.0.1"),
       }));
     }
     const weak = l.secrets.flatMap((s) => {

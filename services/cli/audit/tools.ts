@@ -18,7 +18,7 @@ import { bwrapWorks } from "../../../shared/runtime/sandbox.js";
 import { approvalExplanation } from "../../../shared/runtime/tool-approval-explain.js";
 import { decideTool, type PolicyTool } from "../../../shared/runtime/tool-policy.js";
 import { policyContext } from "../../../shared/runtime/tool-policy-config.js";
-import { finding, type AuditContext, type AuditFinding } from "./finding.js";
+import { configSetCommand, finding, type AuditContext, type AuditFinding } from "./finding.js";
 import { exposures } from "./reach.js";
 
 /** The built-in tools the checks ask about, with the names and groups their definitions declare (services/tools/tools/*.ts). */
@@ -110,6 +110,7 @@ export async function toolChecks({ config }: AuditContext): Promise<AuditFinding
       title: "exec runs without asking anyone",
       detail: `${unasked.length === 1 ? "The agent" : "The agents"} ${unasked.map((r) => r.agent.id).join(", ")} ${unasked.length === 1 ? "runs" : "run"} shell commands in ${unasked.length === 1 ? "its main session" : "their main sessions"} without a human approval (tools.exec.ask is "${config.tools.exec.ask}"${config.tools.requireApproval.length ? ", and tools.requireApproval does not name exec" : ""}); text the model reads (a fetched page, a file, a forwarded message) can steer which commands.`,
       fix: "set tools.exec.ask to \"on-miss\" (commands outside tools.exec.allowlist wait for `lurkbot approvals approve ID` or /approve) or \"always\"",
+      fixCommand: configSetCommand("tools.exec.ask", "on-miss"),
     }));
   }
   return out;
@@ -138,6 +139,7 @@ async function sandboxChecks(config: LurkConfig): Promise<AuditFinding[]> {
       title: "exec falls back to no sandbox if bubblewrap stops working",
       detail: `bubblewrap works here, but tools.exec.allowUnsandboxed is set: on a host (or after an update) where it does not, commands run with this user's full rights instead of being refused. \`lurkbot status\` shows each tools actor's mode.`,
       fix: "set tools.exec.allowUnsandboxed to false",
+      fixCommand: configSetCommand("tools.exec.allowUnsandboxed", false),
     })];
   }
   if (!works && execUsed) {

@@ -174,7 +174,7 @@ export interface ChannelApiRoots {
   slack: string;
 }
 
-async function call(url: string, init: RequestInit, timeoutMs: number, secret: string, api: string, abort?: AbortSignal): Promise<{ status: number; body: Record<string, any> } | CheckResult> {
+export async function call(url: string, init: RequestInit, timeoutMs: number, secret: string, api: string, abort?: AbortSignal): Promise<{ status: number; body: Record<string, any> } | CheckResult> {
   rethrowAbort(abort);
   const { signal, done } = deadline(timeoutMs, abort);
   try {
@@ -195,7 +195,7 @@ async function call(url: string, init: RequestInit, timeoutMs: number, secret: s
   }
 }
 
-const isResult = (r: unknown): r is CheckResult => typeof r === "object" && r !== null && "ok" in r && typeof (r as { ok: unknown }).ok === "boolean" && !("status" in r);
+export const isResult = (r: unknown): r is CheckResult => typeof r === "object" && r !== null && "ok" in r && typeof (r as { ok: unknown }).ok === "boolean" && !("status" in r);
 
 /** One channel token; `field` is botToken (every channel) or appToken (Slack); `signal` as for checkModel. */
 export async function checkChannelToken(channel: "telegram" | "discord" | "slack", field: "botToken" | "appToken", token: string, roots: ChannelApiRoots, timeoutMs = CHECK_TIMEOUT_MS, signal?: AbortSignal): Promise<CheckResult> {

@@ -19,6 +19,7 @@ import { runWizard, WizardSession, type OnboardState } from "./session.js";
 import { ADVANCED_STEPS } from "./steps-advanced.js";
 import { CHANNEL_STEPS, tokenId } from "./steps-channels.js";
 import { MODEL_STEPS } from "./steps-model.js";
+import { SKILLS_HOOKS_STEPS } from "./steps-skills-hooks.js";
 
 export interface OnboardIo {
   out: (line: string) => void;
@@ -36,17 +37,21 @@ const FLAGS: Record<string, string> = {
   telegramToken: "--telegram-token-env NAME", discordToken: "--discord-token-env NAME", slackBotToken: "--slack-bot-token-env NAME",
   slackAppToken: "--slack-app-token-env NAME", dmPolicy: "--dm-policy", natsUrl: "--nats-url URL", workspace: "--workspace DIR",
   toolProfile: "--tool-profile", execApproval: "--exec-approval", heartbeat: "--heartbeat on|off", tts: "--tts",
+  signalAccount: "--signal-account +NUMBER", signalUrl: "--signal-url URL", matrixHomeserver: "--matrix-homeserver URL",
+  matrixUserId: "--matrix-user-id @BOT:SERVER", matrixToken: "--matrix-token-env NAME", hooks: "--hooks LIST",
 };
 
 /** plain flags: option name -> question id */
 const VALUE_FLAGS: Record<string, string> = {
   provider: "provider", "base-url": "baseUrl", model: "model", "dm-policy": "dmPolicy", "nats-url": "natsUrl",
   workspace: "workspace", "tool-profile": "toolProfile", "exec-approval": "execApproval", tts: "tts",
+  "signal-account": "signalAccount", "signal-url": "signalUrl", "matrix-homeserver": "matrixHomeserver", "matrix-user-id": "matrixUserId",
 };
 /** flags naming an environment variable that holds a secret: option name -> question id */
 const SECRET_ENV_FLAGS: Record<string, string> = {
   "api-key-env": "apiKey", "telegram-token-env": tokenId("telegram", "botToken"), "discord-token-env": tokenId("discord", "botToken"),
   "slack-bot-token-env": tokenId("slack", "botToken"), "slack-app-token-env": tokenId("slack", "appToken"),
+  "matrix-token-env": tokenId("matrix", "accessToken"),
 };
 const ADVANCED_IDS = new Set(["natsUrl", "workspace", "toolProfile", "execApproval", "heartbeat", "tts"]);
 
@@ -66,6 +71,10 @@ export function presetsFromFlags(p: ParsedCommand, env: Env): Map<string, Preset
   if (typeof o.channels === "string") {
     const list = o.channels.split(",").map((c) => c.trim()).filter(Boolean);
     presets.set("channels", list.length === 1 && list[0] === "none" ? [] : list);
+  }
+  if (typeof o.hooks === "string") {
+    const list = o.hooks.split(",").map((h) => h.trim()).filter(Boolean);
+    presets.set("hooks", list.length === 1 && list[0] === "none" ? [] : list);
   }
   if (typeof o.heartbeat === "string") {
     if (!/^(on|off)$/.test(o.heartbeat)) throw new UsageError(`--heartbeat is on or off, not "${o.heartbeat}".`, "onboard");
@@ -119,7 +128,7 @@ export async function cmdOnboard(p: ParsedCommand, env: Env, io: OnboardIo): Pro
   process.on("SIGINT", onSigint);
   if (line) io.out("LurkBot onboarding. Answer each question; press Enter for the default shown in [brackets]. Ctrl-C cancels without writing anything.\n");
   try {
-    await runWizard([...MODEL_STEPS, ...CHANNEL_STEPS, ...ADVANCED_STEPS, ...finishSteps(finish)], session);
+    await runWizard([...MODEL_STEPS, ...CHANNEL_STEPS, ...ADVANCED_STEPS, ...SKILLS_HOOKS_STEPS, ...finishSteps(finish)], session);
   } catch (err) {
     if (!(err instanceof WizardCancelled)) throw err;
     io.err(`lurkbot onboard: ${err.message}; ${finish.written ? `the configuration was written (${configPath}); start it with \`npx lurkbot start\`.` : "nothing was written."}`);

@@ -64,7 +64,27 @@ export function mergedConfig(state: OnboardState): Record<string, any> {
     c.enabled = on;
     for (const t of CHANNEL_TOKEN_ENV.filter((t) => t.channel === ch)) if (state.secrets[t.env] && stored[t.env]) delete c[t.field];
   }
+  if (state.signal && state.channels.includes("signal")) {
+    const c = obj(channels, "signal");
+    c.account = state.signal.account;
+    setUnlessDefault(c, "url", state.signal.url, "http://127.0.0.1:8080");
+  }
+  if (state.matrix && state.channels.includes("matrix")) {
+    const c = obj(channels, "matrix");
+    c.homeserverUrl = state.matrix.homeserverUrl;
+    c.userId = state.matrix.userId;
+  }
   if (Object.keys(channels).length === 0) delete raw.channels;
+  if (state.hooks) {
+    // chosen: enabled; offered and not chosen: disabled only where config.json names them already
+    const entries = obj(obj(raw, "hooks"), "entries");
+    for (const name of state.hooks.offered) {
+      const on = state.hooks.chosen.includes(name);
+      if (!on && !entries[name]) continue;
+      obj(entries, name).enabled = on;
+    }
+    if (Object.keys(entries).length === 0) delete raw.hooks.entries;
+  }
   if (state.dmPolicy) setUnlessDefault(obj(obj(raw, "routing"), "dm"), "policy", state.dmPolicy, "open");
 
   const a = state.advanced;
@@ -85,7 +105,7 @@ export function mergedConfig(state: OnboardState): Record<string, any> {
   }
   if (Object.keys(provider).length === 0) delete raw.providers[name];
   if (Object.keys(raw.providers).length === 0) delete raw.providers;
-  for (const key of ["nats", "tools", "heartbeat", "tts", "routing"]) {
+  for (const key of ["nats", "tools", "heartbeat", "tts", "routing", "hooks"]) {
     if (raw[key] && typeof raw[key] === "object" && Object.keys(raw[key]).length === 0) delete raw[key];
   }
   return raw;
@@ -196,7 +216,7 @@ function summary(f: FinishState): WizardStep {
         say(`  API key: ${!stored && fromShell ? `${st.keyVar} of your environment (not stored: set it wherever you run \`npx lurkbot start\`)` : stored ? `${st.keyVar}, stored in ${storedSecretsPath(st.env)}` : "none"}`);
         if (stored && fromShell && st.secrets[st.keyVar] && st.env[st.keyVar] !== st.secrets[st.keyVar]) say(`  note: ${st.keyVar} is also set in your environment, and that one wins; unset it before \`npx lurkbot start\`.`);
       }
-      const checked = (ch: string) => (CHANNEL_TOKEN_ENV.some((t) => t.channel === ch) && st.checked.some((c) => c.startsWith(ch)) ? " (token checked)" : "");
+      const checked = (ch: string) => (!st.checked.some((c) => c.startsWith(ch)) ? "" : CHANNEL_TOKEN_ENV.some((t) => t.channel === ch) ? " (token checked)" : ch === "signal" ? " (daemon checked)" : "");
       say(`  channels: terminal${st.channels.map((c) => `, ${c}${checked(c)}`).join("")}`);
       const web = webLine(s, f);
       if (web) say(`  ${web}`);

@@ -10,7 +10,7 @@ import type { Env } from "../../../shared/runtime/config.js";
 import type { Prompter } from "./prompt.js";
 
 export type ProviderChoice = "openai" | "anthropic" | "openai-compatible" | "ollama";
-export type ChatChannel = "web" | "telegram" | "discord" | "slack";
+export type ChatChannel = "web" | "telegram" | "discord" | "slack" | "signal" | "matrix";
 
 export interface OnboardState {
   home: string;
@@ -37,6 +37,12 @@ export interface OnboardState {
   /** names whose value was checked live (the summary says so) */
   checked: string[];
   channels: ChatChannel[];
+  /** channels.signal: the bot's number and signal-cli's daemon (steps-signal.ts) */
+  signal?: { account: string; url: string };
+  /** channels.matrix: the homeserver and the bot account (steps-matrix.ts); the token is a secret */
+  matrix?: { homeserverUrl: string; userId: string };
+  /** the hooks step: the bundled hooks offered, and those chosen (hooks.entries.<name>.enabled) */
+  hooks?: { offered: string[]; chosen: string[] };
   /** routing.dm.policy, asked when a platform channel is enabled */
   dmPolicy?: "pairing" | "allowlist" | "open" | "disabled";
   advanced: {

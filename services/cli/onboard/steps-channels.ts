@@ -8,10 +8,13 @@ import { CHECK_TIMEOUT_MS, checkChannelToken, type ChannelApiRoots } from "./che
 import { WizardCancelled } from "./prompt.js";
 import type { ChatChannel, WizardStep } from "./session.js";
 import { CheckFailed } from "./steps-model.js";
+import { SIGNAL_MATRIX_STEPS } from "./steps-signal-matrix.js";
 
-export const CHAT_CHANNELS: ChatChannel[] = ["web", "telegram", "discord", "slack"];
+export const CHAT_CHANNELS: ChatChannel[] = ["web", "telegram", "discord", "slack", "signal", "matrix"];
 const PLATFORMS = ["telegram", "discord", "slack"] as const;
 type Platform = (typeof PLATFORMS)[number];
+/** the channels whose direct messages routing.dm governs (the web chat and the terminal are the owner's) */
+const DM_CHANNELS = [...PLATFORMS, "signal", "matrix"] as const;
 
 const LABELS: Record<string, string> = {
   "telegram.botToken": "Telegram bot token",
@@ -53,6 +56,8 @@ const channels: WizardStep = {
         { value: "telegram", label: "Telegram", hint: "a bot token from @BotFather" },
         { value: "discord", label: "Discord", hint: "a bot token from the Developer Portal" },
         { value: "slack", label: "Slack", hint: "a bot token and an app-level token (Socket Mode)" },
+        { value: "signal", label: "Signal", hint: "a number of its own through signal-cli's HTTP daemon on this machine" },
+        { value: "matrix", label: "Matrix", hint: "a bot account on your homeserver and its access token (no encrypted rooms)" },
       ],
     });
   },
@@ -112,11 +117,11 @@ function tokenStep(channel: Platform, field: "botToken" | "appToken"): WizardSte
 
 const dmPolicy: WizardStep = {
   id: "dmPolicy",
-  when: (s) => s.state.channels.some((c) => (PLATFORMS as readonly string[]).includes(c)),
+  when: (s) => s.state.channels.some((c) => (DM_CHANNELS as readonly string[]).includes(c)),
   async run(s) {
     const current = s.state.raw.routing?.dm?.policy as string | undefined;
     s.state.dmPolicy = await s.prompt.select<NonNullable<typeof s.state.dmPolicy>>({
-      id: "dmPolicy", message: "Who may message the bot directly on Telegram, Discord or Slack?", default: (current as never) ?? "pairing",
+      id: "dmPolicy", message: "Who may message the bot directly on Telegram, Discord, Slack, Signal or Matrix?", default: (current as never) ?? "pairing",
       choices: [
         { value: "pairing", label: "pairing", hint: "recommended: an unknown sender gets a code; you let them in with `npx lurkbot pairing approve CODE`" },
         { value: "allowlist", label: "allowlist", hint: "only senders in routing.dm.allowFrom (and paired ones)" },
@@ -133,5 +138,6 @@ export const CHANNEL_STEPS: WizardStep[] = [
   tokenStep("discord", "botToken"),
   tokenStep("slack", "botToken"),
   tokenStep("slack", "appToken"),
+  ...SIGNAL_MATRIX_STEPS,
   dmPolicy,
 ];

@@ -1,43 +1,30 @@
 /**
  * The `cron` tool (seeds 001 §3.4 group:automation, §3.8): the agent schedules its own jobs
- * through the cron actor (`lurk.cron.add|list|rm|run|runs`). Jobs belong to the calling agent.
- *   add   {name, every|cron(+tz)|at, message, systemEvent?, wake?, model?, thinking?, deliver?, deleteAfterRun?}
- *         without systemEvent: an agent turn in the job's own cron session, its reply delivered
- *         to this conversation (deliver "here", default), the main session's last one ("last"),
- *         CHANNEL:TO, or nowhere ("none"); with systemEvent: a note in the main session
- *   list  the agent's jobs;  rm / run {jobId};  runs {jobId?, limit?}
- * When no cron actor answers, the tool says so (UNAVAILABLE) instead of pretending.
+ * through the cron actor (`lurk.cron.add|list|get|edit|rm|run|runs|status`). Jobs belong to the
+ * calling agent: update, rm, run and runs on another agent's job are FORBIDDEN.
+ *   add     {name, every|cron(+tz)|at, message, systemEvent?, wake?, model?, thinking?, deliver?, deleteAfterRun?}
+ *           without systemEvent: an agent turn in the job's own cron session, its reply delivered
+ *           to this conversation (deliver "here", default), the main session's last one ("last"),
+ *           CHANNEL:TO, or nowhere ("none"); with systemEvent: a note in the main session
+ *   update  {jobId, + any field of add, enabled?}: only what is given changes (cron-args.ts
+ *           patchOf), validated by the cron actor as an add is; a new schedule plans the next fire from now
+ *   list    the agent's jobs;  rm / run {jobId};  runs {jobId?, limit?}
+ *   status  the scheduler (firing or not, whether the answering instance holds the lease, all
+ *           jobs) and the agent's own jobs: counts, next fire, running ones, last errors
+ *   wake    {message, wake?}: a system event for the agent's main session on `lurk.inject.<agentId>`
+ *           (id from the tool call id, so a repeated call lands once): "next-heartbeat" (default,
+ *           as the seeds' wake) records it for the next run there, "now" starts a run with it
+ * When no cron actor answers, the tool says so (UNAVAILABLE) instead of pretending (wake needs none).
  * The default "coding" tool profile does not include it: allow "cron" or "group:automation".
  */
-import { z } from "zod";
-import { CHANNELS, LurkError, parseSessionKey, type CronJob, type EndpointOp, type ReplyOf, type RequestOf } from "../../../shared/contract/index.js";
+import { buildSessionKey, LurkError, parseSessionKey, systemInjectSchema, type CronJob, type EndpointOp, type ReplyOf, type RequestOf } from "../../../shared/contract/index.js";
 import type { ActorRuntime } from "../../../shared/runtime/actor.js";
-import { describeSchedule, formatDuration, parseDuration } from "../../../shared/runtime/cron-text.js";
+import { formatDuration } from "../../../shared/runtime/cron-text.js";
 import { defineTool, type ToolCallInfo } from "../tool.js";
 import { busOf } from "./bus.js";
-
-const parameters = z.object({
-  action: z.enum(["add", "list", "rm", "run", "runs"]).describe("add a job, list jobs, rm (remove) or run one now, runs: the run log"),
-  name: z.string().min(1).max(200).optional().describe("add: a short name"),
-  every: z.string().max(40).optional().describe("add: repeat interval, e.g. 30m, 1h, 1d"),
-  cron: z.string().max(200).optional().describe("add: cron expression (5 fields), e.g. '0 9 * * 1-5'"),
-  tz: z.string().max(100).optional().describe("add: IANA time zone of the cron expression (default UTC), e.g. Europe/Berlin"),
-  at: z.string().max(60).optional().describe("add: run once, at an ISO 8601 time with offset (2026-12-01T09:00:00+01:00) or +DURATION from now (+20m)"),
-  message: z.string().min(1).max(20_000).optional().describe("add: the task for the agent turn, or the note text with systemEvent"),
-  systemEvent: z.boolean().optional().describe("add: inject the message as a note into the main session instead of running an agent turn"),
-  wake: z.enum(["now", "next-heartbeat"]).optional().describe("add, systemEvent: start a run at once (now) or let the next heartbeat see it (default)"),
-  model: z.string().max(200).optional().describe("add: the model of the agent turn"),
-  thinking: z.enum(["off", "low", "medium", "high"]).optional().describe("add: thinking level of the agent turn"),
-  deliver: z.string().max(240).optional().describe("add: where the agent turn's reply goes: here (default), last, none, or CHANNEL:TO"),
-  deleteAfterRun: z.boolean().optional().describe("add: remove the job after its first successful run"),
-  jobId: z.string().min(1).max(200).optional().describe("rm, run, runs: the job id (from list)"),
-  limit: z.number().int().min(1).max(100).optional().describe("list/runs: how many at most (default 20)"),
-});
-type Args = z.output<typeof parameters>;
+import { cronParameters, deliveryOf, describeJob, invalid, patchOf, scheduleOf, when } from "./cron-args.js";
 
 const text = (body: string) => ({ content: [{ type: "text" as const, text: body }] });
-const when = (ms: number | undefined) => (ms === undefined ? "none" : new Date(ms).toISOString());
-const invalid = (message: string) => new LurkError("TOOL_INVALID_ARGS", message);
 
 /** Calls the cron actor; its absence is a clear UNAVAILABLE. */
 async function cron<O extends EndpointOp<"cron">>(rt: ActorRuntime, op: O, body: RequestOf<"cron", O>): Promise<ReplyOf<"cron", O>> {
@@ -52,43 +39,10 @@ async function cron<O extends EndpointOp<"cron">>(rt: ActorRuntime, op: O, body:
   }
 }
 
-function scheduleOf(args: Args, now: number): CronJob["schedule"] {
-  const given = (["every", "cron", "at"] as const).filter((k) => args[k] !== undefined);
-  if (given.length !== 1) throw invalid(`give exactly one schedule: every, cron or at (got ${given.length ? given.join(" and ") : "none"})`);
-  if (args.every !== undefined) {
-    const everyMs = parseDuration(args.every);
-    if (everyMs === undefined || everyMs < 1000) throw invalid(`every "${args.every}" is not a duration of at least 1s (e.g. 30m, 1h, 1d)`);
-    return { kind: "every", everyMs };
-  }
-  if (args.cron !== undefined) return { kind: "cron", expr: args.cron, tz: args.tz ?? "UTC" };
-  const at = args.at!;
-  const rel = at.startsWith("+") ? parseDuration(at.slice(1)) : undefined;
-  const atMs = rel !== undefined ? now + rel : /[zZ]|[+-]\d\d:?\d\d$/.test(at) ? Date.parse(at) : NaN;
-  if (Number.isNaN(atMs)) throw invalid(`at "${at}" is not an ISO 8601 time with an offset (2026-12-01T09:00:00Z) or +DURATION (+20m)`);
-  return { kind: "at", atMs };
-}
-
-function deliveryOf(spec: string | undefined, origin: { channel: string; conversation: string } | undefined) {
-  if (spec === undefined || spec === "here") {
-    if (origin) return { deliver: true, channel: origin.channel as (typeof CHANNELS)[number], to: origin.conversation };
-    return { deliver: true, channel: "last" as const, bestEffortDeliver: true };
-  }
-  if (spec === "last") return { deliver: true, channel: "last" as const };
-  if (spec === "none") return { deliver: false, channel: "last" as const };
-  const [channel, ...rest] = spec.split(":");
-  if (!CHANNELS.includes(channel as never) || rest.length === 0) throw invalid(`deliver "${spec}": use here, last, none or CHANNEL:TO (channels: ${CHANNELS.join(", ")})`);
-  return { deliver: true, channel: channel as (typeof CHANNELS)[number], to: rest.join(":") };
-}
-
-function describeJob(j: CronJob): string {
-  const last = j.state.runningAtMs !== undefined ? "running" : j.state.lastStatus ? `last ${j.state.lastStatus}${j.state.lastError ? ` (${j.state.lastError.slice(0, 120)})` : ""}` : "not run yet";
-  return `${j.id}  "${j.name}"  ${describeSchedule(j.schedule)}  ${j.payload.kind}  ${j.enabled ? `next ${when(j.state.nextRunAtMs)}` : "disabled"}  ${last}`;
-}
-
 export const cronTool = defineTool({
   name: "cron",
-  description: "Schedule jobs for yourself: reminders (systemEvent: a note in your main session) or agent turns that run on a schedule (every 30m, a cron expression with time zone, or once at a time) and deliver their reply. Actions: add, list, rm, run (now), runs (the log).",
-  parameters,
+  description: "Schedule jobs for yourself: reminders (systemEvent: a note in your main session) or agent turns that run on a schedule (every 30m, a cron expression with time zone, or once at a time) and deliver their reply. Actions: add, list, update (change a job: only the fields given), rm, run (now), runs (the log), status (the scheduler and your jobs), wake (a note to your main session now or at the next heartbeat).",
+  parameters: cronParameters,
   sideEffects: true,
   parallelSafe: false,
   groups: ["group:automation"],
@@ -124,6 +78,31 @@ export const cronTool = defineTool({
         });
         return text(`added ${describeJob(job)}`);
       }
+      case "update": {
+        const job = await own(needId());
+        const origin = await currentOrigin(rt, call);
+        const { job: updated } = await cron(rt, "edit", { jobId: job.id, patch: patchOf(args, job, origin, Date.now()) });
+        return text(`updated ${describeJob(updated)}`);
+      }
+      case "status":
+        return text(await statusText(rt, call.agentId));
+      case "wake": {
+        if (!args.message) throw invalid("wake needs message: the text of the system event");
+        const mode = args.wake ?? "next-heartbeat";
+        const sessionKey = buildSessionKey({ type: "main", agentId: call.agentId });
+        const id = `wake-${call.toolCallId}`.slice(0, 200);
+        const inject = systemInjectSchema.parse({
+          type: "lurk.inject.v1", id, ts: Date.now(), causationId: call.runId,
+          agentId: call.agentId, sessionKey, source: "cron", trigger: "cron", text: args.message, wake: mode, deliverTo: "last",
+        });
+        const ack = await rt.js.publish(rt.subjects.inject(call.agentId), JSON.stringify(inject), { msgID: id, timeout: 5_000 }).catch((err: unknown) => {
+          throw new LurkError("UNAVAILABLE", `the system event could not be queued: ${(err as Error).message}`, { retryable: true });
+        });
+        const what = mode === "now"
+          ? `a run of your main session starts with it${call.sessionKey === sessionKey ? " once this run has ended" : ""}`
+          : "it waits in your main session for its next run (the next heartbeat or message)";
+        return text(`${ack.duplicate ? "already queued" : "queued"} the system event: ${what}`);
+      }
       case "list": {
         const { jobs } = await cron(rt, "list", { agentId: call.agentId });
         if (jobs.length === 0) return text("no cron jobs");
@@ -151,6 +130,24 @@ export const cronTool = defineTool({
     }
   },
 });
+
+/** `status`: the scheduler as the cron actor that answered sees it, and the agent's own jobs. */
+async function statusText(rt: ActorRuntime, agentId: string): Promise<string> {
+  const [st, { jobs }] = await Promise.all([cron(rt, "status", {}), cron(rt, "list", { agentId })]);
+  const enabled = jobs.filter((j) => j.enabled);
+  const next = enabled.filter((j) => j.state.nextRunAtMs !== undefined).sort((a, b) => a.state.nextRunAtMs! - b.state.nextRunAtMs!)[0];
+  const running = jobs.filter((j) => j.state.runningAtMs !== undefined);
+  const failed = jobs.filter((j) => j.state.lastStatus === "error");
+  const name = (j: CronJob) => `${j.id} "${j.name}"`;
+  return [
+    `scheduler: ${st.running ? "firing jobs" : "not firing (cron.enabled is false)"}; the instance that answered ${st.active ? "holds the lease and schedules" : "stands by (another instance holds the lease)"}; ${st.jobs} job(s) of all agents`,
+    `your jobs: ${jobs.length} (${enabled.length} enabled, ${jobs.length - enabled.length} disabled${running.length ? `, ${running.length} running: ${running.map(name).join(", ")}` : ""})`,
+    `your next fire: ${next ? `${when(next.state.nextRunAtMs)} ${name(next)}` : "none scheduled"}`,
+    ...(failed.length
+      ? [`last runs that failed:`, ...failed.map((j) => `  ${name(j)} at ${when(j.state.lastRunAtMs)}: ${(j.state.lastError ?? "error").slice(0, 200)}`)]
+      : ["no job's last run failed"]),
+  ].join("\n");
+}
 
 /** The conversation of the calling session, if it has one (a cron or subagent session has none). */
 async function currentOrigin(rt: ActorRuntime, call: ToolCallInfo): Promise<{ channel: string; conversation: string } | undefined> {

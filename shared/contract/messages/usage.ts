@@ -17,9 +17,10 @@ import { defineMessage } from "../envelope.js";
  * What a model call was for: a run's own turns, or the runner's housekeeping (compaction
  * summaries, memory consolidation, `tts`: the LLM summary of a long reply made for speech,
  * embedding vectors for memory_search); `speech`: audio synthesized (characters, not tokens);
- * `transcription`: audio transcribed (seconds, not tokens).
+ * `transcription`: audio transcribed (seconds, not tokens); `image`: the image tool's question to
+ * the vision model (tokens).
  */
-export const USAGE_PURPOSES = ["turn", "compaction", "consolidation", "tts", "embedding", "speech", "transcription"] as const;
+export const USAGE_PURPOSES = ["turn", "compaction", "consolidation", "tts", "embedding", "speech", "transcription", "image"] as const;
 export const usagePurposeSchema = z.enum(USAGE_PURPOSES);
 export type UsagePurpose = z.infer<typeof usagePurposeSchema>;
 
