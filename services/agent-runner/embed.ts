@@ -20,7 +20,8 @@ import { EMBEDDING_PROVIDERS, EMBEDDINGS_DEFAULTS } from "../../shared/runtime/c
 import type { LurkConfig } from "../../shared/runtime/config.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import type { AuthStateStore, FailureReason } from "./auth-profiles.js";
-import { failureReason, ModelChain } from "./failover.js";
+import { attemptChain } from "./chain-attempts.js";
+import { ModelChain } from "./failover.js";
 import { NO_ANTHROPIC_EMBEDDINGS, type ProviderRegistry } from "./providers/registry.js";
 import { usageBooker, type BookUsage } from "./usage-booking.js";
 
@@ -65,32 +66,18 @@ export async function embedTexts(deps: EmbedDeps, req: Pick<AgentRunnerEmbedRequ
   const deadline = Date.now() + timeoutMs;
   // throws PROVIDER_AUTH naming the variable to set when the provider has no credentials
   const chain = new ModelChain({ registry: deps.registry, config: deps.config, refs: [ref], sessionKey: EMBED_PIN_KEY, ...(deps.store ? { store: deps.store } : {}), log: deps.log });
-  const tried = new Set<string>();
-  let last: LurkError | undefined;
-  for (let c = chain.next(tried); c; c = chain.next(tried)) {
-    const left = deadline - Date.now();
-    if (left < 250) break;
-    await chain.use(c);
+  const result = await attemptChain(chain, { signal, deadline, errorCode: "PROVIDER_ERROR" }, async (c, left) => {
     const started = Date.now();
-    try {
-      const result = await deps.registry.embedderFor(c.profile).embed({ model: c.model, texts: req.texts, signal, timeoutMs: left });
-      await chain.success(c);
-      deps.log.debug({ model: ref, profile: c.profile.id, texts: req.texts.length, dimensions: result.vectors[0]!.length, ms: Date.now() - started }, "embedded");
-      // billed even when the vectors then do not fit in one reply
-      if (result.tokens) {
-        const usage = { input: result.tokens, output: 0, cacheRead: 0, cacheWrite: 0, total: result.tokens };
-        void deps.book?.({ owner: { sessionKey: req.sessionKey, agentId: req.agentId }, purpose: "embedding", provider: c.providerName, model: c.model, usage });
-      }
-      return reply(deps.config, ref, result.vectors, result.tokens);
-    } catch (err) {
-      last = LurkError.from(err, "PROVIDER_ERROR");
-      const reason = failureReason(last);
-      if (!reason || signal.aborted) throw last;
-      await chain.failure(c, reason);
-      tried.add(c.key);
+    const result = await deps.registry.embedderFor(c.profile).embed({ model: c.model, texts: req.texts, signal, timeoutMs: left });
+    deps.log.debug({ model: ref, profile: c.profile.id, texts: req.texts.length, dimensions: result.vectors[0]!.length, ms: Date.now() - started }, "embedded");
+    // billed even when the vectors then do not fit in one reply
+    if (result.tokens) {
+      const usage = { input: result.tokens, output: 0, cacheRead: 0, cacheWrite: 0, total: result.tokens };
+      void deps.book?.({ owner: { sessionKey: req.sessionKey, agentId: req.agentId }, purpose: "embedding", provider: c.providerName, model: c.model, usage });
     }
-  }
-  throw last ?? coolingDown(deps, chain, ref);
+    return result;
+  }, () => coolingDown(deps, chain, ref));
+  return reply(deps.config, ref, result.vectors, result.tokens);
 }
 
 function reply(config: LurkConfig, model: string, vectors: Float32Array[], tokens: number | undefined): AgentRunnerEmbedReply {

@@ -8,7 +8,8 @@
  */
 import { assistantText, emptyUsage, LurkError, type Usage } from "../../shared/contract/index.js";
 import type { Logger } from "../../shared/runtime/logger.js";
-import { failureReason, ModelChain, type ModelChainOptions } from "./failover.js";
+import { attemptChain } from "./chain-attempts.js";
+import { ModelChain, type ModelChainOptions } from "./failover.js";
 import type { ReasoningTagMode } from "./providers/think-tags.js";
 import type { Provider } from "./providers/types.js";
 
@@ -60,26 +61,11 @@ export function providerComplete(provider: Provider, model: string, opts: { sign
  * No backoff retries (housekeeping can wait for the next run). Usage is priced per candidate.
  */
 export function chainComplete(chain: ModelChain, opts: { signal: AbortSignal; timeoutMs: number; maxTokens?: number }): Complete {
-  return async (system, prompt) => {
-    const tried = new Set<string>();
-    let last: LurkError | undefined;
-    for (let candidate = chain.next(tried); candidate; candidate = chain.next(tried)) {
-      await chain.use(candidate);
-      const maxTokens = Math.min(opts.maxTokens ?? candidate.info.maxOutput, candidate.info.maxOutput);
-      try {
-        const done = await providerComplete(candidate.provider, candidate.model, { ...opts, maxTokens, reasoningTags: candidate.info.reasoningTags })(system, prompt);
-        await chain.success(candidate);
-        return { text: done.text, usage: chain.priced(candidate, done.usage), provider: candidate.providerName, model: candidate.model };
-      } catch (err) {
-        last = LurkError.from(err);
-        const reason = failureReason(last);
-        if (!reason || opts.signal.aborted) throw last;
-        await chain.failure(candidate, reason);
-        tried.add(candidate.key);
-      }
-    }
-    throw last ?? new LurkError("PROVIDER_AUTH", `no usable credentials for ${chain.refs.join(", ")}`);
-  };
+  return (system, prompt) => attemptChain(chain, { signal: opts.signal }, async (candidate) => {
+    const maxTokens = Math.min(opts.maxTokens ?? candidate.info.maxOutput, candidate.info.maxOutput);
+    const done = await providerComplete(candidate.provider, candidate.model, { ...opts, maxTokens, reasoningTags: candidate.info.reasoningTags })(system, prompt);
+    return { text: done.text, usage: chain.priced(candidate, done.usage), provider: candidate.providerName, model: candidate.model };
+  }, () => new LurkError("PROVIDER_AUTH", `no usable credentials for ${chain.refs.join(", ")}`));
 }
 
 /**
