@@ -7,8 +7,7 @@
  * listed with what they need, the chosen bundled hooks written as hooks.entries.
  */
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { parseConfig } from "../shared/runtime/config.js";
@@ -17,24 +16,17 @@ import { FakeOpenAIServer } from "./fakes/openai-server.js";
 import { FakeSignalCli } from "./fakes/signal-cli-server.js";
 import { freePort } from "./harness/nats.js";
 import { runCli, type CliRun } from "./harness/cli.js";
+import { onboard, OnboardHomes, type OnboardHome } from "./harness/onboard.js";
 
 const KEY = "sk-onboard-steps-key-0123456789";
 const NUMBER = "+15550001111";
 
-interface Home { dir: string; env: Record<string, string> }
-const homes: string[] = [];
-function newHome(extra: Record<string, string> = {}, config?: object): Home {
-  const dir = mkdtempSync(join(tmpdir(), "lurk-onboard-steps-"));
-  homes.push(dir);
-  if (config) writeFileSync(join(dir, "config.json"), JSON.stringify(config));
-  return { dir, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, LURKBOT_HOME: dir, ...extra } };
-}
-const onboard = (home: Home, args: string[], lines: string[] | undefined, env: Record<string, string> = {}): Promise<CliRun> =>
-  runCli(["onboard", ...args], { ...home.env, ...env }, { timeoutMs: 60_000, ...(lines ? { input: lines.map((l) => l + "\n").join("") } : {}) });
+const homes = new OnboardHomes("lurk-onboard-steps-");
+const newHome = (extra: Record<string, string> = {}, config?: object): OnboardHome => homes.make(extra, config);
 const readJson = (path: string) => JSON.parse(readFileSync(path, "utf8")) as Record<string, any>;
 const okRun = (run: CliRun) => assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
 
-function assertNowhere(run: CliRun, home: Home, secret: string): void {
+function assertNowhere(run: CliRun, home: OnboardHome, secret: string): void {
   assert.ok(!run.stdout.includes(secret), `stdout shows the secret:\n${run.stdout}`);
   assert.ok(!run.stderr.includes(secret), `stderr shows the secret:\n${run.stderr}`);
   try {
@@ -58,7 +50,7 @@ describe("lurkbot onboard: Signal, Matrix, skills, hooks", () => {
     await openai.close();
     await signal.close();
     await matrix.close();
-    for (const dir of homes) rmSync(dir, { recursive: true, force: true });
+    homes.cleanup();
   });
 
   it("Signal and Matrix checked live, the token stored as a secret; a skill's missing needs listed; the chosen hooks enabled", async () => {

@@ -8,8 +8,7 @@
  * --reset keeps a backup.
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { parseConfig } from "../shared/runtime/config.js";
@@ -17,30 +16,18 @@ import { FakeOpenAIServer } from "./fakes/openai-server.js";
 import { FakeTelegramServer } from "./fakes/telegram-server.js";
 import { waitFor } from "./harness/actors.js";
 import { runCli, startCli, type CliRun } from "./harness/cli.js";
+import { onboard, OnboardHomes, type OnboardHome } from "./harness/onboard.js";
 
 const KEY = "sk-onboard-right-key-0123456789";
 const WRONG = "sk-onboard-wrong-key-9876543210";
 
-interface Home {
-  dir: string;
-  env: Record<string, string>;
-}
-
-const homes: string[] = [];
-function newHome(extra: Record<string, string> = {}, config?: object): Home {
-  const dir = mkdtempSync(join(tmpdir(), "lurk-onboard-"));
-  homes.push(dir);
-  if (config) writeFileSync(join(dir, "config.json"), JSON.stringify(config));
-  return { dir, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, LURKBOT_HOME: dir, ...extra } };
-}
-
-const onboard = (home: Home, args: string[], lines: string[] | undefined, env: Record<string, string> = {}): Promise<CliRun> =>
-  runCli(["onboard", ...args], { ...home.env, ...env }, { timeoutMs: 60_000, ...(lines ? { input: lines.map((l) => l + "\n").join("") } : {}) });
+const homes = new OnboardHomes("lurk-onboard-");
+const newHome = (extra: Record<string, string> = {}, config?: object): OnboardHome => homes.make(extra, config);
 
 const readJson = (path: string) => JSON.parse(readFileSync(path, "utf8")) as Record<string, any>;
 const mode = (path: string) => (statSync(path).mode & 0o777).toString(8);
 
-function assertNowhere(run: CliRun, home: Home, secrets: string[]): void {
+function assertNowhere(run: CliRun, home: OnboardHome, secrets: string[]): void {
   for (const s of secrets) {
     assert.ok(!run.stdout.includes(s), `stdout shows a secret:\n${run.stdout}`);
     assert.ok(!run.stderr.includes(s), `stderr shows a secret:\n${run.stderr}`);
@@ -60,7 +47,7 @@ describe("lurkbot onboard", () => {
   after(async () => {
     await openai.close();
     await telegram.close();
-    for (const dir of homes) rmSync(dir, { recursive: true, force: true });
+    homes.cleanup();
   });
 
   it("QuickStart with OpenAI: checks the key live, writes a valid config.json and a 0600 secrets file; the key is nowhere else", async () => {

@@ -15,10 +15,11 @@
  * each CONNECT so the password never goes to that process.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { createConnection, createServer } from "node:net";
+import { createConnection } from "node:net";
 import { homedir } from "node:os";
 import { z } from "zod";
 import { LurkError } from "../contract/index.js";
+import { freeLocalPort } from "./free-port.js";
 import { checkListener, foreignListenerMessage } from "./port-owner.js";
 
 // no control characters (newlines would end an ssh_config line), no whitespace
@@ -164,17 +165,6 @@ export function explainSshFailure(spec: Spec, stderr: string, code: number | nul
   return new SshTunnelError("exited", `ssh to ${target} failed. ${said}`);
 }
 
-export function freeLocalPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 type Probe = "refused" | "open" | "greeted" | "closed";
 

@@ -22,20 +22,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { closeLoopback, listenLoopback, readRaw, sendJson } from "./http.js";
-
-/** Resolves when `res` can take more, or is gone (one listener each, removed after). */
-function drainOrClose(res: ServerResponse): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const done = () => {
-      res.off("drain", done);
-      res.off("close", done);
-      resolve();
-    };
-    res.on("drain", done);
-    res.on("close", done);
-  });
-}
+import { closeLoopback, drainOrClose, listenLoopback, readRaw, sendJson } from "./http.js";
 
 export const SERVER_NAME = "test.local";
 

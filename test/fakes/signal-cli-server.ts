@@ -17,20 +17,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { createServer, type Server, type ServerResponse } from "node:http";
-import { closeLoopback, listenLoopback, readBody, sendJson } from "./http.js";
-
-/** Resolves when `res` can take more, or is gone (one listener each, removed after). */
-function drainOrClose(res: ServerResponse): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const done = () => {
-      res.off("drain", done);
-      res.off("close", done);
-      resolve();
-    };
-    res.on("drain", done);
-    res.on("close", done);
-  });
-}
+import { closeLoopback, drainOrClose, listenLoopback, readBody, sendJson } from "./http.js";
 
 export interface RpcCall { method: string; params: Record<string, unknown>; at: number }
 interface RpcFailure { code: number; message: string; data?: unknown }

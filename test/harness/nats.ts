@@ -4,27 +4,18 @@
  */
 import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { inboxPrefix, passwordEnvName } from "../../shared/contract/index.js";
 import { parseConfig, type LurkConfig } from "../../shared/runtime/config.js";
 import { ensureCredentials, type Credentials } from "../../shared/runtime/credentials.js";
+import { freeLocalPort } from "../../shared/runtime/free-port.js";
 import { spawnNatsServer } from "../../shared/runtime/nats-server.js";
 import { ensureStreams } from "../../shared/runtime/streams.js";
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
+/** a free loopback port for a test's server */
+export const freePort = freeLocalPort;
 
 export class TestNats {
   private child: ChildProcess | undefined;
