@@ -7,7 +7,8 @@
 #     (apt-get update only when something has to be installed; sudo when not root)
 #   - installs the npm dependencies (npm ci with the lockfile, npm install without), which builds dist/
 #   - creates LURKBOT_HOME (default ~/.lurkbot): workspace, NATS credentials, nats.conf
-#   - with --test first: also Chromium (the web channel's browser tests drive it)
+#   - with --test first: also Chromium (the web channel's browser tests drive it) and the OpenSSH
+#     server and client (the SSH tunnel tests run a real sshd)
 # Other arguments go to `lurkbot setup`, e.g. `deploy/setup.sh --systemd ./units`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -35,7 +36,10 @@ have catdoc || packages+=(catdoc)
 have make || packages+=(make)
 have g++ || packages+=(g++)
 have python3 || packages+=(python3)
-if $with_test_deps; then have chromium || packages+=(chromium); fi
+if $with_test_deps; then
+  have chromium || packages+=(chromium)
+  { have sshd && have ssh; } || packages+=(openssh-server openssh-client)
+fi
 if [ "${#packages[@]}" -gt 0 ]; then
   command -v apt-get >/dev/null 2>&1 || fail "missing ${packages[*]} and apt-get is not available: install them with your package manager, then run this again."
   if [ "$(id -u)" -ne 0 ] && [ -z "$SUDO" ]; then fail "missing ${packages[*]}: run this as root or install sudo."; fi
