@@ -206,8 +206,10 @@ describe("hooks reload and session-memory", () => {
     const second = await waitFor(() => saved(/-plan-the-trip-to-lisbon-2\.md$/)[0], 10_000, "the second file");
     assert.match(readFileSync(join(memory, second), "utf8"), /Plan the trip to Lisbon again/);
     assert.equal(readFileSync(join(memory, file!), "utf8"), text, "the first file was not overwritten");
-    const ran = hookEvents.filter((e) => e.event === "ran" && e.data.hook === "session-memory");
-    assert.ok(ran.length >= 3);
+    // `ran` is published once the worker's outcome is back, which can be after the file is visible
+    const ran = () => hookEvents.filter((e) => e.event === "ran" && e.data.hook === "session-memory");
+    await waitFor(() => ran().length >= 3 || undefined, 10_000, "three session-memory runs reported");
+    assert.ok(ran().length >= 3);
     assert.ok(!hookEvents.some((e) => e.event === "failed" && e.data.hook === "session-memory"), "session-memory never failed");
   });
 });
