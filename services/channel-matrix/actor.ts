@@ -16,6 +16,7 @@
 import { join } from "node:path";
 import { LurkError } from "../../shared/contract/index.js";
 import { defineChannelActor } from "../../shared/runtime/channel/index.js";
+import { RunTyping } from "../../shared/runtime/channel/run-typing.js";
 import { matrixChannelSchema } from "../../shared/runtime/config-channels.js";
 import { registerSecret } from "../../shared/runtime/logger.js";
 import { MatrixApi } from "./api.js";
@@ -26,9 +27,11 @@ import { roomOf, type BotIdentity } from "./inbound.js";
 import { MatrixState } from "./rooms.js";
 import { textContent, toDeliveryError, txnIdFor } from "./send.js";
 import { SyncLoop } from "./sync.js";
-import { Typing } from "./typing.js";
 
 export const MATRIX_TEXT_LIMIT = 8000;
+/** how long the homeserver shows "typing…" (renewed every TYPING_RENEW_MS while a run writes) */
+const TYPING_TIMEOUT_MS = 30_000;
+const TYPING_RENEW_MS = 20_000;
 
 export const definition = defineChannelActor({
   channel: "matrix",
@@ -55,7 +58,11 @@ export const definition = defineChannelActor({
     const displayName = await api.displayName(userId).catch(() => undefined);
     const bot: BotIdentity = { userId, ...(displayName ? { displayName } : {}) };
     const state = new MatrixState(join(ctx.dataDir, "sync"));
-    const typing = new Typing(api, userId, log, (roomId) => state.room(roomId).encrypted === true);
+    // never into a room that turned encrypted meanwhile; a failed typing call is only logged
+    const typing = new RunTyping<string>(ctx.watchRun, TYPING_RENEW_MS, (roomId, on) => {
+      if (state.room(roomId).encrypted === true) return;
+      api.typing(roomId, userId, on, TYPING_TIMEOUT_MS).catch((err) => log.debug({ err: (err as Error).message, roomId }, "typing notification failed"));
+    });
     const gate = new EncryptionGate(api, state);
     const batches = new BatchHandler(ctx, api, state, bot, typing, gate);
     const loop = new SyncLoop({ api, state, log, timeoutMs: settings.syncTimeoutMs, handle: (batch, since) => batches.handle(batch, since) });

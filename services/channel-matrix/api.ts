@@ -9,7 +9,7 @@
  */
 import { z } from "zod";
 import { safeParseJson } from "../../shared/contract/index.js";
-import { downloadCapped } from "../../shared/runtime/channel/index.js";
+import { cappedDownload, downloadCapped } from "../../shared/runtime/channel/index.js";
 import { readBodyCapped, type CappedBody } from "../../shared/runtime/http-capped.js";
 import {
   displayNameSchema, eventIdSchema, joinedMembersSchema, matrixErrorSchema, messagesSchema, roomIdSchema, syncResponseSchema, uploadSchema, whoamiSchema, type MessagesPage, type SyncResponse,
@@ -161,10 +161,6 @@ export class MatrixApi {
     return (await this.call("POST", `/_matrix/client/v3/join/${seg(roomId)}`, roomIdSchema, { json: {} })).room_id;
   }
 
-  async leave(roomId: string): Promise<void> {
-    await this.call("POST", `/_matrix/client/v3/rooms/${seg(roomId)}/leave`, z.unknown(), { json: {} });
-  }
-
   /** The joined members of a room, user id -> display name. */
   async joinedMembers(roomId: string): Promise<Map<string, string | undefined>> {
     const got = await this.call("GET", `/_matrix/client/v3/rooms/${seg(roomId)}/joined_members`, joinedMembersSchema);
@@ -192,6 +188,6 @@ export class MatrixApi {
       await first.body?.cancel().catch(() => undefined);
       return downloadCapped(this.url(`/_matrix/media/v3/download/${path}`), { maxBytes, signal, headers, fetchImpl: this.fetchImpl });
     }
-    return downloadCapped("about:first", { maxBytes, signal, fetchImpl: async () => first });
+    return cappedDownload(first, maxBytes);
   }
 }

@@ -16,9 +16,9 @@
  * batch again; what can never succeed (a join the homeserver refuses, an unstorable message, a
  * gap the homeserver will not page) is logged and skipped.
  */
-import { LurkError } from "../../shared/contract/index.js";
 import { dmRules, listMatches } from "../../shared/runtime/access-policy.js";
-import { publishWatched, type ChannelContext } from "../../shared/runtime/channel/index.js";
+import { isUnstorable, publishWatched, type ChannelContext } from "../../shared/runtime/channel/index.js";
+import type { RunTyping } from "../../shared/runtime/channel/run-typing.js";
 import type { MatrixChannelConfig } from "../../shared/runtime/config-channels.js";
 import { sleepUnlessAborted } from "../../shared/runtime/abortable-sleep.js";
 import { MatrixError, type MatrixApi } from "./api.js";
@@ -30,7 +30,6 @@ import { DisplayNames } from "./names.js";
 import type { MatrixState } from "./rooms.js";
 import { textContent, txnIdFor } from "./send.js";
 import { TIMELINE_TYPES } from "./sync.js";
-import { Typing } from "./typing.js";
 import { directContentSchema, memberContentSchema, roomEventSchema, type JoinedRoom, type RoomEvent, type SyncResponse } from "./wire.js";
 
 type Ctx = ChannelContext<MatrixChannelConfig>;
@@ -39,7 +38,6 @@ export const ENCRYPTED_NOTICE = "I can't read encrypted messages: this assistant
   + "To talk to me, start a direct chat or room with encryption turned off (Element: turn off \"Enable end-to-end encryption\" when creating it) and invite me there; encryption cannot be turned off in an existing room.";
 const NOTICE_GAP_MS = 1_000;
 /** errors after which a message can never be stored: logged and skipped */
-const UNSTORABLE = new Set(["VALIDATION_FAILED", "PAYLOAD_TOO_LARGE"]);
 const WATCH_MAX_MS = 30 * 60_000;
 /** what a gap's /messages pages hold: the sync timeline's event types */
 const GAP_FILTER = { types: TIMELINE_TYPES };
@@ -56,7 +54,7 @@ export class BatchHandler {
   /** rooms told about (debug) an m.room.encrypted event in a room without encryption, this run */
   private readonly strayEncrypted = new Set<string>();
 
-  constructor(private readonly ctx: Ctx, private readonly api: MatrixApi, private readonly state: MatrixState, private readonly bot: BotIdentity, private readonly typing: Typing, private readonly gate: EncryptionGate) {}
+  constructor(private readonly ctx: Ctx, private readonly api: MatrixApi, private readonly state: MatrixState, private readonly bot: BotIdentity, private readonly typing: RunTyping<string>, private readonly gate: EncryptionGate) {}
 
   /** Takes one batch (`since`: the token it was asked from; undefined: the initial sync); returns each room's last timeline event id. */
   async handle(batch: SyncResponse, since: string | undefined): Promise<Map<string, string>> {
@@ -231,15 +229,12 @@ export class BatchHandler {
     if (!mapped) return;
     const { inbound, files } = mapped;
     if (files.length) inbound.attachments = await storeFiles(this.ctx, this.api, files);
-    const runId = this.ctx.runIdFor(inbound.id);
-    const watch = inbound.mentioned && this.ctx.settings.typingIndicator
-      ? this.ctx.watchRun(runId, { onEvent: () => this.typing.start(runId, roomId), onEnd: () => this.typing.stop(runId) })
-      : undefined;
+    const watch = inbound.mentioned && this.ctx.settings.typingIndicator ? this.typing.watch(this.ctx.runIdFor(inbound.id), roomId) : undefined;
     try {
       await publishWatched(this.ctx, inbound, watch, WATCH_MAX_MS);
     } catch (err) {
-      this.typing.stop(runId);
-      if (LurkError.is(err) && UNSTORABLE.has(err.code)) {
+      watch?.stop();
+      if (isUnstorable(err)) {
         this.ctx.log.warn({ err, eventId: inbound.id }, "a Matrix message cannot be stored; skipped");
         return;
       }

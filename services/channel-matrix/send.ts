@@ -13,7 +13,7 @@
  *   retried; other 4xx (M_FORBIDDEN: not in the room, M_UNKNOWN_TOKEN...) fail for good.
  */
 import { createHash } from "node:crypto";
-import { DeliveryError, toMatrixHtml, toPlainText, type OutboundFile } from "../../shared/runtime/channel/index.js";
+import { DeliveryError, escapeHtml, toMatrixHtml, toPlainText, type OutboundFile } from "../../shared/runtime/channel/index.js";
 import { MatrixError } from "./api.js";
 
 /** the homeserver refuses events above 65536 bytes: the HTML is dropped before that */
@@ -31,7 +31,7 @@ const replyRelation = (replyTo: string | undefined) => (replyTo ? { "m.relates_t
 export function textContent(markdown: string, opts: { replyTo?: string | undefined; notice?: boolean } = {}): Record<string, unknown> {
   const body = toPlainText(markdown);
   const html = toMatrixHtml(markdown);
-  const plainHtml = body.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/\n/g, "<br>\n");
+  const plainHtml = escapeHtml(body).replace(/\n/g, "<br>\n");
   const content: Record<string, unknown> = { msgtype: opts.notice ? "m.notice" : "m.text", body, "m.mentions": {}, ...replyRelation(opts.replyTo) };
   if (html !== plainHtml) {
     const formatted = { ...content, format: "org.matrix.custom.html", formatted_body: html };

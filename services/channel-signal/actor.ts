@@ -12,8 +12,10 @@
  */
 import { join } from "node:path";
 import { LurkError } from "../../shared/contract/index.js";
-import { defineChannelActor, DeliveryError, publishWatched, toPlainText, type ChannelContext, type InboundInput, type OutboundPart, type RunWatch } from "../../shared/runtime/channel/index.js";
-import { isLoopbackUrl, signalChannelSchema, type SignalChannelConfig } from "../../shared/runtime/config-channels.js";
+import { defineChannelActor, DeliveryError, isUnstorable, publishWatched, toPlainText, type ChannelContext, type InboundInput, type OutboundPart } from "../../shared/runtime/channel/index.js";
+import { RunTyping } from "../../shared/runtime/channel/run-typing.js";
+import { signalChannelSchema, type SignalChannelConfig } from "../../shared/runtime/config-channels.js";
+import { isLoopbackUrl } from "../../shared/runtime/loopback-host.js";
 import { runEventStream } from "./events.js";
 import { outboundAttachment, storeMessageFiles } from "./files.js";
 import { platformMessageId, quoteOf, receiveToInbound, targetOf, type BotIdentity, type SignalReceive, type SignalTarget } from "./inbound.js";
@@ -26,7 +28,6 @@ const TYPING_RENEW_MS = 10_000;
 /** a run followed for its typing indicator at most this long */
 const WATCH_MAX_MS = 30 * 60_000;
 /** errors after which receiving the event again cannot help: logged and skipped */
-const UNSTORABLE = new Set(["VALIDATION_FAILED", "PAYLOAD_TOO_LARGE"]);
 
 type Ctx = ChannelContext<SignalChannelConfig>;
 
@@ -51,34 +52,8 @@ async function botIdentity(rpc: SignalRpc, number: string, ctx: Ctx): Promise<Bo
   return { number };
 }
 
-/** Shows "typing…" while the run writes: from its first event to its end (or the watch's stop). */
-function typingWatch(ctx: Ctx, rpc: SignalRpc, target: SignalTarget, runId: string): RunWatch {
-  let timer: NodeJS.Timeout | undefined;
-  let ended = false;
-  const send = (stop: boolean) => rpc.call("sendTyping", { ...recipientParams(target), ...(stop ? { stop: true } : {}) })
-    .catch((err) => ctx.log.debug({ error: (err as Error).message, runId }, "sendTyping failed"));
-  const end = () => {
-    if (ended) return;
-    ended = true;
-    if (timer) {
-      clearInterval(timer);
-      void send(true);
-    }
-  };
-  const watch = ctx.watchRun(runId, {
-    onEvent: () => {
-      if (timer || ended) return;
-      void send(false);
-      timer = setInterval(() => void send(false), TYPING_RENEW_MS);
-      timer.unref();
-    },
-    onEnd: end,
-  });
-  return { ...watch, stop: () => { watch.stop(); end(); } };
-}
-
 /** Handles one receive event: stores the message (once) with its files. Throws to receive it again. */
-async function onReceive(ctx: Ctx, rpc: SignalRpc, bot: BotIdentity, seen: SeenMessages, data: unknown): Promise<void> {
+async function onReceive(ctx: Ctx, rpc: SignalRpc, bot: BotIdentity, seen: SeenMessages, typing: RunTyping<SignalTarget>, data: unknown): Promise<void> {
   const mapped = receiveToInbound(data as SignalReceive, bot);
   if (!mapped) return;
   const { inbound, files } = mapped;
@@ -87,11 +62,11 @@ async function onReceive(ctx: Ctx, rpc: SignalRpc, bot: BotIdentity, seen: SeenM
     return;
   }
   const message: InboundInput = files.length ? { ...inbound, attachments: await storeMessageFiles(ctx.rt.media, rpc, files, ctx.log) } : inbound;
-  const watch = ctx.settings.typingIndicator && message.mentioned ? typingWatch(ctx, rpc, targetOf(message.conversation), ctx.runIdFor(message.id)) : undefined;
+  const watch = ctx.settings.typingIndicator && message.mentioned ? typing.watch(ctx.runIdFor(message.id), targetOf(message.conversation)) : undefined;
   try {
     await publishWatched(ctx, message, watch, WATCH_MAX_MS);
   } catch (err) {
-    if (err instanceof LurkError && UNSTORABLE.has(err.code)) {
+    if (isUnstorable(err)) {
       ctx.log.warn({ err, messageId: message.id }, "a Signal message cannot be stored; skipped");
       await seen.add(message.id);
       return;
@@ -132,6 +107,10 @@ export const definition = defineChannelActor({
     }
     const bot = await botIdentity(rpc, settings.account, ctx);
     const seen = new SeenMessages(join(ctx.dataDir, "seen"));
+    const typing = new RunTyping<SignalTarget>(ctx.watchRun, TYPING_RENEW_MS, (target, on) => {
+      rpc.call("sendTyping", { ...recipientParams(target), ...(on ? {} : { stop: true }) })
+        .catch((err) => log.debug({ error: (err as Error).message }, "sendTyping failed"));
+    });
     const stopping = new AbortController();
     const receiving = runEventStream({
       url: settings.url, account: settings.account, log, signal: stopping.signal,
@@ -141,7 +120,7 @@ export const definition = defineChannelActor({
       },
       onEvent: async (data) => {
         try {
-          await onReceive(ctx, rpc, bot, seen, data);
+          await onReceive(ctx, rpc, bot, seen, typing, data);
         } catch (err) {
           if (err instanceof Error && /is not a Signal conversation/.test(err.message)) {
             log.warn({ error: err.message }, "a Signal message with an unusable sender or group id: skipped");
@@ -192,6 +171,7 @@ export const definition = defineChannelActor({
       async stop() {
         stopping.abort();
         await receiving;
+        typing.stopAll();
         await seen.close();
       },
     };

@@ -132,8 +132,8 @@ export interface EventStreamOptions {
   signal: AbortSignal;
   /** handles one `receive` event's parsed data; throwing makes the event come again */
   onEvent(data: unknown, id: string | undefined): Promise<void>;
-  /** each (re)connection, with how many times it connected before */
-  onConnect?(count: number): void;
+  /** each (re)connection */
+  onConnect?(): void;
   minBackoffMs?: number;
   maxBackoffMs?: number;
 }
@@ -144,7 +144,6 @@ export async function runEventStream(o: EventStreamOptions): Promise<void> {
   const max = o.maxBackoffMs ?? 30_000;
   let backoff = min;
   let lastId: string | undefined;
-  let connections = 0;
   const url = new URL("/api/v1/events", o.url);
   url.searchParams.set("account", o.account);
   while (!o.signal.aborted) {
@@ -158,7 +157,7 @@ export async function runEventStream(o: EventStreamOptions): Promise<void> {
         await res.body?.cancel().catch(() => undefined);
         throw new Error(`HTTP ${res.status} from ${url.pathname}`);
       }
-      o.onConnect?.(connections++);
+      o.onConnect?.();
       o.log.info({ resumeAfter: lastId ?? null }, "signal event stream connected");
       const parser = new SseParser();
       const decoder = new TextDecoder();

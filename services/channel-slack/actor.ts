@@ -15,7 +15,7 @@
 import { SocketModeClient } from "@slack/socket-mode";
 import { LogLevel, WebClient, type Logger as SlackLogger } from "@slack/web-api";
 import { LurkError } from "../../shared/contract/index.js";
-import { channelDrafts, defineChannelActor, DeliveryError, DraftMessages, publishWithDraft, toSlackMrkdwn, type ChannelContext, type InboundInput } from "../../shared/runtime/channel/index.js";
+import { channelDrafts, defineChannelActor, DeliveryError, DraftMessages, isUnstorable, publishWithDraft, toSlackMrkdwn, type ChannelContext, type InboundInput } from "../../shared/runtime/channel/index.js";
 import { slackChannelSchema, streamingMode, type SlackChannelConfig } from "../../shared/runtime/config-channels.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import { sendAttachment, storeFiles } from "./files.js";
@@ -27,7 +27,6 @@ import { SLACK_ACTIONS, slackAct } from "./actions.js";
 
 export const SLACK_TEXT_LIMIT = 3900;
 /** errors after which a redelivery of the envelope cannot succeed either: acknowledged, logged */
-const UNSTORABLE = new Set(["VALIDATION_FAILED", "PAYLOAD_TOO_LARGE"]);
 
 /** The Slack SDKs' logger interface on pino (their info chatter goes to debug). */
 function slackLogger(log: Logger): SlackLogger {
@@ -51,7 +50,7 @@ async function publish(ctx: ChannelContext<SlackChannelConfig>, drafts: DraftMes
     await (stream ? publishWithDraft({ ctx, drafts, target: targetOf(inbound.conversation) }, inbound) : ctx.publishInbound(inbound));
     return true;
   } catch (err) {
-    if (err instanceof LurkError && UNSTORABLE.has(err.code)) {
+    if (isUnstorable(err)) {
       ctx.log.warn({ err, messageId: inbound.id }, "a Slack message cannot be stored; acknowledged and dropped");
       return false;
     }

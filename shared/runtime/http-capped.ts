@@ -4,13 +4,14 @@
  * more than `maxBytes` arrived, so an oversize answer never sits whole in memory.
  */
 
-export type CappedBody = { bytes: Buffer } | { tooLarge: true; size: number };
+/** `declared`: the size is the answer's Content-Length (nothing was read), else the bytes read when the cap was passed */
+export type CappedBody = { bytes: Buffer } | { tooLarge: true; size: number; declared: boolean };
 
 export async function readBodyCapped(res: Response, maxBytes: number): Promise<CappedBody> {
   const declared = Number(res.headers.get("content-length") ?? NaN);
   if (Number.isFinite(declared) && declared > maxBytes) {
     await res.body?.cancel().catch(() => undefined);
-    return { tooLarge: true, size: declared };
+    return { tooLarge: true, size: declared, declared: true };
   }
   if (!res.body) return { bytes: Buffer.alloc(0) };
   const reader = res.body.getReader();
@@ -23,7 +24,7 @@ export async function readBodyCapped(res: Response, maxBytes: number): Promise<C
       total += value.byteLength;
       if (total > maxBytes) {
         await reader.cancel().catch(() => undefined);
-        return { tooLarge: true, size: total };
+        return { tooLarge: true, size: total, declared: false };
       }
       chunks.push(value);
     }

@@ -1,5 +1,6 @@
 /** For process tools that talk to other actors: the runtime and the calling session, or a clear failure; where their messages go. */
-import { LurkError, outboundMessageSchema, type Attachment, type Origin } from "../../../shared/contract/index.js";
+import { LurkError, outboundMessageSchema, systemInjectSchema, type Attachment, type MessageAction, type Origin } from "../../../shared/contract/index.js";
+import type { z } from "zod";
 import type { ActorRuntime } from "../../../shared/runtime/actor.js";
 import type { ToolCallInfo, ToolContext } from "../tool.js";
 
@@ -26,7 +27,7 @@ export async function defaultTarget(rt: ActorRuntime, call: ToolCallInfo): Promi
  */
 export async function queueMessage(
   rt: ActorRuntime, call: ToolCallInfo, target: MessageTarget, id: string,
-  content: { kind: "notice" | "reply"; text: string; attachments: Attachment[] }, what: string,
+  content: { kind: "notice" | "reply"; text: string; attachments: Attachment[] } | { kind: "action"; text: ""; attachments: []; action: MessageAction }, what: string,
 ): Promise<{ duplicate: boolean }> {
   const message = outboundMessageSchema.parse({
     type: "lurk.outbound.message.v1", id, ts: Date.now(), runId: call.runId, sessionKey: call.sessionKey,
@@ -38,4 +39,18 @@ export async function queueMessage(
     .catch((err: unknown) => {
       throw new LurkError("UNAVAILABLE", `${what} could not be queued for ${target.channel}: ${(err as Error).message}`, { retryable: true });
     });
+}
+
+/**
+ * Queues a system event of this call on `lurk.inject.<agentId>` (stream INBOUND) with `id` as its
+ * `Nats-Msg-Id` (derived from the tool call id, so a repeated call lands once); resolves with
+ * whether it was a duplicate. A failure to queue is a retryable UNAVAILABLE naming `what`.
+ */
+export async function queueSystemEvent(
+  rt: ActorRuntime, call: ToolCallInfo, id: string, event: Omit<z.input<typeof systemInjectSchema>, "type" | "id" | "ts" | "causationId">, what: string,
+): Promise<{ duplicate: boolean }> {
+  const inject = systemInjectSchema.parse({ type: "lurk.inject.v1", id, ts: Date.now(), causationId: call.runId, ...event });
+  return rt.js.publish(rt.subjects.inject(event.agentId), JSON.stringify(inject), { msgID: id, timeout: 5_000 }).catch((err: unknown) => {
+    throw new LurkError("UNAVAILABLE", `${what} could not be queued: ${(err as Error).message}`, { retryable: true });
+  });
 }

@@ -4,7 +4,7 @@
  * Every mistake is TOOL_INVALID_ARGS saying what to give instead.
  */
 import { z } from "zod";
-import { CHANNELS, LurkError, type CronJob, type RequestOf } from "../../../shared/contract/index.js";
+import { CHANNELS, LurkError, thinkLevelSchema, type CronJob, type RequestOf } from "../../../shared/contract/index.js";
 import { describeSchedule, parseDuration } from "../../../shared/runtime/cron-text.js";
 
 export const cronParameters = z.object({
@@ -19,7 +19,7 @@ export const cronParameters = z.object({
   systemEvent: z.boolean().optional().describe("add/update: inject the message as a note into the main session instead of running an agent turn"),
   wake: z.enum(["now", "next-heartbeat"]).optional().describe("add/update with systemEvent: start a run at once (now) or let the next heartbeat see it (default); wake: the same for the event (default next-heartbeat)"),
   model: z.string().max(200).optional().describe("add/update: the model of the agent turn"),
-  thinking: z.enum(["off", "low", "medium", "high"]).optional().describe("add/update: thinking level of the agent turn"),
+  thinking: thinkLevelSchema.optional().describe("add/update: thinking level of the agent turn"),
   deliver: z.string().max(240).optional().describe("add/update: where the agent turn's reply goes: here (default), last, none, or CHANNEL:TO"),
   deleteAfterRun: z.boolean().optional().describe("add/update: remove the job after its first successful run"),
   enabled: z.boolean().optional().describe("update: false pauses the job (it keeps its definition), true resumes it"),

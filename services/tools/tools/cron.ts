@@ -17,11 +17,11 @@
  * When no cron actor answers, the tool says so (UNAVAILABLE) instead of pretending (wake needs none).
  * The default "coding" tool profile does not include it: allow "cron" or "group:automation".
  */
-import { buildSessionKey, LurkError, parseSessionKey, systemInjectSchema, type CronJob, type EndpointOp, type ReplyOf, type RequestOf } from "../../../shared/contract/index.js";
+import { buildSessionKey, LurkError, parseSessionKey, type CronJob, type EndpointOp, type ReplyOf, type RequestOf } from "../../../shared/contract/index.js";
 import type { ActorRuntime } from "../../../shared/runtime/actor.js";
 import { formatDuration } from "../../../shared/runtime/cron-text.js";
 import { defineTool, type ToolCallInfo } from "../tool.js";
-import { busOf } from "./bus.js";
+import { busOf, queueSystemEvent } from "./bus.js";
 import { cronParameters, deliveryOf, describeJob, invalid, patchOf, scheduleOf, when } from "./cron-args.js";
 
 const text = (body: string) => ({ content: [{ type: "text" as const, text: body }] });
@@ -91,13 +91,9 @@ export const cronTool = defineTool({
         const mode = args.wake ?? "next-heartbeat";
         const sessionKey = buildSessionKey({ type: "main", agentId: call.agentId });
         const id = `wake-${call.toolCallId}`.slice(0, 200);
-        const inject = systemInjectSchema.parse({
-          type: "lurk.inject.v1", id, ts: Date.now(), causationId: call.runId,
+        const ack = await queueSystemEvent(rt, call, id, {
           agentId: call.agentId, sessionKey, source: "cron", trigger: "cron", text: args.message, wake: mode, deliverTo: "last",
-        });
-        const ack = await rt.js.publish(rt.subjects.inject(call.agentId), JSON.stringify(inject), { msgID: id, timeout: 5_000 }).catch((err: unknown) => {
-          throw new LurkError("UNAVAILABLE", `the system event could not be queued: ${(err as Error).message}`, { retryable: true });
-        });
+        }, "the system event");
         const what = mode === "now"
           ? `a run of your main session starts with it${call.sessionKey === sessionKey ? " once this run has ended" : ""}`
           : "it waits in your main session for its next run (the next heartbeat or message)";

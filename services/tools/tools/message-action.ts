@@ -9,10 +9,10 @@
  * `messageId` "current" (react's default) is the message the run answers: the last inbound id of
  * the run's origin, only in that conversation.
  */
-import { deliveryReceiptSchema, LurkError, outboundMessageSchema, safeParseJson, type MessageAction } from "../../../shared/contract/index.js";
+import { deliveryReceiptSchema, LurkError, safeParseJson, type MessageAction } from "../../../shared/contract/index.js";
 import type { ActorRuntime } from "../../../shared/runtime/actor.js";
 import type { ToolCallInfo } from "../tool.js";
-import type { MessageTarget } from "./bus.js";
+import { queueMessage, type MessageTarget } from "./bus.js";
 
 /** how long a react/edit/delete waits for the channel's answer */
 export const ACTION_WAIT_MS = 20_000;
@@ -59,15 +59,7 @@ export async function runAction(rt: ActorRuntime, call: ToolCallInfo, target: Me
   const action = actionOf(call, target, args);
   if (target.channel === "cli" && action.op !== "react") throw new LurkError("TOOL_FAILED", `${action.op} is not supported by cli (the terminal cannot change text it printed)`);
   const id = `act-${call.toolCallId}`.slice(0, 200);
-  const message = outboundMessageSchema.parse({
-    type: "lurk.outbound.message.v1", id, ts: Date.now(), runId: call.runId, sessionKey: call.sessionKey,
-    channel: target.channel, conversation: target.conversation, kind: "action", replyTo: [], text: "", action,
-    ...(target.accountId ? { accountId: target.accountId } : {}),
-  });
-  const publish = () => rt.js.publish(rt.subjects.outbound(target.channel, target.conversation), JSON.stringify(message), { msgID: id, timeout: 5_000 })
-    .catch((err: unknown) => {
-      throw new LurkError("UNAVAILABLE", `the ${action.op} could not be queued for ${target.channel}: ${(err as Error).message}`, { retryable: true });
-    });
+  const publish = () => queueMessage(rt, call, target, id, { kind: "action", text: "", attachments: [], action }, `the ${action.op}`);
   if (target.channel === "cli") {
     await publish();
     return done(`${describe(action, target)} (the terminal shows it as a note)`);

@@ -12,13 +12,13 @@
  */
 import { z } from "zod";
 import {
-  agentIdSchema, LurkError, parseSessionKey, sessionKeySchema, sessionTypeSchema, systemInjectSchema,
+  agentIdSchema, LurkError, parseSessionKey, sessionKeySchema, sessionTypeSchema,
   type SessionEntry, type TranscriptRecord,
 } from "../../../shared/contract/index.js";
 import { readHistory } from "../../../shared/runtime/session-history.js";
 import { cutUtf8 } from "../content.js";
 import { defineTool, type ToolContext, type ToolResult } from "../tool.js";
-import { busOf } from "./bus.js";
+import { busOf, queueSystemEvent } from "./bus.js";
 
 const NOTE_RESERVE = 300;
 const MESSAGE_CHARS = 2_000;
@@ -123,14 +123,10 @@ export const sessionsSendTool = defineTool({
     const { session } = await rt.client.call("sessions", "get", { sessionKey: args.sessionKey });
     if (!session) throw new LurkError("NOT_FOUND", `no session ${args.sessionKey} (see sessions_list)`);
     const id = `send-${call.toolCallId}`.slice(0, 200);
-    const inject = systemInjectSchema.parse({
-      type: "lurk.inject.v1", id, ts: Date.now(), causationId: call.runId,
+    const ack = await queueSystemEvent(rt, call, id, {
       agentId: target.agentId, sessionKey: args.sessionKey, source: "system",
       text: `Message from session ${call.sessionKey}:\n${args.message}`, wake: "now", deliverTo: "last",
-    });
-    const ack = await rt.js.publish(rt.subjects.inject(target.agentId), JSON.stringify(inject), { msgID: id, timeout: 5_000 }).catch((err: unknown) => {
-      throw new LurkError("UNAVAILABLE", `the message could not be queued: ${(err as Error).message}`, { retryable: true });
-    });
+    }, "the message");
     return text(`${ack.duplicate ? "already sent" : "sent"} to ${args.sessionKey}; it starts a run there (its answer goes to that session's conversation)`, ctx);
   },
 });

@@ -102,7 +102,7 @@ export async function handleAction(deps: ActionDeps, msg: OutboundMessage, info:
     await adapter.act(request, ctx);
   } catch (err) {
     if (err instanceof Refused) return deps.fail(msg, attempt, err.message, log);
-    const e = err instanceof DeliveryError ? err : err instanceof LurkError && err.retryable ? new DeliveryError(err.message) : new DeliveryError((err as Error)?.message ?? String(err));
+    const e = err instanceof DeliveryError ? err : new DeliveryError((err as Error)?.message ?? String(err));
     if (e.opts.permanent || attempt >= deps.maxAttempts) return deps.fail(msg, attempt, e.message, log);
     throw new LurkError("UNAVAILABLE", `action attempt ${attempt} failed: ${e.message}`, { retryable: true });
   }

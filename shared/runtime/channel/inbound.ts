@@ -32,6 +32,14 @@ export interface InboundPublisher {
   accountId?: string;
 }
 
+/**
+ * Whether `publishInbound` refused the message itself (malformed, or too large for the bus):
+ * storing it again can never work, so the adapter acknowledges it to the platform and drops it.
+ */
+export function isUnstorable(err: unknown): boolean {
+  return LurkError.is(err) && (err.code === "VALIDATION_FAILED" || err.code === "PAYLOAD_TOO_LARGE");
+}
+
 /** Validates, size-checks and persists one inbound message; throws a LurkError otherwise. */
 export async function publishInbound(p: InboundPublisher, input: InboundInput): Promise<PublishedInbound> {
   const parsed = inboundMessageSchema.safeParse({ attachments: [], mentioned: false, ts: Date.now(), ...(p.accountId ? { accountId: p.accountId } : {}), ...input, type: "lurk.inbound.message.v1", channel: p.channel });

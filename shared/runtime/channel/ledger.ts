@@ -27,8 +27,20 @@ const KEEP_MS = 8 * 24 * 3600_000;
 const SWEEP_EVERY_MS = 3600_000;
 
 export class SentLedger extends ExpiringDb<LedgerEntry> {
+  /**
+   * platform message id -> delivery id (`findByPlatformId`): built from the ledger by the first
+   * lookup, kept by `partSent`, dropped by a sweep that removed entries (rebuilt when next needed)
+   */
+  private byPlatform: Map<string, string> | undefined;
+
   constructor(path: string, now: () => number = Date.now) {
     super(path, "sent", { keepMs: KEEP_MS, sweepEveryMs: SWEEP_EVERY_MS, stampOf: (e) => e.updatedAt, now });
+  }
+
+  override async sweep(): Promise<number> {
+    const removed = await super.sweep();
+    if (removed > 0) this.byPlatform = undefined;
+    return removed;
   }
 
   /** Records one more accepted part (durable when the promise resolves). */
@@ -41,6 +53,7 @@ export class SentLedger extends ExpiringDb<LedgerEntry> {
       ...(conversation ?? current?.conversation ? { conversation: conversation ?? current?.conversation } : {}),
     };
     await this.db.put(deliveryId, entry);
+    if (platformMessageId) this.indexPart(platformMessageId, deliveryId);
     return entry;
   }
 
@@ -56,12 +69,23 @@ export class SentLedger extends ExpiringDb<LedgerEntry> {
     return entry;
   }
 
-  /** The delivery (not an action) one of whose parts the platform knows as `platformMessageId`, if any (a scan: for the rare edit and delete). */
+  /** The delivery (not an action) one of whose parts the platform knows as `platformMessageId`, if any. */
   findByPlatformId(platformMessageId: string): { deliveryId: string; entry: LedgerEntry } | undefined {
     if (!platformMessageId) return undefined;
-    for (const { key, value } of this.db.getRange()) {
-      if (!value.action && value.parts.includes(platformMessageId)) return { deliveryId: key, entry: value };
+    if (!this.byPlatform) {
+      this.byPlatform = new Map();
+      for (const { key, value } of this.db.getRange()) {
+        if (!value.action) for (const part of value.parts) if (part) this.indexPart(part, key);
+      }
     }
-    return undefined;
+    const deliveryId = this.byPlatform.get(platformMessageId);
+    const entry = deliveryId === undefined ? undefined : this.get(deliveryId);
+    return entry && !entry.action && entry.parts.includes(platformMessageId) ? { deliveryId: deliveryId!, entry } : undefined;
+  }
+
+  /** a platform id found in two deliveries names the first by key (the ledger's order) */
+  private indexPart(platformMessageId: string, deliveryId: string): void {
+    const known = this.byPlatform?.get(platformMessageId);
+    if (this.byPlatform && (known === undefined || deliveryId < known)) this.byPlatform.set(platformMessageId, deliveryId);
   }
 }

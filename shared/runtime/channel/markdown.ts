@@ -75,7 +75,7 @@ export function toPlainText(md: string): string {
   return render(md, { escape: id, bold: id, italic: id, strike: id, heading: id, link: (t, u) => (t === u ? u : `${t} (${u})`), fence: (_l, c) => c, code: id });
 }
 
-const escapeHtml = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+export const escapeHtml = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 const escapeAttr = (s: string) => escapeHtml(s).replace(/"/g, "&quot;");
 
 /** Telegram `parse_mode: "HTML"`. */

@@ -9,6 +9,7 @@ import type { Attachment } from "../../contract/index.js";
 import { LurkError } from "../../contract/index.js";
 import type { Logger } from "../logger.js";
 import { DeliveryError } from "./delivery.js";
+import { readBodyCapped } from "../http-capped.js";
 import { attachmentKind, fallbackFileName, formatBytes, type MediaStore } from "../media.js";
 
 export interface PlatformFile {
@@ -49,29 +50,23 @@ export async function storeInboundFile(media: MediaStore, file: PlatformFile, fe
 /** GET `url` into memory, refusing more than `maxBytes` (by Content-Length, then while reading). */
 export async function downloadCapped(url: string, opts: { maxBytes: number; signal?: AbortSignal; headers?: Record<string, string>; fetchImpl?: typeof fetch }): Promise<{ bytes: Uint8Array; mime?: string }> {
   const res = await (opts.fetchImpl ?? fetch)(url, { ...(opts.headers ? { headers: opts.headers } : {}), ...(opts.signal ? { signal: opts.signal } : {}), redirect: "follow" });
+  return cappedDownload(res, opts.maxBytes);
+}
+
+/** A platform file server's answer `res` read whole, at most `maxBytes` (media.maxFileMb), with its MIME type. */
+export async function cappedDownload(res: Response, maxBytes: number): Promise<{ bytes: Uint8Array; mime?: string }> {
   if (!res.ok) {
     await res.body?.cancel().catch(() => undefined);
     throw new Error(`HTTP ${res.status} from the platform's file server`);
   }
-  const declared = Number(res.headers.get("content-length") ?? NaN);
-  if (Number.isFinite(declared) && declared > opts.maxBytes) {
-    await res.body?.cancel().catch(() => undefined);
-    throw new LurkError("LIMIT_EXCEEDED", `not downloaded: ${formatBytes(declared)} is above the ${formatBytes(opts.maxBytes)} cap (media.maxFileMb)`);
-  }
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  if (res.body) {
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      total += chunk.byteLength;
-      if (total > opts.maxBytes) {
-        await res.body.cancel().catch(() => undefined);
-        throw new LurkError("LIMIT_EXCEEDED", `not downloaded: the file is above the ${formatBytes(opts.maxBytes)} cap (media.maxFileMb)`);
-      }
-      chunks.push(chunk);
-    }
+  const got = await readBodyCapped(res, maxBytes);
+  if ("tooLarge" in got) {
+    throw new LurkError("LIMIT_EXCEEDED", got.declared
+      ? `not downloaded: ${formatBytes(got.size)} is above the ${formatBytes(maxBytes)} cap (media.maxFileMb)`
+      : `not downloaded: the file is above the ${formatBytes(maxBytes)} cap (media.maxFileMb)`);
   }
   const mime = res.headers.get("content-type")?.split(";")[0]?.trim();
-  return { bytes: Buffer.concat(chunks), ...(mime ? { mime } : {}) };
+  return { bytes: got.bytes, ...(mime ? { mime } : {}) };
 }
 
 export interface OutboundFile {
