@@ -17,7 +17,9 @@ import { providerApi } from "../../shared/runtime/config-providers.js";
 import type { LurkConfig } from "../../shared/runtime/config.js";
 import { redactSecrets } from "../../shared/runtime/logger.js";
 import type { AuthStateStore } from "./auth-profiles.js";
+import { CLAUDE_OAUTH_BETA, CLAUDE_OAUTH_TOKEN } from "./providers/anthropic-convert.js";
 import { httpTransport } from "./providers/http-transport.js";
+import { DEFAULT_OLLAMA_HOST } from "./providers/ollama.js";
 import type { AuthProfile, ProviderRegistry } from "./providers/registry.js";
 import type { RateLimitBook } from "./rate-limits.js";
 
@@ -31,7 +33,6 @@ export function credentialKind(p: AuthProfile): AuthProfileState["kind"] {
 }
 const MESSAGE_MAX = 300;
 const ANTHROPIC_VERSION = "2023-06-01";
-const CLAUDE_OAUTH_TOKEN = /^sk-ant-oat\d*-/;
 
 export interface ProbeDeps {
   config: LurkConfig;
@@ -67,7 +68,7 @@ function callFor(deps: ProbeDeps, p: AuthProfile): ProbeCall {
   const api = providerApi(deps.config.providers, p.provider);
   const trimmed = (u: string) => u.replace(/\/+$/, "");
   if (api === "ollama") {
-    const host = p.baseUrl ? (/^[a-z][a-z0-9+.-]*:\/\//i.test(p.baseUrl) ? p.baseUrl : `http://${p.baseUrl}`) : "http://127.0.0.1:11434";
+    const host = p.baseUrl ? (/^[a-z][a-z0-9+.-]*:\/\//i.test(p.baseUrl) ? p.baseUrl : `http://${p.baseUrl}`) : DEFAULT_OLLAMA_HOST;
     const url = `${trimmed(host)}/api/tags`;
     return { url, label: label(url), headers: bearerHeaders, fetch: (i, init) => fetch(i, init) };
   }
@@ -80,7 +81,7 @@ function callFor(deps: ProbeDeps, p: AuthProfile): ProbeCall {
       url, label: label(url), fetch: transport,
       headers: (s) => ({
         "anthropic-version": ANTHROPIC_VERSION,
-        ...(s === undefined ? {} : bearer ? { authorization: `Bearer ${s}`, ...(CLAUDE_OAUTH_TOKEN.test(s) ? { "anthropic-beta": "oauth-2025-04-20" } : {}) } : { "x-api-key": s }),
+        ...(s === undefined ? {} : bearer ? { authorization: `Bearer ${s}`, ...(CLAUDE_OAUTH_TOKEN.test(s) ? { "anthropic-beta": CLAUDE_OAUTH_BETA } : {}) } : { "x-api-key": s }),
       }),
     };
   }

@@ -82,7 +82,8 @@ export class BootstrapHookClient {
     return asked;
   }
 
-  private async ask(run: BootstrapRun, loaded: BootstrapFile[], log: Logger): Promise<BootstrapFile[]> {
+  private async ask(run: BootstrapRun, loaded: BootstrapFile[], actorLog: Logger): Promise<BootstrapFile[]> {
+    const log = actorLog.child({ runId: run.runId, sessionKey: run.sessionKey });
     const started = Date.now();
     const files: BootstrapHookFile[] = bootstrapNamesFor(run.sessionType).map((name) => {
       const f = loaded.find((x) => x.name === name);

@@ -13,6 +13,7 @@
 import { statSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { join } from "node:path";
+import { BOOTSTRAP_HOOK_LIMITS } from "../../shared/contract/index.js";
 
 export const BOOTSTRAP_FILES = [
   "SOUL.md", "IDENTITY.md", "USER.md", "AGENTS.md", "TOOLS.md", "HEARTBEAT.md", "MEMORY.md", "BOOTSTRAP.md",
@@ -22,7 +23,8 @@ export type BootstrapName = (typeof BOOTSTRAP_FILES)[number];
 export const SUBAGENT_BOOTSTRAP_ALLOWLIST: ReadonlySet<string> = new Set(["AGENTS.md", "TOOLS.md"]);
 /** session types that are shared with other people: MEMORY.md is never injected there */
 export const SHARED_SESSION_TYPES: ReadonlySet<string> = new Set(["group", "topic", "thread"]);
-export const BOOTSTRAP_MAX_CHARS = 20_000;
+/** the per-file cap, the one lurk.hooks.bootstrap's contract holds each file to (agent:bootstrap hooks) */
+export const BOOTSTRAP_MAX_CHARS = BOOTSTRAP_HOOK_LIMITS.fileChars;
 export const BOOTSTRAP_HEAD_RATIO = 0.7;
 export const BOOTSTRAP_TAIL_RATIO = 0.2;
 

@@ -13,7 +13,7 @@
  *  - The tokens go to the usage ledger under purpose `image`, priced at the image model, booked
  *    to the request's session and agent in the background (usage-booking.ts).
  */
-import { assistantText, emptyUsage, LurkError, type AgentRunnerDescribeImageReply, type AgentRunnerDescribeImageRequest, type Usage } from "../../shared/contract/index.js";
+import { LurkError, type AgentRunnerDescribeImageReply, type AgentRunnerDescribeImageRequest, type Usage } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import { MB } from "../../shared/runtime/config-media.js";
 import { imageModelFor } from "../../shared/runtime/config-tools-image.js";
@@ -24,6 +24,7 @@ import type { AuthStateStore } from "./auth-profiles.js";
 import { attemptChain } from "./chain-attempts.js";
 import { ModelChain, type Candidate } from "./failover.js";
 import { fitImage, ImageFitError } from "./image-fit.js";
+import { drainAnswer } from "./model-complete.js";
 import type { ProviderRegistry } from "./providers/registry.js";
 import { usageBooker, type BookUsage } from "./usage-booking.js";
 
@@ -87,32 +88,12 @@ async function loadImage(deps: DescribeImageDeps, ref: string, deadline: number)
   }
 }
 
-/** One streamed completion of the image and the question, drained; the provider's LurkError on failure. */
+/** One streamed completion of the image and the question, drained (model-complete.ts); the provider's LurkError on failure. */
 async function ask(c: Candidate, chain: ModelChain, config: LurkConfig, image: LoadedImage, prompt: string, signal: AbortSignal, timeoutMs: number): Promise<{ text: string; usage: Usage }> {
-  const both = new AbortController();
-  const stop = () => both.abort();
-  const timer = setTimeout(stop, timeoutMs);
-  if (signal.aborted) both.abort();
-  signal.addEventListener("abort", stop, { once: true });
   const options = chain.requestOptions(c);
   const maxTokens = Math.min(config.tools.image.maxOutputTokens, options.maxTokens ?? Infinity);
-  try {
-    for await (const ev of c.provider.stream({
-      ...options, maxTokens, model: c.model, system: SYSTEM, tools: [], signal: both.signal,
-      messages: [{ role: "user", content: [{ type: "image", mime: image.mime, dataBase64: image.dataBase64 }, { type: "text", text: prompt }] }],
-    })) {
-      if (ev.type === "error") throw ev.error;
-      if (ev.type === "done") {
-        const text = assistantText(ev.message).trim();
-        if (!text) throw new LurkError("PROVIDER_ERROR", `${c.ref} answered with an empty text`);
-        return { text, usage: ev.message.usage ?? emptyUsage() };
-      }
-    }
-    if (signal.aborted) throw new LurkError("ABORTED", "the call was aborted");
-    if (both.signal.aborted) throw new LurkError("PROVIDER_TIMEOUT", `${c.ref} did not answer within ${timeoutMs} ms`, { retryable: true });
-    throw new LurkError("PROVIDER_ERROR", `${c.ref} ended the stream without a message`);
-  } finally {
-    clearTimeout(timer);
-    signal.removeEventListener("abort", stop);
-  }
+  return drainAnswer(c.provider, {
+    ...options, maxTokens, model: c.model, system: SYSTEM, tools: [],
+    messages: [{ role: "user", content: [{ type: "image", mime: image.mime, dataBase64: image.dataBase64 }, { type: "text", text: prompt }] }],
+  }, { signal, timeoutMs, label: c.ref });
 }

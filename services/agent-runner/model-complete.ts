@@ -11,7 +11,7 @@ import type { Logger } from "../../shared/runtime/logger.js";
 import { attemptChain } from "./chain-attempts.js";
 import { ModelChain, type ModelChainOptions } from "./failover.js";
 import type { ReasoningTagMode } from "./providers/think-tags.js";
-import type { Provider } from "./providers/types.js";
+import type { Provider, ProviderRequest } from "./providers/types.js";
 
 export interface Completion {
   text: string;
@@ -26,32 +26,43 @@ export type Complete = (system: string, prompt: string) => Promise<Completion>;
 
 export function providerComplete(provider: Provider, model: string, opts: { signal: AbortSignal; timeoutMs: number; maxTokens?: number; reasoningTags?: ReasoningTagMode }): Complete {
   return async (system, prompt) => {
-    const both = new AbortController();
-    const stop = () => both.abort();
-    const timer = setTimeout(stop, opts.timeoutMs);
-    if (opts.signal.aborted) both.abort();
-    opts.signal.addEventListener("abort", stop, { once: true });
-    try {
-      for await (const ev of provider.stream({
-        model, system, messages: [{ role: "user", content: [{ type: "text", text: prompt }] }], tools: [], signal: both.signal,
-        ...(opts.maxTokens ? { maxTokens: opts.maxTokens } : {}),
-        ...(opts.reasoningTags ? { reasoningTags: opts.reasoningTags } : {}),
-      })) {
-        if (ev.type === "error") throw ev.error;
-        if (ev.type === "done") {
-          const text = assistantText(ev.message).trim();
-          if (!text) throw new LurkError("PROVIDER_ERROR", `${provider.name} answered with an empty text`);
-          return { text, usage: ev.message.usage ?? emptyUsage(), provider: provider.name, model };
-        }
-      }
-      if (opts.signal.aborted) throw new LurkError("ABORTED", "the call was aborted");
-      if (both.signal.aborted) throw new LurkError("PROVIDER_TIMEOUT", `${provider.name} did not answer within ${opts.timeoutMs} ms`);
-      throw new LurkError("PROVIDER_ERROR", `${provider.name} ended the stream without a message`);
-    } finally {
-      clearTimeout(timer);
-      opts.signal.removeEventListener("abort", stop);
-    }
+    const done = await drainAnswer(provider, {
+      model, system, messages: [{ role: "user", content: [{ type: "text", text: prompt }] }], tools: [],
+      ...(opts.maxTokens ? { maxTokens: opts.maxTokens } : {}),
+      ...(opts.reasoningTags ? { reasoningTags: opts.reasoningTags } : {}),
+    }, { signal: opts.signal, timeoutMs: opts.timeoutMs, label: provider.name });
+    return { ...done, provider: provider.name, model };
   };
+}
+
+/**
+ * One streamed call drained to its answer (the runner's one-shot calls: housekeeping, the image
+ * tool's descriptions): the provider's LurkError; ABORTED when `signal` fired, PROVIDER_TIMEOUT
+ * after `timeoutMs`; an empty answer or a stream without a message is a PROVIDER_ERROR. `label`
+ * names the model in those messages.
+ */
+export async function drainAnswer(provider: Provider, req: Omit<ProviderRequest, "signal">, opts: { signal: AbortSignal; timeoutMs: number; label: string }): Promise<{ text: string; usage: Usage }> {
+  const both = new AbortController();
+  const stop = () => both.abort();
+  const timer = setTimeout(stop, opts.timeoutMs);
+  if (opts.signal.aborted) both.abort();
+  opts.signal.addEventListener("abort", stop, { once: true });
+  try {
+    for await (const ev of provider.stream({ ...req, signal: both.signal })) {
+      if (ev.type === "error") throw ev.error;
+      if (ev.type === "done") {
+        const text = assistantText(ev.message).trim();
+        if (!text) throw new LurkError("PROVIDER_ERROR", `${opts.label} answered with an empty text`);
+        return { text, usage: ev.message.usage ?? emptyUsage() };
+      }
+    }
+    if (opts.signal.aborted) throw new LurkError("ABORTED", "the call was aborted");
+    if (both.signal.aborted) throw new LurkError("PROVIDER_TIMEOUT", `${opts.label} did not answer within ${opts.timeoutMs} ms`);
+    throw new LurkError("PROVIDER_ERROR", `${opts.label} ended the stream without a message`);
+  } finally {
+    clearTimeout(timer);
+    opts.signal.removeEventListener("abort", stop);
+  }
 }
 
 /**

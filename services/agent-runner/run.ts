@@ -319,15 +319,16 @@ async function prepareTurnInputs(deps: RunnerDeps, req: RunRequest, agent: Agent
   const system = buildSystemPrompt({
     agentId: req.agentId, ...(agent.name ? { agentName: agent.name } : {}), workspace: agentWorkspace(rt.config, agent),
     sessionType: req.sessionType, ...(req.origin ? { channel: req.origin.channel } : {}), tools,
-    ...(await promptExtras(rt.config, agent, req, tools, modelRef, bootstrapHook(deps, req), rt.log)),
+    ...(await promptExtras(rt.config, agent, req, tools, modelRef, bootstrapHook(deps), rt.log)),
   });
   return { tools, system };
 }
 
 /** the run's bootstrap files through the agent's agent:bootstrap hooks (bootstrap-hook.ts), when the runner has the client */
-function bootstrapHook(deps: RunnerDeps, req: RunRequest): BootstrapHook | undefined {
+function bootstrapHook(deps: RunnerDeps): BootstrapHook | undefined {
   const hooks = deps.bootstrapHooks;
-  return hooks && ((run, loaded) => hooks.filesFor(run, loaded, deps.rt.log.child({ runId: req.runId, sessionKey: req.sessionKey })));
+  // the run's child logger is made only when a hook is asked (bootstrap-hook.ts)
+  return hooks && ((run, loaded) => hooks.filesFor(run, loaded, deps.rt.log));
 }
 
 async function finish(deps: FinishDeps, outcome: Outcome): Promise<void> {

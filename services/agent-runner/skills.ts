@@ -25,11 +25,12 @@
 import { readdir, readFile } from "node:fs/promises";
 import { statOrNull } from "./bootstrap.js";
 import { join } from "node:path";
-import { REPO_ROOT } from "../../shared/scripts/paths.js";
-import { oneLine, parseFrontmatter, yamlMap, yamlString } from "../../shared/runtime/frontmatter.js";
-import { hostRequirements, type HostRequirements } from "../../shared/runtime/host-requirements.js";
+import { type HostRequirements } from "../../shared/runtime/host-requirements.js";
 import { onPath } from "../../shared/runtime/on-path.js";
 import { compareCodeUnits } from "../../shared/runtime/order.js";
+import { BUNDLED_SKILLS_DIR, MAX_SKILL_BYTES, MAX_SKILLS_PER_DIR, readSkillMd } from "../../shared/runtime/skill-md.js";
+
+export { BUNDLED_SKILLS_DIR };
 
 export type SkillSource = "workspace" | "user" | "bundled";
 
@@ -50,10 +51,7 @@ export interface Skill {
   missing?: string[];
 }
 
-export const BUNDLED_SKILLS_DIR = join(REPO_ROOT, "services", "agent-runner", "skills-bundled");
-/** a SKILL.md larger than this is skipped (its frontmatter is all that is read) */
-const MAX_SKILL_BYTES = 256 * 1024;
-const MAX_SKILLS_PER_DIR = 200;
+/** a skill's description in the prompt, at most */
 const MAX_DESCRIPTION_CHARS = 400;
 
 export interface SkillDirs {
@@ -188,17 +186,10 @@ export async function loadSkillFile(path: string, dirName: string, source: Skill
 }
 
 export function skillFromText(text: string, location: string, dirName: string, source: SkillSource): Skill | null {
-  const { data, body } = parseFrontmatter(text);
-  const name = yamlString(data.name) || dirName;
-  const description = oneLine(yamlString(data.description), MAX_DESCRIPTION_CHARS);
-  if (!description || !/^[\w.-]{1,64}$/.test(name)) return null;
-  const meta = yamlMap(data.metadata);
-  const nested = yamlMap(meta?.lurkbot) ?? yamlMap(meta?.moltbot) ?? yamlMap(meta?.openclaw);
-  const req = yamlMap(data.requires) ?? yamlMap(meta?.requires) ?? yamlMap(nested?.requires) ?? {};
-  const flag = data.always ?? meta?.always ?? nested?.always;
-  const always = flag === true || flag === "true";
+  const m = readSkillMd(text, dirName, MAX_DESCRIPTION_CHARS);
+  if (!m) return null;
   return {
-    name, description, location, source, requires: hostRequirements(req, data.os ?? meta?.os ?? nested?.os),
-    always, ...(always ? { body: body.trim() } : {}), available: true, missing: [],
+    name: m.name, description: m.description, location, source, requires: m.requires,
+    always: m.always, ...(m.always ? { body: m.body.trim() } : {}), available: true, missing: [],
   };
 }

@@ -1,8 +1,9 @@
 /**
  * `lurkbot hooks list|info NAME|enable NAME|disable NAME|reload [--agent ID] [--json]`: the hooks the
  * hooks actor would run, read with the same discovery code (shared/runtime/hooks/discovery.ts)
- * on this host, no bus needed; enable/disable write `hooks.entries.<name>.enabled` (hooks-toggle.ts),
- * which the running actor picks up by itself. `reload` asks the running actor (`lurk.hooks.reload`,
+ * on this host, no bus needed; enable/disable set `hooks.entries.<name>.enabled` in config.json
+ * (validated and written as `lurkbot config set` writes it, config-cmd-file.ts), which the running
+ * actor picks up by itself. `reload` asks the running actor (`lurk.hooks.reload`,
  * as the `cli` user) to discover again now.
  */
 import { agentIdSchema } from "../../shared/contract/index.js";
@@ -12,7 +13,8 @@ import type { ParsedCommand } from "./args.js";
 import { withCliBus } from "./bus.js";
 import { CliError, EXIT, UsageError } from "./errors.js";
 import { table } from "./format.js";
-import { setHookEnabled } from "./hooks-toggle.js";
+import { getAt, readConfigFile, setAt, writeConfigFile } from "./config-cmd-file.js";
+import type { Segment } from "./config-cmd-path.js";
 
 export interface HooksIo {
   out(line: string): void;
@@ -58,6 +60,16 @@ export async function cmdHooks(p: ParsedCommand, env: Env, io: HooksIo): Promise
   if (enable && !cfg.hooks.enabled) io.out("note: hooks.enabled is false in config.json: no hook runs until it is true");
   if (changed) io.out("A running hooks actor applies it within a second (it watches config.json; `npx lurkbot hooks reload` applies it now).");
   return EXIT.ok;
+}
+
+/** Sets `hooks.entries.<name>.enabled`, keeping everything else; `changed` is false when config.json already said so. */
+function setHookEnabled(env: Env, name: string, enabled: boolean): { path: string; changed: boolean } {
+  const file = readConfigFile(env);
+  const at: Segment[] = ["hooks", "entries", name, "enabled"].map((key) => ({ kind: "key", key }));
+  const now = getAt(file.raw, at);
+  if (now.found && now.value === enabled) return { path: file.path, changed: false };
+  writeConfigFile(file, setAt(file.raw, at, enabled), env, `hooks.entries.${name}.enabled = ${enabled}`);
+  return { path: file.path, changed: true };
 }
 
 async function reload(cfg: LurkConfig, env: Env, json: boolean, io: HooksIo): Promise<number> {

@@ -1,7 +1,8 @@
 /**
  * Reload without restart: discovers the hooks again and swaps the registry (registry.ts) when
- * a watched folder or config.json changed (watch.ts, debounced), every `hooks.reloadIntervalMs`
- * (fs.watch misses changes on some file systems), and on `lurk.hooks.reload`. Watched: each
+ * a watched folder or config.json changed (watch.ts, debounced), `hooks.reloadIntervalMs` after
+ * the last reload of any kind (fs.watch misses changes on some file systems; a reload the watch
+ * or a request just made is not repeated), and on `lurk.hooks.reload`. Watched: each
  * agent's `<workspace>/hooks` and every hook folder in it, `$LURKBOT_HOME/hooks` and its hook
  * folders, config.json (its `hooks` section, shared/runtime/hooks/config-file.ts) and where those
  * folders appear. Bundled hooks do not change. Reloads run one at a time; a config.json that
@@ -15,7 +16,7 @@ import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import { agentWorkspace, configFilePath } from "../../shared/runtime/config.js";
 import type { HooksConfig } from "../../shared/runtime/config-hooks.js";
 import { readHooksConfig } from "../../shared/runtime/hooks/config-file.js";
-import { isSecretEnvName } from "../../shared/runtime/hooks/discovery.js";
+import { isSecretEnvName } from "../../shared/runtime/secret-env.js";
 import { registerSecret } from "../../shared/runtime/logger.js";
 import { buildRegistry, type HookRegistry } from "./registry.js";
 import { HookWatch, type WatchFilter } from "./watch.js";
@@ -36,6 +37,7 @@ export class HookReloader {
   private tail: Promise<unknown> = Promise.resolve();
   private debounce: NodeJS.Timeout | undefined;
   private interval: NodeJS.Timeout | undefined;
+  private started = false;
   private readonly watch: HookWatch;
   private hooksConfig: HooksConfig;
   private lastConfigError: string | undefined;
@@ -53,25 +55,31 @@ export class HookReloader {
 
   /** the interval, per the config the actor started with (the watches follow each reload) */
   start(): void {
-    const { reloadIntervalMs } = this.rt.config.hooks;
-    if (reloadIntervalMs > 0) {
-      this.interval = setInterval(() => void this.reload("interval").catch(() => undefined), reloadIntervalMs);
-      this.interval.unref();
-    }
+    this.started = true;
+    this.arm();
   }
 
   /** Discovers again now (after the reloads already under way). Never rejects for a bad folder or config. */
   reload(reason: ReloadReason): Promise<ReloadResult> {
     const run = this.tail.then(() => this.reloadNow(reason));
-    this.tail = run.catch((err) => this.rt.log.warn({ err, reason }, "hooks reload failed"));
+    this.tail = run.catch((err) => this.rt.log.warn({ err, reason }, "hooks reload failed")).finally(() => this.arm());
     return run;
   }
 
   stop(): void {
     this.stopped = true;
     clearTimeout(this.debounce);
-    clearInterval(this.interval);
+    clearTimeout(this.interval);
     this.watch.close();
+  }
+
+  /** the interval reload, `reloadIntervalMs` after the last reload (of any reason) ended */
+  private arm(): void {
+    const { reloadIntervalMs } = this.rt.config.hooks;
+    clearTimeout(this.interval);
+    if (!this.started || this.stopped || reloadIntervalMs <= 0) return;
+    this.interval = setTimeout(() => void this.reload("interval").catch(() => undefined), reloadIntervalMs);
+    this.interval.unref();
   }
 
   private schedule(dir: string, name: string | null): void {

@@ -132,8 +132,6 @@ export class SessionStore {
   private ledgerCapture: SessionChangeOp[] | undefined;
   /** idempotency keys of usage ops already counted (usage-seen.ts) */
   private readonly seen: UsageSeen;
-  /** the entry the transaction under way created (ensureInTxn), reported once it committed */
-  private createdInTxn: SessionEntry | undefined;
 
   constructor(path: string, private readonly now: () => number = Date.now, private readonly options: SessionStoreOptions = {}) {
     mkdirSync(path, { recursive: true });
@@ -163,13 +161,13 @@ export class SessionStore {
   async ensure(input: EnsureInput): Promise<{ session: SessionEntry; reset?: Pick<AutoReset, "reason" | "previousSessionId"> }> {
     let result!: SessionEntry;
     let reset: AutoReset | null = null;
-    this.createdInTxn = undefined;
+    let created: SessionEntry | null = null;
     this.commit(() => {
       reset = this.expireInTxn(input.sessionKey);
-      result = this.ensureInTxn(input);
+      ({ entry: result, created } = this.ensureInTxn(input));
     }, input.sessionKey);
-    this.reported(reset);
-    this.reportCreated();
+    this.notify(this.options.onReset, reset);
+    this.notify(this.options.onCreate, created);
     const ended = reset as AutoReset | null;
     return { session: result, ...(ended ? { reset: { reason: ended.reason, previousSessionId: ended.previousSessionId } } : {}) };
   }
@@ -186,33 +184,24 @@ export class SessionStore {
     return { sessionKey, reason, previousSessionId: entry.sessionId, sessionId: next.sessionId, lastActivity: entry.updatedAt };
   }
 
-  private reported(reset: AutoReset | null): void {
-    if (!reset || !this.options.onReset) return;
+  /** `report(value)` (onReset, onCreate) once the transaction that made `value` committed */
+  private notify<T>(report: ((value: T) => void) | undefined, value: T | null): void {
+    if (value === null || !report) return;
     try {
-      this.options.onReset(reset);
+      report(value);
     } catch {
       // a reporting failure must not fail the write that already committed
     }
   }
 
-  private reportCreated(): void {
-    const created = this.createdInTxn;
-    this.createdInTxn = undefined;
-    if (!created || !this.options.onCreate) return;
-    try {
-      this.options.onCreate(created);
-    } catch {
-      // a reporting failure must not fail the write that already committed
-    }
-  }
-
-  private ensureInTxn(input: EnsureInput): SessionEntry {
+  /** The session's entry; `created` is it when this call created it (reported as onCreate after the commit). */
+  private ensureInTxn(input: EnsureInput): { entry: SessionEntry; created: SessionEntry | null } {
     const existing = this.entries.get(input.sessionKey);
     if (existing) {
-      if (!input.lastOrigin) return existing;
+      if (!input.lastOrigin) return { entry: existing, created: null };
       const updated = { ...existing, lastOrigin: input.lastOrigin, channel: input.channel ?? existing.channel, updatedAt: this.now() };
       this.put("entries", input.sessionKey, updated);
-      return updated;
+      return { entry: updated, created: null };
     }
     const now = this.now();
     const created: SessionEntry = {
@@ -230,8 +219,7 @@ export class SessionStore {
       ...(input.label ? { label: input.label } : {}),
     };
     this.put("entries", input.sessionKey, created);
-    this.createdInTxn = created;
-    return created;
+    return { entry: created, created };
   }
 
   list(filter: { agentId?: string; sessionType?: string; limit: number }): SessionEntry[] {
@@ -269,12 +257,13 @@ export class SessionStore {
   async begin(input: EnsureInput & { runId: string; records: TranscriptRecord[]; historyLimit: number; known?: { sessionId: string; lastSeq: number } }) {
     let out!: { prior: RunStatus | "unknown"; session: SessionEntry; runRecords: TranscriptRecord[]; records: TranscriptRecord[]; incremental: boolean; reset?: Pick<AutoReset, "reason" | "previousSessionId"> };
     let reset: AutoReset | null = null;
-    this.createdInTxn = undefined;
+    let created: SessionEntry | null = null;
     this.commit(() => {
       const prior = this.runs.get(input.runId)?.status ?? "unknown";
       // only a new run starts a fresh transcript: a redelivered one stays in the session it began in
       if (prior === "unknown") reset = this.expireInTxn(input.sessionKey);
-      let entry = this.ensureInTxn(input);
+      let entry: SessionEntry;
+      ({ entry, created } = this.ensureInTxn(input));
       const finished = prior === "done" || prior === "error" || prior === "aborted";
       if (!finished && input.records.length > 0) {
         const appended = this.appendInTxn(entry, input.records);
@@ -289,8 +278,8 @@ export class SessionStore {
       const ended = reset as AutoReset | null;
       out = { prior, session: entry, runRecords: this.runRecordsInTxn(input.runId), records, incremental, ...(ended ? { reset: { reason: ended.reason, previousSessionId: ended.previousSessionId } } : {}) };
     }, input.sessionKey);
-    this.reported(reset);
-    this.reportCreated();
+    this.notify(this.options.onReset, reset);
+    this.notify(this.options.onCreate, created);
     return out;
   }
 

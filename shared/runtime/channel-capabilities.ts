@@ -35,7 +35,3 @@ export function channelCapabilities(channel: string | undefined): ChannelCapabil
   const own = channel !== undefined && Object.hasOwn(CHANNEL_CAPABILITIES, channel) ? CHANNEL_CAPABILITIES[channel]! : [];
   return CHANNEL_CAPABILITY_NAMES.filter((c) => own.includes(c));
 }
-
-export function channelCan(channel: string | undefined, capability: ChannelCapability): boolean {
-  return channelCapabilities(channel).includes(capability);
-}

@@ -53,7 +53,7 @@ export const hooksConfigSchema = z.object({
   maxQueue: z.number().int().min(1).max(10_000).default(HOOKS_DEFAULTS.maxQueue),
   /** watch the hook folders and config.json (fs.watch) and discover again on a change */
   watch: z.boolean().default(HOOKS_DEFAULTS.watch),
-  /** discover again this often anyway (fs.watch misses changes on some file systems); 0: never */
+  /** discover again this long after the last reload anyway (fs.watch misses changes on some file systems); 0: never */
   reloadIntervalMs: z.union([z.literal(0), z.number().int().min(1000).max(86_400_000)]).default(HOOKS_DEFAULTS.reloadIntervalMs),
   /**
    * agent:bootstrap: a run waits this long at most for its bootstrap files through the hooks

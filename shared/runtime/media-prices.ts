@@ -13,6 +13,7 @@
  */
 import type { UsageUnits } from "../contract/index.js";
 import type { LurkConfig } from "./config.js";
+import { prefixRow } from "./models.js";
 
 export interface MediaCost {
   /** USD per million characters synthesized */
@@ -47,23 +48,10 @@ export const BUILTIN_MEDIA_PRICES: Record<string, Record<string, MediaCost>> = {
   },
 };
 
-/** The longest built-in key the model name starts with (on a boundary: end, '-', ':', '@'). */
-function builtinPrice(provider: string, model: string): MediaCost | undefined {
-  const rows = BUILTIN_MEDIA_PRICES[provider];
-  if (!rows) return undefined;
-  if (rows[model]) return rows[model];
-  let best: string | undefined;
-  for (const key of Object.keys(rows)) {
-    if (!model.startsWith(key) || !["-", ":", "@"].includes(model[key.length]!)) continue;
-    if (!best || key.length > best.length) best = key;
-  }
-  return best ? rows[best] : undefined;
-}
-
 /** The unit prices of `provider/model`: config `models.entries` first, unit by unit, then the built-in table. */
 export function mediaCost(ref: string, config: Pick<LurkConfig, "models">): MediaCost {
   const slash = ref.indexOf("/");
-  const base = slash > 0 ? builtinPrice(ref.slice(0, slash), ref.slice(slash + 1)) : undefined;
+  const base = slash > 0 ? prefixRow(BUILTIN_MEDIA_PRICES[ref.slice(0, slash)], ref.slice(slash + 1)) : undefined;
   const entry = config.models?.entries[ref]?.cost;
   const perMChars = entry?.perMChars ?? base?.perMChars;
   const perAudioMinute = entry?.perAudioMinute ?? base?.perAudioMinute;

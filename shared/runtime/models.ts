@@ -187,7 +187,11 @@ function builtinRow(provider: string, model: string, api: string): Row | undefin
 }
 
 function tableRow(provider: string, model: string): Row | undefined {
-  const rows = BUILTIN_MODELS[provider];
+  return prefixRow(BUILTIN_MODELS[provider], model);
+}
+
+/** A provider's row for a model name: its own, else the longest key the name starts with on a boundary (end, '-', ':', '@'); also the media price table's (media-prices.ts). */
+export function prefixRow<T>(rows: Record<string, T> | undefined, model: string): T | undefined {
   if (!rows) return undefined;
   if (rows[model]) return rows[model];
   let best: string | undefined;

@@ -16,6 +16,10 @@ import type Anthropic from "@anthropic-ai/sdk";
 import type { LlmMessage, ToolDefinition, UserMessage } from "../../../shared/contract/index.js";
 import { pdfFallbackNote } from "../pdf-input.js";
 
+/** tokens of Claude accounts (`claude setup-token`) are OAuth access tokens; the API wants this beta flag with them (the provider; `lurkbot auth probe`, auth-probe.ts) */
+export const CLAUDE_OAUTH_TOKEN = /^sk-ant-oat\d*-/;
+export const CLAUDE_OAUTH_BETA = "oauth-2025-04-20";
+
 type Param = Anthropic.MessageParam;
 type Block = Anthropic.ContentBlockParam;
 type ImageMime = Anthropic.Base64ImageSource["media_type"];

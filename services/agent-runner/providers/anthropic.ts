@@ -12,7 +12,7 @@
  */
 import Anthropic from "@anthropic-ai/sdk";
 import { emptyUsage, type AssistantMessage, type ContentBlock, type Usage } from "../../../shared/contract/index.js";
-import { toAnthropicMessages, toAnthropicSystem, toAnthropicTools } from "./anthropic-convert.js";
+import { CLAUDE_OAUTH_BETA, CLAUDE_OAUTH_TOKEN, toAnthropicMessages, toAnthropicSystem, toAnthropicTools } from "./anthropic-convert.js";
 import { classifyAnthropicError } from "./anthropic-errors.js";
 import { httpTransport } from "./http-transport.js";
 import { toolCallFromJson } from "./json-repair.js";
@@ -36,10 +36,6 @@ export interface AnthropicProviderOptions {
 }
 
 export const DEFAULT_MAX_TOKENS = 4096;
-
-/** tokens of Claude accounts (`claude setup-token`) are OAuth access tokens; the API wants this beta flag with them */
-const CLAUDE_OAUTH_TOKEN = /^sk-ant-oat\d*-/;
-const CLAUDE_OAUTH_BETA = "oauth-2025-04-20";
 
 type Building =
   | { kind: "text"; text: string; tags?: ThinkTagSplitter }
@@ -116,8 +112,14 @@ export class AnthropicProvider implements Provider {
             const b = blocks.get(ev.index);
             const d = ev.delta;
             if (d.type === "text_delta" && b?.kind === "text") {
-              if (b.tags) yield* pieces(b.tags.push(d.text));
-              else {
+              if (b.tags) {
+                yield* pieces(b.tags.push(d.text));
+                // no tags at the start ("auto"): the rest goes as it is, without the splitter
+                if (b.tags.passthrough) {
+                  b.text = b.tags.text;
+                  delete b.tags;
+                }
+              } else {
                 b.text += d.text;
                 if (d.text) yield { type: "text_delta", text: d.text };
               }

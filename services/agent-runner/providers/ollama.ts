@@ -76,7 +76,7 @@ export class OllamaProvider implements Provider {
     let thinking = "";
     let doneReason: string | undefined;
     let usage: Usage | undefined;
-    const tags = thinkTagSplitter(req.reasoningTags);
+    let tags = thinkTagSplitter(req.reasoningTags);
     const options = { ...(req.maxTokens ? { num_predict: req.maxTokens } : {}), ...(req.temperature !== undefined ? { temperature: req.temperature } : {}) };
     const errorCtx = () => ({ host: this.host, model: req.model, aborted: req.signal.aborted, timedOut, timeoutMs: this.opts.timeoutMs });
     try {
@@ -97,8 +97,14 @@ export class OllamaProvider implements Provider {
           yield { type: "thinking_delta", text: m.thinking };
         }
         if (typeof m?.content === "string" && m.content) {
-          if (tags) yield* pieces(tags.push(m.content));
-          else {
+          if (tags) {
+            yield* pieces(tags.push(m.content));
+            // no tags at the start ("auto"): the rest goes as it is, without the splitter
+            if (tags.passthrough) {
+              text = tags.text;
+              tags = undefined;
+            }
+          } else {
             text += m.content;
             yield { type: "text_delta", text: m.content };
           }

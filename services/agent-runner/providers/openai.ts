@@ -61,7 +61,7 @@ export class OpenAIProvider implements Provider {
     let thinking = "";
     let finish: string | null = null;
     let usage: Usage | undefined;
-    const tags = thinkTagSplitter(req.reasoningTags);
+    let tags = thinkTagSplitter(req.reasoningTags);
     try {
       const params: Omit<OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming, "tools"> = {
         model: req.model,
@@ -95,8 +95,14 @@ export class OpenAIProvider implements Provider {
           yield { type: "thinking_delta", text: reasoning };
         }
         if (typeof delta?.content === "string" && delta.content) {
-          if (tags) yield* pieces(tags.push(delta.content));
-          else {
+          if (tags) {
+            yield* pieces(tags.push(delta.content));
+            // no tags at the start ("auto"): the rest goes as it is, without the splitter
+            if (tags.passthrough) {
+              text = tags.text;
+              tags = undefined;
+            }
+          } else {
             text += delta.content;
             yield { type: "text_delta", text: delta.content };
           }

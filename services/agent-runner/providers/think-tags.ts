@@ -14,11 +14,15 @@
  *  - "off": no splitting (callers do not make a splitter).
  * An unterminated block at the end is thinking. Whitespace right after an opening or closing tag
  * is dropped (models write `<think>\n…\n</think>\n\n answer`).
+ * Cost on the stream's path: once "auto" has found no tag at the start (`passthrough`), the
+ * providers stop pushing deltas through the splitter and append them as they are; a scan looks
+ * at no more than a tag's length after each `<`.
  */
 
+import type { ReasoningTags } from "../../../shared/runtime/models.js";
 import type { ProviderStreamEvent } from "./types.js";
 
-export type ReasoningTagMode = "on" | "off" | "auto";
+export type ReasoningTagMode = ReasoningTags;
 
 export interface TagPiece {
   type: "text" | "thinking";
@@ -27,6 +31,9 @@ export interface TagPiece {
 
 const OPEN = ["<think>", "<thinking>"];
 const CLOSE = ["</think>", "</thinking>"];
+const ANY = [...OPEN, ...CLOSE];
+/** the longest tag: what a scan needs to see after a `<` */
+const LONGEST = Math.max(...ANY.map((t) => t.length));
 
 export class ThinkTagSplitter {
   /** the message's text and thinking so far (final values after end()) */
@@ -35,7 +42,8 @@ export class ThinkTagSplitter {
   private inThink = false;
   /** auto mode: undecided until the first non-whitespace characters show whether a tag opens the message */
   private decided: boolean;
-  private passthrough = false;
+  /** auto mode found no tag at the start: the rest of the message is text as it is (`text` holds all of it so far) */
+  passthrough = false;
   private skipWs = false;
   private opened = false;
   private held = "";
@@ -95,8 +103,9 @@ export class ThinkTagSplitter {
         return;
       }
       if (lt > i) this.emit(out, this.inThink ? "thinking" : "text", buf.slice(i, lt));
-      const rest = buf.slice(lt).toLowerCase();
-      const tags = this.inThink ? CLOSE : [...OPEN, ...CLOSE];
+      // no tag is longer than LONGEST: a longer rest cannot be a partial one either
+      const rest = buf.slice(lt, lt + LONGEST).toLowerCase();
+      const tags = this.inThink ? CLOSE : ANY;
       const whole = tags.find((t) => rest.startsWith(t));
       if (whole) {
         if (OPEN.includes(whole)) {

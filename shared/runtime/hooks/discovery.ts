@@ -15,6 +15,7 @@ import { join } from "node:path";
 import { REPO_ROOT } from "../../scripts/paths.js";
 import { agentWorkspace, defaultAgent, type LurkConfig } from "../config.js";
 import { unmetRequirements } from "../host-requirements.js";
+import { isSecretEnvName } from "../secret-env.js";
 import { compareCodeUnits } from "../order.js";
 import { parseHookMd, type HookMeta } from "./hook-md.js";
 
@@ -67,12 +68,7 @@ export interface DiscoverOptions {
   bundledDir?: string | null;
 }
 
-/** names that hold secrets (the launcher's rule): handlers never see them unless hooks.entries.<name>.env sets them */
-export function isSecretEnvName(name: string): boolean {
-  return name.startsWith("LURKBOT_NATS_PASS_") || /(API_KEY|_TOKEN|_SECRET|_PASSWORD|_PASSWD)$/i.test(name);
-}
-
-/** The environment a handler sees (ctx.env before its entry's env): `env` without secrets. */
+/** The environment a handler sees (ctx.env before its entry's env): `env` without secrets (the launcher's rule, secret-env.ts). */
 export function hookEnv(env: Record<string, string | undefined>): Record<string, string> {
   return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === "string" && !isSecretEnvName(e[0])));
 }
