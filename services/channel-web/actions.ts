@@ -18,7 +18,7 @@ function lineOf(hub: Hub, c: WebChat, platformMessageId: string): ChatEntry {
   const prefix = `${c.conversation}:`;
   const seq = platformMessageId.startsWith(prefix) ? Number(platformMessageId.slice(prefix.length)) : NaN;
   const entry = Number.isInteger(seq)
-    ? hub.findEntry(c, (e) => e.seq === seq)
+    ? hub.entry(c, seq)
     : hub.findEntry(c, (e) => e.role === "user" && (scoped(c.user, e.id) === platformMessageId || e.id === platformMessageId));
   if (!entry || entry.deleted) throw new DeliveryError(`message ${platformMessageId} is not in this chat (or no longer kept)`, { permanent: true });
   return entry;

@@ -33,7 +33,8 @@ import { ChatHistory } from "./history.js";
 import { Hub } from "./hub.js";
 import { WEB_ACTIONS, webAct } from "./actions.js";
 import { startWebServer } from "./server.js";
-import { exposeWithTailscale, type WebToken } from "./tailscale.js";
+import { webTokensOf } from "../../shared/runtime/tailscale-policy.js";
+import { exposeWithTailscale } from "./tailscale.js";
 import { chatOfConversation, chatOfSessionKey, scoped } from "./user-scope.js";
 import { webUsersOf } from "./users.js";
 
@@ -50,7 +51,9 @@ export const definition = defineChannelActor({
   metadata: (s) => ({ listen: `${s.host}:${s.port}`, ...(s.tailscale.mode !== "off" ? { tailscale: `${s.tailscale.mode}:${s.tailscale.httpsPort}` } : {}) }),
   async start(ctx) {
     const { settings, log } = ctx;
-    const users = webUsersOf(settings, () => ctx.secret("token", settings.token));
+    // the single token (read or generated once; none with `users`), also checked by the Tailscale rules below
+    const singleToken = settings.users ? undefined : ctx.secret("token", settings.token);
+    const users = webUsersOf(settings, () => singleToken!);
     if (users.several && settings.token) log.warn("channels.web.token is not used: channels.web.users is set (each user signs in with their own token)");
     const history = new ChatHistory(join(ctx.dataDir, "history"), settings.historyPerChat);
     const files = new WebFiles(join(ctx.dataDir, "files"), ctx.config.media.retentionDays);
@@ -71,10 +74,7 @@ export const definition = defineChannelActor({
     const url = `http://${settings.host}:${web.port}/`;
     if (users.several) log.info({ host: settings.host, port: web.port, url, users: users.all.map((u) => u.id) }, "web channel listening (each user opens the page with ?token=<their token>)");
     else log.info({ host: settings.host, port: web.port, url }, "web channel listening (open the page with ?token=<channels.web.token>)");
-    const tokens: WebToken[] = settings.users
-      ? settings.users.map((u) => ({ key: `channels.web.users[${u.id}].token`, value: u.token }))
-      : [{ key: "channels.web.token", value: ctx.secret("token", settings.token) }];
-    const tailscale = exposeWithTailscale({ rt: ctx.rt, log, settings, port: web.port, tokens });
+    const tailscale = exposeWithTailscale({ rt: ctx.rt, log, settings, port: web.port, tokens: webTokensOf(settings, singleToken) });
     return {
       textLimit: WEB_TEXT_LIMIT,
       // the page's markdown has no tables

@@ -26,22 +26,26 @@ import { bareHost, pinnedLookup, portOf, resolvePublicTarget } from "../../share
 import type { CanvasMediaSlots } from "./canvas-media-slots.js";
 import type { CanvasState } from "./canvas-state.js";
 
-export const CANVAS_IMAGE_MAX_BYTES = 5 * 1024 * 1024;
 const MAX_REDIRECTS = 3;
 const STATUS: Record<string, number> = { VALIDATION_FAILED: 400, NOT_FOUND: 404, FORBIDDEN: 403, LIMIT_EXCEEDED: 429 };
 
-export type CanvasMediaKind = "image" | "video" | "audio";
-interface MediaKind { types: ReadonlySet<string>; maxBytes: number; timeoutMs: number; what: string }
+type CanvasMediaKind = "image" | "video" | "audio";
+interface MediaKind { types: ReadonlySet<string>; maxBytes: number; timeoutMs: number; what: string; noun: string; load: string }
 /** What each kind may be: its content types, size and time caps, and how errors name it. */
-export const MEDIA_KINDS: Readonly<Record<CanvasMediaKind, MediaKind>> = {
-  image: { types: new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]), maxBytes: CANVAS_IMAGE_MAX_BYTES, timeoutMs: 15_000, what: "a PNG, JPEG, GIF or WebP image" },
-  video: { types: new Set(["video/mp4", "video/webm", "video/ogg"]), maxBytes: 20 * 1024 * 1024, timeoutMs: 30_000, what: "an MP4, WebM or Ogg video" },
+const MEDIA_KINDS: Readonly<Record<CanvasMediaKind, MediaKind>> = {
+  image: {
+    types: new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]), maxBytes: 5 * 1024 * 1024, timeoutMs: 15_000,
+    what: "a PNG, JPEG, GIF or WebP image", noun: "image", load: "load an image from",
+  },
+  video: {
+    types: new Set(["video/mp4", "video/webm", "video/ogg"]), maxBytes: 20 * 1024 * 1024, timeoutMs: 30_000,
+    what: "an MP4, WebM or Ogg video", noun: "video", load: "load a video from",
+  },
   audio: {
     types: new Set(["audio/mpeg", "audio/mp3", "audio/mp4", "audio/aac", "audio/ogg", "audio/opus", "audio/wav", "audio/x-wav", "audio/wave", "audio/webm", "audio/flac"]),
-    maxBytes: 10 * 1024 * 1024, timeoutMs: 30_000, what: "an MPEG, MP4/AAC, Ogg, Opus, WAV, WebM or FLAC audio file",
+    maxBytes: 10 * 1024 * 1024, timeoutMs: 30_000, what: "an MPEG, MP4/AAC, Ogg, Opus, WAV, WebM or FLAC audio file", noun: "audio file", load: "load audio from",
   },
 };
-const NOUN: Record<CanvasMediaKind, string> = { image: "image", video: "video", audio: "audio file" };
 
 /** Whether `url` is a string somewhere in the canvas's surfaces (an Image's literal, or data a path binds). */
 export function canvasMentions(state: CanvasState | undefined, url: string): boolean {
@@ -64,8 +68,8 @@ function webUrl(raw: string): URL {
 type Hop = { redirect: string } | { type: string; body: Buffer };
 
 async function fetchOnce(url: URL, kind: CanvasMediaKind, allow: readonly string[], signal: AbortSignal): Promise<Hop> {
-  const { types, maxBytes, what } = MEDIA_KINDS[kind];
-  const target = await resolvePublicTarget(url, allow, { verb: `load ${kind === "image" ? "an image" : kind === "video" ? "a video" : "audio"} from` });
+  const { types, maxBytes, what, noun, load } = MEDIA_KINDS[kind];
+  const target = await resolvePublicTarget(url, allow, { verb: load });
   const host = bareHost(url);
   return new Promise<Hop>((resolve, reject) => {
     const req = (url.protocol === "https:" ? https : http).request({
@@ -90,7 +94,7 @@ async function fetchOnce(url: URL, kind: CanvasMediaKind, allow: readonly string
         size += c.length;
         if (size > maxBytes) {
           req.destroy();
-          reject(new LurkError("UNAVAILABLE", `the ${NOUN[kind]} is larger than ${maxBytes} bytes`));
+          reject(new LurkError("UNAVAILABLE", `the ${noun} is larger than ${maxBytes} bytes`));
         } else chunks.push(c);
       });
       res.on("end", () => resolve({ type, body: Buffer.concat(chunks) }));
@@ -113,7 +117,7 @@ export async function handleCanvasMedia(res: ServerResponse, rawKind: string | n
     if (rawKind !== "image" && rawKind !== "video" && rawKind !== "audio") throw new LurkError("VALIDATION_FAILED", "kind is image, video or audio");
     kind = rawKind;
     const raw = query.get("url") ?? "";
-    if (!canvasMentions(canvasOf(query.get("chat") ?? ""), raw)) throw new LurkError("NOT_FOUND", `this chat's canvas has no such ${NOUN[kind]}`);
+    if (!canvasMentions(canvasOf(query.get("chat") ?? ""), raw)) throw new LurkError("NOT_FOUND", `this chat's canvas has no such ${MEDIA_KINDS[kind].noun}`);
     let url = webUrl(raw);
     const took = slots.take(userId);
     if ("refused" in took) throw new LurkError("LIMIT_EXCEEDED", took.refused);
@@ -134,7 +138,7 @@ export async function handleCanvasMedia(res: ServerResponse, rawKind: string | n
     }
   } catch (err) {
     const e = LurkError.from(err);
-    const message = e.code === "ABORTED" || (err as Error).name === "AbortError" || (err as Error).name === "TimeoutError" ? `the ${NOUN[kind]} did not load in time` : e.message;
+    const message = e.code === "ABORTED" || (err as Error).name === "AbortError" || (err as Error).name === "TimeoutError" ? `the ${MEDIA_KINDS[kind].noun} did not load in time` : e.message;
     sendJson(res, STATUS[e.code] ?? 502, { error: { code: STATUS[e.code] ? e.code : "UNAVAILABLE", message } }, e.code === "LIMIT_EXCEEDED" ? { "retry-after": "1" } : {});
   } finally {
     slot?.release();

@@ -1,19 +1,16 @@
 /**
  * How many canvas media fetches (canvas-image.ts) may run at once: each buffers its file (up to
  * 20 MiB for a video) before it answers, so at most `perUser` for one user and `total` for the
- * whole channel (default 2 and 4: at most 80 MiB of video in memory); one more is refused
+ * whole channel (2 and 4: at most 80 MiB of video in memory); one more is refused
  * (HTTP 429) rather than queued. A slot is held from the check to the answer, and given back
  * whatever the outcome.
  */
 
-export const CANVAS_FETCHES_PER_USER = 2;
-export const CANVAS_FETCHES_TOTAL = 4;
-
 export class CanvasMediaSlots {
+  private readonly perUser = 2;
+  private readonly total = 4;
   private readonly byUser = new Map<string, number>();
   private inUse = 0;
-
-  constructor(readonly perUser = CANVAS_FETCHES_PER_USER, readonly total = CANVAS_FETCHES_TOTAL) {}
 
   /** A slot for `userId`, or why there is none; `release` gives it back (once). */
   take(userId: string): { release: () => void } | { refused: string } {

@@ -152,6 +152,11 @@ export class Hub {
     return true;
   }
 
+  /** The kept line `seq` of the chat, if any. */
+  entry(c: WebChat, seq: number): ChatEntry | undefined {
+    return this.history.get(c.conversation, seq);
+  }
+
   /** The kept line of the chat that `match` accepts (newest first), if any. */
   findEntry(c: WebChat, match: (e: ChatEntry) => boolean): ChatEntry | undefined {
     return this.history.find(c.conversation, match);

@@ -28,7 +28,6 @@ import {
 import { tailscalePublishRefusal, type WebToken } from "../../shared/runtime/tailscale-policy.js";
 import { describeStale, serveStatus, staleServes, type ServeConfig } from "../../shared/runtime/tailscale-stale.js";
 
-export type { WebToken };
 
 /** the longest the reset at shutdown may take (the process is stopped 10 s after SIGTERM) */
 const RESET_TIMEOUT_MS = 5_000;

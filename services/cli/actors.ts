@@ -8,6 +8,7 @@ import { CHANNELS, passwordEnvName } from "../../shared/contract/index.js";
 import type { LurkConfig } from "../../shared/runtime/config.js";
 import { enabledChannels } from "../../shared/runtime/config-channels.js";
 import type { Credentials } from "../../shared/runtime/credentials.js";
+import { isSecretEnvName } from "../../shared/runtime/secret-env.js";
 import { DIST_ROOT } from "../../shared/scripts/paths.js";
 import { UsageError } from "./errors.js";
 
@@ -41,10 +42,8 @@ export function configuredChannelActors(config: LurkConfig): string[] {
 /** Every channel actor name of the contract (the terminal channel is the CLI, not an actor). */
 export const CHANNEL_ACTORS: readonly string[] = CHANNELS.filter((c) => c !== "cli").map((c) => `channel-${c}`);
 
-/** Names that hold secrets: never passed to an actor unless ACTOR_SECRETS grants them. */
-export function isSecretEnvName(name: string): boolean {
-  return name.startsWith("LURKBOT_NATS_PASS_") || /(API_KEY|_TOKEN|_SECRET|_PASSWORD|_PASSWD)$/i.test(name);
-}
+/** Names that hold secrets (shared/runtime/secret-env.ts): never passed to an actor unless ACTOR_SECRETS grants them. */
+export { isSecretEnvName };
 
 /**
  * The environment of one actor: the launcher's environment without any secret, plus the

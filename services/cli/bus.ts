@@ -54,10 +54,7 @@ export async function connectCli(config: LurkConfig, env: Env, opts: CliConnectO
       maxReconnectAttempts: opts.reconnect ? -1 : 0,
       reconnectTimeWait: 500,
     });
-    if (tunnel) {
-      tunnel.attach(nc);
-      void nc.closed().then(tunnel.release, tunnel.release);
-    }
+    if (tunnel) void nc.closed().then(tunnel.release, tunnel.release);
     return nc;
   } catch (err) {
     await tunnel?.release();

@@ -8,8 +8,8 @@
  * does not know is a PathError naming the nearest known keys (the schema drops unknown keys
  * silently, so a typo would otherwise be written and never take effect).
  */
-import { z } from "zod";
 import { configSchema } from "../../shared/runtime/config.js";
+import { jsonSchemaOf } from "../../shared/runtime/json-schema-of.js";
 
 export type Segment = { kind: "key"; key: string } | { kind: "index"; index: number } | { kind: "match"; field: string; value: string };
 
@@ -76,9 +76,9 @@ export function formatPath(segments: readonly Segment[]): string {
 type Json = Record<string, any>;
 let cached: Json | undefined;
 
-/** The config schema as JSON Schema (the input side: defaults optional), built once. */
-export function configJsonSchema(): Json {
-  cached ??= z.toJSONSchema(configSchema, { io: "input", unrepresentable: "any" }) as Json;
+/** The config schema as JSON Schema (the input side: defaults optional, as the tool catalog's), built once. */
+function configJsonSchema(): Json {
+  cached ??= jsonSchemaOf(configSchema) as Json;
   return cached;
 }
 

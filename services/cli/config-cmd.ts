@@ -15,7 +15,7 @@
 import { loadConfig, configSecrets, type Env } from "../../shared/runtime/config.js";
 import { CHANNEL_TOKEN_ENV } from "../../shared/runtime/config-channels.js";
 import { LurkError } from "../../shared/contract/index.js";
-import { isSecretEnvName } from "./actors.js";
+import { isSecretEnvName } from "../../shared/runtime/secret-env.js";
 import type { ParsedCommand } from "./args.js";
 import { configSecretEntries, envFor, isSecretKey } from "./audit/files.js";
 import { CliError, EXIT, toCliError, UsageError } from "./errors.js";

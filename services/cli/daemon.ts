@@ -14,6 +14,7 @@ import { LaunchdService } from "./daemon-launchd.js";
 import { serviceSpec, type GatewayService, type ServiceRuntime } from "./daemon-service.js";
 import { SystemdService } from "./daemon-systemd.js";
 import { CliError, EXIT, toCliError } from "./errors.js";
+import { utcTime } from "./format.js";
 import { busLabel } from "./ssh-bus.js";
 import { gatherStatus } from "./status.js";
 import { checkSubcommand, type SubcommandSpec } from "./subcommands.js";
@@ -114,15 +115,13 @@ async function status(service: GatewayService, config: LurkConfig, env: Env, jso
   return runtime.status === "running" ? EXIT.ok : EXIT.failed;
 }
 
-const utc = (ms: number) => `${new Date(ms).toISOString().replace("T", " ").slice(0, 19)} UTC`;
-
 export function formatDaemonStatus(service: Pick<GatewayService, "kind" | "label" | "path">, installed: boolean, rt: ServiceRuntime, bus: BusState): string {
   const lines = [
     `service   ${service.label} (${service.kind} ${service.kind === "systemd" ? "user unit" : "LaunchAgent"}, ${installed ? service.path : `not installed: \`lurkbot daemon install\` writes ${service.path}`})`,
     `state     ${rt.status}${rt.state ? ` — ${rt.state}` : ""}${rt.enabled ? `, ${rt.enabled}` : ""}`,
   ];
   if (rt.pid !== undefined) lines.push(`pid       ${rt.pid}`);
-  if (rt.since !== undefined) lines.push(`since     ${utc(rt.since)}`);
+  if (rt.since !== undefined) lines.push(`since     ${utcTime(rt.since)}`);
   else if (rt.sinceText) lines.push(`since     ${rt.sinceText}`);
   if (rt.restarts !== undefined) lines.push(`restarts  ${rt.restarts}`);
   if (rt.lastExitStatus !== undefined && rt.status !== "running") lines.push(`last exit ${rt.lastExitStatus}`);

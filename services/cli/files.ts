@@ -68,10 +68,13 @@ export function describeReceived(f: ReceivedFile): string {
   return f.path ? `file ${f.name} (${f.mime}${f.size !== undefined ? `, ${formatBytes(f.size)}` : ""}) saved to ${f.path}` : `file ${f.name} could not be fetched: ${f.error}`;
 }
 
-function safeName(name: string): string {
+/** The last segment of a path (either slash), without control characters, at most 200 characters; undefined when nothing usable is left. */
+export function cleanFileName(name: string): string | undefined {
   const cleaned = basename(name.replace(/\\/g, "/")).replace(/[\u0000-\u001f\u007f]/g, "").trim();
-  return cleaned === "" || cleaned === "." || cleaned === ".." ? "file" : cleaned.slice(0, 200);
+  return cleaned === "" || cleaned === "." || cleaned === ".." ? undefined : cleaned.slice(0, 200);
 }
+
+const safeName = (name: string): string => cleanFileName(name) ?? "file";
 
 function freePath(dir: string, name: string): string {
   const ext = extname(name);

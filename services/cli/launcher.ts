@@ -18,6 +18,7 @@ import type { Env, LurkConfig } from "../../shared/runtime/config.js";
 import { checkTransportSecurity } from "../../shared/runtime/credentials.js";
 import { startActor, type ActorDefinition, type ActorRuntime } from "../../shared/runtime/actor.js";
 import { createLogger } from "../../shared/runtime/logger.js";
+import { isLoopbackHost } from "../../shared/runtime/loopback-host.js";
 import { parseNatsUrl, portAnswers } from "../../shared/runtime/nats-server.js";
 import { ensureStreams } from "../../shared/runtime/streams.js";
 import { actorMainPath, REPO_ROOT } from "../../shared/scripts/paths.js";
@@ -38,10 +39,6 @@ export interface LaunchOptions {
   actors: string[];
   singleProcess: boolean;
   report: Reporter;
-}
-
-export function isLoopbackHost(host: string): boolean {
-  return host === "localhost" || host === "::1" || host.startsWith("127.");
 }
 
 interface HostedActor {

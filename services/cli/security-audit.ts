@@ -14,7 +14,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { safeParseJson } from "../../shared/contract/index.js";
 import { configFilePath, configSecrets, loadConfig, type Env, type LurkConfig } from "../../shared/runtime/config.js";
 import { readCredentials } from "../../shared/runtime/credentials.js";
-import { isSecretEnvName } from "./actors.js";
+import { isSecretEnvName } from "../../shared/runtime/secret-env.js";
 import type { ParsedCommand } from "./args.js";
 import { EXIT } from "./errors.js";
 import { checkSubcommand } from "./subcommands.js";

@@ -12,6 +12,7 @@ import { LurkError, type SessionEntry, type TranscriptInfo, type TranscriptRecor
 import type { BusClient } from "../../shared/runtime/client.js";
 import type { ParsedCommand } from "./args.js";
 import { CliError, EXIT, UsageError } from "./errors.js";
+import { oneLine, utcTime } from "./format.js";
 
 /** seqs asked for per window (the bus reply may hold fewer: then the window is asked again for the rest) */
 export const EXPORT_PAGE = 500;
@@ -141,23 +142,21 @@ function openSink(out: string | undefined, io: ExportIo): Sink {
 
 // --- Markdown -----------------------------------------------------------------------------------
 
-const utc = (ms: number) => `${new Date(ms).toISOString().replace("T", " ").slice(0, 19)} UTC`;
-
 function markdownHead(s: SessionEntry, transcripts: TranscriptInfo[], total: number): string {
   return [
     `# Session ${s.sessionKey}`,
     "",
     `- agent: ${s.agentId} (${s.sessionType})${s.channel ? `, channel ${s.channel}` : ""}`,
-    `- created: ${utc(s.createdAt)}, updated ${utc(s.updatedAt)}`,
+    `- created: ${utcTime(s.createdAt)}, updated ${utcTime(s.updatedAt)}`,
     `- transcripts: ${transcripts.length}, ${total} records`,
-    `- exported: ${utc(Date.now())}`,
+    `- exported: ${utcTime(Date.now())}`,
     "",
     "",
   ].join("\n");
 }
 
 function markdownTranscriptHead(t: TranscriptInfo, count: number): string {
-  const span = t.firstTs !== undefined ? `, ${utc(t.firstTs)} to ${utc(t.lastTs ?? t.firstTs)}` : "";
+  const span = t.firstTs !== undefined ? `, ${utcTime(t.firstTs)} to ${utcTime(t.lastTs ?? t.firstTs)}` : "";
   return `## Transcript ${t.sessionId}${t.current ? " (current)" : ""}\n\n_${t.records} records${span}${count > 1 && !t.current ? "; ended by a reset" : ""}_\n\n`;
 }
 
@@ -165,23 +164,17 @@ function blocksText(content: ReadonlyArray<{ type: string; text?: string }>): st
   return content.map((b) => (b.type === "text" ? b.text ?? "" : b.type === "image" ? "[image]" : b.type === "document" ? "[PDF]" : "")).filter(Boolean).join("\n\n");
 }
 
-/** one line of at most `max` characters, for tool arguments and results */
-function short(text: string, max = 160): string {
-  const flat = text.replace(/\s+/g, " ").trim();
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
-}
-
 /** One record as Markdown: user and assistant text in full, tool calls and results as short lines. */
 export function markdownRecord(r: TranscriptRecord): string {
   const m = r.message;
   if (r.kind === "message" && m) {
-    if (m.role === "user") return `**User** · ${utc(r.ts)}\n\n${blocksText(m.content)}\n\n`;
-    if (m.role === "tool_result") return `- ← \`${m.toolName}\`${m.isError ? " (error)" : ""}: ${short(blocksText(m.content))}\n\n`;
+    if (m.role === "user") return `**User** · ${utcTime(r.ts)}\n\n${blocksText(m.content)}\n\n`;
+    if (m.role === "tool_result") return `- ← \`${m.toolName}\`${m.isError ? " (error)" : ""}: ${oneLine(blocksText(m.content), 160)}\n\n`;
     const text = blocksText(m.content.filter((b) => b.type === "text"));
-    const calls = m.content.filter((b) => b.type === "tool_call").map((b) => `- → \`${b.name}\` ${short(JSON.stringify(b.args))}\n`);
-    return `**Assistant** · ${utc(r.ts)}${m.model ? ` · ${m.model}` : ""}\n\n${text ? `${text}\n\n` : ""}${calls.length ? `${calls.join("")}\n` : ""}`;
+    const calls = m.content.filter((b) => b.type === "tool_call").map((b) => `- → \`${b.name}\` ${oneLine(JSON.stringify(b.args), 160)}\n`);
+    return `**Assistant** · ${utcTime(r.ts)}${m.model ? ` · ${m.model}` : ""}\n\n${text ? `${text}\n\n` : ""}${calls.length ? `${calls.join("")}\n` : ""}`;
   }
-  if (r.kind === "run_marker") return r.runStatus === "error" || r.runStatus === "aborted" ? `_run ${r.runStatus} · ${utc(r.ts)}_\n\n` : "";
-  if (r.kind === "compaction_summary") return `> **Summary of earlier turns** · ${utc(r.ts)}\n>\n${(r.text ?? "").split("\n").map((l) => `> ${l}`).join("\n")}\n\n`;
-  return `_${r.kind.replace("_", " ")} · ${utc(r.ts)}_: ${short(r.text ?? "", 400)}\n\n`;
+  if (r.kind === "run_marker") return r.runStatus === "error" || r.runStatus === "aborted" ? `_run ${r.runStatus} · ${utcTime(r.ts)}_\n\n` : "";
+  if (r.kind === "compaction_summary") return `> **Summary of earlier turns** · ${utcTime(r.ts)}\n>\n${(r.text ?? "").split("\n").map((l) => `> ${l}`).join("\n")}\n\n`;
+  return `_${r.kind.replace("_", " ")} · ${utcTime(r.ts)}_: ${oneLine(r.text ?? "", 400)}\n\n`;
 }

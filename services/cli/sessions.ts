@@ -13,7 +13,7 @@ import { readHistory } from "../../shared/runtime/session-history.js";
 import type { ParsedCommand } from "./args.js";
 import { withCliBus } from "./bus.js";
 import { CliError, EXIT, UsageError } from "./errors.js";
-import { oneLine, table } from "./format.js";
+import { formatTime, oneLine, table } from "./format.js";
 import { checkSubcommand, type SubcommandSpec } from "./subcommands.js";
 import { exportFormat, exportSession, writeStdout } from "./sessions-export.js";
 
@@ -134,10 +134,6 @@ export async function ttyConfirm(question: string): Promise<boolean | null> {
 }
 
 // --- rendering --------------------------------------------------------------------------------
-
-export function formatTime(ms: number): string {
-  return new Date(ms).toISOString().replace("T", " ").slice(0, 19);
-}
 
 export function formatSessionList(sessions: SessionEntry[]): string {
   if (sessions.length === 0) return "no sessions\n";

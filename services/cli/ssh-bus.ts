@@ -6,7 +6,6 @@
  * connection checks, before it sends its password, that ssh still holds the local port (Linux); when
  * another process took it, the tunnel breaks: its connections are closed and the command fails (exit 2).
  */
-import type { NatsConnection } from "@nats-io/transport-node";
 import type { LurkConfig } from "../../shared/runtime/config.js";
 import { SshTunnel, SshTunnelError, type TunnelEvent } from "../../shared/runtime/ssh-tunnel.js";
 import { CliError, EXIT } from "./errors.js";
@@ -17,7 +16,6 @@ interface Shared {
   key: string;
   tunnel: Promise<SshTunnel>;
   users: number;
-  connections: Set<NatsConnection>;
 }
 
 let shared: Shared | undefined;
@@ -25,14 +23,10 @@ let shared: Shared | undefined;
 /**
  * What a broken tunnel does to the command: the error and exit 2 at once (the exit closes every
  * connection and kills ssh), before a command could end "successfully" on its closed connection.
- * Tests that use the tunnel in their own process replace it.
  */
-let onTunnelBroken = (message: string, _connections: NatsConnection[]): void => {
+function onTunnelBroken(message: string): never {
   process.stderr.write(`lurkbot: ${message}\n`);
   process.exit(EXIT.busDown);
-};
-export function setTunnelBrokenHandler(fn: (message: string, connections: NatsConnection[]) => void): void {
-  onTunnelBroken = fn;
 }
 
 /** How to name the bus in messages: the URL, or where the tunnel leads. */
@@ -69,8 +63,6 @@ export interface TunnelHandle {
   url: string;
   /** throws unless ssh holds the local port: call before sending a password (a nats.js authenticator) */
   guard: () => void;
-  /** a connection through the tunnel, closed if the tunnel breaks */
-  attach: (nc: NatsConnection) => void;
   release: () => Promise<void>;
 }
 
@@ -81,12 +73,11 @@ export interface TunnelHandle {
 export async function acquireTunnel(ssh: Ssh, report: (line: string) => void = (l) => process.stderr.write(`(${l})\n`)): Promise<TunnelHandle> {
   const key = JSON.stringify(ssh);
   if (!shared || shared.key !== key) {
-    const connections = new Set<NatsConnection>();
     const tunnel = new SshTunnel(tunnelOptions(ssh), (e) => {
       if (e.type !== "broken") return report(describeTunnelEvent(ssh.target, e));
-      onTunnelBroken(tunnelCliError(e.error, ssh.target).message, [...connections]);
+      onTunnelBroken(tunnelCliError(e.error, ssh.target).message);
     }).open();
-    shared = { key, tunnel, users: 0, connections };
+    shared = { key, tunnel, users: 0 };
     tunnel.catch(() => {
       if (shared?.tunnel === tunnel) shared = undefined;
     });
@@ -103,10 +94,6 @@ export async function acquireTunnel(ssh: Ssh, report: (line: string) => void = (
   return {
     url: tunnel.natsUrl,
     guard: () => tunnel.verifyListener(),
-    attach: (nc) => {
-      entry.connections.add(nc);
-      void nc.closed().then(() => entry.connections.delete(nc));
-    },
     release: async () => {
       if (released) return;
       released = true;

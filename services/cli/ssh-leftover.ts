@@ -7,6 +7,7 @@
  */
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { basename } from "node:path";
+import { procStat } from "../../shared/runtime/port-owner.js";
 
 export interface TunnelRecord {
   pid: number;
@@ -26,12 +27,8 @@ export function forgetTunnel(file: string): void {
 /** SIGTERM, SIGKILL after graceMs; resolves once it is gone (or a zombie nobody reaps yet). */
 export async function stopLeftover(pid: number, graceMs: number): Promise<void> {
   const alive = () => {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-    } catch {
-      return false;
-    }
+    const stat = procStat(pid);
+    return stat !== undefined && stat.state !== "Z";
   };
   const wait = async (ms: number) => {
     const deadline = Date.now() + ms;
@@ -58,11 +55,10 @@ export function leftoverSshTunnel(file: string): number | null {
     if (basename(args[0] ?? "") !== "ssh" || !args.includes("-N")) return null;
     if (!args.some((a, i) => a === "-L" && args[i + 1] === r.forward)) return null;
     if (args.at(-2) !== "--" || args.at(-1) !== r.target) return null;
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const [state, ppid] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (state === "Z") return null;
+    const stat = procStat(pid);
+    if (!stat || stat.state === "Z") return null;
     // still its launcher's child: that launcher runs (the lock said otherwise, but never kill a live one's)
-    if (Number(ppid) === r.launcher) return null;
+    if (stat.ppid === r.launcher) return null;
     return pid;
   } catch {
     return null;

@@ -136,14 +136,14 @@ export function formatUsageReport(r: UsageReport, agentId?: string): string {
     const numeric = Array.from({ length: media ? 9 : 7 }, (_, i) => width + i);
     lines.push(table(head, rows, numeric).trimEnd());
   }
-  if (r.totals.unpricedTokens > 0) {
-    const models = [...new Set(r.rows.filter((row) => row.unpricedTokens > 0 && row.model).map((row) => row.model!))];
-    lines.push("", `* ${r.totals.unpricedTokens} tokens without a known price are not in the cost${models.length ? ` (${models.join(", ")})` : ""}: set models.entries["<provider/model>"].cost in config.json (USD per million tokens) for usage from now on.`);
-  }
+  /** " (model, …)" of the rows `has` picks, or "" */
   const modelsWith = (has: (row: UsageReportRow) => boolean) => {
     const models = [...new Set(r.rows.filter((row) => has(row) && row.model).map((row) => row.model!))];
     return models.length ? ` (${models.join(", ")})` : "";
   };
+  if (r.totals.unpricedTokens > 0) {
+    lines.push("", `* ${r.totals.unpricedTokens} tokens without a known price are not in the cost${modelsWith((row) => row.unpricedTokens > 0)}: set models.entries["<provider/model>"].cost in config.json (USD per million tokens) for usage from now on.`);
+  }
   if (r.totals.unpricedChars > 0) {
     lines.push("", `* ${r.totals.unpricedChars} characters of speech without a known price are not in the cost${modelsWith((row) => row.unpricedChars > 0)}: set models.entries["<provider/model>"].cost.perMChars (USD per million characters) for usage from now on.`);
   }

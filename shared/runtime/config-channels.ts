@@ -6,6 +6,7 @@
  * `<home>/credentials/channels.json` (shared/runtime/channel/secrets.ts).
  */
 import { z } from "zod";
+import { isLoopbackUrl } from "./loopback-host.js";
 
 const portSchema = z.number().int().min(0).max(65_535);
 const secretSchema = z.string().min(16, "at least 16 characters").max(512);
@@ -228,16 +229,6 @@ export const slackChannelSchema = z.object({
 
 /** A Matrix user id, `@localpart:server.name` (the server name may carry a port). */
 export const matrixUserIdSchema = z.string().max(255).regex(/^@[a-z0-9._=\/+-]+:(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/, "a Matrix user id, e.g. @bot:example.org");
-
-/** Whether `url` is on this machine (http is allowed there: nothing crosses the network). */
-export function isLoopbackUrl(url: string): boolean {
-  try {
-    const host = new URL(url).hostname.replace(/^\[|\]$/g, "");
-    return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
-  } catch {
-    return false;
-  }
-}
 
 /**
  * `channels.matrix`: a Matrix account through the Client-Server API v3 (services/channel-matrix).

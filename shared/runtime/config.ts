@@ -27,6 +27,7 @@ import { agentIdSchema, LurkError, promptModeSchema, safeParseJson, sessionTypeS
 import { channelConfigSecrets, channelEnvOverrides, channelsConfigSchema } from "./config-channels.js";
 import { isValidTimeZone } from "./time-zone.js";
 import { natsSshConfigSchema } from "./config-ssh.js";
+import { isLoopbackHost } from "./loopback-host.js";
 
 const msSchema = z.number().int().positive();
 
@@ -395,8 +396,7 @@ function checkSshUrl(config: LurkConfig): void {
   } catch {
     // checkTransportSecurity names a malformed URL
   }
-  const loopback = host === "localhost" || host === "::1" || host.startsWith("127.");
-  if (url.includes(",") || !loopback) {
+  if (url.includes(",") || !isLoopbackHost(host)) {
     throw new LurkError("CONFIG_INVALID",
       `nats.ssh (${config.nats.ssh.target}) is set together with nats.url ${url}: with nats.ssh the bus is reached through the SSH tunnel, whose ` +
       `far end is nats.ssh.remoteHost:remotePort (${config.nats.ssh.remoteHost}:${config.nats.ssh.remotePort}) as seen from the ssh server. ` +

@@ -3,6 +3,7 @@
  * into `<home>/credentials/nats.json` (mode 0600, never committed). An actor gets its own
  * password from `LURKBOT_NATS_PASS_<USER>` (set by the launcher or systemd) or from this file.
  */
+import { isLoopbackHost } from "./loopback-host.js";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { z } from "zod";
@@ -91,7 +92,7 @@ export function checkTransportSecurity(config: LurkConfig): void {
     if (url.username || url.password) {
       throw new LurkError("INSECURE_CONFIG", `nats.url must not carry credentials (${url.host}); actors use their own users from the credentials file.`);
     }
-    const loopback = ["127.0.0.1", "localhost", "[::1]", "::1"].includes(url.hostname) || url.hostname.startsWith("127.");
+    const loopback = isLoopbackHost(url.hostname);
     const tls = url.protocol === "tls:" || url.protocol === "wss:";
     if (!loopback && !tls && !config.security.allowPlaintextRemoteNats) {
       throw new LurkError("INSECURE_CONFIG",

@@ -25,7 +25,7 @@ const LOOPBACK = new Set(["0100007F", "0000000000000000FFFF00000100007F"]);
  * to it and the connections accepted on it (the server side); undefined when /proc/net/tcp cannot be
  * read. Sockets with inode 0 (not yet accepted, or closed by their process) are left out.
  */
-export function portSockets(port: number): PortSocket[] | undefined {
+function portSockets(port: number): PortSocket[] | undefined {
   if (process.platform !== "linux") return undefined;
   const hexPort = port.toString(16).toUpperCase().padStart(4, "0");
   const found: PortSocket[] = [];
@@ -52,7 +52,7 @@ export function portSockets(port: number): PortSocket[] | undefined {
 }
 
 /** The socket inodes among a process's open files (empty when it is gone or not ours to read). */
-export function socketInodes(pid: number): Set<string> {
+function socketInodes(pid: number): Set<string> {
   const inodes = new Set<string>();
   let fds: string[];
   try {
@@ -71,8 +71,19 @@ export function socketInodes(pid: number): Set<string> {
   return inodes;
 }
 
+/** A process's state letter ("Z": a zombie) and parent pid, from /proc/<pid>/stat; undefined when it is gone (or not Linux). */
+export function procStat(pid: number | string): { state: string; ppid: number } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const [state, ppid] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return { state: state!, ppid: Number(ppid) };
+  } catch {
+    return undefined;
+  }
+}
+
 /** Live child processes of `parent` (from /proc/<pid>/stat). */
-export function childPids(parent: number): number[] {
+function childPids(parent: number): number[] {
   const pids: number[] = [];
   let entries: string[];
   try {
@@ -82,13 +93,8 @@ export function childPids(parent: number): number[] {
   }
   for (const entry of entries) {
     if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const [state, ppid] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (state !== "Z" && Number(ppid) === parent) pids.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
+    const stat = procStat(entry);
+    if (stat && stat.state !== "Z" && stat.ppid === parent) pids.push(Number(entry));
   }
   return pids;
 }

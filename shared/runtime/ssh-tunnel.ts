@@ -380,11 +380,6 @@ export class SshTunnel {
   }
 }
 
-/** Opens a tunnel (validated, ready) or throws an SshTunnelError. */
-export async function openSshTunnel(opts: SshTunnelOptions, onEvent?: (e: TunnelEvent) => void): Promise<SshTunnel> {
-  return new SshTunnel(opts, onEvent).open();
-}
-
 let hooksInstalled = false;
 
 /** ssh children must not outlive this process: killed on exit, and on a signal nobody else handles. */

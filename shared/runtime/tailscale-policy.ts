@@ -9,6 +9,7 @@
  *    per user), so there is no "no auth" case to refuse.
  */
 import type { WebChannelConfig } from "./config-channels.js";
+import { isLoopbackHost } from "./loopback-host.js";
 import { tokenWeakness } from "./token-strength.js";
 
 export interface WebToken {
@@ -17,9 +18,10 @@ export interface WebToken {
   value: string;
 }
 
-/** Same rule as `lurkbot start` and the security audit: 127.x, ::1 or localhost. */
-export function loopbackHost(host: string): boolean {
-  return host === "localhost" || host === "::1" || host.startsWith("127.");
+/** The web chat's tokens in force: each user's, else the single one (`single`; none when it does not exist yet). */
+export function webTokensOf(settings: Pick<WebChannelConfig, "users">, single: string | undefined): WebToken[] {
+  if (settings.users) return settings.users.map((u) => ({ key: `channels.web.users[${u.id}].token`, value: u.token }));
+  return single === undefined ? [] : [{ key: "channels.web.token", value: single }];
 }
 
 export interface PublishRefusal {
@@ -33,7 +35,7 @@ export interface PublishRefusal {
 export function tailscalePublishRefusal(settings: Pick<WebChannelConfig, "host" | "tailscale">, tokens: readonly WebToken[]): PublishRefusal | undefined {
   const mode = settings.tailscale.mode;
   if (mode === "off") return undefined;
-  if (!loopbackHost(settings.host)) {
+  if (!isLoopbackHost(settings.host)) {
     return {
       reason: `channels.web.tailscale.mode is "${mode}" but channels.web.host is "${settings.host}", not loopback: Tailscale would publish a chat that is already reachable around it in plain HTTP`,
       fix: `set channels.web.host to "127.0.0.1" (Tailscale reaches it there), or channels.web.tailscale.mode to "off"`,

@@ -9,12 +9,12 @@
  * block (`prompt.<index>`). `storePromptFiles` puts the bytes in the media store; the attachment
  * carries the ref. Other binary resources (and audio) stay a note in the text (prompt-text.ts).
  */
-import { basename } from "node:path";
 import type { Attachment } from "../../../shared/contract/index.js";
 import { MB, type MediaConfig } from "../../../shared/runtime/config-media.js";
 import { decodeBase64Capped } from "../../../shared/runtime/channel/media.js";
 import { bareMime, formatOf, GENERIC_TYPES } from "../../../shared/runtime/documents/formats.js";
 import { formatBytes, mimeFromName, type MediaStore } from "../../../shared/runtime/media.js";
+import { cleanFileName } from "../files.js";
 import { RPC, RpcError } from "./jsonrpc.js";
 import { PROMPT_IMAGE_TYPES, type ContentBlock } from "./schema.js";
 
@@ -50,8 +50,7 @@ export function uriName(uri: string): string | undefined {
   } catch {
     // not a URL: the string as a path
   }
-  const name = basename(path.replace(/\\/g, "/")).replace(/[\u0000-\u001f\u007f]/g, "").trim();
-  return name === "" || name === "." || name === ".." ? undefined : name.slice(0, 200);
+  return cleanFileName(path);
 }
 
 /** How an embedded binary resource goes: as an image or a file attachment, or undefined (a note). */

@@ -16,7 +16,7 @@ import { LURKBOT_VERSION } from "../../../shared/runtime/version.js";
 import { CHANNEL_ACTORS, LAUNCHER_ACTORS } from "../actors.js";
 import { connectCli } from "../bus.js";
 import { toCliError } from "../errors.js";
-import { isLoopbackHost } from "../launcher.js";
+import { isLoopbackHost } from "../../../shared/runtime/loopback-host.js";
 import { gatherStatus, type InstanceStatus } from "../status.js";
 import { browserDeepChecks } from "./browser-deep.js";
 import { permissionChecks } from "./bus-permissions.js";

@@ -9,7 +9,7 @@
  * the access checks'.
  */
 import { dmRules } from "../../../shared/runtime/access-policy.js";
-import { isLoopbackUrl } from "../../../shared/runtime/config-channels.js";
+import { isLoopbackUrl } from "../../../shared/runtime/loopback-host.js";
 import { configSetCommand, finding, type AuditContext, type AuditFinding } from "./finding.js";
 
 export function matrixChecks({ config }: AuditContext): AuditFinding[] {

@@ -14,10 +14,11 @@ import { LurkError, renderNatsConf } from "../../../shared/contract/index.js";
 import { checkTransportSecurity } from "../../../shared/runtime/credentials.js";
 import { CHANNEL_SECRET_ENV } from "../../../shared/runtime/config-channels.js";
 import type { LurkConfig } from "../../../shared/runtime/config.js";
-import { isLoopbackHost } from "../launcher.js";
+import { isLoopbackHost } from "../../../shared/runtime/loopback-host.js";
 import { natsConfPath } from "../setup.js";
 import { configSetCommand, finding, type AuditContext, type AuditFinding } from "./finding.js";
-import { channelSecret, storedChannelSecrets, tokenWeakness, type ChannelSecret } from "./tokens.js";
+import { tokenWeakness } from "../../../shared/runtime/token-strength.js";
+import { channelSecret, storedChannelSecrets, type ChannelSecret } from "./tokens.js";
 
 export function networkChecks(ctx: AuditContext): AuditFinding[] {
   return [...natsUrlChecks(ctx.config), ...natsConfChecks(ctx.config), ...listenerChecks(ctx.config)];

@@ -7,7 +7,7 @@
  *  - a url off this machine with allowRemote: `channel.signal.remote-daemon`, critical over plain
  *    http (messages in clear too), a warning over https.
  */
-import { isLoopbackUrl } from "../../../shared/runtime/config-channels.js";
+import { isLoopbackUrl } from "../../../shared/runtime/loopback-host.js";
 import { finding, type AuditContext, type AuditFinding } from "./finding.js";
 
 export function signalChecks(ctx: AuditContext): AuditFinding[] {

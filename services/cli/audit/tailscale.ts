@@ -12,22 +12,23 @@
  * https port; `--bg` outlives an unclean exit) is a warning (`channel.web.tailscale-stale`) with
  * the command that turns it off. A status that cannot be read is skipped.
  */
-import { tailscalePublishRefusal, type WebToken } from "../../../shared/runtime/tailscale-policy.js";
+import { tailscalePublishRefusal, webTokensOf, type WebToken } from "../../../shared/runtime/tailscale-policy.js";
 import { describeStale, serveStatus, staleServes } from "../../../shared/runtime/tailscale-stale.js";
 import { findTailscale, tailnetUrl } from "../../../shared/runtime/tailscale.js";
 import { finding, type AuditContext, type AuditFinding } from "./finding.js";
 import { channelSecret, storedChannelSecrets } from "./tokens.js";
 
+/** The web chat's tokens in force; one not generated yet will be random (strong). */
+function webTokens(ctx: AuditContext, web: NonNullable<AuditContext["config"]["channels"]["web"]>): WebToken[] {
+  return webTokensOf(web, web.users ? undefined : channelSecret(ctx.config, "web", "token", storedChannelSecrets(ctx.config)).value);
+}
+
 export function tailscaleChecks(ctx: AuditContext): AuditFinding[] {
   const web = ctx.config.channels.web;
   if (!web?.enabled || web.tailscale.mode === "off") return [];
   const ts = web.tailscale;
-  // the tokens in force; one not generated yet will be random (strong)
-  const tokens: WebToken[] = web.users
-    ? web.users.map((u) => ({ key: `channels.web.users[${u.id}].token`, value: u.token }))
-    : [channelSecret(ctx.config, "web", "token", storedChannelSecrets(ctx.config))].flatMap((s) => (s.value === undefined ? [] : [{ key: s.key, value: s.value }]));
   const where = tailnetUrl("<this host>.<tailnet>.ts.net", ts.httpsPort);
-  const refusal = tailscalePublishRefusal(web, tokens);
+  const refusal = tailscalePublishRefusal(web, webTokens(ctx, web));
   if (refusal) {
     return [finding({
       id: "channel.web.tailscale-refused", level: "warning",
@@ -68,10 +69,7 @@ export async function tailscaleStaleChecks(ctx: AuditContext): Promise<AuditFind
     return [];
   }
   const ts = web.tailscale;
-  const tokens: WebToken[] = web.users
-    ? web.users.map((u) => ({ key: `channels.web.users[${u.id}].token`, value: u.token }))
-    : [channelSecret(ctx.config, "web", "token", storedChannelSecrets(ctx.config))].flatMap((s) => (s.value === undefined ? [] : [{ key: s.key, value: s.value }]));
-  const refused = ts.mode !== "off" && tailscalePublishRefusal(web, tokens) !== undefined;
+  const refused = ts.mode !== "off" && tailscalePublishRefusal(web, webTokens(ctx, web)) !== undefined;
   const publishes = web.enabled && ts.mode !== "off" && !refused;
   const why = !web.enabled ? "the web channel is disabled (channels.web.enabled)" : ts.mode === "off" ? "channels.web.tailscale.mode is \"off\""
     : refused ? `the web channel refuses to publish it (channels.web.tailscale.mode "${ts.mode}")` : `channels.web.tailscale.httpsPort is ${ts.httpsPort}`;

@@ -9,10 +9,6 @@ import { existsSync, readFileSync } from "node:fs";
 import { safeParseJson } from "../../../shared/contract/index.js";
 import type { LurkConfig } from "../../../shared/runtime/config.js";
 import { channelSecretsPath } from "../../../shared/runtime/channel/secrets.js";
-import { tokenWeakness } from "../../../shared/runtime/token-strength.js";
-
-/** the rule the web channel applies too (Tailscale Funnel) */
-export { tokenWeakness };
 
 export interface ChannelSecret {
   /** e.g. "channels.web.token" or "channels.web.users[alice].token" */

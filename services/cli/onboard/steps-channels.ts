@@ -5,9 +5,8 @@
  */
 import { CHANNEL_TOKEN_ENV, enabledChannels } from "../../../shared/runtime/config-channels.js";
 import { CHECK_TIMEOUT_MS, checkChannelToken, type ChannelApiRoots } from "./checks.js";
-import { WizardCancelled } from "./prompt.js";
+import { afterChannelCheck, channelToken } from "./channel-token.js";
 import type { ChatChannel, WizardStep } from "./session.js";
-import { CheckFailed } from "./steps-model.js";
 import { SIGNAL_MATRIX_STEPS } from "./steps-signal-matrix.js";
 
 export const CHAT_CHANNELS: ChatChannel[] = ["web", "telegram", "discord", "slack", "signal", "matrix"];
@@ -71,21 +70,8 @@ function tokenStep(channel: Platform, field: "botToken" | "appToken"): WizardSte
     id,
     when: (s) => s.state.channels.includes(channel),
     async run(s) {
-      const name = spec.env;
       const again = s.trail.filter((t) => t === id).length > 1;
-      const found = s.existingSecret(name, `channels.${channel}.${field}`);
-      let token: string | undefined;
-      if (found && !again && !s.hasPreset(id)) {
-        if (await s.prompt.confirm({ id: `keep${id[0]!.toUpperCase()}${id.slice(1)}`, message: `The ${label} is set (${found.source}); use it?`, default: true })) {
-          token = found.value;
-          if (found.source.includes("config.json")) s.state.secrets[name] = token;
-        }
-      }
-      if (!token) {
-        s.prompt.say(`${label}: ${spec.where}.`);
-        token = await s.prompt.secret({ id, message: label, validate: (v) => tokenProblem(channel, field, v) });
-        s.state.secrets[name] = token;
-      }
+      const token = await channelToken(s, spec, id, label, again, (v) => tokenProblem(channel, field, v));
       if (s.state.skipCheck) return;
       const result = await checkChannelToken(channel, field, token, apiRoots(s.state.raw), CHECK_TIMEOUT_MS, s.prompt.signal);
       if (result.ok) {
@@ -93,24 +79,7 @@ function tokenStep(channel: Platform, field: "botToken" | "appToken"): WizardSte
         s.state.checked.push(id);
         return;
       }
-      s.prompt.say(`  check failed: ${result.problem}.`);
-      s.prompt.say(`  what to do: ${result.fix}.`);
-      if (!s.prompt.interactive) throw new CheckFailed(`the live check of the ${label} failed: ${result.problem}. Check ${name}'s value (${result.fix}), or add --skip-check.`);
-      const next = await s.prompt.select({
-        id: "checkFailed", message: "What now?", default: "again",
-        choices: [
-          { value: "again", label: "enter the token again" },
-          { value: "keep", label: "keep it anyway" },
-          { value: "drop", label: `leave ${channel} off` },
-          { value: "cancel", label: "cancel (nothing is written)" },
-        ],
-      });
-      if (next === "cancel") throw new WizardCancelled("cancelled after the failed check");
-      if (next === "again") return { goto: id };
-      if (next === "drop") {
-        s.state.channels = s.state.channels.filter((c) => c !== channel);
-        for (const t of CHANNEL_TOKEN_ENV.filter((t) => t.channel === channel)) delete s.state.secrets[t.env];
-      }
+      return afterChannelCheck(s, channel, label, result, { again: id, againLabel: "enter the token again", advice: `Check ${spec.env}'s value (${result.fix})` });
     },
   };
 }

@@ -9,11 +9,10 @@
  * with --non-interactive it ends the wizard (exit 1) unless --skip-check.
  */
 import { CHANNEL_TOKEN_ENV, matrixUserIdSchema, signalNumberSchema } from "../../../shared/runtime/config-channels.js";
-import { CHECK_TIMEOUT_MS, type CheckResult } from "./checks.js";
+import { afterChannelCheck, channelToken } from "./channel-token.js";
+import { CHECK_TIMEOUT_MS } from "./checks.js";
 import { checkMatrixWhoami, checkSignalDaemon } from "./checks-signal-matrix.js";
-import { WizardCancelled } from "./prompt.js";
-import type { ChatChannel, StepResult, WizardSession, WizardStep } from "./session.js";
-import { CheckFailed } from "./steps-model.js";
+import type { WizardStep } from "./session.js";
 
 const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
 
@@ -30,29 +29,6 @@ function urlProblem(value: string, opts: { loopbackOnly?: boolean; plainHttpOk?:
     return "signal-cli's HTTP interface has no authentication: run the daemon on this machine (http://127.0.0.1:8080), or first allow a remote one with `npx lurkbot config set channels.signal.allowRemote true` (the audit reports it)";
   }
   if (!opts.plainHttpOk && u.protocol === "http:" && !loopback) return "use https:// (plain http only to a homeserver on this machine, or with channels.matrix.allowPlainHttp set in config.json)";
-  return undefined;
-}
-
-/** Reports a failed check and asks what now (a person) or ends the wizard (--non-interactive). */
-async function afterFailure(s: WizardSession, channel: ChatChannel, label: string, result: Extract<CheckResult, { ok: false }>, again: string, secretEnv?: string): Promise<StepResult> {
-  s.prompt.say(`  check failed: ${result.problem}.`);
-  s.prompt.say(`  what to do: ${result.fix}.`);
-  if (!s.prompt.interactive) throw new CheckFailed(`the live check of the ${label} failed: ${result.problem}. ${result.fix}, or add --skip-check.`);
-  const next = await s.prompt.select({
-    id: "checkFailed", message: "What now?", default: "again",
-    choices: [
-      { value: "again", label: "enter it again" },
-      { value: "keep", label: "keep it anyway" },
-      { value: "drop", label: `leave ${channel} off` },
-      { value: "cancel", label: "cancel (nothing is written)" },
-    ],
-  });
-  if (next === "cancel") throw new WizardCancelled("cancelled after the failed check");
-  if (next === "again") return { goto: again };
-  if (next === "drop") {
-    s.state.channels = s.state.channels.filter((c) => c !== channel);
-    if (secretEnv) delete s.state.secrets[secretEnv];
-  }
   return undefined;
 }
 
@@ -78,7 +54,7 @@ const signal: WizardStep = {
       s.state.checked.push("signal");
       return;
     }
-    return afterFailure(s, "signal", "Signal daemon", result, "signal");
+    return afterChannelCheck(s, "signal", "Signal daemon", result, { again: "signal", againLabel: "enter it again", advice: result.fix });
   },
 };
 
@@ -100,23 +76,8 @@ const matrix: WizardStep = {
       validate: (v) => (matrixUserIdSchema.safeParse(v).success ? undefined : "a Matrix user id: @localpart:server, e.g. @lurkbot:example.org"),
     });
     s.state.matrix = { homeserverUrl, userId };
-    const name = MATRIX_TOKEN.env;
-    const found = s.existingSecret(name, "channels.matrix.accessToken");
-    let token: string | undefined;
-    if (found && !again && !s.hasPreset("matrixToken")) {
-      if (await s.prompt.confirm({ id: "keepMatrixToken", message: `The Matrix access token is set (${found.source}); use it?`, default: true })) {
-        token = found.value;
-        if (found.source.includes("config.json")) s.state.secrets[name] = token;
-      }
-    }
-    if (!token) {
-      s.prompt.say(`Matrix access token: ${MATRIX_TOKEN.where}.`);
-      token = await s.prompt.secret({
-        id: "matrixToken", message: "Matrix access token",
-        validate: (v) => (/\s/.test(v) ? "a token has no spaces; paste it again" : v.length < 8 || v.length > 2048 ? "that is too short or too long for an access token; copy it again" : undefined),
-      });
-      s.state.secrets[name] = token;
-    }
+    const token = await channelToken(s, MATRIX_TOKEN, "matrixToken", "Matrix access token", again,
+      (v) => (/\s/.test(v) ? "a token has no spaces; paste it again" : v.length < 8 || v.length > 2048 ? "that is too short or too long for an access token; copy it again" : undefined));
     if (s.state.skipCheck) return;
     const result = await checkMatrixWhoami(homeserverUrl, userId, token, CHECK_TIMEOUT_MS, s.prompt.signal);
     if (result.ok) {
@@ -124,7 +85,7 @@ const matrix: WizardStep = {
       s.state.checked.push("matrixToken");
       return;
     }
-    return afterFailure(s, "matrix", "Matrix access token", result, "matrix", name);
+    return afterChannelCheck(s, "matrix", "Matrix access token", result, { again: "matrix", againLabel: "enter it again", advice: result.fix });
   },
 };
 

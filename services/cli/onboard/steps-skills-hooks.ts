@@ -1,27 +1,21 @@
 /**
  * Seed 001 §17.3 steps 7 and 8:
  *  - Skills: the skills the agent would find (its workspace's `skills/`, `$LURKBOT_HOME/skills/`,
- *    the bundled ones; the agent-runner's places and SKILL.md frontmatter, read here with the
- *    shared frontmatter and host-requirements code) whose requirements this host lacks, each with
- *    what it needs. Nothing is asked and nothing is installed.
+ *    the bundled ones; the agent-runner's places, its SKILL.md reader shared/runtime/skill-md.ts and
+ *    the shared host-requirements check) whose requirements this host lacks, each with what it
+ *    needs. Nothing is asked and nothing is installed.
  *  - Hooks: the bundled hooks (command-logger, boot-md, session-memory), one line each, and which
  *    to enable (--hooks LIST); written as hooks.entries.<name>.enabled (finish.ts). Enter keeps
  *    the ones enabled now.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
-import { REPO_ROOT } from "../../../shared/scripts/paths.js";
 import { parseConfig } from "../../../shared/runtime/config.js";
-import { parseFrontmatter, yamlMap, yamlString, oneLine } from "../../../shared/runtime/frontmatter.js";
-import { hostRequirements, unmetRequirements, type HostRequirements } from "../../../shared/runtime/host-requirements.js";
+import { unmetRequirements, type HostRequirements } from "../../../shared/runtime/host-requirements.js";
+import { BUNDLED_SKILLS_DIR, MAX_SKILL_BYTES, MAX_SKILLS_PER_DIR, readSkillMd } from "../../../shared/runtime/skill-md.js";
 import { discoverHooks, type HookInfo } from "../../../shared/runtime/hooks/discovery.js";
 import { envWithSecrets } from "./finish.js";
 import type { WizardSession, WizardStep } from "./session.js";
-
-/** where the agent-runner ships its skills (read as files; the CLI imports no actor's code) */
-const BUNDLED_SKILLS_DIR = join(REPO_ROOT, "services", "agent-runner", "skills-bundled");
-const MAX_SKILL_BYTES = 256 * 1024;
-const MAX_SKILLS_PER_DIR = 200;
 
 interface SkillNeeds {
   name: string;
@@ -43,14 +37,8 @@ function skillsIn(dir: string, source: string): SkillNeeds[] {
     const path = join(dir, dirName, "SKILL.md");
     try {
       if (statSync(path).size > MAX_SKILL_BYTES) continue;
-      const { data } = parseFrontmatter(readFileSync(path, "utf8"));
-      const name = yamlString(data.name) || dirName;
-      const description = oneLine(yamlString(data.description), 120);
-      if (!description || !/^[\w.-]{1,64}$/.test(name)) continue;
-      const meta = yamlMap(data.metadata);
-      const nested = yamlMap(meta?.lurkbot) ?? yamlMap(meta?.moltbot) ?? yamlMap(meta?.openclaw);
-      const req = yamlMap(data.requires) ?? yamlMap(meta?.requires) ?? yamlMap(nested?.requires) ?? {};
-      out.push({ name, description, source, requires: hostRequirements(req, data.os ?? meta?.os ?? nested?.os) });
+      const skill = readSkillMd(readFileSync(path, "utf8"), dirName, 120);
+      if (skill) out.push({ name: skill.name, description: skill.description, source, requires: skill.requires });
     } catch {
       // no or unreadable SKILL.md: not a skill
     }
