@@ -17,7 +17,7 @@ import { after, before, describe, it } from "node:test";
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  runEventSchema, subjects, utcDay, type RunEvent, type RunRequest, type Usage, type UsageReport, type UsageReportRow,
+  subjects, utcDay, type RunEvent, type RunRequest, type Usage, type UsageReport, type UsageReportRow,
 } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { FakeAnthropicServer } from "./fakes/anthropic-server.js";
@@ -25,6 +25,7 @@ import { FakeOpenAIServer, messageText, type ChatRequestBody, type FakeReply } f
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
 import { runCli } from "./harness/cli.js";
 import { TestNats } from "./harness/nats.js";
+import { runDirect } from "./harness/run-request.js";
 import { toolCaller } from "./harness/tools-actor.js";
 
 const S = subjects();
@@ -101,22 +102,9 @@ describe("the usage ledger by model and purpose (sessions, agent-runner and tool
 
   /** Publishes a run request as the router would and waits for its terminal event. */
   async function run(text: string, opts: { sessionKey: string; agentId?: string; options?: RunRequest["options"] }) {
-    const n = ++counter;
-    const agentId = opts.agentId ?? "main";
-    const req = {
-      type: "lurk.run.request.v1", id: `req-u${n}-${Date.now()}`, ts: Date.now(), runId: `run-usage-${n}-${Date.now().toString(36)}`,
-      sessionKey: opts.sessionKey, agentId, sessionType: "dm", trigger: "message",
-      inputs: [{ kind: "user", text, attachments: [] }],
-      origin: { channel: "cli", conversation: `uconv-${n}`, messageIds: [`umsg-${n}`] }, deliver: true, options: opts.options ?? {},
-    } as RunRequest;
-    const events: RunEvent[] = [];
-    const sub = admin.subscribe(S.runEvents(req.runId), { callback: (_e, msg) => void events.push(runEventSchema.parse(msg.json())) });
-    await admin.flush();
-    await js.publish(S.runRequest(agentId), JSON.stringify(req), { msgID: req.runId });
-    const terminal = await waitFor(() => events.find((e) => e.event.kind === "done" || e.event.kind === "error"), 30_000, `terminal event of ${req.runId}`);
-    sub.unsubscribe();
-    return { req, events, terminal: terminal.event };
+    return runDirect(admin, js, "u", ++counter, text, opts);
   }
+
 
   it("a run that fails over adds one row per model, each priced at its own model; the run counts once, on the fallback", async () => {
     openai.enqueue(

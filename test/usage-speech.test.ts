@@ -21,7 +21,7 @@ import { after, before, describe, it } from "node:test";
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  runEventSchema, subjects, utcDay, type Attachment, type RunEvent, type RunRequest, type UsageReport, type UsageReportRow, type UsageSums,
+  utcDay, type Attachment, type RunEvent, type RunRequest, type UsageReport, type UsageReportRow, type UsageSums,
 } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { modelsConfigSchema } from "../shared/runtime/config-models.js";
@@ -38,8 +38,8 @@ import { OPUS_PRE_SKIP, oggOpusFile } from "./fakes/ogg-opus.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
 import { runCli } from "./harness/cli.js";
 import { TestNats } from "./harness/nats.js";
+import { runDirect } from "./harness/run-request.js";
 
-const S = subjects();
 const near = (a: number, b: number, what = "") => assert.ok(Math.abs(a - b) < 1e-12, `${what} ${a} ≈ ${b}`);
 const chars = (text: string) => [...text].length;
 /** ElevenLabs' price per million characters, as config.json sets it */
@@ -96,22 +96,9 @@ describe("speech and transcription in the usage ledger (sessions and agent-runne
 
   /** Publishes a run request as the router would and waits for its terminal event. */
   async function run(text: string, opts: { sessionKey: string; agentId?: string; options?: RunRequest["options"]; attachments?: Attachment[] }) {
-    const n = ++counter;
-    const agentId = opts.agentId ?? "main";
-    const req = {
-      type: "lurk.run.request.v1", id: `req-s${n}-${Date.now()}`, ts: Date.now(), runId: `run-speech-${n}-${Date.now().toString(36)}`,
-      sessionKey: opts.sessionKey, agentId, sessionType: "dm", trigger: "message",
-      inputs: [{ kind: "user", text, attachments: opts.attachments ?? [] }],
-      origin: { channel: "cli", conversation: `sconv-${n}`, messageIds: [`smsg-${n}`] }, deliver: true, options: opts.options ?? {},
-    } as RunRequest;
-    const events: RunEvent[] = [];
-    const sub = admin.subscribe(S.runEvents(req.runId), { callback: (_e, msg) => void events.push(runEventSchema.parse(msg.json())) });
-    await admin.flush();
-    await js.publish(S.runRequest(agentId), JSON.stringify(req), { msgID: req.runId });
-    const terminal = await waitFor(() => events.find((e) => e.event.kind === "done" || e.event.kind === "error"), 30_000, `terminal event of ${req.runId}`);
-    sub.unsubscribe();
-    return terminal.event;
+    return (await runDirect(admin, js, "s", ++counter, text, opts)).terminal;
   }
+
 
   it("a voice reply books its characters under `speech` at openai/tts-1 ($15 per million), to the run's session, agent and channel", async () => {
     const sessionKey = "agent:main:cli:dm:speech-reply";
