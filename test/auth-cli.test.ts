@@ -22,7 +22,7 @@ import { waitFor } from "./harness/actors.js";
 import { freePort, TestNats } from "./harness/nats.js";
 import { FakeOAuthServer } from "./fakes/oauth-server.js";
 
-const SECRETS = ["sk-openai-secret-1", "sk-team-secret-2", "tok-secret-3", "tok-secret-4", "client-secret-123456", "sk-ollama-secret-5"];
+const SECRETS = ["sk-openai-secret-1", "sk-team-secret-2", "tok-secret-3", "tok-secret-4", "client-secret-123456", "sk-ollama-secret-5", "sk-minimax-secret-6"];
 const PASTE_REDIRECT = "https://app.example.com/oauth/callback";
 
 const startCli = (args: string[], env: Record<string, string>) => startCliWith(args, env, "pipe");
@@ -45,7 +45,9 @@ describe("lurkbot auth: command line checks", () => {
     assert.deepEqual(check(["auth", "login", "anthropic", "work", "--timeout", "5"]), { sub: "login", provider: "anthropic", id: "work" });
     assert.throws(() => check(["auth", "frob"]), /unknown subcommand "frob"/);
     assert.throws(() => check(["auth", "login", "anthropic"]), /needs PROVIDER PROFILE/);
-    assert.throws(() => check(["auth", "login", "gemini", "work"]), /unknown provider "gemini"; it is one of openai, anthropic, ollama/);
+    // a named instance's name passes here; whether the config has it is checked once it is read
+    assert.deepEqual(check(["auth", "logout", "minimax", "sub"]), { sub: "logout", provider: "minimax", id: "sub" });
+    assert.throws(() => check(["auth", "login", "Gemini!", "work"]), /"Gemini!" is not a provider name/);
     assert.throws(() => check(["auth", "logout", "openai", "a b"]), /is not a profile id/);
     assert.throws(() => check(["auth", "import", "openai", "x", "--timeout", "3"]), /--timeout does not apply to `lurkbot auth import`/);
     assert.throws(() => check(["auth", "list", "openai"]), /takes no argument/);
@@ -74,11 +76,18 @@ describe("lurkbot auth: command line checks", () => {
   });
 
   it("lists the provider-level default first, like the agent-runner, and says when a configured \"default\" is not used", () => {
-    const cfg = parseConfig({ providers: { openai: { profiles: [{ id: "default", apiKey: "k2" }, { id: "b", apiKey: "k3" }] }, anthropic: { apiKey: "k4", profiles: [{ id: "default", apiKey: "k5" }] }, ollama: { profiles: [{ id: "remote", baseUrl: "https://u:p@ollama.example:443/x" }] } } }, { LURKBOT_HOME: "/tmp/lurk-auth-x" });
+    const cfg = parseConfig({ providers: {
+      openai: { profiles: [{ id: "default", apiKey: "k2" }, { id: "b", apiKey: "k3" }] }, anthropic: { apiKey: "k4", profiles: [{ id: "default", apiKey: "k5" }] }, ollama: { profiles: [{ id: "remote", baseUrl: "https://u:p@ollama.example:443/x" }] },
+      minimax: { api: "anthropic", baseUrl: "https://api.minimax.example/anthropic", apiKey: "k6", profiles: [{ id: "default", apiKey: "k7" }, { id: "sub", token: "t8" }] },
+    } }, { LURKBOT_HOME: "/tmp/lurk-auth-x" });
     const { profiles, notes } = configuredProfiles(cfg);
-    assert.deepEqual(profiles.map((p) => `${p.provider}/${p.id}:${p.kind}:${p.endpoint ?? "-"}`), ["openai/default:api key:-", "openai/b:api key:-", "anthropic/default:api key:-", "ollama/remote:none:ollama.example"]);
-    assert.equal(notes.length, 1);
+    assert.deepEqual(profiles.map((p) => `${p.provider}/${p.id}:${p.kind}:${p.endpoint ?? "-"}`), [
+      "openai/default:api key:-", "openai/b:api key:-", "anthropic/default:api key:-", "ollama/remote:none:ollama.example",
+      "minimax/default:api key:api.minimax.example", "minimax/sub:token:api.minimax.example",
+    ]);
+    assert.equal(notes.length, 2);
     assert.match(notes[0]!, /providers\.anthropic\.profiles has a profile "default" that is not used/);
+    assert.match(notes[1]!, /providers\.minimax\.profiles has a profile "default" that is not used: the provider-level apiKey\/baseUrl/);
   });
 });
 
@@ -122,6 +131,8 @@ describe("lurkbot auth on a real bus", () => {
           ],
         },
         ollama: { host: "http://gpu.example:11434", apiKey: "sk-ollama-secret-5" },
+        // a named instance (an Anthropic-compatible endpoint) with its own OAuth profile
+        minimax: { api: "anthropic", baseUrl: "https://api.minimax.example/anthropic", apiKey: "sk-minimax-secret-6", profiles: [{ id: "sub", oauth: { ...refresh, authorizeUrl: oauth.authorizeUrl } }] },
       },
     }));
     env = nats.env(nats.passwordEnv("cli"));
@@ -146,6 +157,8 @@ describe("lurkbot auth on a real bus", () => {
     assert.match(line("anthropic", "work"), /oauth refresh_token\s+-\s+not logged in — run `lurkbot auth login anthropic work`/);
     assert.match(line("anthropic", "imported"), /not logged in — run `lurkbot auth import anthropic imported`/);
     assert.match(line("ollama", "default"), /api key\s+gpu\.example:11434/);
+    assert.match(line("minimax", "default"), /api key\s+api\.minimax\.example/);
+    assert.match(line("minimax", "sub"), /oauth refresh_token\s+api\.minimax\.example\s+not logged in — run `lurkbot auth login minimax sub`/);
     assertNoSecret(r.stdout + r.stderr);
 
     const json = await runCli(["auth", "list", "--json"], env);
@@ -154,6 +167,7 @@ describe("lurkbot auth on a real bus", () => {
     assert.deepEqual(report.profiles.map((p) => `${p.provider}/${p.id}=${p.kind}`), [
       "openai/default=api key", "openai/team=api key", "openai/tok=token", "openai/old=token", "openai/svc=oauth client_credentials",
       "anthropic/work=oauth refresh_token", "anthropic/pasted=oauth refresh_token", "anthropic/imported=oauth refresh_token", "ollama/default=api key",
+      "minimax/default=api key", "minimax/sub=oauth refresh_token",
     ]);
     assert.equal(report.profiles.find((p) => p.id === "work")?.login?.state, "not-logged-in");
     assertNoSecret(json.stdout);
@@ -165,7 +179,7 @@ describe("lurkbot auth on a real bus", () => {
     assert.equal(r.code, 2, r.stderr);
     assert.match(r.stdout, /^openai\s+tok\s+.*expires 2099-01-01/m);
     assert.match(r.stdout, /^anthropic\s+work\s+.*login state unknown/m);
-    assert.match(r.stderr, /the login state of anthropic\/work, anthropic\/pasted, anthropic\/imported is unknown: cannot reach NATS at .* `npx lurkbot start`/);
+    assert.match(r.stderr, /the login state of anthropic\/work, anthropic\/pasted, anthropic\/imported, minimax\/sub is unknown: cannot reach NATS at .* `npx lurkbot start`/);
   });
 
   it("login: a redirect whose state does not match ends it, nothing stored, no code exchanged", async () => {
@@ -281,6 +295,24 @@ describe("lurkbot auth on a real bus", () => {
     assert.ok(await refreshWorks(state.refreshToken));
   });
 
+  it("a named instance's refresh_token profile: import stores its tokens under the instance's name, logout deletes them", async () => {
+    const key = oauthStateKey("minimax", "sub");
+    const rt = oauth.issueRefreshToken();
+    const imported = await runCli(["auth", "import", "minimax", "sub"], env, { input: rt });
+    assert.equal(imported.code, 0, imported.stderr);
+    assert.match(imported.stdout, /^imported: minimax\/sub \(the refresh token works/m);
+    const state = (await stored(key))!;
+    assert.ok(oauth.accepts(`Bearer ${state.accessToken}`));
+    assert.equal(await stored(oauthStateKey("anthropic", "sub")), undefined, "not stored under the API's name");
+    const listed = await runCli(["auth", "list"], env);
+    assert.match(listed.stdout, /^minimax\s+sub\s+oauth refresh_token\s+api\.minimax\.example\s+logged in/m);
+    const out = await runCli(["auth", "logout", "minimax", "sub"], env);
+    assert.equal(out.code, 0, out.stderr);
+    assert.match(out.stdout, /^logged out: minimax\/sub/m);
+    assert.equal(await stored(key), undefined);
+    assertNoSecret(imported.stdout + imported.stderr + listed.stdout + out.stdout, [rt, state.refreshToken, state.accessToken!]);
+  });
+
   it("logout deletes the stored tokens and says whether there were any", async () => {
     const key = oauthStateKey("anthropic", "pasted");
     assert.ok(await stored(key), "logged in by an earlier test");
@@ -307,8 +339,11 @@ describe("lurkbot auth on a real bus", () => {
     assert.equal(missing.code, 78);
     assert.match(missing.stderr, /there is no auth profile anthropic\/nosuch \(anthropic has work, pasted, imported\)\. Add it to providers\.anthropic\.profiles in .*config\.json/);
     const provider = await runCli(["auth", "login", "gemini", "work"], env);
-    assert.equal(provider.code, 64);
-    assert.match(provider.stderr, /unknown provider "gemini"/);
+    assert.equal(provider.code, 78);
+    assert.match(provider.stderr, /unknown provider "gemini"; it is one of openai, anthropic, ollama, minimax\. A named instance is a key of `providers`/);
+    const logoutUnknown = await runCli(["auth", "logout", "gemini", "work"], env);
+    assert.equal(logoutUnknown.code, 78);
+    assert.match(logoutUnknown.stderr, /unknown provider "gemini"/);
     assertNoSecret(apiKey.stderr + svc.stderr + noAuthorize.stderr + missing.stderr);
   });
 });

@@ -6,8 +6,8 @@
  * token or client secret is ever printed.
  * The agent-runners' state of each profile (`lurk.agent-runner.auth_state`, gathered from every
  * runner and merged: shared/runtime/auth-state-view.ts) adds COOLDOWN, FAILURES, LAST USED, LAST OK
- * and RATE LIMIT columns (`runtime` in --json); profiles only the runners know (named provider
- * instances, speech) are added after the config's. No runner answering: a note, exit 0.
+ * and RATE LIMIT columns (`runtime` in --json); profiles only the runners know (speech, a profile of another
+ * host's config) are added after the config's. No runner answering: a note, exit 0.
  */
 import type { RateLimitSnapshot } from "../../shared/contract/index.js";
 import type { Env, LurkConfig } from "../../shared/runtime/config.js";
@@ -82,7 +82,7 @@ export async function gatherAuthList(cfg: LurkConfig, env: Env, now = Date.now()
   return { report: { profiles: reports, notes, ...(failure ? { busError: failure.message } : {}), ...(view ? { runners: view.runners } : {}) }, ...(failure ? { failure } : {}) };
 }
 
-/** Each profile's runner state onto its row; profiles only the runners know (named instances, speech) as rows of their own. */
+/** Each profile's runner state onto its row; profiles only the runners know (speech, a profile of another host's config) as rows of their own. */
 function addRuntime(reports: ProfileReport[], view: AuthStateView, notes: string[]): void {
   if (view.runners.length === 0) {
     notes.push("no agent-runner answered: cooldowns, failures, last use and rate limits are unknown (start them with `npx lurkbot start`).");

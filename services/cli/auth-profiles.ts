@@ -1,19 +1,18 @@
 /**
  * The auth profiles `lurkbot auth` lists and logs in, from the config, in the agent-runner's
  * order (providerProfiles in shared/runtime/config-providers.ts, which the agent-runner's
- * registry uses too): per provider "default" first, then `providers.<name>.profiles`.
+ * registry uses too): per provider, the three built-in ones then the named instances
+ * (`providers.<name>: { api, … }`), "default" first, then `providers.<name>.profiles`.
  */
 import { configFilePath, type LurkConfig } from "../../shared/runtime/config.js";
-import { PROVIDER_NAMES, providerProfiles, type AuthProfileConfig, type OAuthClientConfig } from "../../shared/runtime/config-providers.js";
+import { providerNames, providerProfiles, type AuthProfileConfig, type OAuthClientConfig } from "../../shared/runtime/config-providers.js";
 import { CliError, EXIT, UsageError } from "./errors.js";
-
-export const AUTH_PROVIDERS = PROVIDER_NAMES;
-export type AuthProvider = (typeof AUTH_PROVIDERS)[number];
 
 export type CredentialKind = "api key" | "token" | "oauth client_credentials" | "oauth refresh_token" | "none";
 
 export interface ListedProfile {
-  provider: AuthProvider;
+  /** a built-in provider or a named instance */
+  provider: string;
   id: string;
   kind: CredentialKind;
   /** the host of the profile's endpoint (baseUrl, Ollama's host) when one is configured */
@@ -24,6 +23,8 @@ export interface ListedProfile {
 }
 
 const PROFILE_ID = /^[A-Za-z0-9._-]{1,64}$/;
+/** a built-in provider's or a named instance's name (config-providers.ts checks instance names so) */
+const PROVIDER_NAME = /^[a-z0-9][a-z0-9-]{0,63}$/;
 
 /** host[:port] of an endpoint, never its userinfo or path */
 export function endpointHost(endpoint: string | undefined): string | undefined {
@@ -51,7 +52,7 @@ function kindOf(profile: Pick<AuthProfileConfig, "apiKey" | "token" | "oauth">):
 export function configuredProfiles(cfg: LurkConfig): { profiles: ListedProfile[]; notes: string[] } {
   const profiles: ListedProfile[] = [];
   const notes: string[] = [];
-  for (const provider of AUTH_PROVIDERS) {
+  for (const provider of providerNames(cfg.providers)) {
     const { profiles: own, shadowed } = providerProfiles(cfg.providers, provider);
     for (const _ of shadowed) {
       notes.push(`providers.${provider}.profiles has a profile "default" that is not used: the provider-level ${provider === "ollama" ? "apiKey/host" : "apiKey/baseUrl"} form the profile "default"; rename it.`);
@@ -72,13 +73,20 @@ function host(endpoint: string | undefined): { endpoint?: string } {
   return h ? { endpoint: h } : {};
 }
 
-/** the provider and profile id of `lurkbot auth <sub> PROVIDER PROFILE`, checked */
-export function checkProfileArgs(provider: string, id: string): AuthProvider {
-  if (!(AUTH_PROVIDERS as readonly string[]).includes(provider)) {
-    throw new UsageError(`unknown provider "${provider}"; it is one of ${AUTH_PROVIDERS.join(", ")} (see \`lurkbot auth list\`).`, "auth");
-  }
+/** the spelling of `lurkbot auth <sub> PROVIDER PROFILE`'s two words, checked before the config is read */
+export function checkProfileArgs(provider: string, id: string): void {
+  if (!PROVIDER_NAME.test(provider)) throw new UsageError(`"${provider}" is not a provider name (openai, anthropic, ollama or a named instance: lowercase letters, digits and '-'); see \`lurkbot auth list\`.`, "auth");
   if (!PROFILE_ID.test(id)) throw new UsageError(`"${id}" is not a profile id (letters, digits, '.', '_', '-'); see \`lurkbot auth list\`.`, "auth");
-  return provider as AuthProvider;
+}
+
+/** A provider the config knows (built-in, or a named instance of `providers`); else a config error that lists them. */
+export function checkKnownProvider(cfg: LurkConfig, provider: string): void {
+  const names = providerNames(cfg.providers);
+  if (names.includes(provider)) return;
+  throw new CliError(
+    `unknown provider "${provider}"; it is one of ${names.join(", ")}. A named instance is a key of \`providers\` in ${configFilePath(cfg.home)} with its "api" (see \`lurkbot auth list\`).`,
+    EXIT.config,
+  );
 }
 
 const OAUTH_EXAMPLE = `"oauth": { "grant": "refresh_token", "tokenUrl": "https://…/token", "authorizeUrl": "https://…/authorize", "clientId": "…", "scope": "offline_access …" }`;
@@ -87,12 +95,13 @@ const OAUTH_EXAMPLE = `"oauth": { "grant": "refresh_token", "tokenUrl": "https:/
  * The OAuth client of a refresh_token profile, for `auth login` (which also needs authorizeUrl)
  * and `auth import`; anything else is a config error that says what to put in config.json.
  */
-export function refreshTokenClient(cfg: LurkConfig, provider: AuthProvider, id: string, sub: "login" | "import"): OAuthClientConfig {
+export function refreshTokenClient(cfg: LurkConfig, provider: string, id: string, sub: "login" | "import"): OAuthClientConfig {
+  checkKnownProvider(cfg, provider);
   const file = configFilePath(cfg.home);
   const listed = configuredProfiles(cfg).profiles;
   const profile = listed.find((p) => p.provider === provider && p.id === id);
   if (!profile) {
-    const shadowed = cfg.providers[provider].profiles.some((p) => p.id === id);
+    const shadowed = providerProfiles(cfg.providers, provider).shadowed.includes(id);
     const others = listed.filter((p) => p.provider === provider).map((p) => p.id);
     throw new CliError(shadowed
       ? `the profile "${id}" of providers.${provider}.profiles is not used: the provider-level key/endpoint form the profile "default". Rename it in ${file}.`

@@ -15,7 +15,7 @@ import { openAuthBucket, readLogin, storeLogin, when } from "./auth-bucket.js";
 import { formatAuthList, gatherAuthList } from "./auth-list.js";
 import { browserLogin } from "./auth-login.js";
 import { cmdAuthProbe, probeTarget } from "./auth-probe.js";
-import { checkProfileArgs, refreshTokenClient, type AuthProvider } from "./auth-profiles.js";
+import { checkKnownProvider, checkProfileArgs, refreshTokenClient } from "./auth-profiles.js";
 import { connectCli } from "./bus.js";
 import { CliError, EXIT, UsageError } from "./errors.js";
 import { checkSubcommand, type SubcommandSpec } from "./subcommands.js";
@@ -38,7 +38,7 @@ const SUBCOMMANDS: Record<Sub, SubcommandSpec> = {
 const DEFAULT_LOGIN_TIMEOUT_SEC = 300;
 const MAX_IMPORT_BYTES = 64 * 1024;
 
-export function checkAuthArgs(p: ParsedCommand): { sub: "list" } | { sub: "probe"; target?: string } | { sub: Exclude<Sub, "list" | "probe">; provider: AuthProvider; id: string } {
+export function checkAuthArgs(p: ParsedCommand): { sub: "list" } | { sub: "probe"; target?: string } | { sub: Exclude<Sub, "list" | "probe">; provider: string; id: string } {
   const what = "PROVIDER PROFILE, e.g. anthropic work";
   const { sub, arg } = checkSubcommand(p, "auth", SUBCOMMANDS, what);
   if (sub === "list") return { sub };
@@ -49,7 +49,8 @@ export function checkAuthArgs(p: ParsedCommand): { sub: "list" } | { sub: "probe
   }
   const [, provider, id] = p.args;
   if (id === undefined) throw new UsageError(`\`lurkbot auth ${sub}\` needs ${what} (see \`lurkbot auth list\`).`, "auth");
-  return { sub: sub as Exclude<Sub, "list" | "probe">, provider: checkProfileArgs(provider!, id), id };
+  checkProfileArgs(provider!, id);
+  return { sub: sub as Exclude<Sub, "list" | "probe">, provider: provider!, id };
 }
 
 export async function cmdAuth(p: ParsedCommand, env: Env, io: AuthIo): Promise<number> {
@@ -101,6 +102,7 @@ export async function cmdAuth(p: ParsedCommand, env: Env, io: AuthIo): Promise<n
       return EXIT.ok;
     });
   }
+  checkKnownProvider(cfg, provider);
   return withBucket(cfg, env, false, async (kv) => {
     const before = await readLogin(kv, provider, id);
     if (before.state === "none") {
