@@ -26,6 +26,8 @@ import { CHANNEL_CAPABILITIES, channelCapabilities } from "../shared/runtime/cha
 import { CHANNELS } from "../shared/contract/actors.js";
 import { parseConfig } from "../shared/runtime/config.js";
 import { DISCORD_ACTIONS } from "../services/channel-discord/actions.js";
+import { MATRIX_ACTIONS } from "../services/channel-matrix/actions.js";
+import { SIGNAL_ACTIONS } from "../services/channel-signal/actions.js";
 import { SLACK_ACTIONS } from "../services/channel-slack/actions.js";
 import { TELEGRAM_ACTIONS } from "../services/channel-telegram/actions.js";
 import { WEB_ACTIONS } from "../services/channel-web/actions.js";
@@ -454,7 +456,7 @@ describe("system prompt: identity, reply tags, aliases, capabilities, always-on 
     const expected: Record<string, string> = {
       cli: "files", web: "files,canvas,reactions,edit,delete", telegram: "quote-replies,files,voice,reactions,edit,delete",
       discord: "quote-replies,files,voice,reactions,edit,delete", slack: "files,reactions,edit,delete", webhook: "quote-replies,files",
-      "openai-http": "none", matrix: "quote-replies,files", signal: "quote-replies,files", "no-such-channel": "none",
+      "openai-http": "none", matrix: "quote-replies,files,reactions,edit,delete", signal: "quote-replies,files,reactions,edit,delete", "no-such-channel": "none",
     };
     for (const [channel, caps] of Object.entries(expected)) {
       const p = buildSystemPrompt({ ...base, channel });
@@ -468,7 +470,7 @@ describe("system prompt: identity, reply tags, aliases, capabilities, always-on 
 
   it("the capability table covers every channel and agrees with the channels' message actions", () => {
     for (const channel of CHANNELS) assert.ok(Object.hasOwn(CHANNEL_CAPABILITIES, channel), `${channel} has a row`);
-    const actions: Record<string, readonly string[]> = { discord: DISCORD_ACTIONS, slack: SLACK_ACTIONS, telegram: TELEGRAM_ACTIONS, web: WEB_ACTIONS };
+    const actions: Record<string, readonly string[]> = { discord: DISCORD_ACTIONS, slack: SLACK_ACTIONS, telegram: TELEGRAM_ACTIONS, web: WEB_ACTIONS, matrix: MATRIX_ACTIONS, signal: SIGNAL_ACTIONS };
     for (const [channel, ops] of Object.entries(actions)) {
       const caps = channelCapabilities(channel);
       assert.equal(caps.includes("reactions"), ops.includes("react"), `${channel} react`);

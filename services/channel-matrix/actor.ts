@@ -8,14 +8,16 @@
  * attachment uploaded and sent as its own m.image / m.audio / m.video / m.file. Every PUT carries
  * a transaction id derived from the delivery id and the part (send.ts), so a retried delivery is
  * never posted twice. While a run writes, the room shows the bot typing. Rooms with more than two
- * members are groups: the router's mention gating (routing.groups) applies there.
+ * members are groups: the router's mention gating (routing.groups) applies there. A thread
+ * (m.thread) is a conversation of its own, answered in the thread (`threads: "thread"`, inbound.ts,
+ * send.ts). The `message` tool's react, edit and delete: actions.ts.
  * End-to-end encrypted rooms are not supported: one notice per room says so (batch.ts), and
  * nothing else is ever sent there: a delivery or typing into a room known (or found, from its
  * state) to be encrypted fails for good, saying why (encryption.ts).
  */
 import { join } from "node:path";
 import { LurkError } from "../../shared/contract/index.js";
-import { defineChannelActor } from "../../shared/runtime/channel/index.js";
+import { defineChannelActor, DeliveryError } from "../../shared/runtime/channel/index.js";
 import { RunTyping } from "../../shared/runtime/channel/run-typing.js";
 import { matrixChannelSchema } from "../../shared/runtime/config-channels.js";
 import { registerSecret } from "../../shared/runtime/logger.js";
@@ -23,9 +25,10 @@ import { MatrixApi } from "./api.js";
 import { BatchHandler } from "./batch.js";
 import { EncryptionGate } from "./encryption.js";
 import { sendAttachment } from "./files.js";
-import { roomOf, type BotIdentity } from "./inbound.js";
+import { MATRIX_ACTIONS, MatrixActions } from "./actions.js";
+import { isEventId, roomOf, targetOf, type BotIdentity } from "./inbound.js";
 import { MatrixState } from "./rooms.js";
-import { textContent, toDeliveryError, txnIdFor } from "./send.js";
+import { textContent, toDeliveryError, txnIdFor, type Relation } from "./send.js";
 import { SyncLoop } from "./sync.js";
 
 export const MATRIX_TEXT_LIMIT = 8000;
@@ -65,24 +68,35 @@ export const definition = defineChannelActor({
     });
     const gate = new EncryptionGate(api, state);
     const batches = new BatchHandler(ctx, api, state, bot, typing, gate);
+    const actions = new MatrixActions(api, state, gate, userId);
     const loop = new SyncLoop({ api, state, log, timeoutMs: settings.syncTimeoutMs, handle: (batch, since) => batches.handle(batch, since) });
     loop.start();
     log.info({ homeserver: new URL(homeserverUrl).origin, userId, displayName, resumed: state.since !== undefined }, state.since ? "matrix channel syncing (resumed)" : "matrix channel syncing (first start: history skipped)");
 
     return {
       textLimit: MATRIX_TEXT_LIMIT,
+      actions: MATRIX_ACTIONS,
+      act: (request, dctx) => actions.act(request, dctx),
       async deliver(part, dctx) {
         const msg = part.message;
-        const roomId = roomOf(msg.conversation);
+        let target;
+        try {
+          target = targetOf(msg.conversation);
+        } catch (err) {
+          throw new DeliveryError((err as Error).message, { permanent: true });
+        }
+        const { roomId, threadRoot } = target;
         // the first part answers the message (a reply tag's target, else the last message the run answers)
         const answered = part.replyToMessageId ?? (msg.kind === "reply" ? msg.replyTo.at(-1) : undefined);
-        const replyTo = part.index === 0 && answered?.startsWith("$") ? answered : undefined;
+        const replyTo = part.index === 0 && answered && isEventId(answered) ? answered : undefined;
+        // in a thread every part goes into it; the first answers the message (a real reply only when a tag asked)
+        const relation: Relation = { replyTo, ...(threadRoot ? { thread: threadRoot, realReply: part.index === 0 && part.replyToMessageId !== undefined } : {}) };
         await gate.assertSendable(roomId, part.attachments.length ? "file" : "reply", dctx.signal);
         const txnId = txnIdFor(dctx.deliveryId, part.index);
         const file = part.attachments[0];
-        if (file) return { platformMessageId: await sendAttachment(ctx, api, roomId, file, txnId, replyTo, dctx.signal) };
+        if (file) return { platformMessageId: await sendAttachment(ctx, api, roomId, file, txnId, relation, dctx.signal) };
         try {
-          const eventId = await api.send(roomId, txnId, textContent(part.text, { replyTo, notice: msg.kind === "notice" }), dctx.signal);
+          const eventId = await api.send(roomId, txnId, textContent(part.text, { ...relation, notice: msg.kind === "notice" }), dctx.signal);
           return { platformMessageId: eventId };
         } catch (err) {
           throw toDeliveryError(err);

@@ -12,8 +12,11 @@ import { safeParseJson } from "../../shared/contract/index.js";
 import { cappedDownload, downloadCapped } from "../../shared/runtime/channel/index.js";
 import { readBodyCapped, type CappedBody } from "../../shared/runtime/http-capped.js";
 import {
-  displayNameSchema, eventIdSchema, joinedMembersSchema, matrixErrorSchema, messagesSchema, roomIdSchema, syncResponseSchema, uploadSchema, whoamiSchema, type MessagesPage, type SyncResponse,
+  displayNameSchema, eventIdSchema, joinedMembersSchema, matrixErrorSchema, messagesSchema, relationsSchema, roomEventSchema, roomIdSchema, syncResponseSchema, uploadSchema, whoamiSchema,
+  type MessagesPage, type RoomEvent, type SyncResponse,
 } from "./wire.js";
+
+export type RelationsPage = z.output<typeof relationsSchema>;
 
 /** the most a JSON answer may weigh (a /sync batch after a long absence can be large): read as it streams, dropped beyond */
 const MAX_JSON_BYTES = 32 * 1024 * 1024;
@@ -148,9 +151,32 @@ export class MatrixApi {
   }
 
   /** PUT a message event with transaction id `txnId`: the same id again is the same event (idempotent). */
-  async send(roomId: string, txnId: string, content: Record<string, unknown>, signal?: AbortSignal): Promise<string> {
-    const got = await this.call("PUT", `/_matrix/client/v3/rooms/${seg(roomId)}/send/m.room.message/${seg(txnId)}`, eventIdSchema, { json: content, ...(signal ? { signal } : {}) });
+  send(roomId: string, txnId: string, content: Record<string, unknown>, signal?: AbortSignal): Promise<string> {
+    return this.sendEvent(roomId, "m.room.message", txnId, content, signal);
+  }
+
+  /** PUT an event of `type` (m.room.message, m.reaction) with transaction id `txnId` (idempotent). */
+  async sendEvent(roomId: string, type: string, txnId: string, content: Record<string, unknown>, signal?: AbortSignal): Promise<string> {
+    const got = await this.call("PUT", `/_matrix/client/v3/rooms/${seg(roomId)}/send/${seg(type)}/${seg(txnId)}`, eventIdSchema, { json: content, ...(signal ? { signal } : {}) });
     return got.event_id;
+  }
+
+  /** PUT /rooms/{roomId}/redact/{eventId}/{txnId}: removes an event's content (idempotent by `txnId`); returns the redaction's event id. */
+  async redact(roomId: string, eventId: string, txnId: string, signal?: AbortSignal): Promise<string> {
+    const got = await this.call("PUT", `/_matrix/client/v3/rooms/${seg(roomId)}/redact/${seg(eventId)}/${seg(txnId)}`, eventIdSchema, { json: {}, ...(signal ? { signal } : {}) });
+    return got.event_id;
+  }
+
+  /** GET /rooms/{roomId}/event/{eventId}: one event of the room (404 M_NOT_FOUND: not in this room, or not visible). */
+  event(roomId: string, eventId: string, signal?: AbortSignal): Promise<RoomEvent> {
+    return this.call("GET", `/_matrix/client/v3/rooms/${seg(roomId)}/event/${seg(eventId)}`, roomEventSchema, signal ? { signal } : {});
+  }
+
+  /** The events of `type` relating to `eventId` by `relType` (e.g. its m.annotation m.reaction events), a page at a time from `from`. */
+  relations(roomId: string, eventId: string, relType: string, type: string, opts: { from?: string | undefined; signal?: AbortSignal } = {}): Promise<RelationsPage> {
+    return this.call("GET", `/_matrix/client/v1/rooms/${seg(roomId)}/relations/${seg(eventId)}/${seg(relType)}/${seg(type)}`, relationsSchema, {
+      query: { limit: "100", from: opts.from }, ...(opts.signal ? { signal: opts.signal } : {}),
+    });
   }
 
   async typing(roomId: string, userId: string, typing: boolean, timeoutMs = 30_000): Promise<void> {

@@ -225,7 +225,7 @@ export class BatchHandler {
   }
 
   private async message(roomId: string, ev: RoomEvent): Promise<void> {
-    const mapped = eventToInbound(ev, roomId, await this.isDirect(roomId), this.bot, this.names.get(roomId, ev.sender));
+    const mapped = eventToInbound(ev, roomId, await this.isDirect(roomId), this.bot, this.names.get(roomId, ev.sender), { threads: this.ctx.settings.threads });
     if (!mapped) return;
     const { inbound, files } = mapped;
     if (files.length) inbound.attachments = await storeFiles(this.ctx, this.api, files);

@@ -6,15 +6,15 @@
  *    (the size the event announces is checked first: not downloaded) or the download failed. A
  *    media store that is down throws (the /sync batch is taken again: the file is not lost);
  *  - out: an attachment part is loaded from the store, uploaded (`/_matrix/media/v3/upload`) and
- *    sent as m.image / m.audio / m.video / m.file; a file the store cannot give for good is sent
- *    as the fallback text instead.
+ *    sent as m.image / m.audio / m.video / m.file (in the reply's thread, when it goes to one); a
+ *    file the store cannot give for good is sent as the fallback text instead.
  */
 import type { Attachment } from "../../shared/contract/index.js";
 import { outboundFileOrFallback, storeInboundFile, type ChannelContext } from "../../shared/runtime/channel/index.js";
 import type { MatrixChannelConfig } from "../../shared/runtime/config-channels.js";
 import type { MatrixApi } from "./api.js";
 import type { MatrixFile } from "./inbound.js";
-import { fileContent, textContent, toDeliveryError } from "./send.js";
+import { fileContent, textContent, toDeliveryError, type Relation } from "./send.js";
 
 type Ctx = ChannelContext<MatrixChannelConfig>;
 
@@ -23,13 +23,13 @@ export function storeFiles(ctx: Ctx, api: MatrixApi, files: MatrixFile[]): Promi
   return Promise.all(files.map((f) => storeInboundFile(ctx.rt.media, { kind: f.kind, mime: f.mime, name: f.name, size: f.size }, (maxBytes, signal) => api.download(f.mxc, maxBytes, signal), ctx.log, { retryUnavailable: true })));
 }
 
-/** Uploads one attachment and sends its message (or the fallback text) with `txnId`; returns the event id. */
-export async function sendAttachment(ctx: Ctx, api: MatrixApi, roomId: string, a: Attachment, txnId: string, replyTo: string | undefined, signal: AbortSignal): Promise<string> {
+/** Uploads one attachment and sends its message (or the fallback text) with `txnId` and `relation` (a reply, a thread); returns the event id. */
+export async function sendAttachment(ctx: Ctx, api: MatrixApi, roomId: string, a: Attachment, txnId: string, relation: Relation, signal: AbortSignal): Promise<string> {
   const loaded = await outboundFileOrFallback(ctx.rt.media, a, ctx.log);
   try {
-    if ("fallback" in loaded) return await api.send(roomId, txnId, textContent(loaded.fallback, { replyTo }), signal);
+    if ("fallback" in loaded) return await api.send(roomId, txnId, textContent(loaded.fallback, relation), signal);
     const mxc = await api.upload(loaded.file.bytes, loaded.file.mime, loaded.file.name, signal);
-    return await api.send(roomId, txnId, fileContent(loaded.file, mxc, replyTo), signal);
+    return await api.send(roomId, txnId, fileContent(loaded.file, mxc, relation), signal);
   } catch (err) {
     throw toDeliveryError(err);
   }

@@ -4,12 +4,18 @@
  * message id is the event id (unique across rooms), the conversation the encoded room id.
  * Taken: `m.room.message` with msgtype m.text, m.emote, m.image, m.audio, m.file, m.video (and
  * any other msgtype that has a body). Ignored: the bot's own events, m.notice (what bots send:
- * answering them makes two bots talk forever), edits (`m.replace`: the kit has no edits),
+ * answering them makes two bots talk forever), users' edits (`m.replace`: the original was answered),
  * redacted events (no msgtype) and encrypted files. A reply's fallback (the quoted `> <@user> …`
  * lines of `body`, `<mx-reply>` of the HTML) is cut; the replied-to event becomes `replyToMessageId`.
  * Mentioned: in a DM always; else `m.mentions.user_ids` naming the bot, the bot's user id or
  * display name in the text, or a matrix.to link to it in the HTML. A leading mention of the bot
  * ("Lurk: /new") is cut, so commands read the same in rooms.
+ * Threads (`m.relates_to.rel_type: "m.thread"`, `event_id` the thread's root), with `threads:
+ * "thread"` (the default): the conversation is the room and the root (`<roomId>,<rootId>`, so the
+ * reply goes into the thread), and in a group room the peer carries `topicId: <rootId>` (the
+ * router's `topic` session: one per thread); a DM room's thread keeps the DM's session. A thread
+ * message's `m.in_reply_to` with `is_falling_back` is no reply (clients put the thread's last event
+ * there). `threads: "room"`: threads are the room's conversation (answered in the room).
  */
 import { decodeToken, encodeToken, type Attachment } from "../../shared/contract/index.js";
 import type { InboundInput } from "../../shared/runtime/channel/index.js";
@@ -21,14 +27,27 @@ export interface BotIdentity { userId: string; displayName?: string | undefined 
 /** A file a message carries (downloaded by files.ts). */
 export interface MatrixFile { mxc: string; kind: Attachment["kind"]; mime: string; name?: string; size?: number }
 
-export const conversationOf = (roomId: string) => encodeToken(roomId);
+/** Where replies go: a room, and the root of the thread in it when there is one. */
+export interface MatrixTarget { roomId: string; threadRoot?: string }
 
-/** Reverses conversationOf; throws on a conversation that is not a Matrix room. */
-export function roomOf(conversation: string): string {
-  const roomId = decodeToken(conversation);
-  if (!/^![^\s:]+:\S+$/.test(roomId)) throw new Error(`"${conversation}" is not a Matrix room`);
-  return roomId;
+/** The longest conversation (a subject token: conversationSchema) */
+const MAX_CONVERSATION = 128;
+const EVENT_ID = /^\$[^\s,]{1,254}$/;
+/** whether `id` looks like an event id (`$…`, no whitespace or comma) */
+export const isEventId = (id: string) => EVENT_ID.test(id);
+
+/** The conversation of a room, or of a thread in it (`<roomId>,<rootEventId>`: a server name has no comma). */
+export const conversationOf = (roomId: string, threadRoot?: string) => encodeToken(threadRoot ? `${roomId},${threadRoot}` : roomId);
+
+/** Reverses conversationOf; throws on a conversation that is not a Matrix room (or thread). */
+export function targetOf(conversation: string): MatrixTarget {
+  const m = /^(![^\s:]+:[^\s,]+)(?:,(\$[^\s,]{1,254}))?$/.exec(decodeToken(conversation));
+  if (!m) throw new Error(`"${conversation}" is not a Matrix room`);
+  return { roomId: m[1]!, ...(m[2] ? { threadRoot: m[2] } : {}) };
 }
+
+/** The room of a conversation (a thread's: its room). */
+export const roomOf = (conversation: string): string => targetOf(conversation).roomId;
 
 const FILE_KINDS: Record<string, Attachment["kind"]> = { "m.image": "image", "m.audio": "audio", "m.video": "video", "m.file": "file" };
 const DEFAULT_MIME: Record<string, string> = { "m.image": "image/png", "m.audio": "audio/ogg", "m.video": "video/mp4", "m.file": "application/octet-stream" };
@@ -67,8 +86,24 @@ export interface MappedMessage {
   files: MatrixFile[];
 }
 
+export interface MapOptions {
+  /** `channels.matrix.threads` (default "thread") */
+  threads?: "thread" | "room";
+}
+
+/** The thread root of a message in a thread (undefined for one that is not, or a root the conversation cannot hold). */
+function threadRootOf(content: MessageContent, roomId: string): string | undefined {
+  const relation = content["m.relates_to"];
+  if (relation?.rel_type !== "m.thread" || !relation.event_id || !EVENT_ID.test(relation.event_id)) return undefined;
+  try {
+    return conversationOf(roomId, relation.event_id).length <= MAX_CONVERSATION ? relation.event_id : undefined;
+  } catch {
+    return undefined; // longer than a subject token takes
+  }
+}
+
 /** The inbound message (and its files) of a room event; undefined for what LurkBot does not take. */
-export function eventToInbound(ev: RoomEvent, roomId: string, direct: boolean, bot: BotIdentity, senderName?: string): MappedMessage | undefined {
+export function eventToInbound(ev: RoomEvent, roomId: string, direct: boolean, bot: BotIdentity, senderName?: string, opts: MapOptions = {}): MappedMessage | undefined {
   if (ev.type !== "m.room.message" || !ev.event_id || ev.sender === bot.userId) return undefined;
   const parsed = messageContentSchema.safeParse(ev.content);
   if (!parsed.success) return undefined;
@@ -89,13 +124,15 @@ export function eventToInbound(ev: RoomEvent, roomId: string, direct: boolean, b
   const mentioned = direct || mentions(content, raw, bot);
   const text = (content.msgtype === "m.emote" ? `* ${raw}` : withoutLeadingMention(raw, bot)).trim();
   if (!text && files.length === 0) return undefined;
-  const inReplyTo = relation?.["m.in_reply_to"]?.event_id;
+  const threadRoot = (opts.threads ?? "thread") === "thread" ? threadRootOf(content, roomId) : undefined;
+  // in a thread, a falling-back m.in_reply_to is the thread's last event, not what the user answers
+  const inReplyTo = threadRoot && relation?.is_falling_back === true ? undefined : relation?.["m.in_reply_to"]?.event_id;
   return {
     files,
     inbound: {
       id: ev.event_id,
-      conversation: conversationOf(roomId),
-      peer: direct ? { kind: "dm", id: ev.sender } : { kind: "group", id: roomId },
+      conversation: conversationOf(roomId, threadRoot),
+      peer: direct ? { kind: "dm", id: ev.sender } : { kind: "group", id: roomId, ...(threadRoot ? { topicId: threadRoot } : {}) },
       sender: { id: ev.sender, ...(senderName ? { name: senderName.slice(0, 200) } : {}) },
       text,
       mentioned,

@@ -67,11 +67,27 @@ export const syncResponseSchema = z.object({
 }).loose();
 export type SyncResponse = z.infer<typeof syncResponseSchema>;
 
-/** `m.relates_to` of a message: a reply (`m.in_reply_to`) or another relation (`rel_type`, e.g. m.replace). */
+/**
+ * `m.relates_to` of a message: a reply (`m.in_reply_to`) or another relation (`rel_type`, e.g.
+ * m.replace, m.thread with `event_id` the thread's root; in a thread `is_falling_back: true` says
+ * the `m.in_reply_to` is only there for clients without threads, not a real reply).
+ */
 const relatesToSchema = z.object({
   rel_type: z.string().optional(),
   event_id: z.string().optional(),
+  is_falling_back: z.boolean().optional(),
   "m.in_reply_to": z.object({ event_id: z.string().min(1).max(255) }).loose().optional(),
+}).loose();
+
+/** GET /_matrix/client/v1/rooms/{roomId}/relations/{eventId}/{relType}/{eventType}: a page of the events relating to one */
+export const relationsSchema = z.object({
+  chunk: z.array(z.unknown()).default([]),
+  next_batch: z.string().max(4096).optional(),
+}).loose();
+
+/** `m.reaction` content: an annotation (`key`: the emoji) of `event_id` */
+export const reactionContentSchema = z.object({
+  "m.relates_to": z.object({ rel_type: z.literal("m.annotation"), event_id: z.string(), key: z.string() }).loose(),
 }).loose();
 
 const mediaInfoSchema = z.object({

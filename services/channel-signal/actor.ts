@@ -7,8 +7,9 @@
  * (sendTyping, renewed every 10 s, stopped at the end); a read receipt is sent when asked.
  * Out: the kit's durable deliveries through JSON-RPC `send`, markdown as plain text, chunked at
  * 2000 characters; the first part of a reply quotes the message it answers (quoteTimestamp +
- * quoteAuthor); each file is its own message (a data URI). signal-cli's HTTP has no
- * authentication, so a url off this machine is refused unless `allowRemote`.
+ * quoteAuthor); each file is its own message (a data URI). The `message` tool's react, edit and
+ * delete: actions.ts (sendReaction, send with editTimestamp, remoteDelete). signal-cli's HTTP has
+ * no authentication, so a url off this machine is refused unless `allowRemote`.
  */
 import { join } from "node:path";
 import { LurkError } from "../../shared/contract/index.js";
@@ -16,6 +17,7 @@ import { defineChannelActor, DeliveryError, isUnstorable, publishWatched, toPlai
 import { RunTyping } from "../../shared/runtime/channel/run-typing.js";
 import { signalChannelSchema, type SignalChannelConfig } from "../../shared/runtime/config-channels.js";
 import { isLoopbackUrl } from "../../shared/runtime/loopback-host.js";
+import { SIGNAL_ACTIONS, SignalActions } from "./actions.js";
 import { runEventStream } from "./events.js";
 import { outboundAttachment, storeMessageFiles } from "./files.js";
 import { platformMessageId, quoteOf, receiveToInbound, targetOf, type BotIdentity, type SignalReceive, type SignalTarget } from "./inbound.js";
@@ -143,8 +145,11 @@ export const definition = defineChannelActor({
       return typeof result?.timestamp === "number" ? platformMessageId(settings.account!, result.timestamp) : "";
     };
 
+    const actions = new SignalActions(rpc, bot);
     return {
       textLimit: SIGNAL_TEXT_LIMIT,
+      actions: SIGNAL_ACTIONS,
+      act: (request, dctx) => actions.act(request, dctx),
       async deliver(part, dctx) {
         let target: SignalTarget;
         try {

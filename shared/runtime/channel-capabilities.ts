@@ -26,8 +26,8 @@ export const CHANNEL_CAPABILITIES: Readonly<Record<string, readonly ChannelCapab
   slack: ["files", ...ACTIONS],
   webhook: ["quote-replies", "files"],
   "openai-http": [],
-  matrix: ["quote-replies", "files"],
-  signal: ["quote-replies", "files"],
+  matrix: ["quote-replies", "files", ...ACTIONS],
+  signal: ["quote-replies", "files", ...ACTIONS],
 };
 
 /** The channel's capabilities in CHANNEL_CAPABILITY_NAMES order; none for an unknown channel. */

@@ -255,6 +255,8 @@ export const matrixChannelSchema = z.object({
   syncTimeoutMs: z.number().int().min(0).max(120_000).default(30_000),
   /** after a gap (downtime, a busy spell): how many older events of one room are fetched (/messages) beyond the sync's 50; older ones are skipped with a warning */
   catchUpMax: z.number().int().min(0).max(10_000).default(1_000),
+  /** a message in a thread (m.thread): "thread" = a session of its own (a room's thread: type topic), answered in the thread; "room" = the room's session, answered in the room */
+  threads: z.enum(["thread", "room"]).default("thread"),
 }).superRefine((s, ctx) => {
   if (s.enabled && !s.homeserverUrl) ctx.addIssue({ code: "custom", path: ["homeserverUrl"], message: "required: the homeserver's address, e.g. https://matrix.example.org" });
   if (s.enabled && !s.userId) ctx.addIssue({ code: "custom", path: ["userId"], message: "required: the bot account, e.g. @lurkbot:example.org" });

@@ -2,9 +2,14 @@
  * A local Matrix homeserver for the channel tests, speaking the Client-Server API v3 wire format
  * the channel uses: `GET /_matrix/client/v3/sync` (a `next_batch` per stream position; with
  * `since` it long-polls up to `timeout` ms for anything newer; without it, the initial sync:
- * rooms with their state and latest timeline, invites), `PUT /rooms/{roomId}/send/m.room.message/{txnId}`
+ * rooms with their state and latest timeline, invites), `PUT /rooms/{roomId}/send/{eventType}/{txnId}`
  * (a txnId already used by this access token answers the event it created, as Synapse does:
- * nothing is posted twice), `POST /_matrix/media/v3/upload`, `GET /_matrix/client/v1/media/download`
+ * nothing is posted twice; a second `m.reaction` of the bot with the same key to the same event
+ * is 400 M_DUPLICATE_ANNOTATION), `PUT /rooms/{roomId}/redact/{eventId}/{txnId}` (the same dedup;
+ * the event's content is emptied and `unsigned.redacted_because` set; 404 for an event not in
+ * the room), `GET /rooms/{roomId}/event/{eventId}` (404 M_NOT_FOUND when not in the room),
+ * `GET /_matrix/client/v1/rooms/{roomId}/relations/{eventId}/{relType}/{eventType}` (one page,
+ * newest first), `POST /_matrix/media/v3/upload`, `GET /_matrix/client/v1/media/download`
  * (authenticated; `legacyMediaOnly` makes it answer 404 M_UNRECOGNIZED like an older server, and
  * `/_matrix/media/v3/download` serves instead), typing, join, leave, joined_members, whoami,
  * profile displayname, `GET /rooms/{roomId}/state/m.room.encryption` (404 M_NOT_FOUND when the
@@ -17,7 +22,8 @@
  * in `streamed` how much was written before the client hung up. Every call needs the bot's bearer
  * token (401 M_UNKNOWN_TOKEN otherwise), except the legacy download.
  * The test acts as the users: `createRoom`, `userMessage`, `invite`, `enableEncryption`; it reads
- * what the bot sent in `sends` (each PUT, retries included) and `roomEvents`; `failNext` scripts
+ * what the bot sent in `sends` (each PUT send, retries included), `redactions` (each PUT redact),
+ * `roomEvents`, `reactions` and `shown` (an event's content after edits); `failNext` scripts
  * errors.
  */
 import { randomBytes } from "node:crypto";
@@ -34,6 +40,7 @@ export interface MxEvent {
   state_key?: string;
   content: Record<string, unknown>;
   room_id: string;
+  unsigned?: Record<string, unknown>;
   /** stream position */
   pos: number;
 }
@@ -49,7 +56,8 @@ interface Failure {
   stream?: { bytes: number; chunk: number; delayMs: number };
 }
 
-export interface SendRecord { roomId: string; txnId: string; content: Record<string, unknown>; eventId?: string; status: number; at: number }
+export interface SendRecord { roomId: string; txnId: string; content: Record<string, unknown>; eventId?: string; status: number; at: number; type: string }
+export interface RedactRecord { roomId: string; eventId: string; txnId: string; redactionId?: string; status: number }
 
 export class FakeMatrixServer {
   readonly token = `syt_${randomBytes(18).toString("base64url")}`;
@@ -58,6 +66,8 @@ export class FakeMatrixServer {
   displayName = "Lurk";
   /** every PUT send the bot made (a retried one appears again with the same txnId) */
   readonly sends: SendRecord[] = [];
+  /** every PUT redact the bot made */
+  readonly redactions: RedactRecord[] = [];
   readonly typing: { roomId: string; typing: boolean }[] = [];
   readonly joins: string[] = [];
   readonly uploads: { name: string; mime: string; bytes: Buffer; mxc: string }[] = [];
@@ -100,7 +110,7 @@ export class FakeMatrixServer {
     await closeLoopback(this.server);
   }
 
-  /** The next `count` calls of `op` ("sync", "send", "upload", "join", "typing", "download") fail as given. */
+  /** The next `count` calls of `op` ("sync", "send", "redact", "upload", "join", "typing", "download") fail as given. */
   failNext(op: string, failure: Failure, count = 1): void {
     const list = this.failures.get(op) ?? [];
     for (let i = 0; i < count; i++) list.push(failure);
@@ -165,6 +175,24 @@ export class FakeMatrixServer {
     return (this.rooms.get(roomId)?.events ?? []).filter((e) => e.sender === this.userId && e.type === "m.room.message");
   }
 
+  /** The bot's reactions in a room that are not redacted: reacted event id and key. */
+  reactions(roomId: string): { eventId: string; key: string; reactionId: string }[] {
+    return (this.rooms.get(roomId)?.events ?? []).filter((e) => e.sender === this.userId && e.type === "m.reaction" && !e.unsigned?.redacted_because).map((e) => {
+      const rel = e.content["m.relates_to"] as { event_id: string; key: string };
+      return { eventId: rel.event_id, key: rel.key, reactionId: e.event_id };
+    });
+  }
+
+  /** An event's content as clients show it: the newest edit's m.new_content, `{}` once redacted. */
+  shown(roomId: string, eventId: string): Record<string, unknown> | undefined {
+    const events = this.rooms.get(roomId)?.events ?? [];
+    const ev = events.find((e) => e.event_id === eventId);
+    if (!ev || ev.unsigned?.redacted_because) return ev ? {} : undefined;
+    const edit = events.findLast((e) => e.sender === ev.sender && (e.content["m.relates_to"] as { rel_type?: string; event_id?: string } | undefined)?.rel_type === "m.replace"
+      && (e.content["m.relates_to"] as { event_id: string }).event_id === eventId);
+    return (edit?.content["m.new_content"] as Record<string, unknown> | undefined) ?? ev.content;
+  }
+
   addMedia(bytes: Buffer, mime: string): string {
     const id = `m${this.nextId++}${randomBytes(4).toString("hex")}`;
     this.media.set(id, { bytes, mime });
@@ -196,8 +224,27 @@ export class FakeMatrixServer {
     if (req.method === "GET" && path === "/_matrix/client/v3/account/whoami") return sendJson(res, 200, { user_id: this.userId, device_id: this.deviceId });
     if (req.method === "GET" && (m = /^\/_matrix\/client\/v3\/profile\/([^/]+)\/displayname$/.exec(path))) return sendJson(res, 200, { displayname: this.displayName });
     if (req.method === "GET" && path === "/_matrix/client/v3/sync") return this.sync(url, res);
-    if (req.method === "PUT" && (m = /^\/_matrix\/client\/v3\/rooms\/([^/]+)\/send\/m\.room\.message\/([^/]+)$/.exec(path))) {
-      return this.send(decodeURIComponent(m[1]!), decodeURIComponent(m[2]!), json(), res);
+    if (req.method === "PUT" && (m = /^\/_matrix\/client\/v3\/rooms\/([^/]+)\/send\/([^/]+)\/([^/]+)$/.exec(path))) {
+      return this.send(decodeURIComponent(m[1]!), decodeURIComponent(m[3]!), json(), res, decodeURIComponent(m[2]!));
+    }
+    if (req.method === "PUT" && (m = /^\/_matrix\/client\/v3\/rooms\/([^/]+)\/redact\/([^/]+)\/([^/]+)$/.exec(path))) {
+      return this.redact(decodeURIComponent(m[1]!), decodeURIComponent(m[2]!), decodeURIComponent(m[3]!), res);
+    }
+    if (req.method === "GET" && (m = /^\/_matrix\/client\/v3\/rooms\/([^/]+)\/event\/([^/]+)$/.exec(path))) {
+      const room = this.rooms.get(decodeURIComponent(m[1]!));
+      if (!room?.members.has(this.userId)) return sendJson(res, 403, { errcode: "M_FORBIDDEN", error: "not in the room" });
+      const ev = room.events.find((e) => e.event_id === decodeURIComponent(m![2]!));
+      if (!ev) return sendJson(res, 404, { errcode: "M_NOT_FOUND", error: "Event not found." });
+      const { pos: _p, ...out } = ev;
+      return sendJson(res, 200, out);
+    }
+    if (req.method === "GET" && (m = /^\/_matrix\/client\/v1\/rooms\/([^/]+)\/relations\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(path))) {
+      const room = this.rooms.get(decodeURIComponent(m[1]!));
+      if (!room?.members.has(this.userId)) return sendJson(res, 403, { errcode: "M_FORBIDDEN", error: "not in the room" });
+      const [target, relType, type] = [m[2]!, m[3]!, m[4]!].map(decodeURIComponent);
+      const chunk = room.events.filter((e) => e.type === type && (e.content["m.relates_to"] as { rel_type?: string; event_id?: string } | undefined)?.rel_type === relType
+        && (e.content["m.relates_to"] as { event_id?: string }).event_id === target).reverse().map(({ pos: _p, ...e }) => e);
+      return sendJson(res, 200, { chunk });
     }
     if (req.method === "PUT" && (m = /^\/_matrix\/client\/v3\/rooms\/([^/]+)\/typing\/([^/]+)$/.exec(path))) {
       const f = this.takeFailure("typing");
@@ -286,30 +333,69 @@ export class FakeMatrixServer {
     res.end(item.bytes);
   }
 
-  private send(roomId: string, txnId: string, content: Record<string, unknown>, res: ServerResponse): void {
+  private send(roomId: string, txnId: string, content: Record<string, unknown>, res: ServerResponse, type: string): void {
     const f = this.takeFailure("send");
+    const at = Date.now();
     if (f && !f.afterStore) {
-      this.sends.push({ roomId, txnId, content, status: f.status, at: Date.now() });
+      this.sends.push({ roomId, txnId, content, status: f.status, at, type });
       return this.fail(res, f);
     }
     const room = this.rooms.get(roomId);
     if (!room?.members.has(this.userId)) {
-      this.sends.push({ roomId, txnId, content, status: 403, at: Date.now() });
+      this.sends.push({ roomId, txnId, content, status: 403, at, type });
       return sendJson(res, 403, { errcode: "M_FORBIDDEN", error: "not in the room" });
     }
-    const key = `${this.token}|${txnId}`;
+    // transactions are scoped by endpoint: a send's txnId is not a redaction's
+    const key = `${this.token}|send|${txnId}`;
     let eventId = this.txns.get(key);
+    if (!eventId && type === "m.reaction") {
+      const rel = content["m.relates_to"] as { event_id?: string; key?: string } | undefined;
+      if (this.reactions(roomId).some((r) => r.eventId === rel?.event_id && r.key === rel?.key)) {
+        this.sends.push({ roomId, txnId, content, status: 400, at, type });
+        return sendJson(res, 400, { errcode: "M_DUPLICATE_ANNOTATION", error: "Can't send same reaction twice" });
+      }
+    }
     if (!eventId) {
-      eventId = this.append(room, { type: "m.room.message", sender: this.userId, content }).event_id;
+      eventId = this.append(room, { type, sender: this.userId, content }).event_id;
       this.txns.set(key, eventId);
     }
     // afterStore: the event exists, but the answer is lost (a 502 from a proxy, say)
     if (f?.afterStore) {
-      this.sends.push({ roomId, txnId, content, eventId, status: f.status, at: Date.now() });
+      this.sends.push({ roomId, txnId, content, eventId, status: f.status, at, type });
       return this.fail(res, f);
     }
-    this.sends.push({ roomId, txnId, content, eventId, status: 200, at: Date.now() });
+    this.sends.push({ roomId, txnId, content, eventId, status: 200, at, type });
     sendJson(res, 200, { event_id: eventId });
+  }
+
+  private redact(roomId: string, eventId: string, txnId: string, res: ServerResponse): void {
+    const f = this.takeFailure("redact");
+    if (f && !f.afterStore) {
+      this.redactions.push({ roomId, eventId, txnId, status: f.status });
+      return this.fail(res, f);
+    }
+    const room = this.rooms.get(roomId);
+    if (!room?.members.has(this.userId)) {
+      this.redactions.push({ roomId, eventId, txnId, status: 403 });
+      return sendJson(res, 403, { errcode: "M_FORBIDDEN", error: "not in the room" });
+    }
+    const target = room.events.find((e) => e.event_id === eventId);
+    if (!target) {
+      this.redactions.push({ roomId, eventId, txnId, status: 404 });
+      return sendJson(res, 404, { errcode: "M_NOT_FOUND", error: "Event not found." });
+    }
+    const key = `${this.token}|redact|${txnId}`;
+    let redactionId = this.txns.get(key);
+    if (!redactionId) {
+      const redaction = this.append(room, { type: "m.room.redaction", sender: this.userId, content: { redacts: eventId } });
+      redactionId = redaction.event_id;
+      this.txns.set(key, redactionId);
+      target.content = {};
+      target.unsigned = { ...target.unsigned, redacted_because: { event_id: redactionId, sender: this.userId, type: "m.room.redaction" } };
+    }
+    this.redactions.push({ roomId, eventId, txnId, redactionId, status: f?.status ?? 200 });
+    if (f?.afterStore) return this.fail(res, f);
+    sendJson(res, 200, { event_id: redactionId });
   }
 
   private join(roomId: string, res: ServerResponse): void {

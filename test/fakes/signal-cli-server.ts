@@ -4,7 +4,12 @@
  *  - `POST /api/v1/rpc`: JSON-RPC 2.0 (Content-Type application/json, else 415), answers
  *    `{ jsonrpc, id, result }` or `{ jsonrpc, id, error: { code, message, data } }` with HTTP 200;
  *    methods version, listAccounts, send (recipient[] or groupId, message, attachments as data
- *    URIs, quoteTimestamp/quoteAuthor -> `{ timestamp, results }`), sendTyping, sendReceipt,
+ *    URIs, quoteTimestamp/quoteAuthor -> `{ timestamp, results }`; with `editTimestamp` an edit of
+ *    the bot's message of that timestamp), sendReaction (emoji, targetAuthor, targetTimestamp,
+ *    remove; one reaction per message and sender, a new emoji replaces it, as Signal does),
+ *    remoteDelete (targetTimestamp: the bot's own message), all as signal-cli 0.13 names their
+ *    JSON-RPC params (the cli's options in camelCase) and answering `{ timestamp, results }`;
+ *    `botMessages` and `reactions` hold the state they made; sendTyping, sendReceipt,
  *    getAttachment (`{ data: base64 }`; with `slowAnswers` written in 64 KiB pieces with a pause,
  *    recorded in `streamed` with whether the client hung up first), listGroups. `calls` records
  *    each; `failNext()` makes the next calls of a method answer a JSON-RPC error;
@@ -39,6 +44,10 @@ export class FakeSignalCli {
   readonly accountUuid = "a1b2c3d4-0000-4000-8000-00000000b07a";
   readonly alice = { number: "+15550002222", uuid: "c0ffee00-1111-4111-8111-00000000a11c", name: "Alice" };
   readonly calls: RpcCall[] = [];
+  /** what the bot sent, by timestamp: the text (after edits), each edit, whether it was deleted */
+  readonly botMessages = new Map<number, { to: string; text: string; edits: string[]; deleted: boolean }>();
+  /** the bot's reactions: `<targetAuthor>:<targetTimestamp>` -> emoji */
+  readonly reactions = new Map<string, string>();
   /** getAttachment answers stream slowly (64 KiB every `slowAnswers` ms) */
   slowAnswers = 0;
   /** each slow answer: bytes written of its total, whether all were, whether the client hung up first */
@@ -191,6 +200,26 @@ export class FakeSignalCli {
         if (this.slowAnswers > 0) return this.streamSlowly(res, JSON.stringify({ jsonrpc: "2.0", id, result: { data: a.bytes.toString("base64") } }));
         return ok({ data: a.bytes.toString("base64") });
       }
+      case "sendReaction":
+      case "remoteDelete": {
+        const recipients = Array.isArray(params.recipient) ? params.recipient as string[] : typeof params.recipient === "string" ? [params.recipient] : [];
+        if (recipients.length === 0 && !params.groupId) return sendJson(res, 200, { jsonrpc: "2.0", id, error: { code: -1, message: "No recipients given", data: null } });
+        const targetTimestamp = params.targetTimestamp;
+        if (typeof targetTimestamp !== "number" || !Number.isSafeInteger(targetTimestamp)) return sendJson(res, 200, { jsonrpc: "2.0", id, error: { code: -32602, message: "Invalid params: targetTimestamp is required", data: null } });
+        if (method === "remoteDelete") {
+          const mine = this.botMessages.get(targetTimestamp);
+          if (mine) mine.deleted = true;
+        } else {
+          if (typeof params.emoji !== "string" || !params.emoji || typeof params.targetAuthor !== "string" || !params.targetAuthor) {
+            return sendJson(res, 200, { jsonrpc: "2.0", id, error: { code: -32602, message: "Invalid params: emoji and targetAuthor are required", data: null } });
+          }
+          const key = `${params.targetAuthor}:${targetTimestamp}`;
+          if (params.remove === true) {
+            if (this.reactions.get(key) === params.emoji) this.reactions.delete(key);
+          } else this.reactions.set(key, params.emoji);
+        }
+        return ok({ timestamp: this.nextTimestamp(), results: this.results(recipients, params.groupId) });
+      }
       case "send": {
         const recipients = Array.isArray(params.recipient) ? params.recipient as string[] : typeof params.recipient === "string" ? [params.recipient] : [];
         if (recipients.length === 0 && !params.groupId) return sendJson(res, 200, { jsonrpc: "2.0", id, error: { code: -1, message: "No recipients given", data: null } });
@@ -202,12 +231,25 @@ export class FakeSignalCli {
           return sendJson(res, 200, { jsonrpc: "2.0", id, error: { code: -3, message: "Failed to send message: invalid attachment (AttachmentInvalidException)", data: null } });
         }
         const timestamp = this.nextTimestamp();
-        const results = recipients.map((r) => ({ recipientAddress: { uuid: r.startsWith("+") ? null : r, number: r.startsWith("+") ? r : null }, type: "SUCCESS" }));
-        return ok({ timestamp, results: params.groupId ? [{ recipientAddress: { uuid: this.alice.uuid, number: this.alice.number }, groupId: params.groupId, type: "SUCCESS" }] : results });
+        const text = typeof params.message === "string" ? params.message : "";
+        if (typeof params.editTimestamp === "number") {
+          const mine = this.botMessages.get(params.editTimestamp);
+          if (mine) {
+            mine.text = text;
+            mine.edits.push(text);
+          }
+        } else this.botMessages.set(timestamp, { to: String(params.groupId ?? recipients[0]), text, edits: [], deleted: false });
+        return ok({ timestamp, results: this.results(recipients, params.groupId) });
       }
       default:
         return sendJson(res, 200, { jsonrpc: "2.0", id, error: { code: -32601, message: "Method not implemented", data: null } });
     }
+  }
+
+  /** A send's per-recipient results (a group's: its other member). */
+  private results(recipients: string[], groupId: unknown): unknown[] {
+    if (groupId) return [{ recipientAddress: { uuid: this.alice.uuid, number: this.alice.number }, groupId, type: "SUCCESS" }];
+    return recipients.map((r) => ({ recipientAddress: { uuid: r.startsWith("+") ? null : r, number: r.startsWith("+") ? r : null }, type: "SUCCESS" }));
   }
 
   private async streamSlowly(res: ServerResponse, body: string): Promise<void> {
