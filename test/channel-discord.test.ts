@@ -201,7 +201,7 @@ describe("discord channel end to end", () => {
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(contents("2003").length, 1, "delivered once");
     const request = system.fake.requests.at(-1)!.body.messages.at(-1);
-    assert.equal(typeof request?.content === "string" ? request.content : "", "what's up", "the mention was cut");
+    assert.match(typeof request?.content === "string" ? request.content : "", /^what's up\n\[message_id: \d+\]$/, "the mention was cut (the platform id follows)");
   });
 
   it("in a plain guild channel answers only the message that mentions the bot", async () => {
@@ -212,7 +212,7 @@ describe("discord channel end to end", () => {
     await new Promise((r) => setTimeout(r, 500));
     assert.equal(system.fake.requests.length, 1, "one LLM request: the unmentioned message started no run");
     const request = system.fake.requests[0]!.body.messages.at(-1);
-    assert.equal(typeof request?.content === "string" ? request.content : "", "hello guild");
+    assert.match(typeof request?.content === "string" ? request.content : "", /^hello guild\n\[message_id: \d+\]$/);
     assert.deepEqual(contents("2004"), ["guild answer"]);
   });
 
@@ -339,7 +339,7 @@ describe("discord channel end to end", () => {
     assert.deepEqual(viaInteraction(i.id)[0]!.body.allowed_mentions, { parse: [] });
     assert.equal(discord.sent.filter((m) => m.channelId === "2020" && !m.via).length, 0, "no channel message, no draft");
     const request = system.fake.requests.at(-1)!.body.messages.at(-1);
-    assert.equal(typeof request?.content === "string" ? request.content : "", "hello by slash");
+    assert.equal(typeof request?.content === "string" ? request.content : "", `hello by slash\n[message_id: interaction:${i.id}]`);
   });
 
   it("a long reply to an interaction: the first part edits @original, the others are follow-ups", async () => {

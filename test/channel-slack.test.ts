@@ -174,7 +174,7 @@ describe("slack channel end to end", () => {
     const out = slack.sent.filter((m) => m.channel === "C0002" && m.method === "chat.postMessage");
     assert.ok(out.length >= 1 && out.every((m) => m.body.thread_ts === root), "posted into the thread");
     const request = system.fake.requests.at(-1)!.body.messages.at(-1);
-    assert.equal(typeof request?.content === "string" ? request.content : "", "what's up", "the mention was cut");
+    assert.match(typeof request?.content === "string" ? request.content : "", /^what's up\n\[message_id: [A-Z0-9]+:\d+\.\d+\]$/, "the mention was cut (the platform id follows)");
   });
 
   it("acknowledges an envelope only after the message is stored, and processes a redelivery once", async () => {

@@ -564,7 +564,7 @@ describe("telegram channel in webhook mode", () => {
     const hook = telegram.webhook!;
     assert.equal(hook.url, PUBLIC_URL);
     assert.match(hook.secretToken ?? "", /^[A-Za-z0-9_-]{16,256}$/, "a generated secret Telegram accepts");
-    assert.deepEqual(hook.allowedUpdates, ["message", "callback_query"]);
+    assert.deepEqual(hook.allowedUpdates, ["message", "callback_query", "message_reaction"]);
     assert.equal(hook.dropPending, false);
     const stored = JSON.parse(readFileSync(join(system.nats.home, "credentials", "channels.json"), "utf8"));
     assert.equal(stored.telegram?.webhookSecret, hook.secretToken, "kept in channels.json like other channel secrets");

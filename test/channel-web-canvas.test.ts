@@ -282,8 +282,8 @@ describe("web channel canvas", () => {
     assert.equal(line.entry.text, expected);
     await c.next((f) => f.type === "entry" && f.entry.text === "Welcome, Ada!", "the agent's answer to the press");
     const asked = system.fake.requests[system.fake.requests.length - 1]!.body.messages;
-    assert.equal(messageText(asked[asked.length - 1]), expected, "the model got the action as the user's message");
-    assert.ok(asked.some((m) => m.role === "user" && messageText(m) === "show me a sign-up form"), "in the same session as the form");
+    assert.equal(messageText(asked[asked.length - 1]), `${expected}\n[message_id: ${press}]`, "the model got the action as the user's message (with its id)");
+    assert.ok(asked.some((m) => m.role === "user" && messageText(m).startsWith("show me a sign-up form\n[message_id: ")), "in the same session as the form");
     c.close();
   });
 
@@ -517,7 +517,7 @@ describe("web channel canvas", () => {
     assert.equal((await lastWebInbound(system))?.text, expected);
     await c.next((f) => f.type === "entry" && f.entry.text === "Booked for Christmas Eve.", "the agent's answer");
     const asked = system.fake.requests[system.fake.requests.length - 1]!.body.messages;
-    assert.equal(messageText(asked[asked.length - 1]), expected, "the model got the values");
+    assert.equal(messageText(asked[asked.length - 1]), `${expected}\n[message_id: ${id}]`, "the model got the values");
     c.close();
   });
 

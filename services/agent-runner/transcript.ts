@@ -1,6 +1,8 @@
 /**
  * Transcript records <-> LLM messages, and what a redelivered run already did.
- *  - `message` records are sent as they are; `system_event` becomes a user note prefixed
+ *  - `message` records are sent as they are, a user's chat message with its platform id after it
+ *    (`[message_id: …]`, from the input's `messageId`, kept in the record's meta: the `message`
+ *    tool's react takes it); `system_event` becomes a user note prefixed
  *    "[system event]"; `compaction_summary` a user note; `context_note` and `run_marker` are
  *    app-only and never sent. Records before the latest compaction summary's kept part are
  *    not sent either (compaction-view.ts). Of a block of pending system events (recorded for
@@ -15,6 +17,7 @@ import {
 } from "../../shared/contract/index.js";
 import { formatBytes } from "../../shared/runtime/media.js";
 import { capPendingSystemEvents } from "../../shared/runtime/system-events.js";
+import { oneLineText } from "../../shared/runtime/prompt-text.js";
 import { compactedView, messageRecordIds, summaryNote } from "./compaction-view.js";
 import { documentFormat, type DocumentFormat } from "./document-types.js";
 import { NO_TEXT_PDF, pdfDocumentBlock } from "./pdf-input.js";
@@ -25,7 +28,7 @@ export function inputRecords(req: RunRequest, now = Date.now()): TranscriptRecor
 }
 
 function inputRecord(id: string, runId: string, input: RunInput, now: number, extraMeta: Record<string, unknown> = {}): TranscriptRecord {
-  const metaFields = { ...(input.sourceId ? { sourceId: input.sourceId } : {}), ...extraMeta };
+  const metaFields = { ...(input.sourceId ? { sourceId: input.sourceId } : {}), ...(input.messageId && input.kind === "user" ? { messageId: input.messageId } : {}), ...extraMeta };
   const meta = Object.keys(metaFields).length > 0 ? metaFields : undefined;
   if (input.kind === "system_event") return { id, ts: now, runId, kind: "system_event", text: input.text, ...(meta ? { meta } : {}) };
   const content: UserMessage["content"] = [];
@@ -87,7 +90,11 @@ export function recordsToMessages(records: TranscriptRecord[]): LlmMessage[] {
   const view = capPendingSystemEvents(compactedView(records));
   messageRecordIds.register(view);
   for (const r of view) {
-    if (r.kind === "message" && r.message) out.push(r.message);
+    if (r.kind === "message" && r.message) {
+      const message = withMessageId(r.message, r.meta?.messageId);
+      if (message !== r.message) messageRecordIds.set(message, r.id); // the compactor names records by message object
+      out.push(message);
+    }
     else if (r.kind === "system_event" && r.text) out.push(note(`[system event] ${r.text}`));
     else if (r.kind === "compaction_summary" && r.text) out.push(summaryNote(r.text));
   }
@@ -95,6 +102,12 @@ export function recordsToMessages(records: TranscriptRecord[]): LlmMessage[] {
 }
 
 const note = (text: string): UserMessage => ({ role: "user", content: [{ type: "text", text }] });
+
+/** A user's chat message with its platform id as a last text block (ids are the platform's: kept to one line). */
+function withMessageId(message: LlmMessage, messageId: unknown): LlmMessage {
+  if (message.role !== "user" || typeof messageId !== "string" || messageId === "") return message;
+  return { ...message, content: [...message.content, { type: "text", text: `[message_id: ${oneLineText(messageId, 400)}]` }] };
+}
 
 /** Repairs tool call/result pairing (see the file comment). */
 export function sanitizeMessages(messages: LlmMessage[]): LlmMessage[] {

@@ -10,7 +10,8 @@
  * a message's attachments are stored in the media store before it is published; an attachment
  * part of a delivery is posted as a file message (OGG/Opus audio as a native voice message).
  * Slash commands (commands.ts, interactions.ts): registered once the gateway is ready (the
- * application id comes with READY); an INTERACTION_CREATE is answered deferred and published like
+ * application id comes with READY); users' reactions (MESSAGE_REACTION_ADD/REMOVE, reactions.ts)
+ * go to the kit's publishReaction; an INTERACTION_CREATE is answered deferred and published like
  * a message, and the reply edits the deferred message and follows it up through the interaction's webhook.
  */
 import { REST } from "@discordjs/rest";
@@ -25,9 +26,12 @@ import { messageToInbound, type DcMessage } from "./inbound.js";
 import { deliverToInteraction, InteractionStore, isInteractionMessageId, onInteraction, sweepSilentInteractions, type DcInteraction } from "./interactions.js";
 import { DISCORD_ACTIONS, discordAct } from "./actions.js";
 import { DiscordApi } from "./send.js";
+import { isReaction, reactionEvent, type DcReaction } from "./reactions.js";
 
 export const DISCORD_TEXT_LIMIT = 2000;
-const INTENTS = GatewayIntentBits.Guilds | GatewayIntentBits.GuildMessages | GatewayIntentBits.DirectMessages | GatewayIntentBits.MessageContent;
+/** reactions (reactions.ts) need the two *MessageReactions intents (not privileged) */
+export const INTENTS = GatewayIntentBits.Guilds | GatewayIntentBits.GuildMessages | GatewayIntentBits.DirectMessages | GatewayIntentBits.MessageContent
+  | GatewayIntentBits.GuildMessageReactions | GatewayIntentBits.DirectMessageReactions;
 
 async function onMessage(ctx: ChannelContext<DiscordChannelConfig>, api: DiscordApi, botId: string, drafts: DraftMessages<string>, msg: DcMessage): Promise<void> {
   if (msg.author.id === botId || msg.author.bot) return;
@@ -36,6 +40,17 @@ async function onMessage(ctx: ChannelContext<DiscordChannelConfig>, api: Discord
   if (!inbound) return;
   if (msg.attachments?.length) inbound.attachments = await storeAttachments(ctx, msg.attachments);
   await publishWithDraft({ ctx, drafts, target: inbound.conversation }, inbound);
+}
+
+/** A user's reaction (added or removed) -> the kit (filtered there by reactionNotifications); a malformed payload is dropped. */
+async function onReaction(ctx: ChannelContext<DiscordChannelConfig>, api: DiscordApi, botId: string, d: DcReaction, action: "added" | "removed"): Promise<void> {
+  if (!isReaction(d)) {
+    ctx.log.warn({ action }, "a Discord reaction event without its ids or emoji; dropped");
+    return;
+  }
+  if (d.user_id === botId) return;
+  const info = d.guild_id !== undefined ? await api.channelInfo(d.channel_id) : { id: d.channel_id, isThread: false };
+  await ctx.publishReaction(reactionEvent(d, action, botId, info));
 }
 
 export const definition = defineChannelActor({
@@ -74,6 +89,9 @@ export const definition = defineChannelActor({
           resolve();
         } else if (data.t === GatewayDispatchEvents.MessageCreate && botId) {
           onMessage(ctx, api, botId, drafts, data.d as unknown as DcMessage).catch((err) => log.error({ err, messageId: data.d.id }, "could not take a Discord message"));
+        } else if ((data.t === GatewayDispatchEvents.MessageReactionAdd || data.t === GatewayDispatchEvents.MessageReactionRemove) && botId) {
+          const action = data.t === GatewayDispatchEvents.MessageReactionAdd ? "added" : "removed";
+          onReaction(ctx, api, botId, data.d as unknown as DcReaction, action).catch((err) => log.error({ err }, "could not take a Discord reaction"));
         } else if (data.t === GatewayDispatchEvents.InteractionCreate && botId) {
           onInteraction(ctx, api, interactions, data.d as unknown as DcInteraction).catch((err) => log.error({ err, interactionId: data.d.id }, "could not take a Discord interaction"));
         }

@@ -10,7 +10,8 @@
  * and threads are gated by mention in the router. Files (files.ts): a message's files are stored
  * in the media store before it is published (and so before the ACK: a redelivery that arrives
  * while they download waits for the same work); an attachment part of a delivery is uploaded.
- * Tables go out as code blocks; the message tool's react/edit/delete: actions.ts.
+ * Tables go out as code blocks; the message tool's react/edit/delete: actions.ts. Users'
+ * reactions (reaction_added/removed events, reactions.ts) go to the kit's publishReaction.
  */
 import { SocketModeClient } from "@slack/socket-mode";
 import { LogLevel, WebClient, type Logger as SlackLogger } from "@slack/web-api";
@@ -24,6 +25,7 @@ import {
 } from "./inbound.js";
 import { approvalBlocks, SlackApi } from "./send.js";
 import { SLACK_ACTIONS, slackAct } from "./actions.js";
+import { isReactionEvent, reactionEvent, type SlackReactionEvent } from "./reactions.js";
 
 export const SLACK_TEXT_LIMIT = 3900;
 /** errors after which a redelivery of the envelope cannot succeed either: acknowledged, logged */
@@ -82,7 +84,16 @@ function storeEvent(ctx: ChannelContext<SlackChannelConfig>, drafts: DraftMessag
 /** One Socket Mode envelope: stored first, acknowledged after (an error leaves it unacknowledged). */
 async function onEnvelope(ctx: ChannelContext<SlackChannelConfig>, api: SlackApi, bot: BotIdentity, drafts: DraftMessages<SlackTarget> | undefined, env: Envelope): Promise<void> {
   if (env.type === "events_api") {
-    const event = (env.body as { event?: SlackEvent } | undefined)?.event;
+    const body = env.body as { event?: SlackEvent & SlackReactionEvent; event_id?: unknown } | undefined;
+    if (body?.event && isReactionEvent(body.event.type)) {
+      // stored (or filtered out by the kit) before the ACK; a malformed one is acknowledged and dropped
+      const reaction = reactionEvent(body.event, body.event_id, bot);
+      if (reaction) await ctx.publishReaction(reaction);
+      else ctx.log.warn({ envelopeId: env.envelope_id }, "a Slack reaction event without its user, reaction or message; dropped");
+      await env.ack();
+      return;
+    }
+    const event = body?.event;
     const inbound = event ? eventToInbound(event, bot) : undefined;
     if (event && inbound) await storeEvent(ctx, drafts, event, inbound);
     await env.ack();

@@ -2,7 +2,8 @@
  * channel-telegram: a Telegram bot (Bot API through grammy's Api) <-> the bus, on the channel kit.
  * In: long polling (poller.ts) or a webhook (webhook.ts), as `mode` says (updates.ts) -> inbound.ts,
  * the message's files downloaded into the media store (files.ts) -> LURK_INBOUND, before the
- * update is confirmed (the next offset, or the webhook's 200); approval buttons come back as `/approve ID` / `/deny ID` from the person who pressed them.
+ * update is confirmed (the next offset, or the webhook's 200); approval buttons come back as `/approve ID` / `/deny ID` from the person who pressed them;
+ * users' reactions (`message_reaction`, reactions.ts) go to the kit's publishReaction.
  * Out: the kit's durable deliveries, chunked at 4096 characters (tables as code blocks), rendered
  * as Telegram HTML, then each attachment uploaded as its own message (files.ts); the message
  * tool's react/edit/delete (actions.ts);
@@ -21,6 +22,7 @@ import { conversationOf, filesOf, fullName, messageToInbound, peerOf, platformMe
 import { TELEGRAM_ACTIONS, telegramAct } from "./actions.js";
 import { editText, sendText, toDeliveryError } from "./send.js";
 import { receiveUpdates } from "./updates.js";
+import { reactionEvents, type TgMessageReaction } from "./reactions.js";
 
 export const TELEGRAM_TEXT_LIMIT = 4096;
 
@@ -33,6 +35,12 @@ async function handleUpdate(ctx: ChannelContext<TelegramChannelConfig>, access: 
     // downloaded before the message is stored: it carries the files' refs
     const attachments = await storeMessageFiles(ctx.rt.media, access, filesOf(message), ctx.log);
     await publishWithDraft({ ctx, drafts, target: targetOf(inbound.conversation) }, { ...inbound, attachments });
+    return;
+  }
+  const reaction = (update as { message_reaction?: TgMessageReaction }).message_reaction;
+  if (reaction) {
+    // stored (or filtered out, or dropped as malformed) before the update is confirmed
+    for (const event of reactionEvents(update.update_id, reaction, bot)) await ctx.publishReaction(event);
     return;
   }
   const query = update.callback_query;

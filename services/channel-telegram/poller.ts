@@ -12,8 +12,8 @@ import { tgSignal } from "./send.js";
 import { sleepUnlessAborted } from "../../shared/runtime/abortable-sleep.js";
 
 const BACKOFF_MS = [500, 1_000, 2_000, 5_000, 10_000];
-/** the update kinds the channel asks Telegram for (polling and webhook alike) */
-export const ALLOWED_UPDATES = ["message", "callback_query"] as const;
+/** the update kinds the channel asks Telegram for (polling and webhook alike; reactions need `message_reaction` listed) */
+export const ALLOWED_UPDATES = ["message", "callback_query", "message_reaction"] as const;
 
 export interface PollerOptions {
   api: Api;

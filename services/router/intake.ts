@@ -23,6 +23,9 @@ import type { RouterReplica, RouterState } from "./replica.js";
 import { routesFor, type Route } from "./resolve.js";
 import { queueSettingsFor, runOptionsFor, type SettingsCache } from "./settings.js";
 import { KeyedSerial } from "../../shared/runtime/keyed-serial.js";
+import { handleReaction } from "./reactions.js";
+import { channelCapabilities } from "../../shared/runtime/channel-capabilities.js";
+import type { SessionChain } from "./system-events.js";
 
 export interface IntakeDeps {
   rt: ActorRuntime;
@@ -36,6 +39,8 @@ export interface IntakeDeps {
   replica: Pick<RouterReplica, "groupContextChanged" | "handled" | "handledForgotten">;
   /** what the previous active router left in the replica */
   restored: Pick<RouterState, "groups" | "handled">;
+  /** the chain pending system events of a session are recorded through (reactions share it with injects) */
+  events: SessionChain;
 }
 
 export class Intake {
@@ -62,7 +67,12 @@ export class Intake {
     };
   }
 
-  async handle(msg: InboundMessage, delivery: DeliveryLike): Promise<void> {
+  async handle(msg: InboundMessage, delivery: DeliveryLike & { streamSeq?: number }): Promise<void> {
+    // a user's reaction: never a run, never an answer; a pending system event (reactions.ts)
+    if (msg.reaction) {
+      const { rt, pairing, commands, ended, events } = this.deps;
+      return handleReaction({ rt, pairing, lanes: commands.lanes, ended, events }, { ...msg, reaction: msg.reaction }, delivery.streamSeq ?? 0);
+    }
     const key = `${msg.channel}:${msg.id}`;
     if (delivery.redelivered && this.handled.has(key)) return;
     const { rt } = this.deps;
@@ -220,7 +230,8 @@ function messageRequest(msg: InboundMessage, route: Route, runId: string, text: 
     sessionType: route.sessionType,
     trigger: "message" as const,
     causationId: msg.id,
-    inputs: [{ kind: "user" as const, text, attachments: msg.attachments, sourceId: msg.id }],
+    // the platform id is shown to the model where the message tool can react to it
+    inputs: [{ kind: "user" as const, text, attachments: msg.attachments, sourceId: msg.id, ...(channelCapabilities(msg.channel).includes("reactions") ? { messageId: msg.id } : {}) }],
     origin: {
       channel: msg.channel,
       conversation: msg.conversation,

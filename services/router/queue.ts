@@ -76,11 +76,14 @@ export class Work {
   /** The user text of all inputs (steering sends one input). */
   combinedInput(): RunInput {
     const users = this.request.inputs.filter((i) => i.kind === "user");
+    // one input shows one platform id: the newest message's
+    const newest = users.findLast((i) => i.messageId)?.messageId;
     return {
       kind: "user",
       text: users.map((i) => i.text).join("\n"),
       attachments: users.flatMap((i) => i.attachments).slice(0, 32),
       ...(users[0]?.sourceId ? { sourceId: users[0].sourceId } : {}),
+      ...(newest ? { messageId: newest } : {}),
     };
   }
 

@@ -4,7 +4,8 @@
  * transcript tail says what is pending: an inject repeating the last pending event's text is
  * dropped (debug log); otherwise it is appended with `meta.pending`, and once more than
  * MAX_PENDING_SYSTEM_EVENTS wait, an info log says how many the next prompt leaves out.
- * Injects of one session are recorded one at a time (SessionChain), in the order they came.
+ * Injects of one session are recorded one at a time (SessionChain), in the order they came; users'
+ * reactions (reactions.ts) are recorded the same way, through the same chain.
  */
 import type { SystemInject } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
@@ -15,8 +16,19 @@ const TAIL_RECORDS = 8;
 
 export type Recorded = "recorded" | "repeat";
 
-export async function recordPendingEvent(rt: ActorRuntime, msg: SystemInject): Promise<Recorded> {
-  const id = `inject:${msg.id}`;
+/** A pending event to record: its transcript record id (the same for a redelivery), session, time, text and source. */
+export interface PendingEvent {
+  recordId: string;
+  sessionKey: string;
+  ts: number;
+  text: string;
+  source: string;
+}
+
+export const injectEvent = (msg: SystemInject): PendingEvent => ({ recordId: `inject:${msg.id}`, sessionKey: msg.sessionKey, ts: msg.ts, text: msg.text, source: msg.source });
+
+export async function recordPendingEvent(rt: ActorRuntime, msg: PendingEvent): Promise<Recorded> {
+  const id = msg.recordId;
   const { records } = await rt.client.call("sessions", "history", { sessionKey: msg.sessionKey, limit: TAIL_RECORDS });
   const tail = pendingTail(records);
   // a redelivery finds its own record: appending again is a no-op (same id)

@@ -26,7 +26,7 @@ import type { PairingStore } from "./pairing.js";
 import { SessionQueues, Work, type DeliveryLike } from "./queue.js";
 import type { RouterReplica, RouterState } from "./replica.js";
 import type { SettingsCache } from "./settings.js";
-import { recordPendingEvent, SessionChain } from "./system-events.js";
+import { injectEvent, recordPendingEvent, SessionChain } from "./system-events.js";
 
 const inboundOrInject = z.discriminatedUnion("type", [inboundMessageSchema, systemInjectSchema]);
 const RECONCILE_EVERY_MS = 5_000;
@@ -124,14 +124,13 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
     rt.emit("abort_requested", { runId, reason }, "info");
   };
 
+  // a session's injects (and users' reactions) one at a time, in order: the pending-event de-duplication and count read its tail
+  const injects = new SessionChain();
   const queues = new SessionQueues({ lanes, log: rt.log, dispatch, control, abort });
   const intake = new Intake({
-    rt, queues, settings: deps.settings, pairing: deps.pairing, ended, replica, restored: state,
+    rt, queues, settings: deps.settings, pairing: deps.pairing, ended, replica, restored: state, events: injects,
     commands: { rt, lanes, queues, settings: deps.settings, pairing: deps.pairing },
   });
-
-  // a session's injects one at a time, in order: the pending-event de-duplication and count read its tail
-  const injects = new SessionChain();
   const consumer = rt.consume({
     stream: STREAMS.inbound,
     consumer: CONSUMERS.router,
@@ -180,7 +179,7 @@ async function fromInject(msg: SystemInject, rt: ActorRuntime): Promise<RunReque
   }
   const entry = await ensureSession(rt, { sessionKey: msg.sessionKey, agentId: msg.agentId, sessionType: parsedKey.type });
   if (msg.wake !== "now") {
-    await recordPendingEvent(rt, msg);
+    await recordPendingEvent(rt, injectEvent(msg));
     return null;
   }
   const origin = msg.deliverTo === "last" ? entry.lastOrigin : msg.deliverTo === "none" ? undefined : msg.deliverTo;

@@ -55,6 +55,15 @@ export function streamingMode(s: { streaming?: StreamingMode | undefined; stream
   return s.streaming ?? (s.streamDrafts === false ? "off" : "draft");
 }
 
+/**
+ * Which users' reactions reach the agent (as system events of the session, seen on its next run;
+ * they never start one): "off" none, "own" (default) reactions to the assistant's own messages,
+ * "all" reactions to any message. A chat channel that reports reactions has it (channel kit,
+ * reactions.ts).
+ */
+export const reactionNotificationsSchema = z.enum(["off", "own", "all"]).default("own");
+export type ReactionNotifications = z.infer<typeof reactionNotificationsSchema>;
+
 /** `channels["openai-http"]`: the OpenAI-compatible HTTP API (services/channel-openai-http). */
 export const openaiHttpChannelSchema = z.object({
   ...channelBaseShape,
@@ -96,6 +105,8 @@ export const telegramChannelSchema = z.object({
   /** seconds one getUpdates long poll waits */
   pollTimeoutSec: z.number().int().min(0).max(50).default(30),
   ...streamingShape,
+  /** users' reactions to the agent: "off", "own" (to the assistant's messages; default) or "all" */
+  reactionNotifications: reactionNotificationsSchema,
   /** the least time between two edits of a draft, ms (Telegram limits edits per chat) */
   draftIntervalMs: z.number().int().min(200).max(60_000).default(1_500),
   /** how updates arrive: "polling" (getUpdates) or "webhook" (Telegram POSTs them to `webhookUrl`) */
@@ -122,6 +133,8 @@ export const discordChannelSchema = z.object({
   /** the REST API root (the gateway URL is asked from it) */
   apiRoot: z.url({ protocol: /^https?$/ }).default("https://discord.com/api"),
   ...streamingShape,
+  /** users' reactions to the agent: "off", "own" (to the assistant's messages; default) or "all" */
+  reactionNotifications: reactionNotificationsSchema,
   /** the least time between two draft edits, ms */
   draftIntervalMs: z.number().int().min(200).max(60_000).default(1_200),
   /** register the application (slash) commands at start: the generic one and the router's chat commands */
@@ -221,6 +234,8 @@ export const slackChannelSchema = z.object({
   /** the Web API root (apps.connections.open gives the Socket Mode URL) */
   apiUrl: z.url({ protocol: /^https?$/ }).default("https://slack.com/api/"),
   ...streamingShape,
+  /** users' reactions to the agent: "off", "own" (to the assistant's messages; default) or "all" */
+  reactionNotifications: reactionNotificationsSchema,
   /** the least time between two draft edits, ms (chat.update is rate limited per channel) */
   draftIntervalMs: z.number().int().min(200).max(60_000).default(1_500),
   /** the app's slash command (defined in the Slack app, Socket Mode): `/lurk <text>` is a message to the bot */

@@ -15,7 +15,8 @@
  * `PATCH /webhooks/{app}/{token}/messages/@original` edits the deferred message (DELETE deletes it) and
  * `POST /webhooks/{app}/{token}` sends a follow-up, both without the bot token, recorded in
  * `sent` with `via`; an expired token (`expireInteraction`) is a 401 (50027).
- * Reactions: `PUT|DELETE /channels/{c}/messages/{m}/reactions/{emoji}/@me` are recorded in `reactions`.
+ * Reactions: `PUT|DELETE /channels/{c}/messages/{m}/reactions/{emoji}/@me` are recorded in `reactions`;
+ * a user's reaction is pushed with `replay("MESSAGE_REACTION_ADD", payload)`; `intents` is IDENTIFY's.
  */
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -66,6 +67,8 @@ export class FakeDiscordServer {
   /** channel id -> parent channel id, for threads */
   readonly threads = new Map<string, string>();
   identified = 0;
+  /** the intents of the last IDENTIFY */
+  intents: number | undefined;
   /** attachment files by url path, and the paths downloaded (in order) */
   readonly cdn = new Map<string, { bytes: Uint8Array; contentType?: string }>();
   readonly downloads: string[] = [];
@@ -180,7 +183,7 @@ export class FakeDiscordServer {
     ws.on("close", () => this.sockets.delete(ws));
     this.send(ws, { op: 10, d: { heartbeat_interval: 45_000 } });
     ws.on("message", (raw) => {
-      const msg = JSON.parse(String(raw)) as { op: number; d: { token?: string } };
+      const msg = JSON.parse(String(raw)) as { op: number; d: { token?: string; intents?: number } };
       if (msg.op === 1) this.send(ws, { op: 11 });
       else if (msg.op === 2) {
         if (msg.d.token !== this.token && msg.d.token !== `Bot ${this.token}`) {
@@ -188,6 +191,7 @@ export class FakeDiscordServer {
           return;
         }
         this.identified++;
+        this.intents = msg.d.intents;
         this.send(ws, {
           op: 0, t: "READY", s: ++this.seq,
           d: { v: 10, user: this.bot, guilds: [], session_id: `session-${this.identified}`, resume_gateway_url: this.url.replace("http", "ws") + "/gateway", application: { id: this.applicationId, flags: 0 }, shard: [0, 1] },

@@ -7,7 +7,7 @@
  * offset not taken, until `releasePolls()`. The test pushes user messages with `userMessage()`
  * and reads what the bot sent in `sent`; `failNext()` makes the next calls of a method fail.
  * setMessageReaction keeps the bot's reactions in `reactions` (an emoji outside a small allowed
- * set is REACTION_INVALID).
+ * set is REACTION_INVALID); `userReaction()` queues a user's `message_reaction` update.
  * Files: `addFile()` registers a file a user message can carry (photo, document, voice, audio,
  * video); `getFile` and `GET /file/bot<token>/<file_path>` serve it (`downloads` lists the
  * paths fetched). sendPhoto/sendDocument/sendVoice/sendAudio/sendVideo take multipart/form-data as grammy
@@ -153,6 +153,30 @@ export class FakeTelegramServer {
       },
     });
     return messageId;
+  }
+
+  /**
+   * Queues a user's `message_reaction` update (their reactions on a message before and after,
+   * emoji strings); returns its update id.
+   */
+  userReaction(opts: { chatId: number; messageId: number; chatType?: "private" | "group" | "supergroup"; from?: { id: number; first_name: string; is_bot?: boolean }; old?: string[]; new?: string[] }): number {
+    const chatType = opts.chatType ?? "private";
+    const emoji = (e: string) => ({ type: "emoji", emoji: e });
+    this.push({
+      message_reaction: {
+        chat: { id: opts.chatId, type: chatType, ...(chatType === "private" ? { first_name: "Ann" } : { title: "Team" }) },
+        message_id: opts.messageId, date: Math.floor(Date.now() / 1000),
+        user: { is_bot: false, ...(opts.from ?? { id: opts.chatId > 0 ? opts.chatId : 42, first_name: "Ann" }) },
+        old_reaction: (opts.old ?? []).map(emoji), new_reaction: (opts.new ?? []).map(emoji),
+      },
+    });
+    return this.nextUpdateId;
+  }
+
+  /** Queues an update as given (its update id is added): e.g. a malformed one. */
+  pushUpdate(update: Record<string, unknown>): number {
+    this.push(update);
+    return this.nextUpdateId;
   }
 
   /** Queues a press of an inline button under a bot message. */

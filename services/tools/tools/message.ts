@@ -26,7 +26,7 @@ const parameters = z.object({
   files: z.array(z.string().min(1).max(4096)).max(MAX_FILES_PER_MESSAGE).optional()
     .describe("send: workspace files to send with it (paths relative to the workspace root), e.g. a chart or a report"),
   messageId: z.string().min(1).max(400).optional()
-    .describe("react, edit, delete: the message; for react \"current\" (default) is the message you are answering"),
+    .describe("react, edit, delete: the message; for react any message_id shown in the conversation ([message_id: …] after a user's message, or in a reaction event), \"current\" (default) being the one you are answering"),
   emoji: z.string().min(1).max(64).optional().describe("react: one emoji, e.g. 👍"),
   remove: z.boolean().optional().describe("react: take your reaction back"),
   channel: channelNameSchema.optional().describe("The channel (e.g. telegram, slack); default: where this conversation came from"),
@@ -38,7 +38,7 @@ export const messageTool = defineTool({
   name: "message",
   description: "Send a message to a chat, or react to, edit or delete one. By default it acts on the conversation this run came from (use send to tell the user something "
     + "before your final answer, e.g. progress on a long task, or to send files from the workspace); channel and conversation act elsewhere. "
-    + "react puts an emoji on a message (messageId \"current\": the one you are answering); edit and delete work only on messages you sent (the delivery id a send returned).",
+    + "react puts an emoji on a message: messageId may be any message id shown in the conversation (the [message_id: …] after each user message), \"current\" (default) the one you are answering; edit and delete work only on messages you sent (the delivery id a send returned).",
   parameters,
   sideEffects: true,
   parallelSafe: true,

@@ -4,6 +4,24 @@ import { attachmentSchema, channelNameSchema, conversationSchema, peerSchema, se
 import { defineMessage, idSchema } from "../envelope.js";
 
 /**
+ * A user's reaction to a message, as a channel reports it (the channel kit's reactions.ts fills it:
+ * the adapter maps the platform event, the kit filters by `reactionNotifications` and asks its
+ * sent-ledger whether the message is the assistant's own).
+ */
+export const inboundReactionSchema = z.object({
+  action: z.enum(["added", "removed"]),
+  /** one emoji, or the platform's name of a custom one (Slack `:name:`, Discord `<:name:id>`) */
+  emoji: z.string().min(1).max(64),
+  /** the platform message id reacted to (as inbound messages and receipts carry them) */
+  messageId: z.string().min(1).max(400),
+  /** the message is one the assistant sent */
+  ownMessage: z.boolean(),
+  /** a short excerpt of that message, when known (untrusted text) */
+  excerpt: z.string().max(200).optional(),
+});
+export type InboundReaction = z.infer<typeof inboundReactionSchema>;
+
+/**
  * `lurk.in.<channel>`, stream INBOUND, published with `Nats-Msg-Id: <channel>:<messageId>`.
  * `id` is the platform message id (stable across redeliveries), so duplicates collapse.
  */
@@ -28,6 +46,12 @@ export const inboundMessageSchema = defineMessage("lurk.inbound.message.v1", {
    * outbound message answering this one (`replyTo`) clears: a refusal must answer it too
    */
   awaitsAnswer: z.boolean().optional(),
+  /**
+   * a user's reaction, not a message (`text` is empty): the router never starts a run for it
+   * and never answers it; it becomes a pending system event of the session the conversation maps
+   * to (after the same access policy as a message). `sender` is the reacting user.
+   */
+  reaction: inboundReactionSchema.optional(),
 });
 export type InboundMessage = z.infer<typeof inboundMessageSchema>;
 

@@ -15,6 +15,11 @@ export const runInputSchema = z.object({
   text: z.string().max(200_000),
   attachments: z.array(attachmentSchema).max(32).default([]),
   sourceId: idSchema.optional(),
+  /**
+   * kind user from a chat channel: the message's platform id, shown to the model with the message
+   * (`[message_id: …]`) so the `message` tool can react to it (the router sets it)
+   */
+  messageId: z.string().min(1).max(400).optional(),
 });
 export type RunInput = z.infer<typeof runInputSchema>;
 

@@ -12,6 +12,8 @@
  *   `streams/` (LMDB), so a restarted channel completes a reply instead of repeating it;
  * - `blocks`: block streaming (blocks.ts); the kit routes every delivery through it, so a
  *   block-streamed run's reply sends only what its blocks did not.
+ * - `publishReaction(event)`: a user's reaction (reactions.ts: filtered by the channel's
+ *   `reactionNotifications`, "own" by default, with the sent-ledger; stored like a message);
  * `settings.chunkMode` (when set) overrides the adapter's chunk mode, `settings.textLimit` its limit,
  * `settings.markdown.tables` its table mode (tables.ts). The adapter's `act` (actions.ts) does
  * the `message` tool's react/edit/delete; without it the kit answers "not supported".
@@ -28,6 +30,8 @@ import type { ChunkMode } from "./chunk.js";
 import type { TableMode } from "./tables.js";
 import { startDelivery, type DeliveryAdapter } from "./delivery.js";
 import { publishInbound, type InboundInput, type PublishedInbound } from "./inbound.js";
+import { publishReaction, type ReactionEvent, type ReactionOutcome } from "./reactions.js";
+import type { ReactionNotifications } from "../config-channels.js";
 import { SentLedger } from "./ledger.js";
 import { RunStreamStore } from "./run-streams.js";
 import { watchRun, type RunWatch, type RunWatchOptions } from "./run-watch.js";
@@ -43,6 +47,8 @@ export interface ChannelContext<C> {
   streams: RunStreamStore;
   blocks: BlockStreams;
   publishInbound(input: InboundInput): Promise<PublishedInbound>;
+  /** a user's reaction: filtered (mode, own messages), then stored like a message (never starts a run) */
+  publishReaction(event: ReactionEvent): Promise<ReactionOutcome>;
   watchRun(runId: string, opts: RunWatchOptions): RunWatch;
   runIdFor(platformMessageId: string): string;
   /** the configured value, else the one in <home>/credentials/channels.json (generated when absent) */
@@ -78,7 +84,7 @@ export function defineChannelActor<S extends z.ZodType>(spec: ChannelSpec<S>): A
     description: spec.description,
     metadata: (config) => spec.metadata?.(channelSettings(spec, config)) ?? {},
     async start(rt) {
-      const settings = channelSettings(spec, rt.config) as z.output<S> & { maxAttempts?: number; concurrency?: number; textLimit?: number; chunkMode?: ChunkMode; accountId?: string; markdown?: { tables?: TableMode } };
+      const settings = channelSettings(spec, rt.config) as z.output<S> & { maxAttempts?: number; concurrency?: number; textLimit?: number; chunkMode?: ChunkMode; accountId?: string; markdown?: { tables?: TableMode }; reactionNotifications?: ReactionNotifications };
       const dataDir = join(rt.config.dataDir, name);
       const ledger = new SentLedger(join(dataDir, "ledger"));
       rt.onStop({ stop: () => ledger.close() });
@@ -86,9 +92,11 @@ export function defineChannelActor<S extends z.ZodType>(spec: ChannelSpec<S>): A
       const streams = new RunStreamStore(join(dataDir, "streams"));
       rt.onStop({ stop: () => streams.close() });
       const blocks = new BlockStreams(streams, spec.channel, rt.signal, log);
+      const inbound = (input: InboundInput) => publishInbound({ js: rt.js, prefix: rt.subjects.prefix, channel: spec.channel, maxBytes: rt.limits.maxBytes, ...(settings.accountId ? { accountId: settings.accountId } : {}) }, input);
       const ctx: ChannelContext<z.output<S>> = {
         rt, channel: spec.channel, settings, config: rt.config, log, dataDir, streams, blocks,
-        publishInbound: (input) => publishInbound({ js: rt.js, prefix: rt.subjects.prefix, channel: spec.channel, maxBytes: rt.limits.maxBytes, ...(settings.accountId ? { accountId: settings.accountId } : {}) }, input),
+        publishInbound: inbound,
+        publishReaction: (event) => publishReaction({ mode: settings.reactionNotifications ?? "own", ledger, publish: inbound, log }, event),
         watchRun: (runId, opts) => watchRun(rt.nc, rt.subjects.prefix, runId, opts),
         runIdFor: (id) => runIdFor(spec.channel, id),
         secret: (field, configured) => {

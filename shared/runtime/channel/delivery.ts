@@ -181,7 +181,7 @@ export function startDelivery(rt: ActorRuntime, opts: DeliveryOptions) {
         }
         throw new LurkError("UNAVAILABLE", `delivery attempt ${attempt} failed: ${e.message}`, { retryable: true });
       }
-      await ledger.partSent(msg.id, result?.platformMessageId, pieces.length, attempt, msg.conversation);
+      await ledger.partSent(msg.id, result?.platformMessageId, pieces.length, attempt, msg.conversation, pieces[index]!.text);
       index++;
     }
     const entry = await ledger.finish(msg.id, "sent", attempt);

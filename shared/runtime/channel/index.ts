@@ -14,3 +14,4 @@ export * from "./expiring-db.js";
 export * from "./media.js";
 export * from "./tables.js";
 export * from "./actions.js";
+export * from "./reactions.js";

@@ -21,7 +21,12 @@ export interface LedgerEntry {
   conversation?: string;
   /** an action (react, edit, delete), not a message the assistant sent */
   action?: boolean;
+  /** the start of each part's text (EXCERPT_CHARS), by part: what a user's reaction names (reactions.ts) */
+  excerpts?: string[];
 }
+
+/** how much of each sent part's text the ledger keeps (for reactions to it) */
+export const EXCERPT_CHARS = 120;
 
 const KEEP_MS = 8 * 24 * 3600_000;
 const SWEEP_EVERY_MS = 3600_000;
@@ -44,13 +49,18 @@ export class SentLedger extends ExpiringDb<LedgerEntry> {
   }
 
   /** Records one more accepted part (durable when the promise resolves). */
-  async partSent(deliveryId: string, platformMessageId: string | undefined, count: number, attempts: number, conversation?: string): Promise<LedgerEntry> {
+  async partSent(deliveryId: string, platformMessageId: string | undefined, count: number, attempts: number, conversation?: string, text?: string): Promise<LedgerEntry> {
     const now = this.now();
     const current = this.get(deliveryId);
     const parts = [...(current?.parts ?? []), platformMessageId ?? ""];
+    // aligned with parts (entries written before excerpts were kept have none)
+    const excerpts = [...(current?.excerpts ?? [])];
+    while (excerpts.length < parts.length - 1) excerpts.push("");
+    excerpts.push([...(text ?? "")].slice(0, EXCERPT_CHARS).join(""));
     const entry: LedgerEntry = {
       status: parts.length >= count ? "sent" : "sending", parts, count, attempts, firstAt: current?.firstAt ?? now, updatedAt: now,
       ...(conversation ?? current?.conversation ? { conversation: conversation ?? current?.conversation } : {}),
+      ...(excerpts.some((e) => e !== "") ? { excerpts } : {}),
     };
     await this.db.put(deliveryId, entry);
     if (platformMessageId) this.indexPart(platformMessageId, deliveryId);
@@ -64,6 +74,7 @@ export class SentLedger extends ExpiringDb<LedgerEntry> {
     const entry: LedgerEntry = {
       status, parts: current?.parts ?? [], count: current?.count ?? 0, attempts, firstAt: current?.firstAt ?? now, updatedAt: now, ...(error ? { error: error.slice(0, 500) } : {}),
       ...(conversation ? { conversation } : {}), ...(more.action ?? current?.action ? { action: true } : {}),
+      ...(current?.excerpts ? { excerpts: current.excerpts } : {}),
     };
     await this.db.put(deliveryId, entry);
     return entry;
@@ -81,6 +92,14 @@ export class SentLedger extends ExpiringDb<LedgerEntry> {
     const deliveryId = this.byPlatform.get(platformMessageId);
     const entry = deliveryId === undefined ? undefined : this.get(deliveryId);
     return entry && !entry.action && entry.parts.includes(platformMessageId) ? { deliveryId: deliveryId!, entry } : undefined;
+  }
+
+  /** The conversation and text excerpt of the assistant's message the platform knows as `platformMessageId`, if it is one. */
+  sentMessage(platformMessageId: string): { conversation?: string; excerpt?: string } | undefined {
+    const found = this.findByPlatformId(platformMessageId);
+    if (!found) return undefined;
+    const excerpt = found.entry.excerpts?.[found.entry.parts.indexOf(platformMessageId)];
+    return { ...(found.entry.conversation ? { conversation: found.entry.conversation } : {}), ...(excerpt ? { excerpt } : {}) };
   }
 
   /** a platform id found in two deliveries names the first by key (the ledger's order) */

@@ -1,0 +1,80 @@
+/**
+ * Users' reactions (an inbound message with `reaction`, channel kit reactions.ts): never a run,
+ * never an answer. The access policy is the one of a message from that user there, except mention
+ * gating (a reaction is not traffic that needs a mention): a refused reaction is dropped silently
+ * (`refused` event, no pairing code, no notice). Otherwise, for each route (the bound agent, or a
+ * broadcast's agents), it is recorded as a pending system event of the session the conversation
+ * maps to (system-events.ts: a repeat of the last pending text is dropped, at most 20 reach the
+ * prompt), which the session's next run shows the model, e.g.
+ *   Reaction added on telegram: 👍 by "Ada" (id 42) on msg 555:12, your message "Sure, I'll…"
+ * The display name and the excerpt are untrusted: quoted on one line and capped (prompt-text.ts);
+ * ids and the emoji are reduced to safe characters. While the session has an active run the
+ * record waits for its end (the message stays unacked, kept alive): a record appended in the
+ * middle of a run would sit between its tool calls and results. The record id comes from the
+ * message and its stream sequence, so a redelivery of the stored message records it once.
+ */
+import { createHash } from "node:crypto";
+import type { InboundMessage, InboundReaction } from "../../shared/contract/index.js";
+import type { ActorRuntime } from "../../shared/runtime/actor.js";
+import { decideAccess } from "../../shared/runtime/access-policy.js";
+import { oneLineText, PROMPT_NAME_MAX_CHARS, quotedText } from "../../shared/runtime/prompt-text.js";
+import { ensureSession } from "./ended-sessions.js";
+import type { Lanes } from "./lanes.js";
+import type { PairingStore } from "./pairing.js";
+import { routesFor } from "./resolve.js";
+import { recordPendingEvent, type SessionChain } from "./system-events.js";
+
+/** an excerpt of the reacted message in the event text is at most this long */
+export const REACTION_EXCERPT_CHARS = 80;
+
+export interface ReactionDeps {
+  rt: ActorRuntime;
+  pairing: Pick<PairingStore, "isApproved">;
+  lanes: Pick<Lanes, "activeRun">;
+  /** resolves when the run no longer holds its lane */
+  ended(runId: string): Promise<void>;
+  /** the chain system injects are recorded through (one session's events one at a time) */
+  events: SessionChain;
+}
+
+/** ids and emoji from the platform, reduced to characters that cannot break the sentence */
+const token = (text: string, max: number) => oneLineText(text, max).replace(/["\\]/g, "").replace(/\s+/g, "_") || "?";
+
+/** The transcript record id of a stored reaction (hashed when too long for a record id). */
+export function reactionRecordId(channel: string, messageId: string, streamSeq: number): string {
+  const id = `reaction:${channel}:${messageId}:${streamSeq}`;
+  return id.length <= 200 ? id : `reaction:${createHash("sha256").update(`${channel}:${messageId}`).digest("hex")}:${streamSeq}`;
+}
+
+/** The system event's text (see the file comment). */
+export function reactionText(channel: string, sender: InboundMessage["sender"], reaction: InboundReaction): string {
+  const who = sender.name ? `${quotedText(sender.name, PROMPT_NAME_MAX_CHARS)} (id ${token(sender.id, 100)})` : `id ${token(sender.id, 100)}`;
+  const excerpt = reaction.excerpt ? quotedText(reaction.excerpt, REACTION_EXCERPT_CHARS) : undefined;
+  const which = reaction.ownMessage ? `, your message${excerpt ? ` ${excerpt}` : ""}` : excerpt ? `, message ${excerpt}` : "";
+  return `Reaction ${reaction.action} on ${token(channel, 40)}: ${token(reaction.emoji, 64)} by ${who} on msg ${token(reaction.messageId, 200)}${which}`;
+}
+
+export async function handleReaction(deps: ReactionDeps, msg: InboundMessage & { reaction: InboundReaction }, streamSeq: number): Promise<void> {
+  const { rt } = deps;
+  const access = decideAccess(msg, rt.config, (c, s) => deps.pairing.isApproved(c, s));
+  if (!access.allow && access.reason !== "not-mentioned") {
+    rt.emit("refused", { channel: msg.channel, reason: access.reason, peerKind: msg.peer.kind, reaction: true }, "debug");
+    return;
+  }
+  let routes;
+  try {
+    routes = routesFor(msg, rt.config);
+  } catch (err) {
+    rt.log.warn({ err, channel: msg.channel, messageId: msg.id }, "a reaction names no configured agent; dropped");
+    return;
+  }
+  const text = reactionText(msg.channel, msg.sender, msg.reaction);
+  for (const route of routes) {
+    for (let active = deps.lanes.activeRun(route.sessionKey); active; active = deps.lanes.activeRun(route.sessionKey)) await deps.ended(active);
+    await ensureSession(rt, route);
+    const recorded = await deps.events.run(route.sessionKey, () => recordPendingEvent(rt, {
+      recordId: reactionRecordId(msg.channel, msg.id, streamSeq), sessionKey: route.sessionKey, ts: msg.ts, text, source: "reaction",
+    }));
+    rt.emit("reaction_recorded", { channel: msg.channel, sessionKey: route.sessionKey, action: msg.reaction.action, recorded }, "debug");
+  }
+}
