@@ -404,13 +404,17 @@ export const COMMANDS: CommandSpec[] = [
   },
   {
     name: "hooks",
-    args: "list|info NAME|enable NAME|disable NAME|reload",
-    summary: "event hooks: the hooks found (workspace, $LURKBOT_HOME/hooks, bundled), one hook's details, turn one on or off, reload",
+    args: "list|info NAME|enable NAME|disable NAME|reload|install SOURCE|uninstall NAME|update [NAME]",
+    summary: "event hooks: the hooks found (workspace, $LURKBOT_HOME/hooks, bundled), one hook's details, turn one on or off, reload, install",
     details: [
       "  hooks list [--agent ID] [--json]   name, source, events, enabled, requirements met or why not; folders that cannot be used",
       "  hooks info NAME [--agent ID] [--json]   one hook: its files, events, requirements, description",
       "  hooks enable NAME | disable NAME   sets hooks.entries.NAME.enabled in config.json (the running hooks actor picks it up)",
       "  hooks reload [--json]              the running hooks actor discovers its hooks again now (it also does on file changes and every 30 s)",
+      "  hooks install SOURCE [--link] [--force] [--json]   into $LURKBOT_HOME/hooks: a hook folder, a hook pack (folder, .tgz/.tar.gz/.zip",
+      "                                     with package.json \"lurkbot\": {\"hooks\": [...]}) or an npm package (name, name@version, @scope/name, file:PATH)",
+      "  hooks uninstall NAME [--json]      removes $LURKBOT_HOME/hooks/NAME and hooks.installs.NAME, hooks.entries.NAME",
+      "  hooks update [NAME | --all] [--json]   installs again from where it came from (npm: the spec's newest version)",
       "Bundled and workspace hooks are off until enabled; hooks in $LURKBOT_HOME/hooks are on (services/hooks/README.md).",
       "Events: command:<name> (command or command:* for all), session:start, session:reset, agent:bootstrap (change a run's SOUL.md, AGENTS.md, …), agent:run_end, gateway:startup.",
     ],
@@ -419,6 +423,9 @@ export const COMMANDS: CommandSpec[] = [
     options: {
       agent: { type: "string", value: "ID", help: "the agent whose workspace hooks are read (default: the default agent)" },
       json: { type: "boolean", help: "print JSON" },
+      link: { type: "boolean", help: "install: link the local folder instead of copying it" },
+      force: { type: "boolean", help: "install: replace a hook of the same name in $LURKBOT_HOME/hooks" },
+      all: { type: "boolean", help: "update: every hook installed with `hooks install`" },
     },
   },
   {

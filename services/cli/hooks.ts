@@ -1,5 +1,6 @@
 /**
- * `lurkbot hooks list|info NAME|enable NAME|disable NAME|reload [--agent ID] [--json]`: the hooks the
+ * `lurkbot hooks list|info NAME|enable NAME|disable NAME|reload [--agent ID] [--json]`, and
+ * `install SOURCE|uninstall NAME|update [NAME|--all]` (hooks-install.ts): the hooks the
  * hooks actor would run, read with the same discovery code (shared/runtime/hooks/discovery.ts)
  * on this host, no bus needed; enable/disable set `hooks.entries.<name>.enabled` in config.json
  * (validated and written as `lurkbot config set` writes it, config-cmd-file.ts), which the running
@@ -15,20 +16,28 @@ import { CliError, EXIT, UsageError } from "./errors.js";
 import { table } from "./format.js";
 import { getAt, readConfigFile, setAt, writeConfigFile } from "./config-cmd-file.js";
 import type { Segment } from "./config-cmd-path.js";
+import { describe, installCommand, uninstallCommand, updateCommand } from "./hooks-install.js";
 
 export interface HooksIo {
   out(line: string): void;
 }
 
-const SUBCOMMANDS = ["list", "info", "enable", "disable", "reload"] as const;
+const SUBCOMMANDS = ["list", "info", "enable", "disable", "reload", "install", "uninstall", "update"] as const;
 type Sub = (typeof SUBCOMMANDS)[number];
+/** the options only some subcommands take */
+const ONLY_FOR: Record<string, Sub[]> = { link: ["install"], force: ["install"], all: ["update"], agent: ["list", "info"] };
 
 export function checkHooksArgs(p: ParsedCommand): { sub: Sub; name?: string; agentId?: string } {
   const [sub = "list", name] = p.args;
   if (!(SUBCOMMANDS as readonly string[]).includes(sub)) throw new UsageError(`unknown subcommand "${sub}": lurkbot hooks ${SUBCOMMANDS.join("|")}.`, "hooks");
+  for (const [option, subs] of Object.entries(ONLY_FOR)) {
+    if (p.options[option] !== undefined && !(subs as string[]).includes(sub)) throw new UsageError(`--${option} does not apply to \`lurkbot hooks ${sub}\` (only to ${subs.map((s) => `hooks ${s}`).join(", ")}).`, "hooks");
+  }
   if (sub === "list" && name !== undefined) throw new UsageError(`\`lurkbot hooks list\` takes no argument; unexpected "${name}" (for one hook: lurkbot hooks info ${name}).`, "hooks");
   if (sub === "reload" && name !== undefined) throw new UsageError(`\`lurkbot hooks reload\` takes no argument; unexpected "${name}".`, "hooks");
-  if (sub !== "list" && sub !== "reload" && name === undefined) throw new UsageError(`\`lurkbot hooks ${sub}\` needs the hook's name (see \`npx lurkbot hooks list\`).`, "hooks");
+  if (sub === "install" && name === undefined) throw new UsageError("`lurkbot hooks install` needs a SOURCE: a hook folder, a hook pack (folder, .tgz, .tar.gz or .zip) or an npm package (name, name@version, @scope/name).", "hooks");
+  if (sub === "update" && (name === undefined) === (p.options.all !== true)) throw new UsageError(name === undefined ? "`lurkbot hooks update` needs the hook's name, or --all for every installed hook." : "`lurkbot hooks update` takes a name or --all, not both.", "hooks");
+  if (!["list", "reload", "update"].includes(sub) && name === undefined) throw new UsageError(`\`lurkbot hooks ${sub}\` needs the hook's name (see \`npx lurkbot hooks list\`).`, "hooks");
   const agent = p.options.agent;
   if (agent !== undefined && !agentIdSchema.safeParse(agent).success) {
     throw new UsageError(`--agent must be an agent id (lower-case letters, digits, '-' or '_'), not "${String(agent)}".`, "hooks");
@@ -38,18 +47,22 @@ export function checkHooksArgs(p: ParsedCommand): { sub: Sub; name?: string; age
 
 export async function cmdHooks(p: ParsedCommand, env: Env, io: HooksIo): Promise<number> {
   const { sub, name, agentId } = checkHooksArgs(p);
+  const json = p.options.json === true;
+  if (sub === "install") return installCommand(name!, { link: p.options.link === true, force: p.options.force === true, json }, env, io);
+  if (sub === "uninstall") return uninstallCommand(name!, json, env, io);
+  if (sub === "update") return updateCommand(name, json, env, io);
   const cfg = loadConfig(env);
-  if (sub === "reload") return reload(cfg, env, p.options.json === true, io);
+  if (sub === "reload") return reload(cfg, env, json, io);
   const found = await discover(cfg, env, agentId);
   if (sub === "list") {
-    if (p.options.json) io.out(JSON.stringify({ agentId: found.agentId, hooksEnabled: cfg.hooks.enabled, dirs: found.dirs, hooks: found.hooks, problems: found.problems }, null, 2));
-    else io.out(formatList(found, cfg.hooks.enabled).trimEnd());
+    if (p.options.json) io.out(JSON.stringify({ agentId: found.agentId, hooksEnabled: cfg.hooks.enabled, dirs: found.dirs, hooks: found.hooks.map((h) => withInstall(h, cfg)), problems: found.problems }, null, 2));
+    else io.out(formatList(found, cfg.hooks.enabled, cfg.hooks.installs).trimEnd());
     return EXIT.ok;
   }
   const hook = found.hooks.find((h) => h.name === name);
   if (sub === "info") {
     if (!hook) throw notFound(name!, found);
-    io.out(p.options.json ? JSON.stringify(hook, null, 2) : formatInfo(hook, cfg.hooks.enabled));
+    io.out(p.options.json ? JSON.stringify(withInstall(hook, cfg), null, 2) : formatInfo(hook, cfg.hooks.enabled, hook.source === "user" ? cfg.hooks.installs[hook.name] : undefined));
     return EXIT.ok;
   }
   if (!hook) throw notFound(name!, found);
@@ -99,15 +112,29 @@ function notFound(name: string, found: HookDiscovery): CliError {
   return new CliError(`no hook named "${name}"${names.length ? ` (found: ${names.join(", ")})` : ""}. Hooks live in ${found.dirs.map((d) => d.dir).join(", ")}; see \`npx lurkbot hooks list\`.`);
 }
 
+type Installs = LurkConfig["hooks"]["installs"];
+
+/** a user hook with where `lurkbot hooks install` got it (`install`), for --json */
+function withInstall(h: HookInfo, cfg: LurkConfig): HookInfo & { install?: Installs[string] } {
+  const install = h.source === "user" ? cfg.hooks.installs[h.name] : undefined;
+  return install ? { ...h, install } : h;
+}
+
+/** SOURCE column: user hooks say how they were installed */
+const sourceLabel = (h: HookInfo, installs: Installs) => {
+  const i = h.source === "user" ? installs[h.name] : undefined;
+  return i ? `user (${i.source}${i.link ? ", link" : ""})` : h.source;
+};
+
 const state = (h: HookInfo, hooksOn: boolean) => (!hooksOn ? "no (hooks.enabled is false)" : !h.enabled ? "no (disabled)" : h.missing.length ? "no (requirements)" : "yes");
 
-export function formatList(found: HookDiscovery, hooksOn: boolean): string {
+export function formatList(found: HookDiscovery, hooksOn: boolean, installs: Installs = {}): string {
   const lines: string[] = [];
   if (!hooksOn) lines.push("hooks.enabled is false: no hook runs.", "");
   if (found.hooks.length === 0) lines.push(`No hooks found for agent ${found.agentId} (looked in ${found.dirs.map((d) => d.dir).join(", ")}).`);
   else {
     lines.push(table(["NAME", "SOURCE", "EVENTS", "ENABLED", "RUNS", "REQUIREMENTS"], found.hooks.map((h) => [
-      `${h.emoji ? `${h.emoji} ` : ""}${h.name}`, h.source, h.events.join(","), h.enabled ? `yes${h.enabledBy === "config" ? "" : " (default)"}` : `no${h.enabledBy === "config" ? "" : " (default)"}`,
+      `${h.emoji ? `${h.emoji} ` : ""}${h.name}`, sourceLabel(h, installs), h.events.join(","), h.enabled ? `yes${h.enabledBy === "config" ? "" : " (default)"}` : `no${h.enabledBy === "config" ? "" : " (default)"}`,
       state(h, hooksOn), h.missing.length ? h.missing.join("; ") : "met",
     ])).trimEnd());
   }
@@ -118,10 +145,11 @@ export function formatList(found: HookDiscovery, hooksOn: boolean): string {
   return lines.join("\n");
 }
 
-export function formatInfo(h: HookInfo, hooksOn: boolean): string {
+export function formatInfo(h: HookInfo, hooksOn: boolean, install?: Installs[string]): string {
   return [
     `${h.emoji ? `${h.emoji} ` : ""}${h.name}${h.description ? ` — ${h.description}` : ""}`,
     `  source:       ${h.source}${h.shadows.length ? ` (hides the ${h.shadows.join(", ")} one)` : ""}`,
+    ...(install ? [`  installed:    from ${describe(install)}${install.pack ? ` (package ${install.pack}${install.version ? `@${install.version}` : ""})` : install.version ? ` (${install.version})` : ""}${install.link ? ", linked" : ""}, ${install.installedAt} (npx lurkbot hooks update ${h.name})`] : []),
     `  folder:       ${h.dir}`,
     `  handler:      ${h.handler}`,
     `  events:       ${h.events.join(", ")}`,

@@ -154,9 +154,10 @@ export class HookReloader {
   }
 }
 
+/** hook folders, and links (`hooks install --link`: fs.watch watches the folder it points to) */
 function subfolders(dir: string): string[] {
   try {
-    return readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory() && !e.name.startsWith(".")).map((e) => e.name).slice(0, 100);
+    return readdirSync(dir, { withFileTypes: true }).filter((e) => (e.isDirectory() || e.isSymbolicLink()) && !e.name.startsWith(".")).map((e) => e.name).slice(0, 100);
   } catch {
     return [];
   }

@@ -10,6 +10,8 @@
  * `bootstrapTimeoutMs` at theirs). Each hook's own default: hooks in `$LURKBOT_HOME/hooks`
  * are on, bundled and workspace hooks are off (a workspace is writable by the agent) until
  * `hooks.entries.<name>.enabled` (or `lurkbot hooks enable NAME`) turns them on.
+ * `installs.<name>`: where `lurkbot hooks install` got a hook in `$LURKBOT_HOME/hooks` from (for
+ * `hooks update`, `uninstall`, `list`); written by the CLI, never read by the actor.
  */
 import { z } from "zod";
 
@@ -21,6 +23,7 @@ export const HOOK_NAME_RE = /^[A-Za-z0-9][\w.-]{0,63}$/;
 export const HOOKS_DEFAULTS = {
   enabled: true,
   entries: {},
+  installs: {},
   timeoutMs: 30_000,
   workerMemoryMb: 64,
   workerIdleMs: 10_000,
@@ -39,10 +42,31 @@ export const hookEntrySchema = z.object({
 });
 export type HookEntry = z.infer<typeof hookEntrySchema>;
 
+/** where an installed hook came from (`lurkbot hooks install`, services/cli/hooks-install.ts) */
+export const hookInstallSchema = z.object({
+  /** npm: `spec` went through `npm pack`; path: a folder; archive: a .tgz/.tar.gz/.tar/.zip file */
+  source: z.enum(["npm", "path", "archive"]),
+  /** the npm spec as given (`name`, `name@1.2.0`, `@scope/name`, `file:…`) */
+  spec: z.string().min(1).max(1024).optional(),
+  /** the folder or archive (absolute) */
+  path: z.string().min(1).max(4096).optional(),
+  /** the package it came in (a hook pack's package.json `name`) */
+  pack: z.string().min(1).max(214).optional(),
+  version: z.string().min(1).max(256).optional(),
+  /** npm's integrity of the fetched tarball: `hooks update` reinstalls only when it changed */
+  integrity: z.string().min(1).max(512).optional(),
+  /** a symbolic link to the folder (`--link`), not a copy */
+  link: z.boolean().optional(),
+  installedAt: z.iso.datetime(),
+}).refine((i) => (i.source === "npm" ? i.spec !== undefined : i.path !== undefined), { message: "an npm install needs its spec, a path or archive install its path" });
+export type HookInstall = z.infer<typeof hookInstallSchema>;
+
 export const hooksConfigSchema = z.object({
   /** false: no hook runs (the actor still starts, and subscribes to nothing) */
   enabled: z.boolean().default(HOOKS_DEFAULTS.enabled),
   entries: z.record(z.string().regex(HOOK_NAME_RE, "a hook name: letters, digits, '.', '_', '-'"), hookEntrySchema).default({}),
+  /** hooks installed by `lurkbot hooks install`, by name: where each came from */
+  installs: z.record(z.string().regex(HOOK_NAME_RE, "a hook name: letters, digits, '.', '_', '-'"), hookInstallSchema).default({}),
   /** one handler invocation may run this long; then its worker is terminated */
   timeoutMs: z.number().int().min(100).max(600_000).default(HOOKS_DEFAULTS.timeoutMs),
   /** old-generation heap cap of the hook worker, MB */

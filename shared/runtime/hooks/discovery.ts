@@ -8,7 +8,9 @@
  * `hooks.entries.<name>.enabled` overrides the default. A hook runs when hooks are on, it is
  * enabled and its requirements are met (bins on PATH, env set, os). A folder that cannot be used
  * (no or malformed HOOK.md, no handler) is a problem in the result, never an exception; it does
- * not take its name from a lower place. Order: by place, then by name (code units).
+ * not take its name from a lower place. Order: by place, then by name (code units). In
+ * `$LURKBOT_HOME/hooks/` a symbolic link to a folder counts as a hook folder (`lurkbot hooks
+ * install --link`); in a workspace it does not (the agent can write its workspace).
  */
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
@@ -91,7 +93,7 @@ export async function discoverHooks(config: LurkConfig, opts: DiscoverOptions = 
   const protectedNames = new Set<string>();
   const order = [...dirs.filter((d) => d.source !== "workspace"), ...dirs.filter((d) => d.source === "workspace")];
   for (const { source, dir } of order) {
-    for (const name of hookFolders(dir)) {
+    for (const name of hookFolders(dir, source === "user")) {
       const folder = join(dir, name);
       const found = readHook(folder, name);
       if (!found.ok) {
@@ -124,11 +126,11 @@ export async function discoverHooks(config: LurkConfig, opts: DiscoverOptions = 
   return { agentId: agent.id, dirs, hooks, problems };
 }
 
-/** the sub-folders of `dir` (sorted, at most MAX_HOOKS_PER_DIR), or none when it does not exist */
-function hookFolders(dir: string): string[] {
+/** the sub-folders of `dir` (sorted, at most MAX_HOOKS_PER_DIR), or none when it does not exist; `links`: also symbolic links to folders */
+function hookFolders(dir: string, links: boolean): string[] {
   try {
     return readdirSync(dir, { withFileTypes: true })
-      .filter((e) => e.isDirectory() && !e.name.startsWith("."))
+      .filter((e) => !e.name.startsWith(".") && (e.isDirectory() || (links && e.isSymbolicLink() && isFolder(join(dir, e.name)))))
       .map((e) => e.name)
       .sort(compareCodeUnits)
       .slice(0, MAX_HOOKS_PER_DIR);
@@ -137,7 +139,20 @@ function hookFolders(dir: string): string[] {
   }
 }
 
-function readHook(folder: string, name: string): { ok: true; meta: HookMeta; handler: string } | { ok: false; reason: string } {
+function isFolder(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * One hook folder as discovery reads it: HOOK.md (a file, at most 64 KiB, parsed by hook-md.ts,
+ * its name equal to `name`) and a handler module; else why it cannot be used. Also what
+ * `lurkbot hooks install` checks before it writes anything.
+ */
+export function readHook(folder: string, name: string): { ok: true; meta: HookMeta; handler: string } | { ok: false; reason: string } {
   const hookMd = join(folder, "HOOK.md");
   let text: string;
   try {

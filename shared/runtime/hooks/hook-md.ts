@@ -31,6 +31,11 @@ const MAX_DESCRIPTION_CHARS = 400;
 const MAX_EVENTS = 32;
 const MAX_LIST_ITEMS = 100;
 
+/** The name HOOK.md gives (frontmatter `name`), or undefined when it gives none: the folder's name then (parseHookMd). */
+export function hookMdName(text: string): string | undefined {
+  return yamlString(parseFrontmatter(text).data.name) || undefined;
+}
+
 /** The hook's metadata, or why the HOOK.md cannot be used. `dirName` is the name when none is given. */
 export function parseHookMd(text: string, dirName: string): { ok: true; meta: HookMeta } | { ok: false; reason: string } {
   if (!/^\uFEFF?---\r?\n/.test(text)) return { ok: false, reason: "HOOK.md has no frontmatter (it must start with a --- line, then name, description and events, then ---)" };
