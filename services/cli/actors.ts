@@ -8,15 +8,16 @@ import { CHANNELS, passwordEnvName } from "../../shared/contract/index.js";
 import type { LurkConfig } from "../../shared/runtime/config.js";
 import { enabledChannels } from "../../shared/runtime/config-channels.js";
 import type { Credentials } from "../../shared/runtime/credentials.js";
-import { isSecretEnvName } from "../../shared/runtime/secret-env.js";
+import { isSecretEnvName, MCP_SECRET_PREFIX } from "../../shared/runtime/secret-env.js";
 import { DIST_ROOT } from "../../shared/scripts/paths.js";
 import { UsageError } from "./errors.js";
 
 /**
  * `hooks` (services/hooks) after the actors whose events it follows: it fires gateway:startup when it starts.
- * `browser` (services/browser) last: it starts no Chromium until a call needs one, and serves no tool when `browser.enabled` is false
+ * `browser` (services/browser): it starts no Chromium until a call needs one, and serves no tool when `browser.enabled` is false
+ * `mcp` (services/mcp) last: it serves no tool while no MCP server is configured (`mcp.servers`)
  */
-export const LAUNCHER_ACTORS = ["sessions", "approvals", "tools", "router", "agent-runner", "subagents", "heartbeat", "cron", "hooks", "browser"] as const;
+export const LAUNCHER_ACTORS = ["sessions", "approvals", "tools", "router", "agent-runner", "subagents", "heartbeat", "cron", "hooks", "browser", "mcp"] as const;
 
 /** Secrets an actor gets from the launcher's environment, beyond its own NATS password. */
 export const ACTOR_SECRETS: Record<string, readonly string[]> = {
@@ -30,6 +31,18 @@ export const ACTOR_SECRETS: Record<string, readonly string[]> = {
   // ELEVENLABS_API_KEY / XI_API_KEY: voice replies through ElevenLabs (tts.provider)
   "agent-runner": ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ELEVENLABS_API_KEY", "XI_API_KEY"],
 };
+
+/**
+ * Secrets an actor gets by name prefix: the mcp actor every `LURKBOT_MCP_*` variable, which its
+ * servers' `env` and `headers` name as `${LURKBOT_MCP_…}` (shared/runtime/config-mcp.ts).
+ */
+export const ACTOR_SECRET_PREFIXES: Record<string, string> = { mcp: MCP_SECRET_PREFIX };
+
+/** Whether `name` is a secret the launcher hands to `actor` (ACTOR_SECRETS, ACTOR_SECRET_PREFIXES). */
+export function actorGetsSecret(actor: string, name: string): boolean {
+  const prefix = ACTOR_SECRET_PREFIXES[actor];
+  return (ACTOR_SECRETS[actor] ?? []).includes(name) || (prefix !== undefined && name.startsWith(prefix) && name.length > prefix.length);
+}
 
 /**
  * Channel actors the launcher runs after the core: `channel-<name>` (its NATS user and its folder
@@ -55,9 +68,8 @@ export function actorEnv(actor: string, base: Record<string, string | undefined>
   for (const [name, value] of Object.entries(base)) {
     if (value !== undefined && !isSecretEnvName(name)) env[name] = value;
   }
-  for (const name of ACTOR_SECRETS[actor] ?? []) {
-    const value = base[name];
-    if (value) env[name] = value;
+  for (const [name, value] of Object.entries(base)) {
+    if (value && actorGetsSecret(actor, name)) env[name] = value;
   }
   const password = credentials.users[actor];
   if (!password) throw new Error(`the credentials have no password for "${actor}"; run \`npx lurkbot setup\` to add it.`);

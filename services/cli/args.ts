@@ -376,6 +376,20 @@ export const COMMANDS: CommandSpec[] = [
     },
   },
   {
+    name: "mcp",
+    args: "[list]",
+    summary: "MCP servers whose tools the mcp actor serves: state, tools, last error",
+    details: [
+      "  mcp list [--tools] [--json]    each server's transport, state, tool count, connections and last error",
+    ],
+    minArgs: 0,
+    maxArgs: 2,
+    options: {
+      tools: { type: "boolean", help: "also list each server's tools (catalog name, the server's name, side effects)" },
+      json: { type: "boolean", help: "print JSON" },
+    },
+  },
+  {
     name: "config",
     args: "get|set|unset|path|validate|set-secret [PATH] [VALUE]",
     summary: "read and change config.json: get, set and unset a key (validated before it is written), where it is, check it",
@@ -528,7 +542,7 @@ export const COMMANDS: CommandSpec[] = [
 ];
 
 /** The commands that connect to the bus take `--ssh TARGET`: reach it through an SSH tunnel (config nats.ssh). */
-export const SSH_COMMANDS = ["start", "status", "tail", "send", "chat", "streams", "sessions", "usage", "tools", "cron", "approvals", "pairing", "heartbeat", "hooks", "subagents", "auth", "security", "acp"];
+export const SSH_COMMANDS = ["start", "status", "tail", "send", "chat", "streams", "sessions", "usage", "tools", "cron", "approvals", "pairing", "heartbeat", "hooks", "subagents", "auth", "security", "acp", "mcp"];
 for (const command of COMMANDS) {
   if (SSH_COMMANDS.includes(command.name)) {
     command.options.ssh = { type: "string", value: "TARGET", help: "reach the bus of another host through ssh: user@host or a ~/.ssh/config alias (nats.ssh, LURKBOT_NATS_SSH)" };

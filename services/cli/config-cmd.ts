@@ -21,7 +21,7 @@ import { configSecretEntries, envFor, isSecretKey } from "./audit/files.js";
 import { CliError, EXIT, toCliError, UsageError } from "./errors.js";
 import { checkPath, formatPath, parsePath, PathError, unknownKeys, type Segment } from "./config-cmd-path.js";
 import { getAt, readConfigFile, setAt, unsetAt, writeConfigFile } from "./config-cmd-file.js";
-import { readStoredSecrets, STORABLE_SECRETS, storedSecretsPath, writeStoredSecrets } from "./stored-secrets.js";
+import { isStorableSecret, readStoredSecrets, STORABLE_SECRETS, storedSecretsPath, writeStoredSecrets } from "./stored-secrets.js";
 
 export interface ConfigIo {
   out(line: string): void;
@@ -234,7 +234,7 @@ function validate(env: Env, io: ConfigIo): number {
 }
 
 async function setSecret(name: string, env: Env, io: ConfigIo): Promise<number> {
-  if (!STORABLE_SECRETS.has(name)) throw new UsageError(`"${name}" is not a secret LurkBot stores; it stores ${[...STORABLE_SECRETS].join(", ")}.`, "config");
+  if (!isStorableSecret(name)) throw new UsageError(`"${name}" is not a secret LurkBot stores; it stores ${[...STORABLE_SECRETS].join(", ")}, and LURKBOT_MCP_<NAME> for MCP servers.`, "config");
   const value = (await io.readSecret(`${name} (not shown; from a pipe: one line)`)).trim();
   if (!value) throw new UsageError(`no value for ${name} was given (type it, or pipe it: printf %s "$TOKEN" | npx lurkbot config set-secret ${name}).`, "config");
   if (value.length > 4096 || /\s/.test(value)) throw new UsageError(`that is not a valid ${name}: ${value.length > 4096 ? "longer than 4096 characters" : "it has spaces"}.`, "config");

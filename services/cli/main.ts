@@ -30,6 +30,7 @@ import { cmdCron } from "./cron.js";
 import { cmdPairing } from "./pairing.js";
 import { cmdSubagents } from "./subagents.js";
 import { cmdHeartbeat } from "./heartbeat.js";
+import { cmdMcp } from "./mcp.js";
 import { cmdHooks } from "./hooks.js";
 import { cmdConfig } from "./config-cmd.js";
 import { LinePrompter } from "./onboard/prompt.js";
@@ -76,7 +77,7 @@ async function cmdStatus(p: ParsedCommand, env: Env): Promise<number> {
   const cfg = config(env);
   const nc = await connectCli(cfg, env);
   try {
-    const report = await gatherStatus(nc, busLabel(cfg));
+    const report = await gatherStatus(nc, busLabel(cfg), Date.now(), { prefix: cfg.nats.prefix });
     if (p.options.json) out(JSON.stringify(report, null, 2));
     else process.stdout.write(formatStatus(report));
     return EXIT.ok;
@@ -249,6 +250,7 @@ const HANDLERS: Record<string, (p: ParsedCommand, env: Env) => Promise<number>> 
   subagents: (p, env) => cmdSubagents(p, env, { out }),
   heartbeat: (p, env) => cmdHeartbeat(p, env, { out }),
   hooks: (p, env) => cmdHooks(p, env, { out }),
+  mcp: (p, env) => cmdMcp(p, env, { out }),
   config: (p, env) => cmdConfig(p, env, { out, err, readSecret: (message) => readSecretLine(message) }),
   auth: (p, env) => cmdAuth(p, env, { out, input: process.stdin }),
   acp: (p, env) => cmdAcp(p, env),

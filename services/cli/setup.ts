@@ -12,7 +12,7 @@ import type { LurkConfig } from "../../shared/runtime/config.js";
 import { allUsers, checkCredentialsMode, ensureCredentials, readCredentials, type Credentials } from "../../shared/runtime/credentials.js";
 import { defaultStoreDir, parseNatsUrl } from "../../shared/runtime/nats-server.js";
 import { REPO_ROOT } from "../../shared/scripts/paths.js";
-import { ACTOR_SECRETS, LAUNCHER_ACTORS } from "./actors.js";
+import { ACTOR_SECRETS, actorGetsSecret, LAUNCHER_ACTORS } from "./actors.js";
 import { CHANNEL_SECRET_ENV, CHANNEL_TOKEN_ENV, enabledChannels } from "../../shared/runtime/config-channels.js";
 import { ensureChannelSecret } from "../../shared/runtime/channel/secrets.js";
 import { CliError } from "./errors.js";
@@ -142,6 +142,8 @@ export function writeSystemdFiles(dir: string, config: LurkConfig, setup: SetupR
       if (value) vars[secret] = value;
       else comments.push(`${secret}=...   (uncomment and set if you use that provider)`);
     }
+    // by prefix (ACTOR_SECRET_PREFIXES: the mcp actor's LURKBOT_MCP_* for its servers' ${…} references)
+    for (const [name, value] of Object.entries(env)) if (value && !(ACTOR_SECRETS[actor] ?? []).includes(name) && actorGetsSecret(actor, name)) vars[name] = value;
     write(`${actor}.env`, envFile(vars, comments));
   }
 

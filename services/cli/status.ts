@@ -6,7 +6,8 @@
  */
 import { Svcm, type ServiceIdentity, type ServiceInfo, type ServiceStats } from "@nats-io/services";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { isNoResponders } from "../../shared/runtime/client.js";
+import type { McpServerStatus } from "../../shared/contract/index.js";
+import { BusClient, isNoResponders } from "../../shared/runtime/client.js";
 import { readLeases, type LeaseHolder } from "../../shared/runtime/lease.js";
 import { LAUNCHER_ACTORS } from "./actors.js";
 import { table } from "./format.js";
@@ -44,6 +45,8 @@ export interface StatusReport {
   instances: InstanceStatus[];
   /** launcher actors with no instance on the bus */
   missing: string[];
+  /** the MCP servers of a running mcp actor (`lurk.mcp.status`; absent when none answers) */
+  mcp?: McpServerStatus[];
 }
 
 /** Every answer to a `$SRV` request; none when no service is on the bus (nats.js then says "no responders"). */
@@ -57,7 +60,7 @@ async function collect<T>(iter: Promise<AsyncIterable<T>>): Promise<T[]> {
   return out;
 }
 
-export async function gatherStatus(nc: NatsConnection, url: string, now = Date.now()): Promise<StatusReport> {
+export async function gatherStatus(nc: NatsConnection, url: string, now = Date.now(), opts: { prefix?: string } = {}): Promise<StatusReport> {
   const client = new Svcm(nc).client({ strategy: "stall", maxWait: 2_000, stall: 300 });
   const [pings, infos, stats] = await Promise.all([
     collect<ServiceIdentity>(client.ping()),
@@ -103,7 +106,17 @@ export async function gatherStatus(nc: NatsConnection, url: string, now = Date.n
   };
   instances.sort((a, b) => order(a.name) - order(b.name) || a.name.localeCompare(b.name) || (a.host ?? "").localeCompare(b.host ?? "") || (a.pid ?? 0) - (b.pid ?? 0));
   const running = new Set(instances.map((i) => i.name));
-  return { url, instances, missing: LAUNCHER_ACTORS.filter((a) => !running.has(a)) };
+  const mcp = running.has("mcp") ? await mcpServers(nc, opts.prefix) : undefined;
+  return { url, instances, missing: LAUNCHER_ACTORS.filter((a) => !running.has(a)), ...(mcp ? { mcp } : {}) };
+}
+
+/** The mcp actor's servers, or undefined when it does not answer (or this user may not ask). */
+async function mcpServers(nc: NatsConnection, prefix: string | undefined): Promise<McpServerStatus[] | undefined> {
+  try {
+    return (await new BusClient(nc, prefix).call("mcp", "status", {}, { timeoutMs: 2_000 })).servers;
+  } catch {
+    return undefined;
+  }
 }
 
 function roleOf(instance: InstanceStatus, lease: LeaseHolder | undefined): InstanceStatus["role"] {
@@ -138,6 +151,10 @@ export function formatStatus(report: StatusReport): string {
     const [mode, port] = i.tailscale!.split(":");
     const reach = mode === "funnel" ? "the internet" : "the tailnet";
     lines.push("", `${i.name}@${i.host ?? "?"}:${i.pid ?? "?"} publishes the web chat on ${reach} (tailscale ${mode}, https port ${port}); its URL, or why it failed: the channel's log`);
+  }
+  if (report.mcp?.length) {
+    lines.push("", "MCP servers (`npx lurkbot mcp list --tools` for their tools):");
+    for (const m of report.mcp) lines.push(`  ${m.name}: ${m.state}, ${m.tools.length} tool${m.tools.length === 1 ? "" : "s"}${m.lastError ? `; last error: ${m.lastError.slice(0, 200)}` : ""}`);
   }
   if (report.missing.length) lines.push("", `not running: ${report.missing.join(", ")} — start them with \`npx lurkbot start\`.`);
   return lines.join("\n") + "\n";

@@ -18,6 +18,11 @@ import { ACTOR_SECRETS } from "./actors.js";
 /** the names a secrets file may hold: the secrets some actor is granted */
 export const STORABLE_SECRETS: ReadonlySet<string> = new Set(Object.values(ACTOR_SECRETS).flat());
 
+/** A name a secrets file may hold: one of STORABLE_SECRETS, or an MCP server's `LURKBOT_MCP_<NAME>` (the mcp actor gets those). */
+export function isStorableSecret(name: string): boolean {
+  return STORABLE_SECRETS.has(name) || /^LURKBOT_MCP_[A-Z0-9_]{1,100}$/.test(name);
+}
+
 const fileSchema = z.record(z.string(), z.string().min(1).max(4096));
 
 /** The file's path: always `<home>/credentials/secrets.json` (read before the config loads). */
@@ -36,9 +41,9 @@ export function readStoredSecrets(path: string): Record<string, string> {
     throw new LurkError("INSECURE_CONFIG", `cannot read ${path}: ${(err as Error).message}. Fix it, or remove it and run \`npx lurkbot onboard\` again.`);
   }
   const result = fileSchema.safeParse(parsed);
-  const unknown = result.success ? Object.keys(result.data).filter((k) => !STORABLE_SECRETS.has(k)) : [];
+  const unknown = result.success ? Object.keys(result.data).filter((k) => !isStorableSecret(k)) : [];
   if (!result.success || unknown.length) {
-    throw new LurkError("INSECURE_CONFIG", `${path} is not a LurkBot secrets file${unknown.length ? ` (unknown names: ${unknown.join(", ")}; it holds ${[...STORABLE_SECRETS].join(", ")})` : ""}; fix it, or remove it and run \`npx lurkbot onboard\` again.`);
+    throw new LurkError("INSECURE_CONFIG", `${path} is not a LurkBot secrets file${unknown.length ? ` (unknown names: ${unknown.join(", ")}; it holds ${[...STORABLE_SECRETS].join(", ")} and LURKBOT_MCP_*)` : ""}; fix it, or remove it and run \`npx lurkbot onboard\` again.`);
   }
   return result.data;
 }

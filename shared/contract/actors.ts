@@ -161,6 +161,17 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       subscribe: [s.op("tools", "list"), s.op("tools", "explain"), ...BROWSER_TOOLS.map((t) => s.toolCall(t)), s.toolsCancel, s.runControlAll, ...s.runTerminalAll],
       responder: true,
     }),
+    // the mcp actor (services/mcp): MCP servers' tools as tools of the catalog (`mcp_<server>_<tool>`).
+    // Their names come from config and the servers at run time, so it may subscribe to every tool's
+    // call subject (like tools-ext; it subscribes only to its own tools' names, in queue group "mcp");
+    // the same approval and cancellation grants as tools-ext; lurk.mcp.status for `lurkbot mcp list`
+    grant({
+      user: "mcp",
+      description: "MCP servers' tools: stdio children and remote servers, served as tools of the catalog",
+      publish: [s.toolProgressAll, s.toolsCatalogChanged, s.op("approvals", "request"), s.op("approvals", "wait"), s.op("approvals", "redeem"), "$SRV.INFO.approvals"],
+      subscribe: [s.op("tools", "list"), s.op("tools", "explain"), s.toolCallAll, s.toolsCancel, s.runControlAll, ...s.runTerminalAll],
+      responder: true,
+    }),
     grant({
       user: "approvals",
       description: "human approvals and signed decision tokens (LMDB, replicated through KV), one active instance through a lease",
@@ -223,7 +234,7 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       // the media store: files sent from the terminal and files received there;
       // the auth bucket: `lurkbot auth login|import|logout|list` (auth-state.ts);
       // the agent-runners' auth profile state and probes (`lurkbot auth list|probe`, `lurkbot usage --providers`), never embed or speak
-      publish: [s.inbound("cli"), "$SRV.>", ...["router", "sessions", "tools", "approvals", "subagents", "heartbeat", "cron", "hooks"].map(ops), ...kvReadSubjects(LEASE_BUCKET), ...mediaSubjects("write"), s.op("agent-runner", "auth_state"), s.op("agent-runner", "auth_probe")],
+      publish: [s.inbound("cli"), "$SRV.>", ...["router", "sessions", "tools", "approvals", "subagents", "heartbeat", "cron", "hooks", "mcp"].map(ops), ...kvReadSubjects(LEASE_BUCKET), ...mediaSubjects("write"), s.op("agent-runner", "auth_state"), s.op("agent-runner", "auth_probe")],
       subscribe: [s.outboundChannel("cli"), s.runEventAll, s.toolProgressAll, s.eventAll],
       responder: false,
       kvBuckets: [AUTH_BUCKET],

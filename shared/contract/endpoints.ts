@@ -11,6 +11,7 @@ import * as E from "./messages/embeddings.js";
 import * as H from "./messages/heartbeat.js";
 import * as HK from "./messages/hooks.js";
 import * as IM from "./messages/image.js";
+import * as MC from "./messages/mcp.js";
 import * as R from "./messages/router.js";
 import * as S from "./messages/sessions.js";
 import * as SA from "./messages/subagents.js";
@@ -86,6 +87,9 @@ export const ENDPOINTS = {
     auth_state: { request: AP.agentRunnerAuthStateRequest, reply: AP.agentRunnerAuthStateReply, description: "auth profiles' cooldowns, disables, failure counts, last use and rate-limit headers, never a secret (every instance answers; cli and router only)" },
     auth_probe: { request: AP.agentRunnerAuthProbeRequest, reply: AP.agentRunnerAuthProbeReply, description: "one cheap real call per auth profile (the provider's models list): ok, auth failed, rate limited, unreachable (cli only)" },
     describe_image: { request: IM.agentRunnerDescribeImageRequest, reply: IM.agentRunnerDescribeImageReply, description: "the image model's answer to a question about a stored image (the image tool; tools actor only)" },
+  },
+  mcp: {
+    status: { request: MC.mcpStatusRequest, reply: MC.mcpStatusReply, description: "the MCP servers: state, tools served, last error (never a secret)" },
   },
 } as const satisfies { [A in OperationActor]: { [O in Operation<A>]: EndpointSpec } };
 

@@ -16,6 +16,7 @@ export * from "./messages/channels.js";
 export * from "./messages/cron.js";
 export * from "./messages/embeddings.js";
 export * from "./messages/image.js";
+export * from "./messages/mcp.js";
 export * from "./messages/events.js";
 export * from "./messages/heartbeat.js";
 export * from "./messages/hooks.js";

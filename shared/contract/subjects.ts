@@ -73,6 +73,8 @@ export const OPERATIONS = {
    * its auth profiles' state (cli and router) and a live probe of them (cli)
    */
   "agent-runner": ["embed", "speak", "auth_state", "auth_probe", "describe_image"],
+  /** the mcp actor: its MCP servers' state and tools (`lurkbot mcp list`) */
+  mcp: ["status"],
 } as const;
 
 export type OperationActor = keyof typeof OPERATIONS;

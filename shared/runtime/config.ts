@@ -18,6 +18,7 @@ import { compactionConfigSchema, memoryConfigSchema } from "./config-compaction.
 import { mediaConfigSchema } from "./config-media.js";
 import { ttsConfigSchema, ttsEnvOverrides, ttsSecrets } from "./config-tts.js";
 import { browserConfigSchema } from "./config-browser.js";
+import { mcpConfigSchema, mcpSecrets } from "./config-mcp.js";
 import { subagentsConfigSchema } from "./config-subagents.js";
 import { cronConfigSchema } from "./config-cron.js";
 import { hooksConfigSchema } from "./config-hooks.js";
@@ -285,6 +286,8 @@ export const configSchema = z.object({
   tts: ttsConfigSchema,
   /** the browser actor's Chromium: path, profile, idle stop, timeouts, caps (config-browser.ts) */
   browser: browserConfigSchema.prefault({}),
+  /** MCP servers whose tools the mcp actor serves (config-mcp.ts) */
+  mcp: mcpConfigSchema,
   /** skills (services/agent-runner/skills.ts) */
   skills: z.object({
     /** workspace skills whose `always: true` is honoured (the agent can write its workspace; user and bundled skills need no entry) */
@@ -415,5 +418,5 @@ export function agentWorkspace(config: LurkConfig, agent: AgentConfig): string {
 
 /** The secret values of a config, for log and event redaction. */
 export function configSecrets(config: LurkConfig): string[] {
-  return [...providerSecrets(config.providers), config.tools.web.search.apiKey, config.media.transcription?.apiKey, ...ttsSecrets(config.tts), ...channelConfigSecrets(config.channels)].filter((s): s is string => typeof s === "string" && s.length >= 8);
+  return [...providerSecrets(config.providers), config.tools.web.search.apiKey, config.media.transcription?.apiKey, ...ttsSecrets(config.tts), ...channelConfigSecrets(config.channels), ...mcpSecrets(config.mcp)].filter((s): s is string => typeof s === "string" && s.length >= 8);
 }

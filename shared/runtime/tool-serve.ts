@@ -20,6 +20,7 @@
  * these tools in its queue group (tool-serve-explain.ts: the policy's decision per tool, with
  * the layer and rule of a layered policy, and the approval rules), so `lurkbot tools --explain`
  * lists them next to the built-in tools.
+ * Tools that change at run time: serveToolSet (its `set(tools)`, then `announce()`); the mcp actor uses it.
  * Grants: the actor's NATS user needs approvals request/wait/redeem, $SRV.INFO.approvals and
  * lurk.tools.cancel, and for the run abort/end the run control and terminal run event subjects
  * (the `tools-ext` user has them all, and lurk.tools.explain).
@@ -129,8 +130,26 @@ async function untilCancelled(work: () => Promise<ToolCallReply> | ToolCallReply
   }
 }
 
+/** A served tool set whose tools may change while the actor runs (serveToolSet). */
+export interface ServedToolSet extends ServedToolCatalog {
+  /**
+   * Replaces the tools served: the catalog and explain answer with the new list at once; a new
+   * name gets its call endpoint now; a name no longer in the list keeps its subscription (the
+   * services framework cannot drop one) and answers TOOL_UNKNOWN. Call `announce()` afterwards
+   * so agent-runners gather the catalog again.
+   */
+  set(tools: readonly ServedTool[]): void;
+}
+
 /** Serves the catalog and the calls of `tools` in queue group `queue`. */
 export function serveTools(rt: ActorRuntime, tools: readonly ServedTool[], opts: ServeToolsOptions): ServedToolCatalog {
+  return serveToolSet(rt, tools, opts);
+}
+
+/** serveTools for a tool list that changes at run time (e.g. the mcp actor's servers' tools). */
+export function serveToolSet(rt: ActorRuntime, initial: readonly ServedTool[], opts: ServeToolsOptions): ServedToolSet {
+  let tools: readonly ServedTool[] = [];
+  const byName = new Map<string, ServedTool>();
   const gate = approvalGateFor(rt);
   // cancelled by lurk.tools.cancel, a retry of the same call, the actor stopping (and the run's abort or end when granted)
   const inflight = new InflightCalls(rt, { followRuns: maySubscribe(rt, [rt.subjects.runControlAll, ...rt.subjects.runTerminalAll]) });
@@ -145,10 +164,15 @@ export function serveTools(rt: ActorRuntime, tools: readonly ServedTool[], opts:
   } else {
     rt.log.info("this actor's NATS user may not subscribe to lurk.tools.explain: `lurkbot tools --explain` will not list its tools");
   }
-  for (const tool of tools) {
-    const { name } = tool.definition;
+  const subscribed = new Set<string>();
+  const serveCalls = (name: string): void => {
+    subscribed.add(name);
     rt.serveSubject(`call-${name}`, rt.subjects.toolCall(name), toolCallRequest, toolCallReply, async (req, ctx): Promise<ToolCallReply> => {
       const started = Date.now();
+      const tool = byName.get(name);
+      if (!tool) {
+        return { toolCallId: req.toolCallId, content: [{ type: "text", text: `The tool "${name}" is no longer served by ${rt.name}. Do not call it again; use another tool or tell the user.` }], isError: true, errorCode: "TOOL_UNKNOWN", durationMs: 0 };
+      }
       const tracked = inflight.track(req.runId, req.toolCallId, rt.signal);
       const { signal } = tracked;
       try {
@@ -172,6 +196,15 @@ export function serveTools(rt: ActorRuntime, tools: readonly ServedTool[], opts:
         tracked.done();
       }
     }, { queue: opts.queue });
-  }
-  return catalog;
+  };
+  const set = (next: readonly ServedTool[]): void => {
+    tools = [...next];
+    byName.clear();
+    for (const tool of tools) {
+      byName.set(tool.definition.name, tool);
+      if (!subscribed.has(tool.definition.name)) serveCalls(tool.definition.name);
+    }
+  };
+  set(initial);
+  return { ...catalog, set };
 }
