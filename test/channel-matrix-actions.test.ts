@@ -41,6 +41,8 @@ describe("matrix threads and action content", () => {
     assert.equal(group.replyToMessageId, undefined, "is_falling_back: not a reply");
     const realReply = eventToInbound(ev({ ...inThread(ROOT), "m.relates_to": { rel_type: "m.thread", event_id: ROOT, is_falling_back: false, "m.in_reply_to": { event_id: "$quoted" } } }), ROOM, false, BOT)!.inbound;
     assert.equal(realReply.replyToMessageId, "$quoted", "a real reply in the thread");
+    const odd = eventToInbound(ev({ ...inThread(ROOT), "m.relates_to": { rel_type: "m.thread", event_id: ROOT, is_falling_back: "yes", "m.in_reply_to": { event_id: "$quoted" } } }), ROOM, false, BOT);
+    assert.deepEqual(odd && targetOf(odd.inbound.conversation), { roomId: ROOM, threadRoot: ROOT }, "a malformed is_falling_back does not drop the message");
 
     const dm = eventToInbound(ev(inThread(ROOT)), ROOM, true, BOT)!.inbound;
     assert.deepEqual([dm.peer, targetOf(dm.conversation)], [{ kind: "dm", id: ANN }, { roomId: ROOM, threadRoot: ROOT }], "a DM's thread: the DM's session, answered in the thread");

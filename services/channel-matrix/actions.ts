@@ -6,9 +6,10 @@
  * - react: `m.reaction` with an `m.annotation` relation (`key`: the emoji) to the event, after
  *   checking the event is in the conversation's room (GET /rooms/{roomId}/event/{eventId}; 404:
  *   refused); a reaction the bot already has answers 400 M_DUPLICATE_ANNOTATION, taken as done.
- *   Its event id is kept (rooms.ts) so `remove` redacts it; one not kept is looked up among the
- *   event's annotations (GET /_matrix/client/v1/rooms/{roomId}/relations/{eventId}/m.annotation/m.reaction);
- *   none found: nothing to take back, done;
+ *   `remove` redacts the bot's reaction, found among the event's annotations (GET
+ *   /_matrix/client/v1/rooms/{roomId}/relations/{eventId}/m.annotation/m.reaction; nothing is kept
+ *   per reaction, so reactions made in another client are found too); none found: nothing to take
+ *   back, done (a retry after a lost answer finds the reaction redacted);
  * - edit: an m.room.message `m.replace` of a text message or notice (send.ts editContent); a file
  *   message or a deleted one is refused;
  * - delete: a redaction of each part (PUT /rooms/{roomId}/redact/{eventId}/{txnId}).
@@ -18,7 +19,6 @@ import { DeliveryError, type ActionRequest, type DeliveryContext } from "../../s
 import { MatrixError, type MatrixApi } from "./api.js";
 import type { EncryptionGate } from "./encryption.js";
 import { isEventId, targetOf } from "./inbound.js";
-import type { MatrixState } from "./rooms.js";
 import { editContent, reactionContent, toDeliveryError, txnIdFor } from "./send.js";
 import { reactionContentSchema, roomEventSchema, type RoomEvent } from "./wire.js";
 
@@ -29,7 +29,7 @@ export const MATRIX_ACTIONS = ["react", "edit", "delete"] as const;
 const MAX_RELATION_PAGES = 10;
 
 export class MatrixActions {
-  constructor(private readonly api: MatrixApi, private readonly state: MatrixState, private readonly gate: EncryptionGate, private readonly userId: string) {}
+  constructor(private readonly api: MatrixApi, private readonly gate: EncryptionGate, private readonly userId: string) {}
 
   async act(request: ActionRequest, ctx: DeliveryContext): Promise<void> {
     let roomId: string;
@@ -67,21 +67,19 @@ export class MatrixActions {
     const txnId = txnIdFor(ctx.deliveryId, 0);
     if (!remove) {
       try {
-        const reactionId = await this.api.sendEvent(roomId, "m.reaction", txnId, reactionContent(eventId, emoji), ctx.signal);
-        await this.state.setReaction(roomId, eventId, emoji, reactionId);
+        await this.api.sendEvent(roomId, "m.reaction", txnId, reactionContent(eventId, emoji), ctx.signal);
       } catch (err) {
         if (!(err instanceof MatrixError && err.errcode === "M_DUPLICATE_ANNOTATION")) throw err;
         ctx.log.debug({ eventId, emoji }, "the bot already has this reaction");
       }
       return;
     }
-    const reactionId = this.state.reaction(roomId, eventId, emoji) ?? await this.findReaction(roomId, eventId, emoji, ctx.signal);
+    const reactionId = await this.findReaction(roomId, eventId, emoji, ctx.signal);
     if (!reactionId) {
       ctx.log.debug({ eventId, emoji }, "no reaction of the bot to take back");
       return;
     }
     await this.api.redact(roomId, reactionId, txnId, ctx.signal);
-    await this.state.setReaction(roomId, eventId, emoji, undefined);
   }
 
   /** The bot's (not redacted) reaction `emoji` to `eventId`, from the event's annotations. */

@@ -10,7 +10,8 @@
  * never posted twice. While a run writes, the room shows the bot typing. Rooms with more than two
  * members are groups: the router's mention gating (routing.groups) applies there. A thread
  * (m.thread) is a conversation of its own, answered in the thread (`threads: "thread"`, inbound.ts,
- * send.ts). The `message` tool's react, edit and delete: actions.ts.
+ * send.ts). The `message` tool's react, edit and delete: actions.ts. Users' reactions (m.reaction,
+ * and their redaction as "removed") go to the kit's publishReaction (reactions.ts).
  * End-to-end encrypted rooms are not supported: one notice per room says so (batch.ts), and
  * nothing else is ever sent there: a delivery or typing into a room known (or found, from its
  * state) to be encrypted fails for good, saying why (encryption.ts).
@@ -27,6 +28,7 @@ import { EncryptionGate } from "./encryption.js";
 import { sendAttachment } from "./files.js";
 import { MATRIX_ACTIONS, MatrixActions } from "./actions.js";
 import { isEventId, roomOf, targetOf, type BotIdentity } from "./inbound.js";
+import { ReactionLog } from "./reactions.js";
 import { MatrixState } from "./rooms.js";
 import { textContent, toDeliveryError, txnIdFor, type Relation } from "./send.js";
 import { SyncLoop } from "./sync.js";
@@ -67,8 +69,9 @@ export const definition = defineChannelActor({
       api.typing(roomId, userId, on, TYPING_TIMEOUT_MS).catch((err) => log.debug({ err: (err as Error).message, roomId }, "typing notification failed"));
     });
     const gate = new EncryptionGate(api, state);
-    const batches = new BatchHandler(ctx, api, state, bot, typing, gate);
-    const actions = new MatrixActions(api, state, gate, userId);
+    const reactionLog = new ReactionLog(join(ctx.dataDir, "reactions"));
+    const batches = new BatchHandler(ctx, api, state, bot, typing, gate, reactionLog);
+    const actions = new MatrixActions(api, gate, userId);
     const loop = new SyncLoop({ api, state, log, timeoutMs: settings.syncTimeoutMs, handle: (batch, since) => batches.handle(batch, since) });
     loop.start();
     log.info({ homeserver: new URL(homeserverUrl).origin, userId, displayName, resumed: state.since !== undefined }, state.since ? "matrix channel syncing (resumed)" : "matrix channel syncing (first start: history skipped)");
@@ -113,6 +116,7 @@ export const definition = defineChannelActor({
         await loop.stop();
         typing.stopAll();
         await state.close();
+        await reactionLog.close();
       },
     };
   },

@@ -2,7 +2,8 @@
  * One /sync batch, in order: `m.direct` (which rooms are DMs), invites (joined as `autoJoin`
  * says), then each joined room: a limited timeline's gap first (its older events fetched with
  * /messages, gap.ts, oldest first), its membership and encryption state, then its messages, each
- * stored in LURK_INBOUND with its files (inbound.ts, files.ts) while typing shows during its run.
+ * stored in LURK_INBOUND with its files (inbound.ts, files.ts) while typing shows during its run,
+ * and users' reactions and their redactions, in timeline order (reactions.ts).
  * `handle` returns each room's last timeline event id, which the loop stores with `next_batch`
  * (where the next gap's catch-up stops).
  * Encrypted rooms are not read. A room is encrypted by its `m.room.encryption` state event only;
@@ -27,6 +28,7 @@ import { storeFiles } from "./files.js";
 import { fetchGap } from "./gap.js";
 import { eventToInbound, type BotIdentity } from "./inbound.js";
 import { DisplayNames } from "./names.js";
+import { takeReaction, type ReactionDeps, type ReactionLog } from "./reactions.js";
 import type { MatrixState } from "./rooms.js";
 import { textContent, txnIdFor } from "./send.js";
 import { TIMELINE_TYPES } from "./sync.js";
@@ -53,8 +55,11 @@ export class BatchHandler {
   private readonly names = new DisplayNames();
   /** rooms told about (debug) an m.room.encrypted event in a room without encryption, this run */
   private readonly strayEncrypted = new Set<string>();
+  private readonly reactions: ReactionDeps;
 
-  constructor(private readonly ctx: Ctx, private readonly api: MatrixApi, private readonly state: MatrixState, private readonly bot: BotIdentity, private readonly typing: RunTyping<string>, private readonly gate: EncryptionGate) {}
+  constructor(private readonly ctx: Ctx, private readonly api: MatrixApi, private readonly state: MatrixState, private readonly bot: BotIdentity, private readonly typing: RunTyping<string>, private readonly gate: EncryptionGate, reactionLog: ReactionLog) {
+    this.reactions = { ctx, log: reactionLog, bot, isDirect: (roomId) => this.isDirect(roomId), nameOf: (roomId, userId) => this.names.get(roomId, userId) };
+  }
 
   /** Takes one batch (`since`: the token it was asked from; undefined: the initial sync); returns each room's last timeline event id. */
   async handle(batch: SyncResponse, since: string | undefined): Promise<Map<string, string>> {
@@ -142,12 +147,14 @@ export class BatchHandler {
     const last = timeline.findLast((e) => e.event_id)?.event_id ?? this.state.room(roomId).lastEventId;
     if (initial) return last;
     for (const ev of timeline) {
-      if (ev.type !== "m.room.message" || ev.sender === this.bot.userId) continue;
+      const message = ev.type === "m.room.message";
+      if ((!message && ev.type !== "m.reaction" && ev.type !== "m.room.redaction") || (message && ev.sender === this.bot.userId)) continue;
       if (this.state.room(roomId).encrypted) {
-        this.ctx.log.debug({ roomId, eventId: ev.event_id }, "a message in an encrypted room is not answered");
+        this.ctx.log.debug({ roomId, eventId: ev.event_id, type: ev.type }, "an event in an encrypted room is not taken");
         continue;
       }
-      await this.message(roomId, ev);
+      if (message) await this.message(roomId, ev);
+      else await takeReaction(this.reactions, roomId, ev);
     }
     return last;
   }

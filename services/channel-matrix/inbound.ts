@@ -30,8 +30,6 @@ export interface MatrixFile { mxc: string; kind: Attachment["kind"]; mime: strin
 /** Where replies go: a room, and the root of the thread in it when there is one. */
 export interface MatrixTarget { roomId: string; threadRoot?: string }
 
-/** The longest conversation (a subject token: conversationSchema) */
-const MAX_CONVERSATION = 128;
 const EVENT_ID = /^\$[^\s,]{1,254}$/;
 /** whether `id` looks like an event id (`$…`, no whitespace or comma) */
 export const isEventId = (id: string) => EVENT_ID.test(id);
@@ -96,9 +94,10 @@ function threadRootOf(content: MessageContent, roomId: string): string | undefin
   const relation = content["m.relates_to"];
   if (relation?.rel_type !== "m.thread" || !relation.event_id || !EVENT_ID.test(relation.event_id)) return undefined;
   try {
-    return conversationOf(roomId, relation.event_id).length <= MAX_CONVERSATION ? relation.event_id : undefined;
+    conversationOf(roomId, relation.event_id); // throws beyond a subject token's 128 characters
+    return relation.event_id;
   } catch {
-    return undefined; // longer than a subject token takes
+    return undefined;
   }
 }
 

@@ -7,9 +7,7 @@
  *   absent: unknown), when the "cannot read encrypted messages" notice was sent (once per room),
  *   and the id of the last timeline event taken (where a sync gap's catch-up stops), written with
  *   `since` in one transaction;
- * - `direct`: the rooms `m.direct` account data lists as DMs;
- * - `reactions`: the bot's own reaction events (room, reacted event, emoji -> the m.reaction's
- *   event id), so taking one back redacts it (actions.ts; a reaction not found here is looked up).
+ * - `direct`: the rooms `m.direct` account data lists as DMs.
  * Every write is durable when its promise resolves.
  */
 import { mkdirSync } from "node:fs";
@@ -25,30 +23,16 @@ export interface RoomInfo {
   noticeAt?: number;
 }
 
-const reactionKey = (roomId: string, eventId: string, key: string) => `${roomId}\u0000${eventId}\u0000${key}`;
-
 export class MatrixState {
   private readonly root: RootDatabase;
   private readonly meta: Database<unknown, string>;
   private readonly rooms: Database<RoomInfo, string>;
-  private readonly reactions: Database<string, string>;
 
   constructor(path: string) {
     mkdirSync(path, { recursive: true, mode: 0o700 });
     this.root = open({ path });
     this.meta = this.root.openDB({ name: "meta" });
     this.rooms = this.root.openDB({ name: "rooms" });
-    this.reactions = this.root.openDB({ name: "reactions" });
-  }
-
-  /** The bot's reaction `key` to `eventId` in `roomId` (its m.reaction event id), if known. */
-  reaction(roomId: string, eventId: string, key: string): string | undefined {
-    return this.reactions.get(reactionKey(roomId, eventId, key));
-  }
-
-  async setReaction(roomId: string, eventId: string, key: string, reactionId: string | undefined): Promise<void> {
-    if (reactionId === undefined) await this.reactions.remove(reactionKey(roomId, eventId, key));
-    else await this.reactions.put(reactionKey(roomId, eventId, key), reactionId);
   }
 
   get since(): string | undefined {
@@ -85,12 +69,8 @@ export class MatrixState {
     return next;
   }
 
-  /** The bot left the room: its record and its reactions there go. */
   async forgetRoom(roomId: string): Promise<void> {
-    await this.root.transaction(() => {
-      this.rooms.remove(roomId);
-      for (const key of this.reactions.getKeys({ start: `${roomId}\u0000`, end: `${roomId}\u0001` })) this.reactions.remove(key);
-    });
+    await this.rooms.remove(roomId);
   }
 
   async close(): Promise<void> {

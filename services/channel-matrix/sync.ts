@@ -9,8 +9,9 @@
  * before the token moves on. With the token the handler's last event id of each room is stored
  * (one transaction), where the next gap's catch-up stops. A failed or malformed /sync answer is
  * logged and retried with backoff (a 429 after the wait it asks for); the loop only ends on stop.
- * The filter asks for what the channel reads: room messages, encrypted events, encryption and
- * membership state (members lazy-loaded), invites, `m.direct`; no presence, receipts or typing.
+ * The filter asks for what the channel reads: room messages, reactions and redactions, encrypted
+ * events, encryption and membership state (members lazy-loaded), invites, `m.direct`; no
+ * presence, receipts or typing.
  */
 import { sleepUnlessAborted } from "../../shared/runtime/abortable-sleep.js";
 import type { Logger } from "../../shared/runtime/logger.js";
@@ -20,8 +21,8 @@ import type { SyncResponse } from "./wire.js";
 
 const BACKOFF_MS = [1_000, 2_000, 5_000, 10_000, 30_000];
 
-/** the event types of a room's timeline the channel reads (the sync's, and a gap's /messages) */
-export const TIMELINE_TYPES = ["m.room.message", "m.room.encrypted", "m.room.encryption", "m.room.member"];
+/** the event types of a room's timeline the channel reads (the sync's, and a gap's /messages); reactions and their redactions: reactions.ts */
+export const TIMELINE_TYPES = ["m.room.message", "m.room.encrypted", "m.room.encryption", "m.room.member", "m.reaction", "m.room.redaction"];
 /** events of one room per /sync; more come `limited` and are paged back (gap.ts) */
 export const TIMELINE_LIMIT = 50;
 

@@ -29,6 +29,8 @@ export const roomEventSchema = z.object({
   state_key: z.string().max(255).optional(),
   content: z.record(z.string(), z.unknown()).default({}),
   unsigned: z.record(z.string(), z.unknown()).optional(),
+  /** an m.room.redaction's target in room versions before 11 (since 11: `content.redacts`) */
+  redacts: z.string().max(255).optional(),
 });
 export type RoomEvent = z.infer<typeof roomEventSchema>;
 
@@ -75,7 +77,8 @@ export type SyncResponse = z.infer<typeof syncResponseSchema>;
 const relatesToSchema = z.object({
   rel_type: z.string().optional(),
   event_id: z.string().optional(),
-  is_falling_back: z.boolean().optional(),
+  // a malformed one is as absent (not a reason to drop the message)
+  is_falling_back: z.boolean().optional().catch(undefined),
   "m.in_reply_to": z.object({ event_id: z.string().min(1).max(255) }).loose().optional(),
 }).loose();
 

@@ -19,7 +19,8 @@ import { checkSendResults, toDeliveryError, type SendResult, type SignalRpc } fr
 /** what `act` does (the kit's `actions`; shared/runtime/channel-capabilities.ts lists them for the prompt) */
 export const SIGNAL_ACTIONS = ["react", "edit", "delete"] as const;
 
-const recipientParams = (t: SignalTarget) => (t.kind === "dm" ? { recipient: [t.recipient] } : { groupId: t.groupId });
+/** The JSON-RPC parameters naming a conversation (`send`, `sendTyping`, `sendReaction`, `remoteDelete`). */
+export const recipientParams = (t: SignalTarget) => (t.kind === "dm" ? { recipient: [t.recipient] } : { groupId: t.groupId });
 
 /** author + timestamp of a platform message id; refused for good for anything else. */
 function messageOf(id: string): { author: string; timestamp: number } {

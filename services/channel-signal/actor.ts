@@ -8,7 +8,8 @@
  * Out: the kit's durable deliveries through JSON-RPC `send`, markdown as plain text, chunked at
  * 2000 characters; the first part of a reply quotes the message it answers (quoteTimestamp +
  * quoteAuthor); each file is its own message (a data URI). The `message` tool's react, edit and
- * delete: actions.ts (sendReaction, send with editTimestamp, remoteDelete). signal-cli's HTTP has
+ * delete: actions.ts (sendReaction, send with editTimestamp, remoteDelete). Users' reactions
+ * (dataMessage.reaction) go to the kit's publishReaction (reactions.ts). signal-cli's HTTP has
  * no authentication, so a url off this machine is refused unless `allowRemote`.
  */
 import { join } from "node:path";
@@ -17,11 +18,12 @@ import { defineChannelActor, DeliveryError, isUnstorable, publishWatched, toPlai
 import { RunTyping } from "../../shared/runtime/channel/run-typing.js";
 import { signalChannelSchema, type SignalChannelConfig } from "../../shared/runtime/config-channels.js";
 import { isLoopbackUrl } from "../../shared/runtime/loopback-host.js";
-import { SIGNAL_ACTIONS, SignalActions } from "./actions.js";
+import { recipientParams, SIGNAL_ACTIONS, SignalActions } from "./actions.js";
 import { runEventStream } from "./events.js";
 import { outboundAttachment, storeMessageFiles } from "./files.js";
 import { platformMessageId, quoteOf, receiveToInbound, targetOf, type BotIdentity, type SignalReceive, type SignalTarget } from "./inbound.js";
 import { checkSendResults, SignalRpc, toDeliveryError, type SendResult } from "./rpc.js";
+import { takeReaction } from "./reactions.js";
 import { SeenMessages } from "./seen.js";
 
 export const SIGNAL_TEXT_LIMIT = 2000;
@@ -32,8 +34,6 @@ const WATCH_MAX_MS = 30 * 60_000;
 /** errors after which receiving the event again cannot help: logged and skipped */
 
 type Ctx = ChannelContext<SignalChannelConfig>;
-
-const recipientParams = (t: SignalTarget) => (t.kind === "dm" ? { recipient: [t.recipient] } : { groupId: t.groupId });
 
 /** The account's uuid (best effort: mentions by uuid then count too); listAccounts, else getUserStatus. */
 async function botIdentity(rpc: SignalRpc, number: string, ctx: Ctx): Promise<BotIdentity> {
@@ -56,6 +56,7 @@ async function botIdentity(rpc: SignalRpc, number: string, ctx: Ctx): Promise<Bo
 
 /** Handles one receive event: stores the message (once) with its files. Throws to receive it again. */
 async function onReceive(ctx: Ctx, rpc: SignalRpc, bot: BotIdentity, seen: SeenMessages, typing: RunTyping<SignalTarget>, data: unknown): Promise<void> {
+  if (await takeReaction(ctx, seen, bot, data)) return;
   const mapped = receiveToInbound(data as SignalReceive, bot);
   if (!mapped) return;
   const { inbound, files } = mapped;

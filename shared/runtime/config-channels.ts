@@ -272,6 +272,8 @@ export const matrixChannelSchema = z.object({
   catchUpMax: z.number().int().min(0).max(10_000).default(1_000),
   /** a message in a thread (m.thread): "thread" = a session of its own (a room's thread: type topic), answered in the thread; "room" = the room's session, answered in the room */
   threads: z.enum(["thread", "room"]).default("thread"),
+  /** users' reactions to the agent: "off", "own" (to the assistant's messages; default) or "all" */
+  reactionNotifications: reactionNotificationsSchema,
 }).superRefine((s, ctx) => {
   if (s.enabled && !s.homeserverUrl) ctx.addIssue({ code: "custom", path: ["homeserverUrl"], message: "required: the homeserver's address, e.g. https://matrix.example.org" });
   if (s.enabled && !s.userId) ctx.addIssue({ code: "custom", path: ["userId"], message: "required: the bot account, e.g. @lurkbot:example.org" });
@@ -304,6 +306,8 @@ export const signalChannelSchema = z.object({
   typingIndicator: z.boolean().default(true),
   /** ms one JSON-RPC call may take (a send with a large attachment takes longest) */
   requestTimeoutMs: z.number().int().min(1_000).max(300_000).default(60_000),
+  /** users' reactions to the agent: "off", "own" (to the assistant's messages; default) or "all" */
+  reactionNotifications: reactionNotificationsSchema,
 });
 
 export const channelsConfigSchema = z.object({

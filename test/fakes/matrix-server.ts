@@ -17,11 +17,14 @@
  * `next_batch` token, newest first, the filter's types, stopping at `to` unless `ignoreMessagesTo`;
  * no `end` once nothing is left). A /sync with `since` gives each room at most the filter's
  * `timeline.limit` events, the newest, `limited: true` with a `prev_batch` when there were more
- * (the skipped state events in `state`, as Synapse does). Errors are `{ errcode, error }` bodies
+ * (the skipped state events in `state`, as Synapse does); a timeline holds only the filter's
+ * `timeline.types` when it names them. Errors are `{ errcode, error }` bodies
  * (429: `retry_after_ms`); a scripted `stream` failure streams a big 200 answer slowly, recording
  * in `streamed` how much was written before the client hung up. Every call needs the bot's bearer
  * token (401 M_UNKNOWN_TOKEN otherwise), except the legacy download.
- * The test acts as the users: `createRoom`, `userMessage`, `invite`, `enableEncryption`; it reads
+ * The test acts as the users: `createRoom`, `userMessage`, `userReaction` (an m.reaction
+ * annotation), `userRedact` (an m.room.redaction with `redacts` in its content and at the top
+ * level, as Synapse gives it; the target's content emptied), `invite`, `enableEncryption`; it reads
  * what the bot sent in `sends` (each PUT send, retries included), `redactions` (each PUT redact),
  * `roomEvents`, `reactions` and `shown` (an event's content after edits); `failNext` scripts
  * errors.
@@ -41,6 +44,8 @@ export interface MxEvent {
   content: Record<string, unknown>;
   room_id: string;
   unsigned?: Record<string, unknown>;
+  /** an m.room.redaction's target (room versions before 11; also in `content`) */
+  redacts?: string;
   /** stream position */
   pos: number;
 }
@@ -156,6 +161,21 @@ export class FakeMatrixServer {
   /** A user's event in a room (default: an m.room.message); returns its event id. */
   userMessage(roomId: string, sender: string, content: Record<string, unknown>, type = "m.room.message"): string {
     return this.append(this.rooms.get(roomId)!, { type, sender, content }).event_id;
+  }
+
+  /** A user's m.reaction: `key` on `eventId`; returns the reaction's event id. */
+  userReaction(roomId: string, sender: string, eventId: string, key: string): string {
+    return this.userMessage(roomId, sender, { "m.relates_to": { rel_type: "m.annotation", event_id: eventId, key } }, "m.reaction");
+  }
+
+  /** A user redacts an event (e.g. takes back their reaction); returns the redaction's event id. */
+  userRedact(roomId: string, sender: string, eventId: string): string {
+    const room = this.rooms.get(roomId)!;
+    const target = room.events.find((e) => e.event_id === eventId)!;
+    const redaction = this.append(room, { type: "m.room.redaction", sender, content: { redacts: eventId }, redacts: eventId });
+    target.content = {};
+    target.unsigned = { ...target.unsigned, redacted_because: { event_id: redaction.event_id, sender, type: "m.room.redaction" } };
+    return redaction.event_id;
   }
 
   /** `inviter` invites the bot to a room only `inviter` is in. */
@@ -415,6 +435,8 @@ export class FakeMatrixServer {
     const timeout = Number(url.searchParams.get("timeout") ?? 0);
     const filter = JSON.parse(url.searchParams.get("filter") ?? "{}");
     const limit = Number((filter as { room?: { timeline?: { limit?: number } } }).room?.timeline?.limit ?? 10);
+    const types = (filter as { room?: { timeline?: { types?: string[] } } }).room?.timeline?.types;
+    const shown = (e: MxEvent) => !types || types.includes(e.type);
     this.syncs.push({ ...(sinceRaw ? { since: sinceRaw } : {}), filter, timeout });
     const f = this.takeFailure("sync");
     if (f) return this.fail(res, f);
@@ -434,7 +456,7 @@ export class FakeMatrixServer {
       const fresh = room.events.filter((e) => e.pos <= upTo && (since === undefined || e.pos > since));
       if (since !== undefined && fresh.length === 0) continue;
       let state = since === undefined ? fresh.filter((e) => e.state_key !== undefined) : [];
-      let timeline = since === undefined ? fresh.filter((e) => e.state_key === undefined).slice(-10) : fresh;
+      let timeline = since === undefined ? fresh.filter((e) => e.state_key === undefined && shown(e)).slice(-10) : fresh.filter(shown);
       const limited = since !== undefined && timeline.length > limit;
       if (limited) {
         // the newest `limit` events; the state changes of the skipped ones in `state`

@@ -18,7 +18,9 @@
  *    gets those after it (an unknown id: all kept, as after a signal-cli restart: `forgetIds()`);
  *    `dropConnections()` cuts every stream, `emitRaw()` writes any text into them;
  *  - `GET /api/v1/check`: 200.
- * `userMessage()` builds a real envelope (dataMessage with groupInfo, mentions, quote, attachments).
+ * `userMessage()` builds a real envelope (dataMessage with groupInfo, mentions, quote, attachments);
+ * `userReaction()` one whose dataMessage holds a `reaction` as signal-cli 0.13 gives it (emoji,
+ * targetAuthor, targetAuthorNumber, targetAuthorUuid, targetSentTimestamp, isRemove).
  */
 import { randomUUID } from "node:crypto";
 import { createServer, type Server, type ServerResponse } from "node:http";
@@ -37,6 +39,16 @@ export interface UserMessageOpts {
   quote?: { id: number; authorNumber: string; authorUuid?: string; text: string };
   attachments?: FakeAttachment[];
   timestamp?: number;
+}
+
+export interface UserReactionOpts {
+  emoji: string;
+  /** the reacted message's author ("bot": this account) and timestamp */
+  target: { number: string; uuid: string } | "bot";
+  targetTimestamp: number;
+  remove?: boolean;
+  groupId?: string;
+  from?: { number: string; uuid: string; name?: string };
 }
 
 export class FakeSignalCli {
@@ -96,6 +108,23 @@ export class FakeSignalCli {
     if (o.attachments) {
       dataMessage.attachments = o.attachments.map((a) => ({ contentType: a.contentType, filename: a.filename ?? null, id: a.id, size: a.bytes.length, width: null, height: null, caption: null, uploadTimestamp: timestamp }));
     }
+    return this.emitEnvelope(from, timestamp, dataMessage);
+  }
+
+  /** Pushes a user's reaction (or its removal) as signal-cli would receive it. */
+  userReaction(o: UserReactionOpts): { envelope: Record<string, unknown>; timestamp: number; eventId: number } {
+    const from = o.from ?? this.alice;
+    const timestamp = this.nextTimestamp();
+    const author = o.target === "bot" ? { number: this.account, uuid: this.accountUuid } : o.target;
+    const dataMessage: Record<string, unknown> = {
+      timestamp, message: null, expiresInSeconds: 0, viewOnce: false,
+      reaction: { emoji: o.emoji, targetAuthor: author.number, targetAuthorNumber: author.number, targetAuthorUuid: author.uuid, targetSentTimestamp: o.targetTimestamp, isRemove: o.remove === true },
+    };
+    if (o.groupId) dataMessage.groupInfo = { groupId: o.groupId, groupName: "Test group", revision: 2, type: "DELIVER" };
+    return this.emitEnvelope(from, timestamp, dataMessage);
+  }
+
+  private emitEnvelope(from: { number: string; uuid: string; name?: string }, timestamp: number, dataMessage: Record<string, unknown>): { envelope: Record<string, unknown>; timestamp: number; eventId: number } {
     const envelope = {
       source: from.number, sourceNumber: from.number, sourceUuid: from.uuid, sourceName: from.name ?? null, sourceDevice: 1,
       timestamp, serverReceivedTimestamp: timestamp + 5, serverDeliveredTimestamp: timestamp + 9, dataMessage,
