@@ -14,7 +14,7 @@ import { after, before, describe, it } from "node:test";
 import { connect } from "@nats-io/transport-node";
 import { passwordEnvName } from "../shared/contract/index.js";
 import { actorMainPath } from "../shared/scripts/paths.js";
-import { actorModulePath, LAUNCHER_ACTORS } from "../services/cli/actors.js";
+import { actorModulePath, LAUNCHER_ACTORS, launcherActors } from "../services/cli/actors.js";
 import { CLI_MAIN, runCli } from "./harness/cli.js";
 import { waitFor } from "./harness/actors.js";
 import { freePort } from "./harness/nats.js";
@@ -27,6 +27,8 @@ const built = LAUNCHER_ACTORS.filter((a) => !unbuilt.includes(a));
 /** while an actor is still being written, run the launcher with the ones that exist */
 const onlyArgs = unbuilt.length ? ["--only", built.join(",")] : [];
 const canChat = ["router", "agent-runner", "sessions"].every((a) => built.includes(a as (typeof built)[number]));
+/** what the launcher runs here: without --only, not the mcp actor (no MCP server is configured) */
+const started = onlyArgs.length ? built : built.filter((a) => launcherActors().includes(a));
 
 interface Instance {
   name: string;
@@ -142,14 +144,17 @@ describe("lurkbot start", () => {
       await launcher?.cleanup();
     });
 
-    it("starts its own nats-server and every actor; status lists them", async () => {
+    it("starts its own nats-server and every actor (the mcp actor only with an MCP server); status lists them", async () => {
       assert.match(launcher.stdout, /^nats-server ready on 127\.0\.0\.1:\d+ \(pid \d+\)$/m);
       assert.ok(alive(launcher.natsPid()));
-      for (const name of built) assert.match(launcher.stdout, new RegExp(`^${name} ready \\(pid \\d+\\)$`, "m"));
+      for (const name of started) assert.match(launcher.stdout, new RegExp(`^${name} ready \\(pid \\d+\\)$`, "m"));
+      if (!onlyArgs.length) assert.doesNotMatch(launcher.stdout, /^mcp ready/m, "no MCP server is configured: no mcp actor");
       const instances = await waitFor(async () => {
         const list = await launcher.status();
-        return built.every((name) => list.some((i) => i.name === name)) ? list : null;
+        return started.every((name) => list.some((i) => i.name === name)) ? list : null;
       }, 30_000, "every actor in status");
+      assert.ok(onlyArgs.length || !instances.some((i) => i.name === "mcp"));
+      assert.doesNotMatch((await runCli(["status"], launcher.env)).stdout, /not running/, "status does not expect the mcp actor");
       const pids = new Set(instances.map((i) => i.pid));
       assert.equal(pids.size, instances.length, "one process per actor");
       assert.ok(!pids.has(launcher.child.pid!), "actors are not in the launcher's process");
@@ -195,7 +200,7 @@ describe("lurkbot start", () => {
 
     it("SIGTERM: exits 0 and leaves none of its children (actors, nats-server) alive", async () => {
       const pids = new Set([...launcher.printedPids(), ...(await launcher.status()).map((i) => i.pid!)]);
-      assert.ok(pids.size >= built.length + 1);
+      assert.ok(pids.size >= started.length + 1);
       const code = await launcher.stop();
       assert.equal(code, 0, launcher.output);
       assert.match(launcher.stdout, /nats-server stopped/);
@@ -217,10 +222,10 @@ describe("lurkbot start", () => {
     it("hosts every actor in the launcher's process, each as its own service", async () => {
       const instances = await waitFor(async () => {
         const list = await launcher.status();
-        return built.every((name) => list.some((i) => i.name === name)) ? list : null;
+        return started.every((name) => list.some((i) => i.name === name)) ? list : null;
       }, 30_000, "every actor in status");
       assert.deepEqual([...new Set(instances.map((i) => i.pid))], [launcher.child.pid]);
-      assert.deepEqual(instances.map((i) => i.name).sort(), [...built].sort());
+      assert.deepEqual(instances.map((i) => i.name).sort(), [...started].sort());
     });
 
     it("after a SIGKILLed launcher, the next start stops the nats-server it left; a second launcher of the same home is refused", async () => {
@@ -244,7 +249,7 @@ describe("lurkbot start", () => {
       const code = await launcher.stop();
       assert.equal(code, 0, launcher.output);
       assert.ok(!alive(nats), "nats-server is gone");
-      for (const name of built) assert.match(launcher.stdout, new RegExp(`^${name} stopped$`, "m"));
+      for (const name of started) assert.match(launcher.stdout, new RegExp(`^${name} stopped$`, "m"));
     });
   });
 

@@ -13,6 +13,7 @@
  * agent loop.
  */
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -20,14 +21,18 @@ import { after, before, describe, it } from "node:test";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { envelope, errorReplySchema, subjects, toolCallReply, type McpStatusReply, type ToolDefinition } from "../shared/contract/index.js";
 import { BusClient, SERVICE_ERROR_HEADER } from "../shared/runtime/client.js";
-import { actorEnv } from "../services/cli/actors.js";
+import { actorEnv, LAUNCHER_ACTORS, launcherActors, selectActors } from "../services/cli/actors.js";
+import { mcpChecks } from "../services/cli/audit/mcp.js";
+import { mcpConfigSchema } from "../shared/runtime/config-mcp.js";
+import { fit, mcpTools } from "../services/mcp/tools.js";
+import { audit, byId, freshHome, removeAuditDirs } from "./harness/audit.js";
 import { isStorableSecret } from "../services/cli/stored-secrets.js";
-import { catalogToolName } from "../services/mcp/names.js";
+import { catalogToolName, toolPrefix } from "../services/mcp/names.js";
 import { toolEntry } from "../services/mcp/definitions.js";
 import { mapResult } from "../services/mcp/results.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
 import { TestNats } from "./harness/nats.js";
-import { runCli } from "./harness/cli.js";
+import { CLI_MAIN, runCli } from "./harness/cli.js";
 import { CliClient, TestSystem } from "./harness/system.js";
 import { pendingApproval, textOf, toolCaller } from "./harness/tools-actor.js";
 import { PNG_BASE64, startHttpMcpServer, startSseMcpServer, type HttpMcpServer } from "./fakes/mcp-server.js";
@@ -99,7 +104,7 @@ describe("mcp actor: MCP servers' tools on the bus", () => {
     const byName = new Map(tools.map((t) => [t.name, t] as const));
     const names = [...byName.keys()].sort();
     assert.deepEqual(names, ["mcp_local_add_tool", "mcp_local_crash", "mcp_local_echo", "mcp_local_env", "mcp_local_fail", "mcp_local_picture", "mcp_local_slow",
-      "mcp_old_sse_ping", "web_docs_page_four", "web_docs_page_one", "web_docs_page_three", "web_docs_page_two"]);
+      "mcp_old_sse_ping", "mcp_web_docs_page_four", "mcp_web_docs_page_one", "mcp_web_docs_page_three", "mcp_web_docs_page_two"]);
     const echo = byName.get("mcp_local_echo")!;
     assert.equal(echo.actor, "mcp");
     assert.equal((echo.parameters as { type: string }).type, "object");
@@ -109,10 +114,10 @@ describe("mcp actor: MCP servers' tools on the bus", () => {
     assert.equal(echo.parallelSafe, true);
     assert.deepEqual(echo.groups, ["group:mcp", "group:mcp_local"]);
     assert.equal(byName.get("mcp_local_fail")!.sideEffects, true, "no readOnlyHint: side effects");
-    assert.equal(byName.get("web_docs_page_five"), undefined, "denyTools");
+    assert.equal(byName.get("mcp_web_docs_page_five"), undefined, "denyTools");
     // approval "always": every tool of that server needs a human; the other server's tools do not
-    assert.equal(byName.get("web_docs_page_one")!.needsApproval, true);
-    assert.equal(byName.get("web_docs_page_one")!.sideEffects, false);
+    assert.equal(byName.get("mcp_web_docs_page_one")!.needsApproval, true);
+    assert.equal(byName.get("mcp_web_docs_page_one")!.sideEffects, false);
     assert.equal(echo.needsApproval, false);
     // the coding profile has no MCP tools (the layered policy applies as to built-in tools)
     assert.deepEqual((await catalog("guest")).map((t: ToolDefinition) => t.name), []);
@@ -148,8 +153,8 @@ describe("mcp actor: MCP servers' tools on the bus", () => {
   });
 
   it("a remote server gets its header from a ${LURKBOT_MCP_…} secret; its calls wait for a human (approval: always); a denied call is TOOL_DENIED", async () => {
-    const pending = new BusClient(runner).callSubject(subjects().toolCall("web_docs_page_three"), "lurk.tools.call.v1", {
-      toolCallId: "remote-1", runId: "run-remote", sessionKey: "agent:main:main", agentId: "main", tool: "web_docs_page_three", args: { x: "1" },
+    const pending = new BusClient(runner).callSubject(subjects().toolCall("mcp_web_docs_page_three"), "lurk.tools.call.v1", {
+      toolCallId: "remote-1", runId: "run-remote", sessionKey: "agent:main:main", agentId: "main", tool: "mcp_web_docs_page_three", args: { x: "1" },
     }, toolCallReply, { timeoutMs: 30_000 });
     const cli = new BusClient(cliNc);
     const record = await pendingApproval(cli, "remote-1");
@@ -260,8 +265,12 @@ describe("mcp actor: MCP servers' tools on the bus", () => {
 });
 
 describe("mcp: naming, definitions, results and the launcher's secrets", () => {
-  it("tool names are sanitized and capped at 64 characters, distinct when cut", () => {
+  it("tool names are sanitized and capped at 64 characters, distinct when cut; all start mcp_, and their calls have their own subjects", () => {
     assert.equal(catalogToolName("mcp_files", "read.file"), "mcp_files_read_file");
+    assert.equal(toolPrefix("files"), "mcp_files");
+    assert.equal(toolPrefix("files", "web.docs"), "mcp_web_docs", "a toolPrefix replaces the server's name, never mcp_");
+    assert.equal(subjects().toolCall("mcp_files_read"), "lurk.tools.call.mcp.mcp_files_read");
+    assert.equal(subjects().toolCall("read"), "lurk.tools.call.read");
     const a = catalogToolName("mcp_server", `${"x".repeat(80)}_a`);
     const b = catalogToolName("mcp_server", `${"x".repeat(80)}_b`);
     assert.equal(a.length, 64);
@@ -294,6 +303,84 @@ describe("mcp: naming, definitions, results and the launcher's secrets", () => {
     assert.equal(actorEnv("mcp", base, credentials, "/h").OPENAI_API_KEY, undefined);
     assert.equal(actorEnv("tools", base, credentials, "/h").LURKBOT_MCP_GITHUB_TOKEN, undefined);
     assert.ok(isStorableSecret("LURKBOT_MCP_GITHUB_TOKEN") && !isStorableSecret("LURKBOT_MCP_") && !isStorableSecret("GITHUB_TOKEN"));
+  });
+});
+
+describe("mcp: launched only when a server is enabled; audit of secrets and URLs; bounded results", () => {
+  const mcpOf = (servers: Record<string, unknown>) => ({ mcp: mcpConfigSchema.parse({ servers }) });
+  after(() => removeAuditDirs());
+
+  it("`lurkbot start` runs the mcp actor only while an MCP server is enabled; --only mcp runs it anyway", () => {
+    assert.ok(!launcherActors(mcpOf({})).includes("mcp"));
+    assert.ok(!launcherActors(mcpOf({ off: { command: "x", enabled: false } })).includes("mcp"));
+    assert.deepEqual(launcherActors(mcpOf({ on: { command: "x" } })), [...LAUNCHER_ACTORS]);
+    assert.ok(!launcherActors().includes("mcp"), "status without a config expects the actors that always run");
+    assert.deepEqual(selectActors("tools,mcp"), ["tools", "mcp"]);
+  });
+
+  it("the audit flags literal secrets in env/headers (with the set-secret fix) and plain http to another host, never showing a value", () => {
+    const config = mcpOf({
+      gh: { url: "https://api.example.com/mcp", headers: { Authorization: "Bearer ghp_abcdefghijklmnop0123" } },
+      search: { command: "s", env: { SEARCH_API_KEY: "abcdefgh12345678", DEBUG: "1", HOME_DIR: "/home/someone/notes", OTHER_TOKEN: "${LURKBOT_MCP_X}" } },
+      "Plain_1": { url: "http://mcp.example.com/mcp", headers: { "X-Org": "acme" } },
+      local: { url: "http://127.0.0.1:8080/mcp", headers: { "X-Api-Key": "${LURKBOT_MCP_LOCAL}" } },
+      shaped: { command: "s", env: { WHATEVER: "sk-proj-abcdefghijklmnopqrstuvwxyz" }, enabled: false },
+    });
+    const findings = mcpChecks({ config } as never);
+    assert.deepEqual(findings.map((f) => `${f.id} ${f.level}`).sort(), ["mcp.gh.secret-literal warning", "mcp.plain-1.plain-http critical", "mcp.search.secret-literal warning", "mcp.shaped.secret-literal warning"]);
+    const search = findings.find((f) => f.id === "mcp.search.secret-literal")!;
+    assert.equal(search.fixCommand, "npx lurkbot config set mcp.servers.search.env.SEARCH_API_KEY '${LURKBOT_MCP_SEARCH_SEARCH_API_KEY}'");
+    assert.match(search.fix, /npx lurkbot config set-secret LURKBOT_MCP_SEARCH_SEARCH_API_KEY/);
+    const gh = findings.find((f) => f.id === "mcp.gh.secret-literal")!;
+    assert.equal(gh.fixCommand, undefined, "a value with a scheme: the fix names both commands");
+    assert.match(gh.fix, /config set-secret LURKBOT_MCP_GH_AUTHORIZATION.*config set mcp\.servers\.gh\.headers\.Authorization 'Bearer \$\{LURKBOT_MCP_GH_AUTHORIZATION\}'/);
+    const text = JSON.stringify(findings);
+    for (const secret of ["ghp_abcdefghijklmnop0123", "abcdefgh12345678", "sk-proj-abcdefghijklmnopqrstuvwxyz"]) assert.ok(!text.includes(secret));
+  });
+
+  it("the audit's fix works: set-secret, then its fixCommand; `config set` writes a reference but refuses a literal secret in an MCP server", async () => {
+    const secret = "abcdefgh12345678";
+    const { home, env } = await freshHome({ mcp: { servers: { search: { command: "s", env: { SEARCH_API_KEY: secret } } } } });
+    const before = byId((await audit(env)).report, "mcp.search.secret-literal");
+    assert.ok(before?.fixCommand);
+    const stored = await runCli(["config", "set-secret", "LURKBOT_MCP_SEARCH_SEARCH_API_KEY"], env, { input: `${secret}\n` });
+    assert.equal(stored.code, 0, stored.stderr);
+    const run = spawnSync("sh", ["-c", before.fixCommand.replace(/^npx lurkbot /, `"${process.execPath}" "${CLI_MAIN}" `)], { env, encoding: "utf8" });
+    assert.equal(run.status, 0, run.stderr);
+    assert.deepEqual(JSON.parse(readFileSync(join(home, "config.json"), "utf8")).mcp.servers.search.env, { SEARCH_API_KEY: "${LURKBOT_MCP_SEARCH_SEARCH_API_KEY}" });
+    assert.equal(byId((await audit(env)).report, "mcp.search.secret-literal"), undefined, "gone");
+    const refused = await runCli(["config", "set", "mcp.servers.search.env.SEARCH_API_KEY", "another-literal-123"], env);
+    assert.equal(refused.code, 64);
+    assert.match(refused.stderr, /config set-secret LURKBOT_MCP_SEARCH_SEARCH_API_KEY/);
+    const header = await runCli(["config", "set", "mcp.servers.gh", "--json-value", JSON.stringify({ url: "https://x.example/mcp", headers: { Authorization: "Bearer ghp_abcdefghijklmnop0123" } })], env);
+    assert.equal(header.code, 64, header.stdout);
+    assert.match(header.stderr, /mcp\.servers\.gh\.headers\.Authorization is a secret.*'?Bearer \$\{LURKBOT_MCP_GH_AUTHORIZATION\}/);
+    assert.ok(!header.stderr.includes("ghp_abcdefghijklmnop0123"));
+    const reference = await runCli(["config", "set", "mcp.servers.gh", "--json-value", JSON.stringify({ url: "https://x.example/mcp", headers: { Authorization: "Bearer ${LURKBOT_MCP_GH_AUTHORIZATION}" } })], env);
+    assert.equal(reference.code, 0, reference.stderr);
+  });
+
+  it("a result of many text blocks past the cap gets one note; images dropped to fit the payload stay linear", () => {
+    const many = mapResult({ content: Array.from({ length: 5000 }, () => ({ type: "text", text: "x".repeat(100) })) }, { textCapBytes: 1000, imageCapBase64: 0 });
+    assert.ok(many.content.length <= 11, String(many.content.length));
+    assert.equal(many.content.filter((b) => b.type === "text" && b.text.includes("[cut:")).length, 1);
+    const images = Array.from({ length: 50_000 }, () => ({ type: "image" as const, mime: "image/png", dataBase64: "AAAA" }));
+    const started = Date.now();
+    const fitted = fit(images, 64 * 1024);
+    assert.ok(Date.now() - started < 2000, "linear");
+    assert.ok(Buffer.byteLength(JSON.stringify(fitted)) <= 64 * 1024 && fitted[0]!.type === "image");
+    assert.match((fitted.at(-1) as { text: string }).text, /^\[\d+ images left out/);
+  });
+
+  it("two servers whose tools map to one name: the first server keeps it", () => {
+    const warnings: unknown[] = [];
+    const rt = { config: { bus: { maxPayloadBytes: 1024 * 1024 }, tools: { outputCapBytes: 10_000 } }, log: { warn: (o: unknown) => warnings.push(o), info: () => undefined } };
+    const entry = (serverName: string) => ({ name: "mcp_a_b_c", serverName, definition: { name: "mcp_a_b_c", description: "d", parameters: { type: "object" }, sideEffects: true, parallelSafe: false, groups: [], needsApproval: false } });
+    const servers = [{ name: "a_b", timeoutMs: 1000, served: () => [entry("c")] }, { name: "a", timeoutMs: 1000, served: () => [entry("b_c")] }];
+    const tools = mcpTools(rt as never, servers as never);
+    assert.equal(tools.length, 1);
+    assert.match(tools[0]!.approvalSummary!({ args: {} } as never) as string, /MCP server "a_b", tool c/);
+    assert.equal(warnings.length, 1);
   });
 });
 

@@ -135,6 +135,10 @@ describe("nats.conf permissions", () => {
     ["channel-web", "lurk.tools.call.>"],
     ["channel-web", "lurk.evt.>"], // only the sessions' reset and delete events (its canvas)
     ["channel-telegram", "lurk.tools.call.canvas"],
+    // the mcp actor answers MCP tools' calls only (names mcp_*, lurk.tools.call.mcp.<name>), never a built-in tool's
+    ["mcp", "lurk.tools.call.exec"],
+    ["mcp", "lurk.tools.call.>"],
+    ["mcp", "lurk.tools.call.mcp_local_echo"],
     // hooks: command and reset events and run ends, not the rest of the bus
     ["hooks", "lurk.run.evt.>"],
     ["hooks", "lurk.in.>"],
@@ -155,7 +159,7 @@ describe("nats.conf permissions", () => {
   }
 
   // lurk.tools.explain: every actor serving tools answers `lurkbot tools --explain` for its own (shared/runtime/tool-serve.ts)
-  for (const [user, subject] of [["router", "lurk.run.evt.*.done"], ["channel-telegram", "lurk.run.evt.>"], ["cli", "lurk.out.cli.>"], ["tools", "_INBOX_tools.>"], ["browser", "lurk.tools.explain"], ["tools-ext", "lurk.tools.explain"], ["browser", "lurk.tools.call.browser_evaluate"], ["channel-web", "lurk.tools.call.canvas"], ["channel-web", "lurk.tools.list"], ["channel-web", "lurk.evt.sessions.reset"], ["channel-web", "lurk.evt.sessions.delete"], ["hooks", "lurk.run.evt.*.error"]] as const) {
+  for (const [user, subject] of [["router", "lurk.run.evt.*.done"], ["channel-telegram", "lurk.run.evt.>"], ["cli", "lurk.out.cli.>"], ["tools", "_INBOX_tools.>"], ["browser", "lurk.tools.explain"], ["tools-ext", "lurk.tools.explain"], ["browser", "lurk.tools.call.browser_evaluate"], ["channel-web", "lurk.tools.call.canvas"], ["channel-web", "lurk.tools.list"], ["channel-web", "lurk.evt.sessions.reset"], ["channel-web", "lurk.evt.sessions.delete"], ["hooks", "lurk.run.evt.*.error"], ["mcp", "lurk.tools.call.mcp.mcp_local_echo"], ["mcp", "lurk.tools.call.mcp.>"]] as const) {
     it(`${user} can subscribe ${subject}`, async () => {
       const nc = await nats.connect(user, { reconnect: false });
       assert.equal(await trySubscribe(nc, subject), null);

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { CHANNELS, passwordEnvName } from "../../shared/contract/index.js";
 import type { LurkConfig } from "../../shared/runtime/config.js";
 import { enabledChannels } from "../../shared/runtime/config-channels.js";
+import { anyMcpServerEnabled } from "../../shared/runtime/config-mcp.js";
 import type { Credentials } from "../../shared/runtime/credentials.js";
 import { isSecretEnvName, MCP_SECRET_PREFIX } from "../../shared/runtime/secret-env.js";
 import { DIST_ROOT } from "../../shared/scripts/paths.js";
@@ -15,9 +16,19 @@ import { UsageError } from "./errors.js";
 /**
  * `hooks` (services/hooks) after the actors whose events it follows: it fires gateway:startup when it starts.
  * `browser` (services/browser): it starts no Chromium until a call needs one, and serves no tool when `browser.enabled` is false
- * `mcp` (services/mcp) last: it serves no tool while no MCP server is configured (`mcp.servers`)
+ * `mcp` (services/mcp) last, and only while `mcp.servers` has an enabled server (launcherActors; `--only mcp` runs it anyway)
  */
 export const LAUNCHER_ACTORS = ["sessions", "approvals", "tools", "router", "agent-runner", "subagents", "heartbeat", "cron", "hooks", "browser", "mcp"] as const;
+
+/**
+ * The launcher actors `lurkbot start` runs for this config (and `lurkbot status` expects, and the
+ * systemd units enable): every one but `mcp` unless an MCP server is enabled, as channels run only
+ * when enabled (an idle mcp actor would be one more process for nothing). Without a config: the
+ * ones that always run.
+ */
+export function launcherActors(config?: Pick<LurkConfig, "mcp">): string[] {
+  return LAUNCHER_ACTORS.filter((a) => a !== "mcp" || (config !== undefined && anyMcpServerEnabled(config.mcp)));
+}
 
 /** Secrets an actor gets from the launcher's environment, beyond its own NATS password. */
 export const ACTOR_SECRETS: Record<string, readonly string[]> = {
@@ -80,9 +91,8 @@ export function actorEnv(actor: string, base: Record<string, string | undefined>
 
 export const actorModulePath = (actor: string) => join(DIST_ROOT, "services", actor, "actor.js");
 
-/** Parses `--only a,b`: known actor names only, launcher order kept. */
-export function selectActors(only: string | undefined): string[] {
-  if (only === undefined) return [...LAUNCHER_ACTORS];
+/** Parses `--only a,b`: known actor names only (`mcp` too, with or without a server), launcher order kept. */
+export function selectActors(only: string): string[] {
   const wanted = only.split(",").map((s) => s.trim()).filter(Boolean);
   const order: string[] = [...LAUNCHER_ACTORS, ...CHANNEL_ACTORS];
   const known = new Set(order);

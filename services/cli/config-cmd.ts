@@ -18,6 +18,7 @@ import { LurkError } from "../../shared/contract/index.js";
 import { isSecretEnvName } from "../../shared/runtime/secret-env.js";
 import type { ParsedCommand } from "./args.js";
 import { configSecretEntries, envFor, isSecretKey } from "./audit/files.js";
+import { literalSecret, mcpSecretName } from "./audit/mcp.js";
 import { CliError, EXIT, toCliError, UsageError } from "./errors.js";
 import { checkPath, formatPath, parsePath, PathError, unknownKeys, type Segment } from "./config-cmd-path.js";
 import { getAt, readConfigFile, setAt, unsetAt, writeConfigFile } from "./config-cmd-file.js";
@@ -122,14 +123,40 @@ function secretGuidance(path: string): string {
   return "keep secrets out of config.json where an environment variable exists (see the README's Configuration section); if this one must be there, edit config.json by hand and keep it mode 600";
 }
 
+/** `${NAME}`, after an optional auth scheme (`Bearer ${NAME}`): a reference to a secret (mcp.servers.*.env/headers), not one. */
+const isReference = (v: unknown): boolean => typeof v === "string" && /^(\S+\s+)?\$\{[A-Za-z_][A-Za-z0-9_]*\}$/.test(v);
+
+/** A credential-looking literal in an MCP server's env or headers (audit/mcp.ts), anywhere in `value` set at `segments`: its path and how to store it. */
+function mcpLiteral(segments: Segment[], value: unknown): { where: string; guidance: string } | undefined {
+  if (segments[0]?.kind !== "key" || segments[0].key !== "mcp") return undefined;
+  const walk = (keys: Segment[], v: unknown): { where: string; guidance: string } | undefined => {
+    const at = keys.map((k) => (k.kind === "key" ? k.key : null));
+    if (keys.length === 5 && at[1] === "servers" && (at[3] === "env" || at[3] === "headers") && at[2] && at[4]) {
+      const hit = literalSecret(at[4], v);
+      if (!hit) return undefined;
+      const where = formatPath(keys);
+      const variable = mcpSecretName(at[2], at[4]);
+      return { where, guidance: `store it with \`npx lurkbot config set-secret ${variable}\` (credentials/secrets.json, mode 600; only the mcp actor gets LURKBOT_MCP_* secrets) and set ${where} to "${hit.scheme}\${${variable}}"` };
+    }
+    if (keys.length >= 5 || !v || typeof v !== "object" || Array.isArray(v)) return undefined;
+    for (const [k, child] of Object.entries(v)) {
+      const found = walk([...keys, { kind: "key", key: k }], child);
+      if (found) return found;
+    }
+    return undefined;
+  };
+  return walk(segments, value);
+}
+
 function refuseSecrets(segments: Segment[], value: unknown): void {
   const path = formatPath(segments);
   const last = segments[segments.length - 1]!;
-  const nested = configSecretEntries(value).map(([at]) => (at.startsWith("[") ? `${path}${at}` : `${path}.${at}`));
-  const envNamed = value && typeof value === "object" && !Array.isArray(value) ? Object.keys(value).filter((k) => isSecretEnvName(k)).map((k) => `${path}.${k}`) : [];
-  const where = last.kind === "key" && secretKey(last.key) && typeof value === "string" ? path : nested[0] ?? envNamed[0];
+  const nested = configSecretEntries(value).filter(([, v]) => !isReference(v)).map(([at]) => (at.startsWith("[") ? `${path}${at}` : `${path}.${at}`));
+  const envNamed = value && typeof value === "object" && !Array.isArray(value) ? Object.entries(value).filter(([k, v]) => isSecretEnvName(k) && !isReference(v)).map(([k]) => `${path}.${k}`) : [];
+  const mcp = mcpLiteral(segments, value);
+  const where = mcp?.where ?? (last.kind === "key" && secretKey(last.key) && typeof value === "string" && !isReference(value) ? path : nested[0] ?? envNamed[0]);
   if (!where) return;
-  throw new CliError(`${where} is a secret, and config.json is read by every actor: \`config set\` does not write secrets there. Instead, ${secretGuidance(where)}.`, EXIT.usage);
+  throw new CliError(`${where} is a secret, and config.json is read by every actor: \`config set\` does not write secrets there. Instead, ${mcp ? mcp.guidance : secretGuidance(where)}.`, EXIT.usage);
 }
 
 async function get(segments: Segment[] | undefined, p: ParsedCommand, env: Env, io: ConfigIo): Promise<number> {

@@ -9,7 +9,7 @@ import { MediaStore } from "../../shared/runtime/media.js";
 import { agentIdSchema, type Attachment } from "../../shared/contract/index.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { commandUsage, findCommand, parseArgs, usage, type ParsedCommand } from "./args.js";
-import { configuredChannelActors, selectActors } from "./actors.js";
+import { configuredChannelActors, launcherActors, selectActors } from "./actors.js";
 import { connectCli, currentStreamReplicas } from "./bus.js";
 import { busLabel } from "./ssh-bus.js";
 import { convertTables } from "../../shared/runtime/channel/tables.js";
@@ -60,9 +60,9 @@ async function cmdSetup(p: ParsedCommand, env: Env): Promise<number> {
 
 async function cmdStart(p: ParsedCommand, env: Env): Promise<number> {
   const cfg = config(env);
-  // --only names exactly what runs; otherwise the core plus the enabled channels
+  // --only names exactly what runs; otherwise the core (mcp when an MCP server is enabled) plus the enabled channels
   const only = p.options.only as string | undefined;
-  const actors = [...selectActors(only), ...(only === undefined ? configuredChannelActors(cfg) : [])];
+  const actors = only === undefined ? [...launcherActors(cfg), ...configuredChannelActors(cfg)] : selectActors(only);
   const launcher = new Launcher({
     config: cfg,
     env,
@@ -77,7 +77,7 @@ async function cmdStatus(p: ParsedCommand, env: Env): Promise<number> {
   const cfg = config(env);
   const nc = await connectCli(cfg, env);
   try {
-    const report = await gatherStatus(nc, busLabel(cfg), Date.now(), { prefix: cfg.nats.prefix });
+    const report = await gatherStatus(nc, busLabel(cfg), Date.now(), { prefix: cfg.nats.prefix, expected: launcherActors(cfg) });
     if (p.options.json) out(JSON.stringify(report, null, 2));
     else process.stdout.write(formatStatus(report));
     return EXIT.ok;

@@ -2,7 +2,7 @@
  * `lurkbot security audit [--deep] [--fix] [--json]`: what in this LurkBot setup is exposed or
  * unsafe, why, and the exact fix. Checks (services/cli/audit/): network exposure (Tailscale
  * publishing of the web chat included, and a serve or funnel tailscaled still keeps to it), secrets and
- * file modes, chat access, tools and approvals, the browser actor's settings and files, from the
+ * file modes, chat access, tools and approvals, the browser actor's settings and files, MCP servers' secrets and URLs, from the
  * config, the environment and the files under LURKBOT_HOME; with --deep also the running system
  * over the bus. --fix applies only the
  * chmod repairs, then audits again and reports what remains. Secrets are never printed: every
@@ -27,6 +27,7 @@ import { publicFinding, sortFindings, summarize, type AuditContext, type AuditFi
 import { applyFixes, type AppliedFix } from "./audit/fix.js";
 import { formatFixes, formatReport } from "./audit/format.js";
 import { matrixChecks } from "./audit/matrix.js";
+import { mcpChecks } from "./audit/mcp.js";
 import { networkChecks } from "./audit/network.js";
 import { signalChecks } from "./audit/signal.js";
 import { tailscaleChecks, tailscaleStaleChecks } from "./audit/tailscale.js";
@@ -68,7 +69,7 @@ export function auditContext(config: LurkConfig, env: Env): AuditContext {
 }
 
 export async function runAudit(ctx: AuditContext, deep: boolean): Promise<AuditResult> {
-  const findings: AuditFinding[] = [...networkChecks(ctx), ...tailscaleChecks(ctx), ...await tailscaleStaleChecks(ctx), ...fileChecks(ctx), ...accessChecks(ctx), ...matrixChecks(ctx), ...signalChecks(ctx), ...await toolChecks(ctx), ...browserChecks(ctx), ...browserFileChecks(ctx)];
+  const findings: AuditFinding[] = [...networkChecks(ctx), ...tailscaleChecks(ctx), ...await tailscaleStaleChecks(ctx), ...fileChecks(ctx), ...accessChecks(ctx), ...matrixChecks(ctx), ...signalChecks(ctx), ...await toolChecks(ctx), ...browserChecks(ctx), ...browserFileChecks(ctx), ...mcpChecks(ctx)];
   let busDown = false;
   if (deep) {
     const d = await deepChecks(ctx.config, ctx.env, { execUsed: execEnabled(ctx.config), browserUsed: browserUsed(ctx.config) });

@@ -12,7 +12,7 @@ import type { LurkConfig } from "../../shared/runtime/config.js";
 import { allUsers, checkCredentialsMode, ensureCredentials, readCredentials, type Credentials } from "../../shared/runtime/credentials.js";
 import { defaultStoreDir, parseNatsUrl } from "../../shared/runtime/nats-server.js";
 import { REPO_ROOT } from "../../shared/scripts/paths.js";
-import { ACTOR_SECRETS, actorGetsSecret, LAUNCHER_ACTORS } from "./actors.js";
+import { ACTOR_SECRETS, actorGetsSecret, LAUNCHER_ACTORS, launcherActors } from "./actors.js";
 import { CHANNEL_SECRET_ENV, CHANNEL_TOKEN_ENV, enabledChannels } from "../../shared/runtime/config-channels.js";
 import { ensureChannelSecret } from "../../shared/runtime/channel/secrets.js";
 import { CliError } from "./errors.js";
@@ -164,7 +164,10 @@ export function writeSystemdFiles(dir: string, config: LurkConfig, setup: SetupR
   say("");
   say("to install (as root):");
   say(`  cp ${join(out, "*.service")} /etc/systemd/system/ && systemctl daemon-reload`);
-  say(`  systemctl enable --now lurkbot-nats ${LAUNCHER_ACTORS.map((a) => `lurkbot@${a}`).join(" ")}`);
+  // the actors `lurkbot start` would run for this config (mcp only with an enabled MCP server); every one has its env file
+  const enabled = launcherActors(config);
+  say(`  systemctl enable --now lurkbot-nats ${enabled.map((a) => `lurkbot@${a}`).join(" ")}`);
+  if (!enabled.includes("mcp")) say("  (lurkbot@mcp too once mcp.servers has an enabled server: its env file is written)");
   say("the env files hold passwords: keep them where they are (mode 600) or move them to /etc/lurkbot/ and edit EnvironmentFile=.");
   say("on one host without root: `lurkbot daemon install` runs the whole of LurkBot as your own systemd user service instead (deploy/USER_SERVICE.md).");
 }

@@ -9,7 +9,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { McpServerStatus } from "../../shared/contract/index.js";
 import { BusClient, isNoResponders } from "../../shared/runtime/client.js";
 import { readLeases, type LeaseHolder } from "../../shared/runtime/lease.js";
-import { LAUNCHER_ACTORS } from "./actors.js";
+import { LAUNCHER_ACTORS, launcherActors } from "./actors.js";
 import { table } from "./format.js";
 
 /** the actors that keep one active instance through a lease named after them */
@@ -43,7 +43,7 @@ export interface InstanceStatus {
 export interface StatusReport {
   url: string;
   instances: InstanceStatus[];
-  /** launcher actors with no instance on the bus */
+  /** launcher actors this config runs (`opts.expected`) with no instance on the bus */
   missing: string[];
   /** the MCP servers of a running mcp actor (`lurk.mcp.status`; absent when none answers) */
   mcp?: McpServerStatus[];
@@ -60,7 +60,8 @@ async function collect<T>(iter: Promise<AsyncIterable<T>>): Promise<T[]> {
   return out;
 }
 
-export async function gatherStatus(nc: NatsConnection, url: string, now = Date.now(), opts: { prefix?: string } = {}): Promise<StatusReport> {
+/** `opts.expected`: the launcher actors that should run (launcherActors(config)); default: the ones that always run. */
+export async function gatherStatus(nc: NatsConnection, url: string, now = Date.now(), opts: { prefix?: string; expected?: readonly string[] } = {}): Promise<StatusReport> {
   const client = new Svcm(nc).client({ strategy: "stall", maxWait: 2_000, stall: 300 });
   const [pings, infos, stats] = await Promise.all([
     collect<ServiceIdentity>(client.ping()),
@@ -107,7 +108,7 @@ export async function gatherStatus(nc: NatsConnection, url: string, now = Date.n
   instances.sort((a, b) => order(a.name) - order(b.name) || a.name.localeCompare(b.name) || (a.host ?? "").localeCompare(b.host ?? "") || (a.pid ?? 0) - (b.pid ?? 0));
   const running = new Set(instances.map((i) => i.name));
   const mcp = running.has("mcp") ? await mcpServers(nc, opts.prefix) : undefined;
-  return { url, instances, missing: LAUNCHER_ACTORS.filter((a) => !running.has(a)), ...(mcp ? { mcp } : {}) };
+  return { url, instances, missing: (opts.expected ?? launcherActors()).filter((a) => !running.has(a)), ...(mcp ? { mcp } : {}) };
 }
 
 /** The mcp actor's servers, or undefined when it does not answer (or this user may not ask). */

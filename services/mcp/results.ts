@@ -38,8 +38,12 @@ export function mapResult(result: { content?: unknown; structuredContent?: unkno
   const out: Block[] = [];
   let textLeft = limits.textCapBytes;
   let imageLeft = limits.imageCapBase64;
+  let capped = false;
   const text = (t: string) => {
+    // past the cap: one note in all, not one per block (a result of many blocks stays small)
+    if (capped) return;
     const cut = cutText(t, Math.max(0, textLeft));
+    capped = cut !== t;
     textLeft -= Buffer.byteLength(cut);
     if (cut) out.push({ type: "text", text: cut });
   };

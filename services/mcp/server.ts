@@ -18,7 +18,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ToolListChangedNotificationSchema, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { LurkError, type McpServerStatus } from "../../shared/contract/index.js";
-import { isStdioServer, type McpConfig, type McpServerConfig } from "../../shared/runtime/config-mcp.js";
+import { isStdioServer, mcpTransportOf, type McpConfig, type McpServerConfig } from "../../shared/runtime/config-mcp.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import { LURKBOT_VERSION } from "../../shared/runtime/version.js";
 import { toolEntry, type McpToolEntry } from "./definitions.js";
@@ -57,7 +57,7 @@ export class McpServerConnection {
     private readonly onTools: () => void,
   ) {
     this.state = config.enabled ? "connecting" : "disabled";
-    this.transportKind = isStdioServer(config) ? "stdio" : config.type === "sse" ? "sse" : "streamable-http";
+    this.transportKind = mcpTransportOf(config);
   }
 
   get timeoutMs(): number {
@@ -76,7 +76,7 @@ export class McpServerConnection {
   status(): McpServerStatus {
     return {
       name: this.name, transport: this.transportKind, state: this.state,
-      tools: this.tools.map((t) => ({ name: t.name, serverName: t.serverName, sideEffects: t.definition.sideEffects })),
+      tools: this.tools.map((t) => ({ name: t.name, serverName: t.serverName.slice(0, 200), sideEffects: t.definition.sideEffects })),
       skipped: this.skipped, connects: this.connects,
       ...(this.lastError ? { lastError: this.lastError.slice(0, 2000) } : {}),
       ...(this.connectedAt ? { connectedAt: this.connectedAt } : {}),
@@ -87,14 +87,17 @@ export class McpServerConnection {
   private async connect(): Promise<void> {
     if (this.stopped) return;
     this.state = "connecting";
+    let opened: Client | undefined;
     try {
       const client = await this.open();
       if (this.stopped) {
         await client.close().catch(() => undefined);
         return;
       }
-      this.client = client;
+      this.client = opened = client;
       await this.list(client);
+      // lost while listing (a stdio child that exited): failed() already scheduled the next connect
+      if (this.client !== client) return;
       this.state = "connected";
       this.connects++;
       this.connectedAt = Date.now();
@@ -104,6 +107,8 @@ export class McpServerConnection {
       this.log.info({ server: this.name, transport: this.transportKind, tools: this.tools.length, skipped: this.skipped }, "MCP server connected");
       for (const w of this.waiters.splice(0)) w.resolve(client);
     } catch (err) {
+      // a connection lost meanwhile was reported (and its reconnect scheduled) by its close
+      if (opened && this.client !== opened) return;
       this.failed(err, "could not connect");
     }
   }

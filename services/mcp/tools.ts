@@ -35,21 +35,34 @@ export function mcpTools(rt: ActorRuntime, servers: readonly McpServerConnection
       return { toolCallId: req.toolCallId, content: [{ type: "text", text: err.message }], isError: true, errorCode: err.code, durationMs: Date.now() - started };
     }
   };
-  return servers.flatMap((server) => server.served().map((entry): ServedTool => ({
-    definition: entry.definition,
-    approvalSummary: (req) => `MCP server "${server.name}", tool ${entry.serverName}: ${JSON.stringify(req.args).slice(0, 500)}`,
-    handler: handler(server, entry),
-  })));
+  // two servers may map to one name (server "a_b" tool "c", server "a" tool "b_c", or a toolPrefix): the first server keeps it
+  const owner = new Map<string, string>();
+  return servers.flatMap((server) => server.served().flatMap((entry): ServedTool[] => {
+    const taken = owner.get(entry.name);
+    if (taken !== undefined) {
+      rt.log.warn({ server: server.name, tool: entry.serverName.slice(0, 200), name: entry.name, servedBy: taken }, "MCP tool skipped: its name is taken by another server's tool (set a toolPrefix)");
+      return [];
+    }
+    owner.set(entry.name, server.name);
+    return [{
+      definition: entry.definition,
+      approvalSummary: (req) => `MCP server "${server.name}", tool ${entry.serverName.slice(0, 200)}: ${JSON.stringify(req.args).slice(0, 500)}`,
+      handler: handler(server, entry),
+    }];
+  }));
 }
 
-/** Drops images (last first) until the blocks fit the payload room; a note says what was left out. */
-function fit(content: ToolCallReply["content"], room: number): ToolCallReply["content"] {
-  const size = (c: ToolCallReply["content"]) => Buffer.byteLength(JSON.stringify(c));
-  const out = [...content];
-  while (size(out) > room) {
-    const i = out.map((b) => b.type).lastIndexOf("image");
-    if (i === -1) break;
-    out.splice(i, 1, { type: "text", text: "[an image left out: the reply was over the bus payload cap]" });
+/** Drops images (last first) until the blocks fit the payload room; one note at the end says how many were left out. Linear in the blocks. */
+export function fit(content: ToolCallReply["content"], room: number): ToolCallReply["content"] {
+  const bytes = (b: unknown) => Buffer.byteLength(JSON.stringify(b));
+  let size = bytes(content) + 100;
+  const dropped = new Set<number>();
+  for (let i = content.length - 1; i >= 0 && size > room; i--) {
+    if (content[i]!.type !== "image") continue;
+    size -= bytes(content[i]) + 1;
+    dropped.add(i);
   }
-  return out;
+  if (dropped.size === 0) return content;
+  const note = { type: "text" as const, text: `[${dropped.size === 1 ? "an image" : `${dropped.size} images`} left out: the reply was over the bus payload cap]` };
+  return [...content.filter((_, i) => !dropped.has(i)), note];
 }

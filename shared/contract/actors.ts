@@ -162,14 +162,15 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       responder: true,
     }),
     // the mcp actor (services/mcp): MCP servers' tools as tools of the catalog (`mcp_<server>_<tool>`).
-    // Their names come from config and the servers at run time, so it may subscribe to every tool's
-    // call subject (like tools-ext; it subscribes only to its own tools' names, in queue group "mcp");
+    // Their names come from config and the servers at run time, but always start with `mcp_`, whose
+    // calls are `lurk.tools.call.mcp.<name>` (subjects.ts toolCall): it may answer those and no other
+    // tool's calls (it subscribes only to its own tools' names, in queue group "mcp");
     // the same approval and cancellation grants as tools-ext; lurk.mcp.status for `lurkbot mcp list`
     grant({
       user: "mcp",
-      description: "MCP servers' tools: stdio children and remote servers, served as tools of the catalog",
+      description: "MCP servers' tools: stdio children and remote servers, served as tools of the catalog (names mcp_*: it may answer only lurk.tools.call.mcp.>, never a built-in tool's calls)",
       publish: [s.toolProgressAll, s.toolsCatalogChanged, s.op("approvals", "request"), s.op("approvals", "wait"), s.op("approvals", "redeem"), "$SRV.INFO.approvals"],
-      subscribe: [s.op("tools", "list"), s.op("tools", "explain"), s.toolCallAll, s.toolsCancel, s.runControlAll, ...s.runTerminalAll],
+      subscribe: [s.op("tools", "list"), s.op("tools", "explain"), s.toolCallMcpAll, s.toolsCancel, s.runControlAll, ...s.runTerminalAll],
       responder: true,
     }),
     grant({

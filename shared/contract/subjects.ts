@@ -92,6 +92,9 @@ export const STREAMS = {
   hookEvents: "LURK_HOOK_EVENTS",
 } as const;
 
+/** Tool names starting with this are MCP servers' tools (services/mcp): their calls go to `lurk.tools.call.mcp.<name>`. */
+export const MCP_TOOL_PREFIX = "mcp_";
+
 /** All subjects of one bus, under one prefix (default `lurk`). */
 export function subjects(prefix: string = DEFAULT_PREFIX) {
   const p = token(prefix, "subject prefix");
@@ -133,9 +136,14 @@ export function subjects(prefix: string = DEFAULT_PREFIX) {
     /** request/reply endpoints: `lurk.<actor>.<op>`. */
     op: <A extends OperationActor>(actor: A, operation: Operation<A>) => `${p}.${actor}.${operation}`,
     opAll: (actor: OperationActor) => `${p}.${actor}.>`,
-    /** tool execution, one subject per tool so another actor can serve a tool of its own. */
-    toolCall: (tool: string) => `${p}.tools.call.${token(tool, "tool name")}`,
+    /**
+     * tool execution, one subject per tool so another actor can serve a tool of its own; the
+     * tools of MCP servers (names starting `mcp_`) under `lurk.tools.call.mcp.<name>`, so the
+     * mcp actor's NATS user may answer those (toolCallMcpAll) and no other tool's calls.
+     */
+    toolCall: (tool: string) => `${p}.tools.call.${tool.startsWith(MCP_TOOL_PREFIX) ? "mcp." : ""}${token(tool, "tool name")}`,
     toolCallAll: `${p}.tools.call.>`,
+    toolCallMcpAll: `${p}.tools.call.mcp.>`,
     toolProgress: (runId: string) => `${p}.tools.progress.${token(runId, "runId")}`,
     toolProgressAll: `${p}.tools.progress.>`,
     /**

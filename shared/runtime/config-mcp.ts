@@ -12,7 +12,7 @@
  * fills them in from its own environment, where the launcher puts every `LURKBOT_MCP_*` variable
  * (and `lurkbot config set-secret LURKBOT_MCP_…` stores one). Every value of `env` and `headers`,
  * literal or filled in, is redacted in logs.
- * Tool names: `<toolPrefix>_<tool>` (default prefix `mcp_<server>`), characters outside
+ * Tool names: `mcp_<toolPrefix>_<tool>` (toolPrefix defaults to the server's name), characters outside
  * `[A-Za-z0-9_-]` replaced by `_`, cut to 64 characters (the catalog's rule) with a short hash
  * keeping cut names apart.
  */
@@ -43,7 +43,7 @@ const commonShape = {
   enabled: z.boolean().default(MCP_DEFAULTS.enabled),
   /** the most one call may take (ms); the call's own timeout wins when shorter */
   timeoutMs: z.number().int().min(100).max(3600_000).optional(),
-  /** tool names are `<toolPrefix>_<tool>`; default `mcp_<server>` */
+  /** tool names are `mcp_<toolPrefix>_<tool>`; default the server's name (every MCP tool name starts `mcp_`: the mcp actor may answer only those calls) */
   toolPrefix: z.string().regex(/^[A-Za-z0-9_-]{1,40}$/, "a tool name prefix: letters, digits, '_' or '-'").optional(),
   /** only these of the server's tools (its own names; `*` globs) */
   allowTools: z.array(z.string().min(1).max(200)).max(500).optional(),
@@ -96,6 +96,12 @@ export const mcpConfigSchema = z.object({
 export type McpConfig = z.infer<typeof mcpConfigSchema>;
 
 export const isStdioServer = (s: McpServerConfig): s is McpStdioServerConfig => "command" in s;
+
+/** Whether any server is enabled: only then does `lurkbot start` run the mcp actor (services/cli/actors.ts) and the actor load the MCP SDK. */
+export const anyMcpServerEnabled = (config: McpConfig): boolean => Object.values(config.servers).some((s) => s.enabled);
+
+/** The transport a server is reached over as configured (a remote one may fall back to SSE once connected). */
+export const mcpTransportOf = (s: McpServerConfig): "stdio" | "streamable-http" | "sse" => (isStdioServer(s) ? "stdio" : s.type === "sse" ? "sse" : "streamable-http");
 
 /** The literal values of the servers' env and headers (redacted in logs; `${NAME}` references are not secrets themselves). */
 export function mcpSecrets(config: McpConfig): string[] {

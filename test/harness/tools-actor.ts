@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { toolCallReply, type ApprovalRecord, type ToolCallReply } from "../../shared/contract/index.js";
+import { subjects, toolCallReply, type ApprovalRecord, type ToolCallReply } from "../../shared/contract/index.js";
 import { BusClient } from "../../shared/runtime/client.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./actors.js";
 import { TestNats } from "./nats.js";
@@ -41,7 +41,7 @@ export const textOf = (reply: ToolCallReply) => reply.content.map((b) => (b.type
 export function toolCaller(client: () => BusClient, { idPrefix = "call" }: { idPrefix?: string } = {}) {
   let n = 0;
   const call = (tool: string, args: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
-    client().callSubject(`lurk.tools.call.${tool}`, "lurk.tools.call.v1", {
+    client().callSubject(subjects().toolCall(tool), "lurk.tools.call.v1", {
       toolCallId: `${idPrefix}-${++n}`, runId: "run-1", sessionKey: "agent:main:main", agentId: "main", tool, args, ...extra,
     }, toolCallReply, { timeoutMs: 30_000 });
   const ok = async (tool: string, args: Record<string, unknown>) => {
