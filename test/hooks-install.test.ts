@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
@@ -296,5 +296,78 @@ describe("lurkbot hooks install, uninstall, update", () => {
     assert.equal((await cli("update")).code, 64);
     assert.equal((await cli("install")).code, 64);
     assert.equal((await cli("list", "--force")).code, 64);
+    // --agent still picks the workspace whose hook enable/disable turns on or off (as before install came)
+    const enableWs = await cli("enable", "no-such-hook", "--agent", "main");
+    assert.equal(enableWs.code, 1, enableWs.stderr);
+    assert.match(enableWs.stderr, /no hook named "no-such-hook"/);
+  });
+
+  it("npm is configured by neither the pack (.npmrc) nor the CLI's environment (npm_config_git): a program named as git never runs during install", async () => {
+    const mark = join(dir, "git-program-ran");
+    const program = join(dir, "fake-git.sh");
+    writeFileSync(program, `#!/bin/sh\ntouch '${mark}'\nexit 1\n`, { mode: 0o755 });
+    const pack = join(dir, "npmrc-pack");
+    mkdirSync(join(pack, "hooks", "rc-hook"), { recursive: true });
+    writeFileSync(join(pack, "package.json"), JSON.stringify({ name: "npmrc-pack", version: "1.0.0", dependencies: { "some-dep": "github:someone/some-repo" }, lurkbot: { hooks: ["hooks/rc-hook"] } }));
+    writeFileSync(join(pack, "hooks", "rc-hook", "HOOK.md"), hookMd("rc-hook", ["command:new"]));
+    writeFileSync(join(pack, "hooks", "rc-hook", "handler.js"), "export default async function () {}\n");
+    writeFileSync(join(pack, "hooks", "rc-hook", ".npmrc"), `git=${program}\n`);
+    const r = await cli("install", pack);
+    assert.equal(r.code, 1, r.stdout);
+    assert.equal(existsSync(mark), false, "the pack's .npmrc named the program npm runs as git");
+    rmSync(join(pack, "hooks", "rc-hook", ".npmrc"));
+    const fromEnv = await runCli(["hooks", "install", pack], { ...env, npm_config_git: program }, { timeoutMs: 120_000 });
+    assert.equal(fromEnv.code, 1, fromEnv.stdout);
+    assert.equal(existsSync(mark), false, "npm_config_git reached npm");
+    assert.equal(existsSync(join(hooksDir, "rc-hook")), false);
+    // not registry specs: name@file:…, name@gist:…
+    for (const spec of ["some-name@file:..", "some-name@gist:0123abcd"]) assert.equal((await cli("install", spec)).code, 64, spec);
+  });
+
+  it("refuses symbolic links that each look inside but, followed through another link, lead out (archive and folder)", async () => {
+    const before = listing();
+    // package/a/b/up -> ../.. is package; package/a/b/x -> up/../.. reads as package/a, but is package/.. /.. on disk
+    writeFileSync(join(dir, "chain.tgz"), tgz(...HOOK_FILES("package", "chain"), tarEntry("package/a/b/", { type: "5" }), tarEntry("package/a/b/up", { type: "2", link: "../.." }), tarEntry("package/a/b/x", { type: "2", link: "up/../.." })));
+    const r = await cli("install", join(dir, "chain.tgz"));
+    assert.equal(r.code, 1, r.stdout);
+    assert.match(r.stderr, /"package\/a\/b\/x" is a symbolic link to "up\/\.\.\/\.\.", outside the archive's folder; nothing was installed/);
+    const folder = join(dir, "chain-folder", "chain");
+    writeHook(folder, "chain");
+    mkdirSync(join(folder, "sub"));
+    symlinkSync("..", join(folder, "sub", "up"));
+    symlinkSync("up/..", join(folder, "sub", "x"));
+    const f = await cli("install", folder);
+    assert.equal(f.code, 1, f.stdout);
+    assert.match(f.stderr, /sub\/x in the hook chain is a symbolic link to up\/\.\., outside the hook's folder; .*Nothing was installed/);
+    assert.deepEqual(listing(), before);
+  });
+
+  it("--link refuses a folder in $LURKBOT_HOME/hooks (it would replace itself) or in an agent's workspace", async () => {
+    const inWorkspace = join(home, "workspace", "my-hooks", "ws-linked");
+    writeHook(inWorkspace, "ws-linked");
+    const ws = await cli("install", inWorkspace, "--link");
+    assert.equal(ws.code, 64);
+    assert.match(ws.stderr, /is in the workspace of agent .*which the agent can write/);
+    const copied = await cli("install", inWorkspace);
+    assert.equal(copied.code, 0, copied.stderr);
+    const self = await cli("install", join(hooksDir, "ws-linked"), "--link", "--force");
+    assert.equal(self.code, 64);
+    assert.match(self.stderr, /is in .*hooks already/);
+    assert.ok(existsSync(join(hooksDir, "ws-linked", "handler.js")), "the installed hook is still there");
+    assert.equal((await cli("uninstall", "ws-linked")).code, 0);
+  });
+
+  it("a staging folder left by a killed install is removed by the next one, putting back a hook it had moved aside", async () => {
+    const stale = join(hooksDir, ".install-999999999-dead01");
+    writeHook(join(stale, "replaced-was-here"), "was-here");
+    mkdirSync(join(stale, "src"));
+    const old = new Date(Date.now() - 2 * 86_400_000);
+    utimesSync(stale, old, old);
+    writeHook(join(dir, "src-after-crash", "after-crash"), "after-crash");
+    const r = await cli("install", join(dir, "src-after-crash", "after-crash"));
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(existsSync(stale), false);
+    assert.ok(existsSync(join(hooksDir, "was-here", "HOOK.md")), "the hook moved aside is back");
+    assert.deepEqual(listing().filter((n) => n.startsWith(".")), []);
   });
 });

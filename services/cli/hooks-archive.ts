@@ -5,17 +5,20 @@
  * trusted); every path relative, without `..`, backslashes or NUL; only files, folders and
  * symbolic links that stay inside the archive (no entry through a link, no hard links, devices or
  * FIFOs); a path at most once. `extractArchive` then writes the checked entries under a fresh
- * folder (files 0644, or 0755 when executable; never following anything already there).
+ * folder (files 0644, or 0755 when executable; never following anything already there; the
+ * links last, so nothing is written through one even where the file system folds case) and
+ * refuses the archive when a link, followed as the file system does (through other links),
+ * leads out of it or to nothing (`linkOut`).
  * Failures are ArchiveErrors (exit 1) that say what was wrong.
  */
-import { mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
-import { dirname, join, posix } from "node:path";
+import { mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { dirname, join, posix, relative, sep } from "node:path";
 import { gunzipSync } from "node:zlib";
 import JSZip from "jszip";
 import { CliError } from "./errors.js";
 
 const MB = 1024 * 1024;
-export const MAX_ARCHIVE_BYTES = 50 * MB;
+const MAX_ARCHIVE_BYTES = 50 * MB;
 export const MAX_UNPACKED_BYTES = 100 * MB;
 export const MAX_ENTRIES = 5_000;
 
@@ -30,7 +33,7 @@ export interface ArchiveEntry {
   target?: string;
 }
 
-export class ArchiveError extends CliError {
+class ArchiveError extends CliError {
   constructor(file: string, reason: string) {
     super(`${file}: ${reason}; nothing was installed.`);
     this.name = "ArchiveError";
@@ -59,18 +62,64 @@ export async function readArchive(file: string): Promise<ArchiveEntry[]> {
   }
 }
 
-/** Writes checked entries under `dest` (created; it must not exist yet). */
-export function extractArchive(entries: readonly ArchiveEntry[], dest: string): void {
+/** Writes checked entries of the archive `file` under `dest` (created; it must not exist yet). */
+export function extractArchive(entries: readonly ArchiveEntry[], dest: string, file: string): void {
   mkdirSync(dest, { recursive: false, mode: 0o755 });
+  const at = (e: ArchiveEntry) => join(dest, ...e.path.split("/"));
   for (const e of entries) {
-    const at = join(dest, ...e.path.split("/"));
-    if (e.type === "dir") {
-      mkdirSync(at, { recursive: true, mode: 0o755 });
-      continue;
+    if (e.type === "dir") mkdirSync(at(e), { recursive: true, mode: 0o755 });
+    else if (e.type === "file") {
+      mkdirSync(dirname(at(e)), { recursive: true, mode: 0o755 });
+      writeFileSync(at(e), e.data!, { flag: "wx", mode: e.executable ? 0o755 : 0o644 });
     }
-    mkdirSync(dirname(at), { recursive: true, mode: 0o755 });
-    if (e.type === "symlink") symlinkSync(e.target!, at);
-    else writeFileSync(at, e.data!, { flag: "wx", mode: e.executable ? 0o755 : 0o644 });
+  }
+  // links last: a link whose path differs from a folder's only in case ("Lib" and "lib/x.js", one
+  // path on macOS or Windows) would otherwise have the file written through it
+  for (const e of entries) {
+    if (e.type !== "symlink") continue;
+    mkdirSync(dirname(at(e)), { recursive: true, mode: 0o755 });
+    symlinkSync(e.target!, at(e));
+  }
+  const out = linkOut(dest);
+  if (out) throw new ArchiveError(file, `"${out.path}" is a symbolic link to "${out.target}", ${out.why}`);
+}
+
+/**
+ * The first symbolic link under `root` that, followed as the file system follows it (through the
+ * other links: "up" -> ".." and "x" -> "up/../.." leave the folder though each looks inside on its
+ * own), leads out of `root` or to nothing; undefined when every link stays inside. Its callers'
+ * trees are bounded (MAX_ENTRIES); folders are entered only as folders, never through a link.
+ */
+export function linkOut(root: string): { path: string; target: string; why: string } | undefined {
+  // .native: the kernel's resolution; fs.realpathSync folds "up/.." to "." before it follows "up"
+  const top = realpathSync.native(root);
+  const walk = (dir: string): { path: string; target: string; why: string } | undefined => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, e.name);
+      if (e.isDirectory()) {
+        const found = walk(path);
+        if (found) return found;
+      } else if (e.isSymbolicLink()) {
+        let real: string;
+        const rel = relative(root, path).split(sep).join("/");
+        try {
+          real = realpathSync.native(path);
+        } catch {
+          return { path: rel, target: readlinkTarget(path), why: "which leads to nothing (or in a circle)" };
+        }
+        if (real !== top && !real.startsWith(top + sep)) return { path: rel, target: readlinkTarget(path), why: "outside the archive's folder" };
+      }
+    }
+    return undefined;
+  };
+  return walk(root);
+}
+
+function readlinkTarget(path: string): string {
+  try {
+    return readlinkSync(path);
+  } catch {
+    return "?";
   }
 }
 
@@ -184,7 +233,17 @@ interface EntryStream {
   pause(): EntryStream;
 }
 
+/** the central directory entries a zip can hold at most: jszip reads every one it finds, whatever the end record says */
+function zipEntriesAtMost(bytes: Buffer): number {
+  const central = Buffer.from([0x50, 0x4b, 0x01, 0x02]);
+  let n = 0;
+  for (let at = bytes.indexOf(central); at !== -1 && n <= MAX_ENTRIES; at = bytes.indexOf(central, at + 4)) n++;
+  return n;
+}
+
 async function readZip(bytes: Buffer): Promise<ArchiveEntry[]> {
+  // counted before jszip builds an object per entry (a 50 MB zip of empty entries is a million)
+  if (zipEntriesAtMost(bytes) > MAX_ENTRIES) throw new ArchiveProblem(`it holds more than ${MAX_ENTRIES} entries`);
   const zip = await JSZip.loadAsync(bytes);
   const files = Object.values(zip.files);
   if (files.length > MAX_ENTRIES) throw new ArchiveProblem(`it holds more than ${MAX_ENTRIES} entries`);

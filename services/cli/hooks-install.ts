@@ -5,15 +5,19 @@
  * which discovery skips), then each hook is renamed into `$LURKBOT_HOME/hooks/<name>/` (a hook
  * there is refused unless --force, then moved aside and removed once the new one is in) and
  * `hooks.installs.<name>` is written to config.json (validated and atomic, config-cmd-file.ts);
- * anything failing on the way puts back what was there. Installed hooks follow the rule of user
+ * anything failing on the way puts back what was there. A staging folder is named with the CLI's
+ * pid; one whose process is gone (killed midway: Ctrl-C during `npm install`) is removed by the
+ * next install, uninstall or update, after putting back a hook it had moved aside for --force
+ * whose new copy never arrived. `--link` refuses a folder in $LURKBOT_HOME/hooks or in an agent's
+ * workspace (the agent could then rewrite a hook that is on). Installed hooks follow the rule of user
  * hooks: on unless `hooks.entries.<name>.enabled` is false. Afterwards the running hooks actor is
  * asked to reload (`lurk.hooks.reload`); it would also see the change by itself (it watches the
  * folder), and the output says when no actor answers.
  */
-import { lstatSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, symlinkSync } from "node:fs";
-import { basename, join } from "node:path";
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, renameSync, rmSync, statSync, symlinkSync } from "node:fs";
+import { basename, join, sep } from "node:path";
 import { LurkError } from "../../shared/contract/index.js";
-import { loadConfig, type Env, type LurkConfig } from "../../shared/runtime/config.js";
+import { agentWorkspace, loadConfig, type Env, type LurkConfig } from "../../shared/runtime/config.js";
 import { HOOK_NAME_RE, type HookInstall } from "../../shared/runtime/config-hooks.js";
 import { discoverHooks, type HookInfo } from "../../shared/runtime/hooks/discovery.js";
 import { withCliBus } from "./bus.js";
@@ -56,6 +60,7 @@ export async function installCommand(sourceArg: string, opts: { link: boolean; f
   const cfg = loadConfig(env);
   const source = classifySource(sourceArg, process.cwd());
   if (opts.link && source.kind !== "path") throw new UsageError(`--link links a local folder; ${source.kind === "npm" ? `"${sourceArg}" is an npm package` : `${source.path} is an archive`}: install it without --link.`, "hooks");
+  if (opts.link && source.kind === "path") checkLinkable(source.path, cfg);
   const installed = await withStaging(cfg, async (staging) => installFrom(await prepare(source, staging), staging, cfg, env, { link: opts.link, force: opts.force }));
   await report(cfg, env, installed, opts.json, io, "installed");
   return EXIT.ok;
@@ -76,7 +81,7 @@ export async function uninstallCommand(name: string, json: boolean, env: Env, io
   }
   const link = exists(target) && lstatSync(target).isSymbolicLink();
   const removed = await withStaging(cfg, async (staging) => {
-    const aside = join(staging, name);
+    const aside = join(staging, `removed-${name}`);
     if (exists(target)) renameSync(target, aside);
     try {
       const file = readConfigFile(env);
@@ -165,15 +170,82 @@ export async function updateCommand(name: string | undefined, json: boolean, env
   return failed.length ? EXIT.failed : EXIT.ok;
 }
 
+/**
+ * `--link` makes the folder a user hook (on by default) that follows every edit there: not one in
+ * $LURKBOT_HOME/hooks (uninstalling or replacing the link would remove it: --force on itself
+ * deletes it) and not one an agent can write (its workspace: workspace hooks are off until enabled
+ * for that reason). Copying it is allowed: that is a snapshot the user took.
+ */
+function checkLinkable(folder: string, cfg: LurkConfig): void {
+  const real = realpathSync.native(folder);
+  const inside = (dir: string) => {
+    let top: string;
+    try {
+      top = realpathSync.native(dir);
+    } catch {
+      return false;
+    }
+    return real === top || real.startsWith(top.endsWith(sep) ? top : top + sep);
+  };
+  if (inside(join(cfg.home, "hooks"))) throw new UsageError(`--link: ${folder} is in ${join(cfg.home, "hooks")} already; a link there to it would take its place. Install it from elsewhere, or without --link.`, "hooks");
+  for (const agent of cfg.agents) {
+    const ws = agentWorkspace(cfg, agent);
+    if (inside(ws)) throw new UsageError(`--link: ${folder} is in the workspace of agent ${agent.id} (${ws}), which the agent can write: linked, its edits would run as an installed hook, on by default. Install a copy (without --link), or move the folder out of the workspace.`, "hooks");
+  }
+}
+
+const STAGING_PREFIX = ".install-";
+const STALE_AFTER_MS = 86_400_000;
+
 /** Runs `fn` with a fresh staging folder in $LURKBOT_HOME/hooks, removed afterwards whatever happens. */
 async function withStaging<T>(cfg: LurkConfig, fn: (staging: string) => Promise<T>): Promise<T> {
   const hooksDir = join(cfg.home, "hooks");
   mkdirSync(hooksDir, { recursive: true, mode: 0o755 });
-  const staging = mkdtempSync(join(hooksDir, ".install-"));
+  removeStaleStaging(hooksDir);
+  const staging = mkdtempSync(join(hooksDir, `${STAGING_PREFIX}${process.pid}-`));
   try {
     return await fn(staging);
   } finally {
     rmSync(staging, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The staging folders of CLI processes that are gone (killed midway; their `finally` never ran):
+ * a hook moved aside for --force (`replaced-<name>`) whose place is still empty goes back, then the
+ * folder is removed. One of a live process, or younger than a day (an install still running in
+ * another pid namespace sharing $LURKBOT_HOME), is left alone.
+ */
+function removeStaleStaging(hooksDir: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(hooksDir).filter((n) => n.startsWith(STAGING_PREFIX));
+  } catch {
+    return;
+  }
+  for (const n of names) {
+    const staging = join(hooksDir, n);
+    try {
+      const pid = /^\.install-(\d+)-/.exec(n)?.[1];
+      if (Date.now() - statSync(staging).mtimeMs < STALE_AFTER_MS || (pid !== undefined && alive(Number(pid)))) continue;
+      for (const e of readdirSync(staging)) {
+        const name = /^replaced-(.+)$/.exec(e)?.[1];
+        if (name && HOOK_NAME_RE.test(name) && !exists(join(hooksDir, name))) renameSync(join(staging, e), join(hooksDir, name));
+      }
+      rmSync(staging, { recursive: true, force: true });
+    } catch {
+      // another CLI cleaning up at the same time, or not ours to remove: left for later
+    }
+  }
+}
+
+function alive(pid: number): boolean {
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
   }
 }
 
@@ -203,7 +275,7 @@ function installFrom(prep: Prepared, staging: string, cfg: LurkConfig, env: Env,
   const out = join(staging, "out");
   mkdirSync(out);
   for (const h of found.hooks) {
-    if (opts.link) symlinkSync(realpathSync(h.dir), join(out, h.name));
+    if (opts.link) symlinkSync(realpathSync.native(h.dir), join(out, h.name));
     else stageHook(h.dir, join(out, h.name), h.name, { fromFolder: prep.source.kind === "path", label: prep.label, ...(h.dir !== found.root && found.pkg ? { pack: found.pkg } : {}) });
   }
   const installedAt = new Date().toISOString();

@@ -4,9 +4,12 @@
  * (hooks-archive.ts, checked first) under the staging folder, and the hooks in it found and
  * validated as discovery reads them (readHook): one hook (HOOK.md at the top) or a hook pack
  * (package.json `lurkbot.hooks` or `openclaw.hooks`: its hook folders, relative). Names must be
- * hook names, once each, and never a bundled hook's. `stageHook` copies one hook folder into the
- * staging folder (links only inside it), gives it the pack's `type` and `dependencies`, and runs
- * `npm install --omit=dev --ignore-scripts` when it has dependencies.
+ * hook names, once each (whatever their case), and never a bundled hook's. `stageHook` copies one
+ * hook folder into the staging folder (links only inside it, no `.npmrc`), gives it the pack's
+ * `type` and `dependencies`, and runs `npm install --omit=dev --ignore-scripts` when it has
+ * dependencies. npm runs with `npmEnv()` and in a folder of ours: neither the pack nor the folder
+ * the CLI was started in can configure it (a `.npmrc` or npm_config_git naming a program to run as
+ * git would run it despite --ignore-scripts).
  */
 import { spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from "node:fs";
@@ -16,9 +19,7 @@ import { HOOK_NAME_RE } from "../../shared/runtime/config-hooks.js";
 import { BUNDLED_HOOKS_DIR, readHook } from "../../shared/runtime/hooks/discovery.js";
 import { hookMdName } from "../../shared/runtime/hooks/hook-md.js";
 import { CliError, EXIT, UsageError } from "./errors.js";
-import { extractArchive, MAX_ENTRIES, MAX_UNPACKED_BYTES, readArchive } from "./hooks-archive.js";
-
-export type SourceKind = "npm" | "path" | "archive";
+import { extractArchive, linkOut, MAX_ENTRIES, MAX_UNPACKED_BYTES, readArchive } from "./hooks-archive.js";
 
 export type Source = { kind: "path" | "archive"; path: string } | { kind: "npm"; spec: string };
 
@@ -38,11 +39,29 @@ export interface FoundHooks {
 }
 
 const ARCHIVE_RE = /\.(tgz|tar\.gz|tar|zip)$/i;
-const NPM_NAME_RE = /^(@[a-z0-9][\w.~-]*\/)?[a-z0-9][\w.~-]*(@[^\s/\\]+)?$/;
+/** a registry package: `name`, `@scope/name`, with `@version`, `@range` or `@tag` (no `name@file:…`, `@git:…`, `@gist:…`: those are not registry specs) */
+const NPM_NAME_RE = /^(@[a-z0-9][\w.~-]*\/)?[a-z0-9][\w.~-]*(@[^\s/\\:]+)?$/;
 const NPM_TIMEOUT_MS = 300_000;
 const MAX_PACK_HOOKS = 100;
 /** not copied from a local folder (a checkout's history; dependencies are installed afresh) */
 const SKIPPED_IN_FOLDERS = new Set([".git", "node_modules"]);
+/** never copied, in any letter case (npm pack leaves it out too): `npm install` in the hook's folder would read it */
+const NEVER_COPIED = ".npmrc";
+/** npm settings from the environment kept for npm: where and how to fetch (registry, auth, proxy, TLS, cache), nothing that runs or places anything */
+const NPM_ENV_KEPT = /^npm_config_(registry|@[^:]+:registry|\/\/.*|_auth.*|always_auth|cache|userconfig|globalconfig|proxy|https_proxy|http_proxy|noproxy|no_proxy|cafile|ca|cert|key|strict_ssl|offline|prefer_offline|prefer_online|fetch_.*|maxsockets|local_address|update_notifier|loglevel|progress|color)$/i;
+
+/**
+ * The environment npm runs with: ours without npm_config_* settings other than NPM_ENV_KEPT (npm
+ * exports its own into the scripts it runs, so `npx lurkbot` started from a project passes that
+ * project's .npmrc on: `git`, `global`, `prefix`, `script-shell`, …), and ignore-scripts also in
+ * the environment, for the npm that npm itself starts to prepare a git dependency.
+ */
+function npmEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!/^npm_config_/i.test(k) || NPM_ENV_KEPT.test(k)) env[k] = v;
+  env.npm_config_ignore_scripts = "true";
+  return env;
+}
 
 /** A folder, an archive file, or an npm spec (`name`, `name@version`, `@scope/name`, `file:…`). */
 export function classifySource(source: string, cwd: string): Source {
@@ -62,7 +81,8 @@ export function classifySource(source: string, cwd: string): Source {
 /** `npm pack SPEC` into `dest` (no scripts run): the tarball and what npm says of it. */
 export function npmPack(spec: string, dest: string): { tarball: string; name: string; version: string; integrity?: string } {
   mkdirSync(dest, { recursive: true });
-  const r = spawnSync("npm", ["pack", spec, "--pack-destination", dest, "--ignore-scripts", "--json"], { encoding: "utf8", timeout: NPM_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 });
+  // in `dest`, not where the CLI was started (a workspace's .npmrc would configure it); `spec` is a registry name or an absolute file:
+  const r = spawnSync("npm", ["pack", spec, "--pack-destination", dest, "--ignore-scripts", "--json"], { cwd: dest, env: npmEnv(), encoding: "utf8", timeout: NPM_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 });
   if (r.error) {
     if ((r.error as NodeJS.ErrnoException).code === "ENOENT") throw new CliError("npm is not on PATH, so an npm package cannot be fetched: install npm (it comes with Node.js), or give a hook folder or archive instead.");
     throw new CliError(`npm pack ${spec} failed: ${r.error.message}. Nothing was installed.`);
@@ -88,7 +108,7 @@ export function npmPack(spec: string, dest: string): { tarball: string; name: st
 /** Unpacks a checked archive into `dest`; the folder the hook or pack is in (the single top folder, e.g. npm's package/). */
 export async function unpack(archive: string, dest: string): Promise<string> {
   const entries = await readArchive(archive);
-  extractArchive(entries, dest);
+  extractArchive(entries, dest, archive);
   const top = readdirSync(dest);
   return top.length === 1 && lstatSync(join(dest, top[0]!)).isDirectory() ? join(dest, top[0]!) : dest;
 }
@@ -112,12 +132,13 @@ export function findHooks(root: string, label: string, rootName?: string): Found
   // a hook at the top: HOOK.md's name, else the folder's (a local folder) or the package's
   const topName = rootName ?? pkg?.json.name?.replace(/^@[^/]+\//, "") ?? basename(root);
   const hooks = dirs.map((dir) => ({ name: hookName(dir, dir === root ? topName : basename(dir), dir === root ? label : `${label} (${relative(root, dir)})`), dir }));
+  // by lower case: one folder on a case-insensitive file system (macOS, Windows)
   const seen = new Set<string>();
-  const bundled = bundledNames();
+  const bundled = new Set([...bundledNames()].map((n) => n.toLowerCase()));
   for (const h of hooks) {
-    if (seen.has(h.name)) throw new CliError(`${label}: two hooks are named "${h.name}"; each needs its own name. Nothing was installed.`);
-    seen.add(h.name);
-    if (bundled.has(h.name)) {
+    if (seen.has(h.name.toLowerCase())) throw new CliError(`${label}: two hooks are named "${h.name}" (letter case aside); each needs its own name. Nothing was installed.`);
+    seen.add(h.name.toLowerCase());
+    if (bundled.has(h.name.toLowerCase())) {
       throw new CliError(`${label}: "${h.name}" is the name of a bundled hook, which an installed hook may not take. Rename the hook (its folder and the name in its HOOK.md); to change what the bundled one does, turn it off: npx lurkbot hooks disable ${h.name}. Nothing was installed.`);
     }
   }
@@ -196,6 +217,9 @@ export function bundledNames(): Set<string> {
 export function stageHook(src: string, dest: string, name: string, opts: { fromFolder: boolean; pack?: PackageJson; label: string }): void {
   const budget = { files: MAX_ENTRIES, bytes: MAX_UNPACKED_BYTES };
   copyTree(src, dest, src, opts.fromFolder, budget, opts.label);
+  // each link was inside on its own; followed through the others (and in the copy) it must still be
+  const out = linkOut(dest);
+  if (out) throw new CliError(`${opts.label}: ${out.path} in the hook ${name} is a symbolic link to ${out.target}, ${out.why.replace("the archive's folder", "the hook's folder")}; a hook must hold its files itself. Nothing was installed.`);
   const own = join(dest, "package.json");
   if (!existsSync(own) && opts.pack && (opts.pack.type || opts.pack.dependencies)) {
     const pkg = {
@@ -213,7 +237,7 @@ export function stageHook(src: string, dest: string, name: string, opts: { fromF
 function copyTree(src: string, dest: string, top: string, fromFolder: boolean, budget: { files: number; bytes: number }, label: string): void {
   mkdirSync(dest, { mode: 0o755 });
   for (const e of readdirSync(src, { withFileTypes: true })) {
-    if (fromFolder && SKIPPED_IN_FOLDERS.has(e.name)) continue;
+    if ((fromFolder && SKIPPED_IN_FOLDERS.has(e.name)) || e.name.toLowerCase() === NEVER_COPIED) continue;
     const from = join(src, e.name);
     const to = join(dest, e.name);
     if (--budget.files < 0) throw new CliError(`${label}: the hook has more than ${MAX_ENTRIES} files. Nothing was installed.`);
@@ -236,7 +260,7 @@ function copyTree(src: string, dest: string, top: string, fromFolder: boolean, b
 }
 
 function npmInstall(dir: string, name: string): void {
-  const r = spawnSync("npm", ["install", "--omit=dev", "--ignore-scripts", "--no-audit", "--no-fund", "--no-package-lock"], { cwd: dir, encoding: "utf8", timeout: NPM_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 });
+  const r = spawnSync("npm", ["install", "--omit=dev", "--ignore-scripts", "--no-global", "--no-workspaces", "--no-audit", "--no-fund", "--no-package-lock"], { cwd: dir, env: npmEnv(), encoding: "utf8", timeout: NPM_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 });
   if (r.error && (r.error as NodeJS.ErrnoException).code === "ENOENT") throw new CliError(`the hook ${name} has dependencies and npm is not on PATH to install them: install npm (it comes with Node.js). Nothing was installed.`);
   if (r.error || r.status !== 0) throw new CliError(`npm install of the hook ${name}'s dependencies failed (${r.error?.message ?? npmError(r.stderr)}). Nothing was installed.`, EXIT.failed);
 }

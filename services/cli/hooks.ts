@@ -25,7 +25,7 @@ export interface HooksIo {
 const SUBCOMMANDS = ["list", "info", "enable", "disable", "reload", "install", "uninstall", "update"] as const;
 type Sub = (typeof SUBCOMMANDS)[number];
 /** the options only some subcommands take */
-const ONLY_FOR: Record<string, Sub[]> = { link: ["install"], force: ["install"], all: ["update"], agent: ["list", "info"] };
+const ONLY_FOR: Record<string, Sub[]> = { link: ["install"], force: ["install"], all: ["update"], agent: ["list", "info", "enable", "disable"] };
 
 export function checkHooksArgs(p: ParsedCommand): { sub: Sub; name?: string; agentId?: string } {
   const [sub = "list", name] = p.args;

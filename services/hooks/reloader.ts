@@ -148,16 +148,16 @@ export class HookReloader {
     }
     for (const root of new Set(roots)) {
       add(root, "any");
-      for (const sub of subfolders(root)) add(join(root, sub), "any");
+      for (const sub of subfolders(root, root === roots[0])) add(join(root, sub), "any");
     }
     return targets;
   }
 }
 
-/** hook folders, and links (`hooks install --link`: fs.watch watches the folder it points to) */
-function subfolders(dir: string): string[] {
+/** hook folders, and in $LURKBOT_HOME/hooks links (`hooks install --link`: fs.watch watches the folder it points to); a workspace's links are no hooks (discovery.ts), so not watched */
+function subfolders(dir: string, links: boolean): string[] {
   try {
-    return readdirSync(dir, { withFileTypes: true }).filter((e) => (e.isDirectory() || e.isSymbolicLink()) && !e.name.startsWith(".")).map((e) => e.name).slice(0, 100);
+    return readdirSync(dir, { withFileTypes: true }).filter((e) => (e.isDirectory() || (links && e.isSymbolicLink())) && !e.name.startsWith(".")).map((e) => e.name).slice(0, 100);
   } catch {
     return [];
   }
