@@ -18,8 +18,14 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { reactionEvents } from "../services/channel-telegram/reactions.js";
 import { emojiText, isReaction, reactionEvent as discordReaction } from "../services/channel-discord/reactions.js";
 import { reactionEvent as slackReaction } from "../services/channel-slack/reactions.js";
-import { reactionRecordId, reactionText } from "../services/router/reactions.js";
-import { reactionInboundId } from "../shared/runtime/channel/reactions.js";
+import { handleReaction, reactionRecordId, reactionText } from "../services/router/reactions.js";
+import { routesFor } from "../services/router/resolve.js";
+import { SessionChain } from "../services/router/system-events.js";
+import { inboundReactionSchema, type InboundMessage } from "../shared/contract/index.js";
+import type { ActorRuntime } from "../shared/runtime/actor.js";
+import { publishReaction, reactionInboundId, type ReactionEvent } from "../shared/runtime/channel/reactions.js";
+import type { InboundInput } from "../shared/runtime/channel/inbound.js";
+import { parseConfig } from "../shared/runtime/config.js";
 import { FakeDiscordServer } from "./fakes/discord-server.js";
 import { messageText, type ChatRequestBody } from "./fakes/openai-server.js";
 import { FakeSlackServer } from "./fakes/slack-server.js";
@@ -95,6 +101,74 @@ describe("reactions: platform mappings and the event text", () => {
   });
 });
 
+describe("reactions: the kit and the router's wait", () => {
+  const quiet = { debug: () => undefined, warn: () => undefined, info: () => undefined, error: () => undefined } as never;
+  const event = (over: Partial<ReactionEvent> = {}): ReactionEvent => ({
+    eventId: "e1", action: "added", emoji: "👍", messageId: "555:12", conversation: "555", peer: { kind: "dm", id: "555" }, sender: { id: "555" }, ...over,
+  });
+
+  it("an excerpt of astral characters is cut to the contract's 200 code units, not dropped; a throwing peerOf keeps the event's peer", async () => {
+    const published: InboundInput[] = [];
+    const publish = async (input: InboundInput) => {
+      published.push(input);
+      return { id: input.id, runId: "r", duplicate: false, seq: 1 };
+    };
+    const excerpt = "😀".repeat(120); // the ledger keeps 120 characters: 240 code units
+    const outcome = await publishReaction({ mode: "own", log: quiet, publish, ledger: { sentMessage: () => ({ conversation: "555:7", excerpt }) } },
+      event({ peerOf: () => { throw new Error("not ours"); } }));
+    assert.equal(outcome, "stored");
+    const reaction = published[0]!.reaction!;
+    assert.ok(inboundReactionSchema.safeParse(reaction).success, `the contract takes it (${reaction.excerpt?.length} code units)`);
+    assert.equal(reaction.excerpt, "😀".repeat(100), "whole characters only");
+    assert.deepEqual([published[0]!.conversation, published[0]!.peer], ["555", { kind: "dm", id: "555" }]);
+  });
+
+  it("the router records a reaction only while no run holds the session's lane, also when a run takes it while the reaction waits for the session's chain", async () => {
+    let active: string | undefined;
+    const endWaiters: Array<() => void> = [];
+    const appended: unknown[] = [];
+    const rt = {
+      config: parseConfig({ routing: { dm: { policy: "open" } } }, {}, "/tmp/lurk-reactions-home"),
+      client: {
+        call: async (_actor: string, method: string, req: { records?: unknown[] }) => {
+          if (method === "ensure") return { session: {} };
+          if (method === "history") return { records: [] };
+          if (method === "append") appended.push(...req.records!);
+          return {};
+        },
+      },
+      emit: () => undefined,
+      log: quiet,
+    } as unknown as ActorRuntime;
+    const events = new SessionChain();
+    let openGate!: () => void;
+    const gate = new Promise<void>((resolve) => { openGate = resolve; });
+    const msg = {
+      type: "lurk.inbound.message.v1", id: "reaction:e1", ts: 1, channel: "telegram", conversation: "555", peer: { kind: "dm", id: "555" }, sender: { id: "555" },
+      text: "", attachments: [], mentioned: false, reaction: { action: "added", emoji: "👍", messageId: "555:12", ownMessage: true },
+    } as InboundMessage & { reaction: NonNullable<InboundMessage["reaction"]> };
+    const deps = {
+      rt, pairing: { isApproved: () => false }, events,
+      lanes: { activeRun: () => active },
+      ended: () => new Promise<void>((resolve) => endWaiters.push(resolve)),
+    };
+    // an earlier event of the session holds its chain; when it is done, a run has taken the lane
+    void events.run(routesFor(msg, rt.config)[0]!.sessionKey, async () => {
+      await gate;
+      active = "run-2";
+    });
+    const handled = handleReaction(deps, msg, 7);
+    await new Promise((r) => setTimeout(r, 20));
+    openGate();
+    await waitFor(() => endWaiters.length > 0 || undefined, 2_000, "the reaction waiting for the run's end");
+    assert.equal(appended.length, 0, "not recorded while the run holds the lane");
+    active = undefined;
+    endWaiters.shift()!();
+    await handled;
+    assert.deepEqual(appended.map((r) => (r as { id: string }).id), ["reaction:telegram:reaction:e1:7"]);
+  });
+});
+
 describe("reactions end to end (Telegram own, Discord all, Slack off)", () => {
   let system: TestSystem;
   let telegram: FakeTelegramServer;
@@ -102,6 +176,7 @@ describe("reactions end to end (Telegram own, Discord all, Slack off)", () => {
   let slack: FakeSlackServer;
   let watcher: NatsConnection;
   let routerEvents: SeenActorEvent[];
+  let telegramEvents: SeenActorEvent[];
 
   before(async () => {
     telegram = await FakeTelegramServer.start();
@@ -121,6 +196,7 @@ describe("reactions end to end (Telegram own, Discord all, Slack off)", () => {
     }));
     watcher = await system.nats.connect("cli");
     routerEvents = await collectActorEvents(watcher, "router");
+    telegramEvents = await collectActorEvents(watcher, "channel-telegram");
     for (const name of ["channel-telegram", "channel-discord", "channel-slack"]) await system.startActor(name);
   });
   after(async () => {
@@ -144,6 +220,8 @@ describe("reactions end to end (Telegram own, Discord all, Slack off)", () => {
     system.fake.enqueue({ kind: "text", text: "Sure, I'll book the table for eight." });
     const first = telegram.userMessage({ chatId: 4101, text: "book a table [t1]" });
     const botMsg = await waitFor(() => telegram.sent.find((m) => m.chatId === 4101 && m.method === "sendMessage"), 30_000, "the answer");
+    // the ledger knows the answer once its receipt is out (the fake saw it a moment before)
+    await waitFor(() => telegramEvents.find((e) => e.event === "delivered" && e.data.platformMessageId === `4101:${botMsg.messageId}`), 30_000, "the answer's receipt");
     const asked = await requestWith("[t1]");
     assert.equal(messageText(asked.messages.at(-1)), `book a table [t1]\n[message_id: 4101:${first}]`, "the user's message with its platform id");
 

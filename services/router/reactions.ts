@@ -22,7 +22,7 @@ import { ensureSession } from "./ended-sessions.js";
 import type { Lanes } from "./lanes.js";
 import type { PairingStore } from "./pairing.js";
 import { routesFor } from "./resolve.js";
-import { recordPendingEvent, type SessionChain } from "./system-events.js";
+import { recordPendingEvent, type Recorded, type SessionChain } from "./system-events.js";
 
 /** an excerpt of the reacted message in the event text is at most this long */
 export const REACTION_EXCERPT_CHARS = 80;
@@ -69,12 +69,22 @@ export async function handleReaction(deps: ReactionDeps, msg: InboundMessage & {
     return;
   }
   const text = reactionText(msg.channel, msg.sender, msg.reaction);
+  const recordId = reactionRecordId(msg.channel, msg.id, streamSeq);
   for (const route of routes) {
-    for (let active = deps.lanes.activeRun(route.sessionKey); active; active = deps.lanes.activeRun(route.sessionKey)) await deps.ended(active);
     await ensureSession(rt, route);
-    const recorded = await deps.events.run(route.sessionKey, () => recordPendingEvent(rt, {
-      recordId: reactionRecordId(msg.channel, msg.id, streamSeq), sessionKey: route.sessionKey, ts: msg.ts, text, source: "reaction",
-    }));
+    // the lane is checked again in the chain, right before the record: a run may take it while
+    // this waits for the run's end or for the session's earlier events (then it waits again)
+    let recorded: Recorded | undefined;
+    while (recorded === undefined) {
+      const active = deps.lanes.activeRun(route.sessionKey);
+      if (active) {
+        await deps.ended(active);
+        continue;
+      }
+      recorded = await deps.events.run(route.sessionKey, () => deps.lanes.activeRun(route.sessionKey)
+        ? Promise.resolve(undefined)
+        : recordPendingEvent(rt, { recordId, sessionKey: route.sessionKey, ts: msg.ts, text, source: "reaction" }));
+    }
     rt.emit("reaction_recorded", { channel: msg.channel, sessionKey: route.sessionKey, action: msg.reaction.action, recorded }, "debug");
   }
 }

@@ -38,7 +38,7 @@ export const messageTool = defineTool({
   name: "message",
   description: "Send a message to a chat, or react to, edit or delete one. By default it acts on the conversation this run came from (use send to tell the user something "
     + "before your final answer, e.g. progress on a long task, or to send files from the workspace); channel and conversation act elsewhere. "
-    + "react puts an emoji on a message: messageId may be any message id shown in the conversation (the [message_id: …] after each user message), \"current\" (default) the one you are answering; edit and delete work only on messages you sent (the delivery id a send returned).",
+    + "react puts an emoji on a message (messageId: a [message_id: …] shown in the conversation, or \"current\", the one you are answering); edit and delete work only on messages you sent (the delivery id a send returned).",
   parameters,
   sideEffects: true,
   parallelSafe: true,

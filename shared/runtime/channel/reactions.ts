@@ -60,6 +60,29 @@ export interface ReactionDeps {
 }
 
 const MAX_ID = 200;
+/** the contract's cap on `reaction.excerpt` (UTF-16 code units, as zod counts) */
+const MAX_EXCERPT = 200;
+
+/** The longest start of `text` of at most `max` UTF-16 code units that does not split a character. */
+function fitUnits(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let out = "";
+  for (const ch of text) {
+    if (out.length + ch.length > max) break;
+    out += ch;
+  }
+  return out;
+}
+
+/** The adapter's peer of the conversation the ledger names; a throwing adapter keeps the event's (a throw would block the platform's update loop). */
+function otherPeer(ev: ReactionEvent, conversation: string, log: Logger): Peer | undefined {
+  try {
+    return ev.peerOf?.(conversation);
+  } catch (err) {
+    log.debug({ err, eventId: ev.eventId }, "the reacted message's conversation is not one the adapter maps; keeping the event's");
+    return undefined;
+  }
+}
 
 /** `reaction:<eventId>`, or its hash when that is longer than an inbound id may be. */
 export function reactionInboundId(eventId: string): string {
@@ -75,7 +98,7 @@ export async function publishReaction(deps: ReactionDeps, ev: ReactionEvent): Pr
   if (deps.mode === "own" && !ownMessage) return "ignored";
   let { conversation, peer } = ev;
   if (sent?.conversation && sent.conversation !== conversation) {
-    const other = ev.peerOf?.(sent.conversation);
+    const other = otherPeer(ev, sent.conversation, deps.log);
     if (other) ({ conversation, peer } = { conversation: sent.conversation, peer: other });
   }
   const excerpt = sent?.excerpt || ev.excerpt;
@@ -84,7 +107,7 @@ export async function publishReaction(deps: ReactionDeps, ev: ReactionEvent): Pr
     conversation, peer, sender: ev.sender, text: "",
     ...(ev.accountId ? { accountId: ev.accountId } : {}),
     ...(ev.ts !== undefined ? { ts: ev.ts } : {}),
-    reaction: { action: ev.action, emoji: ev.emoji, messageId: ev.messageId, ownMessage, ...(excerpt ? { excerpt: [...excerpt].slice(0, 200).join("") } : {}) },
+    reaction: { action: ev.action, emoji: ev.emoji, messageId: ev.messageId, ownMessage, ...(excerpt ? { excerpt: fitUnits(excerpt, MAX_EXCERPT) } : {}) },
   };
   try {
     const stored = await deps.publish(input);
