@@ -15,6 +15,7 @@ import { mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, statS
 import { dirname, join, posix, relative, sep } from "node:path";
 import { gunzipSync } from "node:zlib";
 import JSZip from "jszip";
+import { readZipEntry, zipEntriesAtMost } from "../../shared/runtime/zip-entries.js";
 import { CliError } from "./errors.js";
 
 const MB = 1024 * 1024;
@@ -224,26 +225,9 @@ function parsePax(data: Buffer): Record<string, string> {
   return out;
 }
 
-/** jszip's stream of one entry (documented, missing from its type declarations) */
-interface EntryStream {
-  on(event: "data", listener: (chunk: Uint8Array) => void): EntryStream;
-  on(event: "end", listener: () => void): EntryStream;
-  on(event: "error", listener: (err: unknown) => void): EntryStream;
-  resume(): EntryStream;
-  pause(): EntryStream;
-}
-
-/** the central directory entries a zip can hold at most: jszip reads every one it finds, whatever the end record says */
-function zipEntriesAtMost(bytes: Buffer): number {
-  const central = Buffer.from([0x50, 0x4b, 0x01, 0x02]);
-  let n = 0;
-  for (let at = bytes.indexOf(central); at !== -1 && n <= MAX_ENTRIES; at = bytes.indexOf(central, at + 4)) n++;
-  return n;
-}
-
 async function readZip(bytes: Buffer): Promise<ArchiveEntry[]> {
   // counted before jszip builds an object per entry (a 50 MB zip of empty entries is a million)
-  if (zipEntriesAtMost(bytes) > MAX_ENTRIES) throw new ArchiveProblem(`it holds more than ${MAX_ENTRIES} entries`);
+  if (zipEntriesAtMost(bytes, MAX_ENTRIES) > MAX_ENTRIES) throw new ArchiveProblem(`it holds more than ${MAX_ENTRIES} entries`);
   const zip = await JSZip.loadAsync(bytes);
   const files = Object.values(zip.files);
   if (files.length > MAX_ENTRIES) throw new ArchiveProblem(`it holds more than ${MAX_ENTRIES} entries`);
@@ -255,38 +239,18 @@ async function readZip(bytes: Buffer): Promise<ArchiveEntry[]> {
     const mode = typeof f.unixPermissions === "number" ? f.unixPermissions : 0;
     const kind = mode & 0o170000;
     if (f.dir) entries.push({ path, type: "dir" });
-    else if (kind === 0o120000) entries.push({ path, type: "symlink", target: (await readZipEntry(f, budget)).toString("utf8") });
-    else if (kind === 0 || kind === 0o100000) entries.push({ path, type: "file", executable: (mode & 0o100) !== 0, data: await readZipEntry(f, budget) });
+    else if (kind === 0o120000) entries.push({ path, type: "symlink", target: (await readEntry(f, budget)).toString("utf8") });
+    else if (kind === 0 || kind === 0o100000) entries.push({ path, type: "file", executable: (mode & 0o100) !== 0, data: await readEntry(f, budget) });
     else throw new ArchiveProblem(`"${path}" is not a file, folder or symbolic link`);
   }
   return entries;
 }
 
-function readZipEntry(entry: JSZip.JSZipObject, budget: { left: number }): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    let failed = false;
-    const stream = (entry as unknown as { internalStream(type: "uint8array"): EntryStream }).internalStream("uint8array");
-    const fail = (err: unknown) => {
-      if (failed) return;
-      failed = true;
-      stream.pause();
-      reject(err);
-    };
-    stream
-      .on("data", (chunk) => {
-        if (failed) return;
-        size += chunk.byteLength;
-        budget.left -= chunk.byteLength;
-        if (budget.left < 0) fail(new ArchiveProblem(`it unpacks to more than ${MAX_UNPACKED_BYTES / MB} MB`));
-        else chunks.push(chunk);
-      })
-      .on("error", fail)
-      .on("end", () => {
-        if (!failed) resolve(Buffer.concat(chunks, size));
-      })
-      .resume();
+/** an entry's bytes, counted against the archive's unpacked budget as they are inflated */
+function readEntry(entry: JSZip.JSZipObject, budget: { left: number }): Promise<Buffer> {
+  return readZipEntry(entry, (bytes) => {
+    budget.left -= bytes;
+    return budget.left < 0 ? new ArchiveProblem(`it unpacks to more than ${MAX_UNPACKED_BYTES / MB} MB`) : undefined;
   });
 }
 
