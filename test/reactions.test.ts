@@ -18,14 +18,10 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { reactionEvents } from "../services/channel-telegram/reactions.js";
 import { emojiText, isReaction, reactionEvent as discordReaction } from "../services/channel-discord/reactions.js";
 import { reactionEvent as slackReaction } from "../services/channel-slack/reactions.js";
-import { handleReaction, reactionRecordId, reactionText } from "../services/router/reactions.js";
-import { routesFor } from "../services/router/resolve.js";
-import { SessionChain } from "../services/router/system-events.js";
-import { inboundReactionSchema, type InboundMessage } from "../shared/contract/index.js";
-import type { ActorRuntime } from "../shared/runtime/actor.js";
+import { reactionRecordId, reactionText } from "../services/router/reactions.js";
+import { inboundReactionSchema } from "../shared/contract/index.js";
 import { publishReaction, reactionInboundId, type ReactionEvent } from "../shared/runtime/channel/reactions.js";
 import type { InboundInput } from "../shared/runtime/channel/inbound.js";
-import { parseConfig } from "../shared/runtime/config.js";
 import { FakeDiscordServer } from "./fakes/discord-server.js";
 import { messageText, type ChatRequestBody } from "./fakes/openai-server.js";
 import { FakeSlackServer } from "./fakes/slack-server.js";
@@ -101,7 +97,7 @@ describe("reactions: platform mappings and the event text", () => {
   });
 });
 
-describe("reactions: the kit and the router's wait", () => {
+describe("reactions: the kit", () => {
   const quiet = { debug: () => undefined, warn: () => undefined, info: () => undefined, error: () => undefined } as never;
   const event = (over: Partial<ReactionEvent> = {}): ReactionEvent => ({
     eventId: "e1", action: "added", emoji: "👍", messageId: "555:12", conversation: "555", peer: { kind: "dm", id: "555" }, sender: { id: "555" }, ...over,
@@ -121,51 +117,6 @@ describe("reactions: the kit and the router's wait", () => {
     assert.ok(inboundReactionSchema.safeParse(reaction).success, `the contract takes it (${reaction.excerpt?.length} code units)`);
     assert.equal(reaction.excerpt, "😀".repeat(100), "whole characters only");
     assert.deepEqual([published[0]!.conversation, published[0]!.peer], ["555", { kind: "dm", id: "555" }]);
-  });
-
-  it("the router records a reaction only while no run holds the session's lane, also when a run takes it while the reaction waits for the session's chain", async () => {
-    let active: string | undefined;
-    const endWaiters: Array<() => void> = [];
-    const appended: unknown[] = [];
-    const rt = {
-      config: parseConfig({ routing: { dm: { policy: "open" } } }, {}, "/tmp/lurk-reactions-home"),
-      client: {
-        call: async (_actor: string, method: string, req: { records?: unknown[] }) => {
-          if (method === "ensure") return { session: {} };
-          if (method === "history") return { records: [] };
-          if (method === "append") appended.push(...req.records!);
-          return {};
-        },
-      },
-      emit: () => undefined,
-      log: quiet,
-    } as unknown as ActorRuntime;
-    const events = new SessionChain();
-    let openGate!: () => void;
-    const gate = new Promise<void>((resolve) => { openGate = resolve; });
-    const msg = {
-      type: "lurk.inbound.message.v1", id: "reaction:e1", ts: 1, channel: "telegram", conversation: "555", peer: { kind: "dm", id: "555" }, sender: { id: "555" },
-      text: "", attachments: [], mentioned: false, reaction: { action: "added", emoji: "👍", messageId: "555:12", ownMessage: true },
-    } as InboundMessage & { reaction: NonNullable<InboundMessage["reaction"]> };
-    const deps = {
-      rt, pairing: { isApproved: () => false }, events,
-      lanes: { activeRun: () => active },
-      ended: () => new Promise<void>((resolve) => endWaiters.push(resolve)),
-    };
-    // an earlier event of the session holds its chain; when it is done, a run has taken the lane
-    void events.run(routesFor(msg, rt.config)[0]!.sessionKey, async () => {
-      await gate;
-      active = "run-2";
-    });
-    const handled = handleReaction(deps, msg, 7);
-    await new Promise((r) => setTimeout(r, 20));
-    openGate();
-    await waitFor(() => endWaiters.length > 0 || undefined, 2_000, "the reaction waiting for the run's end");
-    assert.equal(appended.length, 0, "not recorded while the run holds the lane");
-    active = undefined;
-    endWaiters.shift()!();
-    await handled;
-    assert.deepEqual(appended.map((r) => (r as { id: string }).id), ["reaction:telegram:reaction:e1:7"]);
   });
 });
 

@@ -25,7 +25,7 @@ import { queueSettingsFor, runOptionsFor, type SettingsCache } from "./settings.
 import { KeyedSerial } from "../../shared/runtime/keyed-serial.js";
 import { handleReaction } from "./reactions.js";
 import { channelCapabilities } from "../../shared/runtime/channel-capabilities.js";
-import type { SessionChain } from "./system-events.js";
+import type { PendingEvents } from "./pending-events.js";
 
 export interface IntakeDeps {
   rt: ActorRuntime;
@@ -39,8 +39,8 @@ export interface IntakeDeps {
   replica: Pick<RouterReplica, "groupContextChanged" | "handled" | "handledForgotten">;
   /** what the previous active router left in the replica */
   restored: Pick<RouterState, "groups" | "handled">;
-  /** the chain pending system events of a session are recorded through (reactions share it with injects) */
-  events: SessionChain;
+  /** pending system events of a session, recorded never during a run (reactions share it with injects) */
+  events: PendingEvents;
 }
 
 export class Intake {
@@ -70,8 +70,8 @@ export class Intake {
   async handle(msg: InboundMessage, delivery: DeliveryLike & { streamSeq?: number }): Promise<void> {
     // a user's reaction: never a run, never an answer; a pending system event (reactions.ts)
     if (msg.reaction) {
-      const { rt, pairing, commands, ended, events } = this.deps;
-      return handleReaction({ rt, pairing, lanes: commands.lanes, ended, events }, { ...msg, reaction: msg.reaction }, delivery.streamSeq ?? 0);
+      const { rt, pairing, events } = this.deps;
+      return handleReaction({ rt, pairing, events }, { ...msg, reaction: msg.reaction }, delivery.streamSeq ?? 0);
     }
     const key = `${msg.channel}:${msg.id}`;
     if (delivery.redelivered && this.handled.has(key)) return;

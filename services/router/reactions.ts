@@ -8,21 +8,19 @@
  * prompt), which the session's next run shows the model, e.g.
  *   Reaction added on telegram: 👍 by "Ada" (id 42) on msg 555:12, your message "Sure, I'll…"
  * The display name and the excerpt are untrusted: quoted on one line and capped (prompt-text.ts);
- * ids and the emoji are reduced to safe characters. While the session has an active run the
- * record waits for its end (the message stays unacked, kept alive): a record appended in the
- * middle of a run would sit between its tool calls and results. The record id comes from the
- * message and its stream sequence, so a redelivery of the stored message records it once.
+ * ids and the emoji are reduced to safe characters. It is recorded through PendingEvents
+ * (pending-events.ts), as non-waking injects are: never while a run holds the session's lane (the
+ * message stays unacked until recorded). The record id comes from the message and its stream
+ * sequence, so a redelivery of the stored message records it once.
  */
 import { createHash } from "node:crypto";
 import type { InboundMessage, InboundReaction } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import { decideAccess } from "../../shared/runtime/access-policy.js";
 import { oneLineText, PROMPT_NAME_MAX_CHARS, quotedText } from "../../shared/runtime/prompt-text.js";
-import { ensureSession } from "./ended-sessions.js";
-import type { Lanes } from "./lanes.js";
 import type { PairingStore } from "./pairing.js";
+import type { PendingEvents } from "./pending-events.js";
 import { routesFor } from "./resolve.js";
-import { recordPendingEvent, type Recorded, type SessionChain } from "./system-events.js";
 
 /** an excerpt of the reacted message in the event text is at most this long */
 export const REACTION_EXCERPT_CHARS = 80;
@@ -30,11 +28,8 @@ export const REACTION_EXCERPT_CHARS = 80;
 export interface ReactionDeps {
   rt: ActorRuntime;
   pairing: Pick<PairingStore, "isApproved">;
-  lanes: Pick<Lanes, "activeRun">;
-  /** resolves when the run no longer holds its lane */
-  ended(runId: string): Promise<void>;
-  /** the chain system injects are recorded through (one session's events one at a time) */
-  events: SessionChain;
+  /** where pending system events are recorded (non-waking injects too) */
+  events: Pick<PendingEvents, "record">;
 }
 
 /** ids and emoji from the platform, reduced to characters that cannot break the sentence */
@@ -71,20 +66,7 @@ export async function handleReaction(deps: ReactionDeps, msg: InboundMessage & {
   const text = reactionText(msg.channel, msg.sender, msg.reaction);
   const recordId = reactionRecordId(msg.channel, msg.id, streamSeq);
   for (const route of routes) {
-    await ensureSession(rt, route);
-    // the lane is checked again in the chain, right before the record: a run may take it while
-    // this waits for the run's end or for the session's earlier events (then it waits again)
-    let recorded: Recorded | undefined;
-    while (recorded === undefined) {
-      const active = deps.lanes.activeRun(route.sessionKey);
-      if (active) {
-        await deps.ended(active);
-        continue;
-      }
-      recorded = await deps.events.run(route.sessionKey, () => deps.lanes.activeRun(route.sessionKey)
-        ? Promise.resolve(undefined)
-        : recordPendingEvent(rt, { recordId, sessionKey: route.sessionKey, ts: msg.ts, text, source: "reaction" }));
-    }
+    const recorded = await deps.events.record(route, { recordId, ts: msg.ts, text, source: "reaction" });
     rt.emit("reaction_recorded", { channel: msg.channel, sessionKey: route.sessionKey, action: msg.reaction.action, recorded }, "debug");
   }
 }

@@ -1,11 +1,11 @@
 /**
- * Recording a system inject that does not wake the agent (`wake: "next-heartbeat"`) as a pending
- * system event of its session (the contract: shared/runtime/system-events.ts). The session's
- * transcript tail says what is pending: an inject repeating the last pending event's text is
- * dropped (debug log); otherwise it is appended with `meta.pending`, and once more than
- * MAX_PENDING_SYSTEM_EVENTS wait, an info log says how many the next prompt leaves out.
- * Injects of one session are recorded one at a time (SessionChain), in the order they came; users'
- * reactions (reactions.ts) are recorded the same way, through the same chain.
+ * Recording a pending system event (a system inject that does not wake the agent, `wake:
+ * "next-heartbeat"`, or a user's reaction) in its session's transcript (the contract:
+ * shared/runtime/system-events.ts). The session's transcript tail says what is pending: an event
+ * repeating the last pending event's text is dropped (debug log); otherwise it is appended with
+ * `meta.pending`, and once more than MAX_PENDING_SYSTEM_EVENTS wait, an info log says how many the
+ * next prompt leaves out. Callers go through PendingEvents (pending-events.ts): one session's
+ * events one at a time, in order, and never while a run holds the session's lane.
  */
 import type { SystemInject } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
@@ -25,7 +25,7 @@ export interface PendingEvent {
   source: string;
 }
 
-export const injectEvent = (msg: SystemInject): PendingEvent => ({ recordId: `inject:${msg.id}`, sessionKey: msg.sessionKey, ts: msg.ts, text: msg.text, source: msg.source });
+export const injectEvent = (msg: SystemInject): Omit<PendingEvent, "sessionKey"> => ({ recordId: `inject:${msg.id}`, ts: msg.ts, text: msg.text, source: msg.source });
 
 export async function recordPendingEvent(rt: ActorRuntime, msg: PendingEvent): Promise<Recorded> {
   const id = msg.recordId;
@@ -46,20 +46,4 @@ export async function recordPendingEvent(rt: ActorRuntime, msg: PendingEvent): P
       `more than ${MAX_PENDING_SYSTEM_EVENTS} system events wait for the session's next run: its prompt leaves out the oldest`);
   }
   return "recorded";
-}
-
-/** Runs the tasks of one key one after another (in call order); keys run in parallel. */
-export class SessionChain {
-  private readonly tails = new Map<string, Promise<unknown>>();
-
-  run<T>(key: string, task: () => Promise<T>): Promise<T> {
-    const previous = this.tails.get(key) ?? Promise.resolve();
-    const next = previous.then(task, task);
-    const tail = next.catch(() => undefined);
-    this.tails.set(key, tail);
-    void tail.then(() => {
-      if (this.tails.get(key) === tail) this.tails.delete(key);
-    });
-    return next;
-  }
 }

@@ -6,11 +6,12 @@
  * the groups' kept context and the messages handled without a run of their own.
  *
  * An inbound message is acked only after its run request is persisted in RUNS (or it was taken
- * by the active run, merged into another message's run, dropped by the queue's policy, or
- * answered as a command); while it waits for a busy session it stays unacked (in-progress acks
- * keep it from redelivery), so a router crash loses nothing. Redeliveries are harmless: the run
- * id is derived from the message id and RUNS deduplicates by it; a run that already finished is
- * not started again; notices are deduplicated by an id derived from the message id.
+ * by the active run, merged into another message's run, dropped by the queue's policy, answered
+ * as a command, or recorded as a pending system event: pending-events.ts); while it waits for a
+ * busy session it stays unacked (in-progress acks keep it from redelivery), so a router crash
+ * loses nothing. Redeliveries are harmless: the run id is derived from the message id and RUNS
+ * deduplicates by it; a run that already finished is not started again; notices are
+ * deduplicated by an id derived from the message id.
  * `stop()` ends the consumer: messages still waiting are handed back for the next term.
  */
 import {
@@ -23,10 +24,11 @@ import { ensureSession } from "./ended-sessions.js";
 import { Intake } from "./intake.js";
 import { Lanes } from "./lanes.js";
 import type { PairingStore } from "./pairing.js";
+import { PendingEvents } from "./pending-events.js";
 import { SessionQueues, Work, type DeliveryLike } from "./queue.js";
 import type { RouterReplica, RouterState } from "./replica.js";
 import type { SettingsCache } from "./settings.js";
-import { injectEvent, recordPendingEvent, SessionChain } from "./system-events.js";
+import { injectEvent } from "./system-events.js";
 
 const inboundOrInject = z.discriminatedUnion("type", [inboundMessageSchema, systemInjectSchema]);
 const RECONCILE_EVERY_MS = 5_000;
@@ -73,15 +75,20 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
     endWaiters.set(runId, [...(endWaiters.get(runId) ?? []), resolve]);
   });
 
+  // non-waking injects and users' reactions: recorded never while a run holds the session's lane
+  const pending = new PendingEvents({ rt, lanes, ended });
+
   const runStatus = async (sessionKey: string, runId: string) => (await rt.client.call("sessions", "run", { sessionKey, runId })).status;
 
   /**
-   * The run holds the session's lane: store its request in RUNS. A failure keeps the lane (the
+   * The run holds the session's lane: store its request in RUNS (after a pending system event
+   * being written in the session, pending-events.ts). A failure keeps the lane (the
    * message is redelivered and retried first, so order holds) unless the message is giving
    * up, in which case the lane goes to the next message.
    */
   const dispatch = async (request: RunRequest, delivery: DeliveryLike): Promise<"dispatched" | "duplicate"> => {
     try {
+      await pending.settled(request.sessionKey);
       if (!deps.isActive()) throw new LurkError("UNAVAILABLE", "this router instance is no longer the active one; the message goes to the next");
       if (delivery.redelivered && isFinished(await runStatus(request.sessionKey, request.runId))) {
         releaseRun(request.runId); // an earlier delivery got as far as a finished run
@@ -124,11 +131,9 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
     rt.emit("abort_requested", { runId, reason }, "info");
   };
 
-  // a session's injects (and users' reactions) one at a time, in order: the pending-event de-duplication and count read its tail
-  const injects = new SessionChain();
   const queues = new SessionQueues({ lanes, log: rt.log, dispatch, control, abort });
   const intake = new Intake({
-    rt, queues, settings: deps.settings, pairing: deps.pairing, ended, replica, restored: state, events: injects,
+    rt, queues, settings: deps.settings, pairing: deps.pairing, ended, replica, restored: state, events: pending,
     commands: { rt, lanes, queues, settings: deps.settings, pairing: deps.pairing },
   });
   const consumer = rt.consume({
@@ -139,7 +144,7 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
     handler: async (message, delivery) => {
       if (message.type === "lurk.inbound.message.v1") await intake.handle(message, delivery);
       else {
-        const request = await injects.run(message.sessionKey, () => fromInject(message, rt));
+        const request = await fromInject(message, rt, pending);
         if (request) await queues.submit(new Work(request, delivery, INJECT_QUEUE, Date.now()));
       }
       deps.processed();
@@ -164,24 +169,28 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
       clearInterval(reconcile);
       clearInterval(prune);
       await consumer.stop();
+      pending.close(); // events still waiting were handed back with their messages
     },
   };
 }
 
 /**
  * A system event: `wake: now` starts a run; otherwise it is recorded for the next run as a pending
- * event (system-events.ts: a repeat of the last pending one is dropped, at most 20 reach the prompt).
+ * event, once no run holds the session's lane (pending-events.ts; system-events.ts: a repeat of
+ * the last pending one is dropped, at most 20 reach the prompt). Resolves (and the message is
+ * acked) only when it is recorded or its run request is queued.
  */
-async function fromInject(msg: SystemInject, rt: ActorRuntime): Promise<RunRequest | null> {
+async function fromInject(msg: SystemInject, rt: ActorRuntime, pending: PendingEvents): Promise<RunRequest | null> {
   const parsedKey = parseSessionKey(msg.sessionKey);
   if (!parsedKey || parsedKey.agentId !== msg.agentId) {
     throw new LurkError("VALIDATION_FAILED", `session key ${msg.sessionKey} does not belong to agent ${msg.agentId}`);
   }
-  const entry = await ensureSession(rt, { sessionKey: msg.sessionKey, agentId: msg.agentId, sessionType: parsedKey.type });
+  const session = { sessionKey: msg.sessionKey, agentId: msg.agentId, sessionType: parsedKey.type };
   if (msg.wake !== "now") {
-    await recordPendingEvent(rt, injectEvent(msg));
+    await pending.record(session, injectEvent(msg));
     return null;
   }
+  const entry = await ensureSession(rt, session);
   const origin = msg.deliverTo === "last" ? entry.lastOrigin : msg.deliverTo === "none" ? undefined : msg.deliverTo;
   return envelope("lurk.run.request.v1", {
     runId: runIdFor("inject", msg.id),
