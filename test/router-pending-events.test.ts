@@ -226,10 +226,37 @@ describe("PendingEvents: the router's rule on a real bus", () => {
     const recorded = pending.record(session("c"), event("c1", "written first"));
     await new Promise((r) => setImmediate(r)); // the write is under way (its requests take longer)
     assert.equal(await lanes.acquire(key, "run-3"), true);
-    await pending.settled(key); // what the dispatch awaits
+    await pending.beforeRun(key, "run-3"); // what the dispatch awaits
     assert.deepEqual(await pendingOf("c"), [["written first", 1]], "in the transcript before the run starts");
     assert.equal(await recorded, "recorded");
     assert.equal((await bus.call("sessions", "get", { sessionKey: key })).session?.sessionType, "dm");
+  });
+
+  it("in a session that is never idle, the next run's start records the events waiting for the last run first; a later event waits for that run; an idle session's start awaits nothing", async () => {
+    const { lanes, release, pending } = rig();
+    const key = session("e").sessionKey;
+    assert.equal(pending.beforeRun(key, "run-5"), undefined, "no event queued: the dispatch awaits nothing");
+    assert.equal(await lanes.acquire(key, "run-5"), true);
+    const first = pending.record(session("e"), event("e1", "during run-5"));
+    const second = pending.record(session("e"), event("e2", "also during run-5"));
+    await waitsFor("e", "run-5");
+    // run-6 was queued: it takes the lane the moment run-5 ends, and its dispatch starts
+    const granted = lanes.acquire(key, "run-6");
+    release("run-5");
+    assert.equal(await granted, true);
+    const start = pending.beforeRun(key, "run-6");
+    assert.ok(start, "events are queued: the dispatch waits for them");
+    await start;
+    assert.deepEqual(await Promise.all([first, second]), ["recorded", "recorded"], "recorded before run-6 is stored in RUNS");
+    assert.deepEqual(await pendingOf("e"), [["during run-5", 1], ["also during run-5", 2]]);
+    // run-6 passed its start: an event now waits for its end
+    const waitedBefore = routerEvents.filter((e) => e.event === "system_event_waits" && e.data.runId === "run-6").length;
+    const third = pending.record(session("e"), event("e3", "during run-6"));
+    await waitsFor("e", "run-6", waitedBefore + 1);
+    assert.deepEqual(await pendingOf("e"), [["during run-5", 1], ["also during run-5", 2]], "nothing recorded inside run-6");
+    release("run-6");
+    assert.equal(await third, "recorded");
+    assert.equal(pending.beforeRun(key, "run-7"), undefined, "nothing left queued");
   });
 
   it("the term's end fails an event waiting for a run; nothing is recorded", async () => {

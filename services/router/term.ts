@@ -72,7 +72,9 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
   };
   const ended = (runId: string) => new Promise<void>((resolve) => {
     if (!lanes.isActive(runId)) return resolve();
-    endWaiters.set(runId, [...(endWaiters.get(runId) ?? []), resolve]);
+    const waiters = endWaiters.get(runId);
+    if (waiters) waiters.push(resolve);
+    else endWaiters.set(runId, [resolve]);
   });
 
   // non-waking injects and users' reactions: recorded never while a run holds the session's lane
@@ -81,14 +83,15 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
   const runStatus = async (sessionKey: string, runId: string) => (await rt.client.call("sessions", "run", { sessionKey, runId })).status;
 
   /**
-   * The run holds the session's lane: store its request in RUNS (after a pending system event
-   * being written in the session, pending-events.ts). A failure keeps the lane (the
+   * The run holds the session's lane: store its request in RUNS (after the session's pending
+   * system events queued by then are recorded, pending-events.ts). A failure keeps the lane (the
    * message is redelivered and retried first, so order holds) unless the message is giving
    * up, in which case the lane goes to the next message.
    */
   const dispatch = async (request: RunRequest, delivery: DeliveryLike): Promise<"dispatched" | "duplicate"> => {
     try {
-      await pending.settled(request.sessionKey);
+      const events = pending.beforeRun(request.sessionKey, request.runId);
+      if (events) await events;
       if (!deps.isActive()) throw new LurkError("UNAVAILABLE", "this router instance is no longer the active one; the message goes to the next");
       if (delivery.redelivered && isFinished(await runStatus(request.sessionKey, request.runId))) {
         releaseRun(request.runId); // an earlier delivery got as far as a finished run
