@@ -26,6 +26,7 @@ import { checkRoutingConfig } from "./bindings.js";
 import { PairingStore } from "./pairing.js";
 import { decidePairing } from "./pairing-owners.js";
 import { RouterReplica, type RouterState } from "./replica.js";
+import { subscribeRunStarts } from "./run-starts.js";
 import { SettingsCache } from "./settings.js";
 import { startTerm, type RouterTerm } from "./term.js";
 
@@ -75,6 +76,8 @@ export const definition: ActorDefinition = {
       return term;
     };
     const ends = subscribeRunEnds(rt.nc, rt.subjects, rt.limits, rt.log, (runId) => term?.releaseRun(runId));
+    // runs other actors store in RUNS (child runs, cron agentTurns) hold their session's lane from their start
+    const starts = subscribeRunStarts(rt.nc, rt.subjects, rt.limits, rt.log, (runId, sessionKey) => term?.runStarted(runId, sessionKey));
     const relay = instance.relay;
 
     relay.serve("status", async () => {
@@ -111,6 +114,7 @@ export const definition: ActorDefinition = {
         term = undefined;
         await ending?.stop(); // waiting messages handed back
         ends.stop();
+        starts.stop();
         await replica.drain();
         await instance.stop(); // released: a standby takes over at once
         await pairing.close().catch(() => undefined);

@@ -4,6 +4,11 @@
  * when the run ends (its terminal event, or reconciliation). A run that already holds the lane
  * (a redelivered message) is let through at once. A waiter can be withdrawn (queue drop
  * policies, /stop, interrupt): its `acquire` then resolves false.
+ * A run the router did not dispatch (another actor stored it in RUNS: a child run, a cron
+ * agentTurn) is held from its start (`hold`) until its end like a dispatched one; one that started
+ * while another run holds the lane already runs beside it, so it waits at the head of the queue
+ * (ahead of the router's own waiters, never withdrawn nor counted as queued) and its end, even
+ * before it got the lane, removes it.
  */
 export interface LaneSnapshot {
   sessionKey: string;
@@ -15,12 +20,17 @@ export interface LaneSnapshot {
 
 interface Lane {
   active?: { runId: string; since: number; lastActivity: number; dispatched: boolean };
-  waiting: Array<{ runId: string; grant: (granted: boolean) => void }>;
+  /** `external`: a run that is already going (held, not granted): the lane is its next */
+  waiting: Array<{ runId: string; grant: (granted: boolean) => void; external?: boolean }>;
 }
+
+const noGrant = () => undefined;
 
 export class Lanes {
   private readonly lanes = new Map<string, Lane>();
   private readonly byRun = new Map<string, string>();
+  /** external runs waiting at the head of a lane: run id -> session key */
+  private readonly queuedExternal = new Map<string, string>();
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -45,15 +55,15 @@ export class Lanes {
     return this.lanes.get(sessionKey)?.active?.runId;
   }
 
-  /** Run ids waiting for the session, oldest first. */
+  /** Run ids waiting for the session, oldest first (the router's own: external runs already going are not listed). */
   waitingRuns(sessionKey: string): string[] {
-    return this.lanes.get(sessionKey)?.waiting.map((w) => w.runId) ?? [];
+    return this.lanes.get(sessionKey)?.waiting.filter((w) => !w.external).map((w) => w.runId) ?? [];
   }
 
   /** Removes a waiter; its acquire resolves false. */
   withdraw(sessionKey: string, runId: string): boolean {
     const lane = this.lanes.get(sessionKey);
-    const index = lane?.waiting.findIndex((w) => w.runId === runId) ?? -1;
+    const index = lane?.waiting.findIndex((w) => w.runId === runId && !w.external) ?? -1;
     if (!lane || index < 0) return false;
     const [waiter] = lane.waiting.splice(index, 1);
     waiter!.grant(false);
@@ -70,6 +80,15 @@ export class Lanes {
 
   /** Frees the lane the run holds and grants it to the next waiter. Unknown runs are ignored. */
   release(runId: string): boolean {
+    const queuedKey = this.queuedExternal.get(runId);
+    if (queuedKey !== undefined) {
+      // an external run that ended before it got the lane
+      this.queuedExternal.delete(runId);
+      const lane = this.lanes.get(queuedKey);
+      const index = lane?.waiting.findIndex((w) => w.runId === runId && w.external) ?? -1;
+      if (lane && index >= 0) lane.waiting.splice(index, 1);
+      return true;
+    }
     const key = this.byRun.get(runId);
     if (!key) return false;
     this.byRun.delete(runId);
@@ -78,7 +97,8 @@ export class Lanes {
     lane.active = undefined;
     const next = lane.waiting.shift();
     if (next) {
-      this.activate(key, lane, next.runId);
+      this.activate(key, lane, next.runId, next.external === true);
+      if (next.external) this.queuedExternal.delete(next.runId);
       next.grant(true);
     } else {
       this.lanes.delete(key);
@@ -90,6 +110,11 @@ export class Lanes {
     return this.byRun.has(runId);
   }
 
+  /** The run holds its lane, or (external) waits at its head: its end is to be seen. */
+  isHeld(runId: string): boolean {
+    return this.byRun.has(runId) || this.queuedExternal.has(runId);
+  }
+
   /** The run holds its lane and its request is stored in RUNS. */
   isDispatched(runId: string): boolean {
     const key = this.byRun.get(runId);
@@ -97,14 +122,23 @@ export class Lanes {
   }
 
   /**
-   * A run that held its lane under the previous router instance (replica.ts): it holds the lane
-   * here too, dispatched, until its end (event, or the status check) releases it.
+   * A run already stored in RUNS that this router did not dispatch here: one that held its lane
+   * under the previous router instance (replica.ts), or one another actor stored and that started
+   * (its `run_start`). It holds the lane, dispatched, until its end (event, or the status check)
+   * releases it; if another run holds the lane, it waits at the head of the queue (`queued`).
+   * `known`: the run is held already.
    */
-  restore(sessionKey: string, runId: string, since: number): void {
+  hold(sessionKey: string, runId: string, since: number): "held" | "queued" | "known" {
+    if (this.isHeld(runId)) return "known";
     const lane = this.lane(sessionKey);
-    if (lane.active) return;
-    lane.active = { runId, since, lastActivity: this.now(), dispatched: true };
-    this.byRun.set(runId, sessionKey);
+    if (!lane.active) {
+      this.activate(sessionKey, lane, runId, true, since);
+      return "held";
+    }
+    const at = lane.waiting.findIndex((w) => !w.external);
+    lane.waiting.splice(at < 0 ? lane.waiting.length : at, 0, { runId, grant: noGrant, external: true });
+    this.queuedExternal.set(runId, sessionKey);
+    return "queued";
   }
 
   markDispatched(runId: string): void {
@@ -127,7 +161,7 @@ export class Lanes {
       if (sessionKey && key !== sessionKey) continue;
       out.push({
         sessionKey: key,
-        queued: lane.waiting.length,
+        queued: lane.waiting.filter((w) => !w.external).length,
         ...(lane.active ? { activeRunId: lane.active.runId, activeSince: lane.active.since, lastActivity: lane.active.lastActivity } : {}),
       });
     }
@@ -139,7 +173,7 @@ export class Lanes {
     let queued = 0;
     for (const lane of this.lanes.values()) {
       if (lane.active) active++;
-      queued += lane.waiting.length;
+      queued += lane.waiting.filter((w) => !w.external).length;
     }
     return { active, queued };
   }
@@ -153,9 +187,9 @@ export class Lanes {
     return lane;
   }
 
-  private activate(key: string, lane: Lane, runId: string): void {
+  private activate(key: string, lane: Lane, runId: string, dispatched = false, since?: number): void {
     const now = this.now();
-    lane.active = { runId, since: now, lastActivity: now, dispatched: false };
+    lane.active = { runId, since: since ?? now, lastActivity: now, dispatched };
     this.byRun.set(runId, key);
   }
 }

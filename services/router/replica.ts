@@ -2,7 +2,8 @@
  * The router's state in the KV bucket `lurk_router` (ROUTER_BUCKET; kv-replica.ts), for the
  * router instance that takes the lease next:
  * - `run.<runId>` = { sessionKey, since }: a run holding its session's lane (written when it is
- *   dispatched, removed when it ends; not awaited: a dispatch does not wait for it);
+ *   dispatched, or when a run another actor stored in RUNS starts; removed when it ends; not
+ *   awaited: a dispatch does not wait for it);
  * - `pending.<code>` / `approved.<channel>.<sender>`: DM pairing (pairing.ts), written before
  *   the change is answered;
  * - `meta.pairing` = { since }: the bucket holds the pairing records (written once, by the first

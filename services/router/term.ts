@@ -12,6 +12,10 @@
  * loses nothing. Redeliveries are harmless: the run id is derived from the message id and RUNS
  * deduplicates by it; a run that already finished is not started again; notices are
  * deduplicated by an id derived from the message id.
+ * Runs other actors store in RUNS (a subagent's child run, a cron agentTurn) hold their session's
+ * lane from their `run_start` (`runStarted`) to their end, replicated like dispatched runs, so a
+ * message or a wake-now inject for that session waits for them (or steers them) and pending events
+ * are not recorded inside them. A run's start costs the router one Map lookup when it dispatched it.
  * `stop()` ends the consumer: messages still waiting are handed back for the next term.
  */
 import {
@@ -52,6 +56,8 @@ export interface RouterTerm {
   lanes: Lanes;
   /** a run's terminal event: frees its lane */
   releaseRun(runId: string): void;
+  /** a run's `run_start`: one this router did not dispatch holds its session's lane */
+  runStarted(runId: string, sessionKey: () => string | undefined): void;
   stop(): Promise<void>;
 }
 
@@ -59,12 +65,12 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
   const { rt, replica } = deps;
   const held = state.runs;
   const lanes = new Lanes();
-  for (const run of held) lanes.restore(run.sessionKey, run.runId, run.since);
+  for (const run of held) lanes.hold(run.sessionKey, run.runId, run.since);
 
   // a run's terminal event (`lurk.run.evt.<runId>.done|error`) frees its lane
   const endWaiters = new Map<string, Array<() => void>>();
   const releaseRun = (runId: string) => {
-    if (lanes.isDispatched(runId)) replica.runEnded(runId);
+    if (lanes.isDispatched(runId) || (lanes.isHeld(runId) && !lanes.isActive(runId))) replica.runEnded(runId);
     lanes.release(runId);
     const waiters = endWaiters.get(runId);
     endWaiters.delete(runId);
@@ -165,9 +171,26 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
   }, RECONCILE_EVERY_MS);
   const prune = setInterval(() => intake.prune(), PRUNE_EVERY_MS);
 
+  /**
+   * A run started: one this router dispatched (or holds already) is only marked alive; another
+   * actor's run holds its session's lane from now on (or waits at its head, running beside the
+   * run that holds it), until its terminal event or the status check frees it.
+   */
+  const runStarted = (runId: string, sessionKeyOf: () => string | undefined) => {
+    if (lanes.isHeld(runId)) return lanes.touch(runId);
+    const sessionKey = sessionKeyOf();
+    if (!sessionKey) return;
+    const since = Date.now();
+    const held = lanes.hold(sessionKey, runId, since);
+    if (held === "known") return;
+    replica.runHeld(runId, sessionKey, since);
+    rt.emit("external_run_held", { runId, sessionKey, queued: held === "queued" }, "debug");
+  };
+
   return {
     lanes,
     releaseRun,
+    runStarted,
     async stop() {
       clearInterval(reconcile);
       clearInterval(prune);

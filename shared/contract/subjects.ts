@@ -118,6 +118,8 @@ export function subjects(prefix: string = DEFAULT_PREFIX) {
     runEvents: (runId: string) => `${p}.run.evt.${token(runId, "runId")}.>`,
     /** the terminal events (done, error) of every run */
     runTerminalAll: [`${p}.run.evt.*.done`, `${p}.run.evt.*.error`] as const,
+    /** the start (`run_start`) of every run: the router holds a session's lane for runs it did not dispatch */
+    runStartAll: `${p}.run.evt.*.run_start`,
     runEventAll: `${p}.run.evt.>`,
     /**
      * Between the instances of an actor with one active instance (heartbeat): a standby whose

@@ -1,0 +1,138 @@
+/**
+ * Runs the router did not dispatch (another actor stored them in RUNS: a subagent's child run, a
+ * cron agentTurn) hold their session's lane from their `run_start` to their end. On a real bus
+ * with the router and sessions processes and a scripted runner that begins the run in the
+ * sessions actor and publishes its start as the agent-runner does: a wake-now inject into the
+ * child session during the child's run gets no run until the child's terminal event, and a
+ * non-waking inject is recorded only then (before the inject's run is stored); a message for a
+ * session with such a run in steer mode is handed to it; the lane is freed by the status check
+ * when the terminal event is missed.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { jetstream } from "@nats-io/jetstream";
+import { buildSessionKey, envelope, recordIds, runIdFor, subjects, type RunRequest, type TranscriptRecord } from "../shared/contract/index.js";
+import { BusClient } from "../shared/runtime/client.js";
+import { waitFor } from "./harness/actors.js";
+import { RouterRig } from "./harness/router-rig.js";
+
+const s = subjects();
+
+describe("router: runs other actors store in RUNS hold their session's lane", () => {
+  const rig = new RouterRig();
+  const { runOf, noRun, finish } = rig;
+  let runnerBus: BusClient;
+
+  before(async () => {
+    await rig.start({ agents: [{ id: "main", default: true }], routing: { queue: { controlTimeoutMs: 300 }, commands: { owners: ["web:owner"] } } }, ["sessions", "router"]);
+    runnerBus = new BusClient(rig.runner);
+  });
+  after(() => rig.stop());
+
+  /** a child run as the subagents actor stores it and an agent-runner starts it (begin, then run_start) */
+  const startChild = async (childId: string) => {
+    const sessionKey = buildSessionKey({ type: "subagent", agentId: "main", childId });
+    const runId = `sub-${childId}`;
+    await runnerBus.call("sessions", "begin", {
+      sessionKey, runId, agentId: "main", sessionType: "subagent", historyLimit: 50,
+      records: [{ id: recordIds.started(runId), ts: Date.now(), runId, kind: "run_marker", runStatus: "started", meta: { trigger: "subagent" } }],
+    });
+    rig.runner.publish(s.runEvent(runId, "run_start"), JSON.stringify(envelope("lurk.run.event.v1", { runId, sessionKey, seq: 0, event: { kind: "run_start" as const, agentId: "main", trigger: "subagent" as const } })));
+    await waitFor(async () => (await rig.bus.call("router", "lanes", { sessionKey })).lanes[0]?.activeRunId === runId || undefined, 10_000, "the child's run holds the lane");
+    return { runId, sessionKey };
+  };
+  const inject = async (sessionKey: string, text: string, wake: "now" | "next-heartbeat") => {
+    const msg = envelope("lurk.inject.v1", { agentId: "main", sessionKey, source: "subagent" as const, text, wake, deliverTo: "none" as const });
+    await jetstream(rig.admin).publish(s.inject("main"), JSON.stringify(msg), { msgID: msg.id });
+    return { id: msg.id, runId: runIdFor("inject", msg.id) };
+  };
+  /** the terminal event of a run the scripted runner started */
+  const end = (run: { runId: string; sessionKey: string }) => finish(run as unknown as RunRequest);
+  const history = async (sessionKey: string): Promise<TranscriptRecord[]> => (await rig.bus.call("sessions", "history", { sessionKey, limit: 200 })).records;
+
+  it("a wake-now inject into a child session waits for the child's run; a non-waking one is recorded after it, before the inject's run", async () => {
+    const child = await startChild("c0ffee01");
+    const woken = await inject(child.sessionKey, "a message from your parent", "now");
+    const note = await inject(child.sessionKey, "a note for later", "next-heartbeat");
+    await noRun(woken.runId, 1000);
+    assert.equal((await history(child.sessionKey)).some((r) => r.kind === "system_event"), false, "nothing recorded inside the child's run");
+    const lanes = (await rig.bus.call("router", "lanes", { sessionKey: child.sessionKey })).lanes;
+    assert.deepEqual(lanes.map((l) => [l.activeRunId, l.queued]), [[child.runId, 1]]);
+
+    end(child);
+    const run = await runOf(woken.runId);
+    assert.equal(run.sessionKey, child.sessionKey);
+    assert.equal(run.inputs[0]!.text, "a message from your parent");
+    const recorded = (await history(child.sessionKey)).filter((r) => r.kind === "system_event");
+    assert.deepEqual(recorded.map((r) => [r.id, r.text]), [[`inject:${note.id}`, "a note for later"]], "the waiting event was recorded before the inject's run was stored");
+    finish(run);
+    await waitFor(async () => (await rig.bus.call("router", "lanes", { sessionKey: child.sessionKey })).lanes.length === 0 || undefined, 10_000, "lane freed");
+  });
+
+  it("steer mode: a message for a session whose run another actor started is handed to that run", async () => {
+    const sessionKey = "agent:main:web:group:g-ext";
+    const set = await rig.web("g-ext", "/queue steer");
+    assert.match((await rig.noticeFor(set.id)).text, /queue: steer/);
+    const runId = "cron-job-ext-1";
+    rig.runner.publish(s.runEvent(runId, "run_start"), JSON.stringify(envelope("lurk.run.event.v1", { runId, sessionKey, seq: 0, event: { kind: "run_start" as const, agentId: "main", trigger: "cron" as const } })));
+    await waitFor(async () => (await rig.bus.call("router", "lanes", { sessionKey })).lanes[0]?.activeRunId === runId || undefined, 10_000, "the external run holds the lane");
+    rig.acceptControls = true;
+    try {
+      const msg = await rig.web("g-ext", "also check the weather");
+      const ctl = await waitFor(() => rig.controls.find((c) => c.runId === runId && c.action === "steer"), 10_000, "steer control");
+      assert.equal(ctl.input?.text, "also check the weather");
+      await noRun(msg.runId);
+    } finally {
+      rig.acceptControls = false;
+    }
+    end({ runId, sessionKey });
+    await waitFor(async () => (await rig.bus.call("router", "lanes", { sessionKey })).lanes.length === 0 || undefined, 10_000, "lane freed");
+  });
+
+  it("a run another actor started while the router's own run holds the lane waits at the queue's head; one that ends before its turn is dropped", async () => {
+    const sessionKey = "agent:main:web:group:g-both";
+    const runStart = (runId: string) => rig.runner.publish(s.runEvent(runId, "run_start"), JSON.stringify(envelope("lurk.run.event.v1", { runId, sessionKey, seq: 0, event: { kind: "run_start" as const, agentId: "main", trigger: "cron" as const } })));
+    const lanesOf = async () => (await rig.bus.call("router", "lanes", { sessionKey })).lanes.map((l) => [l.activeRunId, l.queued]);
+    const first = await rig.web("g-both", "first");
+    const r1 = await runOf(first.runId);
+    runStart("cron-ext-a");
+    runStart("cron-ext-b");
+    const second = await rig.web("g-both", "second");
+    await waitFor(async () => JSON.stringify(await lanesOf()) === JSON.stringify([[r1.runId, 1]]) || undefined, 10_000, "the message waits; external runs are not counted as queued");
+    end({ runId: "cron-ext-b", sessionKey }); // ends before its turn
+    finish(r1);
+    await waitFor(async () => (await lanesOf())[0]?.[0] === "cron-ext-a" || undefined, 10_000, "the external run holds the lane next");
+    await noRun(second.runId);
+    end({ runId: "cron-ext-a", sessionKey });
+    const r2 = await runOf(second.runId);
+    assert.deepEqual(await lanesOf(), [[r2.runId, 0]], "the ended external run b never took the lane");
+    finish(r2);
+  });
+
+  it("a new router instance holds the lane of a run another actor started (the replica) and frees it at its end", async () => {
+    const child = await startChild("c0ffee03");
+    await new Promise((r) => setTimeout(r, 300)); // the replica write is not awaited
+    await rig.actor("router").stop();
+    await rig.restart("router");
+    const lanes = await waitFor(async () => (await rig.bus.call("router", "lanes", { sessionKey: child.sessionKey }).catch(() => undefined))?.lanes, 15_000, "the new router answers");
+    assert.deepEqual(lanes.map((l) => l.activeRunId), [child.runId]);
+    const woken = await inject(child.sessionKey, "still there?", "now");
+    await noRun(woken.runId, 1000);
+    end(child);
+    finish(await runOf(woken.runId));
+  });
+
+  it("a missed terminal event: the status check frees the lane and the waiting inject runs", { timeout: 60_000 }, async () => {
+    const child = await startChild("c0ffee02");
+    const woken = await inject(child.sessionKey, "are you done?", "now");
+    await noRun(woken.runId, 1000);
+    // the run ends in its transcript; its terminal event never reaches the router
+    await runnerBus.call("sessions", "append", {
+      sessionKey: child.sessionKey,
+      records: [{ id: recordIds.marker(child.runId, "done"), ts: Date.now(), runId: child.runId, kind: "run_marker", runStatus: "done", text: "finished" }],
+    });
+    const run = await waitFor(async () => (await rig.runRequests()).find((r) => r.runId === woken.runId), 40_000, "the inject's run after the status check");
+    assert.equal(run.sessionKey, child.sessionKey);
+    finish(run);
+  });
+});
