@@ -77,10 +77,7 @@ export { isSecretEnvName };
 export function actorEnv(actor: string, base: Record<string, string | undefined>, credentials: Credentials, home: string): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(base)) {
-    if (value !== undefined && !isSecretEnvName(name)) env[name] = value;
-  }
-  for (const [name, value] of Object.entries(base)) {
-    if (value && actorGetsSecret(actor, name)) env[name] = value;
+    if (value !== undefined && (!isSecretEnvName(name) || (value && actorGetsSecret(actor, name)))) env[name] = value;
   }
   const password = credentials.users[actor];
   if (!password) throw new Error(`the credentials have no password for "${actor}"; run \`npx lurkbot setup\` to add it.`);

@@ -5,7 +5,7 @@
  * (`providers.<name>: { api, … }`), "default" first, then `providers.<name>.profiles`.
  */
 import { configFilePath, type LurkConfig } from "../../shared/runtime/config.js";
-import { providerNames, providerProfiles, type AuthProfileConfig, type OAuthClientConfig } from "../../shared/runtime/config-providers.js";
+import { INSTANCE_NAME, providerNames, providerProfiles, type AuthProfileConfig, type OAuthClientConfig } from "../../shared/runtime/config-providers.js";
 import { CliError, EXIT, UsageError } from "./errors.js";
 
 export type CredentialKind = "api key" | "token" | "oauth client_credentials" | "oauth refresh_token" | "none";
@@ -23,8 +23,6 @@ export interface ListedProfile {
 }
 
 const PROFILE_ID = /^[A-Za-z0-9._-]{1,64}$/;
-/** a built-in provider's or a named instance's name (config-providers.ts checks instance names so) */
-const PROVIDER_NAME = /^[a-z0-9][a-z0-9-]{0,63}$/;
 
 /** host[:port] of an endpoint, never its userinfo or path */
 export function endpointHost(endpoint: string | undefined): string | undefined {
@@ -75,7 +73,7 @@ function host(endpoint: string | undefined): { endpoint?: string } {
 
 /** the spelling of `lurkbot auth <sub> PROVIDER PROFILE`'s two words, checked before the config is read */
 export function checkProfileArgs(provider: string, id: string): void {
-  if (!PROVIDER_NAME.test(provider)) throw new UsageError(`"${provider}" is not a provider name (openai, anthropic, ollama or a named instance: lowercase letters, digits and '-'); see \`lurkbot auth list\`.`, "auth");
+  if (!INSTANCE_NAME.test(provider)) throw new UsageError(`"${provider}" is not a provider name (openai, anthropic, ollama or a named instance: lowercase letters, digits and '-'); see \`lurkbot auth list\`.`, "auth");
   if (!PROFILE_ID.test(id)) throw new UsageError(`"${id}" is not a profile id (letters, digits, '.', '_', '-'); see \`lurkbot auth list\`.`, "auth");
 }
 

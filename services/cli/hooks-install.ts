@@ -46,7 +46,8 @@ interface Prepared {
   npm?: { name: string; version: string; integrity?: string };
 }
 
-const key = (...keys: string[]): Segment[] => keys.map((k) => ({ kind: "key", key: k }));
+/** the config path of `keys` (`key("hooks", "entries", name)`) */
+export const key = (...keys: string[]): Segment[] => keys.map((k) => ({ kind: "key", key: k }));
 const exists = (path: string) => {
   try {
     lstatSync(path);

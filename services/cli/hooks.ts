@@ -15,8 +15,7 @@ import { withCliBus } from "./bus.js";
 import { CliError, EXIT, UsageError } from "./errors.js";
 import { table } from "./format.js";
 import { getAt, readConfigFile, setAt, writeConfigFile } from "./config-cmd-file.js";
-import type { Segment } from "./config-cmd-path.js";
-import { describe, installCommand, uninstallCommand, updateCommand } from "./hooks-install.js";
+import { describe, installCommand, key, uninstallCommand, updateCommand } from "./hooks-install.js";
 
 export interface HooksIo {
   out(line: string): void;
@@ -78,7 +77,7 @@ export async function cmdHooks(p: ParsedCommand, env: Env, io: HooksIo): Promise
 /** Sets `hooks.entries.<name>.enabled`, keeping everything else; `changed` is false when config.json already said so. */
 function setHookEnabled(env: Env, name: string, enabled: boolean): { path: string; changed: boolean } {
   const file = readConfigFile(env);
-  const at: Segment[] = ["hooks", "entries", name, "enabled"].map((key) => ({ kind: "key", key }));
+  const at = key("hooks", "entries", name, "enabled");
   const now = getAt(file.raw, at);
   if (now.found && now.value === enabled) return { path: file.path, changed: false };
   writeConfigFile(file, setAt(file.raw, at, enabled), env, `hooks.entries.${name}.enabled = ${enabled}`);

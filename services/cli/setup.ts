@@ -143,7 +143,7 @@ export function writeSystemdFiles(dir: string, config: LurkConfig, setup: SetupR
       else comments.push(`${secret}=...   (uncomment and set if you use that provider)`);
     }
     // by prefix (ACTOR_SECRET_PREFIXES: the mcp actor's LURKBOT_MCP_* for its servers' ${…} references)
-    for (const [name, value] of Object.entries(env)) if (value && !(ACTOR_SECRETS[actor] ?? []).includes(name) && actorGetsSecret(actor, name)) vars[name] = value;
+    for (const [name, value] of Object.entries(env)) if (value && actorGetsSecret(actor, name)) vars[name] = value;
     write(`${actor}.env`, envFile(vars, comments));
   }
 

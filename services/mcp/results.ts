@@ -5,6 +5,7 @@
  * note); resource links and audio as notes; `structuredContent` as JSON when there is no other
  * content; `isError` kept. Text is cut at tools.outputCapBytes.
  */
+import { cutUtf8 } from "../../shared/runtime/cut-utf8.js";
 import type { ToolCallReply } from "../../shared/contract/index.js";
 
 const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
@@ -31,7 +32,7 @@ interface McpContent {
 function cutText(text: string, maxBytes: number): string {
   if (Buffer.byteLength(text) <= maxBytes) return text;
   const note = "\n[cut: the MCP tool's output was over tools.outputCapBytes]";
-  return Buffer.from(text).subarray(0, Math.max(0, maxBytes - note.length)).toString("utf8").replace(/\uFFFD$/, "") + note;
+  return cutUtf8(text, Math.max(0, maxBytes - note.length)) + note;
 }
 
 export function mapResult(result: { content?: unknown; structuredContent?: unknown; isError?: unknown }, limits: ResultLimits): { content: Block[]; isError: boolean } {

@@ -1,4 +1,5 @@
 /** Helpers for tool output: byte caps on UTF-8 text, image sniffing, error results. */
+import { cutUtf8 } from "../../shared/runtime/cut-utf8.js";
 import { LurkError, type ErrorCode } from "../../shared/contract/index.js";
 import type { ToolContent, ToolResult } from "./tool.js";
 
@@ -13,19 +14,14 @@ export function sniffImage(head: Uint8Array): string | undefined {
   return undefined;
 }
 
+/** The longest prefix of `text` that is at most `maxBytes` in UTF-8, cut on a character boundary (shared/runtime/cut-utf8.ts). */
+export { cutUtf8 };
+
 /** True if the bytes look binary (a NUL byte), the way git and grep decide. */
 export function looksBinary(head: Uint8Array): boolean {
   return head.includes(0);
 }
 
-/** The longest prefix of `text` that is at most `maxBytes` in UTF-8, cut on a character boundary. */
-export function cutUtf8(text: string, maxBytes: number): string {
-  const bytes = Buffer.from(text, "utf8");
-  if (bytes.length <= maxBytes) return text;
-  let end = Math.max(0, maxBytes);
-  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
-  return bytes.subarray(0, end).toString("utf8");
-}
 
 /**
  * The safety net for any tool: text blocks beyond `capBytes` in total are cut, with a note.

@@ -61,12 +61,14 @@ export const hookInstallSchema = z.object({
 }).refine((i) => (i.source === "npm" ? i.spec !== undefined : i.path !== undefined), { message: "an npm install needs its spec, a path or archive install its path" });
 export type HookInstall = z.infer<typeof hookInstallSchema>;
 
+const hookNameKey = z.string().regex(HOOK_NAME_RE, "a hook name: letters, digits, '.', '_', '-'");
+
 export const hooksConfigSchema = z.object({
   /** false: no hook runs (the actor still starts, and subscribes to nothing) */
   enabled: z.boolean().default(HOOKS_DEFAULTS.enabled),
-  entries: z.record(z.string().regex(HOOK_NAME_RE, "a hook name: letters, digits, '.', '_', '-'"), hookEntrySchema).default({}),
+  entries: z.record(hookNameKey, hookEntrySchema).default({}),
   /** hooks installed by `lurkbot hooks install`, by name: where each came from */
-  installs: z.record(z.string().regex(HOOK_NAME_RE, "a hook name: letters, digits, '.', '_', '-'"), hookInstallSchema).default({}),
+  installs: z.record(hookNameKey, hookInstallSchema).default({}),
   /** one handler invocation may run this long; then its worker is terminated */
   timeoutMs: z.number().int().min(100).max(600_000).default(HOOKS_DEFAULTS.timeoutMs),
   /** old-generation heap cap of the hook worker, MB */

@@ -78,7 +78,8 @@ export const providerInstanceSchema = z.object({
 });
 export type ProviderInstanceConfig = z.infer<typeof providerInstanceSchema>;
 
-const INSTANCE_NAME = /^[a-z0-9][a-z0-9-]{0,63}$/;
+/** a provider instance's name (also the built-in ones' spelling): lowercase letters, digits and '-' */
+export const INSTANCE_NAME = /^[a-z0-9][a-z0-9-]{0,63}$/;
 
 const builtinProviders = z.object({
   openai: z.object({ baseUrl: z.string().optional(), apiKey: z.string().optional(), profiles }).default({ profiles: [] }),

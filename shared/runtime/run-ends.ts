@@ -16,33 +16,46 @@ export type TerminalRunEvent = Extract<RunEvent["event"], { kind: "done" | "erro
 
 export type RunEndHandler = (runId: string, kind: "done" | "error", read: () => TerminalRunEvent | undefined) => void;
 
-export function subscribeRunEnds(nc: NatsConnection, subjects: Subjects, limits: SafeParseLimits, log: Logger, handler: RunEndHandler): { stop(): void } {
+/**
+ * Follows run events on `subjectList` (each `lurk.run.evt.<runId>.<kind>`-shaped): the handler
+ * gets the run id from the subject and `read()`, which parses the payload (capped, validated, its
+ * runId checked against the subject) and returns the event when `accept` takes it, else logs
+ * "malformed <what>" and returns undefined. A throwing handler is logged; the subscription goes on.
+ */
+export function followRunEvents<E>(
+  nc: NatsConnection, subjects: Subjects, subjectList: readonly string[], limits: SafeParseLimits, log: Logger, what: string,
+  accept: (event: RunEvent) => E | undefined, handler: (runId: string, subject: string, read: () => E | undefined) => void,
+): { stop(): void } {
   const runIdIndex = subjects.prefix.split(".").length + 2;
-  const subs = subjects.runTerminalAll.map((subject) => nc.subscribe(subject, {
+  const subs = subjectList.map((subject) => nc.subscribe(subject, {
     callback: (_err, msg) => {
       const runId = msg.subject.split(".")[runIdIndex];
       if (!runId) return;
-      const kind = msg.subject.endsWith(".done") ? "done" : "error";
-      const read = (): TerminalRunEvent | undefined => {
-        let event: RunEvent["event"] | undefined;
+      const read = (): E | undefined => {
+        let accepted: E | undefined;
         try {
           const parsed = runEventSchema.safeParse(safeParseJson(msg.data, limits));
-          if (parsed.success && parsed.data.runId === runId) event = parsed.data.event;
+          if (parsed.success && parsed.data.runId === runId) accepted = accept(parsed.data);
         } catch {
           // not JSON, too large or too deep: malformed
         }
-        if (event?.kind === "done" || event?.kind === "error") return event;
-        log.warn({ runId, subject: msg.subject }, "malformed terminal run event");
-        return undefined;
+        if (accepted === undefined) log.warn({ runId, subject: msg.subject }, `malformed ${what}`);
+        return accepted;
       };
       try {
-        handler(runId, kind, read);
+        handler(runId, msg.subject, read);
       } catch (err) {
-        log.warn({ err, runId }, "a terminal run event could not be handled");
+        log.warn({ err, runId }, `a ${what} could not be handled`);
       }
     },
   }));
   return { stop: () => subs.forEach((s) => s.unsubscribe()) };
+}
+
+export function subscribeRunEnds(nc: NatsConnection, subjects: Subjects, limits: SafeParseLimits, log: Logger, handler: RunEndHandler): { stop(): void } {
+  return followRunEvents(nc, subjects, subjects.runTerminalAll, limits, log, "terminal run event",
+    ({ event }) => (event.kind === "done" || event.kind === "error" ? event : undefined),
+    (runId, subject, read) => handler(runId, subject.endsWith(".done") ? "done" : "error", read));
 }
 
 /** A run's end as its transcript records hold it (the records `sessions.run` returns). */

@@ -56,7 +56,8 @@ export class SentLedger extends ExpiringDb<LedgerEntry> {
     // aligned with parts (entries written before excerpts were kept have none)
     const excerpts = [...(current?.excerpts ?? [])];
     while (excerpts.length < parts.length - 1) excerpts.push("");
-    excerpts.push([...(text ?? "")].slice(0, EXCERPT_CHARS).join(""));
+    // a code point is at most two UTF-16 units: only the start of a long part is split into characters
+    excerpts.push([...(text ?? "").slice(0, 2 * EXCERPT_CHARS)].slice(0, EXCERPT_CHARS).join(""));
     const entry: LedgerEntry = {
       status: parts.length >= count ? "sent" : "sending", parts, count, attempts, firstAt: current?.firstAt ?? now, updatedAt: now,
       ...(conversation ?? current?.conversation ? { conversation: conversation ?? current?.conversation } : {}),
