@@ -39,7 +39,6 @@ type Ctx = ChannelContext<MatrixChannelConfig>;
 export const ENCRYPTED_NOTICE = "I can't read encrypted messages: this assistant does not support Matrix end-to-end encryption, so I will not answer in this room. "
   + "To talk to me, start a direct chat or room with encryption turned off (Element: turn off \"Enable end-to-end encryption\" when creating it) and invite me there; encryption cannot be turned off in an existing room.";
 const NOTICE_GAP_MS = 1_000;
-/** errors after which a message can never be stored: logged and skipped */
 const WATCH_MAX_MS = 30 * 60_000;
 /** what a gap's /messages pages hold: the sync timeline's event types */
 const GAP_FILTER = { types: TIMELINE_TYPES };

@@ -17,7 +17,7 @@
  * message's `m.in_reply_to` with `is_falling_back` is no reply (clients put the thread's last event
  * there). `threads: "room"`: threads are the room's conversation (answered in the room).
  */
-import { decodeToken, encodeToken, type Attachment } from "../../shared/contract/index.js";
+import { decodeToken, encodeToken, type Attachment, type Peer } from "../../shared/contract/index.js";
 import type { InboundInput } from "../../shared/runtime/channel/index.js";
 import { attachmentKind, mimeFromName } from "../../shared/runtime/media.js";
 import { messageContentSchema, type MessageContent, type RoomEvent } from "./wire.js";
@@ -43,6 +43,10 @@ export function targetOf(conversation: string): MatrixTarget {
   if (!m) throw new Error(`"${conversation}" is not a Matrix room`);
   return { roomId: m[1]!, ...(m[2] ? { threadRoot: m[2] } : {}) };
 }
+
+/** The peer of a conversation of a room: a DM's user (its threads too), else the room, a thread's with `topicId` (a session of its own). */
+export const roomPeer = (roomId: string, direct: boolean, sender: string, threadRoot?: string): Peer =>
+  direct ? { kind: "dm", id: sender } : { kind: "group", id: roomId, ...(threadRoot ? { topicId: threadRoot } : {}) };
 
 /** The room of a conversation (a thread's: its room). */
 export const roomOf = (conversation: string): string => targetOf(conversation).roomId;
@@ -131,7 +135,7 @@ export function eventToInbound(ev: RoomEvent, roomId: string, direct: boolean, b
     inbound: {
       id: ev.event_id,
       conversation: conversationOf(roomId, threadRoot),
-      peer: direct ? { kind: "dm", id: ev.sender } : { kind: "group", id: roomId, ...(threadRoot ? { topicId: threadRoot } : {}) },
+      peer: roomPeer(roomId, direct, ev.sender, threadRoot),
       sender: { id: ev.sender, ...(senderName ? { name: senderName.slice(0, 200) } : {}) },
       text,
       mentioned,

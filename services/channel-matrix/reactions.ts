@@ -14,10 +14,9 @@
  * with an empty or over-long key is refused by the kit (dropped). The caller skips encrypted
  * rooms (like their messages).
  */
-import type { Peer } from "../../shared/contract/index.js";
 import { ExpiringDb, type ChannelContext, type ReactionEvent } from "../../shared/runtime/channel/index.js";
 import type { MatrixChannelConfig } from "../../shared/runtime/config-channels.js";
-import { conversationOf, isEventId, targetOf, type BotIdentity } from "./inbound.js";
+import { conversationOf, isEventId, roomPeer, targetOf, type BotIdentity } from "./inbound.js";
 import { reactionContentSchema, type RoomEvent } from "./wire.js";
 
 /** a reaction taken back later than this after it was made is not reported */
@@ -68,23 +67,17 @@ export interface ReactionFacts {
 
 /** The kit's event of one reaction (pure). */
 export function reactionEvent(f: ReactionFacts): ReactionEvent {
-  const peer: Peer = f.direct ? { kind: "dm", id: f.sender } : { kind: "group", id: f.roomId };
   return {
     eventId: f.eventId, action: f.action, emoji: f.key, messageId: f.target,
     conversation: conversationOf(f.roomId),
-    peer,
+    peer: roomPeer(f.roomId, f.direct, f.sender),
     sender: { id: f.sender, ...(f.senderName ? { name: f.senderName.slice(0, 200) } : {}) },
     ...(f.ts ? { ts: f.ts } : {}),
-    // the assistant's message in a thread of this room: the thread's session (a DM's thread keeps the DM's)
+    // the assistant's message in a thread of this room: the thread's session (a DM's thread keeps the DM's);
+    // a conversation that is no Matrix room throws, and the kit keeps the event's peer
     peerOf: (conversation) => {
-      let target;
-      try {
-        target = targetOf(conversation);
-      } catch {
-        return undefined;
-      }
-      if (target.roomId !== f.roomId) return undefined;
-      return f.direct || !target.threadRoot ? peer : { kind: "group", id: f.roomId, topicId: target.threadRoot };
+      const target = targetOf(conversation);
+      return target.roomId === f.roomId ? roomPeer(f.roomId, f.direct, f.sender, target.threadRoot) : undefined;
     },
   };
 }

@@ -13,7 +13,7 @@
  * Errors map as for sends (rpc.ts toDeliveryError, checkSendResults).
  */
 import { DeliveryError, toPlainText, type ActionRequest, type DeliveryContext } from "../../shared/runtime/channel/index.js";
-import { quoteOf, targetOf, type BotIdentity, type SignalTarget } from "./inbound.js";
+import { isBot, quoteOf, targetOf, type BotIdentity, type SignalTarget } from "./inbound.js";
 import { checkSendResults, toDeliveryError, type SendResult, type SignalRpc } from "./rpc.js";
 
 /** what `act` does (the kit's `actions`; shared/runtime/channel-capabilities.ts lists them for the prompt) */
@@ -33,7 +33,7 @@ export class SignalActions {
   constructor(private readonly rpc: SignalRpc, private readonly bot: BotIdentity) {}
 
   private isBot(author: string): boolean {
-    return author === this.bot.number || (!!this.bot.uuid && author.toLowerCase() === this.bot.uuid.toLowerCase());
+    return isBot(this.bot, author, author); // an author is a number or a uuid
   }
 
   /** The timestamp of one of the bot's own messages (Signal edits and deletes only those). */

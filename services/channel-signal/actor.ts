@@ -31,7 +31,6 @@ export const SIGNAL_TEXT_LIMIT = 2000;
 const TYPING_RENEW_MS = 10_000;
 /** a run followed for its typing indicator at most this long */
 const WATCH_MAX_MS = 30 * 60_000;
-/** errors after which receiving the event again cannot help: logged and skipped */
 
 type Ctx = ChannelContext<SignalChannelConfig>;
 

@@ -85,7 +85,8 @@ export function quoteOf(messageId: string | undefined): { author: string; timest
   return m ? { author: m[1]!, timestamp: Number(m[2]) } : undefined;
 }
 
-const isBot = (bot: BotIdentity, number?: string | null, uuid?: string | null) =>
+/** Whether a number or uuid is the bot's account. */
+export const isBot = (bot: BotIdentity, number?: string | null, uuid?: string | null) =>
   (!!number && number === bot.number) || (!!uuid && !!bot.uuid && uuid.toLowerCase() === bot.uuid.toLowerCase());
 
 /** The text with mentions resolved: the bot's cut, another person's as `@<number or uuid>`. */

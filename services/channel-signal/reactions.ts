@@ -15,7 +15,7 @@
  */
 import type { ChannelContext, ReactionEvent } from "../../shared/runtime/channel/index.js";
 import type { SignalChannelConfig } from "../../shared/runtime/config-channels.js";
-import { conversationOf, platformMessageId, type BotIdentity, type SignalReceive, type SignalTarget } from "./inbound.js";
+import { conversationOf, isBot, platformMessageId, type BotIdentity, type SignalReceive, type SignalTarget } from "./inbound.js";
 import type { SeenMessages } from "./seen.js";
 
 interface SignalReaction {
@@ -29,9 +29,6 @@ interface SignalReaction {
 
 const text = (v: unknown): string | undefined => (typeof v === "string" && v ? v : undefined);
 const isTimestamp = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v > 0;
-
-const isBot = (bot: BotIdentity, number?: string, uuid?: string) =>
-  (!!number && number === bot.number) || (!!uuid && !!bot.uuid && uuid.toLowerCase() === bot.uuid.toLowerCase());
 
 /** The reaction event of a receive event; undefined when it is no user's reaction, "malformed" when one lacks what it needs. */
 export function reactionOf(ev: SignalReceive, bot: BotIdentity): ReactionEvent | "malformed" | undefined {

@@ -28,7 +28,6 @@ import { SLACK_ACTIONS, slackAct } from "./actions.js";
 import { isReactionEvent, reactionEvent, type SlackReactionEvent } from "./reactions.js";
 
 export const SLACK_TEXT_LIMIT = 3900;
-/** errors after which a redelivery of the envelope cannot succeed either: acknowledged, logged */
 
 /** The Slack SDKs' logger interface on pino (their info chatter goes to debug). */
 function slackLogger(log: Logger): SlackLogger {

@@ -23,7 +23,8 @@ export interface TgMessageReaction {
   new_reaction?: TgReactionType[];
 }
 
-const CHAT_TYPES = new Set(["private", "group", "supergroup", "channel"]);
+/** the chats whose reactions are taken (a channel's are not: its posts are no conversation) */
+const CHAT_TYPES = new Set(["private", "group", "supergroup"]);
 
 function emojiOf(r: TgReactionType): string | undefined {
   if (r?.type === "emoji" && typeof r.emoji === "string") return r.emoji;
@@ -37,7 +38,7 @@ const emojis = (list: unknown): string[] => (Array.isArray(list) ? list.map((r) 
 export function reactionEvents(updateId: number, r: TgMessageReaction, bot: BotIdentity): ReactionEvent[] {
   const chatId = r.chat?.id;
   const chatType = r.chat?.type;
-  if (typeof chatId !== "number" || typeof chatType !== "string" || !CHAT_TYPES.has(chatType) || chatType === "channel") return [];
+  if (typeof chatId !== "number" || typeof chatType !== "string" || !CHAT_TYPES.has(chatType)) return [];
   if (typeof r.message_id !== "number" || typeof r.user?.id !== "number") return [];
   const user = r.user;
   const before = emojis(r.old_reaction);

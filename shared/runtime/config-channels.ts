@@ -61,8 +61,12 @@ export function streamingMode(s: { streaming?: StreamingMode | undefined; stream
  * "all" reactions to any message. A chat channel that reports reactions has it (channel kit,
  * reactions.ts).
  */
-export const reactionNotificationsSchema = z.enum(["off", "own", "all"]).default("own");
+const reactionNotificationsSchema = z.enum(["off", "own", "all"]).default("own");
 export type ReactionNotifications = z.infer<typeof reactionNotificationsSchema>;
+const reactionsShape = {
+  /** users' reactions to the agent: "off", "own" (to the assistant's messages; default) or "all" */
+  reactionNotifications: reactionNotificationsSchema,
+};
 
 /** `channels["openai-http"]`: the OpenAI-compatible HTTP API (services/channel-openai-http). */
 export const openaiHttpChannelSchema = z.object({
@@ -105,8 +109,7 @@ export const telegramChannelSchema = z.object({
   /** seconds one getUpdates long poll waits */
   pollTimeoutSec: z.number().int().min(0).max(50).default(30),
   ...streamingShape,
-  /** users' reactions to the agent: "off", "own" (to the assistant's messages; default) or "all" */
-  reactionNotifications: reactionNotificationsSchema,
+  ...reactionsShape,
   /** the least time between two edits of a draft, ms (Telegram limits edits per chat) */
   draftIntervalMs: z.number().int().min(200).max(60_000).default(1_500),
   /** how updates arrive: "polling" (getUpdates) or "webhook" (Telegram POSTs them to `webhookUrl`) */
@@ -133,8 +136,7 @@ export const discordChannelSchema = z.object({
   /** the REST API root (the gateway URL is asked from it) */
   apiRoot: z.url({ protocol: /^https?$/ }).default("https://discord.com/api"),
   ...streamingShape,
-  /** users' reactions to the agent: "off", "own" (to the assistant's messages; default) or "all" */
-  reactionNotifications: reactionNotificationsSchema,
+  ...reactionsShape,
   /** the least time between two draft edits, ms */
   draftIntervalMs: z.number().int().min(200).max(60_000).default(1_200),
   /** register the application (slash) commands at start: the generic one and the router's chat commands */
@@ -234,8 +236,7 @@ export const slackChannelSchema = z.object({
   /** the Web API root (apps.connections.open gives the Socket Mode URL) */
   apiUrl: z.url({ protocol: /^https?$/ }).default("https://slack.com/api/"),
   ...streamingShape,
-  /** users' reactions to the agent: "off", "own" (to the assistant's messages; default) or "all" */
-  reactionNotifications: reactionNotificationsSchema,
+  ...reactionsShape,
   /** the least time between two draft edits, ms (chat.update is rate limited per channel) */
   draftIntervalMs: z.number().int().min(200).max(60_000).default(1_500),
   /** the app's slash command (defined in the Slack app, Socket Mode): `/lurk <text>` is a message to the bot */
@@ -272,8 +273,7 @@ export const matrixChannelSchema = z.object({
   catchUpMax: z.number().int().min(0).max(10_000).default(1_000),
   /** a message in a thread (m.thread): "thread" = a session of its own (a room's thread: type topic), answered in the thread; "room" = the room's session, answered in the room */
   threads: z.enum(["thread", "room"]).default("thread"),
-  /** users' reactions to the agent: "off", "own" (to the assistant's messages; default) or "all" */
-  reactionNotifications: reactionNotificationsSchema,
+  ...reactionsShape,
 }).superRefine((s, ctx) => {
   if (s.enabled && !s.homeserverUrl) ctx.addIssue({ code: "custom", path: ["homeserverUrl"], message: "required: the homeserver's address, e.g. https://matrix.example.org" });
   if (s.enabled && !s.userId) ctx.addIssue({ code: "custom", path: ["userId"], message: "required: the bot account, e.g. @lurkbot:example.org" });
@@ -306,8 +306,7 @@ export const signalChannelSchema = z.object({
   typingIndicator: z.boolean().default(true),
   /** ms one JSON-RPC call may take (a send with a large attachment takes longest) */
   requestTimeoutMs: z.number().int().min(1_000).max(300_000).default(60_000),
-  /** users' reactions to the agent: "off", "own" (to the assistant's messages; default) or "all" */
-  reactionNotifications: reactionNotificationsSchema,
+  ...reactionsShape,
 });
 
 export const channelsConfigSchema = z.object({

@@ -64,6 +64,12 @@ interface Failure {
 export interface SendRecord { roomId: string; txnId: string; content: Record<string, unknown>; eventId?: string; status: number; at: number; type: string }
 export interface RedactRecord { roomId: string; eventId: string; txnId: string; redactionId?: string; status: number }
 
+/** Whether `e` relates to `eventId` by `relType` (m.annotation, m.replace). */
+function relatesTo(e: MxEvent, relType: string, eventId: string): boolean {
+  const rel = e.content["m.relates_to"] as { rel_type?: string; event_id?: string } | undefined;
+  return rel?.rel_type === relType && rel.event_id === eventId;
+}
+
 export class FakeMatrixServer {
   readonly token = `syt_${randomBytes(18).toString("base64url")}`;
   readonly userId = `@lurk:${SERVER_NAME}`;
@@ -208,8 +214,7 @@ export class FakeMatrixServer {
     const events = this.rooms.get(roomId)?.events ?? [];
     const ev = events.find((e) => e.event_id === eventId);
     if (!ev || ev.unsigned?.redacted_because) return ev ? {} : undefined;
-    const edit = events.findLast((e) => e.sender === ev.sender && (e.content["m.relates_to"] as { rel_type?: string; event_id?: string } | undefined)?.rel_type === "m.replace"
-      && (e.content["m.relates_to"] as { event_id: string }).event_id === eventId);
+    const edit = events.findLast((e) => e.sender === ev.sender && relatesTo(e, "m.replace", eventId));
     return (edit?.content["m.new_content"] as Record<string, unknown> | undefined) ?? ev.content;
   }
 
@@ -261,9 +266,8 @@ export class FakeMatrixServer {
     if (req.method === "GET" && (m = /^\/_matrix\/client\/v1\/rooms\/([^/]+)\/relations\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(path))) {
       const room = this.rooms.get(decodeURIComponent(m[1]!));
       if (!room?.members.has(this.userId)) return sendJson(res, 403, { errcode: "M_FORBIDDEN", error: "not in the room" });
-      const [target, relType, type] = [m[2]!, m[3]!, m[4]!].map(decodeURIComponent);
-      const chunk = room.events.filter((e) => e.type === type && (e.content["m.relates_to"] as { rel_type?: string; event_id?: string } | undefined)?.rel_type === relType
-        && (e.content["m.relates_to"] as { event_id?: string }).event_id === target).reverse().map(({ pos: _p, ...e }) => e);
+      const [target, relType, type] = [m[2]!, m[3]!, m[4]!].map(decodeURIComponent) as [string, string, string];
+      const chunk = room.events.filter((e) => e.type === type && relatesTo(e, relType, target)).reverse().map(({ pos: _p, ...e }) => e);
       return sendJson(res, 200, { chunk });
     }
     if (req.method === "PUT" && (m = /^\/_matrix\/client\/v3\/rooms\/([^/]+)\/typing\/([^/]+)$/.exec(path))) {

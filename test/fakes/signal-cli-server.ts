@@ -217,6 +217,9 @@ export class FakeSignalCli {
       return sendJson(res, 200, { jsonrpc: "2.0", id, error: { code: -32602, message: "Specified account does not exist", data: null } });
     }
     const ok = (result: unknown) => sendJson(res, 200, { jsonrpc: "2.0", id, result });
+    // the conversation of send, sendReaction and remoteDelete
+    const recipients = Array.isArray(params.recipient) ? params.recipient as string[] : typeof params.recipient === "string" ? [params.recipient] : [];
+    const noRecipients = recipients.length === 0 && !params.groupId;
     switch (method) {
       case "version": return ok({ version: "0.13.99-fake" });
       case "listAccounts": return ok([{ number: this.account, uuid: this.accountUuid }]);
@@ -231,8 +234,7 @@ export class FakeSignalCli {
       }
       case "sendReaction":
       case "remoteDelete": {
-        const recipients = Array.isArray(params.recipient) ? params.recipient as string[] : typeof params.recipient === "string" ? [params.recipient] : [];
-        if (recipients.length === 0 && !params.groupId) return sendJson(res, 200, { jsonrpc: "2.0", id, error: { code: -1, message: "No recipients given", data: null } });
+        if (noRecipients) return sendJson(res, 200, { jsonrpc: "2.0", id, error: { code: -1, message: "No recipients given", data: null } });
         const targetTimestamp = params.targetTimestamp;
         if (typeof targetTimestamp !== "number" || !Number.isSafeInteger(targetTimestamp)) return sendJson(res, 200, { jsonrpc: "2.0", id, error: { code: -32602, message: "Invalid params: targetTimestamp is required", data: null } });
         if (method === "remoteDelete") {
@@ -250,8 +252,7 @@ export class FakeSignalCli {
         return ok({ timestamp: this.nextTimestamp(), results: this.results(recipients, params.groupId) });
       }
       case "send": {
-        const recipients = Array.isArray(params.recipient) ? params.recipient as string[] : typeof params.recipient === "string" ? [params.recipient] : [];
-        if (recipients.length === 0 && !params.groupId) return sendJson(res, 200, { jsonrpc: "2.0", id, error: { code: -1, message: "No recipients given", data: null } });
+        if (noRecipients) return sendJson(res, 200, { jsonrpc: "2.0", id, error: { code: -1, message: "No recipients given", data: null } });
         const attachments = (params.attachments ?? []) as unknown[];
         if (!params.message && attachments.length === 0) {
           return sendJson(res, 200, { jsonrpc: "2.0", id, error: { code: -1, message: "Sending empty message is not allowed, either a message, attachment or sticker must be given.", data: null } });
