@@ -27,22 +27,27 @@ function lineOf(hub: Hub, c: WebChat, platformMessageId: string): ChatEntry {
 export async function webAct(hub: Hub, users: WebUsers, req: ActionRequest): Promise<void> {
   const c = chatOfConversation(users, req.message.conversation);
   if (!c) throw new DeliveryError(`"${req.message.conversation}" is not a web chat of a configured user`, { permanent: true });
-  const save = async (entry: ChatEntry) => {
-    if (!(await hub.update(c, entry))) throw new DeliveryError(`message ${entry.seq} is no longer kept in this chat`, { permanent: true });
+  // each change applies to the line as stored (the user's reactions may change it meanwhile: reactions.ts)
+  const save = async (seq: number, change: (entry: ChatEntry) => ChatEntry) => {
+    if (!(await hub.change(c, seq, (e) => (e.deleted ? undefined : change(e))))) throw new DeliveryError(`message ${seq} is no longer kept in this chat`, { permanent: true });
   };
   if (req.op === "react") {
-    const entry = lineOf(hub, c, req.platformMessageId);
-    const others = (entry.reactions ?? []).filter((r) => r !== req.emoji);
-    return save({ ...entry, reactions: req.remove ? others : [...others, req.emoji].slice(-20) });
+    const { seq } = lineOf(hub, c, req.platformMessageId);
+    return save(seq, (entry) => {
+      const others = (entry.reactions ?? []).filter((r) => r !== req.emoji);
+      return { ...entry, reactions: req.remove ? others : [...others, req.emoji].slice(-20) };
+    });
   }
   if (req.op === "edit") {
     const entry = lineOf(hub, c, req.platformMessageId);
     if (entry.role !== "assistant") throw new DeliveryError("only the assistant's own lines can be edited", { permanent: true });
-    return save({ ...entry, text: req.text, edited: true });
+    return save(entry.seq, (e) => ({ ...e, text: req.text, edited: true }));
   }
   for (const id of req.platformMessageIds) {
-    const entry = lineOf(hub, c, id);
-    const { attachments: _files, ...rest } = entry;
-    await save({ ...rest, text: "", deleted: true });
+    const { seq } = lineOf(hub, c, id);
+    await save(seq, (entry) => {
+      const { attachments: _files, userReactions: _mine, ...rest } = entry;
+      return { ...rest, text: "", deleted: true };
+    });
   }
 }

@@ -1,7 +1,8 @@
 /**
  * channel-web: the browser chat (node:http + ws, loopback by default; one token, or one per
  * user with `channels.web.users`: users.ts, user-scope.ts) on the channel kit.
- * In: socket `send` frames -> LURK_INBOUND (hub.ts), acked after storing.
+ * In: socket `send` frames -> LURK_INBOUND (hub.ts), acked after storing; `react` frames (the
+ * user's picker) -> the kit's publishReaction, kept on the line (reactions.ts).
  * Out: the kit's durable deliveries. A delivery's conversation names its user and chat (one that
  * names no configured user's chat fails for good). Each delivered part (a text, or one file:
  * files.ts, remembered for that user) is written to the chat's history (LMDB, history.ts) and

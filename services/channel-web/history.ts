@@ -45,12 +45,17 @@ export class ChatHistory {
     return undefined;
   }
 
-  /** Replaces a kept entry (a reaction, an edit, a deletion), same seq; false when it is no longer kept. */
-  async replace(chat: string, entry: ChatEntry): Promise<boolean> {
+  /**
+   * Changes a kept entry in one transaction (so two changes of the same line never lose one):
+   * `change` gets the stored entry and returns the new one, or undefined to leave it. Returns the
+   * entry written; undefined when it is no longer kept or `change` left it.
+   */
+  async modify(chat: string, seq: number, change: (entry: ChatEntry) => ChatEntry | undefined): Promise<ChatEntry | undefined> {
     return this.root.transaction(() => {
-      if (!this.entries.get([chat, entry.seq])) return false;
-      void this.entries.put([chat, entry.seq], entry);
-      return true;
+      const current = this.entries.get([chat, seq]);
+      const next = current ? change(current) : undefined;
+      if (next) void this.entries.put([chat, seq], { ...next, seq });
+      return next ? { ...next, seq } : undefined;
     });
   }
 

@@ -145,11 +145,15 @@ export class Hub {
     return stored;
   }
 
-  /** Replaces a kept chat line and shows the change to the chat's sockets; false when the line is no longer kept. */
-  async update(c: WebChat, entry: ChatEntry): Promise<boolean> {
-    if (!(await this.history.replace(c.conversation, entry))) return false;
-    this.broadcast(c, { type: "update", chat: c.chat, entry });
-    return true;
+  /**
+   * Changes the kept chat line `seq` (`change` gets the stored line, in one transaction, and
+   * returns the new one or undefined to leave it) and shows the change to the chat's sockets.
+   * Returns the line written; undefined when it is no longer kept or was left as it was.
+   */
+  async change(c: WebChat, seq: number, change: (entry: ChatEntry) => ChatEntry | undefined): Promise<ChatEntry | undefined> {
+    const entry = await this.history.modify(c.conversation, seq, change);
+    if (entry) this.broadcast(c, { type: "update", chat: c.chat, entry });
+    return entry;
   }
 
   /** The kept line `seq` of the chat, if any. */

@@ -9,6 +9,9 @@
  * token (`GET /media/<ref>`): raster images shown inline, audio (a voice reply) with a player,
  * other files as download links. The canvas panel (page-canvas.ts, inlined here) shows the
  * open chat's canvas from `canvas` frames and sends Button presses as `canvas_action`.
+ * Reactions: each message and reply shows the assistant's reactions and the user's own (a button
+ * that takes it back), and a "☺+" button opening a small picker (arrow keys move, Escape closes);
+ * a choice is a `react` frame, and the line is redrawn from the `update` that follows.
  */
 import { CANVAS_SCRIPT } from "./page-canvas.js";
 
@@ -17,6 +20,8 @@ export const PAGE_SCRIPT = String.raw`
   "use strict";
   var KEY_TOKEN = "lurkbot.web.token", KEY_CHAT = "lurkbot.web.chat", KEY_PENDING = "lurkbot.web.pending", KEY_USER = "lurkbot.web.user";
   var MAX_FILES = 8, IMAGE = /^image\/(png|jpeg|gif|webp)$/;
+  /** the picker's emoji: 👍 👎 ❤️ 😂 🎉 🙏 */
+  var REACTIONS = ["\uD83D\uDC4D", "\uD83D\uDC4E", "\u2764\uFE0F", "\uD83D\uDE02", "\uD83C\uDF89", "\uD83D\uDE4F"];
   var $ = function (id) { return document.getElementById(id); };
   var state = { ws: null, ready: false, chat: localStorage.getItem(KEY_CHAT) || "main", lastSeq: 0,
     pending: loadPending(), streams: {}, tools: {}, sessions: [], retry: 0, extraChats: [],
@@ -133,6 +138,7 @@ export const PAGE_SCRIPT = String.raw`
     var known = e.id && document.querySelector('[data-id="' + CSS.escape(e.id) + '"]');
     if (known) {
       known.classList.remove("pending");
+      if (e.role === "user" && !e.deleted) drawReactions(known, e);
       return;
     }
     if (e.role === "assistant" && e.runId && state.streams[e.runId]) {
@@ -148,7 +154,51 @@ export const PAGE_SCRIPT = String.raw`
     else el.innerHTML = md(e.text);
     appendFiles(el, e.attachments);
     if (e.edited) { var ed = document.createElement("span"); ed.className = "edited"; ed.textContent = "(edited)"; el.appendChild(ed); }
-    if (e.reactions && e.reactions.length) { var r = document.createElement("div"); r.className = "reactions"; r.textContent = e.reactions.join(" "); el.appendChild(r); }
+    drawReactions(el, e);
+  }
+  /** the line's reactions: the assistant's (plain), the user's (each a button that takes it back), and the picker's button */
+  function drawReactions(el, e) {
+    var old = el.querySelector(":scope > .reactions"); if (old) old.remove();
+    var canReact = e.seq > 0 && (e.kind === "message" || e.kind === "reply");
+    var agent = e.reactions || [], mine = canReact ? e.userReactions || [] : [];
+    if (!canReact && !agent.length) return;
+    var row = document.createElement("div"); row.className = "reactions";
+    agent.forEach(function (r) {
+      var s = document.createElement("span"); s.className = "reaction agent"; s.textContent = r; s.title = "LurkBot's reaction"; row.appendChild(s);
+    });
+    mine.forEach(function (r) {
+      var b = document.createElement("button"); b.type = "button"; b.className = "reaction mine"; b.textContent = r;
+      b.title = "Your reaction (click to remove)"; b.setAttribute("aria-pressed", "true"); b.setAttribute("aria-label", "Remove your reaction " + r);
+      b.onclick = function () { react(e, r, true); };
+      row.appendChild(b);
+    });
+    if (canReact) {
+      var add = document.createElement("button"); add.type = "button"; add.className = "react-add"; add.textContent = "\u263A+";
+      add.title = "Add a reaction"; add.setAttribute("aria-label", "Add a reaction"); add.setAttribute("aria-haspopup", "true"); add.setAttribute("aria-expanded", "false");
+      add.onclick = function () { togglePicker(row, add, e); };
+      row.appendChild(add);
+    }
+    el.appendChild(row);
+  }
+  function react(e, emoji, remove) { send({ type: "react", chat: state.chat, seq: e.seq, emoji: emoji, remove: remove }); }
+  function closePicker(p, add) { p.remove(); add.setAttribute("aria-expanded", "false"); add.focus(); }
+  function togglePicker(row, add, e) {
+    var open = row.querySelector(".react-picker");
+    if (open) { closePicker(open, add); return; }
+    var p = document.createElement("div"); p.className = "react-picker"; p.setAttribute("role", "group"); p.setAttribute("aria-label", "Pick a reaction");
+    REACTIONS.forEach(function (r) {
+      var on = (e.userReactions || []).indexOf(r) >= 0;
+      var b = document.createElement("button"); b.type = "button"; b.textContent = r;
+      b.setAttribute("aria-pressed", on ? "true" : "false"); b.setAttribute("aria-label", (on ? "Remove your reaction " : "React with ") + r);
+      b.onclick = function () { closePicker(p, add); react(e, r, on); };
+      p.appendChild(b);
+    });
+    p.onkeydown = function (ev) {
+      var all = Array.prototype.slice.call(p.querySelectorAll("button")), i = all.indexOf(document.activeElement);
+      if (ev.key === "Escape") { ev.preventDefault(); closePicker(p, add); }
+      else if (ev.key === "ArrowRight" || ev.key === "ArrowLeft") { ev.preventDefault(); all[(i + (ev.key === "ArrowRight" ? 1 : all.length - 1)) % all.length].focus(); }
+    };
+    row.appendChild(p); add.setAttribute("aria-expanded", "true"); p.firstChild.focus();
   }
   /** a kept line changed (the assistant's reaction, edit or deletion): redraw it in place */
   function updateEntry(e) {
@@ -263,7 +313,10 @@ ${CANVAS_SCRIPT}
         var n = bubble("assistant", "error"); n.textContent = "Not sent: " + f.message; scroll();
         break;
       case "sessions": state.sessions = f.sessions; renderSessions(); break;
-      case "error": console.warn("channel-web:", f.code, f.message); break;
+      case "error":
+        if (f.about === "react") notice("Reaction not taken: " + f.message);
+        else console.warn("channel-web:", f.code, f.message);
+        break;
     }
   }
 

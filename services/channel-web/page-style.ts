@@ -32,7 +32,15 @@ header #chat-title { font-weight: 600; flex: 1; }
 .msg.user.pending { opacity: .6; }
 .msg.assistant { align-self: flex-start; background: var(--bot); border: 1px solid var(--line); border-bottom-left-radius: 4px; }
 .msg.assistant.streaming p:last-child::after, .msg.assistant.streaming:empty::after { content: "▍"; color: var(--accent); animation: blink 1s steps(2) infinite; }
-.msg .reactions { margin-top: 4px; font-size: 1.1em; white-space: normal; }
+.msg .reactions { margin-top: 4px; font-size: 1.1em; white-space: normal; display: flex; flex-wrap: wrap; gap: 4px; align-items: center; }
+.msg .reaction { padding: 0 6px; border-radius: 10px; background: var(--code); border: 1px solid var(--line); color: var(--text); font: inherit; line-height: 1.5; }
+.msg button.reaction.mine { border-color: var(--accent); cursor: pointer; }
+.msg .react-add { padding: 0 6px; border-radius: 10px; border: 1px solid transparent; background: transparent; color: inherit; font: inherit; font-size: 13px; line-height: 1.7; opacity: .5; cursor: pointer; }
+.msg:hover .react-add, .msg .react-add:focus-visible, .msg .react-add[aria-expanded="true"] { opacity: 1; border-color: var(--line); }
+.msg .react-picker { display: inline-flex; gap: 2px; padding: 2px 4px; border: 1px solid var(--line); border-radius: 12px; background: var(--panel); box-shadow: 0 2px 8px rgba(0,0,0,.15); }
+.msg .react-picker button { border: none; background: transparent; font: inherit; padding: 0 4px; border-radius: 8px; cursor: pointer; }
+.msg .react-picker button:hover, .msg .react-picker button[aria-pressed="true"] { background: var(--code); }
+.msg .reactions button:focus-visible { outline: 2px solid var(--accent); outline-offset: 1px; }
 .msg .edited { margin-left: 6px; font-size: .8em; opacity: .6; }
 .msg.error { border-color: var(--bad); color: var(--bad); }
 .msg.notice { align-self: center; background: transparent; border: none; color: var(--muted); font-size: 13px; }

@@ -24,7 +24,8 @@ import type { CanvasStore } from "./canvas-store.js";
 import { handleMedia, handleUpload, type WebFiles } from "./files.js";
 import type { Hub } from "./hub.js";
 import { pageResponse } from "./page.js";
-import { clientFrameSchema } from "./protocol.js";
+import { clientFrameSchema, type ReactFrame } from "./protocol.js";
+import { UserReactions } from "./reactions.js";
 import type { WebUser, WebUsers } from "./users.js";
 
 export const CLOSE_UNAUTHORIZED = 4401;
@@ -58,6 +59,8 @@ export async function startWebServer(ctx: ChannelContext<WebChannelConfig>, user
   const tokenHint = users.several ? "your own token from channels.web.users" : "<channels.web.token> (see <home>/credentials/channels.json)";
   /** canvas media fetches running now: 2 per user, 4 in all (more get 429) */
   const canvasFetches = new CanvasMediaSlots();
+  /** the users' reactions from the page's picker (`react` frames) */
+  const reactions = new UserReactions(ctx, hub);
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? "/").split("?")[0];
@@ -124,6 +127,16 @@ export async function startWebServer(ctx: ChannelContext<WebChannelConfig>, user
         hub.send(ws, { type: "error", code: e.code, message: e.message });
       });
     });
+    /** a refused reaction (no such line of this user's chat, too many, the bus down) is an `error` frame about "react" */
+    const react = async (u: WebUser, frame: ReactFrame) => {
+      try {
+        hub.send(ws, await reactions.react(u, frame));
+      } catch (err) {
+        const e = LurkError.from(err);
+        log.debug({ code: e.code, err: e.message, user: u.id }, "reaction refused");
+        hub.send(ws, { type: "error", code: e.code, message: e.message, about: "react" });
+      }
+    };
     const onFrame = async (data: RawData, isBinary: boolean) => {
       let raw: unknown;
       try {
@@ -135,7 +148,8 @@ export async function startWebServer(ctx: ChannelContext<WebChannelConfig>, user
       const parsed = clientFrameSchema.safeParse(raw);
       if (!parsed.success) {
         if (!user) return ws.close(CLOSE_UNAUTHORIZED, "hello first");
-        return hub.send(ws, { type: "error", code: "VALIDATION_FAILED", message: parsed.error.issues.slice(0, 3).map((i) => `${i.path.join(".") || "frame"}: ${i.message}`).join("; ") });
+        const about = (raw as { type?: unknown } | null)?.type === "react" ? { about: "react" as const } : {};
+        return hub.send(ws, { type: "error", code: "VALIDATION_FAILED", message: parsed.error.issues.slice(0, 3).map((i) => `${i.path.join(".") || "frame"}: ${i.message}`).join("; "), ...about });
       }
       const frame = parsed.data;
       if (!user) {
@@ -156,6 +170,7 @@ export async function startWebServer(ctx: ChannelContext<WebChannelConfig>, user
         case "open": return hub.open(ws, frame.chat, frame.since);
         case "send": return hub.inbound(ws, frame);
         case "canvas_action": return hub.canvasAction(ws, frame);
+        case "react": return react(user, frame);
         case "sessions": return hub.send(ws, { type: "sessions", sessions: await hub.sessions(user) });
         case "ping": return hub.send(ws, { type: "pong" });
       }

@@ -201,6 +201,8 @@ export const webChannelSchema = z.object({
   users: z.array(webUserSchema).min(1, "at least one user (remove `users` to use the single token)").max(1000).optional(),
   /** messages kept per chat for reconnects and reloads (oldest dropped first) */
   historyPerChat: z.number().int().min(10).max(10_000).default(500),
+  /** the user's reactions from the page's picker (services/channel-web/README.md, Reactions) */
+  ...reactionsShape,
   /** the agent's `canvas` panel (services/channel-web/README.md, Canvas) */
   canvas: z.object({
     /**

@@ -35,6 +35,8 @@ export interface ReactionEvent {
   peer: Peer;
   /** the reacting user */
   sender: InboundInput["sender"];
+  /** the session name the conversation's messages carry (a channel whose chats name their session: the web chat) */
+  sessionName?: string;
   accountId?: string;
   ts?: number;
   /** the reacting user is this bot: ignored */
@@ -106,6 +108,7 @@ export async function publishReaction(deps: ReactionDeps, ev: ReactionEvent): Pr
     id: reactionInboundId(ev.eventId),
     conversation, peer, sender: ev.sender, text: "",
     ...(ev.accountId ? { accountId: ev.accountId } : {}),
+    ...(ev.sessionName ? { sessionName: ev.sessionName } : {}),
     ...(ev.ts !== undefined ? { ts: ev.ts } : {}),
     reaction: { action: ev.action, emoji: ev.emoji, messageId: ev.messageId, ownMessage, ...(excerpt ? { excerpt: fitUnits(excerpt, MAX_EXCERPT) } : {}) },
   };
