@@ -6,7 +6,9 @@
  * child session during the child's run gets no run until the child's terminal event, and a
  * non-waking inject is recorded only then (before the inject's run is stored); a message for a
  * session with such a run in steer mode is handed to it; the lane is freed by the status check
- * when the terminal event is missed.
+ * when the terminal event is missed, also for a run whose records exceed one bus message (the
+ * check asks for the status alone). A wake-now inject into a running session is handed to its run
+ * as a follow-up (no run of its own) when the runner takes it, and queues when it does not.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -41,8 +43,8 @@ describe("router: runs other actors store in RUNS hold their session's lane", ()
     await waitFor(async () => (await rig.bus.call("router", "lanes", { sessionKey })).lanes[0]?.activeRunId === runId || undefined, 10_000, "the child's run holds the lane");
     return { runId, sessionKey };
   };
-  const inject = async (sessionKey: string, text: string, wake: "now" | "next-heartbeat") => {
-    const msg = envelope("lurk.inject.v1", { agentId: "main", sessionKey, source: "subagent" as const, text, wake, deliverTo: "none" as const });
+  const inject = async (sessionKey: string, text: string, wake: "now" | "next-heartbeat", trigger: "announce" | "heartbeat" = "announce") => {
+    const msg = envelope("lurk.inject.v1", { agentId: "main", sessionKey, source: "subagent" as const, text, wake, trigger, deliverTo: "none" as const });
     await jetstream(rig.admin).publish(s.inject("main"), JSON.stringify(msg), { msgID: msg.id });
     return { id: msg.id, runId: runIdFor("inject", msg.id) };
   };
@@ -55,6 +57,7 @@ describe("router: runs other actors store in RUNS hold their session's lane", ()
     const woken = await inject(child.sessionKey, "a message from your parent", "now");
     const note = await inject(child.sessionKey, "a note for later", "next-heartbeat");
     await noRun(woken.runId, 1000);
+    assert.ok(rig.controls.some((c) => c.runId === child.runId && c.action === "followup" && c.input?.text === "a message from your parent"), "offered to the run as a follow-up; no runner took it");
     assert.equal((await history(child.sessionKey)).some((r) => r.kind === "system_event"), false, "nothing recorded inside the child's run");
     const lanes = (await rig.bus.call("router", "lanes", { sessionKey: child.sessionKey })).lanes;
     assert.deepEqual(lanes.map((l) => [l.activeRunId, l.queued]), [[child.runId, 1]]);
@@ -67,6 +70,53 @@ describe("router: runs other actors store in RUNS hold their session's lane", ()
     assert.deepEqual(recorded.map((r) => [r.id, r.text]), [[`inject:${note.id}`, "a note for later"]], "the waiting event was recorded before the inject's run was stored");
     finish(run);
     await waitFor(async () => (await rig.bus.call("router", "lanes", { sessionKey: child.sessionKey })).lanes.length === 0 || undefined, 10_000, "lane freed");
+  });
+
+  it("a wake-now inject into a running child is handed to its run as a follow-up when the runner takes it: no run of its own; a heartbeat is not", async () => {
+    const child = await startChild("c0ffee04");
+    rig.acceptControls = true;
+    try {
+      const woken = await inject(child.sessionKey, "Message from session agent:main:main:\nalso check the logs", "now");
+      const ctl = await waitFor(() => rig.controls.find((c) => c.runId === child.runId && c.action === "followup"), 10_000, "follow-up control");
+      assert.deepEqual([ctl.input?.kind, ctl.input?.text, ctl.input?.sourceId], ["system_event", "Message from session agent:main:main:\nalso check the logs", woken.id]);
+      await waitFor(async () => (await rig.bus.call("router", "lanes", { sessionKey: child.sessionKey })).lanes[0]?.queued === 0 || undefined, 10_000, "nothing queued");
+      const beat = await inject(child.sessionKey, "heartbeat check", "now", "heartbeat");
+      await waitFor(async () => (await rig.bus.call("router", "lanes", { sessionKey: child.sessionKey })).lanes[0]?.queued === 1 || undefined, 10_000, "the heartbeat queued");
+      assert.equal(rig.controls.some((c) => c.input?.sourceId === beat.id), false, "a heartbeat waits for a run of its own");
+      end(child);
+      finish(await runOf(beat.runId));
+      await noRun(woken.runId);
+    } finally {
+      rig.acceptControls = false;
+    }
+    await waitFor(async () => (await rig.bus.call("router", "lanes", { sessionKey: child.sessionKey })).lanes.length === 0 || undefined, 10_000, "lane freed");
+  });
+
+  it("a missed terminal event of a run whose records exceed one bus message: the status-only check is small and frees the lane", { timeout: 60_000 }, async () => {
+    const child = await startChild("c0ffee05");
+    // ~1.6 MB of the run's own records (tool output), in appends under the request cap
+    for (let batch = 0; batch < 4; batch++) {
+      await runnerBus.call("sessions", "append", {
+        sessionKey: child.sessionKey,
+        records: Array.from({ length: 4 }, (_, i) => ({
+          id: `${child.runId}:big:${batch}:${i}`, ts: Date.now(), runId: child.runId, kind: "message" as const,
+          message: { role: "user" as const, content: [{ type: "text" as const, text: String(i).repeat(100 * 1024) }] },
+        })),
+      });
+    }
+    await assert.rejects(rig.bus.call("sessions", "run", { sessionKey: child.sessionKey, runId: child.runId }, { timeoutMs: 3000 }), "the full form cannot answer: its records exceed one bus message");
+    const woken = await inject(child.sessionKey, "are you done yet?", "now");
+    await noRun(woken.runId, 1000);
+    const asked = await rig.admin.request(s.op("sessions", "run"), JSON.stringify(envelope("lurk.sessions.run.v1", { sessionKey: child.sessionKey, runId: child.runId, statusOnly: true })));
+    assert.ok(asked.data.length < 1024, `the status-only reply is small (${asked.data.length} bytes)`);
+    assert.deepEqual(JSON.parse(new TextDecoder().decode(asked.data)), { records: [], status: "started" });
+    await runnerBus.call("sessions", "append", {
+      sessionKey: child.sessionKey,
+      records: [{ id: recordIds.marker(child.runId, "done"), ts: Date.now(), runId: child.runId, kind: "run_marker", runStatus: "done", text: "finished" }],
+    });
+    const run = await waitFor(async () => (await rig.runRequests()).find((r) => r.runId === woken.runId), 40_000, "the inject's run after the status check");
+    assert.equal(run.sessionKey, child.sessionKey);
+    finish(run);
   });
 
   it("steer mode: a message for a session whose run another actor started is handed to that run", async () => {

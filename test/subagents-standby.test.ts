@@ -14,7 +14,7 @@ import type { ActorRuntime } from "../shared/runtime/actor.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { loadConfig, type LurkConfig } from "../shared/runtime/config.js";
 import { definition as subagentsActor } from "../services/subagents/actor.js";
-import type { FakeReply } from "./fakes/openai-server.js";
+import { messageText, type FakeReply } from "./fakes/openai-server.js";
 import { startInProcess, waitFor } from "./harness/actors.js";
 import { ANNOUNCE, childTask, Gates, isChild, lastText } from "./harness/subagents-llm.js";
 import { TestSystem } from "./harness/system.js";
@@ -57,7 +57,12 @@ describe("subagents: one active instance, a standby that relays and takes over",
       }
       const text = lastText(body);
       if (text.includes(ANNOUNCE)) {
-        announced.push(/child result for: (.*)/.exec(text)?.[1] ?? "?");
+        // announces that came while the parent's run went on are handed to it: one turn may show several
+        const since = body.messages.slice(body.messages.findLastIndex((m) => m.role === "assistant") + 1);
+        for (const m of since) {
+          const found = /child result for: (.*)/.exec(messageText(m))?.[1];
+          if (messageText(m).includes(ANNOUNCE)) announced.push(found ?? "?");
+        }
         return { kind: "text", text: "noted" };
       }
       return undefined;
@@ -87,6 +92,8 @@ describe("subagents: one active instance, a standby that relays and takes over",
     const lists = await Promise.all(Array.from({ length: 10 }, () => list()));
     assert.ok(lists.every((l) => l.length === 3 && runIds.every((id) => l.some((c) => c.runId === id))), "every answer is the active instance's registry");
     assert.ok(relayed.length > 0, "some requests went through the standby's relay");
+    // the parent's model sees each announce (those handed to its running run a little later)
+    await waitFor(() => announced.length >= 3 || undefined, 20_000, "three announces seen by the parent's model");
     await new Promise((r) => setTimeout(r, 500));
     assert.deepEqual([...announced].sort(), ["count the apples", "count the pears", "count the plums"], "each child announced once");
   });

@@ -131,6 +131,16 @@ export class Intake {
     }
   }
 
+  /** A system inject (`inject:<id>`) handed to the active run: a redelivery is acked at once, as for messages. */
+  injectHandled(key: string): boolean {
+    return this.handled.has(key);
+  }
+
+  /** Resolves once the entry is replicated: ack after it. */
+  rememberInject(key: string): Promise<void> {
+    return this.handled.remember(key);
+  }
+
   /** Forgets aged-out group context and handled messages (here and in the replica). */
   prune(): void {
     this.groupContext.prune();

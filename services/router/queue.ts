@@ -87,6 +87,12 @@ export class Work {
     };
   }
 
+  /** What a hand-off gives the active run: an inject's system event as it is, else the user text of all inputs. */
+  handedInput(): RunInput {
+    const [only, ...rest] = this.request.inputs;
+    return only && rest.length === 0 && only.kind === "system_event" ? only : this.combinedInput();
+  }
+
   digestLine(): string {
     const text = this.request.inputs.filter((i) => i.kind === "user").map((i) => i.text).join(" / ").replace(/\s+/g, " ").trim();
     return text.length > DIGEST_ITEM_CHARS ? `${text.slice(0, DIGEST_ITEM_CHARS - 1)}…` : text;
@@ -157,7 +163,7 @@ export class SessionQueues {
   private async hand(work: Work, action: "steer" | "followup", runId: string | undefined): Promise<boolean> {
     if (!runId) return false;
     try {
-      return await this.deps.control(runId, action, work.combinedInput(), `ctl-${work.runId}`);
+      return await this.deps.control(runId, action, work.handedInput(), `ctl-${work.runId}`);
     } catch (err) {
       this.deps.log.warn({ err, runId, action }, "run control failed; the message waits for its own run");
       return false;

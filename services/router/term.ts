@@ -16,10 +16,12 @@
  * lane from their `run_start` (`runStarted`) to their end, replicated like dispatched runs, so a
  * message or a wake-now inject for that session waits for them (or steers them) and pending events
  * are not recorded inside them. A run's start costs the router one Map lookup when it dispatched it.
+ * A wake-now inject into a running session is handed to its run as a follow-up (queued when no
+ * runner takes it); a run request the agent-runners dead-lettered frees its lane (`runGaveUp`).
  * `stop()` ends the consumer: messages still waiting are handed back for the next term.
  */
 import {
-  CONSUMERS, envelope, inboundMessageSchema, LurkError, parseSessionKey, runControlReplySchema, runIdFor, runRequestSchema,
+  CONSUMERS, envelope, inboundMessageSchema, LurkError, parseSessionKey, recordIds, runControlReplySchema, runIdFor, runRequestSchema,
   safeParseJson, STREAMS, systemInjectSchema, type RunInput, type RunRequest, type SystemInject,
 } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
@@ -39,6 +41,19 @@ const RECONCILE_EVERY_MS = 5_000;
 const PRUNE_EVERY_MS = 60_000;
 const IDLE_BEFORE_CHECK_MS = 15_000;
 const INJECT_QUEUE = { mode: "queue" as const, debounceMs: 0, cap: 1000, drop: "new" as const };
+/**
+ * A wake-now inject into a session whose run is going (a `sessions_send`, a child's announce to
+ * its parent, a hook's `runAgent`) is handed to that run as a follow-up: the
+ * run sees it before it ends (a child session deleted at its end is not recreated by a run of its
+ * own). Refused (no runner holds the run, or it stopped taking inputs), it queues as before.
+ */
+const INJECT_FOLLOWUP = { ...INJECT_QUEUE, mode: "followup" as const };
+/**
+ * Not a heartbeat's or a cron job's (they follow their inject's own run, `runIdFor("inject", id)`),
+ * nor an inject with run options or its own delivery target: those need a run of their own.
+ */
+const handsOff = (msg: SystemInject) =>
+  msg.trigger !== "heartbeat" && msg.trigger !== "cron" && Object.keys(msg.options ?? {}).length === 0 && (msg.deliverTo === "last" || msg.deliverTo === "none");
 const isFinished = (status: string) => status === "done" || status === "error" || status === "aborted";
 
 export interface TermDeps {
@@ -58,6 +73,8 @@ export interface RouterTerm {
   releaseRun(runId: string): void;
   /** a run's `run_start`: one this router did not dispatch holds its session's lane */
   runStarted(runId: string, sessionKey: () => string | undefined): void;
+  /** a run request the agent-runners dead-lettered: its end is recorded if missing, its lane freed */
+  runGaveUp(runId: string, sessionKey: string, error: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -86,7 +103,8 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
   // non-waking injects and users' reactions: recorded never while a run holds the session's lane
   const pending = new PendingEvents({ rt, lanes, ended });
 
-  const runStatus = async (sessionKey: string, runId: string) => (await rt.client.call("sessions", "run", { sessionKey, runId })).status;
+  // the status alone: a long run's records could exceed one bus message
+  const runStatus = async (sessionKey: string, runId: string) => (await rt.client.call("sessions", "run", { sessionKey, runId, statusOnly: true })).status;
 
   /**
    * The run holds the session's lane: store its request in RUNS (after the session's pending
@@ -153,8 +171,12 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
     handler: async (message, delivery) => {
       if (message.type === "lurk.inbound.message.v1") await intake.handle(message, delivery);
       else {
+        const key = `inject:${message.id}`;
+        if (delivery.redelivered && intake.injectHandled(key)) return; // handed to a run already; its ack was lost
         const request = await fromInject(message, rt, pending);
-        if (request) await queues.submit(new Work(request, delivery, INJECT_QUEUE, Date.now()));
+        if (!request) return;
+        const outcome = await queues.submit(new Work(request, delivery, handsOff(message) ? INJECT_FOLLOWUP : INJECT_QUEUE, Date.now()));
+        if (outcome === "handed") await intake.rememberInject(key);
       }
       deps.processed();
     },
@@ -187,10 +209,34 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
     rt.emit("external_run_held", { runId, sessionKey, queued: held === "queued" }, "debug");
   };
 
+  /**
+   * A run request the agent-runners gave up on (dead-lettered: run-gave-up.ts): no runner takes it
+   * again. A transcript that still says `started` gets the run's end first (an error marker with
+   * the id the runner's own would have, so it is stored once), so a later status check and the
+   * run's followers agree; then its lane is freed. A run the router does not hold is left alone.
+   */
+  const runGaveUp = async (runId: string, sessionKey: string, error: string) => {
+    if (!lanes.isHeld(runId)) return;
+    rt.emit("run_gave_up", { runId, sessionKey }, "warn");
+    try {
+      if ((await runStatus(sessionKey, runId)) === "started") {
+        const text = `The run gave up: its last delivery failed (${error.slice(0, 300) || "no reason given"}).`;
+        await rt.client.call("sessions", "append", {
+          sessionKey,
+          records: [{ id: recordIds.marker(runId, "error"), ts: Date.now(), runId, kind: "run_marker", runStatus: "error", text, meta: { replyKind: "error", silent: false, turns: 0, errorCode: "INTERNAL", gaveUp: true } }],
+        });
+      }
+    } catch (err) {
+      rt.log.warn({ err, runId }, "could not record the end of a run that gave up; its lane is freed all the same");
+    }
+    releaseRun(runId);
+  };
+
   return {
     lanes,
     releaseRun,
     runStarted,
+    runGaveUp,
     async stop() {
       clearInterval(reconcile);
       clearInterval(prune);

@@ -352,7 +352,12 @@ export class SessionStore {
   }
 
   run(runId: string): { records: TranscriptRecord[]; status: RunStatus | "unknown" } {
-    return { records: this.runRecordsInTxn(runId), status: this.runs.get(runId)?.status ?? "unknown" };
+    return { records: this.runRecordsInTxn(runId), status: this.runStatus(runId) };
+  }
+
+  /** The run's status from the runs table ("unknown": no record of it). */
+  runStatus(runId: string): RunStatus | "unknown" {
+    return this.runs.get(runId)?.status ?? "unknown";
   }
 
   private runRecordsInTxn(runId: string): TranscriptRecord[] {

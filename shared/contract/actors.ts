@@ -96,8 +96,9 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       // $SRV.PING.router.<id>: whether a lease holder of this host that died still answers (dead-holder.ts);
       // lurk.agent-runner.auth_state: /status names the providers whose profiles are cooling down
       publish: [s.runRequestAll, s.runControlAll, s.outboundAll, ops("sessions"), ops("approvals"), ops("subagents"), s.activeOpAll("router"), "$SRV.PING.router.>", ...kvWatchSubjects(ROUTER_BUCKET), s.op("agent-runner", "auth_state")],
-      // run starts and ends: lanes of the runs it dispatched, and of those other actors store in RUNS (a child run, a cron agentTurn)
-      subscribe: [...s.runTerminalAll, s.runStartAll],
+      // run starts and ends: lanes of the runs it dispatched, and of those other actors store in RUNS (a child run, a cron agentTurn);
+      // run requests the agent-runners dead-lettered (gave up): their lanes are freed (run-gave-up.ts)
+      subscribe: [...s.runTerminalAll, s.runStartAll, s.deadLetter(STREAMS.runs, CONSUMERS.agentRunner)],
       responder: true,
       consumers: [{ stream: STREAMS.inbound, consumer: CONSUMERS.router }],
       kvBuckets: [LEASE_BUCKET, ROUTER_BUCKET],

@@ -131,7 +131,12 @@ export const sessionsBeginRequest = defineMessage("lurk.sessions.begin.v1", {
   historyLimit: listLimitSchema.default(200),
   known: z.object({ sessionId: idSchema, lastSeq: z.number().int().min(-1) }).optional(),
 });
-export const sessionsRunRequest = defineMessage("lurk.sessions.run.v1", { ...key, runId: idSchema });
+/**
+ * One run's records and status. `statusOnly`: the status and no records (`records: []`), a reply
+ * of constant size however long the run: for callers that only ask whether it ended (the router's
+ * lane checks), since a long run's records can exceed one bus message.
+ */
+export const sessionsRunRequest = defineMessage("lurk.sessions.run.v1", { ...key, runId: idSchema, statusOnly: z.boolean().optional() });
 /**
  * Usage outside a run's end: the runner's housekeeping (memory consolidation, embeddings), speech
  * synthesized and audio transcribed (`units`: characters, seconds; purposes `speech` and
