@@ -31,6 +31,7 @@ import { SIGNAL_ACTIONS } from "../services/channel-signal/actions.js";
 import { SLACK_ACTIONS } from "../services/channel-slack/actions.js";
 import { TELEGRAM_ACTIONS } from "../services/channel-telegram/actions.js";
 import { WEB_ACTIONS } from "../services/channel-web/actions.js";
+import { WHATSAPP_ACTIONS } from "../services/channel-whatsapp/actions.js";
 import { FakeOpenAIServer, messageText } from "./fakes/openai-server.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
 import { TestNats } from "./harness/nats.js";
@@ -470,7 +471,7 @@ describe("system prompt: identity, reply tags, aliases, capabilities, always-on 
 
   it("the capability table covers every channel and agrees with the channels' message actions", () => {
     for (const channel of CHANNELS) assert.ok(Object.hasOwn(CHANNEL_CAPABILITIES, channel), `${channel} has a row`);
-    const actions: Record<string, readonly string[]> = { discord: DISCORD_ACTIONS, slack: SLACK_ACTIONS, telegram: TELEGRAM_ACTIONS, web: WEB_ACTIONS, matrix: MATRIX_ACTIONS, signal: SIGNAL_ACTIONS };
+    const actions: Record<string, readonly string[]> = { discord: DISCORD_ACTIONS, slack: SLACK_ACTIONS, telegram: TELEGRAM_ACTIONS, web: WEB_ACTIONS, matrix: MATRIX_ACTIONS, signal: SIGNAL_ACTIONS, whatsapp: WHATSAPP_ACTIONS };
     for (const [channel, ops] of Object.entries(actions)) {
       const caps = channelCapabilities(channel);
       assert.equal(caps.includes("reactions"), ops.includes("react"), `${channel} react`);

@@ -38,6 +38,7 @@ export const ACTOR_SECRETS: Record<string, readonly string[]> = {
   "channel-discord": ["DISCORD_BOT_TOKEN"],
   "channel-slack": ["SLACK_BOT_TOKEN", "SLACK_APP_TOKEN"],
   "channel-matrix": ["LURKBOT_MATRIX_ACCESS_TOKEN"],
+  "channel-whatsapp": ["WHATSAPP_ACCESS_TOKEN", "WHATSAPP_APP_SECRET", "WHATSAPP_VERIFY_TOKEN"],
   "channel-web": ["LURKBOT_WEB_TOKEN"],
   // ELEVENLABS_API_KEY / XI_API_KEY: voice replies through ElevenLabs (tts.provider)
   "agent-runner": ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ELEVENLABS_API_KEY", "XI_API_KEY"],

@@ -30,6 +30,7 @@ import { matrixChecks } from "./audit/matrix.js";
 import { mcpChecks } from "./audit/mcp.js";
 import { networkChecks } from "./audit/network.js";
 import { signalChecks } from "./audit/signal.js";
+import { whatsappChecks } from "./audit/whatsapp.js";
 import { tailscaleChecks, tailscaleStaleChecks } from "./audit/tailscale.js";
 import { storedChannelSecrets } from "./audit/tokens.js";
 import { execEnabled, toolChecks } from "./audit/tools.js";
@@ -69,7 +70,7 @@ export function auditContext(config: LurkConfig, env: Env): AuditContext {
 }
 
 export async function runAudit(ctx: AuditContext, deep: boolean): Promise<AuditResult> {
-  const findings: AuditFinding[] = [...networkChecks(ctx), ...tailscaleChecks(ctx), ...await tailscaleStaleChecks(ctx), ...fileChecks(ctx), ...accessChecks(ctx), ...matrixChecks(ctx), ...signalChecks(ctx), ...await toolChecks(ctx), ...browserChecks(ctx), ...browserFileChecks(ctx), ...mcpChecks(ctx)];
+  const findings: AuditFinding[] = [...networkChecks(ctx), ...tailscaleChecks(ctx), ...await tailscaleStaleChecks(ctx), ...fileChecks(ctx), ...accessChecks(ctx), ...matrixChecks(ctx), ...signalChecks(ctx), ...whatsappChecks(ctx), ...await toolChecks(ctx), ...browserChecks(ctx), ...browserFileChecks(ctx), ...mcpChecks(ctx)];
   let busDown = false;
   if (deep) {
     const d = await deepChecks(ctx.config, ctx.env, { execUsed: execEnabled(ctx.config), browserUsed: browserUsed(ctx.config) });

@@ -24,7 +24,7 @@ export interface ActorGrant {
   kvBuckets: string[];
 }
 
-export const CHANNELS = ["cli", "web", "telegram", "discord", "slack", "webhook", "openai-http", "matrix", "signal"] as const;
+export const CHANNELS = ["cli", "web", "telegram", "discord", "slack", "webhook", "openai-http", "matrix", "signal", "whatsapp"] as const;
 export type ChannelName = (typeof CHANNELS)[number];
 
 /** The lease bucket stateful actors use to keep one active instance. */
@@ -256,6 +256,7 @@ export function actorGrants(prefix?: string): ActorGrant[] {
     channel("openai-http"),
     channel("matrix"),
     channel("signal"),
+    channel("whatsapp"),
   ];
 }
 

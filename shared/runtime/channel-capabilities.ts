@@ -28,6 +28,7 @@ export const CHANNEL_CAPABILITIES: Readonly<Record<string, readonly ChannelCapab
   "openai-http": [],
   matrix: ["quote-replies", "files", ...ACTIONS],
   signal: ["quote-replies", "files", ...ACTIONS],
+  whatsapp: ["quote-replies", "files", "voice", "reactions"],
 };
 
 /** The channel's capabilities in CHANNEL_CAPABILITY_NAMES order; none for an unknown channel. */

@@ -311,11 +311,47 @@ export const signalChannelSchema = z.object({
   ...reactionsShape,
 });
 
+/**
+ * `channels.whatsapp`: a WhatsApp Business number through Meta's WhatsApp Business Cloud API
+ * (services/channel-whatsapp): Meta POSTs the `messages` webhook to `host:port` + `path` (behind a
+ * TLS reverse proxy or Tailscale Funnel), signed with the app secret; replies go to
+ * `<apiBaseUrl>/<apiVersion>/<phoneNumberId>/messages`. DMs only. Who may talk to it is the
+ * router's (routing.dm, byChannel.whatsapp), as for every chat channel. `appSecret` and
+ * `verifyToken` are required: the channel refuses to start without them (checked at start).
+ */
+export const whatsappChannelSchema = z.object({
+  ...channelBaseShape,
+  /** the business phone number's id (WhatsApp Manager / the app's WhatsApp > API Setup), not the number itself */
+  phoneNumberId: z.string().regex(/^\d{5,30}$/, "the phone number ID: digits only (WhatsApp > API Setup), not the phone number").optional(),
+  /** a permanent System User access token with whatsapp_business_messaging (env WHATSAPP_ACCESS_TOKEN) */
+  accessToken: z.string().min(20).max(2048).regex(/^[\x21-\x7e]+$/, "an access token has no spaces").optional(),
+  /** the Meta app's App Secret (App settings > Basic): every webhook POST is signed with it (env WHATSAPP_APP_SECRET) */
+  appSecret: z.string().min(16).max(256).regex(/^[\x21-\x7e]+$/, "an app secret has no spaces").optional(),
+  /** the Verify Token you type into the app's webhook settings; Meta's verification GET must carry it (env WHATSAPP_VERIFY_TOKEN) */
+  verifyToken: z.string().min(16, "at least 16 characters (e.g. `openssl rand -hex 24`)").max(256).regex(/^[\x21-\x7e]+$/, "a verify token has no spaces").optional(),
+  /** the Graph API version of every call */
+  apiVersion: z.string().regex(/^v\d{1,3}\.\d{1,2}$/, "a Graph API version, e.g. v26.0").default("v26.0"),
+  /** the Graph API root (a test server) */
+  apiBaseUrl: z.url({ protocol: /^https?$/ }).default("https://graph.facebook.com"),
+  /** where the webhook listens (loopback by default: the reverse proxy or Funnel terminates TLS) */
+  host: z.string().min(1).default("127.0.0.1"),
+  port: portSchema.default(8791),
+  path: z.string().regex(/^\/[A-Za-z0-9._~\/-]*$/, "a path starting with /").max(200).default("/whatsapp/webhook"),
+  /** a webhook body above this is refused (413): Meta's payloads are small, media comes by id */
+  maxBodyBytes: z.number().int().min(16 * 1024).max(16 * 1024 * 1024).default(1024 * 1024),
+  /** mark each message read with a typing indicator while its run writes (renewed: WhatsApp drops it after 25 s) */
+  typingIndicator: z.boolean().default(true),
+  /** ms one Graph API call may take (an upload of a large file takes longest) */
+  requestTimeoutMs: z.number().int().min(1_000).max(300_000).default(60_000),
+  ...reactionsShape,
+});
+
 export const channelsConfigSchema = z.object({
   discord: discordChannelSchema.optional(),
   slack: slackChannelSchema.optional(),
   matrix: matrixChannelSchema.optional(),
   signal: signalChannelSchema.optional(),
+  whatsapp: whatsappChannelSchema.optional(),
   telegram: telegramChannelSchema.optional(),
   "openai-http": openaiHttpChannelSchema.optional(),
   webhook: webhookChannelSchema.optional(),
@@ -330,6 +366,7 @@ export type SlackChannelConfig = z.infer<typeof slackChannelSchema>;
 export type MatrixChannelConfig = z.infer<typeof matrixChannelSchema>;
 export type WebChannelConfig = z.infer<typeof webChannelSchema>;
 export type SignalChannelConfig = z.infer<typeof signalChannelSchema>;
+export type WhatsAppChannelConfig = z.infer<typeof whatsappChannelSchema>;
 
 /**
  * Secrets LurkBot makes itself (a random value is generated into channels.json when none is
@@ -351,6 +388,9 @@ export const CHANNEL_TOKEN_ENV: readonly { channel: string; field: string; env: 
   { channel: "slack", field: "botToken", env: "SLACK_BOT_TOKEN", where: "your Slack app > OAuth & Permissions > Bot User OAuth Token (xoxb-...)" },
   { channel: "slack", field: "appToken", env: "SLACK_APP_TOKEN", where: "your Slack app > Basic Information > App-Level Tokens with connections:write (xapp-...)" },
   { channel: "matrix", field: "accessToken", env: "LURKBOT_MATRIX_ACCESS_TOKEN", where: "log in as the bot account (POST <homeserver>/_matrix/client/v3/login, services/channel-matrix/README.md) and copy access_token" },
+  { channel: "whatsapp", field: "accessToken", env: "WHATSAPP_ACCESS_TOKEN", where: "Meta Business Settings > System users > Generate new token (whatsapp_business_messaging, never expires); services/channel-whatsapp/README.md" },
+  { channel: "whatsapp", field: "appSecret", env: "WHATSAPP_APP_SECRET", where: "your Meta app > App settings > Basic > App secret" },
+  { channel: "whatsapp", field: "verifyToken", env: "WHATSAPP_VERIFY_TOKEN", where: "choose one (e.g. `openssl rand -hex 24`) and type the same into your Meta app > WhatsApp > Configuration > Webhook > Verify token" },
 ];
 
 /** Applies the environment's channel secrets to the raw config object (before validation). */

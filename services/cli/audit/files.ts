@@ -112,7 +112,7 @@ function configFileChecks(ctx: AuditContext): AuditFinding[] {
   })];
 }
 
-const SECRET_KEYS = new Set(["apiKey", "token", "secret", "botToken", "appToken", "accessToken", "refreshToken", "webhookSecret", "clientSecret", "password"]);
+const SECRET_KEYS = new Set(["apiKey", "token", "secret", "botToken", "appToken", "accessToken", "refreshToken", "webhookSecret", "clientSecret", "password", "appSecret", "verifyToken"]);
 
 /** Whether a config key holds a secret (the rule of this audit, `lurkbot config set` and `get`'s redaction). */
 export const isSecretKey = (key: string): boolean => SECRET_KEYS.has(key);

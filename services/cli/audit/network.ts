@@ -5,7 +5,7 @@
  *  - nats.conf drifting from the contract, and the host-specific `server.conf` next to it
  *    (deploy/MULTI_HOST.md): cluster/leafnode/gateway/websocket/mqtt listeners without TLS,
  *    `no_auth_user` (anonymous access);
- *  - every enabled HTTP listener (web, openai-http, webhook, Telegram's webhook mode): bound
+ *  - every enabled HTTP listener (web, openai-http, webhook, Telegram's webhook mode, WhatsApp's webhook): bound
  *    off loopback, and the strength of the token or secret it checks.
  */
 import { existsSync, readFileSync } from "node:fs";
@@ -158,6 +158,8 @@ function listeners(config: LurkConfig): Listener[] {
   if (c.telegram?.enabled && c.telegram.mode === "webhook") {
     out.push({ channel: "telegram", host: c.telegram.webhookHost, port: c.telegram.webhookPort, hostKey: "channels.telegram.webhookHost", secrets: [channelSecret(config, "telegram", "webhookSecret", stored)] });
   }
+  // its secrets are Meta's app secret and a verify token the schema holds to 16+ characters: no strength check
+  if (c.whatsapp?.enabled) out.push({ channel: "whatsapp", host: c.whatsapp.host, port: c.whatsapp.port, hostKey: "channels.whatsapp.host", secrets: [] });
   return out;
 }
 
@@ -166,6 +168,7 @@ const WHAT: Record<string, string> = {
   "openai-http": "the OpenAI-compatible API (runs on the agent as a trusted peer: DM policies do not apply)",
   webhook: "the signed webhook endpoint (messages to the agent as a trusted peer)",
   telegram: "the Telegram webhook (updates that become messages to the agent)",
+  whatsapp: "the WhatsApp webhook (Meta-signed messages to the agent)",
 };
 
 /** How to replace a weak secret: a random value where it is set, or (single secrets) letting the channel generate one. */

@@ -12,7 +12,7 @@ import { enabledChannels } from "../../../shared/runtime/config-channels.js";
 import { dmRules, groupRules } from "../../../shared/runtime/access-policy.js";
 
 /** chat channels whose senders are anyone on the platform who finds the bot */
-export const PLATFORM_CHANNELS = ["telegram", "discord", "slack", "matrix", "signal"] as const;
+export const PLATFORM_CHANNELS = ["telegram", "discord", "slack", "matrix", "signal", "whatsapp"] as const;
 export const GROUP_SESSION_TYPES: readonly SessionType[] = ["group", "topic", "thread"];
 
 export interface Exposure {

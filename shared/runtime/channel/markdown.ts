@@ -7,7 +7,8 @@
  * - Telegram HTML (`parse_mode: "HTML"`) and MarkdownV2 (every special character escaped);
  * - Slack mrkdwn (`*bold*`, `_italic_`, `<url|text>`, `&<>` escaped);
  * - Discord: markdown as is, with `@everyone`/`@here` defused;
- * - Matrix HTML (`formatted_body`, a small tag allowlist).
+ * - Matrix HTML (`formatted_body`, a small tag allowlist);
+ * - WhatsApp (`*bold*`, `_italic_`, `~strike~`, ``` blocks, `code`; links as "text (url)").
  */
 type Segment = { kind: "fence"; lang: string; code: string } | { kind: "code"; code: string } | { kind: "text"; text: string };
 
@@ -154,4 +155,23 @@ export function toMatrixHtml(md: string): string {
     if (s.kind === "code") return `<code>${escapeHtml(s.code)}</code>`;
     return prose(s.text, rules).replace(/\n/g, "<br>\n");
   }).join("");
+}
+
+/**
+ * WhatsApp's formatting: `*bold*`, `_italic_`, `~strike~`, ```monospace``` blocks and `inline
+ * code`; headings become bold lines, links "text (url)" (WhatsApp links bare URLs itself). It has
+ * no escaping: prose is left as written.
+ */
+export function toWhatsAppText(md: string): string {
+  const id = (s: string) => s;
+  return render(md, {
+    escape: id,
+    bold: (s) => `*${s}*`,
+    italic: (s) => `_${s}_`,
+    strike: (s) => `~${s}~`,
+    heading: (s) => `*${s}*`,
+    link: (t, u) => (t === u ? u : `${t} (${u})`),
+    fence: (_lang, code) => `\`\`\`\n${code}\n\`\`\``,
+    code: (c) => `\`${c}\``,
+  });
 }

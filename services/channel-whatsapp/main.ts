@@ -1,0 +1,4 @@
+import { runActorProcess } from "../../shared/runtime/actor.js";
+import { definition } from "./actor.js";
+
+runActorProcess(definition);
