@@ -8,7 +8,10 @@
  * alice's lines and sees nothing of hers; malformed `react` frames get a typed error and the
  * socket keeps serving; "off" drops every one. The served page carries the picker under its CSP;
  * in Debian's chromium (skipped when /usr/bin/chromium is missing) the picker works from the
- * keyboard, the user's reaction shows on the line, is taken back with a click and survives a reload.
+ * keyboard (the focus stays on the line when it is redrawn), the user's reaction shows on the
+ * line, is taken back with a click and survives a reload. Without the system: each change has an
+ * event id of its own (also after one whose store answer was lost), and the kit's publishReaction
+ * drops the session name when its ledger moves the event to another conversation.
  */
 import assert from "node:assert/strict";
 import { createHash, randomUUID } from "node:crypto";
@@ -17,6 +20,11 @@ import { join } from "node:path";
 import { after, before, beforeEach, describe, it } from "node:test";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { chromium, type Browser } from "playwright-core";
+import type { Hub } from "../services/channel-web/hub.js";
+import type { ChatEntry } from "../services/channel-web/protocol.js";
+import { UserReactions } from "../services/channel-web/reactions.js";
+import { publishReaction, type ChannelContext, type InboundInput, type ReactionEvent } from "../shared/runtime/channel/index.js";
+import type { WebChannelConfig } from "../shared/runtime/config-channels.js";
 import { messageText, type ChatRequestBody } from "./fakes/openai-server.js";
 import { waitFor } from "./harness/actors.js";
 import { collectActorEvents, type SeenActorEvent } from "./harness/events.js";
@@ -251,6 +259,11 @@ describe("web chat: users' reactions", () => {
       await page.keyboard.press("Enter");
       await answer.locator("button.reaction.mine", { hasText: "❤️" }).waitFor({ timeout: 10_000 });
       assert.equal(await answer.locator(".react-picker").count(), 0, "the picker closed");
+      // the line is redrawn from its update: the keyboard user keeps the focus on the line's picker button
+      assert.equal(await page.evaluate(() => (globalThis as any).document.activeElement?.className), "react-add", "the focus stays on the line after the redraw");
+      await page.keyboard.press("Enter");
+      await answer.locator(".react-picker").waitFor({ timeout: 5_000 });
+      await page.keyboard.press("Escape");
 
       await answer.locator(".react-add").focus();
       await page.keyboard.press("Enter");
@@ -271,5 +284,80 @@ describe("web chat: users' reactions", () => {
     } finally {
       await browser?.close();
     }
+  });
+});
+
+describe("web chat: a user's reaction change and its event id", () => {
+  /** one kept answer line; the bus stores each event but the first answer is lost (a timeout) */
+  const setup = () => {
+    let line: ChatEntry = { seq: 3, ts: 1, role: "assistant", kind: "reply", id: "d1:0", text: "hi" };
+    const stored: ReactionEvent[] = [];
+    let lose = 1;
+    const hub = {
+      entry: (_c: unknown, seq: number) => (seq === line.seq ? line : undefined),
+      change: async (_c: unknown, seq: number, change: (e: ChatEntry) => ChatEntry | undefined) => {
+        const next = seq === line.seq ? change(line) : undefined;
+        if (next) line = next;
+        return next;
+      },
+    } as unknown as Hub;
+    const ctx = {
+      log: { debug: () => undefined },
+      publishReaction: async (ev: ReactionEvent) => {
+        const duplicate = stored.some((s) => s.eventId === ev.eventId);
+        if (!duplicate) stored.push(ev);
+        if (lose-- > 0) throw new Error("TIMEOUT: no answer from the bus");
+        return duplicate ? "duplicate" : "stored";
+      },
+    } as unknown as ChannelContext<WebChannelConfig>;
+    return { reactions: new UserReactions(ctx, hub), stored, line: () => line };
+  };
+  const alice = { id: "alice", name: "Alice", scope: "alice" };
+
+  it("a change stored whose answer was lost, then another change: the agent gets both (the bug: one event id for both, the second a duplicate)", async () => {
+    const { reactions, stored, line } = setup();
+    await assert.rejects(reactions.react(alice, { type: "react", chat: "main", seq: 3, emoji: "👍", remove: false }), /TIMEOUT/);
+    assert.equal(line().userReactions, undefined, "not shown: the user was told it failed");
+    const other = await reactions.react(alice, { type: "react", chat: "main", seq: 3, emoji: "❤️", remove: false });
+    assert.equal(other.outcome, "stored");
+    assert.deepEqual(stored.map((e) => `${e.action} ${e.emoji}`), ["added 👍", "added ❤️"]);
+    assert.deepEqual(line().userReactions, ["❤️"]);
+  });
+
+  it("the same change tried again after a lost answer is one event (a duplicate); every later change has an id of its own", async () => {
+    const { reactions, stored, line } = setup();
+    const frame = { type: "react" as const, chat: "main", seq: 3, emoji: "👍", remove: false };
+    await assert.rejects(reactions.react(alice, frame), /TIMEOUT/);
+    assert.equal((await reactions.react(alice, frame)).outcome, "duplicate");
+    assert.equal((await reactions.react(alice, { ...frame, remove: true })).outcome, "stored");
+    assert.equal((await reactions.react(alice, frame)).outcome, "stored", "added again later: a new event");
+    assert.deepEqual(stored.map((e) => `${e.action} ${e.emoji}`), ["added 👍", "removed 👍", "added 👍"]);
+    assert.equal(new Set(stored.map((e) => e.eventId)).size, 3);
+    assert.deepEqual(line().userReactions, ["👍"]);
+    assert.equal(stored[0]!.sessionName, "alice", "alice's main chat names her session");
+  });
+});
+
+describe("the kit's publishReaction: the event's session name", () => {
+  const quiet = { debug: () => undefined, warn: () => undefined } as never;
+  const ev: ReactionEvent = {
+    eventId: "e1", action: "added", emoji: "👍", messageId: "m1", conversation: "c1",
+    peer: { kind: "dm", id: "u1" }, sender: { id: "u1" }, sessionName: "s1", botMessage: true,
+    peerOf: (conversation) => ({ kind: "dm", id: `u1-${conversation}` }),
+  };
+  const published = async (sentConversation: string | undefined): Promise<InboundInput> => {
+    let got: InboundInput | undefined;
+    await publishReaction({
+      mode: "all", log: quiet,
+      ledger: { sentMessage: () => (sentConversation ? { conversation: sentConversation } : undefined) } as never,
+      publish: async (input) => { got = input; return { duplicate: false } as never; },
+    }, ev);
+    return got!;
+  };
+
+  it("is carried with the event's conversation, and dropped when the ledger moves the event to another conversation (it named the first one's session)", async () => {
+    assert.deepEqual([(await published(undefined)).sessionName, (await published("c1")).sessionName], ["s1", "s1"]);
+    const moved = await published("c2");
+    assert.deepEqual([moved.conversation, moved.sessionName], ["c2", undefined]);
   });
 });

@@ -54,8 +54,10 @@ export class ChatHistory {
     return this.root.transaction(() => {
       const current = this.entries.get([chat, seq]);
       const next = current ? change(current) : undefined;
-      if (next) void this.entries.put([chat, seq], { ...next, seq });
-      return next ? { ...next, seq } : undefined;
+      if (!next) return undefined;
+      const stored: ChatEntry = { ...next, seq };
+      void this.entries.put([chat, seq], stored);
+      return stored;
     });
   }
 

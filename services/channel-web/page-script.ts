@@ -11,7 +11,8 @@
  * open chat's canvas from `canvas` frames and sends Button presses as `canvas_action`.
  * Reactions: each message and reply shows the assistant's reactions and the user's own (a button
  * that takes it back), and a "☺+" button opening a small picker (arrow keys move, Escape closes);
- * a choice is a `react` frame, and the line is redrawn from the `update` that follows.
+ * a choice is a `react` frame, and the line is redrawn from the `update` that follows (a keyboard
+ * user's focus kept on the line's "☺+" button).
  */
 import { CANVAS_SCRIPT } from "./page-canvas.js";
 
@@ -200,12 +201,15 @@ export const PAGE_SCRIPT = String.raw`
     };
     row.appendChild(p); add.setAttribute("aria-expanded", "true"); p.firstChild.focus();
   }
-  /** a kept line changed (the assistant's reaction, edit or deletion): redraw it in place */
+  /** a kept line changed (a reaction, an edit or a deletion): redraw it in place; focus in its reactions stays on the line (its "☺+" button) */
   function updateEntry(e) {
     var el = e.id && document.querySelector('[data-id="' + CSS.escape(e.id) + '"]');
     if (!el) return;
     if (e.deleted) { el.remove(); return; }
+    var focused = el.contains(document.activeElement) && document.activeElement.closest(".reactions");
     el.innerHTML = ""; fillEntry(el, e);
+    var add = focused && el.querySelector(":scope > .reactions > .react-add");
+    if (add) add.focus();
   }
   function renderApproval(el, e) {
     el.classList.add("approval");

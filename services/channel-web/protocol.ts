@@ -17,6 +17,7 @@
  */
 import { z } from "zod";
 import { mediaRefSchema, type Attachment } from "../../shared/contract/index.js";
+import type { ReactionOutcome } from "../../shared/runtime/channel/index.js";
 import { a2uiIdSchema } from "./a2ui-schema.js";
 import type { CanvasView } from "./canvas-state.js";
 
@@ -54,7 +55,7 @@ const canvasActionFrameSchema = z.object({
 });
 
 /** an emoji of a user's reaction is at most this many UTF-16 code units (a ZWJ family, a flag, a skin tone fit) */
-export const MAX_EMOJI_UNITS = 32;
+const MAX_EMOJI_UNITS = 32;
 /** distinct reactions one user keeps on one line at most */
 export const MAX_USER_REACTIONS = 12;
 /** one emoji (or a short sequence of them): pictographs, flags, keycaps, skin tones, ZWJ and VS16 only, no text */
@@ -85,7 +86,7 @@ export type SendFrame = z.infer<typeof sendFrameSchema>;
 export type CanvasActionFrame = z.infer<typeof canvasActionFrameSchema>;
 export type ReactFrame = z.infer<typeof reactFrameSchema>;
 /** what became of a `react`: "unchanged" (the same add twice, or a remove of none: no event), else the kit's outcome ("ignored": reactionNotifications drops it) */
-export type ReactOutcome = "unchanged" | "stored" | "duplicate" | "ignored" | "dropped";
+export type ReactOutcome = "unchanged" | ReactionOutcome;
 
 /** A file in a chat line: in the media store under `ref`, downloadable at `GET /media/<ref>`. */
 export interface WebFile {

@@ -30,6 +30,8 @@ import type { WebUser, WebUsers } from "./users.js";
 
 export const CLOSE_UNAUTHORIZED = 4401;
 const HELLO_TIMEOUT_MS = 10_000;
+/** a `react` frame refused for what it asks (reactions.ts), not for a failure here */
+const REACT_REFUSALS = new Set(["NOT_FOUND", "VALIDATION_FAILED", "LIMIT_EXCEEDED"]);
 /** node's default request timeout, kept */
 const REQUEST_TIMEOUT_MS = 300_000;
 
@@ -133,7 +135,8 @@ export async function startWebServer(ctx: ChannelContext<WebChannelConfig>, user
         hub.send(ws, await reactions.react(u, frame));
       } catch (err) {
         const e = LurkError.from(err);
-        log.debug({ code: e.code, err: e.message, user: u.id }, "reaction refused");
+        // the frame's fault is the user's business; the bus or the store failing is the operator's
+        log[REACT_REFUSALS.has(e.code) ? "debug" : "warn"]({ code: e.code, err: e.message, user: u.id }, "reaction refused");
         hub.send(ws, { type: "error", code: e.code, message: e.message, about: "react" });
       }
     };

@@ -35,7 +35,7 @@ export interface ReactionEvent {
   peer: Peer;
   /** the reacting user */
   sender: InboundInput["sender"];
-  /** the session name the conversation's messages carry (a channel whose chats name their session: the web chat) */
+  /** the session name the conversation's messages carry (a channel whose chats name their session: the web chat); dropped when the ledger moves the event to another conversation */
   sessionName?: string;
   accountId?: string;
   ts?: number;
@@ -99,16 +99,18 @@ export async function publishReaction(deps: ReactionDeps, ev: ReactionEvent): Pr
   const ownMessage = sent !== undefined || ev.botMessage === true;
   if (deps.mode === "own" && !ownMessage) return "ignored";
   let { conversation, peer } = ev;
+  let sessionName = ev.sessionName;
   if (sent?.conversation && sent.conversation !== conversation) {
     const other = otherPeer(ev, sent.conversation, deps.log);
-    if (other) ({ conversation, peer } = { conversation: sent.conversation, peer: other });
+    // the event's session name is its conversation's, not the one it moves to
+    if (other) ({ conversation, peer, sessionName } = { conversation: sent.conversation, peer: other, sessionName: undefined });
   }
   const excerpt = sent?.excerpt || ev.excerpt;
   const input: InboundInput = {
     id: reactionInboundId(ev.eventId),
     conversation, peer, sender: ev.sender, text: "",
     ...(ev.accountId ? { accountId: ev.accountId } : {}),
-    ...(ev.sessionName ? { sessionName: ev.sessionName } : {}),
+    ...(sessionName ? { sessionName } : {}),
     ...(ev.ts !== undefined ? { ts: ev.ts } : {}),
     reaction: { action: ev.action, emoji: ev.emoji, messageId: ev.messageId, ownMessage, ...(excerpt ? { excerpt: fitUnits(excerpt, MAX_EXCERPT) } : {}) },
   };
