@@ -123,6 +123,14 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   const key = { sessionKey: req.sessionKey };
   const opts = { runId: req.runId, causationId: req.id };
   const lastDelivery = delivery.deliveryCount >= rt.config.bus.maxDeliver;
+  /**
+   * Delivered more than maxDeliver times: every earlier delivery ended without a verdict (its
+   * runner crashed or was stopped while running it; a run that fails is answered and acked, one
+   * whose handler throws is dead-lettered at maxDeliver). Such a request (a poison message that
+   * kills the runner, or a run interrupted by every restart) is answered with an error, not run
+   * again, so a crash loop ends and the session's lane is freed.
+   */
+  const interrupted = delivery.deliveryCount > rt.config.bus.maxDeliver;
   // publishes nothing until run_start (a finished run only re-publishes its reply)
   const events = new RunEvents(rt.nc, rt.subjects, req.runId, req.sessionKey, req.id, log);
   /**
@@ -169,7 +177,8 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   };
   let begun;
   try {
-    const inputs = req.options.command ? req.inputs : await prepareInputs(deps.inputPreparers, req.inputs, rt.signal, prepareCtx);
+    // an interrupted request's attachments are not read again (one of them may be what stopped its runner)
+    const inputs = req.options.command || interrupted ? req.inputs : await prepareInputs(deps.inputPreparers, req.inputs, rt.signal, prepareCtx);
     begun = await rt.client.call("sessions", "begin", {
       ...key, runId: req.runId, agentId: req.agentId, sessionType: req.sessionType,
       records: [started, ...(req.options.command ? [] : inputRecords({ ...req, inputs }))], historyLimit: rt.config.runs.historyLimit,
@@ -191,9 +200,13 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
     await replayFinished(rt, req, begun.runRecords, log);
     return;
   }
-  log.info({ trigger: req.trigger, resumed: begun.prior === "started", delivery: delivery.deliveryCount }, "run started");
   /** messages the run took from its mailbox (a resumed run's from its records): its reply answers them too */
   const handed = handedMessageIds(req.runId, begun.runRecords);
+  if (interrupted) {
+    await giveUpInterrupted({ rt, req, events, log, append, bestEffort: true, ack: delivery.ackNow, handed: () => handed }, delivery.deliveryCount - 1, ref);
+    return;
+  }
+  log.info({ trigger: req.trigger, resumed: begun.prior === "started", delivery: delivery.deliveryCount }, "run started");
   attachRunNotes(rt, req, events, log); // /verbose and /reasoning notes (run-notes.ts)
   const controller = deps.controls.register(req.runId);
   const mailbox = deps.controls.mailbox(req.runId);
@@ -329,6 +342,17 @@ function bootstrapHook(deps: RunnerDeps): BootstrapHook | undefined {
   const hooks = deps.bootstrapHooks;
   // the run's child logger is made only when a hook is asked (bootstrap-hook.ts)
   return hooks && ((run, loaded) => hooks.filesFor(run, loaded, deps.rt.log));
+}
+
+/** Ends a run whose `deliveries` deliveries were all interrupted: an error reply, end marker and terminal event, nothing run. */
+async function giveUpInterrupted(deps: FinishDeps, deliveries: number, ref: string | undefined): Promise<void> {
+  const { rt, req, events, log } = deps;
+  const error = new LurkError("INTERNAL", `the run was started ${deliveries} times and each time the agent-runner stopped before it ended `
+    + "(it crashed or was restarted), so it was given up; send the message again to retry", { retryable: false });
+  log.error({ deliveries, code: error.code }, "run interrupted on every delivery; given up");
+  rt.emit("run_given_up", { runId: req.runId, sessionKey: req.sessionKey, deliveries }, "error");
+  events.emit({ kind: "run_start", agentId: req.agentId, trigger: req.trigger, ...(ref ? { model: ref, provider: ref.split("/")[0] } : {}) });
+  await finish(deps, { status: "error", text: errorText(error), error, turns: 0, usage: emptyUsage() });
 }
 
 async function finish(deps: FinishDeps, outcome: Outcome): Promise<void> {
