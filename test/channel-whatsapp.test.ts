@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { writeFileSync } from "node:fs";
+import { createServer } from "node:http";
 import { join } from "node:path";
 import { after, before, beforeEach, describe, it } from "node:test";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
@@ -18,7 +19,7 @@ import { toWhatsAppText } from "../shared/runtime/channel/index.js";
 import { whatsappChannelSchema } from "../shared/runtime/config-channels.js";
 import { MEDIA_DEFAULTS } from "../shared/runtime/config-media.js";
 import { MediaStore } from "../shared/runtime/media.js";
-import { GraphError, toDeliveryError } from "../services/channel-whatsapp/graph.js";
+import { GraphError, mayCarryToken, toDeliveryError } from "../services/channel-whatsapp/graph.js";
 import { conversationOf, takeMessage, targetOf, valuesOf, type WaPayload } from "../services/channel-whatsapp/inbound.js";
 import { messageText, type ChatRequestBody } from "./fakes/openai-server.js";
 import { ALICE, FakeWhatsAppServer } from "./fakes/whatsapp-server.js";
@@ -62,6 +63,25 @@ describe("whatsapp payload mapping, formatting and errors", () => {
     assert.equal(conversationOf(ALICE.waId), ALICE.waId);
     const payload: WaPayload = { entry: [{ changes: [{ field: "account_update", value: {} }, { field: "messages", value: { statuses: [] } }] }, { changes: null } as never] };
     assert.equal(valuesOf(payload).length, 1, "only messages changes");
+    // contacts that are no list: taken without a name (a throw would make Meta redeliver it for a week)
+    const odd = { contacts: "nobody", messages: [{ from: ALICE.waId, id: wamid(2), type: "text", text: { body: "x" } }] } as unknown as Parameters<typeof takeMessage>[1];
+    const oddTaken = takeMessage(odd.messages![0]!, odd);
+    assert.deepEqual(oddTaken.kind === "message" && oddTaken.inbound.sender, { id: ALICE.waId });
+    const two = { contacts: [{ wa_id: "15550003333", profile: { name: "Bob" } }, { wa_id: "15550004444", profile: { name: "Carol" } }], messages: [{ from: ALICE.waId, id: wamid(3), type: "text", text: { body: "x" } }] };
+    const twoTaken = takeMessage(two.messages[0]!, two);
+    assert.deepEqual(twoTaken.kind === "message" && twoTaken.inbound.sender, { id: ALICE.waId }, "not another contact's name");
+  });
+
+  it("sends the access token only to Meta's hosts over https or to the configured apiBaseUrl", () => {
+    const meta = "https://graph.facebook.com";
+    assert.equal(mayCarryToken("https://lookaside.fbsbx.com/whatsapp_business/attachments/?mid=1&ext=2&hash=3", meta), true);
+    assert.equal(mayCarryToken("http://127.0.0.1:4000/download/1", "http://127.0.0.1:4000"), true, "the test server");
+    assert.equal(mayCarryToken("http://lookaside.fbsbx.com/a", meta), false, "not over plain http");
+    assert.equal(mayCarryToken("https://evil.example/a", meta), false);
+    assert.equal(mayCarryToken("https://lookaside.fbsbx.com.evil.example/a", meta), false);
+    assert.equal(mayCarryToken("https://evilfbsbx.com/a", meta), false);
+    assert.equal(mayCarryToken("https://127.0.0.1:4000/a", "http://127.0.0.1:4000"), false, "another origin of the same host");
+    assert.equal(mayCarryToken("not a url", meta), false);
   });
 
   it("renders markdown as WhatsApp formatting", () => {
@@ -203,6 +223,7 @@ describe("whatsapp channel end to end", () => {
     assert.equal(await wa.deliver(target(), undefined, { body: JSON.stringify({ object: "whatsapp_business_account" }) }), 400, "no entry list");
     assert.equal(await wa.deliver(target(), undefined, { body: "[1,2]" }), 400);
     assert.equal(await wa.deliver(target(), undefined, { body: JSON.stringify({ entry: [{ changes: [{ field: "messages", value: { messages: [{ id: 5 }, null] } }] }] }) }), 200, "a well-formed payload with unusable messages: taken, skipped");
+    assert.equal(await wa.deliver(target(), undefined, { body: JSON.stringify({ entry: [{ changes: [{ field: "messages", value: { statuses: { id: 1 }, errors: 5, messages: [] } }] }] }) }), 200, "statuses and errors that are no lists: skipped, not a 500 Meta would redeliver for a week");
     assert.equal(await wa.deliver(target(), undefined, { body: JSON.stringify({ entry: [], pad: "x".repeat(1024 * 1024) }) }), 413);
     assert.equal(await wa.deliver(target(), payload, { method: "PUT" }), 405);
     await sleep(300);
@@ -226,6 +247,32 @@ describe("whatsapp channel end to end", () => {
     const images = parts.filter((p) => p.type === "image_url");
     assert.equal(images.length, 1, JSON.stringify(parts.map((p) => p.type)));
     assert.match(images[0]!.image_url!.url, /^data:image\/\w+;base64,/);
+  });
+
+  it("a media url off Meta's hosts is never fetched, nor a redirect there: the message runs with the file's error", async () => {
+    let connections = 0;
+    const elsewhere = createServer((_req, res) => res.end("secret"));
+    elsewhere.on("connection", () => connections++);
+    await new Promise<void>((resolve) => elsewhere.listen(0, "127.0.0.1", () => resolve()));
+    const away = (elsewhere.address() as { port: number }).port;
+    try {
+      const png = await flatImage(8, 8).png().toBuffer();
+      const offHost = wa.addMedia(png, "image/png", { url: `https://127.0.0.1:${away}/steal` });
+      system.fake.enqueue({ kind: "text", text: "no picture 1", chunks: 1 });
+      assert.equal(await wa.deliver(target(), wa.userMessage({ image: { mediaId: offHost, mime: "image/png", caption: "off host [m1]" } }).payload), 200);
+      await waitFor(() => texts().includes("no picture 1"), 20_000, "the answer");
+      const redirected = wa.addMedia(png, "image/png", { redirectTo: `http://127.0.0.1:${away}/steal` });
+      system.fake.enqueue({ kind: "text", text: "no picture 2", chunks: 1 });
+      assert.equal(await wa.deliver(target(), wa.userMessage({ image: { mediaId: redirected, mime: "image/png", caption: "redirected [m2]" } }).payload), 200);
+      await waitFor(() => texts().includes("no picture 2"), 20_000, "the answer");
+      assert.ok(wa.downloads.includes(redirected), "the fake's redirect was asked");
+      assert.equal(connections, 0, "nothing reached the other host");
+      const seen = system.fake.requests.map((r) => messageText(r.body.messages.at(-1))).filter((t) => /\[m[12]\]/.test(t));
+      assert.equal(seen.length, 2);
+      for (const t of seen) assert.match(t, /could not be received: .*not on a Meta host/);
+    } finally {
+      await new Promise((resolve) => elsewhere.close(resolve));
+    }
   });
 
   it("chunks a long reply at 4096 characters", async () => {

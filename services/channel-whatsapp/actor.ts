@@ -52,7 +52,7 @@ function checkRequired(s: WhatsAppChannelConfig): void {
 
 /** Logs what became of the business's own messages: a failure as a warning naming its cause. */
 function logStatuses(ctx: Ctx, value: WaValue): void {
-  for (const st of value.statuses ?? []) {
+  for (const st of Array.isArray(value.statuses) ? value.statuses : []) {
     if (st?.status !== "failed") {
       ctx.log.debug({ messageId: st?.id, status: st?.status }, "whatsapp status");
       continue;
@@ -64,7 +64,7 @@ function logStatuses(ctx: Ctx, value: WaValue): void {
       : `${typeof e?.title === "string" ? e.title : "failed"}${typeof e?.message === "string" ? `: ${e.message}` : ""}`;
     ctx.log.warn({ messageId: st.id, code, cause }, "WhatsApp reports a message the channel sent as failed");
   }
-  for (const e of value.errors ?? []) ctx.log.warn({ code: e?.code, title: e?.title }, "WhatsApp reports an error");
+  for (const e of Array.isArray(value.errors) ? value.errors : []) ctx.log.warn({ code: e?.code, title: typeof e?.title === "string" ? e.title.slice(0, 200) : undefined }, "WhatsApp reports an error");
 }
 
 async function takeUserMessage(ctx: Ctx, api: GraphApi, seen: SeenStore, typing: RunTyping<string>, taken: Extract<Taken, { kind: "message" }>): Promise<void> {

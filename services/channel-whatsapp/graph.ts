@@ -6,7 +6,9 @@
  *   user's message read and shows "typing…" until the reply or 25 s);
  * - `upload(file)`: POST `<phoneNumberId>/media` (multipart: messaging_product, type, file), the media id;
  * - `mediaInfo(id)` / `download(url)`: GET `/<media id>` (its short-lived `url`, `mime_type`,
- *   `file_size`), then that url with the token; the token is sent only to https or to `apiBaseUrl`'s origin.
+ *   `file_size`), then that url with the token; the token (and the request) goes only to Meta's
+ *   own hosts over https (`lookaside.fbsbx.com` and the like, `mayCarryToken`) or to `apiBaseUrl`'s
+ *   origin, each redirect checked the same way (no request to any other host).
  * Errors (`{ error: { message, code, error_subcode, error_data: { details } } }`) become
  * GraphErrors, and `toDeliveryError` maps them: 429, 5xx and Graph's throttling codes are retried
  * (after `Retry-After` when given), the others are permanent with a message naming the cause and
@@ -147,12 +149,41 @@ export class GraphApi {
     return { url: got.url, ...(typeof got.mime_type === "string" ? { mime: got.mime_type } : {}), ...(Number.isSafeInteger(size) && size >= 0 ? { size } : {}) };
   }
 
-  /** Downloads a media url with the token, at most `maxBytes` (media.maxFileMb). */
+  /** Downloads a media url with the token, at most `maxBytes` (media.maxFileMb); every hop on Meta's hosts or apiBaseUrl's origin. */
   async download(url: string, maxBytes: number, signal: AbortSignal): Promise<{ bytes: Uint8Array; mime?: string }> {
-    const target = new URL(url);
-    if (target.protocol !== "https:" && target.origin !== this.origin) throw new Error("the Cloud API gave a media url that is neither https nor its own: not fetched with the token");
-    const res = await fetch(target, { headers: { authorization: `Bearer ${this.opts.token}` }, signal, redirect: "follow" });
-    return cappedDownload(res, maxBytes);
+    let target = url;
+    for (let hop = 0; ; hop++) {
+      if (!mayCarryToken(target, this.origin)) throw new Error(`the media url is not on a Meta host (${hostOf(target)}): not fetched with the token`);
+      const res = await fetch(target, { headers: { authorization: `Bearer ${this.opts.token}` }, signal, redirect: "manual" });
+      const location = res.status >= 300 && res.status < 400 ? res.headers.get("location") : null;
+      if (location === null) return cappedDownload(res, maxBytes);
+      await res.body?.cancel().catch(() => undefined);
+      if (hop >= MAX_REDIRECTS) throw new Error("too many redirects for a media url");
+      target = new URL(location, target).href;
+    }
+  }
+}
+
+const MAX_REDIRECTS = 3;
+/** Meta's domains a media url (and its redirects) may be on */
+const META_DOMAINS = ["fbsbx.com", "facebook.com", "fbcdn.net", "whatsapp.net"];
+
+const hostOf = (url: string) => {
+  try {
+    return new URL(url).hostname.slice(0, 100);
+  } catch {
+    return "not a url";
+  }
+};
+
+/** Whether the access token may go to `url`: https on Meta's domains (or a subdomain), or `apiOrigin` (the configured apiBaseUrl's). */
+export function mayCarryToken(url: string, apiOrigin: string): boolean {
+  try {
+    const u = new URL(url);
+    if (u.origin === apiOrigin) return true;
+    return u.protocol === "https:" && !u.username && !u.password && META_DOMAINS.some((d) => u.hostname === d || u.hostname.endsWith(`.${d}`));
+  } catch {
+    return false;
   }
 }
 

@@ -124,7 +124,9 @@ export function takeMessage(m: WaMessage, value: WaValue): Taken {
   if (m.group_id !== undefined) return { kind: "skipped", why: "a group message (the channel takes DMs only)", id };
   const from = m.from;
   if (!isWaId(from)) return { kind: "skipped", why: "no sender number (a username-only sender is not supported)", id };
-  const contact = value.contacts?.find((c) => c?.wa_id === from) ?? value.contacts?.[0];
+  // the sender's profile; a lone contact of another id is the sender too (Meta may give `from` and `wa_id` in other forms)
+  const contacts = Array.isArray(value.contacts) ? value.contacts : [];
+  const contact = contacts.find((c) => c?.wa_id === from) ?? (contacts.length === 1 ? contacts[0] : undefined);
   const name = str(contact?.profile?.name)?.slice(0, 200);
   const seconds = Number(m.timestamp);
   const ts = Number.isSafeInteger(seconds) && seconds > 0 ? seconds * 1000 : undefined;

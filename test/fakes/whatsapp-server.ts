@@ -8,7 +8,8 @@
  * - `POST /<version>/<phoneNumberId>/media`: multipart (messaging_product, type, file) -> `{ id }`,
  *   kept in `uploads`;
  * - `GET /<version>/<mediaId>`: `{ messaging_product, url, mime_type, sha256, file_size, id }` of
- *   a file `addMedia()` registered; `GET /download/<mediaId>` serves its bytes (`downloads`);
+ *   a file `addMedia()` registered; `GET /download/<mediaId>` serves its bytes (`downloads`), or
+ *   redirects where `addMedia`'s `redirectTo` says; its `url` option names another download url;
  * - every call needs `Authorization: Bearer <token>` (else 401 with Graph's code 190);
  * - `failNext(status, error)` makes the next message sends answer a Graph error.
  * The other direction: `userMessage()` / `userReaction()` build the `messages` webhook payload
@@ -40,7 +41,7 @@ export class FakeWhatsAppServer {
   readonly uploads: Uploaded[] = [];
   readonly downloads: string[] = [];
   readonly unauthorized: string[] = [];
-  private readonly media = new Map<string, { bytes: Buffer; mime: string }>();
+  private readonly media = new Map<string, { bytes: Buffer; mime: string; url?: string; redirectTo?: string }>();
   private readonly failures: Failure[] = [];
   private seq = 0;
 
@@ -60,10 +61,10 @@ export class FakeWhatsAppServer {
     await closeLoopback(this.server);
   }
 
-  /** Registers a file a user message can carry; returns its media id. */
-  addMedia(bytes: Buffer, mime: string): string {
+  /** Registers a file a user message can carry (`url`: the download url to announce instead of this server's; `redirectTo`: where this server's download redirects); returns its media id. */
+  addMedia(bytes: Buffer, mime: string, opts: { url?: string; redirectTo?: string } = {}): string {
     const id = String(900_000_000_000 + ++this.seq);
-    this.media.set(id, { bytes, mime });
+    this.media.set(id, { bytes, mime, ...opts });
     return id;
   }
 
@@ -91,6 +92,11 @@ export class FakeWhatsAppServer {
       const file = this.media.get(download[1]!);
       if (!file) return sendJson(res, 404, { error: { message: "not found", code: 100 } });
       this.downloads.push(download[1]!);
+      if (file.redirectTo) {
+        res.writeHead(302, { location: file.redirectTo, "content-length": 0 });
+        res.end();
+        return;
+      }
       res.writeHead(200, { "content-type": file.mime, "content-length": file.bytes.length });
       res.end(file.bytes);
       return;
@@ -100,7 +106,7 @@ export class FakeWhatsAppServer {
     if (req.method === "GET" && parts.length === 2) {
       const file = this.media.get(parts[1]!);
       if (!file) return sendJson(res, 400, { error: { message: "Unsupported get request.", type: "GraphMethodException", code: 100 } });
-      return sendJson(res, 200, { messaging_product: "whatsapp", url: `${this.url}/download/${parts[1]}`, mime_type: file.mime, sha256: createHash("sha256").update(file.bytes).digest("hex"), file_size: String(file.bytes.length), id: parts[1] });
+      return sendJson(res, 200, { messaging_product: "whatsapp", url: file.url ?? `${this.url}/download/${parts[1]}`, mime_type: file.mime, sha256: createHash("sha256").update(file.bytes).digest("hex"), file_size: String(file.bytes.length), id: parts[1] });
     }
     if (req.method !== "POST" || parts[1] !== this.phoneNumberId || parts.length !== 3) return sendJson(res, 404, { error: { message: "Unknown path", code: 100 } });
     if (parts[2] === "media") return this.upload(req, raw, res);
