@@ -208,7 +208,7 @@ describe("channel kit: delivery over the bus (webhook channel process)", () => {
     receiver = await WebhookReceiver.start();
     writeFileSync(join(nats.home, "config.json"), JSON.stringify({
       channels: { webhook: { enabled: true, port: await freePort(), secret: "kit-test-secret-0123456789", callbackUrl: receiver.url, textLimit: 64, concurrency: 1, maxAttempts: 3 } },
-      bus: { backoffMs: [300] },
+      bus: { backoffMs: [300], maxDeliver: 3 },
     }));
     admin = await nats.connect("admin");
     admin.subscribe(s.eventsOf("channel-webhook"), {
@@ -244,6 +244,24 @@ describe("channel kit: delivery over the bus (webhook channel process)", () => {
     assert.equal(againPart1.length, 2, "part 1 (never accepted) was sent again");
     assert.equal(againPart1[1]!.body.text, second);
     assert.equal(againPart1[1]!.status, 200);
+  });
+
+  it("a delivery whose every attempt was interrupted (the channel killed while sending it) is given up: delivery_failed, not sent again", async () => {
+    receiver.answer = (body) => (body?.deliveryId === "d-poison" ? "hang" : 200);
+    await publish(outbound("d-poison", "a message that takes the channel down"));
+    for (const attempt of [1, 2, 3]) {
+      await waitFor(() => receiver.matching((b) => b?.deliveryId === "d-poison").length === attempt, 15_000, `attempt ${attempt} reached the receiver`);
+      await channel.kill();
+      channel = await startActorProcess("channel-webhook", nats, env);
+    }
+    const failed = await receiptFor("d-poison", "failed");
+    assert.equal(failed.event, "delivery_failed");
+    assert.equal(failed.data.attempts, 3);
+    assert.match(failed.data.error, /stopped while sending it, on each of its 3 attempts/);
+    receiver.releaseHung();
+    await publish(outbound("d-after-poison", "the next one goes out"));
+    await receiptFor("d-after-poison", "delivered");
+    assert.equal(receiver.matching((b) => b?.deliveryId === "d-poison").length, 3, "no fourth attempt");
   });
 
   it("a delivery already sent is not sent again when redelivered", async () => {

@@ -13,7 +13,9 @@
  *   in `delivery_failed` after `maxAttempts` attempts too. The end of a failed delivery:
  *   ledger "failed", `lurk.evt.channel-<name>.delivery_failed`, an error log, ack.
  *   A channel user cannot reach the user's other channels: the router or an operator surfaces
- *   the event (`lurkbot tail`);
+ *   the event (`lurkbot tail`). A delivery delivered more than `bus.maxDeliver` times (every
+ *   earlier attempt interrupted: the channel crashed or stopped while sending it) ends the same
+ *   way without another attempt, so a message that kills the channel cannot crash-loop it;
  * - success emits `lurk.evt.channel-<name>.delivered`; a delivery found in the ledger as sent
  *   emits `delivered` with status "duplicate" and sends nothing;
  * - markdown tables are converted as the channel's `tables` mode says (tables.ts) before chunking;
@@ -129,6 +131,16 @@ export function startDelivery(rt: ActorRuntime, opts: DeliveryOptions) {
     if (msg.kind === "typing") {
       if (!info.redelivered && Date.now() - msg.ts < TYPING_FRESH_MS) await adapter.typing?.(msg).catch((err) => log.debug({ err }, "typing failed"));
       return;
+    }
+    // every earlier delivery was interrupted (the channel crashed or stopped while sending it, say
+    // a message that kills the process): given up, not tried again, so a crash loop ends
+    if (info.deliveryCount > rt.config.bus.maxDeliver) {
+      const status = ledger.get(msg.id)?.status;
+      if (status !== "sent" && status !== "failed") {
+        const tries = info.deliveryCount - 1;
+        await fail(msg, tries, `the channel stopped while sending it, on each of its ${tries} attempts (a crash or a restart); given up`, log);
+        return;
+      }
     }
     if (msg.kind === "action") {
       await handleAction({ channel, ledger, adapter, maxAttempts, receipt, fail, signal: rt.signal }, msg, info, log);
