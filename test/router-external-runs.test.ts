@@ -8,7 +8,8 @@
  * session with such a run in steer mode is handed to it; the lane is freed by the status check
  * when the terminal event is missed, also for a run whose records exceed one bus message (the
  * check asks for the status alone). A wake-now inject into a running session is handed to its run
- * as a follow-up (no run of its own) when the runner takes it, and queues when it does not.
+ * as a follow-up (no run of its own) when the runner takes it and stores it, queues when it does
+ * not take it, and gets a run of its own after the run when that ended without storing it.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -83,9 +84,31 @@ describe("router: runs other actors store in RUNS hold their session's lane", ()
       const beat = await inject(child.sessionKey, "heartbeat check", "now", "heartbeat");
       await waitFor(async () => (await rig.bus.call("router", "lanes", { sessionKey: child.sessionKey })).lanes[0]?.queued === 1 || undefined, 10_000, "the heartbeat queued");
       assert.equal(rig.controls.some((c) => c.input?.sourceId === beat.id), false, "a heartbeat waits for a run of its own");
+      // the run's loop takes it: its input record, as the agent-runner stores it
+      await runnerBus.call("sessions", "append", {
+        sessionKey: child.sessionKey,
+        records: [{ id: recordIds.mailboxInput(child.runId, ctl.id), ts: Date.now(), runId: child.runId, kind: "system_event", text: ctl.input!.text }],
+      });
       end(child);
       finish(await runOf(beat.runId));
       await noRun(woken.runId);
+    } finally {
+      rig.acceptControls = false;
+    }
+    await waitFor(async () => (await rig.bus.call("router", "lanes", { sessionKey: child.sessionKey })).lanes.length === 0 || undefined, 10_000, "lane freed");
+  });
+
+  it("a wake-now inject a running child took and did not store before it ended (an error, a runner restart) gets a run of its own after it", async () => {
+    const child = await startChild("c0ffee06");
+    rig.acceptControls = true;
+    try {
+      const woken = await inject(child.sessionKey, "Message from session agent:main:main:\nare the logs clean?", "now");
+      await waitFor(() => rig.controls.find((c) => c.runId === child.runId && c.action === "followup" && c.input?.sourceId === woken.id), 10_000, "follow-up control");
+      await noRun(woken.runId, 500);
+      end(child); // accepted, never taken: no input record in the run
+      const run = await runOf(woken.runId);
+      assert.deepEqual([run.sessionKey, run.inputs[0]?.text], [child.sessionKey, "Message from session agent:main:main:\nare the logs clean?"]);
+      finish(run);
     } finally {
       rig.acceptControls = false;
     }

@@ -45,6 +45,8 @@ export class Work {
   lastArrival: number;
   /** the lane was granted: no more merging */
   started = false;
+  /** the active run that took it (steer, followup) and the control id that names its input record there */
+  handedTo?: { runId: string; controlId: string };
   done!: Promise<WorkOutcome>;
 
   constructor(readonly request: RunRequest, delivery: DeliveryLike, readonly settings: QueueSettings, now: number) {
@@ -162,8 +164,11 @@ export class SessionQueues {
 
   private async hand(work: Work, action: "steer" | "followup", runId: string | undefined): Promise<boolean> {
     if (!runId) return false;
+    const controlId = `ctl-${work.runId}`;
     try {
-      return await this.deps.control(runId, action, work.handedInput(), `ctl-${work.runId}`);
+      const taken = await this.deps.control(runId, action, work.handedInput(), controlId);
+      if (taken) work.handedTo = { runId, controlId };
+      return taken;
     } catch (err) {
       this.deps.log.warn({ err, runId, action }, "run control failed; the message waits for its own run");
       return false;

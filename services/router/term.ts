@@ -158,6 +158,25 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
     rt.emit("abort_requested", { runId, reason }, "info");
   };
 
+  /**
+   * Whether the run an input was handed to stored it, asked at the run's end: a runner keeps a
+   * follow-up in memory until its loop takes it (the record `recordIds.mailboxInput`), so a run
+   * that ends otherwise (an error, an abort, its iteration limit, a `/compact` run, which has no
+   * loop, a runner restart that resumes it) accepted it and never took it. A failed look-up counts
+   * as not stored (a run of its own: at least once rather than lost).
+   */
+  const storedByRun = async (sessionKey: string, handed: Work["handedTo"]): Promise<boolean> => {
+    if (!handed) return true;
+    await ended(handed.runId);
+    try {
+      const recordId = recordIds.mailboxInput(handed.runId, handed.controlId);
+      return (await rt.client.call("sessions", "run", { sessionKey, runId: handed.runId, statusOnly: true, recordId })).records.length > 0;
+    } catch (err) {
+      rt.log.warn({ err, runId: handed.runId }, "could not check that a run took the inject handed to it; it gets a run of its own");
+      return false;
+    }
+  };
+
   const queues = new SessionQueues({ lanes, log: rt.log, dispatch, control, abort });
   const intake = new Intake({
     rt, queues, settings: deps.settings, pairing: deps.pairing, ended, replica, restored: state, events: pending,
@@ -172,11 +191,15 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
       if (message.type === "lurk.inbound.message.v1") await intake.handle(message, delivery);
       else {
         const key = `inject:${message.id}`;
-        if (delivery.redelivered && intake.injectHandled(key)) return; // handed to a run already; its ack was lost
+        if (delivery.redelivered && intake.injectHandled(key)) return; // a run took it already; its ack was lost
         const request = await fromInject(message, rt, pending);
         if (!request) return;
-        const outcome = await queues.submit(new Work(request, delivery, handsOff(message) ? INJECT_FOLLOWUP : INJECT_QUEUE, Date.now()));
-        if (outcome === "handed") await intake.rememberInject(key);
+        const work = new Work(request, delivery, handsOff(message) ? INJECT_FOLLOWUP : INJECT_QUEUE, Date.now());
+        if ((await queues.submit(work)) === "handed") {
+          // acked once the run that took it ended with it in its transcript; else it gets a run of its own
+          if (await storedByRun(request.sessionKey, work.handedTo)) await intake.rememberInject(key);
+          else await queues.submit(new Work(request, delivery, INJECT_QUEUE, Date.now()));
+        }
       }
       deps.processed();
     },

@@ -138,8 +138,12 @@ function serveOps(rt: ActorRuntime, store: SessionStore, serve: Serve): void {
   });
   serve("transcripts", (req) => ({ session: store.get(req.sessionKey), transcripts: store.transcripts(req.sessionKey) }));
   serve("append", (req) => store.append(req.sessionKey, req.records, req.usage), true);
-  // statusOnly: the runs table alone, no records read (a reply of constant size)
-  serve("run", (req) => (req.statusOnly ? { records: [], status: store.runStatus(req.runId) } : store.run(req.runId)));
+  // statusOnly: the runs table alone, no records read (a reply of constant size); with recordId, that one record if the run stored it
+  serve("run", (req) => {
+    if (!req.statusOnly) return store.run(req.runId);
+    const record = req.recordId === undefined ? undefined : store.runRecord(req.runId, req.recordId);
+    return { records: record ? [record] : [], status: store.runStatus(req.runId) };
+  });
   // a retried request with the same idempotency key is counted once (usage-seen.ts)
   serve("usage", (req) => store.recordUsage(req), true);
   serve("patch", async (req) => ({ session: await store.patch(req.sessionKey, req.patch) }), true);

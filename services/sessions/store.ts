@@ -360,6 +360,14 @@ export class SessionStore {
     return this.runs.get(runId)?.status ?? "unknown";
   }
 
+  /** One record of the run by its id (the record-id index, no scan), undefined when the run did not store it. */
+  runRecord(runId: string, recordId: string): TranscriptRecord | undefined {
+    const row = this.runs.get(runId);
+    const seq = row && this.recordIds.get([row.sessionId, recordId]);
+    const record = seq === undefined || !row ? undefined : this.records.get([row.sessionId, seq]);
+    return record?.runId === runId ? record : undefined;
+  }
+
   private runRecordsInTxn(runId: string): TranscriptRecord[] {
     const row = this.runs.get(runId);
     if (!row) return [];

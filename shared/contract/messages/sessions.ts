@@ -134,9 +134,11 @@ export const sessionsBeginRequest = defineMessage("lurk.sessions.begin.v1", {
 /**
  * One run's records and status. `statusOnly`: the status and no records (`records: []`), a reply
  * of constant size however long the run: for callers that only ask whether it ended (the router's
- * lane checks), since a long run's records can exceed one bus message.
+ * lane checks), since a long run's records can exceed one bus message. `recordId` (with
+ * `statusOnly`): `records` holds that one record when the run stored it (the router's check that
+ * a run took an input handed to it), else none.
  */
-export const sessionsRunRequest = defineMessage("lurk.sessions.run.v1", { ...key, runId: idSchema, statusOnly: z.boolean().optional() });
+export const sessionsRunRequest = defineMessage("lurk.sessions.run.v1", { ...key, runId: idSchema, statusOnly: z.boolean().optional(), recordId: idSchema.optional() });
 /**
  * Usage outside a run's end: the runner's housekeeping (memory consolidation, embeddings), speech
  * synthesized and audio transcribed (`units`: characters, seconds; purposes `speech` and
