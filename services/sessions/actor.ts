@@ -140,7 +140,12 @@ function serveOps(rt: ActorRuntime, store: SessionStore, serve: Serve): void {
   serve("append", (req) => store.append(req.sessionKey, req.records, req.usage), true);
   // statusOnly: the runs table alone, no records read (a reply of constant size); with recordId, that one record if the run stored it
   serve("run", (req) => {
-    if (!req.statusOnly) return store.run(req.runId);
+    if (!req.statusOnly) {
+      // the newest records that fit one reply (a long run's can exceed it; callers read its end)
+      const run = store.run(req.runId);
+      const fitted = newestWithin(run.records, budget() - jsonBytes({ ...run, records: [] }));
+      return { records: fitted.records, status: run.status, ...(fitted.truncated ? { truncated: true } : {}) };
+    }
     const record = req.recordId === undefined ? undefined : store.runRecord(req.runId, req.recordId);
     return { records: record ? [record] : [], status: store.runStatus(req.runId) };
   });

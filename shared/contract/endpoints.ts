@@ -36,7 +36,7 @@ export const ENDPOINTS = {
     history: { request: S.sessionsHistoryRequest, reply: S.historyReply, description: "the newest transcript records" },
     transcripts: { request: S.sessionsTranscriptsRequest, reply: S.transcriptsReply, description: "a session's transcripts: the current one and those earlier resets ended (for exports)" },
     append: { request: S.sessionsAppendRequest, reply: S.appendReply, description: "append records (idempotent by record id)" },
-    run: { request: S.sessionsRunRequest, reply: S.runRecordsReply, description: "the records and status of one run (statusOnly: the status alone)" },
+    run: { request: S.sessionsRunRequest, reply: S.runRecordsReply, description: "the newest records (truncated when they exceed one reply) and status of one run (statusOnly: the status alone)" },
     usage: { request: S.sessionsUsageRequest, reply: S.usageReply, description: "add token usage (a purpose: turn, compaction, consolidation, tts, embedding) to a session and the usage ledger; idempotent with idempotencyKey" },
     patch: { request: S.sessionsPatchRequest, reply: S.sessionReply, description: "change session settings" },
     reset: { request: S.sessionsResetRequest, reply: S.resetReply, description: "start a fresh transcript (/new, /reset)" },

@@ -202,6 +202,8 @@ export const appendReply = z.object({ appended: z.number().int(), duplicates: z.
 export const runRecordsReply = z.object({
   records: z.array(transcriptRecordSchema),
   status: z.enum(["unknown", "started", "done", "error", "aborted"]),
+  /** the run's records exceed one reply: only the newest that fit are here (its end marker among them) */
+  truncated: z.boolean().optional(),
 });
 /** A daily or idle reset the sessions actor made: the transcript it ended is `previousSessionId`. */
 export const autoResetSchema = z.object({ reason: z.enum(["daily", "idle"]), previousSessionId: idSchema });
