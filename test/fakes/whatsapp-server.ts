@@ -7,6 +7,8 @@
  *   is kept in `typings`;
  * - `POST /<version>/<phoneNumberId>/media`: multipart (messaging_product, type, file) -> `{ id }`,
  *   kept in `uploads`;
+ * - `GET /<version>/<phoneNumberId>?fields=display_phone_number,verified_name`: the number's
+ *   `{ id, display_phone_number, verified_name }` (the fields asked for; onboarding's check);
  * - `GET /<version>/<mediaId>`: `{ messaging_product, url, mime_type, sha256, file_size, id }` of
  *   a file `addMedia()` registered; `GET /download/<mediaId>` serves its bytes (`downloads`), or
  *   redirects where `addMedia`'s `redirectTo` says; its `url` option names another download url;
@@ -30,6 +32,8 @@ export const ALICE = { waId: "15550002222", name: "Alice" };
 export class FakeWhatsAppServer {
   readonly version = "v26.0";
   readonly phoneNumberId = "106540352242922";
+  readonly displayPhoneNumber = "+1 555-000-9999";
+  readonly verifiedName = "LurkBot Test";
   readonly token = `EAAT${randomBytes(24).toString("hex")}`;
   readonly appSecret = randomBytes(16).toString("hex");
   readonly verifyToken = `verify-${randomBytes(12).toString("hex")}`;
@@ -103,6 +107,11 @@ export class FakeWhatsAppServer {
     }
     const parts = url.pathname.split("/").filter(Boolean);
     if (parts[0] !== this.version) return sendJson(res, 400, { error: { message: `Unknown version ${parts[0]}`, code: 2635 } });
+    if (req.method === "GET" && parts.length === 2 && parts[1] === this.phoneNumberId) {
+      const fields = (url.searchParams.get("fields") ?? "").split(",");
+      const known: Record<string, string> = { display_phone_number: this.displayPhoneNumber, verified_name: this.verifiedName };
+      return sendJson(res, 200, { ...Object.fromEntries(Object.entries(known).filter(([k]) => fields.includes(k))), id: this.phoneNumberId });
+    }
     if (req.method === "GET" && parts.length === 2) {
       const file = this.media.get(parts[1]!);
       if (!file) return sendJson(res, 400, { error: { message: "Unsupported get request.", type: "GraphMethodException", code: 100 } });

@@ -1,6 +1,7 @@
 /**
  * What the channel steps share (steps-channels.ts: Telegram, Discord and Slack tokens;
- * steps-signal-matrix.ts: Signal's daemon, Matrix's token): asking for a token, and what follows
+ * steps-signal-matrix.ts: Signal's daemon, Matrix's token; steps-whatsapp.ts: WhatsApp's
+ * token and app secret): asking for a token, and what follows
  * a failed live check: again, keep, leave the channel off (its tokens forgotten), cancel; with
  * --non-interactive the wizard ends (exit 1) unless --skip-check.
  */

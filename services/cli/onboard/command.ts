@@ -39,6 +39,8 @@ const FLAGS: Record<string, string> = {
   toolProfile: "--tool-profile", execApproval: "--exec-approval", heartbeat: "--heartbeat on|off", tts: "--tts",
   signalAccount: "--signal-account +NUMBER", signalUrl: "--signal-url URL", matrixHomeserver: "--matrix-homeserver URL",
   matrixUserId: "--matrix-user-id @BOT:SERVER", matrixToken: "--matrix-token-env NAME", hooks: "--hooks LIST",
+  whatsappPhoneNumberId: "--whatsapp-phone-number-id ID", whatsappToken: "--whatsapp-token-env NAME",
+  whatsappAppSecret: "--whatsapp-app-secret-env NAME", whatsappVerifyToken: "--whatsapp-verify-token-env NAME",
 };
 
 /** plain flags: option name -> question id */
@@ -46,12 +48,14 @@ const VALUE_FLAGS: Record<string, string> = {
   provider: "provider", "base-url": "baseUrl", model: "model", "dm-policy": "dmPolicy", "nats-url": "natsUrl",
   workspace: "workspace", "tool-profile": "toolProfile", "exec-approval": "execApproval", tts: "tts",
   "signal-account": "signalAccount", "signal-url": "signalUrl", "matrix-homeserver": "matrixHomeserver", "matrix-user-id": "matrixUserId",
+  "whatsapp-phone-number-id": "whatsappPhoneNumberId",
 };
 /** flags naming an environment variable that holds a secret: option name -> question id */
 const SECRET_ENV_FLAGS: Record<string, string> = {
   "api-key-env": "apiKey", "telegram-token-env": tokenId("telegram", "botToken"), "discord-token-env": tokenId("discord", "botToken"),
   "slack-bot-token-env": tokenId("slack", "botToken"), "slack-app-token-env": tokenId("slack", "appToken"),
-  "matrix-token-env": tokenId("matrix", "accessToken"),
+  "matrix-token-env": tokenId("matrix", "accessToken"), "whatsapp-token-env": tokenId("whatsapp", "accessToken"),
+  "whatsapp-app-secret-env": "whatsappAppSecret", "whatsapp-verify-token-env": "whatsappVerifyToken",
 };
 const ADVANCED_IDS = new Set(["natsUrl", "workspace", "toolProfile", "execApproval", "heartbeat", "tts"]);
 

@@ -18,6 +18,7 @@ import type { OnboardState, WizardSession, WizardStep } from "./session.js";
 import { CHAT_CHANNELS } from "./steps-channels.js";
 import { KEY_VARS, providerName } from "./steps-model.js";
 import { rawDefaultAgent } from "./steps-advanced.js";
+import { whatsappSummary } from "./steps-whatsapp.js";
 
 const obj = (node: Record<string, any>, key: string): Record<string, any> => {
   const next = node[key];
@@ -74,6 +75,7 @@ export function mergedConfig(state: OnboardState): Record<string, any> {
     c.homeserverUrl = state.matrix.homeserverUrl;
     c.userId = state.matrix.userId;
   }
+  if (state.whatsapp && state.channels.includes("whatsapp")) obj(channels, "whatsapp").phoneNumberId = state.whatsapp.phoneNumberId;
   if (Object.keys(channels).length === 0) delete raw.channels;
   if (state.hooks) {
     // chosen: enabled; offered and not chosen: disabled only where config.json names them already
@@ -220,6 +222,7 @@ function summary(f: FinishState): WizardStep {
       say(`  channels: terminal${st.channels.map((c) => `, ${c}${checked(c)}`).join("")}`);
       const web = webLine(s, f);
       if (web) say(`  ${web}`);
+      for (const line of whatsappSummary(st, s.prompt.interactive, storedSecretsPath(st.env))) say(`  ${line}`);
       say(`  workspace: ${cfg.workspace}`);
       say(`  config: ${st.configPath}`);
       if (st.env.LURKBOT_MODEL && st.env.LURKBOT_MODEL !== `${providerName(st.provider!)}/${st.model}`) say(`  note: LURKBOT_MODEL=${st.env.LURKBOT_MODEL} in your environment overrides the model in config.json; unset it to use this one.`);

@@ -10,7 +10,7 @@ import type { Env } from "../../../shared/runtime/config.js";
 import type { Prompter } from "./prompt.js";
 
 export type ProviderChoice = "openai" | "anthropic" | "openai-compatible" | "ollama";
-export type ChatChannel = "web" | "telegram" | "discord" | "slack" | "signal" | "matrix";
+export type ChatChannel = "web" | "telegram" | "discord" | "slack" | "signal" | "matrix" | "whatsapp";
 
 export interface OnboardState {
   home: string;
@@ -41,6 +41,8 @@ export interface OnboardState {
   signal?: { account: string; url: string };
   /** channels.matrix: the homeserver and the bot account (steps-matrix.ts); the token is a secret */
   matrix?: { homeserverUrl: string; userId: string };
+  /** channels.whatsapp: the business number's id (steps-whatsapp.ts); whether the verify token was generated now (the summary shows it once) */
+  whatsapp?: { phoneNumberId: string; verifyTokenGenerated?: boolean };
   /** the hooks step: the bundled hooks offered, and those chosen (hooks.entries.<name>.enabled) */
   hooks?: { offered: string[]; chosen: string[] };
   /** routing.dm.policy, asked when a platform channel is enabled */

@@ -8,12 +8,13 @@ import { CHECK_TIMEOUT_MS, checkChannelToken, type ChannelApiRoots } from "./che
 import { afterChannelCheck, channelToken } from "./channel-token.js";
 import type { ChatChannel, WizardStep } from "./session.js";
 import { SIGNAL_MATRIX_STEPS } from "./steps-signal-matrix.js";
+import { WHATSAPP_STEPS } from "./steps-whatsapp.js";
 
-export const CHAT_CHANNELS: ChatChannel[] = ["web", "telegram", "discord", "slack", "signal", "matrix"];
+export const CHAT_CHANNELS: ChatChannel[] = ["web", "telegram", "discord", "slack", "signal", "matrix", "whatsapp"];
 const PLATFORMS = ["telegram", "discord", "slack"] as const;
 type Platform = (typeof PLATFORMS)[number];
 /** the channels whose direct messages routing.dm governs (the web chat and the terminal are the owner's) */
-const DM_CHANNELS = [...PLATFORMS, "signal", "matrix"] as const;
+const DM_CHANNELS = [...PLATFORMS, "signal", "matrix", "whatsapp"] as const;
 
 const LABELS: Record<string, string> = {
   "telegram.botToken": "Telegram bot token",
@@ -57,6 +58,7 @@ const channels: WizardStep = {
         { value: "slack", label: "Slack", hint: "a bot token and an app-level token (Socket Mode)" },
         { value: "signal", label: "Signal", hint: "a number of its own through signal-cli's HTTP daemon on this machine" },
         { value: "matrix", label: "Matrix", hint: "a bot account on your homeserver and its access token (no encrypted rooms)" },
+        { value: "whatsapp", label: "WhatsApp", hint: "a WhatsApp Business number through Meta's Cloud API; needs a public https URL for its webhook" },
       ],
     });
   },
@@ -90,7 +92,7 @@ const dmPolicy: WizardStep = {
   async run(s) {
     const current = s.state.raw.routing?.dm?.policy as string | undefined;
     s.state.dmPolicy = await s.prompt.select<NonNullable<typeof s.state.dmPolicy>>({
-      id: "dmPolicy", message: "Who may message the bot directly on Telegram, Discord, Slack, Signal or Matrix?", default: (current as never) ?? "pairing",
+      id: "dmPolicy", message: "Who may message the bot directly on Telegram, Discord, Slack, Signal, Matrix or WhatsApp?", default: (current as never) ?? "pairing",
       choices: [
         { value: "pairing", label: "pairing", hint: "recommended: an unknown sender gets a code; you let them in with `npx lurkbot pairing approve CODE`" },
         { value: "allowlist", label: "allowlist", hint: "only senders in routing.dm.allowFrom (and paired ones)" },
@@ -108,5 +110,6 @@ export const CHANNEL_STEPS: WizardStep[] = [
   tokenStep("slack", "botToken"),
   tokenStep("slack", "appToken"),
   ...SIGNAL_MATRIX_STEPS,
+  ...WHATSAPP_STEPS,
   dmPolicy,
 ];
