@@ -13,7 +13,7 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Update } from "grammy/types";
 import { safeParseJson } from "../../shared/contract/index.js";
-import { closeHttpServer, listenHttp, readBody, safeEqual } from "../../shared/runtime/channel/index.js";
+import { closeHttpServer, listenHttp, readBody, safeEqual, sendText as answer } from "../../shared/runtime/channel/index.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 
 export const SECRET_HEADER = "x-telegram-bot-api-secret-token";
@@ -29,11 +29,6 @@ export interface WebhookOptions {
   log: Logger;
   handle(update: Update): Promise<void>;
 }
-
-const answer = (res: ServerResponse, status: number, text = "") => {
-  res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "content-length": Buffer.byteLength(text) });
-  res.end(text);
-};
 
 function webhookHandler(opts: WebhookOptions) {
   const { log } = opts;

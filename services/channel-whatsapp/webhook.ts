@@ -15,7 +15,7 @@
 import { createHmac } from "node:crypto";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { safeParseJson } from "../../shared/contract/index.js";
-import { closeHttpServer, listenHttp, readBody, safeEqual } from "../../shared/runtime/channel/index.js";
+import { closeHttpServer, listenHttp, readBody, safeEqual, sendText as answer } from "../../shared/runtime/channel/index.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import { isPayload, type WaPayload } from "./inbound.js";
 
@@ -31,11 +31,6 @@ export interface WebhookOptions {
   log: Logger;
   handle(payload: WaPayload): Promise<void>;
 }
-
-const answer = (res: ServerResponse, status: number, text = "") => {
-  res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "content-length": Buffer.byteLength(text) });
-  res.end(text);
-};
 
 /** `sha256=<hex>` of `body` with `secret`, as Meta signs it. */
 export function signatureOf(body: Uint8Array | string, secret: string): string {

@@ -40,6 +40,12 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text);
 }
 
+/** A plain-text answer (a webhook's status line for the platform). */
+export function sendText(res: ServerResponse, status: number, text = ""): void {
+  res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}
+
 /** Constant-time string comparison (tokens, signatures). */
 export function safeEqual(a: string, b: string): boolean {
   const x = Buffer.from(a);
