@@ -10,9 +10,13 @@
  */
 import assert from "node:assert/strict";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { actorGetsSecret, configuredChannelActors } from "../services/cli/actors.js";
 import { checkWhatsAppNumber } from "../services/cli/onboard/checks-whatsapp.js";
+import { withStoredSecrets } from "../services/cli/stored-secrets.js";
 import { parseConfig } from "../shared/runtime/config.js";
 import { FakeOpenAIServer } from "./fakes/openai-server.js";
 import { FakeWhatsAppServer } from "./fakes/whatsapp-server.js";
@@ -93,11 +97,16 @@ describe("lurkbot onboard: WhatsApp", () => {
     const cfg = parseConfig(raw, { LURKBOT_HOME: home.dir, ...secrets }, home.dir);
     assert.deepEqual([cfg.channels.whatsapp?.enabled, cfg.channels.whatsapp?.phoneNumberId, cfg.channels.whatsapp?.accessToken, cfg.channels.whatsapp?.verifyToken], [true, wa.phoneNumberId, wa.token, verifyToken]);
 
-    // the channel's own start-up check passes, and it answers Meta's webhook check with the stored token
+    assert.ok(configuredChannelActors(cfg).includes("channel-whatsapp"), "the launcher runs the channel");
+
+    // the channel's own start-up check passes with what the launcher hands it (the stored secrets the
+    // CLI merges into its environment, filtered to the actor's grants), and it answers Meta's webhook check
+    const granted = Object.fromEntries(Object.entries(withStoredSecrets({ LURKBOT_HOME: home.dir })).filter(([name]) => actorGetsSecret("channel-whatsapp", name)));
+    assert.deepEqual(Object.keys(granted).sort(), ["WHATSAPP_ACCESS_TOKEN", "WHATSAPP_APP_SECRET", "WHATSAPP_VERIFY_TOKEN"]);
     const nats = await TestNats.start();
     try {
       writeFileSync(join(nats.home, "config.json"), JSON.stringify(raw));
-      const actor = await startActorProcess("channel-whatsapp", nats, secrets);
+      const actor = await startActorProcess("channel-whatsapp", nats, granted);
       try {
         const hook = `http://127.0.0.1:${webhookPort}/whatsapp/webhook`;
         assert.deepEqual(await wa.verify(hook, verifyToken, "challenge-7"), { status: 200, text: "challenge-7" });
@@ -149,6 +158,12 @@ describe("lurkbot onboard: WhatsApp", () => {
     assert.equal(noSecret.code, 64, `${noSecret.stdout}\n${noSecret.stderr}`);
     assert.match(noSecret.stderr, /WhatsApp app secret: add --whatsapp-app-secret-env NAME/);
 
+    // the token itself given as the variable's NAME (it is shaped like one): refused without repeating it
+    const misused = await onboard(newHome(), [...flags.slice(0, -1), wa.token, "--whatsapp-app-secret-env", "WA_SECRET"], undefined, env);
+    assert.equal(misused.code, 64, `${misused.stdout}\n${misused.stderr}`);
+    assert.match(misused.stderr, /--whatsapp-token-env: no variable of that name is set .*never the secret itself/);
+    assert.ok(!`${misused.stdout}${misused.stderr}`.includes(wa.token.slice(4)), "the misused token is not repeated");
+
     const refusedHome = newHome();
     const before = readFileSync(join(refusedHome.dir, "config.json"), "utf8");
     const refused = await onboard(refusedHome, [...flags, "--whatsapp-app-secret-env", "WA_SECRET"], undefined, { ...env, WA_TOKEN: WRONG_TOKEN });
@@ -170,5 +185,44 @@ describe("lurkbot onboard: WhatsApp", () => {
     assert.ok(!JSON.stringify(r).includes(wa.token));
     const version = await checkWhatsAppNumber({ apiBaseUrl: wa.url, apiVersion: "v1.0", phoneNumberId: wa.phoneNumberId }, wa.token, 5_000);
     assert.match(version.ok ? "" : `${version.problem} / ${version.fix}`, /answered HTTP 400, code 2635: Unknown version v1\.0 \/ check channels\.whatsapp\.apiVersion/);
+  });
+  it("a verify token generated while WHATSAPP_VERIFY_TOKEN is set in the shell: the summary says the shell's wins (never showing it)", async () => {
+    const shellToken = "shell-verify-token-0123456789abcdef";
+    const home = newHome({ OPENAI_BASE_URL: openai.baseUrl, WHATSAPP_VERIFY_TOKEN: shellToken });
+    // … app secret; keep the verify token of the environment? n; generate? Enter (yes); DM policy Enter; hooks Enter; start n
+    const run = await onboard(home, [], ["y", "", "", "test-model", KEY, "7", wa.phoneNumberId, wa.token, APP_SECRET, "n", "", "", "", "n"]);
+    okRun(run);
+    assert.match(run.stdout, /The webhook verify token is set \(WHATSAPP_VERIFY_TOKEN in the environment\)/);
+    const generated = readJson(join(home.dir, "credentials", "secrets.json")).WHATSAPP_VERIFY_TOKEN as string;
+    assert.match(generated, /^[0-9a-f]{48}$/);
+    assert.match(run.stdout, /note: WHATSAPP_VERIFY_TOKEN is also set in your environment, and that one wins; unset it before `npx lurkbot start`/);
+    assertNowhere(run, home, [wa.token, APP_SECRET, shellToken]);
+  });
+
+  it("the live check takes any answer of the server: a body that is not a JSON object is an answer, not a crash; the number's names reach the terminal as one plain line", async () => {
+    const answers: Record<string, string> = {
+      "/v26.0/11111111": "null",
+      "/v26.0/22222222": JSON.stringify({ display_phone_number: "+1\u001b[2J 555", verified_name: "Evil\u001b]0;title\u0007\nName" }),
+      "/v26.0/33333333": JSON.stringify({ error: { message: "bad\u001b[31m\r\nthing", code: 100 } }),
+    };
+    const server = createServer((req, res) => {
+      res.writeHead(req.url?.startsWith("/v26.0/3") ? 400 : 200, { "content-type": "application/json" });
+      res.end(answers[new URL(req.url ?? "/", "http://x").pathname] ?? "{}");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const apiBaseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const check = (phoneNumberId: string) => checkWhatsAppNumber({ apiBaseUrl, apiVersion: "v26.0", phoneNumberId }, wa.token, 5_000);
+      const nul = await check("11111111");
+      assert.equal(nul.ok, false);
+      assert.match(nul.ok ? "" : nul.problem, /answered HTTP 200: null/);
+      const named = await check("22222222");
+      assert.equal(named.ok, true);
+      assert.equal(named.ok ? named.detail : "", 'WhatsApp knows phone number id 22222222 as +1 [2J 555 ("Evil ]0;title Name")');
+      const refused = await check("33333333");
+      assert.equal(refused.ok ? "" : refused.problem, `the Graph API at ${apiBaseUrl} cannot read phone number id 33333333 with this token (HTTP 400, code 100: bad [31m thing)`);
+    } finally {
+      server.close();
+    }
   });
 });

@@ -47,7 +47,7 @@ export const COMMANDS: CommandSpec[] = [
   {
     name: "onboard",
     args: "",
-    summary: "first-time setup wizard: model (checked live), key, channels (Signal and Matrix too), skills, hooks; writes config.json, runs setup and init",
+    summary: "first-time setup wizard: model (checked live), key, channels (Signal, Matrix and WhatsApp too), skills, hooks; writes config.json, runs setup and init",
     details: [
       "Asks on the terminal (or reads answers from a pipe, one per line; Enter takes the default). Keys and tokens are",
       "read without echo and stored in $LURKBOT_HOME/credentials/secrets.json (mode 600), never in config.json; the",

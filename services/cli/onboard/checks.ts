@@ -180,12 +180,14 @@ export async function call(url: string, init: RequestInit, timeoutMs: number, se
   try {
     const res = await fetch(url, { ...init, signal });
     const text = await res.text();
-    let body: Record<string, any> = {};
+    let parsed: unknown;
     try {
-      body = JSON.parse(text) as Record<string, any>;
+      parsed = JSON.parse(text);
     } catch {
-      body = { text: scrub(text, [secret]) };
+      parsed = undefined;
     }
+    // only a JSON object is a body the checks read fields of (`null`, a list or a string is text)
+    const body = parsed !== null && typeof parsed === "object" && !Array.isArray(parsed) ? parsed as Record<string, any> : { text: scrub(text, [secret]) };
     return { status: res.status, body };
   } catch (err) {
     rethrowAbort(abort);

@@ -57,6 +57,8 @@ const SECRET_ENV_FLAGS: Record<string, string> = {
   "matrix-token-env": tokenId("matrix", "accessToken"), "whatsapp-token-env": tokenId("whatsapp", "accessToken"),
   "whatsapp-app-secret-env": "whatsappAppSecret", "whatsapp-verify-token-env": "whatsappVerifyToken",
 };
+/** an environment variable's name as people write them (an unset one is named back in the error) */
+const LIKELY_VAR_NAME = /^[A-Z_][A-Z0-9_]{0,63}$/;
 const ADVANCED_IDS = new Set(["natsUrl", "workspace", "toolProfile", "execApproval", "heartbeat", "tts"]);
 
 /** The answers the command line gives, by question id. Secrets come from the environment only. */
@@ -67,9 +69,15 @@ export function presetsFromFlags(p: ParsedCommand, env: Env): Map<string, Preset
   for (const [flag, id] of Object.entries(SECRET_ENV_FLAGS)) {
     const name = o[flag];
     if (typeof name !== "string") continue;
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new UsageError(`--${flag} takes the NAME of an environment variable holding the secret (e.g. --${flag} ${flag === "api-key-env" ? "OPENAI_API_KEY" : "TELEGRAM_BOT_TOKEN"}), never the secret itself.`, "onboard");
+    const example = `e.g. --${flag} ${flag === "api-key-env" ? "OPENAI_API_KEY" : "TELEGRAM_BOT_TOKEN"}`;
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new UsageError(`--${flag} takes the NAME of an environment variable holding the secret (${example}), never the secret itself.`, "onboard");
     const value = env[name];
-    if (!value) throw new UsageError(`--${flag} ${name}: the variable ${name} is not set (or empty) in this environment; export it first.`, "onboard");
+    if (!value) {
+      // some secrets look like a variable name (a WhatsApp token EAA…, a hex app secret, a Matrix syt_… token):
+      // a name that is not the usual UPPER_CASE one is not repeated, in case it is the secret itself
+      if (!LIKELY_VAR_NAME.test(name)) throw new UsageError(`--${flag}: no variable of that name is set (or it is empty) in this environment. --${flag} takes the NAME of an environment variable holding the secret (${example}), never the secret itself.`, "onboard");
+      throw new UsageError(`--${flag} ${name}: the variable ${name} is not set (or empty) in this environment; export it first.`, "onboard");
+    }
     presets.set(id, value.trim());
   }
   if (typeof o.channels === "string") {

@@ -222,7 +222,11 @@ function summary(f: FinishState): WizardStep {
       say(`  channels: terminal${st.channels.map((c) => `, ${c}${checked(c)}`).join("")}`);
       const web = webLine(s, f);
       if (web) say(`  ${web}`);
-      for (const line of whatsappSummary(st, s.prompt.interactive, storedSecretsPath(st.env))) say(`  ${line}`);
+      for (const line of whatsappSummary(st, cfg, s.prompt.interactive, storedSecretsPath(st.env))) say(`  ${line}`);
+      // a channel secret entered now and stored, while the shell sets another: the shell's is the one the channel gets
+      for (const t of CHANNEL_TOKEN_ENV) {
+        if ((st.channels as string[]).includes(t.channel) && st.secrets[t.env] && st.env[t.env] && st.env[t.env] !== st.secrets[t.env]) say(`  note: ${t.env} is also set in your environment, and that one wins; unset it before \`npx lurkbot start\`.`);
+      }
       say(`  workspace: ${cfg.workspace}`);
       say(`  config: ${st.configPath}`);
       if (st.env.LURKBOT_MODEL && st.env.LURKBOT_MODEL !== `${providerName(st.provider!)}/${st.model}`) say(`  note: LURKBOT_MODEL=${st.env.LURKBOT_MODEL} in your environment overrides the model in config.json; unset it to use this one.`);

@@ -12,6 +12,8 @@
  */
 import { randomBytes } from "node:crypto";
 import type { z } from "zod";
+import { dmRules } from "../../../shared/runtime/access-policy.js";
+import type { LurkConfig } from "../../../shared/runtime/config.js";
 import { CHANNEL_TOKEN_ENV, whatsappChannelSchema } from "../../../shared/runtime/config-channels.js";
 import { afterChannelCheck, channelToken } from "./channel-token.js";
 import { CHECK_TIMEOUT_MS } from "./checks.js";
@@ -33,13 +35,19 @@ const valid = <T>(schema: z.ZodType<T>, value: unknown): T => {
 };
 
 /** channels.whatsapp's Graph API and webhook settings: config.json's where valid, else the defaults. */
-export function whatsappSettings(raw: Record<string, any>): { apiBaseUrl: string; apiVersion: string; host: string; port: number; path: string } {
+function whatsappSettings(raw: Record<string, any>): { apiBaseUrl: string; apiVersion: string; host: string; port: number; path: string } {
   const c = (raw.channels?.whatsapp ?? {}) as Record<string, unknown>;
   return {
     apiBaseUrl: valid(shape.apiBaseUrl, c.apiBaseUrl), apiVersion: valid(shape.apiVersion, c.apiVersion),
     host: valid(shape.host, c.host), port: valid(shape.port, c.port), path: valid(shape.path, c.path),
   };
 }
+
+/** host:port of the webhook as a reverse proxy's upstream (a wildcard listen address is reached on loopback; IPv6 in brackets) */
+const upstream = (w: { host: string; port: number }): string => {
+  const host = w.host === "0.0.0.0" ? "127.0.0.1" : w.host === "::" ? "::1" : w.host;
+  return `${host.includes(":") ? `[${host}]` : host}:${w.port}`;
+};
 
 const secretProblem = (what: string, min: number, max: number) => (v: string): string | undefined =>
   !/^[\x21-\x7e]+$/.test(v) ? `${what} has no spaces (printable ASCII only); paste it again` : v.length < min || v.length > max ? `that is too short or too long for ${what} (${min} to ${max} characters); copy it again` : undefined;
@@ -79,7 +87,7 @@ const webhook: WizardStep = {
     await channelToken(s, APP_SECRET, "whatsappAppSecret", "WhatsApp app secret", false, secretProblem("an app secret", 16, 256));
     const w = whatsappSettings(s.state.raw);
     s.prompt.say(`WhatsApp webhook: Meta POSTs each message to a public https URL of yours. The channel listens on ${w.host}:${w.port} at ${w.path} (channels.whatsapp.host, .port, .path; defaults 127.0.0.1, 8791, /whatsapp/webhook).`);
-    s.prompt.say(`  Meta needs public HTTPS with a valid certificate: a reverse proxy you run (Caddy: \`reverse_proxy ${w.path} ${w.host}:${w.port}\`) or Tailscale Funnel (\`tailscale funnel --bg --https=8443 http://${w.host}:${w.port}/\`); keep the port itself closed.`);
+    s.prompt.say(`  Meta needs public HTTPS with a valid certificate: a reverse proxy you run (Caddy: \`reverse_proxy ${w.path} ${upstream(w)}\`) or Tailscale Funnel (\`tailscale funnel --bg --https=8443 http://${upstream(w)}/\`); keep the port itself closed.`);
     s.prompt.say(`  The callback URL to give Meta: https://<your public host>${w.path} (with :8443 after the host when Funnel serves there).`);
     await verifyToken(s);
   },
@@ -105,18 +113,18 @@ async function verifyToken(s: WizardSession): Promise<void> {
   st.secrets[VERIFY.env] = await s.prompt.secret({ id: "whatsappVerifyToken", message: "Webhook verify token (16+ characters)", validate: secretProblem("a verify token", 16, 256) });
 }
 
-/** The summary's WhatsApp lines: where to register the webhook, the verify token (a generated one shown once, to a person), the DM rules. */
-export function whatsappSummary(st: OnboardState, interactive: boolean, secretsPath: string): string[] {
-  if (!st.channels.includes("whatsapp")) return [];
-  const w = whatsappSettings(st.raw);
+/** The summary's WhatsApp lines (`cfg`: the config as written and loaded): where to register the webhook, the verify token (a generated one shown once, to a person), the DM rules. */
+export function whatsappSummary(st: OnboardState, cfg: LurkConfig, interactive: boolean, secretsPath: string): string[] {
+  const w = cfg.channels.whatsapp;
+  if (!st.channels.includes("whatsapp") || !w) return [];
   const token = st.secrets[VERIFY.env];
   const verify = st.whatsapp?.verifyTokenGenerated && token
     ? interactive ? `${token}  (generated; shown only now, stored as ${VERIFY.env} in ${secretsPath})` : `the generated ${VERIFY.env} in ${secretsPath}`
     : `the one you chose (${VERIFY.env})`;
-  const dm = st.raw.routing?.dm?.byChannel?.whatsapp?.policy ?? st.dmPolicy ?? st.raw.routing?.dm?.policy ?? "open";
+  const dm = dmRules("whatsapp", cfg).policy;
   return [
     "whatsapp: register the webhook in your Meta app > WhatsApp > Configuration > Webhook > Edit:",
-    `    callback URL: https://<your public host>${w.path}  (reaching ${w.host}:${w.port} through your reverse proxy or Tailscale Funnel)`,
+    `    callback URL: https://<your public host>${w.path}  (reaching ${upstream(w)} through your reverse proxy or Tailscale Funnel)`,
     `    verify token: ${verify}`,
     "    then Verify and save (after `npx lurkbot start`), and under Manage subscribe to the \"messages\" field",
     `whatsapp DMs follow routing.dm like the other chat channels: policy ${dm}${dm === "pairing" ? " (a new sender gets a code: `npx lurkbot pairing approve CODE`)" : ""}`,
