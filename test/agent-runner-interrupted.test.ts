@@ -11,8 +11,9 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { outboundMessageSchema, runEventSchema, STREAMS, subjects, type RunEvent, type RunRequest } from "../shared/contract/index.js";
+import { CONSUMERS, outboundMessageSchema, runEventSchema, STREAMS, subjects, type RunEvent, type RunRequest } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
+import { runHandler, type RunnerDeps } from "../services/agent-runner/run.js";
 import { FakeOpenAIServer, messageText } from "./fakes/openai-server.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./harness/actors.js";
 import { TestNats } from "./harness/nats.js";
@@ -98,5 +99,45 @@ describe("agent-runner: a run interrupted on every delivery", () => {
     const next = await publishRun(2, "a normal message");
     const done = await waitFor(() => next.events.find((e) => e.event.kind === "done" || e.event.kind === "error"), 15_000, "the next run's end");
     assert.ok(done.event.kind === "done" && done.event.text === "echo: a normal message", JSON.stringify(done.event));
+  });
+
+  it("a clean stop (SIGTERM) hands the run back to be resumed; one on its last delivery gives it up with an answer, not a dead letter", async () => {
+    const givenUp: Record<string, unknown>[] = [];
+    const deadLetters: unknown[] = [];
+    admin.subscribe(S.event("agent-runner", "run_given_up"), { callback: (_e, m) => void givenUp.push(m.json()) });
+    admin.subscribe(S.deadLetter(STREAMS.runs, CONSUMERS.agentRunner), { callback: (_e, m) => void deadLetters.push(m.json()) });
+    fake.enqueue({ kind: "hang", text: "thinking" }, { kind: "hang", text: "thinking" });
+    const run = await publishRun(3, "a long task");
+    for (const delivery of [1, 2]) {
+      await waitFor(() => callsWith("a long task") === delivery, 15_000, `model call of delivery ${delivery} (resumed after a clean stop)`);
+      await runner.stop();
+      runner = await startActorProcess("agent-runner", nats, runnerEnv());
+    }
+    const terminal = await waitFor(() => run.events.find((e) => e.event.kind === "done" || e.event.kind === "error"), 15_000, "terminal event");
+    assert.ok(terminal.event.kind === "error" && terminal.event.code === "INTERNAL", `an error end: ${JSON.stringify(terminal.event)}`);
+    const jsm = await jetstreamManager(admin);
+    const reply = outboundMessageSchema.parse((await waitFor(() => jsm.streams.getMessage(STREAMS.outbound, { last_by_subj: S.outbound("cli", "int-3") }).catch(() => null), 10_000, "the error reply")).json());
+    assert.equal(reply.kind, "error");
+    assert.match(reply.text, /started 2 times .* given up; send the message again/);
+    await waitFor(() => givenUp.length === 1, 5_000, "run_given_up event");
+    await new Promise((r) => setTimeout(r, 500));
+    assert.deepEqual(deadLetters, [], "not dead-lettered");
+    assert.equal(callsWith("a long task"), 2, "no third model call");
+  });
+});
+
+describe("agent-runner: a consolidate command interrupted on every delivery", () => {
+  it("is given up (logged, run_given_up) without consolidating again", async () => {
+    const emitted: [string, Record<string, unknown>][] = [];
+    const log = { child: () => log, error() {}, warn() {}, info() {}, debug() {} };
+    // touching anything but the config, the logger and emit (the registry, the bus) throws
+    const rt = { config: { bus: { maxDeliver: 2 }, memory: { enabled: true } }, log, emit: (event: string, data: Record<string, unknown>) => void emitted.push([event, data]) };
+    const deps = { rt, controls: { exclusive: (_id: string, fn: () => Promise<void>) => fn() } } as unknown as RunnerDeps;
+    const req = {
+      type: "lurk.run.request.v1", id: "req-cons", ts: Date.now(), runId: "run-cons", sessionKey: "agent:main:cli:dm:cons", agentId: "main", sessionType: "dm",
+      trigger: "command", inputs: [], deliver: false, options: { command: "consolidate", previousSessionId: "s-old" },
+    } as unknown as RunRequest;
+    await runHandler(deps)(req, { subject: "x", streamSeq: 1, deliveryCount: 3, redelivered: true, headers: {}, ackNow() {} });
+    assert.deepEqual(emitted, [["run_given_up", { runId: "run-cons", sessionKey: "agent:main:cli:dm:cons", deliveries: 2 }]]);
   });
 });

@@ -2,7 +2,9 @@
  * Steering, follow-ups and turn hooks of the agent loop. The loop runs in-process with a
  * scripted provider (a Provider that answers from a list and records what it was sent) and
  * publishes its events through the real RunEvents on a real nats-server; one end-to-end test
- * sends the control over the bus to a real agent-runner process.
+ * sends the control over the bus to a real agent-runner process. Inputs the loop can no longer
+ * answer (its iteration limit, a hook's stop, an error) are never taken, and every exit closes
+ * the mailbox.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -147,6 +149,49 @@ describe("agent loop: steering, follow-ups, hooks", () => {
     assert.equal(t.events.filter((e) => e.event.kind === "steer").length, 0, "a follow-up is not steering");
     // after the loop's last look the mailbox is closed: a late input is refused, not lost in a finished run
     assert.equal(t.mailbox.push(input("ctl-late", "followup", "too late")), false);
+  });
+
+  it("inputs a run accepted and can no longer answer are never taken: at its iteration limit, a hook's stop, an error; every exit closes the mailbox", async () => {
+    // the iteration limit: steering that came during the last allowed turn's tool call is left
+    const atLimit = new ScriptedProvider(() => calls({ id: `l${atLimit.seen.length}`, name: "note" }));
+    const t = setup(atLimit, { onTool: () => void t.mailbox.push(input("ctl-limit", "steer", "one more thing")) });
+    const limited = await runLoop({ ...t.deps, maxIterations: 1 }, fresh);
+    await t.flush();
+    assert.equal(limited.stoppedAtLimit, true);
+    assert.equal(atLimit.seen.length, 1);
+    assert.deepEqual(t.recorded, [], "not recorded: the router runs it on its own");
+    assert.equal(t.mailbox.push(input("ctl-late-1", "followup", "too late")), false, "closed at the limit");
+
+    // a follow-up waiting when the last allowed turn answers: the answer is the run's, the follow-up is left
+    const lastAnswer = new ScriptedProvider((_req, n) => (n === 1 ? calls({ id: "a1", name: "note" }) : answer("the answer")));
+    const t2 = setup(lastAnswer, { onTool: () => void t2.mailbox.push(input("ctl-last", "followup", "and this")) });
+    const answered = await runLoop({ ...t2.deps, maxIterations: 2 }, fresh);
+    await t2.flush();
+    assert.deepEqual([answered.text, answered.stoppedAtLimit, lastAnswer.seen.length], ["the answer", false, 2]);
+    assert.deepEqual(t2.recorded, []);
+
+    // a hook's stop: the steering that came meanwhile is left
+    const stopper: TurnHooks = { onTurnEnd: () => "enough" };
+    const hooked = new ScriptedProvider(() => calls({ id: "h1", name: "note" }));
+    const t3 = setup(hooked, { hooks: [stopper], onTool: () => void t3.mailbox.push(input("ctl-hook", "steer", "wait")) });
+    assert.equal((await runLoop(t3.deps, fresh)).stoppedByHook, "enough");
+    await t3.flush();
+    assert.deepEqual(t3.recorded, []);
+    assert.equal(t3.mailbox.push(input("ctl-late-3", "steer", "too late")), false);
+
+    // a provider error after a follow-up was accepted: the loop fails, the follow-up was never taken
+    const failing = new ScriptedProvider((_req, n) => { if (n === 2) throw new Error("provider down"); return calls({ id: "e1", name: "note" }); });
+    const t4 = setup(failing, { onTool: () => void t4.mailbox.push(input("ctl-err", "followup", "are you there?")) });
+    await assert.rejects(runLoop(t4.deps, fresh), /provider down/);
+    await t4.flush();
+    assert.deepEqual(t4.recorded, []);
+    assert.equal(t4.mailbox.push(input("ctl-late-4", "followup", "hello?")), false, "closed on an error");
+  });
+
+  it("a command run's mailbox is closed from the start", () => {
+    const mailbox = new RunMailbox({ closed: true });
+    assert.equal(mailbox.push(input("ctl-cmd", "followup", "during /compact")), false);
+    assert.deepEqual(mailbox.takeAllOrClose(), []);
   });
 
   it("a repeated control message is taken once", async () => {

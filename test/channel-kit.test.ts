@@ -264,6 +264,21 @@ describe("channel kit: delivery over the bus (webhook channel process)", () => {
     assert.equal(receiver.matching((b) => b?.deliveryId === "d-poison").length, 3, "no fourth attempt");
   });
 
+  it("a delivery whose channel stops on its last delivery (during a platform's retry-after) is given up: delivery_failed, not a dead letter", async () => {
+    receiver.answer = (body) => {
+      if (body?.deliveryId !== "d-stop") return 200;
+      return receiver.matching((b) => b?.deliveryId === "d-stop").length < 2 ? 500 : { status: 429, headers: { "retry-after": "20" } };
+    };
+    await publish(outbound("d-stop", "a message sent while the channel stops"));
+    await waitFor(() => receiver.matching((b) => b?.deliveryId === "d-stop").length === 3, 15_000, "the third attempt reached the receiver");
+    await new Promise((r) => setTimeout(r, 200)); // the kit waits out the retry-after
+    await channel.stop();
+    channel = await startActorProcess("channel-webhook", nats, env);
+    const failed = await receiptFor("d-stop", "failed");
+    assert.match(failed.data.error, /stopped while sending it, on its last attempt \(3\)/);
+    assert.equal(receipts.filter((r) => r.event === "dead_letter").length, 0, "not dead-lettered");
+  });
+
   it("a delivery already sent is not sent again when redelivered", async () => {
     await publish(outbound("d-once", "Only once."));
     await receiptFor("d-once", "delivered");

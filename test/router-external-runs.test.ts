@@ -157,10 +157,16 @@ describe("router: runs other actors store in RUNS hold their session's lane", ()
       const ctl = await waitFor(() => rig.controls.find((c) => c.runId === runId && c.action === "steer"), 10_000, "steer control");
       assert.equal(ctl.input?.text, "also check the weather");
       await noRun(msg.runId);
+      // the run's loop takes it: its input record, as the agent-runner stores it
+      await runnerBus.call("sessions", "append", {
+        sessionKey,
+        records: [{ id: recordIds.mailboxInput(runId, ctl.id), ts: Date.now(), runId, kind: "message", message: { role: "user", content: [{ type: "text", text: ctl.input!.text }] } }],
+      });
+      end({ runId, sessionKey });
+      await noRun(msg.runId, 500);
     } finally {
       rig.acceptControls = false;
     }
-    end({ runId, sessionKey });
     await waitFor(async () => (await rig.bus.call("router", "lanes", { sessionKey })).lanes.length === 0 || undefined, 10_000, "lane freed");
   });
 

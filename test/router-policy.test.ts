@@ -2,8 +2,8 @@
  * Who may talk to the bot, and what a busy session does with more messages (pure decisions on
  * real stores): DM policies (open, allowlist, pairing, disabled), group policies and mention
  * gating, owners; the pairing store on a real LMDB with a controllable clock (codes valid one
- * hour, at most three pending per channel, approve/deny/revoke); the queue's drop policies and
- * collect merging over real lanes.
+ * hour, at most three pending per channel, approve/deny/revoke); the queue's drop policies,
+ * collect merging and hand-offs kept until the run that took them ended over real lanes.
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -150,13 +150,21 @@ describe("queue policy over real lanes", () => {
     const controls: string[] = [];
     const aborts: string[] = [];
     let accept = false;
+    /** `<runId>:<controlId>` of the inputs the runs stored (their loop took them) */
+    const storedInputs = new Set<string>();
+    const checked: string[] = [];
     const queues = new SessionQueues({
       lanes, log: createLogger("test", "silent"),
       dispatch: async (r) => { dispatched.push(structuredClone(r)); lanes.markDispatched(r.runId); return "dispatched"; },
       control: async (runId, action, input) => { controls.push(`${action}:${runId}:${input.text}`); return accept; },
       abort: (runId) => void aborts.push(runId),
+      stored: async (_key, handed) => {
+        checked.push(`${handed.runId}:${handed.controlId}`);
+        return storedInputs.has(`${handed.runId}:${handed.controlId}`);
+      },
+      release: (runId) => void lanes.release(runId),
     });
-    return { lanes, queues, dispatched, controls, aborts, accept: (v: boolean) => (accept = v) };
+    return { lanes, queues, dispatched, controls, aborts, checked, storedInputs, accept: (v: boolean) => (accept = v) };
   };
   const submit = (q: SessionQueues, n: number, s: Partial<QueueSettings>) => q.submit(new Work(request(n), { redelivered: false, deliveryCount: 1 }, settings(s), Date.now()));
 
@@ -212,23 +220,74 @@ describe("queue policy over real lanes", () => {
     assert.deepEqual(dispatched[1]!.origin?.messageIds, ["m2", "m3", "m4"]);
   });
 
-  it("steer/followup: handed to the active run when taken, else queued; interrupt aborts and drops the waiting", async () => {
+  it("steer/followup: handed to the active run when taken, else queued; interrupt aborts and drops the waiting and the handed", async () => {
     const t = setup();
     await submit(t.queues, 1, {});
     t.accept(true);
-    assert.equal(await submit(t.queues, 2, { mode: "steer" }), "handed");
-    assert.equal(await submit(t.queues, 3, { mode: "followup" }), "handed");
+    const w2 = submit(t.queues, 2, { mode: "steer" });
+    const w3 = submit(t.queues, 3, { mode: "followup" });
     t.accept(false);
     const w4 = submit(t.queues, 4, { mode: "steer" });
     await new Promise((r) => setTimeout(r, 10));
     assert.deepEqual(t.controls, ["steer:run-1:m2", "followup:run-1:m3", "steer:run-1:m4"]);
-    assert.deepEqual(t.lanes.waitingRuns("agent:main:main"), ["run-4"]);
+    assert.deepEqual(t.lanes.waitingRuns("agent:main:main"), ["run-4"], "handed works are not queued");
+    assert.deepEqual(t.lanes.parkedRuns("agent:main:main"), ["run-2", "run-3"]);
     const w5 = submit(t.queues, 5, { mode: "interrupt" });
-    assert.equal(await w4, "dropped");
+    assert.deepEqual(await Promise.all([w2, w3, w4]), ["dropped", "dropped", "dropped"]);
     assert.deepEqual(t.aborts, ["run-1"]);
     t.lanes.release("run-1");
     assert.equal(await w5, "dispatched");
     assert.deepEqual(t.dispatched.map((r) => r.runId), ["run-1", "run-5"]);
+    assert.deepEqual(t.checked, [], "nothing dropped is checked or run");
+  });
+
+  it("a hand-off the run stored is handed at its end; one it did not store runs on its own ahead of the later arrivals", async () => {
+    const t = setup();
+    const key = "agent:main:main";
+    await submit(t.queues, 1, {});
+    t.accept(true);
+    const taken = submit(t.queues, 2, { mode: "followup" });
+    const lost = submit(t.queues, 3, { mode: "steer" });
+    t.accept(false);
+    const later = submit(t.queues, 4, { mode: "followup" }); // refused: queued
+    await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual([t.lanes.parkedRuns(key), t.lanes.waitingRuns(key)], [["run-2", "run-3"], ["run-4"]]);
+    assert.deepEqual(t.lanes.snapshot(key).map((l) => l.queued), [1], "handed works are not counted as queued");
+    t.storedInputs.add("run-1:ctl-run-2"); // run-1's loop took m2, never m3
+    let settled = false;
+    void taken.then(() => (settled = true));
+    await new Promise((r) => setTimeout(r, 10));
+    assert.equal(settled, false, "not acked before the run's end");
+    t.lanes.release("run-1");
+    assert.equal(await taken, "handed");
+    assert.equal(await lost, "dispatched");
+    assert.deepEqual(t.checked, ["run-1:ctl-run-2", "run-1:ctl-run-3"]);
+    assert.deepEqual(t.dispatched.map((r) => r.runId), ["run-1", "run-3"], "m3 got its run before m4");
+    assert.equal(t.dispatched[1]!.inputs[0]!.text, "m3");
+    assert.equal(t.lanes.activeRun(key), "run-3");
+    t.lanes.release("run-3");
+    assert.equal(await later, "dispatched");
+    assert.deepEqual(t.dispatched.map((r) => r.runId), ["run-1", "run-3", "run-4"]);
+  });
+
+  it("a hand-off waits behind a run another actor started beside the active one, and is not dropped by the cap", async () => {
+    const t = setup();
+    const key = "agent:main:main";
+    await submit(t.queues, 1, {});
+    t.accept(true);
+    const handed = submit(t.queues, 2, { mode: "followup", cap: 1 });
+    t.accept(false);
+    assert.equal(t.lanes.hold(key, "cron-1", Date.now()), "queued");
+    const w3 = submit(t.queues, 3, { cap: 1 });
+    const w4 = submit(t.queues, 4, { cap: 1 }); // the cap drops m3, the oldest waiting, not the handed m2
+    assert.equal(await w3, "dropped");
+    t.lanes.release("run-1");
+    assert.equal(t.lanes.activeRun(key), "cron-1", "the run already going comes first");
+    t.lanes.release("cron-1");
+    assert.equal(await handed, "dispatched");
+    t.lanes.release("run-2");
+    assert.equal(await w4, "dispatched");
+    assert.deepEqual(t.dispatched.map((r) => r.runId), ["run-1", "run-2", "run-4"]);
   });
 
   it("steer-backlog: steered and also kept as a run of its own", async () => {
@@ -242,14 +301,22 @@ describe("queue policy over real lanes", () => {
     assert.equal(await w2, "dispatched");
   });
 
-  it("/stop drops the waiting and aborts the active run", async () => {
+  it("/stop drops the waiting and the handed (never run afterwards) and aborts the active run", async () => {
     const t = setup();
     await submit(t.queues, 1, {});
     const w2 = submit(t.queues, 2, {});
     const w3 = submit(t.queues, 3, {});
-    assert.deepEqual(t.queues.stop("agent:main:main", "test"), { activeRunId: "run-1", dropped: 2 });
-    assert.deepEqual(await Promise.all([w2, w3]), ["dropped", "dropped"]);
+    t.accept(true);
+    const w4 = submit(t.queues, 4, { mode: "steer" });
+    await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(t.queues.stop("agent:main:main", "test"), { activeRunId: "run-1", dropped: 3 });
+    assert.deepEqual(await Promise.all([w2, w3, w4]), ["dropped", "dropped", "dropped"]);
     assert.deepEqual(t.aborts, ["run-1"]);
+    t.lanes.release("run-1");
+    await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(t.dispatched.map((r) => r.runId), ["run-1"]);
+    assert.deepEqual(t.checked, []);
+    assert.equal(t.lanes.busy("agent:main:main"), false);
   });
 });
 

@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { outboundMessageSchema, safeParseJson, subjects, type OutboundMessage } from "../shared/contract/index.js";
+import { outboundMessageSchema, recordIds, safeParseJson, subjects, type OutboundMessage } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { RouterRig } from "./harness/router-rig.js";
 import { broadcastRunId } from "../services/router/broadcast.js";
@@ -91,6 +91,11 @@ describe("router: queue modes, commands, policies (router process, scripted runn
       await noRun(second.runId);
       const lanes = await bus.call("router", "lanes", { sessionKey: r1.sessionKey });
       assert.deepEqual(lanes.lanes.map((l) => [l.activeRunId, l.queued, l.queueMode]), [[r1.runId, 0, "steer"]]);
+      // the run's loop takes it: its input record, as the agent-runner stores it (else it would get a run of its own)
+      await new BusClient(runner).call("sessions", "append", {
+        sessionKey: r1.sessionKey,
+        records: [{ id: recordIds.mailboxInput(r1.runId, ctl.id), ts: Date.now(), runId: r1.runId, kind: "message", message: { role: "user", content: [{ type: "text", text: ctl.input!.text }] } }],
+      });
       finish(r1);
       await noRun(second.runId, 300);
     } finally {

@@ -3,7 +3,8 @@
  * active run's AbortController. An abort that arrives before its run started is remembered for
  * a while, so the run ends as soon as it starts. Steering and follow-ups go to the active run's
  * mailbox (mailbox.ts); a control sent as a request is answered only by the instance holding the
- * run (runControlReplySchema), so a sender that hears nothing knows no runner took it. Also
+ * run (runControlReplySchema: `accepted: false` at once when its mailbox is closed), so a sender
+ * that hears nothing knows no runner took it. Also
  * serializes work on one runId in this process (a redelivery waits for the running attempt
  * instead of racing it).
  */
@@ -39,8 +40,8 @@ export class RunControls {
           const ctl = parsed.data;
           if (msg.subject !== this.rt.subjects.runControl(ctl.runId)) throw new LurkError("VALIDATION_FAILED", `runId ${ctl.runId} does not match ${msg.subject}`);
           const accepted = this.handle(ctl);
-          if (accepted && msg.reply) {
-            const reply: RunControlReply = { runId: ctl.runId, action: ctl.action, accepted: true };
+          if (accepted !== undefined && msg.reply) {
+            const reply: RunControlReply = { runId: ctl.runId, action: ctl.action, accepted };
             msg.respond(JSON.stringify(reply));
           }
         } catch (e) {
@@ -50,15 +51,19 @@ export class RunControls {
     });
   }
 
-  /** Applies a control; true when this instance holds the run and took it. */
-  private handle(ctl: RunControl): boolean {
+  /**
+   * Applies a control; true when this instance holds the run and took it, false when it holds the
+   * run and its mailbox is closed (answered at once, so the sender queues the input without
+   * waiting), undefined when another instance may hold it (no answer).
+   */
+  private handle(ctl: RunControl): boolean | undefined {
     const { runId, action, reason } = ctl;
     const controller = this.active.get(runId);
     if (action !== "abort") {
       const mailbox = this.mailboxes.get(runId);
       if (!mailbox || !ctl.input) {
         this.rt.log.debug({ runId, action, active: !!mailbox }, "run control for a run this instance does not hold");
-        return false;
+        return undefined;
       }
       const queued = mailbox.push({ id: ctl.id, action, input: ctl.input });
       this.rt.log.info({ runId, action, queued }, queued ? "input queued in the active run" : "the run no longer takes inputs");
@@ -71,16 +76,20 @@ export class RunControls {
     }
     this.earlyAborts.set(runId, Date.now());
     for (const [id, at] of this.earlyAborts) if (Date.now() - at > EARLY_ABORT_TTL_MS) this.earlyAborts.delete(id);
-    return false;
+    return undefined;
   }
 
-  /** The run's AbortController (already aborted when an abort came first). */
-  register(runId: string): AbortController {
+  /**
+   * The run's AbortController (already aborted when an abort came first). `inputs: false`: a run
+   * that takes no steering or follow-ups (a command run such as `/compact`): its mailbox is closed
+   * from the start, so a hand-off is refused at once and queues.
+   */
+  register(runId: string, opts: { inputs?: boolean } = {}): AbortController {
     const controller = new AbortController();
     if (this.rt.signal.aborted) controller.abort(SHUTDOWN);
     else if (this.earlyAborts.delete(runId)) controller.abort(new LurkError("ABORTED", "the run was aborted before it started"));
     this.active.set(runId, controller);
-    this.mailboxes.set(runId, new RunMailbox());
+    this.mailboxes.set(runId, new RunMailbox({ closed: opts.inputs === false }));
     return controller;
   }
 

@@ -8,7 +8,9 @@
  * Inputs that arrive mid-run (mailbox.ts): steering skips the turn's tool calls not yet started
  * and becomes the next turn's user message; follow-ups (and steering that came during a final
  * answer) start a new turn when the loop would end. Taken inputs are checkpointed before the
- * model sees them. Turn hooks observe each message, turn end and error; an onTurnEnd hook may
+ * model sees them, and only when a model call can still answer them (not at the iteration limit,
+ * nor when a hook stops the loop). The mailbox is closed on every exit of the loop (inputs not
+ * taken by then are never stored: their sender runs them on their own). Turn hooks observe each message, turn end and error; an onTurnEnd hook may
  * stop the loop.
  */
 import { addUsage, assistantText, LurkError, type AssistantMessage, type LlmMessage, type ToolDefinition, type ToolResultMessage, type Usage } from "../../shared/contract/index.js";
@@ -107,6 +109,9 @@ export async function runLoop(deps: LoopDeps, resume: ResumeState): Promise<Loop
     const error = LurkError.from(err);
     callHooks(deps, (h) => h.onError?.({ turn, error }));
     throw err;
+  } finally {
+    // every exit, not only the last look: inputs sent from now on are refused and queue instead
+    deps.mailbox?.close();
   }
 }
 
@@ -148,8 +153,15 @@ async function loop(deps: LoopDeps, resume: ResumeState, onTurn: (turn: number) 
       unsaved = ran.stored;
     }
     deps.events.emit({ kind: "turn_end", turn: t, stopReason: message.stopReason });
+    let stop: string | undefined;
+    callHooks(deps, (h) => {
+      const reason = h.onTurnEnd?.({ turn: t, usage: turnUsage, totalUsage: usage, toolCalls: calls.length });
+      if (typeof reason === "string" && stop === undefined) stop = reason;
+    });
     let more = calls.length > 0;
-    if (mailbox) {
+    // an input is taken only when a model call can still answer it: not when a hook stops the loop
+    // nor at the iteration limit (left in the mailbox, it is never stored: its sender runs it on its own)
+    if (mailbox && stop === undefined && t < deps.maxIterations) {
       const steering = mailbox.takeSteering();
       if (await takeInputs(t, steering, skipped)) more = true;
       else if (!more) {
@@ -161,11 +173,6 @@ async function loop(deps: LoopDeps, resume: ResumeState, onTurn: (turn: number) 
         }
       }
     }
-    let stop: string | undefined;
-    callHooks(deps, (h) => {
-      const reason = h.onTurnEnd?.({ turn: t, usage: turnUsage, totalUsage: usage, toolCalls: calls.length });
-      if (typeof reason === "string" && stop === undefined) stop = reason;
-    });
     return { more, stop };
   };
   const withEarlier = (text: string) => [...earlierAnswers, text].filter(Boolean).join("\n\n");

@@ -4,6 +4,11 @@
  * are skipped) and follow-ups when the loop would otherwise end; both become the next turn's
  * user message. Each input keeps the id of the control message that brought it, which names
  * its transcript record, so taking it twice (a resumed run) stores it once.
+ * The mailbox closes at the loop's last look (`takeAllOrClose`) and on every other exit of the
+ * loop (`close`: an error, an abort, its iteration limit, a hook's stop), before the run finishes;
+ * a command run's (`/compact`: no loop) is closed from the start. A closed mailbox refuses inputs,
+ * so the sender queues them as runs of their own. Inputs accepted and never taken are dropped
+ * here: the router sees at the run's end that the run did not store them and runs them itself.
  */
 import type { RunInput } from "../../shared/contract/index.js";
 
@@ -18,7 +23,12 @@ export class RunMailbox {
   private steering: MailboxInput[] = [];
   private followups: MailboxInput[] = [];
   private readonly seen = new Set<string>();
-  private closed = false;
+  private closed: boolean;
+
+  /** `closed`: a run that takes no inputs (a command run) */
+  constructor(opts: { closed?: boolean } = {}) {
+    this.closed = opts.closed ?? false;
+  }
 
   /** Queues an input (a repeated control id is taken once); false once the run stopped taking inputs. */
   push(item: MailboxInput): boolean {
@@ -27,6 +37,13 @@ export class RunMailbox {
     this.seen.add(item.id);
     (item.action === "steer" ? this.steering : this.followups).push(item);
     return true;
+  }
+
+  /** No input is accepted from now on; those waiting are dropped (never stored, so the router runs them). */
+  close(): void {
+    this.closed = true;
+    this.steering = [];
+    this.followups = [];
   }
 
   hasSteering(): boolean {

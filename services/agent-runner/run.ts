@@ -115,11 +115,6 @@ export function runHandler(deps: RunnerDeps) {
 async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryInfo): Promise<void> {
   const { rt } = deps;
   const log = runLogger(rt.log, req.runId, req.sessionKey);
-  // housekeeping of a transcript a reset ended: no session begin, no events, no reply
-  if (req.options.command === "consolidate") {
-    await consolidateEnded(deps, req, req.options.previousSessionId, log);
-    return;
-  }
   const key = { sessionKey: req.sessionKey };
   const opts = { runId: req.runId, causationId: req.id };
   const lastDelivery = delivery.deliveryCount >= rt.config.bus.maxDeliver;
@@ -131,6 +126,12 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
    * again, so a crash loop ends and the session's lane is freed.
    */
   const interrupted = delivery.deliveryCount > rt.config.bus.maxDeliver;
+  // housekeeping of a transcript a reset ended: no session begin, no events, no reply (an interrupted one is only logged)
+  if (req.options.command === "consolidate") {
+    if (interrupted) givenUp(rt, req, log, delivery.deliveryCount - 1);
+    else await consolidateEnded(deps, req, req.options.previousSessionId, log);
+    return;
+  }
   // publishes nothing until run_start (a finished run only re-publishes its reply)
   const events = new RunEvents(rt.nc, rt.subjects, req.runId, req.sessionKey, req.id, log);
   /**
@@ -208,7 +209,8 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   }
   log.info({ trigger: req.trigger, resumed: begun.prior === "started", delivery: delivery.deliveryCount }, "run started");
   attachRunNotes(rt, req, events, log); // /verbose and /reasoning notes (run-notes.ts)
-  const controller = deps.controls.register(req.runId);
+  // a command run (/compact) has no loop: it takes no inputs
+  const controller = deps.controls.register(req.runId, { inputs: !req.options.command });
   const mailbox = deps.controls.mailbox(req.runId);
   const timer = req.options.timeoutMs
     ? setTimeout(() => controller.abort(new LurkError("TIMEOUT", `the run exceeded its time limit of ${req.options.timeoutMs} ms`)), req.options.timeoutMs)
@@ -294,18 +296,22 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
     if (result.stoppedAtLimit) log.warn({ turns: result.turns }, "run stopped at the iteration limit");
     if (result.stoppedByHook) log.info({ turns: result.turns, reason: result.stoppedByHook }, "a turn hook stopped the run");
   } catch (err) {
-    if (controller.signal.reason === SHUTDOWN) throw SHUTDOWN;
+    const stopped = controller.signal.reason === SHUTDOWN;
+    // a stop hands the run back to be resumed; on its last delivery (which the consumer would
+    // dead-letter unanswered) it is given up here, as on a delivery after its last
+    if (stopped && !lastDelivery) throw SHUTDOWN;
     if (err instanceof BusFailure && !lastDelivery) {
       log.warn({ err: err.error, delivery: delivery.deliveryCount }, "bus failure; the run will be redelivered and resumed");
       throw err.error;
     }
-    const e = LurkError.from(err instanceof BusFailure ? err.error : err);
+    const e = stopped ? givenUp(rt, req, log, delivery.deliveryCount) : LurkError.from(err instanceof BusFailure ? err.error : err);
     Object.assign(outcome, { status: e.code === "ABORTED" ? "aborted" : "error", text: errorText(e), error: e });
     (e.code === "ABORTED" || e.code === "NO_MODEL" ? log.info.bind(log) : log.warn.bind(log))({ code: e.code, err: e }, "run ended with an error");
   } finally {
     // after a failover the run ended on another model: its usage is booked there
     if (chain && chain.current !== outcome.model) Object.assign(outcome, { model: chain.current, provider: chain.current.split("/")[0] });
     if (timer) clearTimeout(timer);
+    mailbox?.close(); // also when the loop never began (an error before it)
     deps.controls.unregister(req.runId, controller);
   }
   if (outcome.status === "done" && !req.options.command && deps.voice) {
@@ -344,13 +350,19 @@ function bootstrapHook(deps: RunnerDeps): BootstrapHook | undefined {
   return hooks && ((run, loaded) => hooks.filesFor(run, loaded, deps.rt.log));
 }
 
-/** Ends a run whose `deliveries` deliveries were all interrupted: an error reply, end marker and terminal event, nothing run. */
-async function giveUpInterrupted(deps: FinishDeps, deliveries: number, ref: string | undefined): Promise<void> {
-  const { rt, req, events, log } = deps;
+/** The error of a run interrupted on each of its `deliveries` deliveries (logged, `run_given_up` emitted): it is not run again. */
+function givenUp(rt: ActorRuntime, req: RunRequest, log: Logger, deliveries: number): LurkError {
   const error = new LurkError("INTERNAL", `the run was started ${deliveries} times and each time the agent-runner stopped before it ended `
     + "(it crashed or was restarted), so it was given up; send the message again to retry", { retryable: false });
   log.error({ deliveries, code: error.code }, "run interrupted on every delivery; given up");
   rt.emit("run_given_up", { runId: req.runId, sessionKey: req.sessionKey, deliveries }, "error");
+  return error;
+}
+
+/** Ends a run whose `deliveries` deliveries were all interrupted: an error reply, end marker and terminal event, nothing run. */
+async function giveUpInterrupted(deps: FinishDeps, deliveries: number, ref: string | undefined): Promise<void> {
+  const { rt, req, events, log } = deps;
+  const error = givenUp(rt, req, log, deliveries);
   events.emit({ kind: "run_start", agentId: req.agentId, trigger: req.trigger, ...(ref ? { model: ref, provider: ref.split("/")[0] } : {}) });
   await finish(deps, { status: "error", text: errorText(error), error, turns: 0, usage: emptyUsage() });
 }

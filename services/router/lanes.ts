@@ -9,6 +9,10 @@
  * while another run holds the lane already runs beside it, so it waits at the head of the queue
  * (ahead of the router's own waiters, never withdrawn nor counted as queued) and its end, even
  * before it got the lane, removes it.
+ * A work handed to the active run (steer, followup: the run accepted its input) waits beside that
+ * run (`acquireAfter`: parked, not queued nor counted) and, at the run's end, heads the queue
+ * (behind external runs already going), in the order handed: it is checked first, before the
+ * later arrivals run. `withdraw` (/stop, interrupt) removes a parked one too.
  */
 export interface LaneSnapshot {
   sessionKey: string;
@@ -21,7 +25,15 @@ export interface LaneSnapshot {
 interface Lane {
   active?: { runId: string; since: number; lastActivity: number; dispatched: boolean };
   /** `external`: a run that is already going (held, not granted): the lane is its next */
-  waiting: Array<{ runId: string; grant: (granted: boolean) => void; external?: boolean }>;
+  waiting: Waiter[];
+  /** works handed to the active run: the head of `waiting` once it ends */
+  parked: Waiter[];
+}
+
+interface Waiter {
+  runId: string;
+  grant: (granted: boolean) => void;
+  external?: boolean;
 }
 
 const noGrant = () => undefined;
@@ -45,6 +57,25 @@ export class Lanes {
     return new Promise((resolve) => lane.waiting.push({ runId, grant: resolve }));
   }
 
+  /**
+   * As `acquire`, for a work handed to the run `after`: it waits beside that run and heads the
+   * queue at its end. When `after` no longer holds the lane (it ended meanwhile), the work goes to
+   * the head of the queue at once (or gets the idle lane).
+   */
+  acquireAfter(sessionKey: string, runId: string, after: string): Promise<boolean> {
+    const lane = this.lane(sessionKey);
+    if (lane.active?.runId === runId) return Promise.resolve(true);
+    if (!lane.active && lane.waiting.length === 0) {
+      this.activate(sessionKey, lane, runId);
+      return Promise.resolve(true);
+    }
+    return new Promise((resolve) => {
+      const waiter = { runId, grant: resolve };
+      if (lane.active?.runId === after) lane.parked.push(waiter);
+      else this.toHead(lane, [waiter]);
+    });
+  }
+
   /** The session has an active run or waiters. */
   busy(sessionKey: string): boolean {
     const lane = this.lanes.get(sessionKey);
@@ -60,12 +91,20 @@ export class Lanes {
     return this.lanes.get(sessionKey)?.waiting.filter((w) => !w.external).map((w) => w.runId) ?? [];
   }
 
-  /** Removes a waiter; its acquire resolves false. */
+  /** Run ids of the works handed to the session's active run and waiting beside it, in the order handed. */
+  parkedRuns(sessionKey: string): string[] {
+    return this.lanes.get(sessionKey)?.parked.map((w) => w.runId) ?? [];
+  }
+
+  /** Removes a waiter (queued or parked); its acquire resolves false. */
   withdraw(sessionKey: string, runId: string): boolean {
     const lane = this.lanes.get(sessionKey);
-    const index = lane?.waiting.findIndex((w) => w.runId === runId && !w.external) ?? -1;
-    if (!lane || index < 0) return false;
-    const [waiter] = lane.waiting.splice(index, 1);
+    if (!lane) return false;
+    const parked = lane.parked.findIndex((w) => w.runId === runId);
+    const list = parked >= 0 ? lane.parked : lane.waiting;
+    const index = parked >= 0 ? parked : lane.waiting.findIndex((w) => w.runId === runId && !w.external);
+    if (index < 0) return false;
+    const [waiter] = list.splice(index, 1);
     waiter!.grant(false);
     if (!lane.active && lane.waiting.length === 0) this.lanes.delete(sessionKey);
     return true;
@@ -95,6 +134,7 @@ export class Lanes {
     const lane = this.lanes.get(key);
     if (!lane || lane.active?.runId !== runId) return false;
     lane.active = undefined;
+    this.toHead(lane, lane.parked.splice(0));
     const next = lane.waiting.shift();
     if (next) {
       this.activate(key, lane, next.runId, next.external === true);
@@ -181,10 +221,17 @@ export class Lanes {
   private lane(key: string): Lane {
     let lane = this.lanes.get(key);
     if (!lane) {
-      lane = { waiting: [] };
+      lane = { waiting: [], parked: [] };
       this.lanes.set(key, lane);
     }
     return lane;
+  }
+
+  /** Puts waiters at the head of the queue, behind the external runs already going. */
+  private toHead(lane: Lane, waiters: Waiter[]): void {
+    if (waiters.length === 0) return;
+    const at = lane.waiting.findIndex((w) => !w.external);
+    lane.waiting.splice(at < 0 ? lane.waiting.length : at, 0, ...waiters);
   }
 
   private activate(key: string, lane: Lane, runId: string, dispatched = false, since?: number): void {

@@ -12,8 +12,17 @@
  * ("summarize"). `debounceMs` holds a run that got the lane until its inputs were quiet that long.
  *
  * Every message's handler awaits its Work's outcome: it is acked once the run request is stored
- * (dispatch), the runner took it (steer/followup), or it was dropped; a failure rejects and the
- * message is redelivered.
+ * (dispatch), the run it was handed to (steer/followup) ended with it in its transcript, or it was
+ * dropped; a failure rejects and the message is redelivered.
+ *
+ * A hand-off is kept until the run took it: a runner holds an accepted input in memory until its
+ * loop takes it (and stores it under `recordIds.mailboxInput(runId, controlId)`), so a run that
+ * ends otherwise (an error, an abort, a timeout, its iteration limit, a `/compact` run, a runner
+ * restart that resumes it) accepted it and never took it. The handed Work therefore waits beside
+ * the run (`Lanes.acquireAfter`: not queued, not counted against the cap) and heads the queue at
+ * its end; granted the lane, it asks whether the run stored it (`stored`): if so it frees the lane
+ * ("handed"), else it goes on as ordinary queued work, a run of its own ahead of the later
+ * arrivals. `/stop`, `/new` and an interrupt drop it as they drop the waiting works.
  */
 import type { RunInput, RunRequest } from "../../shared/contract/index.js";
 import type { Logger } from "../../shared/runtime/logger.js";
@@ -32,7 +41,7 @@ export interface DeliveryLike {
   deliveryCount: number;
 }
 
-/** dispatched: its own run stored in RUNS; merged: part of another message's run; handed: taken by the active run */
+/** dispatched: its own run stored in RUNS; merged: part of another message's run; handed: taken (and stored) by the active run */
 export type WorkOutcome = "dispatched" | "merged" | "handed" | "dropped" | "duplicate";
 
 const MAX_INPUTS = 1000;
@@ -109,6 +118,10 @@ export interface QueueDeps {
   /** `run.ctl` as a request; true when the runner holding the run took the input */
   control(runId: string, action: "steer" | "followup", input: RunInput, controlId: string): Promise<boolean>;
   abort(runId: string, reason: string): void;
+  /** asked once the run a work was handed to ended: whether it stored the input (never throws: a failed look-up is false) */
+  stored(sessionKey: string, handed: NonNullable<Work["handedTo"]>): Promise<boolean>;
+  /** frees the lane a work holds without a run of its own (its input is in the run it was handed to) */
+  release(runId: string): void;
   now?: () => number;
 }
 
@@ -143,7 +156,7 @@ export class SessionQueues {
       }
       case "steer":
       case "followup":
-        return (work.done = this.hand(work, work.settings.mode, active).then((taken) => (taken ? "handed" : this.enqueue(work))));
+        return (work.done = this.hand(work, work.settings.mode, active).then((taken) => (taken ? this.afterHandOff(work) : this.enqueue(work))));
       case "steer-backlog":
         return (work.done = this.hand(work, "steer", active).then(() => this.enqueue(work)));
       case "interrupt":
@@ -153,7 +166,7 @@ export class SessionQueues {
     }
   }
 
-  /** /stop: drops the waiting works and aborts the active run. */
+  /** /stop: drops the waiting works (and those handed to the active run, not checked yet) and aborts the active run. */
   stop(sessionKey: string, reason: string): { activeRunId?: string; dropped: number } {
     const dropped = this.dropWaiting(sessionKey);
     this.digests.delete(sessionKey);
@@ -192,35 +205,63 @@ export class SessionQueues {
     return this.run(work);
   }
 
-  private async run(work: Work): Promise<WorkOutcome> {
+  private run(work: Work): Promise<WorkOutcome> {
     const { lanes } = this.deps;
-    const key = work.sessionKey;
-    if (lanes.isDispatched(work.runId)) return "duplicate"; // a redelivery of a message whose run is under way
+    if (lanes.isDispatched(work.runId)) return Promise.resolve("duplicate"); // a redelivery of a message whose run is under way
+    return this.tracked(work, async () => ((await lanes.acquire(work.sessionKey, work.runId)) ? this.start(work) : "dropped"));
+  }
+
+  /**
+   * A work the active run accepted (steer, followup): it waits beside that run and heads the
+   * queue at its end; then "handed" if the run stored its input, else its own run. Withdrawn
+   * meanwhile (/stop, /new, an interrupt): dropped.
+   */
+  private afterHandOff(work: Work): Promise<WorkOutcome> {
+    const { lanes } = this.deps;
+    const handed = work.handedTo!;
+    return this.tracked(work, async () => {
+      if (!(await lanes.acquireAfter(work.sessionKey, work.runId, handed.runId))) return "dropped";
+      if (await this.deps.stored(work.sessionKey, handed)) {
+        this.deps.release(work.runId);
+        return "handed";
+      }
+      this.deps.log.info({ sessionKey: work.sessionKey, runId: work.runId, handedTo: handed.runId }, "the run a message was handed to ended without taking it; it gets a run of its own");
+      return this.start(work);
+    });
+  }
+
+  /** Known by run id while it waits (a summarize drop's digest line) or starts. */
+  private async tracked(work: Work, wait: () => Promise<WorkOutcome>): Promise<WorkOutcome> {
     this.works.set(work.runId, work);
     try {
-      const granted = await lanes.acquire(key, work.runId);
-      if (!granted) return "dropped";
-      // queue debounce: start only after the inputs were quiet for debounceMs
-      for (let wait = work.lastArrival + work.settings.debounceMs - this.now(); wait > 0; wait = work.lastArrival + work.settings.debounceMs - this.now()) {
-        await new Promise((r) => setTimeout(r, wait));
-      }
-      work.started = true;
-      if (this.collecting.get(key) === work) this.collecting.delete(key);
-      const digest = this.digests.get(key);
-      if (digest?.length) {
-        this.digests.delete(key);
-        work.request.inputs.unshift({ kind: "system_event", text: digestText(digest), attachments: [] });
-      }
-      return await this.deps.dispatch(work.request, work.delivery);
+      return await wait();
     } finally {
       if (this.works.get(work.runId) === work) this.works.delete(work.runId);
     }
   }
 
+  /** The work holds the lane: debounce, the digest of dropped messages, then its run request is stored. */
+  private async start(work: Work): Promise<WorkOutcome> {
+    const key = work.sessionKey;
+    // queue debounce: start only after the inputs were quiet for debounceMs
+    for (let wait = work.lastArrival + work.settings.debounceMs - this.now(); wait > 0; wait = work.lastArrival + work.settings.debounceMs - this.now()) {
+      await new Promise((r) => setTimeout(r, wait));
+    }
+    work.started = true;
+    if (this.collecting.get(key) === work) this.collecting.delete(key);
+    const digest = this.digests.get(key);
+    if (digest?.length) {
+      this.digests.delete(key);
+      work.request.inputs.unshift({ kind: "system_event", text: digestText(digest), attachments: [] });
+    }
+    return this.deps.dispatch(work.request, work.delivery);
+  }
+
+  /** The waiting works and those handed to the active run and not checked yet. */
   private dropWaiting(sessionKey: string): number {
     const { lanes } = this.deps;
     let dropped = 0;
-    for (const runId of lanes.waitingRuns(sessionKey)) if (lanes.withdraw(sessionKey, runId)) dropped++;
+    for (const runId of [...lanes.parkedRuns(sessionKey), ...lanes.waitingRuns(sessionKey)]) if (lanes.withdraw(sessionKey, runId)) dropped++;
     this.collecting.delete(sessionKey);
     return dropped;
   }

@@ -6,7 +6,7 @@
  * the groups' kept context and the messages handled without a run of their own.
  *
  * An inbound message is acked only after its run request is persisted in RUNS (or it was taken
- * by the active run, merged into another message's run, dropped by the queue's policy, answered
+ * by the active run and is in its transcript at its end, merged into another message's run, dropped by the queue's policy, answered
  * as a command, or recorded as a pending system event: pending-events.ts); while it waits for a
  * busy session it stays unacked (in-progress acks keep it from redelivery), so a router crash
  * loses nothing. Redeliveries are harmless: the run id is derived from the message id and RUNS
@@ -17,7 +17,9 @@
  * message or a wake-now inject for that session waits for them (or steers them) and pending events
  * are not recorded inside them. A run's start costs the router one Map lookup when it dispatched it.
  * A wake-now inject into a running session is handed to its run as a follow-up (queued when no
- * runner takes it); a run request the agent-runners dead-lettered frees its lane (`runGaveUp`).
+ * runner takes it); like a handed message, it is acked once that run ended with it in its
+ * transcript, else it gets a run of its own (queue.ts, `stored`); a run request the agent-runners
+ * dead-lettered frees its lane (`runGaveUp`).
  * `stop()` ends the consumer: messages still waiting are handed back for the next term.
  */
 import {
@@ -159,25 +161,25 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
   };
 
   /**
-   * Whether the run an input was handed to stored it, asked at the run's end: a runner keeps a
-   * follow-up in memory until its loop takes it (the record `recordIds.mailboxInput`), so a run
-   * that ends otherwise (an error, an abort, its iteration limit, a `/compact` run, which has no
-   * loop, a runner restart that resumes it) accepted it and never took it. A failed look-up counts
-   * as not stored (a run of its own: at least once rather than lost).
+   * Whether the run an input was handed to stored it, asked at the run's end (queue.ts): a runner
+   * keeps an accepted input in memory until its loop takes it (the record `recordIds.mailboxInput`),
+   * so a run that ends otherwise (an error, an abort, its iteration limit, a `/compact` run, which
+   * has no loop, a runner restart that resumes it) accepted it and never took it. One index look-up
+   * (`statusOnly` with the record id). A failed look-up counts as not stored (a run of its own: at
+   * least once rather than lost).
    */
-  const storedByRun = async (sessionKey: string, handed: Work["handedTo"]): Promise<boolean> => {
-    if (!handed) return true;
+  const stored = async (sessionKey: string, handed: { runId: string; controlId: string }): Promise<boolean> => {
     await ended(handed.runId);
     try {
       const recordId = recordIds.mailboxInput(handed.runId, handed.controlId);
       return (await rt.client.call("sessions", "run", { sessionKey, runId: handed.runId, statusOnly: true, recordId })).records.length > 0;
     } catch (err) {
-      rt.log.warn({ err, runId: handed.runId }, "could not check that a run took the inject handed to it; it gets a run of its own");
+      rt.log.warn({ err, runId: handed.runId }, "could not check that a run took the input handed to it; it gets a run of its own");
       return false;
     }
   };
 
-  const queues = new SessionQueues({ lanes, log: rt.log, dispatch, control, abort });
+  const queues = new SessionQueues({ lanes, log: rt.log, dispatch, control, abort, stored, release: releaseRun });
   const intake = new Intake({
     rt, queues, settings: deps.settings, pairing: deps.pairing, ended, replica, restored: state, events: pending,
     commands: { rt, lanes, queues, settings: deps.settings, pairing: deps.pairing },
@@ -194,12 +196,9 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
         if (delivery.redelivered && intake.injectHandled(key)) return; // a run took it already; its ack was lost
         const request = await fromInject(message, rt, pending);
         if (!request) return;
+        // "handed": the run it was handed to ended with it in its transcript (else it got a run of its own)
         const work = new Work(request, delivery, handsOff(message) ? INJECT_FOLLOWUP : INJECT_QUEUE, Date.now());
-        if ((await queues.submit(work)) === "handed") {
-          // acked once the run that took it ended with it in its transcript; else it gets a run of its own
-          if (await storedByRun(request.sessionKey, work.handedTo)) await intake.rememberInject(key);
-          else await queues.submit(new Work(request, delivery, INJECT_QUEUE, Date.now()));
-        }
+        if ((await queues.submit(work)) === "handed") await intake.rememberInject(key);
       }
       deps.processed();
     },

@@ -76,7 +76,8 @@ export type RunControl = z.infer<typeof runControlSchema>;
 
 /**
  * The answer to a run control sent as a request: only the agent-runner instance holding the
- * run answers (`accepted: true` once the input is queued in the run, or the abort fired); the
+ * run answers (`accepted: true` once the input is queued in the run, or the abort fired;
+ * `accepted: false` at once when the run takes no more inputs: its loop ended, or a command run); the
  * others stay silent. No answer within a short wait means no runner holds the run: a steer or
  * follow-up is then not taken, and the sender queues the message as a run of its own.
  */

@@ -15,7 +15,9 @@
  *   A channel user cannot reach the user's other channels: the router or an operator surfaces
  *   the event (`lurkbot tail`). A delivery delivered more than `bus.maxDeliver` times (every
  *   earlier attempt interrupted: the channel crashed or stopped while sending it) ends the same
- *   way without another attempt, so a message that kills the channel cannot crash-loop it;
+ *   way without another attempt, so a message that kills the channel cannot crash-loop it; a
+ *   stop between parts (or in a retry-after wait) on its last delivery ends it so too, not as a
+ *   dead letter without a receipt;
  * - success emits `lurk.evt.channel-<name>.delivered`; a delivery found in the ledger as sent
  *   emits `delivered` with status "duplicate" and sends nothing;
  * - markdown tables are converted as the channel's `tables` mode says (tables.ts) before chunking;
@@ -167,7 +169,11 @@ export function startDelivery(rt: ActorRuntime, opts: DeliveryOptions) {
     let inlineWaits = 0;
     let inlineWaited = 0;
     while (index < pieces.length) {
-      if (rt.signal.aborted) throw new LurkError("UNAVAILABLE", "the channel is stopping");
+      if (rt.signal.aborted) {
+        // on its last delivery the consumer would dead-letter it without a receipt: given up here
+        if (attempt >= rt.config.bus.maxDeliver) return fail(msg, attempt, `the channel stopped while sending it, on its last attempt (${attempt}); given up`, log);
+        throw new LurkError("UNAVAILABLE", "the channel is stopping");
+      }
       const part: OutboundPart = {
         message: msg, text: pieces[index]!.text, index, count: pieces.length,
         ...(tags.replyToMessageId && index === 0 ? { replyToMessageId: tags.replyToMessageId } : {}),
