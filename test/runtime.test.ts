@@ -51,9 +51,11 @@ describe("durable consumer", () => {
     const running = consume("failing", async (_n, d) => {
       deliveries.push(d);
       throw new Error("boom");
-    }, { onDeadLetter: (i) => (dead = i) });
+    }, { onDeadLetter: (i) => (dead = i), ackWaitMs: 1_000 });
     await publish("failing", 1);
     await waitFor(() => dead, 10_000, "dead letter");
+    // terminated for good: not delivered again after the ack wait (a +TERM with a reason is ignored by nats-server 2.9)
+    await new Promise((r) => setTimeout(r, 2_500));
     assert.deepEqual(deliveries, [1, 2, 3]);
     assert.equal(dead!.deliveries, 3);
     assert.match(dead!.error, /boom/);

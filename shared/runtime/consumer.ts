@@ -105,7 +105,8 @@ export function startConsumer<S extends z.ZodType>(nc: NatsConnection, opts: Con
     h.set("Lurk-Dlq-Deliveries", String(msg.info.deliveryCount));
     h.set("Lurk-Dlq-Error", error.replace(/[\r\n]+/g, " ").slice(0, 500));
     await js.publish(dlqSubject, msg.data, { headers: h, msgID: `${opts.stream}:${msg.seq}` });
-    msg.term(error.slice(0, 200));
+    // no reason: nats-server 2.9 ignores `+TERM <reason>` and delivers the message again (the reason is in the headers above)
+    msg.term();
     const info = { stream: opts.stream, consumer: opts.consumer, subject: msg.subject, streamSeq: msg.seq, deliveries: msg.info.deliveryCount, error, dlqSubject };
     opts.log.error(info, "message gave up: dead-lettered");
     opts.onDeadLetter?.(info);
