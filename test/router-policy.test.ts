@@ -290,6 +290,43 @@ describe("queue policy over real lanes", () => {
     assert.deepEqual(t.dispatched.map((r) => r.runId), ["run-1", "run-2", "run-4"]);
   });
 
+  it("hand-offs waiting beside a run are capped per session (each holds an unacked message): past the cap a message queues", async () => {
+    const t = setup();
+    const key = "agent:main:main";
+    await submit(t.queues, 1, {});
+    t.accept(true);
+    const handed = [2, 3].map((n) => submit(t.queues, n, { mode: "steer", cap: 2 }));
+    const over = submit(t.queues, 4, { mode: "steer", cap: 2 });
+    await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(t.controls, ["steer:run-1:m2", "steer:run-1:m3"], "the third is not handed");
+    assert.deepEqual([t.lanes.parkedRuns(key), t.lanes.waitingRuns(key)], [["run-2", "run-3"], ["run-4"]]);
+    t.storedInputs.add("run-1:ctl-run-2").add("run-1:ctl-run-3");
+    t.lanes.release("run-1");
+    assert.deepEqual(await Promise.all(handed), ["handed", "handed"]);
+    assert.equal(await over, "dispatched");
+    assert.deepEqual(t.dispatched.map((r) => r.runId), ["run-1", "run-4"]);
+  });
+
+  it("a redelivered hand-off the run refuses (a new router; the run took it from the old one, then closed) is checked at the run's end, not run twice", async () => {
+    const t = setup();
+    const key = "agent:main:main";
+    await submit(t.queues, 1, {});
+    const again = (n: number) => t.queues.submit(new Work(request(n), { redelivered: true, deliveryCount: 2 }, settings({ mode: "followup" }), Date.now()));
+    const w2 = again(2); // refused (the run's mailbox closed after it stored m2)
+    const w3 = again(3); // refused and never taken: its own run
+    const w4 = submit(t.queues, 4, { mode: "followup" }); // a first delivery refused: queued as before
+    await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual([t.lanes.parkedRuns(key), t.lanes.waitingRuns(key)], [["run-2", "run-3"], ["run-4"]]);
+    t.storedInputs.add("run-1:ctl-run-2");
+    t.lanes.release("run-1");
+    assert.equal(await w2, "handed");
+    assert.equal(await w3, "dispatched");
+    assert.deepEqual(t.checked, ["run-1:ctl-run-2", "run-1:ctl-run-3"]);
+    t.lanes.release("run-3");
+    assert.equal(await w4, "dispatched");
+    assert.deepEqual(t.dispatched.map((r) => r.runId), ["run-1", "run-3", "run-4"]);
+  });
+
   it("steer-backlog: steered and also kept as a run of its own", async () => {
     const t = setup();
     await submit(t.queues, 1, {});

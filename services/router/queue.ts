@@ -19,10 +19,12 @@
  * loop takes it (and stores it under `recordIds.mailboxInput(runId, controlId)`), so a run that
  * ends otherwise (an error, an abort, a timeout, its iteration limit, a `/compact` run, a runner
  * restart that resumes it) accepted it and never took it. The handed Work therefore waits beside
- * the run (`Lanes.acquireAfter`: not queued, not counted against the cap) and heads the queue at
+ * the run (`Lanes.acquireAfter`: not queued nor dropped; at most `cap` per session) and heads the queue at
  * its end; granted the lane, it asks whether the run stored it (`stored`): if so it frees the lane
  * ("handed"), else it goes on as ordinary queued work, a run of its own ahead of the later
- * arrivals. `/stop`, `/new` and an interrupt drop it as they drop the waiting works.
+ * arrivals. `/stop`, `/new` and an interrupt drop it as they drop the waiting works. A redelivered
+ * message the run refuses (a new router: the run may have taken it from the previous one) is checked
+ * the same way.
  */
 import type { RunInput, RunRequest } from "../../shared/contract/index.js";
 import type { Logger } from "../../shared/runtime/logger.js";
@@ -129,6 +131,8 @@ export class SessionQueues {
   private readonly works = new Map<string, Work>();
   private readonly collecting = new Map<string, Work>();
   private readonly digests = new Map<string, string[]>();
+  /** per session: hand-offs whose control request is under way (with the parked ones, at most `cap`) */
+  private readonly handing = new Map<string, number>();
   private readonly now: () => number;
 
   constructor(private readonly deps: QueueDeps) {
@@ -155,8 +159,12 @@ export class SessionQueues {
         return (work.done = this.enqueue(work));
       }
       case "steer":
-      case "followup":
-        return (work.done = this.hand(work, work.settings.mode, active).then((taken) => (taken ? this.afterHandOff(work) : this.enqueue(work))));
+      case "followup": {
+        // each hand-off holds its message unacked until the run's end (a slot of the router's
+        // consumer, shared by all sessions): at most `cap` per session, past that it queues
+        if ((this.handing.get(key) ?? 0) + lanes.parkedRuns(key).length >= work.settings.cap) return (work.done = this.enqueue(work));
+        return (work.done = this.hand(work, work.settings.mode, active).then((taken) => (taken ? this.afterHandOff(work) : this.refused(work, active))));
+      }
       case "steer-backlog":
         return (work.done = this.hand(work, "steer", active).then(() => this.enqueue(work)));
       case "interrupt":
@@ -177,7 +185,9 @@ export class SessionQueues {
 
   private async hand(work: Work, action: "steer" | "followup", runId: string | undefined): Promise<boolean> {
     if (!runId) return false;
-    const controlId = `ctl-${work.runId}`;
+    const controlId = controlIdFor(work);
+    const key = work.sessionKey;
+    this.handing.set(key, (this.handing.get(key) ?? 0) + 1);
     try {
       const taken = await this.deps.control(runId, action, work.handedInput(), controlId);
       if (taken) work.handedTo = { runId, controlId };
@@ -185,7 +195,23 @@ export class SessionQueues {
     } catch (err) {
       this.deps.log.warn({ err, runId, action }, "run control failed; the message waits for its own run");
       return false;
+    } finally {
+      const left = this.handing.get(key)! - 1;
+      if (left > 0) this.handing.set(key, left);
+      else this.handing.delete(key);
     }
+  }
+
+  /**
+   * A hand-off the active run refused (or no runner answered). A redelivered message (a new
+   * active router) may have been handed to that run by the previous one, which took and stored
+   * it and then stopped taking inputs: it is checked at the run's end like a hand-off, so it is
+   * not answered twice; any other queues.
+   */
+  private refused(work: Work, active: string | undefined): Promise<WorkOutcome> {
+    if (!work.delivery.redelivered || !active) return this.enqueue(work);
+    work.handedTo = { runId: active, controlId: controlIdFor(work) };
+    return this.afterHandOff(work);
   }
 
   private enqueue(work: Work): Promise<WorkOutcome> {
@@ -272,6 +298,9 @@ export class SessionQueues {
     this.digests.set(sessionKey, list);
   }
 }
+
+/** The control id a work's input is handed under: it names the input's record in the run (the same on a redelivery). */
+const controlIdFor = (work: Work) => `ctl-${work.runId}`;
 
 /** The outcome of a work merged into another. */
 export function merged(outcome: WorkOutcome): WorkOutcome {
