@@ -216,4 +216,35 @@ describe("router: runs other actors store in RUNS hold their session's lane", ()
     assert.equal(run.sessionKey, child.sessionKey);
     finish(run);
   });
+  it("a run another actor stored holds the lane from its storing, before any runner starts it; a consolidation and a finished run's request hold none", async () => {
+    const sessionKey = buildSessionKey({ type: "subagent", agentId: "main", childId: "c0ffee09" });
+    const request = (runId: string, options: Record<string, unknown> = {}, key = sessionKey) => envelope("lurk.run.request.v1", {
+      runId, sessionKey: key, agentId: "main", sessionType: "subagent" as const, trigger: "subagent" as const,
+      inputs: [{ kind: "user" as const, text: "do the child's task", attachments: [] }], deliver: false, options,
+    });
+    // a memory consolidation (no events, no lane) of another session: never held
+    const otherKey = buildSessionKey({ type: "subagent", agentId: "main", childId: "c0ffee0a" });
+    await jetstream(rig.admin).publish(s.runRequest("main"), JSON.stringify(request("consolidate-x", { command: "consolidate", previousSessionId: "sess-old" }, otherKey)), { msgID: "consolidate-x" });
+    // the child's run, stored as the subagents actor stores it; no runner has started it
+    const child = { runId: "sub-c0ffee09", sessionKey };
+    await jetstream(rig.admin).publish(s.runRequest("main"), JSON.stringify(request(child.runId)), { msgID: child.runId });
+    await waitFor(async () => (await rig.bus.call("router", "lanes", { sessionKey })).lanes[0]?.activeRunId === child.runId || undefined, 10_000, "the stored child run holds the lane");
+    const woken = await inject(sessionKey, "a message before the child started", "now");
+    await noRun(woken.runId, 1000);
+    assert.deepEqual((await rig.bus.call("router", "lanes", { sessionKey: otherKey })).lanes, [], "the consolidation holds no lane");
+    // the run starts and ends as usual; the inject runs after it
+    await runnerBus.call("sessions", "begin", {
+      sessionKey, runId: child.runId, agentId: "main", sessionType: "subagent", historyLimit: 50,
+      records: [{ id: recordIds.started(child.runId), ts: Date.now(), runId: child.runId, kind: "run_marker", runStatus: "started", meta: { trigger: "subagent" } }],
+    });
+    rig.runner.publish(s.runEvent(child.runId, "run_start"), JSON.stringify(envelope("lurk.run.event.v1", { runId: child.runId, sessionKey, seq: 0, event: { kind: "run_start" as const, agentId: "main", trigger: "subagent" as const } })));
+    await runnerBus.call("sessions", "append", { sessionKey, records: [{ id: recordIds.marker(child.runId, "done"), ts: Date.now(), runId: child.runId, kind: "run_marker", runStatus: "done", text: "child done" }] });
+    end(child);
+    finish(await runOf(woken.runId));
+    await waitFor(async () => (await rig.bus.call("router", "lanes", { sessionKey })).lanes.length === 0 || undefined, 10_000, "lane freed");
+    // the same run's request stored again (a new Nats-Msg-Id) after it ended: checked at once and freed
+    await jetstream(rig.admin).publish(s.runRequest("main"), JSON.stringify(request(child.runId)), { msgID: `${child.runId}-again` });
+    const again = await inject(sessionKey, "after the child ended", "now");
+    finish(await runOf(again.runId, "the inject's run, not held up by the finished run's request"));
+  });
 });

@@ -27,6 +27,7 @@ import { PairingStore } from "./pairing.js";
 import { decidePairing } from "./pairing-owners.js";
 import { RouterReplica, type RouterState } from "./replica.js";
 import { subscribeRunsGivenUp } from "./run-gave-up.js";
+import { subscribeRunRequests } from "./run-requests.js";
 import { subscribeRunStarts } from "./run-starts.js";
 import { SettingsCache } from "./settings.js";
 import { startTerm, type RouterTerm } from "./term.js";
@@ -79,6 +80,11 @@ export const definition: ActorDefinition = {
     const ends = subscribeRunEnds(rt.nc, rt.subjects, rt.limits, rt.log, (runId) => term?.releaseRun(runId));
     // runs other actors store in RUNS (child runs, cron agentTurns) hold their session's lane from their start
     const starts = subscribeRunStarts(rt.nc, rt.subjects, rt.limits, rt.log, (runId, sessionKey) => term?.runStarted(runId, sessionKey));
+    // ... and from their storing in RUNS, before a runner picks them up
+    const stored = subscribeRunRequests(rt.nc, rt.subjects, rt.limits, rt.log, {
+      known: (runId) => term?.lanes.isHeld(runId) ?? true,
+      stored: (runId, sessionKey) => term?.runStored(runId, sessionKey),
+    });
     // run requests the agent-runners gave up on (dead-lettered): their lanes are freed
     const givenUp = subscribeRunsGivenUp(rt.nc, rt.subjects, rt.limits, rt.log, (runId, sessionKey, error) => void term?.runGaveUp(runId, sessionKey, error));
     const relay = instance.relay;
@@ -118,6 +124,7 @@ export const definition: ActorDefinition = {
         await ending?.stop(); // waiting messages handed back
         ends.stop();
         starts.stop();
+        stored.stop();
         givenUp.stop();
         await replica.drain();
         await instance.stop(); // released: a standby takes over at once

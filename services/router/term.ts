@@ -75,6 +75,8 @@ export interface RouterTerm {
   releaseRun(runId: string): void;
   /** a run's `run_start`: one this router did not dispatch holds its session's lane */
   runStarted(runId: string, sessionKey: () => string | undefined): void;
+  /** a run request another actor stored in RUNS: it holds its session's lane from now (checked at once: it may have ended already) */
+  runStored(runId: string, sessionKey: string): void;
   /** a run request the agent-runners dead-lettered: its end is recorded if missing, its lane freed */
   runGaveUp(runId: string, sessionKey: string, error: string): Promise<void>;
   stop(): Promise<void>;
@@ -232,6 +234,16 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
   };
 
   /**
+   * A run request another actor stored (run-requests.ts): held like a started one; its status is
+   * asked at once, so a request stored again for a run that ended (no events will come) frees it.
+   */
+  const runStored = (runId: string, sessionKey: string) => {
+    if (lanes.isHeld(runId)) return;
+    runStarted(runId, () => sessionKey);
+    if (lanes.isHeld(runId)) void check(runId, sessionKey);
+  };
+
+  /**
    * A run request the agent-runners gave up on (dead-lettered: run-gave-up.ts): no runner takes it
    * again. A transcript that still says `started` gets the run's end first (an error marker with
    * the id the runner's own would have, so it is stored once), so a later status check and the
@@ -258,6 +270,7 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
     lanes,
     releaseRun,
     runStarted,
+    runStored,
     runGaveUp,
     async stop() {
       clearInterval(reconcile);

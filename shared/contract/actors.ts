@@ -97,8 +97,9 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       // lurk.agent-runner.auth_state: /status names the providers whose profiles are cooling down
       publish: [s.runRequestAll, s.runControlAll, s.outboundAll, ops("sessions"), ops("approvals"), ops("subagents"), s.activeOpAll("router"), "$SRV.PING.router.>", ...kvWatchSubjects(ROUTER_BUCKET), s.op("agent-runner", "auth_state")],
       // run starts and ends: lanes of the runs it dispatched, and of those other actors store in RUNS (a child run, a cron agentTurn);
-      // run requests the agent-runners dead-lettered (gave up): their lanes are freed (run-gave-up.ts)
-      subscribe: [...s.runTerminalAll, s.runStartAll, s.deadLetter(STREAMS.runs, CONSUMERS.agentRunner)],
+      // run requests the agent-runners dead-lettered (gave up): their lanes are freed (run-gave-up.ts);
+      // run requests as they are stored: another actor's run holds its lane from then (run-requests.ts)
+      subscribe: [...s.runTerminalAll, s.runStartAll, s.runRequestAll, s.deadLetter(STREAMS.runs, CONSUMERS.agentRunner)],
       responder: true,
       consumers: [{ stream: STREAMS.inbound, consumer: CONSUMERS.router }],
       kvBuckets: [LEASE_BUCKET, ROUTER_BUCKET],
