@@ -14,7 +14,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { jetstream } from "@nats-io/jetstream";
-import { buildSessionKey, envelope, recordIds, runIdFor, subjects, type RunRequest, type TranscriptRecord } from "../shared/contract/index.js";
+import { Kvm } from "@nats-io/kv";
+import { buildSessionKey, envelope, recordIds, ROUTER_BUCKET, runIdFor, subjects, type RunRequest, type TranscriptRecord } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { waitFor } from "./harness/actors.js";
 import { RouterRig } from "./harness/router-rig.js";
@@ -246,5 +247,20 @@ describe("router: runs other actors store in RUNS hold their session's lane", ()
     await jetstream(rig.admin).publish(s.runRequest("main"), JSON.stringify(request(child.runId)), { msgID: `${child.runId}-again` });
     const again = await inject(sessionKey, "after the child ended", "now");
     finish(await runOf(again.runId, "the inject's run, not held up by the finished run's request"));
+  });
+  it("a held run no runner began for longer than RUNS keeps a request (a request seen but never stored) is freed by the status check; a recent one stays held", async () => {
+    const stale = { runId: "sub-c0ffee0b", sessionKey: buildSessionKey({ type: "subagent", agentId: "main", childId: "c0ffee0b" }) };
+    const recent = { runId: "sub-c0ffee0c", sessionKey: buildSessionKey({ type: "subagent", agentId: "main", childId: "c0ffee0c" }) };
+    // as a router holds them in the replica: neither ever reached a runner (the sessions actor has no record of them)
+    const kv = await new Kvm(rig.admin).open(ROUTER_BUCKET);
+    await kv.put(`run.${stale.runId}`, JSON.stringify({ sessionKey: stale.sessionKey, since: Date.now() - 8 * 24 * 3600_000 }));
+    await kv.put(`run.${recent.runId}`, JSON.stringify({ sessionKey: recent.sessionKey, since: Date.now() }));
+    await rig.actor("router").stop();
+    await rig.restart("router");
+    await waitFor(async () => (await rig.bus.call("router", "lanes", { sessionKey: stale.sessionKey }).catch(() => undefined))?.lanes.length === 0 || undefined, 15_000, "the stale run's lane freed");
+    assert.deepEqual((await rig.bus.call("router", "lanes", { sessionKey: recent.sessionKey })).lanes.map((l) => l.activeRunId), [recent.runId], "a run that may still wait in RUNS stays held");
+    const woken = await inject(stale.sessionKey, "anyone there?", "now");
+    finish(await runOf(woken.runId, "the inject's run, not held up by a run that never starts"));
+    end(recent);
   });
 });

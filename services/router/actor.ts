@@ -51,6 +51,8 @@ export const definition: ActorDefinition = {
     let term: RouterTerm | undefined;
     let loaded: RouterState = { runs: [], groups: [], handled: [] };
     let stopping: Promise<void> = Promise.resolve();
+    /** the term's view of run requests as they are stored (run-requests.ts) */
+    let stored: { stop(): void } | undefined;
 
     const instance: ActiveInstance<"router"> = await ActiveInstance.open(rt, "router", {
       ttlMs: rt.config.routing.leaseTtlMs,
@@ -63,11 +65,17 @@ export const definition: ActorDefinition = {
         rt.log.info({ runs: result.runs.length, pairing: result.pairing, groups: result.groups.length, handled: result.handled.length }, "router state loaded from the replica bucket");
       },
       activated: () => {
-        term = startTerm({ rt, pairing, settings, replica, isActive: () => instance.isActive(), processed: () => processed++ }, loaded);
+        const begun = startTerm({ rt, pairing, settings, replica, isActive: () => instance.isActive(), processed: () => processed++ }, loaded);
+        term = begun;
+        stored?.stop();
+        // runs other actors store in RUNS hold their lane from their storing: followed during a term only (a standby is not sent every request)
+        stored = subscribeRunRequests(rt.nc, rt.subjects, rt.limits, rt.log, { known: (runId) => begun.lanes.isHeld(runId), stored: (runId, sessionKey) => begun.runStored(runId, sessionKey) });
       },
       standBy: () => {
         const ending = term;
         term = undefined;
+        stored?.stop();
+        stored = undefined;
         stopping = ending ? ending.stop() : Promise.resolve();
       },
       // a restart after a crash on this host reads INBOUND at once, not after leaseTtlMs
@@ -80,11 +88,6 @@ export const definition: ActorDefinition = {
     const ends = subscribeRunEnds(rt.nc, rt.subjects, rt.limits, rt.log, (runId) => term?.releaseRun(runId));
     // runs other actors store in RUNS (child runs, cron agentTurns) hold their session's lane from their start
     const starts = subscribeRunStarts(rt.nc, rt.subjects, rt.limits, rt.log, (runId, sessionKey) => term?.runStarted(runId, sessionKey));
-    // ... and from their storing in RUNS, before a runner picks them up
-    const stored = subscribeRunRequests(rt.nc, rt.subjects, rt.limits, rt.log, {
-      known: (runId) => term?.lanes.isHeld(runId) ?? true,
-      stored: (runId, sessionKey) => term?.runStored(runId, sessionKey),
-    });
     // run requests the agent-runners gave up on (dead-lettered): their lanes are freed
     const givenUp = subscribeRunsGivenUp(rt.nc, rt.subjects, rt.limits, rt.log, (runId, sessionKey, error) => void term?.runGaveUp(runId, sessionKey, error));
     const relay = instance.relay;
@@ -121,10 +124,11 @@ export const definition: ActorDefinition = {
       async stop() {
         const ending = term;
         term = undefined;
+        stored?.stop();
+        stored = undefined;
         await ending?.stop(); // waiting messages handed back
         ends.stop();
         starts.stop();
-        stored.stop();
         givenUp.stop();
         await replica.drain();
         await instance.stop(); // released: a standby takes over at once

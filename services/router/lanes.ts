@@ -188,10 +188,10 @@ export class Lanes {
   }
 
   /** Active runs with no activity for `idleMs`: candidates for a status check. */
-  idleRuns(idleMs: number): Array<{ runId: string; sessionKey: string }> {
+  idleRuns(idleMs: number): Array<{ runId: string; sessionKey: string; since: number }> {
     const cutoff = this.now() - idleMs;
-    const out: Array<{ runId: string; sessionKey: string }> = [];
-    for (const [sessionKey, lane] of this.lanes) if (lane.active && lane.active.lastActivity < cutoff) out.push({ runId: lane.active.runId, sessionKey });
+    const out: Array<{ runId: string; sessionKey: string; since: number }> = [];
+    for (const [sessionKey, lane] of this.lanes) if (lane.active && lane.active.lastActivity < cutoff) out.push({ runId: lane.active.runId, sessionKey, since: lane.active.since });
     return out;
   }
 

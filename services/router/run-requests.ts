@@ -5,6 +5,9 @@
  * a runner picks it up waits too (term.ts `runStored`). The router's own requests are recognised
  * by their `Nats-Msg-Id` (the run id) without a parse; memory consolidations (`command:
  * "consolidate"`: no events, no lane) are ignored; a malformed request is logged and ignored.
+ * Subscribed only during a term (actor.ts): a standby is not sent every request. A request seen
+ * here that RUNS did not store (a failed publish, a duplicate of a run that never began) has no
+ * run to end it: the status check frees it once it is older than RUNS keeps a request (term.ts `check`).
  */
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import { runRequestSchema, safeParseJson, type SafeParseLimits, type Subjects } from "../../shared/contract/index.js";

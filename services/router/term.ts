@@ -27,6 +27,7 @@ import {
   safeParseJson, STREAMS, systemInjectSchema, type RunInput, type RunRequest, type SystemInject,
 } from "../../shared/contract/index.js";
 import type { ActorRuntime } from "../../shared/runtime/actor.js";
+import { streamConfigs } from "../../shared/runtime/streams.js";
 import { z } from "zod";
 import { ensureSession } from "./ended-sessions.js";
 import { Intake } from "./intake.js";
@@ -42,6 +43,9 @@ const inboundOrInject = z.discriminatedUnion("type", [inboundMessageSchema, syst
 const RECONCILE_EVERY_MS = 5_000;
 const PRUNE_EVERY_MS = 60_000;
 const IDLE_BEFORE_CHECK_MS = 15_000;
+/** RUNS keeps a request at most its max_age (streams.ts), plus an hour for a dispatch's own wait (debounce, pending events) */
+const RUNS_MAX_AGE_NS = streamConfigs().find((c) => c.name === STREAMS.runs)?.max_age;
+const NEVER_STARTS_AFTER_MS = RUNS_MAX_AGE_NS ? Number(RUNS_MAX_AGE_NS) / 1e6 + 3600_000 : Infinity;
 const INJECT_QUEUE = { mode: "queue" as const, debounceMs: 0, cap: 1000, drop: "new" as const };
 /**
  * A wake-now inject into a session whose run is going (a `sessions_send`, a child's announce to
@@ -206,14 +210,19 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
     },
   });
 
-  // runs whose terminal event was missed (bus hiccup, restart, the previous instance's runs): ask the transcript
-  const check = (runId: string, sessionKey: string) => runStatus(sessionKey, runId).then((status) => {
-    if (isFinished(status)) releaseRun(runId);
+  /**
+   * Runs whose terminal event was missed (bus hiccup, restart, the previous instance's runs): ask
+   * the transcript. A run the sessions actor never heard of (no runner began it) held for longer
+   * than RUNS keeps a request never starts: a request seen on `lurk.run.req.>` that the stream did
+   * not store (a duplicate of a run that never began, a failed publish) is freed then, not held forever.
+   */
+  const check = (runId: string, sessionKey: string, since: number) => runStatus(sessionKey, runId).then((status) => {
+    if (isFinished(status) || (status === "unknown" && Date.now() - since > NEVER_STARTS_AFTER_MS)) releaseRun(runId);
     else lanes.touch(runId);
   }, () => undefined);
-  for (const run of held) void check(run.runId, run.sessionKey);
+  for (const run of held) void check(run.runId, run.sessionKey, run.since);
   const reconcile = setInterval(() => {
-    for (const { runId, sessionKey } of lanes.idleRuns(IDLE_BEFORE_CHECK_MS)) void check(runId, sessionKey);
+    for (const { runId, sessionKey, since } of lanes.idleRuns(IDLE_BEFORE_CHECK_MS)) void check(runId, sessionKey, since);
   }, RECONCILE_EVERY_MS);
   const prune = setInterval(() => intake.prune(), PRUNE_EVERY_MS);
 
@@ -240,7 +249,7 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
   const runStored = (runId: string, sessionKey: string) => {
     if (lanes.isHeld(runId)) return;
     runStarted(runId, () => sessionKey);
-    if (lanes.isHeld(runId)) void check(runId, sessionKey);
+    if (lanes.isHeld(runId)) void check(runId, sessionKey, Date.now());
   };
 
   /**
