@@ -23,7 +23,7 @@ import { FakeWhatsAppServer } from "./fakes/whatsapp-server.js";
 import { startActorProcess } from "./harness/actors.js";
 import type { CliRun } from "./harness/cli.js";
 import { freePort, TestNats } from "./harness/nats.js";
-import { onboard, OnboardHomes, type OnboardHome } from "./harness/onboard.js";
+import { assertNowhere, onboard, OnboardHomes } from "./harness/onboard.js";
 
 const KEY = "sk-onboard-whatsapp-key-0123456789";
 const WRONG_TOKEN = "EAATwrong0123456789abcdefwrong0123456789";
@@ -34,15 +34,6 @@ const readJson = (path: string) => JSON.parse(readFileSync(path, "utf8")) as Rec
 const mode = (path: string) => (statSync(path).mode & 0o777).toString(8);
 const okRun = (run: CliRun) => assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
 const count = (text: string, part: string) => text.split(part).length - 1;
-
-function assertNowhere(run: CliRun, home: OnboardHome, secrets: string[]): void {
-  for (const s of secrets) {
-    assert.ok(!run.stdout.includes(s), `stdout shows a secret:\n${run.stdout}`);
-    assert.ok(!run.stderr.includes(s), `stderr shows a secret:\n${run.stderr}`);
-    const config = join(home.dir, "config.json");
-    if (existsSync(config)) assert.ok(!readFileSync(config, "utf8").includes(s), "config.json holds a secret");
-  }
-}
 
 describe("lurkbot onboard: WhatsApp", () => {
   let openai: FakeOpenAIServer;

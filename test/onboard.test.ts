@@ -15,8 +15,8 @@ import { parseConfig } from "../shared/runtime/config.js";
 import { FakeOpenAIServer } from "./fakes/openai-server.js";
 import { FakeTelegramServer } from "./fakes/telegram-server.js";
 import { waitFor } from "./harness/actors.js";
-import { runCli, startCli, type CliRun } from "./harness/cli.js";
-import { onboard, OnboardHomes, type OnboardHome } from "./harness/onboard.js";
+import { runCli, startCli } from "./harness/cli.js";
+import { assertNowhere, onboard, OnboardHomes, type OnboardHome } from "./harness/onboard.js";
 
 const KEY = "sk-onboard-right-key-0123456789";
 const WRONG = "sk-onboard-wrong-key-9876543210";
@@ -26,15 +26,6 @@ const newHome = (extra: Record<string, string> = {}, config?: object): OnboardHo
 
 const readJson = (path: string) => JSON.parse(readFileSync(path, "utf8")) as Record<string, any>;
 const mode = (path: string) => (statSync(path).mode & 0o777).toString(8);
-
-function assertNowhere(run: CliRun, home: OnboardHome, secrets: string[]): void {
-  for (const s of secrets) {
-    assert.ok(!run.stdout.includes(s), `stdout shows a secret:\n${run.stdout}`);
-    assert.ok(!run.stderr.includes(s), `stderr shows a secret:\n${run.stderr}`);
-    const config = join(home.dir, "config.json");
-    if (existsSync(config)) assert.ok(!readFileSync(config, "utf8").includes(s), "config.json holds a secret");
-  }
-}
 
 describe("lurkbot onboard", () => {
   let openai: FakeOpenAIServer;

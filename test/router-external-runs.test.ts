@@ -33,8 +33,8 @@ describe("router: runs other actors store in RUNS hold their session's lane", ()
   });
   after(() => rig.stop());
 
-  /** a child run as the subagents actor stores it and an agent-runner starts it (begin, then run_start) */
-  const startChild = async (childId: string) => {
+  /** a child run as an agent-runner starts it (begin, then run_start) */
+  const beginChild = async (childId: string) => {
     const sessionKey = buildSessionKey({ type: "subagent", agentId: "main", childId });
     const runId = `sub-${childId}`;
     await runnerBus.call("sessions", "begin", {
@@ -42,6 +42,11 @@ describe("router: runs other actors store in RUNS hold their session's lane", ()
       records: [{ id: recordIds.started(runId), ts: Date.now(), runId, kind: "run_marker", runStatus: "started", meta: { trigger: "subagent" } }],
     });
     rig.runner.publish(s.runEvent(runId, "run_start"), JSON.stringify(envelope("lurk.run.event.v1", { runId, sessionKey, seq: 0, event: { kind: "run_start" as const, agentId: "main", trigger: "subagent" as const } })));
+    return { runId, sessionKey };
+  };
+  /** a child run as the subagents actor stores it and an agent-runner starts it: it holds the lane */
+  const startChild = async (childId: string) => {
+    const { runId, sessionKey } = await beginChild(childId);
     await waitFor(async () => (await rig.bus.call("router", "lanes", { sessionKey })).lanes[0]?.activeRunId === runId || undefined, 10_000, "the child's run holds the lane");
     return { runId, sessionKey };
   };
@@ -234,11 +239,7 @@ describe("router: runs other actors store in RUNS hold their session's lane", ()
     await noRun(woken.runId, 1000);
     assert.deepEqual((await rig.bus.call("router", "lanes", { sessionKey: otherKey })).lanes, [], "the consolidation holds no lane");
     // the run starts and ends as usual; the inject runs after it
-    await runnerBus.call("sessions", "begin", {
-      sessionKey, runId: child.runId, agentId: "main", sessionType: "subagent", historyLimit: 50,
-      records: [{ id: recordIds.started(child.runId), ts: Date.now(), runId: child.runId, kind: "run_marker", runStatus: "started", meta: { trigger: "subagent" } }],
-    });
-    rig.runner.publish(s.runEvent(child.runId, "run_start"), JSON.stringify(envelope("lurk.run.event.v1", { runId: child.runId, sessionKey, seq: 0, event: { kind: "run_start" as const, agentId: "main", trigger: "subagent" as const } })));
+    await beginChild("c0ffee09");
     await runnerBus.call("sessions", "append", { sessionKey, records: [{ id: recordIds.marker(child.runId, "done"), ts: Date.now(), runId: child.runId, kind: "run_marker", runStatus: "done", text: "child done" }] });
     end(child);
     finish(await runOf(woken.runId));

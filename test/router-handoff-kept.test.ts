@@ -100,19 +100,28 @@ describe("a message handed to a running run is never lost", () => {
     };
     return { calls: () => calls };
   };
+  /**
+   * A followup session `name` whose run of A (`question [<tag>-A]`) is held in its model call
+   * while B (`bText`) is handed to it; once `open()`ed, A's call answers `reply`.
+   */
+  const handedDuringCall = async (name: string, tag: string, reply: FakeReply, bText = `and also [${tag}-B]`) => {
+    await session(name, "followup");
+    const held = gate();
+    const a1 = answering(`[${tag}-A]`, `[${tag}-B]`, async () => {
+      await held.opened;
+      return reply;
+    });
+    const a = await publish(`question [${tag}-A]`, name);
+    await waitFor(() => a1.calls() > 0 || undefined, 15_000, "A's model call");
+    const b = await publish(bText, name);
+    await handed(a.runId, "followup");
+    return { a, b, open: held.open };
+  };
 
   it("followup: a message handed to a run that then fails (a provider error) gets a run of its own and is answered", { timeout: 60_000 }, async () => {
-    await session("hk-fail", "followup");
-    const held = gate();
-    const a1 = answering("[fail-A]", "[fail-B]", async () => {
-      await held.opened;
-      return { kind: "error", status: 400, message: "the request was refused (test)" }; // not retried, no cooldown
-    });
-    const a = await publish("question [fail-A]", "hk-fail");
-    await waitFor(() => a1.calls() > 0 || undefined, 15_000, "A's model call");
-    const b = await publish("and also [fail-B]", "hk-fail");
-    await handed(a.runId, "followup");
-    held.open();
+    // not retried, no cooldown
+    const { a, b, open } = await handedDuringCall("hk-fail", "fail", { kind: "error", status: 400, message: "the request was refused (test)" });
+    open();
     const answer = await answerTo(b.id, "B's answer");
     assert.equal(answer.text, "echo: and also [fail-B]");
     assert.deepEqual(answer.replyTo, [b.id], "from a run of its own");
@@ -125,20 +134,11 @@ describe("a message handed to a running run is never lost", () => {
   });
 
   it("followup: a message handed to a run that is aborted from outside (not /stop) gets a run of its own", { timeout: 60_000 }, async () => {
-    await session("hk-abort", "followup");
-    const held = gate();
-    const a1 = answering("[abort-A]", "[abort-B]", async () => {
-      await held.opened;
-      return { kind: "text", text: "never seen" };
-    });
-    const a = await publish("question [abort-A]", "hk-abort");
-    await waitFor(() => a1.calls() > 0 || undefined, 15_000, "A's model call");
-    const b = await publish("and also [abort-B]", "hk-abort");
-    await handed(a.runId, "followup");
+    const { a, b, open } = await handedDuringCall("hk-abort", "abort", { kind: "text", text: "never seen" });
     // an abort another actor sends (e.g. a subagents stop): the router's queue drops nothing
     admin.publish(s.runControl(a.runId), JSON.stringify(envelope("lurk.run.control.v1", { runId: a.runId, action: "abort" as const, reason: "test" })));
     await waitFor(async () => (await status("hk-abort", a.runId)) === "aborted" || undefined, 15_000, "A aborted");
-    held.open();
+    open();
     const answer = await answerTo(b.id, "B's answer");
     assert.equal(answer.text, "echo: and also [abort-B]");
     assert.equal(await status("hk-abort", b.runId), "done");
@@ -167,17 +167,8 @@ describe("a message handed to a running run is never lost", () => {
   });
 
   it("followup: a hand-off the run takes is answered once, in that run's reply: no run of its own", { timeout: 60_000 }, async () => {
-    await session("hk-ok", "followup");
-    const held = gate();
-    const a1 = answering("[ok-A]", "[ok-B]", async () => {
-      await held.opened;
-      return { kind: "text", text: "the answer to A" };
-    });
-    const a = await publish("question [ok-A]", "hk-ok");
-    await waitFor(() => a1.calls() > 0 || undefined, 15_000, "A's model call");
-    const b = await publish("and B [ok-B]", "hk-ok");
-    await handed(a.runId, "followup");
-    held.open();
+    const { a, b, open } = await handedDuringCall("hk-ok", "ok", { kind: "text", text: "the answer to A" }, "and B [ok-B]");
+    open();
     const answer = await answerTo(b.id, "the run's reply");
     assert.equal(answer.text, "the answer to A\n\necho: and B [ok-B]");
     assert.deepEqual(answer.replyTo, [a.id, b.id]);
@@ -189,20 +180,11 @@ describe("a message handed to a running run is never lost", () => {
   });
 
   it("/stop: a message handed to the stopped run stays dropped", { timeout: 60_000 }, async () => {
-    await session("hk-stop", "followup");
-    const held = gate();
-    const a1 = answering("[stop-A]", "[stop-B]", async () => {
-      await held.opened;
-      return { kind: "text", text: "never seen" };
-    });
-    const a = await publish("question [stop-A]", "hk-stop");
-    await waitFor(() => a1.calls() > 0 || undefined, 15_000, "A's model call");
-    const b = await publish("and also [stop-B]", "hk-stop");
-    await handed(a.runId, "followup");
+    const { a, b, open } = await handedDuringCall("hk-stop", "stop", { kind: "text", text: "never seen" });
     const stop = await client.send("/stop", { sessionName: "hk-stop" });
     assert.equal(stop.text, `Stopped the active run (${a.runId}). Dropped 1 queued message.`);
     await waitFor(async () => (await status("hk-stop", a.runId)) === "aborted" || undefined, 15_000, "A aborted");
-    held.open();
+    open();
     await waitFor(async () => (await bus.call("router", "lanes", { sessionKey: sessionKey("hk-stop") })).lanes.length === 0 || undefined, 10_000, "the lane is free");
     await sleep(1000);
     assert.equal(await status("hk-stop", b.runId), "unknown", "no run of its own");

@@ -203,8 +203,14 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   }
   /** messages the run took from its mailbox (a resumed run's from its records): its reply answers them too */
   const handed = handedMessageIds(req.runId, begun.runRecords);
+  // (an interrupted delivery is past its last: finished best effort too)
+  const finishDeps: FinishDeps = { rt, req, events, log, append, bestEffort: lastDelivery, ack: delivery.ackNow, handed: () => handed };
+  const runStart = { kind: "run_start" as const, agentId: req.agentId, trigger: req.trigger, ...(ref ? { model: ref, provider: ref.split("/")[0] } : {}) };
   if (interrupted) {
-    await giveUpInterrupted({ rt, req, events, log, append, bestEffort: true, ack: delivery.ackNow, handed: () => handed }, delivery.deliveryCount - 1, ref);
+    // every earlier delivery was interrupted: an error reply, end marker and terminal event, nothing run
+    const error = givenUp(rt, req, log, delivery.deliveryCount - 1);
+    events.emit(runStart);
+    await finish(finishDeps, { status: "error", text: errorText(error), error, turns: 0, usage: emptyUsage() });
     return;
   }
   log.info({ trigger: req.trigger, resumed: begun.prior === "started", delivery: delivery.deliveryCount }, "run started");
@@ -218,7 +224,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   const outcome: Outcome = { status: "done", text: "", turns: 0, usage: emptyUsage() };
   /** every model call the run makes for itself, by model and purpose: the end's usage */
   const tally = new UsageTally();
-  events.emit({ kind: "run_start", agentId: req.agentId, trigger: req.trigger, ...(ref ? { model: ref, provider: ref.split("/")[0] } : {}) });
+  events.emit(runStart);
   let chain: ModelChain | undefined;
   let afterRun: (() => void) | undefined;
   /** a long reply's summary for speech: tts.summaryModel, else compaction.model, then the run's models */
@@ -311,7 +317,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
     // after a failover the run ended on another model: its usage is booked there
     if (chain && chain.current !== outcome.model) Object.assign(outcome, { model: chain.current, provider: chain.current.split("/")[0] });
     if (timer) clearTimeout(timer);
-    mailbox?.close(); // also when the loop never began (an error before it)
+    // the loop closed its mailbox on every exit; unregistering drops it in the same step (also when the loop never began)
     deps.controls.unregister(req.runId, controller);
   }
   if (outcome.status === "done" && !req.options.command && deps.voice) {
@@ -322,7 +328,7 @@ async function handleRun(deps: RunnerDeps, req: RunRequest, delivery: DeliveryIn
   }
   // the tally holds the loop's turns (with an earlier attempt's), the summaries and the speech summary
   Object.assign(outcome, { usage: tally.total(), parts: tally.list() });
-  await finish({ rt, req, events, log, append, bestEffort: lastDelivery, ack: delivery.ackNow, handed: () => handed }, outcome);
+  await finish(finishDeps, outcome);
   if (outcome.status === "done" && !req.options.command) afterRun?.();
 }
 
@@ -357,14 +363,6 @@ function givenUp(rt: ActorRuntime, req: RunRequest, log: Logger, deliveries: num
   log.error({ deliveries, code: error.code }, "run interrupted on every delivery; given up");
   rt.emit("run_given_up", { runId: req.runId, sessionKey: req.sessionKey, deliveries }, "error");
   return error;
-}
-
-/** Ends a run whose `deliveries` deliveries were all interrupted: an error reply, end marker and terminal event, nothing run. */
-async function giveUpInterrupted(deps: FinishDeps, deliveries: number, ref: string | undefined): Promise<void> {
-  const { rt, req, events, log } = deps;
-  const error = givenUp(rt, req, log, deliveries);
-  events.emit({ kind: "run_start", agentId: req.agentId, trigger: req.trigger, ...(ref ? { model: ref, provider: ref.split("/")[0] } : {}) });
-  await finish(deps, { status: "error", text: errorText(error), error, turns: 0, usage: emptyUsage() });
 }
 
 async function finish(deps: FinishDeps, outcome: Outcome): Promise<void> {

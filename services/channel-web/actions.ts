@@ -29,7 +29,7 @@ export async function webAct(hub: Hub, users: WebUsers, req: ActionRequest): Pro
   if (!c) throw new DeliveryError(`"${req.message.conversation}" is not a web chat of a configured user`, { permanent: true });
   // each change applies to the line as stored (the user's reactions may change it meanwhile: reactions.ts)
   const save = async (seq: number, change: (entry: ChatEntry) => ChatEntry) => {
-    if (!(await hub.change(c, seq, (e) => (e.deleted ? undefined : change(e))))) throw new DeliveryError(`message ${seq} is no longer kept in this chat`, { permanent: true });
+    if (!(await hub.change(c, seq, change))) throw new DeliveryError(`message ${seq} is no longer kept in this chat`, { permanent: true });
   };
   if (req.op === "react") {
     const { seq } = lineOf(hub, c, req.platformMessageId);

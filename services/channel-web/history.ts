@@ -47,13 +47,14 @@ export class ChatHistory {
 
   /**
    * Changes a kept entry in one transaction (so two changes of the same line never lose one):
-   * `change` gets the stored entry and returns the new one, or undefined to leave it. Returns the
-   * entry written; undefined when it is no longer kept or `change` left it.
+   * `change` gets the stored entry and returns the new one, or undefined to leave it; a deleted
+   * entry is left as it is. Returns the entry written; undefined when it is no longer kept, deleted
+   * or `change` left it.
    */
   async modify(chat: string, seq: number, change: (entry: ChatEntry) => ChatEntry | undefined): Promise<ChatEntry | undefined> {
     return this.root.transaction(() => {
       const current = this.entries.get([chat, seq]);
-      const next = current ? change(current) : undefined;
+      const next = current && !current.deleted ? change(current) : undefined;
       if (!next) return undefined;
       const stored: ChatEntry = { ...next, seq };
       void this.entries.put([chat, seq], stored);

@@ -147,8 +147,9 @@ export class Hub {
 
   /**
    * Changes the kept chat line `seq` (`change` gets the stored line, in one transaction, and
-   * returns the new one or undefined to leave it) and shows the change to the chat's sockets.
-   * Returns the line written; undefined when it is no longer kept or was left as it was.
+   * returns the new one or undefined to leave it; a deleted line is left) and shows the change to
+   * the chat's sockets. Returns the line written; undefined when it is no longer kept, deleted or
+   * was left as it was.
    */
   async change(c: WebChat, seq: number, change: (entry: ChatEntry) => ChatEntry | undefined): Promise<ChatEntry | undefined> {
     const entry = await this.history.modify(c.conversation, seq, change);

@@ -63,7 +63,6 @@ export class UserReactions {
       ...(sessionName ? { sessionName } : {}),
     });
     const changed = await hub.change(c, entry.seq, (e) => {
-      if (e.deleted) return undefined;
       const others = (e.userReactions ?? []).filter((r) => r !== frame.emoji);
       return { ...e, userReactions: frame.remove ? others : [...others, frame.emoji], reactionRev: (e.reactionRev ?? 0) + 1 };
     });

@@ -48,13 +48,7 @@ export class Lanes {
 
   /** Resolves true when the run holds the lane, false when it was withdrawn while waiting. */
   acquire(sessionKey: string, runId: string): Promise<boolean> {
-    const lane = this.lane(sessionKey);
-    if (lane.active?.runId === runId) return Promise.resolve(true);
-    if (!lane.active && lane.waiting.length === 0) {
-      this.activate(sessionKey, lane, runId);
-      return Promise.resolve(true);
-    }
-    return new Promise((resolve) => lane.waiting.push({ runId, grant: resolve }));
+    return this.grantOrWait(sessionKey, runId, (lane, waiter) => lane.waiting.push(waiter));
   }
 
   /**
@@ -63,14 +57,7 @@ export class Lanes {
    * the head of the queue at once (or gets the idle lane).
    */
   acquireAfter(sessionKey: string, runId: string, after: string): Promise<boolean> {
-    const lane = this.lane(sessionKey);
-    if (lane.active?.runId === runId) return Promise.resolve(true);
-    if (!lane.active && lane.waiting.length === 0) {
-      this.activate(sessionKey, lane, runId);
-      return Promise.resolve(true);
-    }
-    return new Promise((resolve) => {
-      const waiter = { runId, grant: resolve };
+    return this.grantOrWait(sessionKey, runId, (lane, waiter) => {
       if (lane.active?.runId === after) lane.parked.push(waiter);
       else this.toHead(lane, [waiter]);
     });
@@ -175,8 +162,7 @@ export class Lanes {
       this.activate(sessionKey, lane, runId, true, since);
       return "held";
     }
-    const at = lane.waiting.findIndex((w) => !w.external);
-    lane.waiting.splice(at < 0 ? lane.waiting.length : at, 0, { runId, grant: noGrant, external: true });
+    this.toHead(lane, [{ runId, grant: noGrant, external: true }]);
     this.queuedExternal.set(runId, sessionKey);
     return "queued";
   }
@@ -225,6 +211,17 @@ export class Lanes {
       this.lanes.set(key, lane);
     }
     return lane;
+  }
+
+  /** The run holds the lane (it has it already, or the lane is idle), else it waits where `wait` puts it. */
+  private grantOrWait(sessionKey: string, runId: string, wait: (lane: Lane, waiter: Waiter) => void): Promise<boolean> {
+    const lane = this.lane(sessionKey);
+    if (lane.active?.runId === runId) return Promise.resolve(true);
+    if (!lane.active && lane.waiting.length === 0) {
+      this.activate(sessionKey, lane, runId);
+      return Promise.resolve(true);
+    }
+    return new Promise((resolve) => wait(lane, { runId, grant: resolve }));
   }
 
   /** Puts waiters at the head of the queue, behind the external runs already going. */

@@ -56,8 +56,6 @@ export class Work {
   lastArrival: number;
   /** the lane was granted: no more merging */
   started = false;
-  /** the active run that took it (steer, followup) and the control id that names its input record there */
-  handedTo?: { runId: string; controlId: string };
   done!: Promise<WorkOutcome>;
 
   constructor(readonly request: RunRequest, delivery: DeliveryLike, readonly settings: QueueSettings, now: number) {
@@ -121,7 +119,7 @@ export interface QueueDeps {
   control(runId: string, action: "steer" | "followup", input: RunInput, controlId: string): Promise<boolean>;
   abort(runId: string, reason: string): void;
   /** asked once the run a work was handed to ended: whether it stored the input (never throws: a failed look-up is false) */
-  stored(sessionKey: string, handed: NonNullable<Work["handedTo"]>): Promise<boolean>;
+  stored(sessionKey: string, handed: HandedTo): Promise<boolean>;
   /** frees the lane a work holds without a run of its own (its input is in the run it was handed to) */
   release(runId: string): void;
   now?: () => number;
@@ -163,7 +161,11 @@ export class SessionQueues {
         // each hand-off holds its message unacked until the run's end (a slot of the router's
         // consumer, shared by all sessions): at most `cap` per session, past that it queues
         if ((this.handing.get(key) ?? 0) + lanes.parkedRuns(key).length >= work.settings.cap) return (work.done = this.enqueue(work));
-        return (work.done = this.hand(work, work.settings.mode, active).then((taken) => (taken ? this.afterHandOff(work) : this.refused(work, active))));
+        // refused (or no runner answered): a redelivered message (a new active router) may have
+        // been handed to that run by the previous one, which took and stored it and then stopped
+        // taking inputs: it is checked at the run's end like a hand-off, so it is not answered twice
+        return (work.done = this.hand(work, work.settings.mode, active).then((taken) =>
+          (active && (taken || work.delivery.redelivered) ? this.afterHandOff(work, active) : this.enqueue(work))));
       }
       case "steer-backlog":
         return (work.done = this.hand(work, "steer", active).then(() => this.enqueue(work)));
@@ -185,13 +187,10 @@ export class SessionQueues {
 
   private async hand(work: Work, action: "steer" | "followup", runId: string | undefined): Promise<boolean> {
     if (!runId) return false;
-    const controlId = controlIdFor(work);
     const key = work.sessionKey;
     this.handing.set(key, (this.handing.get(key) ?? 0) + 1);
     try {
-      const taken = await this.deps.control(runId, action, work.handedInput(), controlId);
-      if (taken) work.handedTo = { runId, controlId };
-      return taken;
+      return await this.deps.control(runId, action, work.handedInput(), controlIdFor(work));
     } catch (err) {
       this.deps.log.warn({ err, runId, action }, "run control failed; the message waits for its own run");
       return false;
@@ -200,18 +199,6 @@ export class SessionQueues {
       if (left > 0) this.handing.set(key, left);
       else this.handing.delete(key);
     }
-  }
-
-  /**
-   * A hand-off the active run refused (or no runner answered). A redelivered message (a new
-   * active router) may have been handed to that run by the previous one, which took and stored
-   * it and then stopped taking inputs: it is checked at the run's end like a hand-off, so it is
-   * not answered twice; any other queues.
-   */
-  private refused(work: Work, active: string | undefined): Promise<WorkOutcome> {
-    if (!work.delivery.redelivered || !active) return this.enqueue(work);
-    work.handedTo = { runId: active, controlId: controlIdFor(work) };
-    return this.afterHandOff(work);
   }
 
   private enqueue(work: Work): Promise<WorkOutcome> {
@@ -238,13 +225,13 @@ export class SessionQueues {
   }
 
   /**
-   * A work the active run accepted (steer, followup): it waits beside that run and heads the
+   * A work the active run `handedTo` accepted (steer, followup): it waits beside that run and heads the
    * queue at its end; then "handed" if the run stored its input, else its own run. Withdrawn
    * meanwhile (/stop, /new, an interrupt): dropped.
    */
-  private afterHandOff(work: Work): Promise<WorkOutcome> {
+  private afterHandOff(work: Work, handedTo: string): Promise<WorkOutcome> {
     const { lanes } = this.deps;
-    const handed = work.handedTo!;
+    const handed: HandedTo = { runId: handedTo, controlId: controlIdFor(work) };
     return this.tracked(work, async () => {
       if (!(await lanes.acquireAfter(work.sessionKey, work.runId, handed.runId))) return "dropped";
       if (await this.deps.stored(work.sessionKey, handed)) {
@@ -297,6 +284,12 @@ export class SessionQueues {
     list.push(line);
     this.digests.set(sessionKey, list);
   }
+}
+
+/** The run a work was handed to and the control id that names its input record there. */
+export interface HandedTo {
+  runId: string;
+  controlId: string;
 }
 
 /** The control id a work's input is handed under: it names the input's record in the run (the same on a redelivery). */

@@ -248,8 +248,8 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
    */
   const runStored = (runId: string, sessionKey: string) => {
     if (lanes.isHeld(runId)) return;
-    runStarted(runId, () => sessionKey);
-    if (lanes.isHeld(runId)) void check(runId, sessionKey, Date.now());
+    runStarted(runId, () => sessionKey); // held now (or queued at the lane's head)
+    void check(runId, sessionKey, Date.now());
   };
 
   /**

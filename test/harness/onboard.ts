@@ -1,9 +1,10 @@
 /**
  * Homes for `lurkbot onboard` tests: a temp LurkBot home per case (removed by `cleanup`), an
  * environment that points HOME and LURKBOT_HOME there, and the wizard run with its answers as
- * input lines.
+ * input lines; `assertNowhere`: secrets shown nowhere (output, config.json).
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runCli, type CliRun } from "./cli.js";
@@ -34,3 +35,13 @@ export class OnboardHomes {
 /** `lurkbot onboard ARGS` in `home`, `lines` typed as its answers (none: no input) */
 export const onboard = (home: OnboardHome, args: string[], lines: string[] | undefined, env: Record<string, string> = {}): Promise<CliRun> =>
   runCli(["onboard", ...args], { ...home.env, ...env }, { timeoutMs: 60_000, ...(lines ? { input: lines.map((l) => l + "\n").join("") } : {}) });
+
+/** none of `secrets` in the run's stdout or stderr, or in the home's config.json */
+export function assertNowhere(run: CliRun, home: OnboardHome, secrets: string[]): void {
+  for (const s of secrets) {
+    assert.ok(!run.stdout.includes(s), `stdout shows a secret:\n${run.stdout}`);
+    assert.ok(!run.stderr.includes(s), `stderr shows a secret:\n${run.stderr}`);
+    const config = join(home.dir, "config.json");
+    if (existsSync(config)) assert.ok(!readFileSync(config, "utf8").includes(s), "config.json holds a secret");
+  }
+}

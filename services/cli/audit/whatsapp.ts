@@ -7,13 +7,15 @@
  * secrets in config.json the files check's (CHANNEL_TOKEN_ENV: WHATSAPP_*), open DMs the access
  * checks'.
  */
+import { envFor } from "./files.js";
 import { finding, type AuditContext, type AuditFinding } from "./finding.js";
 
+/** what the channel needs (its variables: CHANNEL_TOKEN_ENV, through envFor) */
 const NEEDED = [
-  { field: "appSecret", env: "WHATSAPP_APP_SECRET", what: "the Meta app's App secret (App settings > Basic): every webhook is checked against its signature" },
-  { field: "verifyToken", env: "WHATSAPP_VERIFY_TOKEN", what: "the verify token Meta's subscription check must present (`openssl rand -hex 24`, typed into the app's webhook settings too)" },
-  { field: "accessToken", env: "WHATSAPP_ACCESS_TOKEN", what: "a permanent System User token with whatsapp_business_messaging" },
-  { field: "phoneNumberId", env: undefined, what: "the business number's Phone number ID (WhatsApp > API Setup)" },
+  { field: "appSecret", what: "the Meta app's App secret (App settings > Basic): every webhook is checked against its signature" },
+  { field: "verifyToken", what: "the verify token Meta's subscription check must present (`openssl rand -hex 24`, typed into the app's webhook settings too)" },
+  { field: "accessToken", what: "a permanent System User token with whatsapp_business_messaging" },
+  { field: "phoneNumberId", what: "the business number's Phone number ID (WhatsApp > API Setup)" },
 ] as const;
 
 export function whatsappChecks({ config }: AuditContext): AuditFinding[] {
@@ -25,6 +27,9 @@ export function whatsappChecks({ config }: AuditContext): AuditFinding[] {
     id: "channel.whatsapp.refused", level: "warning",
     title: `the WhatsApp channel will refuse to start: ${missing.map((m) => `channels.whatsapp.${m.field}`).join(", ")} ${missing.length === 1 ? "is" : "are"} not set`,
     detail: `channel-whatsapp stops at start without ${missing.map((m) => `${m.field} (${m.what})`).join("; ")}. Without the app secret anyone who finds the webhook URL could send the agent forged messages, so the channel never runs unsigned; as configured no WhatsApp message is answered.`,
-    fix: missing.map((m) => (m.env ? `set ${m.env} in the environment (or channels.whatsapp.${m.field})` : `set channels.whatsapp.${m.field}`)).join("; "),
+    fix: missing.map((m) => {
+      const env = envFor(`channels.whatsapp.${m.field}`);
+      return env ? `set ${env} in the environment (or channels.whatsapp.${m.field})` : `set channels.whatsapp.${m.field}`;
+    }).join("; "),
   })];
 }
