@@ -206,6 +206,10 @@ describe("router: one active instance, a standby that relays and takes over", ()
       await startHostB(); // standby
       const first = await chat("merge", "@bot first", "ann", true);
       const firstRun = await runOf(first.runId);
+      // the first message's ack has reached the server (it leaves once the run is stored: wait for it, not only for the run)
+      const jsm = await jetstreamManager(rig.admin);
+      const consumer = () => jsm.consumers.info(STREAMS.inbound, CONSUMERS.router);
+      await waitFor(async () => (await consumer()).num_ack_pending === 0, 5_000, "the first message acked");
       proxy.dropAcks = true;
       const second = await chat("merge", "@bot second", "ann", true);
       const third = await chat("merge", "@bot third", "ann", true);
@@ -219,8 +223,6 @@ describe("router: one active instance, a standby that relays and takes over", ()
       await hostA.kill();
       await waitFor(() => count("active") > activations, 10_000, "host B active");
       // both come again after the ack wait: the second's run holds the lane (the replica), the third was merged into it
-      const jsm = await jetstreamManager(rig.admin);
-      const consumer = () => jsm.consumers.info(STREAMS.inbound, CONSUMERS.router);
       const deliveredBefore = (await consumer()).delivered.consumer_seq;
       await waitFor(async () => {
         const info = await consumer();
