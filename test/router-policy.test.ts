@@ -144,7 +144,8 @@ describe("queue policy over real lanes", () => {
     inputs: [{ kind: "user" as const, text, attachments: [], sourceId: `m${n}` }],
     origin: { channel: "web", conversation: "c", messageIds: [`m${n}`] }, deliver: true, options: {},
   });
-  const setup = () => {
+  /** `noted`: the hand-offs replicated (work run id -> the run it was handed to), shared by the instances of a test */
+  const setup = (noted?: Map<string, string>) => {
     const lanes = new Lanes();
     const dispatched: RunRequest[] = [];
     const controls: string[] = [];
@@ -163,6 +164,13 @@ describe("queue policy over real lanes", () => {
         return storedInputs.has(`${handed.runId}:${handed.controlId}`);
       },
       release: (runId) => void lanes.release(runId),
+      ...(noted ? {
+        handOffs: {
+          // each entry says how many controls were asked before it: it is written before its own
+          noted: async (runId: string, handedTo: string) => void noted.set(runId, `${handedTo}@${controls.length}`),
+          handedTo: (runId: string) => noted.get(runId)?.split("@")[0],
+        },
+      } : {}),
     });
     return { lanes, queues, dispatched, controls, aborts, checked, storedInputs, accept: (v: boolean) => (accept = v) };
   };
@@ -268,6 +276,31 @@ describe("queue policy over real lanes", () => {
     t.lanes.release("run-3");
     assert.equal(await later, "dispatched");
     assert.deepEqual(t.dispatched.map((r) => r.runId), ["run-1", "run-3", "run-4"]);
+  });
+
+  it("a hand-off is noted before it is asked; redelivered to the next instance after that run ended, it is checked against the run: taken, handed; else its own run", async () => {
+    const noted = new Map<string, string>();
+    const a = setup(noted);
+    await submit(a.queues, 1, {});
+    a.accept(true);
+    void submit(a.queues, 2, { mode: "followup" });
+    void submit(a.queues, 3, { mode: "steer" });
+    await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual([...noted], [["run-2", "run-1@0"], ["run-3", "run-1@0"]], "noted before any control was asked");
+    assert.deepEqual(a.controls, ["followup:run-1:m2", "steer:run-1:m3"]);
+    // the next instance: run-1 ended before the messages came again, having taken m2 only
+    const b = setup(noted);
+    b.storedInputs.add("run-1:ctl-run-2");
+    const redelivered = (n: number) => b.queues.submit(new Work(request(n), { redelivered: true, deliveryCount: 2 }, settings({ mode: "followup" }), Date.now()));
+    assert.equal(await redelivered(2), "handed");
+    assert.equal(b.lanes.busy("agent:main:main"), false, "the handed work freed the lane");
+    assert.equal(await redelivered(3), "dispatched");
+    assert.deepEqual(b.checked, ["run-1:ctl-run-2", "run-1:ctl-run-3"]);
+    assert.deepEqual(b.dispatched.map((r) => r.runId), ["run-3"]);
+    assert.deepEqual(b.controls, [], "nothing is handed again to a run that ended");
+    // a first delivery is not looked up: a message noted and never redelivered is an ordinary one
+    b.lanes.release("run-3");
+    assert.equal(await b.queues.submit(new Work(request(2), { redelivered: false, deliveryCount: 1 }, settings({}), Date.now())), "dispatched");
   });
 
   it("a hand-off waits behind a run another actor started beside the active one, and is not dropped by the cap", async () => {

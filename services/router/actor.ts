@@ -49,7 +49,7 @@ export const definition: ActorDefinition = {
     let processed = 0;
     /** the active term (undefined while standing by) */
     let term: RouterTerm | undefined;
-    let loaded: RouterState = { runs: [], groups: [], handled: [] };
+    let loaded: RouterState = { runs: [], groups: [], handled: [], handOffs: [] };
     let stopping: Promise<void> = Promise.resolve();
     /** the term's view of run requests as they are stored (run-requests.ts) */
     let stored: { stop(): void } | undefined;
@@ -60,9 +60,9 @@ export const definition: ActorDefinition = {
       takeOver: async () => {
         await stopping; // the last term's messages are handed back first
         const result = await replica.load();
-        loaded = { runs: result.runs, groups: result.groups, handled: result.handled };
+        loaded = { runs: result.runs, groups: result.groups, handled: result.handled, handOffs: result.handOffs };
         settings = new SettingsCache(rt);
-        rt.log.info({ runs: result.runs.length, pairing: result.pairing, groups: result.groups.length, handled: result.handled.length }, "router state loaded from the replica bucket");
+        rt.log.info({ runs: result.runs.length, pairing: result.pairing, groups: result.groups.length, handled: result.handled.length, handOffs: result.handOffs.length }, "router state loaded from the replica bucket");
       },
       activated: () => {
         const begun = startTerm({ rt, pairing, settings, replica, isActive: () => instance.isActive(), processed: () => processed++ }, loaded);

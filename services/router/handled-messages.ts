@@ -1,30 +1,35 @@
 /**
- * The inbound messages the router handled without a run of their own (merged into another
- * message's run, handed to the active run, dropped by a queue policy, answered as a command):
- * if such a message's ack is lost, its redelivery is acked at once instead of getting a run (and
- * an answer) of its own. Keyed `<channel>:<messageId>`.
+ * Recent entries the router replicates for the instance that takes over (replica.ts), each
+ * forgotten (`onForget`) beyond MAX_ENTRIES (oldest first) and after KEEP_MS: a lost ack comes
+ * back after `bus.ackWaitMs` (30 s by default), so an hour leaves room for a failover.
  *
- * Contract: `remember` resolves once the entry is replicated (`onRemember`, replica.ts); the
- * caller acks after that, so a redelivery after a lost ack finds the entry at whichever router
+ * Contract: `remember` resolves once the entry is replicated (`onRemember`); the caller acks (or
+ * goes on) after that, so a redelivery after a lost ack finds the entry at whichever router
  * instance is active then (a router that took the lease `restore`s the replicated entries).
- * Entries are forgotten (`onForget`) beyond MAX_ENTRIES (oldest first) and after KEEP_MS: a lost
- * ack comes back after `bus.ackWaitMs` (30 s by default), so an hour leaves room for a failover.
+ *
+ * Two ledgers use it:
+ * - `HandledMessages`: the inbound messages the router handled without a run of their own (merged
+ *   into another message's run, handed to the active run, dropped by a queue policy, answered as
+ *   a command): a redelivery is acked at once instead of getting a run (and an answer) of its
+ *   own. Keyed `<channel>:<messageId>`.
+ * - the hand-offs (term.ts): the run a message's work was handed to, keyed by the work's run id
+ *   (queue.ts `handedTo`).
  */
 export const MAX_ENTRIES = 20_000;
 export const KEEP_MS = 60 * 60 * 1000;
 
-export interface HandledMessagesOptions {
-  onRemember?: (key: string, at: number) => Promise<void>;
+export interface RecentEntriesOptions<V> {
+  onRemember?: (key: string, at: number, value: V) => Promise<void>;
   onForget?: (key: string) => void;
   now?: () => number;
 }
 
-export class HandledMessages {
-  /** key -> when it was handled (insertion order: about age order, for the count bound) */
-  private readonly entries = new Map<string, number>();
+export class RecentEntries<V> {
+  /** key -> when it was remembered and its value (insertion order: about age order, for the count bound) */
+  private readonly entries = new Map<string, { at: number; value: V }>();
   private readonly now: () => number;
 
-  constructor(private readonly opts: HandledMessagesOptions = {}) {
+  constructor(private readonly opts: RecentEntriesOptions<V> = {}) {
     this.now = opts.now ?? Date.now;
   }
 
@@ -32,28 +37,43 @@ export class HandledMessages {
     return this.entries.has(key);
   }
 
-  async remember(key: string): Promise<void> {
-    const at = this.now();
-    this.entries.delete(key);
-    this.entries.set(key, at);
-    while (this.entries.size > MAX_ENTRIES) this.forget(this.entries.keys().next().value!);
-    await this.opts.onRemember?.(key, at);
+  get(key: string): V | undefined {
+    return this.entries.get(key)?.value;
   }
 
-  /** An entry from the replica (the previous active router handled the message); a stale one is forgotten. */
-  restore(key: string, at: number): void {
+  async remember(key: string, value: V): Promise<void> {
+    const at = this.now();
+    this.entries.delete(key);
+    this.entries.set(key, { at, value });
+    while (this.entries.size > MAX_ENTRIES) this.forget(this.entries.keys().next().value!);
+    await this.opts.onRemember?.(key, at, value);
+  }
+
+  /** An entry from the replica (the previous active router wrote it); a stale one is forgotten. */
+  restore(key: string, at: number, value: V): void {
     if (at < this.now() - KEEP_MS) this.opts.onForget?.(key);
-    else if (!this.entries.has(key)) this.entries.set(key, at);
+    else if (!this.entries.has(key)) this.entries.set(key, { at, value });
   }
 
   /** Forgets the entries older than KEEP_MS. */
   prune(): void {
     const since = this.now() - KEEP_MS;
-    for (const [key, at] of this.entries) if (at < since) this.forget(key);
+    for (const [key, { at }] of this.entries) if (at < since) this.forget(key);
   }
 
   private forget(key: string): void {
     this.entries.delete(key);
     this.opts.onForget?.(key);
+  }
+}
+
+/** The messages handled without a run of their own (see the header); the value says nothing. */
+export class HandledMessages extends RecentEntries<true> {
+  override remember(key: string, value: true = true): Promise<void> {
+    return super.remember(key, value);
+  }
+
+  override restore(key: string, at: number, value: true = true): void {
+    super.restore(key, at, value);
   }
 }

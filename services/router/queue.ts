@@ -24,7 +24,10 @@
  * ("handed"), else it goes on as ordinary queued work, a run of its own ahead of the later
  * arrivals. `/stop`, `/new` and an interrupt drop it as they drop the waiting works. A redelivered
  * message the run refuses (a new router: the run may have taken it from the previous one) is checked
- * the same way.
+ * the same way. Each hand-off is replicated before it is asked (`handOffs.noted`, the run it goes
+ * to): a router instance that took over from one that died holding a handed message unacked
+ * checks that run the same way when the message comes again, even if the run ended meanwhile (it
+ * may have answered the message in its reply), instead of giving it a run of its own.
  */
 import type { RunInput, RunRequest } from "../../shared/contract/index.js";
 import type { Logger } from "../../shared/runtime/logger.js";
@@ -122,6 +125,8 @@ export interface QueueDeps {
   stored(sessionKey: string, handed: HandedTo): Promise<boolean>;
   /** frees the lane a work holds without a run of its own (its input is in the run it was handed to) */
   release(runId: string): void;
+  /** the replicated hand-offs (term.ts): `noted` resolves once the entry is replicated; `handedTo` the run a work's was */
+  handOffs?: { noted(runId: string, handedTo: string): Promise<void>; handedTo(runId: string): string | undefined };
   now?: () => number;
 }
 
@@ -141,6 +146,9 @@ export class SessionQueues {
   submit(work: Work): Promise<WorkOutcome> {
     const { lanes } = this.deps;
     const key = work.sessionKey;
+    // a redelivered message handed to a run before (by an instance that died): checked against that run
+    const handedBefore = work.delivery.redelivered && !this.works.has(work.runId) && !lanes.isHeld(work.runId) ? this.deps.handOffs?.handedTo(work.runId) : undefined;
+    if (handedBefore) return (work.done = this.afterHandOff(work, handedBefore));
     // idle session, or a redelivered message whose run already holds the lane
     if (lanes.isActive(work.runId) || !lanes.busy(key)) return (work.done = this.run(work));
     const active = lanes.activeRun(key);
@@ -190,6 +198,8 @@ export class SessionQueues {
     const key = work.sessionKey;
     this.handing.set(key, (this.handing.get(key) ?? 0) + 1);
     try {
+      const noted = this.deps.handOffs?.noted(work.runId, runId);
+      if (noted) await noted;
       return await this.deps.control(runId, action, work.handedInput(), controlIdFor(work));
     } catch (err) {
       this.deps.log.warn({ err, runId, action }, "run control failed; the message waits for its own run");

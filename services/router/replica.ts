@@ -12,7 +12,10 @@
  *   (group-context.ts; bounded in count, bytes and age), rewritten when one is kept, removed when
  *   they are shown to the model; not awaited: losing the last few to a crash only loses context;
  * - `handled.<hash of channel:messageId>` = { key, at }: a message handled without a run of its
- *   own (handled-messages.ts), written before it is acked, removed after an hour.
+ *   own (handled-messages.ts), written before it is acked, removed after an hour;
+ * - `handoff.<hash of the work's run id>` = { runId, handedTo, at }: the run a message (or a
+ *   wake-now inject) was handed to (queue.ts), written before the hand-off is asked, removed after
+ *   an hour: its redelivery at the next instance is checked against that run's transcript.
  * Hashed keys stay short and valid KV tokens whatever the ids hold; the value names the id, and
  * an entry whose key does not match its value is skipped.
  * `load()`, on taking the lease: the runs to hold lanes for, the kept group context and handled
@@ -40,16 +43,20 @@ const groupEntrySchema = z.object({
 export type KeptContext = { sessionKey: string; lines: ContextLine[] };
 const handledEntrySchema = z.object({ key: z.string().min(1).max(1_000), at: z.number() });
 export type HandledEntry = z.infer<typeof handledEntrySchema>;
+const handOffEntrySchema = z.object({ runId: z.string().min(1).max(300), handedTo: z.string().min(1).max(300), at: z.number() });
+export type HandOffEntry = z.infer<typeof handOffEntrySchema>;
 
 const hashed = (prefix: string, id: string) => `${prefix}${createHash("sha256").update(id).digest("hex").slice(0, 40)}`;
 export const groupKey = (sessionKey: string) => hashed("group.", sessionKey);
 export const handledKey = (key: string) => hashed("handled.", key);
+export const handOffKey = (runId: string) => hashed("handoff.", runId);
 
 /** What a term starts from (term.ts). */
 export interface RouterState {
   runs: HeldRun[];
   groups: KeptContext[];
   handled: HandledEntry[];
+  handOffs: HandOffEntry[];
 }
 
 export class RouterReplica {
@@ -85,13 +92,22 @@ export class RouterReplica {
     void this.kv.write(handledKey(key), undefined);
   }
 
+  /** Resolves once the entry is in the bucket (or the write failed, logged): the hand-off may be asked. */
+  handOff(runId: string, handedTo: string, at: number): Promise<void> {
+    return this.kv.write(handOffKey(runId), { runId, handedTo, at });
+  }
+
+  handOffForgotten(runId: string): void {
+    void this.kv.write(handOffKey(runId), undefined);
+  }
+
   drain(): Promise<void> {
     return this.kv.drain();
   }
 
   /** The runs that held lanes, the kept group context and handled messages, and the pairing records into this host's store. */
   async load(): Promise<RouterState & { pairing: number; skipped: number }> {
-    const state: RouterState = { runs: [], groups: [], handled: [] };
+    const state: RouterState = { runs: [], groups: [], handled: [], handOffs: [] };
     const records: Array<PairingPending | PairingApproved> = [];
     let marked = false;
     let skipped = 0;
@@ -108,6 +124,10 @@ export class RouterReplica {
       } else if (key.startsWith("handled.")) {
         const entry = parseKvValue(handledEntrySchema, value);
         if (entry && handledKey(entry.key) === key) state.handled.push(entry);
+        else skipped++;
+      } else if (key.startsWith("handoff.")) {
+        const entry = parseKvValue(handOffEntrySchema, value);
+        if (entry && handOffKey(entry.runId) === key) state.handOffs.push(entry);
         else skipped++;
       } else if (key.startsWith("pending.") || key.startsWith("approved.")) {
         const record = key.startsWith("pending.") ? parseKvValue(pairingPendingSchema, value) : parseKvValue(pairingApprovedSchema, value);

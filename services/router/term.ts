@@ -30,6 +30,7 @@ import type { ActorRuntime } from "../../shared/runtime/actor.js";
 import { streamConfigs } from "../../shared/runtime/streams.js";
 import { z } from "zod";
 import { ensureSession } from "./ended-sessions.js";
+import { RecentEntries } from "./handled-messages.js";
 import { Intake } from "./intake.js";
 import { Lanes } from "./lanes.js";
 import type { PairingStore } from "./pairing.js";
@@ -185,7 +186,13 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
     }
   };
 
-  const queues = new SessionQueues({ lanes, log: rt.log, dispatch, control, abort, stored, release: releaseRun });
+  // the run each hand-off went to, replicated before it is asked (queue.ts), for the next instance
+  const handOffs = new RecentEntries<string>({ onRemember: (runId, at, handedTo) => replica.handOff(runId, handedTo, at), onForget: (runId) => replica.handOffForgotten(runId) });
+  for (const entry of [...state.handOffs].sort((a, b) => a.at - b.at)) handOffs.restore(entry.runId, entry.at, entry.handedTo);
+  const queues = new SessionQueues({
+    lanes, log: rt.log, dispatch, control, abort, stored, release: releaseRun,
+    handOffs: { noted: (runId, handedTo) => handOffs.remember(runId, handedTo), handedTo: (runId) => handOffs.get(runId) },
+  });
   const intake = new Intake({
     rt, queues, settings: deps.settings, pairing: deps.pairing, ended, replica, restored: state, events: pending,
     commands: { rt, lanes, queues, settings: deps.settings, pairing: deps.pairing },
@@ -224,7 +231,10 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
   const reconcile = setInterval(() => {
     for (const { runId, sessionKey, since } of lanes.idleRuns(IDLE_BEFORE_CHECK_MS)) void check(runId, sessionKey, since);
   }, RECONCILE_EVERY_MS);
-  const prune = setInterval(() => intake.prune(), PRUNE_EVERY_MS);
+  const prune = setInterval(() => {
+    intake.prune();
+    handOffs.prune();
+  }, PRUNE_EVERY_MS);
 
   /**
    * A run started: one this router dispatched (or holds already) is only marked alive; another
