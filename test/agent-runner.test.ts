@@ -14,6 +14,7 @@ import {
 } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { createLogger } from "../shared/runtime/logger.js";
+import { runEndFromRecords } from "../shared/runtime/run-ends.js";
 import { RunEvents } from "../services/agent-runner/events.js";
 import { uniqueToolCallIds } from "../services/agent-runner/loop.js";
 import { runTurnTools } from "../services/agent-runner/turn-tools.js";
@@ -336,6 +337,12 @@ describe("agent-runner", () => {
     assert.ok(session!.usage.total > 0 && session!.usage.output > 0, "usage added to the session");
     const { records } = await bus.call("sessions", "run", { sessionKey: run.req.sessionKey, runId: run.req.runId });
     assert.deepEqual(records.map((r) => r.id), [`${run.req.runId}:start`, `${run.req.runId}:in:0`, `${run.req.runId}:a:1`, `${run.req.runId}:end:done`]);
+    // the end marker holds the whole run's usage, which a reader given only the newest records still gets
+    const [, , answered, end] = records;
+    const spent = answered!.message?.role === "assistant" ? answered!.message.usage : undefined;
+    assert.ok(spent && spent.total > 0);
+    assert.deepEqual(end!.meta?.usage, spent);
+    assert.deepEqual(runEndFromRecords([end!])?.usage, spent);
     assert.match(runner.output(), /run finished/);
     assert.ok(!runner.output().includes("sk-test-agent-runner-0123456789"), "the API key is never logged");
   });

@@ -131,6 +131,7 @@ export async function finishRun(deps: FinishDeps, outcome: Outcome): Promise<voi
     id: recordIds.marker(req.runId, outcome.status), ts: Date.now(), runId: req.runId, kind: "run_marker", runStatus: outcome.status, text: outcome.text,
     meta: {
       replyKind: kind, silent, turns: outcome.turns, ...(outcome.error ? { errorCode: outcome.error.code } : {}),
+      ...(usage ? { usage: outcome.usage } : {}), // the whole run's, for a reader of its end that got only its newest records
       ...(attachments.length > 0 ? { attachments } : {}), ...(outcome.voice ? { voice: outcome.voice } : {}),
     },
   }], usage).catch((err) => {

@@ -8,7 +8,7 @@
  */
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  addUsage, assistantText, attachmentSchema, emptyUsage, runEventSchema, type Attachment, safeParseJson, type RunEvent, type SafeParseLimits, type Subjects, type TranscriptRecord, type Usage,
+  addUsage, assistantText, attachmentSchema, emptyUsage, runEventSchema, type Attachment, safeParseJson, type RunEvent, type SafeParseLimits, type Subjects, type TranscriptRecord, type Usage, usageSchema,
 } from "../contract/index.js";
 import type { Logger } from "./logger.js";
 
@@ -65,7 +65,7 @@ export interface RecordedRunEnd {
   text: string | undefined;
   errorCode: string | undefined;
   silent: boolean;
-  /** what the run spent: the usage its assistant messages carry */
+  /** what the run spent: its end marker's `meta.usage` (the whole run's), else the sum its assistant messages among the records carry */
   usage: Usage;
   /** the text of the run's last assistant message that has any */
   lastAssistantText: string;
@@ -86,6 +86,9 @@ export function runEndFromRecords(records: readonly TranscriptRecord[]): Recorde
     const text = assistantText(m);
     if (text.trim()) lastAssistantText = text;
   }
+  // the marker's total holds when `sessions.run` left the run's oldest records out (truncated)
+  const total = usageSchema.safeParse(marker.meta?.usage);
+  if (total.success && marker.meta?.usage !== undefined) usage = total.data;
   const errorCode = typeof marker.meta?.errorCode === "string" ? marker.meta.errorCode : undefined;
   const attachments = attachmentSchema.array().max(32).safeParse(marker.meta?.attachments ?? []);
   return { status: marker.runStatus as RecordedRunEnd["status"], text: marker.text, errorCode, silent: marker.meta?.silent === true, usage, lastAssistantText, attachments: attachments.success ? attachments.data : [] };
