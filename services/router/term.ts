@@ -37,6 +37,7 @@ import type { PairingStore } from "./pairing.js";
 import { PendingEvents } from "./pending-events.js";
 import { SessionQueues, Work, type DeliveryLike } from "./queue.js";
 import type { RouterReplica, RouterState } from "./replica.js";
+import { runsIdleCheck } from "./runs-idle.js";
 import type { SettingsCache } from "./settings.js";
 import { injectEvent } from "./system-events.js";
 
@@ -219,12 +220,19 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
 
   /**
    * Runs whose terminal event was missed (bus hiccup, restart, the previous instance's runs): ask
-   * the transcript. A run the sessions actor never heard of (no runner began it) held for longer
-   * than RUNS keeps a request never starts: a request seen on `lurk.run.req.>` that the stream did
-   * not store (a duplicate of a run that never began, a failed publish) is freed then, not held forever.
+   * the transcript. A run the sessions actor never heard of (no runner began it) never starts
+   * when no request waits in RUNS or is being run (runs-idle.ts), or once it is older than RUNS
+   * keeps a request: a request seen on `lurk.run.req.>` that the stream did not store (a duplicate
+   * of a run that never began, a failed publish) is freed at the first check after the idle time.
    */
-  const check = (runId: string, sessionKey: string, since: number) => runStatus(sessionKey, runId).then((status) => {
-    if (isFinished(status) || (status === "unknown" && Date.now() - since > NEVER_STARTS_AFTER_MS)) releaseRun(runId);
+  const runsIdle = runsIdleCheck(rt.nc, rt.log);
+  const neverStarts = async (since: number) => {
+    const age = Date.now() - since;
+    return age > NEVER_STARTS_AFTER_MS || (age >= IDLE_BEFORE_CHECK_MS && (await runsIdle()));
+  };
+  const check = (runId: string, sessionKey: string, since: number) => runStatus(sessionKey, runId).then(async (status) => {
+    // the status first, then RUNS (runs-idle.ts): a request stored meanwhile is pending or unacked there
+    if (isFinished(status) || (status === "unknown" && (await neverStarts(since)))) releaseRun(runId);
     else lanes.touch(runId);
   }, () => undefined);
   for (const run of held) void check(run.runId, run.sessionKey, run.since);

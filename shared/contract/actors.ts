@@ -94,8 +94,12 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       description: "bindings, session keys, lanes (one run per session), queue modes, commands; one active instance through a lease",
       // a standby relays requests to the active instance (lurk.router.active.<op>); loading the replica lists the bucket's keys;
       // $SRV.PING.router.<id>: whether a lease holder of this host that died still answers (dead-holder.ts);
-      // lurk.agent-runner.auth_state: /status names the providers whose profiles are cooling down
-      publish: [s.runRequestAll, s.runControlAll, s.outboundAll, ops("sessions"), ops("approvals"), ops("subagents"), s.activeOpAll("router"), "$SRV.PING.router.>", ...kvWatchSubjects(ROUTER_BUCKET), s.op("agent-runner", "auth_state")],
+      // lurk.agent-runner.auth_state: /status names the providers whose profiles are cooling down;
+      // the agent-runners' consumer of RUNS (info only): whether a held run's request waits there (runs-idle.ts)
+      publish: [
+        s.runRequestAll, s.runControlAll, s.outboundAll, ops("sessions"), ops("approvals"), ops("subagents"), s.activeOpAll("router"), "$SRV.PING.router.>",
+        ...kvWatchSubjects(ROUTER_BUCKET), s.op("agent-runner", "auth_state"), `$JS.API.CONSUMER.INFO.${STREAMS.runs}.${CONSUMERS.agentRunner}`,
+      ],
       // run starts and ends: lanes of the runs it dispatched, and of those other actors store in RUNS (a child run, a cron agentTurn);
       // run requests the agent-runners dead-lettered (gave up): their lanes are freed (run-gave-up.ts);
       // run requests as they are stored: another actor's run holds its lane from then (run-requests.ts)
