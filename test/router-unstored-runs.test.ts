@@ -3,8 +3,10 @@
  * another request; a failed publish is another) holds its session's lane
  * only until the status check finds RUNS idle (runs-idle.ts): the agent-runners' consumer has no
  * request pending or unacked, and the sessions actor never heard of the run. While a request still
- * waits in RUNS for a runner, every run nobody began stays held. The router and sessions actors as
- * processes, the agent-runners' durable consumer created as a runner would, no runner.
+ * waits in RUNS for a runner, every run nobody began stays held. And a run stored and started while
+ * no router was active (its run_start reached none) holds its lane from the next router's start,
+ * read from RUNS (stored-runs.ts). The router and sessions actors as processes, the agent-runners'
+ * durable consumer created as a runner would, no runner.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -19,7 +21,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** the status check's idle time (term.ts IDLE_BEFORE_CHECK_MS) and two reconcile rounds */
 const PAST_THE_CHECKS_MS = 15_000 + 2 * 5_000;
 
-describe("router: a run request seen but never stored", () => {
+describe("router: run requests seen but never stored, and stored while no router was active", () => {
   const rig = new RouterRig();
   let runnerBus: BusClient;
 
@@ -73,5 +75,38 @@ describe("router: a run request seen but never stored", () => {
     await js.publish(s.inject("main"), JSON.stringify(inject), { msgID: inject.id });
     const run = await rig.runOf(runIdFor("inject", inject.id));
     assert.equal(run.sessionKey, unstored.sessionKey);
+    rig.finish(run);
+  });
+
+  it("a run stored and started while no router was active holds its lane from the next router's start; one stored that already ended holds none", { timeout: 60_000 }, async () => {
+    const started = child("c0ffee31");
+    const ended = child("c0ffee32");
+    const js = jetstream(rig.admin);
+    await rig.actor("router").stop();
+    // between two terms: both stored, one begun and started (its run_start reaches no router), the other ended too
+    for (const run of [started, ended]) {
+      await js.publish(s.runRequest("main"), request(run), { msgID: run.runId });
+      await runnerBus.call("sessions", "begin", {
+        sessionKey: run.sessionKey, runId: run.runId, agentId: "main", sessionType: "subagent", historyLimit: 50,
+        records: [{ id: recordIds.started(run.runId), ts: Date.now(), runId: run.runId, kind: "run_marker", runStatus: "started", meta: { trigger: "subagent" } }],
+      });
+      rig.runner.publish(s.runEvent(run.runId, "run_start"), JSON.stringify(envelope("lurk.run.event.v1", { ...run, seq: 0, event: { kind: "run_start" as const, agentId: "main", trigger: "subagent" as const } })));
+    }
+    const endRun = (run: { runId: string; sessionKey: string }) => runnerBus.call("sessions", "append", {
+      sessionKey: run.sessionKey, records: [{ id: recordIds.marker(run.runId, "done"), ts: Date.now(), runId: run.runId, kind: "run_marker", runStatus: "done", text: "done" }],
+    });
+    await endRun(ended);
+    await rig.restart("router");
+    await waitFor(async () => (await rig.bus.call("router", "lanes", {}).catch(() => undefined))?.lanes, 10_000, "the new router active");
+    await waitFor(async () => ((await heldBy(ended.sessionKey)) === undefined && (await heldBy(started.sessionKey)) === started.runId) || undefined, 10_000, "the started run held, the ended one freed");
+    // a wake-now inject into the started run's session waits for its end
+    const inject = envelope("lurk.inject.v1", { agentId: "main", sessionKey: started.sessionKey, source: "subagent" as const, text: "how far are you?", wake: "now" as const, trigger: "announce" as const, deliverTo: "none" as const });
+    await js.publish(s.inject("main"), JSON.stringify(inject), { msgID: inject.id });
+    const injectRunId = runIdFor("inject", inject.id);
+    await sleep(1000);
+    assert.equal((await rig.runRequests()).some((r) => r.runId === injectRunId), false, "no run beside the started one");
+    await endRun(started);
+    rig.finish(started as unknown as RunRequest);
+    rig.finish(await rig.runOf(injectRunId, "the inject's run, after the started one ended"));
   });
 });

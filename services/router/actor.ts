@@ -30,6 +30,7 @@ import { subscribeRunsGivenUp } from "./run-gave-up.js";
 import { subscribeRunRequests } from "./run-requests.js";
 import { subscribeRunStarts } from "./run-starts.js";
 import { SettingsCache } from "./settings.js";
+import { readStoredRuns } from "./stored-runs.js";
 import { startTerm, type RouterTerm } from "./term.js";
 
 export const definition: ActorDefinition = {
@@ -60,9 +61,11 @@ export const definition: ActorDefinition = {
       takeOver: async () => {
         await stopping; // the last term's messages are handed back first
         const result = await replica.load();
-        loaded = { runs: result.runs, groups: result.groups, handled: result.handled, handOffs: result.handOffs };
+        // and the runs RUNS still holds: also those stored or started while no router was active
+        const storedRuns = (await readStoredRuns(rt.nc, rt.subjects, rt.limits, rt.log)).filter((run) => !result.runs.some((r) => r.runId === run.runId));
+        loaded = { runs: [...result.runs, ...storedRuns], groups: result.groups, handled: result.handled, handOffs: result.handOffs };
         settings = new SettingsCache(rt);
-        rt.log.info({ runs: result.runs.length, pairing: result.pairing, groups: result.groups.length, handled: result.handled.length, handOffs: result.handOffs.length }, "router state loaded from the replica bucket");
+        rt.log.info({ runs: result.runs.length, storedRuns: storedRuns.length, pairing: result.pairing, groups: result.groups.length, handled: result.handled.length, handOffs: result.handOffs.length }, "router state loaded from the replica bucket and RUNS");
       },
       activated: () => {
         const begun = startTerm({ rt, pairing, settings, replica, isActive: () => instance.isActive(), processed: () => processed++ }, loaded);

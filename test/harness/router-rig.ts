@@ -18,7 +18,7 @@ import {
 import { BusClient } from "../../shared/runtime/client.js";
 import { startActorProcess, waitFor, type ActorProcess } from "./actors.js";
 import { TestNats } from "./nats.js";
-import { storedRunRequests } from "./streams.js";
+import { removeRunRequest, storedRunRequests } from "./streams.js";
 
 const s = subjects();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -93,11 +93,21 @@ export class RouterRig {
     assert.equal((await this.runRequests()).some((r) => r.runId === runId), false, `no run for ${runId}`);
   };
   readonly noticeFor = (messageId: string) => waitFor(() => this.outbound.find((o) => o.replyTo.includes(messageId)), 10_000, "notice");
-  /** the run's terminal event, as the runner would publish it */
-  readonly finish = (req: RunRequest, kind: "done" | "error" = "done") => {
+  /**
+   * The run's end as a runner ends it: its request acked (gone from RUNS, a work queue: a router
+   * taking over reads the requests still there as runs going on), then its terminal event.
+   */
+  readonly finish = (req: RunRequest, kind: "done" | "error" = "done"): Promise<void> =>
+    // a test may end without waiting for it: once the rig stopped there is nothing to end
+    this.end(req, kind).catch((err) => {
+      if (!this.admin.isClosed()) throw err;
+    });
+
+  private async end(req: RunRequest, kind: "done" | "error"): Promise<void> {
+    await removeRunRequest(this.admin, req.runId);
     const event = kind === "done"
       ? { kind: "done" as const, text: "ok", turns: 1, usage: {}, silent: false }
       : { kind: "error" as const, code: "ABORTED", message: "aborted", retryable: false };
     this.runner.publish(s.runEvent(req.runId, kind), JSON.stringify(envelope("lurk.run.event.v1", { runId: req.runId, sessionKey: req.sessionKey, seq: 9, event })));
-  };
+  }
 }
