@@ -33,10 +33,15 @@ describe("router: runs other actors store in RUNS hold their session's lane", ()
   });
   after(() => rig.stop());
 
-  /** a child run as an agent-runner starts it (begin, then run_start) */
+  /** a child run as the subagents actor stores it in RUNS and an agent-runner starts it (begin, then run_start) */
   const beginChild = async (childId: string) => {
     const sessionKey = buildSessionKey({ type: "subagent", agentId: "main", childId });
     const runId = `sub-${childId}`;
+    const request = envelope("lurk.run.request.v1", {
+      runId, sessionKey, agentId: "main", sessionType: "subagent" as const, trigger: "subagent" as const,
+      inputs: [{ kind: "user" as const, text: "the child's task", attachments: [] }], deliver: false, options: {},
+    });
+    await jetstream(rig.admin).publish(s.runRequest("main"), JSON.stringify(request), { msgID: runId });
     await runnerBus.call("sessions", "begin", {
       sessionKey, runId, agentId: "main", sessionType: "subagent", historyLimit: 50,
       records: [{ id: recordIds.started(runId), ts: Date.now(), runId, kind: "run_marker", runStatus: "started", meta: { trigger: "subagent" } }],

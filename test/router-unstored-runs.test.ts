@@ -1,20 +1,22 @@
 /**
- * A run request the router saw on the bus that RUNS never stored (here: a duplicate message id of
- * another request; a failed publish is another) holds its session's lane
- * only until the status check finds RUNS idle (runs-idle.ts): the agent-runners' consumer has no
- * request pending or unacked, and the sessions actor never heard of the run. While a request still
- * waits in RUNS for a runner, every run nobody began stays held. And a run stored and started while
- * no router was active (its run_start reached none) holds its lane from the next router's start,
- * read from RUNS (stored-runs.ts). The router and sessions actors as processes, the agent-runners'
- * durable consumer created as a runner would, no runner.
+ * The router's status check against RUNS (term.ts `check`, stored-runs.ts), and the runs RUNS holds
+ * when a router takes over. A run request the router saw on the bus that RUNS never stored (here a
+ * duplicate message id of another request; a failed publish is another) holds its session's lane
+ * only until the first status check past the idle time, while a stored request that no runner
+ * began yet stays held. A run stored and started while no router was active (its run_start reached
+ * none) holds its lane from the next router's start; one that ended meanwhile does not; one whose
+ * request left RUNS without its end recorded (given up while no router was active) gets its end
+ * recorded and frees its lane. The router and sessions actors as processes, no runner.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { buildSessionKey, CONSUMERS, envelope, recordIds, runIdFor, STREAMS, subjects, type RunRequest } from "../shared/contract/index.js";
+import { jetstream } from "@nats-io/jetstream";
+import { buildSessionKey, envelope, recordIds, runIdFor, subjects, type RunRequest } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { waitFor } from "./harness/actors.js";
+import { collectActorEvents } from "./harness/events.js";
 import { RouterRig } from "./harness/router-rig.js";
+import { removeRunRequest } from "./harness/streams.js";
 
 const s = subjects();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -28,7 +30,6 @@ describe("router: run requests seen but never stored, and stored while no router
   before(async () => {
     await rig.start({ agents: [{ id: "main", default: true }] }, ["sessions", "router"]);
     runnerBus = new BusClient(rig.runner);
-    await (await jetstreamManager(rig.admin)).consumers.add(STREAMS.runs, { durable_name: CONSUMERS.agentRunner, ack_policy: AckPolicy.Explicit });
   });
   after(() => rig.stop());
 
@@ -38,75 +39,79 @@ describe("router: run requests seen but never stored, and stored while no router
     inputs: [{ kind: "user" as const, text: "the child's task", attachments: [] }], deliver: false, options,
   }));
   const heldBy = async (sessionKey: string) => (await rig.bus.call("router", "lanes", { sessionKey })).lanes[0]?.activeRunId;
+  const status = async (run: { runId: string; sessionKey: string }) => (await rig.bus.call("sessions", "run", { ...run, statusOnly: true })).status;
+  /** a wake-now inject into the session; its run id */
+  const wake = async (sessionKey: string, text: string) => {
+    const inject = envelope("lurk.inject.v1", { agentId: "main", sessionKey, source: "subagent" as const, text, wake: "now" as const, trigger: "announce" as const, deliverTo: "none" as const });
+    await jetstream(rig.admin).publish(s.inject("main"), JSON.stringify(inject), { msgID: inject.id });
+    return runIdFor("inject", inject.id);
+  };
+  /** as a runner begins a run: the session and its `started` marker; and its run_start event */
+  const begin = async (run: { runId: string; sessionKey: string }) => {
+    await runnerBus.call("sessions", "begin", {
+      ...run, agentId: "main", sessionType: "subagent", historyLimit: 50,
+      records: [{ id: recordIds.started(run.runId), ts: Date.now(), runId: run.runId, kind: "run_marker", runStatus: "started", meta: { trigger: "subagent" } }],
+    });
+    rig.runner.publish(s.runEvent(run.runId, "run_start"), JSON.stringify(envelope("lurk.run.event.v1", { ...run, seq: 0, event: { kind: "run_start" as const, agentId: "main", trigger: "subagent" as const } })));
+  };
+  const endRun = (run: { runId: string; sessionKey: string }) => runnerBus.call("sessions", "append", {
+    sessionKey: run.sessionKey, records: [{ id: recordIds.marker(run.runId, "done"), ts: Date.now(), runId: run.runId, kind: "run_marker", runStatus: "done", text: "done" }],
+  });
 
-  it("holds its lane while a request waits in RUNS, and frees it once RUNS is idle", { timeout: 120_000 }, async () => {
+  it("a request never stored frees its lane at the first status check past the idle time; a stored one nobody began stays held", { timeout: 60_000 }, async () => {
     const waiting = child("c0ffee21");
     const unstored = child("c0ffee22");
-    const consolidation = child("c0ffee23");
     const js = jetstream(rig.admin);
     // a memory consolidation (holds no lane), then a request the stream takes as its duplicate (the
     // same message id): that one is seen on the bus, never stored in RUNS
-    await js.publish(s.runRequest("main"), request(consolidation, { command: "consolidate", previousSessionId: "sess-old" }), { msgID: "dup-id" });
+    await js.publish(s.runRequest("main"), request(child("c0ffee23"), { command: "consolidate", previousSessionId: "sess-old" }), { msgID: "dup-id" });
     assert.equal((await js.publish(s.runRequest("main"), request(unstored), { msgID: "dup-id" })).duplicate, true);
     assert.equal((await js.publish(s.runRequest("main"), request(waiting), { msgID: waiting.runId })).duplicate, false);
     await waitFor(async () => ((await heldBy(waiting.sessionKey)) === waiting.runId && (await heldBy(unstored.sessionKey)) === unstored.runId) || undefined, 10_000, "both held from their storing");
-
-    await sleep(PAST_THE_CHECKS_MS);
-    assert.equal(await heldBy(unstored.sessionKey), unstored.runId, "a request still waits in RUNS: a run nobody began stays held");
-    assert.equal(await heldBy(waiting.sessionKey), waiting.runId);
-
-    // a runner takes the consolidation (it writes nothing to any session) and the waiting request, and runs them
-    const runs = await js.consumers.get(STREAMS.runs, CONSUMERS.agentRunner);
-    await (await runs.next({ expires: 5_000 }))!.ackAck();
-    const taken = await runs.next({ expires: 5_000 });
-    assert.equal(taken?.json<{ runId: string }>().runId, waiting.runId, "the waiting request is in RUNS");
-    const { runId, sessionKey } = waiting;
-    await runnerBus.call("sessions", "begin", {
-      sessionKey, runId, agentId: "main", sessionType: "subagent", historyLimit: 50,
-      records: [{ id: recordIds.started(runId), ts: Date.now(), runId, kind: "run_marker", runStatus: "started", meta: { trigger: "subagent" } }],
-    });
-    await runnerBus.call("sessions", "append", { sessionKey, records: [{ id: recordIds.marker(runId, "done"), ts: Date.now(), runId, kind: "run_marker", runStatus: "done", text: "done" }] });
-    await taken!.ackAck();
-    rig.finish(waiting as unknown as RunRequest);
+    const seen = Date.now();
 
     await waitFor(async () => (await heldBy(unstored.sessionKey)) === undefined || undefined, PAST_THE_CHECKS_MS, "the unstored run's lane freed");
+    assert.ok(Date.now() - seen >= 10_000, "not before the idle time");
+    assert.equal(await heldBy(waiting.sessionKey), waiting.runId, "the stored request waits for a runner: held");
     // and the session is served again: a wake-now inject gets its run
-    const inject = envelope("lurk.inject.v1", { agentId: "main", sessionKey: unstored.sessionKey, source: "subagent" as const, text: "are you there?", wake: "now" as const, trigger: "announce" as const, deliverTo: "none" as const });
-    await js.publish(s.inject("main"), JSON.stringify(inject), { msgID: inject.id });
-    const run = await rig.runOf(runIdFor("inject", inject.id));
+    const run = await rig.runOf(await wake(unstored.sessionKey, "are you there?"));
     assert.equal(run.sessionKey, unstored.sessionKey);
-    rig.finish(run);
+    await rig.finish(run);
   });
 
-  it("a run stored and started while no router was active holds its lane from the next router's start; one stored that already ended holds none", { timeout: 60_000 }, async () => {
+  it("at a router's start: a run stored and started while no router was active holds its lane, an ended one none, one whose request left RUNS without its end is ended", { timeout: 60_000 }, async () => {
     const started = child("c0ffee31");
     const ended = child("c0ffee32");
+    const lost = child("c0ffee33");
+    const events = await collectActorEvents(rig.admin, "router");
     const js = jetstream(rig.admin);
+    // a run the router holds (in its replica too) when it stops
+    await js.publish(s.runRequest("main"), request(lost), { msgID: lost.runId });
+    await begin(lost);
+    await waitFor(async () => (await heldBy(lost.sessionKey)) === lost.runId || undefined, 10_000, "the run held");
     await rig.actor("router").stop();
-    // between two terms: both stored, one begun and started (its run_start reaches no router), the other ended too
+    // between two terms: two more stored and begun (their run_start reaches no router); one ends; the
+    // held one is given up without its end (its request leaves RUNS, its dead letter reaches no router)
     for (const run of [started, ended]) {
       await js.publish(s.runRequest("main"), request(run), { msgID: run.runId });
-      await runnerBus.call("sessions", "begin", {
-        sessionKey: run.sessionKey, runId: run.runId, agentId: "main", sessionType: "subagent", historyLimit: 50,
-        records: [{ id: recordIds.started(run.runId), ts: Date.now(), runId: run.runId, kind: "run_marker", runStatus: "started", meta: { trigger: "subagent" } }],
-      });
-      rig.runner.publish(s.runEvent(run.runId, "run_start"), JSON.stringify(envelope("lurk.run.event.v1", { ...run, seq: 0, event: { kind: "run_start" as const, agentId: "main", trigger: "subagent" as const } })));
+      await begin(run);
     }
-    const endRun = (run: { runId: string; sessionKey: string }) => runnerBus.call("sessions", "append", {
-      sessionKey: run.sessionKey, records: [{ id: recordIds.marker(run.runId, "done"), ts: Date.now(), runId: run.runId, kind: "run_marker", runStatus: "done", text: "done" }],
-    });
     await endRun(ended);
+    await removeRunRequest(rig.admin, ended.runId);
+    await removeRunRequest(rig.admin, lost.runId);
     await rig.restart("router");
     await waitFor(async () => (await rig.bus.call("router", "lanes", {}).catch(() => undefined))?.lanes, 10_000, "the new router active");
     await waitFor(async () => ((await heldBy(ended.sessionKey)) === undefined && (await heldBy(started.sessionKey)) === started.runId) || undefined, 10_000, "the started run held, the ended one freed");
+    await waitFor(async () => (await heldBy(lost.sessionKey)) === undefined || undefined, 10_000, "the lost run's lane freed");
+    assert.equal(await status(lost), "error", "its end recorded");
+    assert.ok(events.some((e) => e.event === "run_end_lost" && e.data.runId === lost.runId));
+    assert.equal(await status(started), "started", "a run going on is left alone");
     // a wake-now inject into the started run's session waits for its end
-    const inject = envelope("lurk.inject.v1", { agentId: "main", sessionKey: started.sessionKey, source: "subagent" as const, text: "how far are you?", wake: "now" as const, trigger: "announce" as const, deliverTo: "none" as const });
-    await js.publish(s.inject("main"), JSON.stringify(inject), { msgID: inject.id });
-    const injectRunId = runIdFor("inject", inject.id);
+    const injectRunId = await wake(started.sessionKey, "how far are you?");
     await sleep(1000);
     assert.equal((await rig.runRequests()).some((r) => r.runId === injectRunId), false, "no run beside the started one");
     await endRun(started);
-    rig.finish(started as unknown as RunRequest);
-    rig.finish(await rig.runOf(injectRunId, "the inject's run, after the started one ended"));
+    await rig.finish(started as unknown as RunRequest);
+    await rig.finish(await rig.runOf(injectRunId, "the inject's run, after the started one ended"));
   });
 });

@@ -62,7 +62,7 @@ export const definition: ActorDefinition = {
         await stopping; // the last term's messages are handed back first
         const result = await replica.load();
         // and the runs RUNS still holds: also those stored or started while no router was active
-        const storedRuns = (await readStoredRuns(rt.nc, rt.subjects, rt.limits, rt.log)).filter((run) => !result.runs.some((r) => r.runId === run.runId));
+        const storedRuns = (await readStoredRuns(rt.nc, rt.subjects, rt.limits, rt.log)).runs.filter((run) => !result.runs.some((r) => r.runId === run.runId));
         loaded = { runs: [...result.runs, ...storedRuns], groups: result.groups, handled: result.handled, handOffs: result.handOffs };
         settings = new SettingsCache(rt);
         rt.log.info({ runs: result.runs.length, storedRuns: storedRuns.length, pairing: result.pairing, groups: result.groups.length, handled: result.handled.length, handOffs: result.handOffs.length }, "router state loaded from the replica bucket and RUNS");

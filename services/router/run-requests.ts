@@ -7,8 +7,8 @@
  * "consolidate"`: no events, no lane) are ignored; a malformed request is logged and ignored.
  * Subscribed only during a term (actor.ts): a standby is not sent every request. A request seen
  * here that RUNS did not store (a failed publish, a duplicate of a run that never began) has no
- * run to end it: the status check frees it once RUNS is idle, or at the latest once it is older
- * than RUNS keeps a request (term.ts `check`, runs-idle.ts).
+ * run to end it: the status check frees it once RUNS does not hold it past the idle time
+ * (term.ts `check`, stored-runs.ts).
  */
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import { runRequestSchema, safeParseJson, type SafeParseLimits, type Subjects } from "../../shared/contract/index.js";

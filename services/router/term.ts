@@ -37,8 +37,8 @@ import type { PairingStore } from "./pairing.js";
 import { PendingEvents } from "./pending-events.js";
 import { SessionQueues, Work, type DeliveryLike } from "./queue.js";
 import type { RouterReplica, RouterState } from "./replica.js";
-import { runsIdleCheck } from "./runs-idle.js";
 import type { SettingsCache } from "./settings.js";
+import { readStoredRuns } from "./stored-runs.js";
 import { injectEvent } from "./system-events.js";
 
 const inboundOrInject = z.discriminatedUnion("type", [inboundMessageSchema, systemInjectSchema]);
@@ -218,22 +218,52 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
     },
   });
 
+  /** whether RUNS holds the run's request (stored-runs.ts); true when it cannot tell */
+  const requestInRuns = async (runId: string) => {
+    const { runs, complete } = await readStoredRuns(rt.nc, rt.subjects, rt.limits, rt.log);
+    return !complete || runs.some((r) => r.runId === runId);
+  };
+
+  /**
+   * A held run that no runner will end: its transcript gets the run's end if it still says
+   * `started` (an error marker with the id the runner's own would have, so it is stored once), so a
+   * later status check and the run's followers agree; then its lane is freed.
+   */
+  const endForRunner = async (runId: string, sessionKey: string, text: string, meta: Record<string, unknown>) => {
+    try {
+      if ((await runStatus(sessionKey, runId)) === "started") {
+        await rt.client.call("sessions", "append", {
+          sessionKey,
+          records: [{ id: recordIds.marker(runId, "error"), ts: Date.now(), runId, kind: "run_marker", runStatus: "error", text, meta: { replyKind: "error", silent: false, turns: 0, errorCode: "INTERNAL", ...meta } }],
+        });
+      }
+    } catch (err) {
+      rt.log.warn({ err, runId }, "could not record the end of a run no runner will end; its lane is freed all the same");
+    }
+    releaseRun(runId);
+  };
+
   /**
    * Runs whose terminal event was missed (bus hiccup, restart, the previous instance's runs): ask
-   * the transcript. A run the sessions actor never heard of (no runner began it) never starts
-   * when no request waits in RUNS or is being run (runs-idle.ts), or once it is older than RUNS
-   * keeps a request: a request seen on `lurk.run.req.>` that the stream did not store (a duplicate
-   * of a run that never began, a failed publish) is freed at the first check after the idle time.
+   * the transcript, then RUNS, a work queue that keeps a request until a runner recorded its run's
+   * end and acked it (read after the status, so a request stored meanwhile is seen):
+   * - a run the sessions actor never heard of whose request RUNS does not hold, seen longer than
+   *   the idle time ago, was never stored (a failed publish, a duplicate message id): freed;
+   * - a run its transcript says started whose request RUNS no longer holds ended without its end
+   *   recorded (given up while no router was active, or its end marker could not be stored): the
+   *   end is recorded (`run_end_lost`) and the lane freed.
+   * When RUNS cannot be read, a run nobody began is freed once older than RUNS keeps a request.
    */
-  const runsIdle = runsIdleCheck(rt.nc, rt.log);
-  const neverStarts = async (since: number) => {
-    const age = Date.now() - since;
-    return age > NEVER_STARTS_AFTER_MS || (age >= IDLE_BEFORE_CHECK_MS && (await runsIdle()));
-  };
   const check = (runId: string, sessionKey: string, since: number) => runStatus(sessionKey, runId).then(async (status) => {
-    // the status first, then RUNS (runs-idle.ts): a request stored meanwhile is pending or unacked there
-    if (isFinished(status) || (status === "unknown" && (await neverStarts(since)))) releaseRun(runId);
-    else lanes.touch(runId);
+    if (isFinished(status)) return releaseRun(runId);
+    const age = Date.now() - since;
+    if (status === "unknown" && age > NEVER_STARTS_AFTER_MS) return releaseRun(runId);
+    if ((status === "started" || (status === "unknown" && age >= IDLE_BEFORE_CHECK_MS)) && !(await requestInRuns(runId))) {
+      if (status === "unknown") return releaseRun(runId);
+      rt.emit("run_end_lost", { runId, sessionKey }, "warn");
+      return endForRunner(runId, sessionKey, "The run ended without its end being recorded: its request left the run queue (given up while no router was active, or its end could not be stored).", { endLost: true });
+    }
+    lanes.touch(runId);
   }, () => undefined);
   for (const run of held) void check(run.runId, run.sessionKey, run.since);
   const reconcile = setInterval(() => {
@@ -272,25 +302,13 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
 
   /**
    * A run request the agent-runners gave up on (dead-lettered: run-gave-up.ts): no runner takes it
-   * again. A transcript that still says `started` gets the run's end first (an error marker with
-   * the id the runner's own would have, so it is stored once), so a later status check and the
-   * run's followers agree; then its lane is freed. A run the router does not hold is left alone.
+   * again, so its end is recorded and its lane freed (`endForRunner`). A run the router does not
+   * hold is left alone.
    */
   const runGaveUp = async (runId: string, sessionKey: string, error: string) => {
     if (!lanes.isHeld(runId)) return;
     rt.emit("run_gave_up", { runId, sessionKey }, "warn");
-    try {
-      if ((await runStatus(sessionKey, runId)) === "started") {
-        const text = `The run gave up: its last delivery failed (${error.slice(0, 300) || "no reason given"}).`;
-        await rt.client.call("sessions", "append", {
-          sessionKey,
-          records: [{ id: recordIds.marker(runId, "error"), ts: Date.now(), runId, kind: "run_marker", runStatus: "error", text, meta: { replyKind: "error", silent: false, turns: 0, errorCode: "INTERNAL", gaveUp: true } }],
-        });
-      }
-    } catch (err) {
-      rt.log.warn({ err, runId }, "could not record the end of a run that gave up; its lane is freed all the same");
-    }
-    releaseRun(runId);
+    await endForRunner(runId, sessionKey, `The run gave up: its last delivery failed (${error.slice(0, 300) || "no reason given"}).`, { gaveUp: true });
   };
 
   return {

@@ -95,11 +95,10 @@ export function actorGrants(prefix?: string): ActorGrant[] {
       // a standby relays requests to the active instance (lurk.router.active.<op>); loading the replica lists the bucket's keys;
       // $SRV.PING.router.<id>: whether a lease holder of this host that died still answers (dead-holder.ts);
       // lurk.agent-runner.auth_state: /status names the providers whose profiles are cooling down;
-      // the agent-runners' consumer of RUNS (info only): whether a held run's request waits there (runs-idle.ts);
-      // RUNS' messages, read one by one when a term starts: the runs stored and not ended (stored-runs.ts)
+      // RUNS' messages, read one by one when a term starts and by the status check: the runs stored and not ended (stored-runs.ts)
       publish: [
         s.runRequestAll, s.runControlAll, s.outboundAll, ops("sessions"), ops("approvals"), ops("subagents"), s.activeOpAll("router"), "$SRV.PING.router.>",
-        ...kvWatchSubjects(ROUTER_BUCKET), s.op("agent-runner", "auth_state"), `$JS.API.CONSUMER.INFO.${STREAMS.runs}.${CONSUMERS.agentRunner}`, `$JS.API.STREAM.MSG.GET.${STREAMS.runs}`,
+        ...kvWatchSubjects(ROUTER_BUCKET), s.op("agent-runner", "auth_state"), `$JS.API.STREAM.MSG.GET.${STREAMS.runs}`,
       ],
       // run starts and ends: lanes of the runs it dispatched, and of those other actors store in RUNS (a child run, a cron agentTurn);
       // run requests the agent-runners dead-lettered (gave up): their lanes are freed (run-gave-up.ts);
