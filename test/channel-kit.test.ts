@@ -17,7 +17,7 @@ import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { actorEventSchema, safeParseJson, subjects, type OutboundMessage } from "../shared/contract/index.js";
 import {
-  chunkText, DraftMessages, ExpiringDb, isSilentReply, watchRun, mayBecomeSilent, parseReplyTags, toDiscordMarkdown, toPlainText, toSlackMrkdwn, toTelegramHtml, toTelegramMarkdownV2,
+  chunkText, DeliveryError, deliveryTarget, DraftMessages, ExpiringDb, isSilentReply, watchRun, mayBecomeSilent, parseReplyTags, toDiscordMarkdown, toPlainText, toSlackMrkdwn, toTelegramHtml, toTelegramMarkdownV2,
   type DraftPlatform,
 } from "../shared/runtime/channel/index.js";
 import { RunStreamStore } from "../shared/runtime/channel/run-streams.js";
@@ -94,6 +94,18 @@ describe("channel kit: reply tags and silent replies", () => {
   it("a streamed prefix of NO_REPLY is held back", () => {
     assert.equal(mayBecomeSilent("NO_"), true);
     assert.equal(mayBecomeSilent("No problem"), false);
+  });
+});
+
+describe("channel kit: delivery targets", () => {
+  const parse = (conversation: string) => {
+    const [kind, id] = conversation.split(":");
+    if (kind !== "dm" || !id) throw new Error(`not a DM conversation: ${conversation}`);
+    return { id };
+  };
+  it("gives the parsed target, and ends a delivery for good when the conversation does not parse", () => {
+    assert.deepEqual(deliveryTarget(parse, "dm:42"), { id: "42" });
+    assert.throws(() => deliveryTarget(parse, "room:7"), (err) => err instanceof DeliveryError && err.opts.permanent === true && err.message === "not a DM conversation: room:7");
   });
 });
 

@@ -15,7 +15,7 @@
  * - delete: a redaction of each part (PUT /rooms/{roomId}/redact/{eventId}/{txnId}).
  * Nothing goes into an encrypted room (encryption.ts), as for replies.
  */
-import { DeliveryError, type ActionRequest, type DeliveryContext } from "../../shared/runtime/channel/index.js";
+import { DeliveryError, deliveryTarget, type ActionRequest, type DeliveryContext } from "../../shared/runtime/channel/index.js";
 import { MatrixError, type MatrixApi } from "./api.js";
 import type { EncryptionGate } from "./encryption.js";
 import { isEventId, targetOf } from "./inbound.js";
@@ -32,12 +32,7 @@ export class MatrixActions {
   constructor(private readonly api: MatrixApi, private readonly gate: EncryptionGate, private readonly userId: string) {}
 
   async act(request: ActionRequest, ctx: DeliveryContext): Promise<void> {
-    let roomId: string;
-    try {
-      roomId = targetOf(request.message.conversation).roomId;
-    } catch (err) {
-      throw new DeliveryError((err as Error).message, { permanent: true });
-    }
+    const roomId = deliveryTarget(targetOf, request.message.conversation).roomId;
     const what = request.op === "react" ? "reaction" : request.op === "edit" ? "edit" : "deletion";
     await this.gate.assertSendable(roomId, what, ctx.signal);
     try {

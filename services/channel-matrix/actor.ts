@@ -18,7 +18,7 @@
  */
 import { join } from "node:path";
 import { LurkError } from "../../shared/contract/index.js";
-import { defineChannelActor, DeliveryError } from "../../shared/runtime/channel/index.js";
+import { defineChannelActor, deliveryTarget } from "../../shared/runtime/channel/index.js";
 import { RunTyping } from "../../shared/runtime/channel/run-typing.js";
 import { matrixChannelSchema } from "../../shared/runtime/config-channels.js";
 import { registerSecret } from "../../shared/runtime/logger.js";
@@ -82,12 +82,7 @@ export const definition = defineChannelActor({
       act: (request, dctx) => actions.act(request, dctx),
       async deliver(part, dctx) {
         const msg = part.message;
-        let target;
-        try {
-          target = targetOf(msg.conversation);
-        } catch (err) {
-          throw new DeliveryError((err as Error).message, { permanent: true });
-        }
+        const target = deliveryTarget(targetOf, msg.conversation);
         const { roomId, threadRoot } = target;
         // the first part answers the message (a reply tag's target, else the last message the run answers)
         const answered = part.replyToMessageId ?? (msg.kind === "reply" ? msg.replyTo.at(-1) : undefined);

@@ -12,7 +12,7 @@
  * which Signal takes as the same reaction, the same deletion, or the same text again.
  * Errors map as for sends (rpc.ts toDeliveryError, checkSendResults).
  */
-import { DeliveryError, toPlainText, type ActionRequest, type DeliveryContext } from "../../shared/runtime/channel/index.js";
+import { DeliveryError, deliveryTarget, toPlainText, type ActionRequest, type DeliveryContext } from "../../shared/runtime/channel/index.js";
 import { isBot, quoteOf, targetOf, type BotIdentity, type SignalTarget } from "./inbound.js";
 import { checkSendResults, toDeliveryError, type SendResult, type SignalRpc } from "./rpc.js";
 
@@ -55,12 +55,7 @@ export class SignalActions {
   }
 
   async act(request: ActionRequest, ctx: DeliveryContext): Promise<void> {
-    let target: SignalTarget;
-    try {
-      target = targetOf(request.message.conversation);
-    } catch (err) {
-      throw new DeliveryError((err as Error).message, { permanent: true });
-    }
+    const target = deliveryTarget(targetOf, request.message.conversation);
     const to = recipientParams(target);
     if (request.op === "react") {
       const m = messageOf(request.platformMessageId);

@@ -14,7 +14,7 @@
  */
 import { join } from "node:path";
 import { LurkError } from "../../shared/contract/index.js";
-import { defineChannelActor, DeliveryError, isUnstorable, publishWatched, toPlainText, type ChannelContext, type InboundInput, type OutboundPart } from "../../shared/runtime/channel/index.js";
+import { defineChannelActor, deliveryTarget, isUnstorable, publishWatched, toPlainText, type ChannelContext, type InboundInput, type OutboundPart } from "../../shared/runtime/channel/index.js";
 import { RunTyping } from "../../shared/runtime/channel/run-typing.js";
 import { signalChannelSchema, type SignalChannelConfig } from "../../shared/runtime/config-channels.js";
 import { isLoopbackUrl } from "../../shared/runtime/loopback-host.js";
@@ -151,12 +151,7 @@ export const definition = defineChannelActor({
       actions: SIGNAL_ACTIONS,
       act: (request, dctx) => actions.act(request, dctx),
       async deliver(part, dctx) {
-        let target: SignalTarget;
-        try {
-          target = targetOf(part.message.conversation);
-        } catch (err) {
-          throw new DeliveryError((err as Error).message, { permanent: true });
-        }
+        const target = deliveryTarget(targetOf, part.message.conversation);
         const quote = quoteFor(part);
         const file = part.attachments[0];
         if (file) {

@@ -6,7 +6,7 @@
  * mapped to its name (SLACK_EMOJI), any other is refused with that advice.
  */
 import type { WebClient } from "@slack/web-api";
-import { DeliveryError, toSlackMrkdwn, type ActionRequest, type DeliveryContext } from "../../shared/runtime/channel/index.js";
+import { DeliveryError, deliveryTarget, toSlackMrkdwn, type ActionRequest, type DeliveryContext } from "../../shared/runtime/channel/index.js";
 import { targetOf } from "./inbound.js";
 import { toDeliveryError, type SlackApi } from "./send.js";
 
@@ -36,12 +36,7 @@ function tsIn(channel: string, platformMessageId: string): string {
 }
 
 export async function slackAct(web: WebClient, api: SlackApi, req: ActionRequest, _ctx: DeliveryContext): Promise<void> {
-  let channel: string;
-  try {
-    channel = targetOf(req.message.conversation).channel;
-  } catch (err) {
-    throw new DeliveryError((err as Error).message, { permanent: true });
-  }
+  const channel = deliveryTarget(targetOf, req.message.conversation).channel;
   if (req.op === "edit") return api.update(channel, tsIn(channel, req.platformMessageId), toSlackMrkdwn(req.text));
   if (req.op === "delete") {
     for (const id of req.platformMessageIds) await api.remove(channel, tsIn(channel, id));

@@ -16,7 +16,7 @@
 import { SocketModeClient } from "@slack/socket-mode";
 import { LogLevel, WebClient, type Logger as SlackLogger } from "@slack/web-api";
 import { LurkError } from "../../shared/contract/index.js";
-import { channelDrafts, defineChannelActor, DeliveryError, DraftMessages, isUnstorable, publishWithDraft, toSlackMrkdwn, type ChannelContext, type InboundInput } from "../../shared/runtime/channel/index.js";
+import { channelDrafts, defineChannelActor, deliveryTarget, DraftMessages, isUnstorable, publishWithDraft, toSlackMrkdwn, type ChannelContext, type InboundInput } from "../../shared/runtime/channel/index.js";
 import { slackChannelSchema, streamingMode, type SlackChannelConfig } from "../../shared/runtime/config-channels.js";
 import type { Logger } from "../../shared/runtime/logger.js";
 import { sendAttachment, storeFiles } from "./files.js";
@@ -164,12 +164,7 @@ export const definition = defineChannelActor({
       actions: SLACK_ACTIONS,
       act: (req, dctx) => slackAct(web, api, req, dctx),
       async deliver(part, dctx) {
-        let target: SlackTarget;
-        try {
-          target = targetOf(part.message.conversation);
-        } catch (err) {
-          throw new DeliveryError((err as Error).message, { permanent: true });
-        }
+        const target = deliveryTarget(targetOf, part.message.conversation);
         const draftTs = await drafts?.takeFor(part);
         const attachment = part.attachments[0];
         if (attachment) {

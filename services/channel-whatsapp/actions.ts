@@ -6,7 +6,7 @@
  * chat (the channel remembers each user message's sender, seen.ts) is refused; an id that is no
  * `wamid.…` is refused; the Cloud API refuses what it does not know.
  */
-import { DeliveryError, type ActionRequest, type DeliveryContext } from "../../shared/runtime/channel/index.js";
+import { DeliveryError, deliveryTarget, type ActionRequest, type DeliveryContext } from "../../shared/runtime/channel/index.js";
 import { toDeliveryError, type GraphApi } from "./graph.js";
 import { isWamid, targetOf } from "./inbound.js";
 import type { SeenStore } from "./seen.js";
@@ -16,12 +16,7 @@ export const WHATSAPP_ACTIONS = ["react"] as const;
 
 export async function whatsappAct(api: GraphApi, seen: SeenStore, request: ActionRequest, ctx: DeliveryContext): Promise<void> {
   if (request.op !== "react") throw new DeliveryError(`${request.op} is not supported by whatsapp`, { permanent: true });
-  let to: string;
-  try {
-    to = targetOf(request.message.conversation);
-  } catch (err) {
-    throw new DeliveryError((err as Error).message, { permanent: true });
-  }
+  const to = deliveryTarget(targetOf, request.message.conversation);
   const id = request.platformMessageId;
   if (!isWamid(id)) throw new DeliveryError(`${id} is not a WhatsApp message id (wamid.…)`, { permanent: true });
   const from = seen.get(`m:${id}`)?.from;

@@ -16,7 +16,7 @@
  */
 import { join } from "node:path";
 import { LurkError } from "../../shared/contract/index.js";
-import { defineChannelActor, DeliveryError, isUnstorable, publishWatched, toWhatsAppText, type ChannelContext, type InboundInput } from "../../shared/runtime/channel/index.js";
+import { defineChannelActor, deliveryTarget, isUnstorable, publishWatched, toWhatsAppText, type ChannelContext, type InboundInput } from "../../shared/runtime/channel/index.js";
 import { RunTyping } from "../../shared/runtime/channel/run-typing.js";
 import { whatsappChannelSchema, type WhatsAppChannelConfig } from "../../shared/runtime/config-channels.js";
 import { registerSecret } from "../../shared/runtime/logger.js";
@@ -141,12 +141,7 @@ export const definition = defineChannelActor({
       actions: WHATSAPP_ACTIONS,
       act: (request, dctx) => whatsappAct(api, seen, request, dctx),
       async deliver(part, dctx) {
-        let to: string;
-        try {
-          to = targetOf(part.message.conversation);
-        } catch (err) {
-          throw new DeliveryError((err as Error).message, { permanent: true });
-        }
+        const to = deliveryTarget(targetOf, part.message.conversation);
         const context = isWamid(part.replyToMessageId) ? { context: { message_id: part.replyToMessageId } } : {};
         const file = part.attachments[0];
         if (file) {

@@ -78,6 +78,19 @@ export class DeliveryError extends Error {
   }
 }
 
+/**
+ * The platform target an outbound conversation names, parsed by the channel's `parse`; a
+ * conversation that does not parse ends the delivery (or action) for good: a permanent
+ * DeliveryError with the parser's message, since retrying cannot help.
+ */
+export function deliveryTarget<T>(parse: (conversation: string) => T, conversation: string): T {
+  try {
+    return parse(conversation);
+  } catch (err) {
+    throw new DeliveryError((err as Error).message, { permanent: true });
+  }
+}
+
 export interface DeliveryAdapter {
   /** the platform's message length limit; Infinity sends each delivery whole */
   textLimit: number;
