@@ -1,5 +1,6 @@
 // session-memory: the conversation /new or /reset ended, saved as <workspace>/memory/YYYY-MM-DD-<slug>.md
-import { lstat, mkdir, realpath, writeFile } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { link, lstat, mkdir, realpath, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 
 const MAX_MESSAGES = 15;
@@ -67,16 +68,26 @@ function cap(text) {
   return text.length > MAX_CHARS ? `${text.slice(0, MAX_CHARS)}…` : text;
 }
 
-/** creates `<base>.md`, else `<base>-2.md`, `<base>-3.md`, …: an existing file is never overwritten */
+/**
+ * Creates `<base>.md`, else `<base>-2.md`, `<base>-3.md`, …: an existing file is never overwritten.
+ * The body goes to a hidden temporary file first, linked under the name once whole (a link fails
+ * on an existing name), so nothing ever reads a half-written memory file.
+ */
 async function writeNew(dir, base, body) {
-  for (let n = 1; n < 1000; n++) {
-    const path = join(dir, `${base}${n === 1 ? "" : `-${n}`}.md`);
-    try {
-      await writeFile(path, body, { flag: "wx" });
-      return path;
-    } catch (err) {
-      if (err.code !== "EEXIST") throw err;
+  const tmp = join(dir, `.${base}.${randomBytes(6).toString("hex")}.tmp`);
+  await writeFile(tmp, body, { flag: "wx" });
+  try {
+    for (let n = 1; n < 1000; n++) {
+      const path = join(dir, `${base}${n === 1 ? "" : `-${n}`}.md`);
+      try {
+        await link(tmp, path);
+        return path;
+      } catch (err) {
+        if (err.code !== "EEXIST") throw err;
+      }
     }
+    throw new Error(`memory/${base}.md and 998 numbered ones exist already`);
+  } finally {
+    await unlink(tmp).catch(() => undefined);
   }
-  throw new Error(`memory/${base}.md and 998 numbered ones exist already`);
 }
