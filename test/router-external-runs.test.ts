@@ -74,13 +74,13 @@ describe("router: runs other actors store in RUNS hold their session's lane", ()
     const lanes = (await rig.bus.call("router", "lanes", { sessionKey: child.sessionKey })).lanes;
     assert.deepEqual(lanes.map((l) => [l.activeRunId, l.queued]), [[child.runId, 1]]);
 
-    end(child);
+    await end(child);
     const run = await runOf(woken.runId);
     assert.equal(run.sessionKey, child.sessionKey);
     assert.equal(run.inputs[0]!.text, "a message from your parent");
     const recorded = (await history(child.sessionKey)).filter((r) => r.kind === "system_event");
     assert.deepEqual(recorded.map((r) => [r.id, r.text]), [[`inject:${note.id}`, "a note for later"]], "the waiting event was recorded before the inject's run was stored");
-    finish(run);
+    await finish(run);
     await waitFor(async () => (await rig.bus.call("router", "lanes", { sessionKey: child.sessionKey })).lanes.length === 0 || undefined, 10_000, "lane freed");
   });
 
@@ -100,8 +100,8 @@ describe("router: runs other actors store in RUNS hold their session's lane", ()
         sessionKey: child.sessionKey,
         records: [{ id: recordIds.mailboxInput(child.runId, ctl.id), ts: Date.now(), runId: child.runId, kind: "system_event", text: ctl.input!.text }],
       });
-      end(child);
-      finish(await runOf(beat.runId));
+      await end(child);
+      await finish(await runOf(beat.runId));
       await noRun(woken.runId);
     } finally {
       rig.acceptControls = false;
@@ -116,10 +116,10 @@ describe("router: runs other actors store in RUNS hold their session's lane", ()
       const woken = await inject(child.sessionKey, "Message from session agent:main:main:\nare the logs clean?", "now");
       await waitFor(() => rig.controls.find((c) => c.runId === child.runId && c.action === "followup" && c.input?.sourceId === woken.id), 10_000, "follow-up control");
       await noRun(woken.runId, 500);
-      end(child); // accepted, never taken: no input record in the run
+      await end(child); // accepted, never taken: no input record in the run
       const run = await runOf(woken.runId);
       assert.deepEqual([run.sessionKey, run.inputs[0]?.text], [child.sessionKey, "Message from session agent:main:main:\nare the logs clean?"]);
-      finish(run);
+      await finish(run);
     } finally {
       rig.acceptControls = false;
     }
@@ -152,7 +152,7 @@ describe("router: runs other actors store in RUNS hold their session's lane", ()
     });
     const run = await waitFor(async () => (await rig.runRequests()).find((r) => r.runId === woken.runId), 40_000, "the inject's run after the status check");
     assert.equal(run.sessionKey, child.sessionKey);
-    finish(run);
+    await finish(run);
   });
 
   it("steer mode: a message for a session whose run another actor started is handed to that run", async () => {
@@ -173,7 +173,7 @@ describe("router: runs other actors store in RUNS hold their session's lane", ()
         sessionKey,
         records: [{ id: recordIds.mailboxInput(runId, ctl.id), ts: Date.now(), runId, kind: "message", message: { role: "user", content: [{ type: "text", text: ctl.input!.text }] } }],
       });
-      end({ runId, sessionKey });
+      await end({ runId, sessionKey });
       await noRun(msg.runId, 500);
     } finally {
       rig.acceptControls = false;
@@ -191,14 +191,14 @@ describe("router: runs other actors store in RUNS hold their session's lane", ()
     runStart("cron-ext-b");
     const second = await rig.web("g-both", "second");
     await waitFor(async () => JSON.stringify(await lanesOf()) === JSON.stringify([[r1.runId, 1]]) || undefined, 10_000, "the message waits; external runs are not counted as queued");
-    end({ runId: "cron-ext-b", sessionKey }); // ends before its turn
-    finish(r1);
+    await end({ runId: "cron-ext-b", sessionKey }); // ends before its turn
+    await finish(r1);
     await waitFor(async () => (await lanesOf())[0]?.[0] === "cron-ext-a" || undefined, 10_000, "the external run holds the lane next");
     await noRun(second.runId);
-    end({ runId: "cron-ext-a", sessionKey });
+    await end({ runId: "cron-ext-a", sessionKey });
     const r2 = await runOf(second.runId);
     assert.deepEqual(await lanesOf(), [[r2.runId, 0]], "the ended external run b never took the lane");
-    finish(r2);
+    await finish(r2);
   });
 
   it("a new router instance holds the lane of a run another actor started (the replica) and frees it at its end", async () => {
@@ -210,8 +210,8 @@ describe("router: runs other actors store in RUNS hold their session's lane", ()
     assert.deepEqual(lanes.map((l) => l.activeRunId), [child.runId]);
     const woken = await inject(child.sessionKey, "still there?", "now");
     await noRun(woken.runId, 1000);
-    end(child);
-    finish(await runOf(woken.runId));
+    await end(child);
+    await finish(await runOf(woken.runId));
   });
 
   it("a missed terminal event: the status check frees the lane and the waiting inject runs", { timeout: 60_000 }, async () => {
@@ -225,7 +225,7 @@ describe("router: runs other actors store in RUNS hold their session's lane", ()
     });
     const run = await waitFor(async () => (await rig.runRequests()).find((r) => r.runId === woken.runId), 40_000, "the inject's run after the status check");
     assert.equal(run.sessionKey, child.sessionKey);
-    finish(run);
+    await finish(run);
   });
   it("a run another actor stored holds the lane from its storing, before any runner starts it; a consolidation and a finished run's request hold none", async () => {
     const sessionKey = buildSessionKey({ type: "subagent", agentId: "main", childId: "c0ffee09" });
@@ -246,13 +246,13 @@ describe("router: runs other actors store in RUNS hold their session's lane", ()
     // the run starts and ends as usual; the inject runs after it
     await beginChild("c0ffee09");
     await runnerBus.call("sessions", "append", { sessionKey, records: [{ id: recordIds.marker(child.runId, "done"), ts: Date.now(), runId: child.runId, kind: "run_marker", runStatus: "done", text: "child done" }] });
-    end(child);
-    finish(await runOf(woken.runId));
+    await end(child);
+    await finish(await runOf(woken.runId));
     await waitFor(async () => (await rig.bus.call("router", "lanes", { sessionKey })).lanes.length === 0 || undefined, 10_000, "lane freed");
     // the same run's request stored again (a new Nats-Msg-Id) after it ended: checked at once and freed
     await jetstream(rig.admin).publish(s.runRequest("main"), JSON.stringify(request(child.runId)), { msgID: `${child.runId}-again` });
     const again = await inject(sessionKey, "after the child ended", "now");
-    finish(await runOf(again.runId, "the inject's run, not held up by the finished run's request"));
+    await finish(await runOf(again.runId, "the inject's run, not held up by the finished run's request"));
   });
   it("a held run no runner began for longer than RUNS keeps a request (a request seen but never stored) is freed by the status check; a recent one stays held", async () => {
     const stale = { runId: "sub-c0ffee0b", sessionKey: buildSessionKey({ type: "subagent", agentId: "main", childId: "c0ffee0b" }) };
@@ -266,7 +266,7 @@ describe("router: runs other actors store in RUNS hold their session's lane", ()
     await waitFor(async () => (await rig.bus.call("router", "lanes", { sessionKey: stale.sessionKey }).catch(() => undefined))?.lanes.length === 0 || undefined, 15_000, "the stale run's lane freed");
     assert.deepEqual((await rig.bus.call("router", "lanes", { sessionKey: recent.sessionKey })).lanes.map((l) => l.activeRunId), [recent.runId], "a run that may still wait in RUNS stays held");
     const woken = await inject(stale.sessionKey, "anyone there?", "now");
-    finish(await runOf(woken.runId, "the inject's run, not held up by a run that never starts"));
-    end(recent);
+    await finish(await runOf(woken.runId, "the inject's run, not held up by a run that never starts"));
+    await end(recent);
   });
 });

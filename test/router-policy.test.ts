@@ -17,7 +17,7 @@ import { decideAccess } from "../shared/runtime/access-policy.js";
 import { Lanes } from "../services/router/lanes.js";
 import { CODE_LENGTH, PairingStore } from "../services/router/pairing.js";
 import { GroupContext, MAX_AGE_MS, SESSION_BYTES_MAX, withContext } from "../services/router/group-context.js";
-import { HandledMessages, KEEP_MS } from "../services/router/handled-messages.js";
+import { HandledMessages, KEEP_MS, RecentEntries } from "../services/router/handled-messages.js";
 import { SessionQueues, Work, type QueueSettings } from "../services/router/queue.js";
 
 const config = (routing: Record<string, unknown>) => parseConfig({ routing }, { LURKBOT_HOME: "/tmp/lurk-policy-test" });
@@ -303,6 +303,21 @@ describe("queue policy over real lanes", () => {
     assert.equal(await b.queues.submit(new Work(request(2), { redelivered: false, deliveryCount: 1 }, settings({}), Date.now())), "dispatched");
   });
 
+  it("steer-backlog is not noted as a hand-off: redelivered to the next instance, the message still gets its own run", async () => {
+    const noted = new Map<string, string>();
+    const a = setup(noted);
+    await submit(a.queues, 1, {});
+    a.accept(true);
+    void submit(a.queues, 2, { mode: "steer-backlog" });
+    await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(a.controls, ["steer:run-1:m2"]);
+    assert.deepEqual([...noted], [], "nothing noted");
+    const b = setup(noted);
+    b.storedInputs.add("run-1:ctl-run-2"); // the run took the steer too
+    assert.equal(await b.queues.submit(new Work(request(2), { redelivered: true, deliveryCount: 2 }, settings({ mode: "steer-backlog" }), Date.now())), "dispatched");
+    assert.deepEqual(b.dispatched.map((r) => r.runId), ["run-2"]);
+  });
+
   it("a hand-off waits behind a run another actor started beside the active one, and is not dropped by the cap", async () => {
     const t = setup();
     const key = "agent:main:main";
@@ -464,5 +479,22 @@ describe("handled messages (handled-messages.ts)", () => {
     handled.prune();
     assert.deepEqual(forgotten, ["web:stale", "web:0"]);
     assert.ok(handled.has("web:1"));
+  });
+
+  it("an entry still in use is remembered anew (replicated again) once older than half of KEEP_MS, never forgotten", async () => {
+    let now = 5_000_000;
+    const written: Array<[string, number]> = [];
+    const forgotten: string[] = [];
+    const entries = new RecentEntries<string>({ now: () => now, onRemember: async (key, at) => void written.push([key, at]), onForget: (key) => void forgotten.push(key) });
+    await entries.remember("run-open", "run-1");
+    await entries.remember("run-done", "run-1");
+    now += KEEP_MS / 2 + 1;
+    entries.prune((key) => key === "run-open");
+    assert.deepEqual(written.map(([key]) => key), ["run-open", "run-done", "run-open"]);
+    assert.equal(written.at(-1)![1], now, "replicated again with its new time");
+    now += KEEP_MS / 2;
+    entries.prune((key) => key === "run-open");
+    assert.deepEqual(forgotten, ["run-done"]);
+    assert.equal(entries.get("run-open"), "run-1");
   });
 });

@@ -53,7 +53,7 @@ describe("router: queue modes, commands, policies (router process, scripted runn
     assert.equal(req.options.thinking, "high");
     assert.equal(req.inputs[0]!.text, "explain monads");
     assert.equal(req.sessionKey, "agent:main:web:group:g-dir");
-    finish(req);
+    await finish(req);
     const set = await web("g-dir", "/model openai/other-model");
     assert.match((await noticeFor(set.id)).text, /model: openai\/other-model/);
     const b = await web("g-dir", "hello");
@@ -62,7 +62,7 @@ describe("router: queue modes, commands, policies (router process, scripted runn
     assert.equal(next.options.thinking, undefined);
     const { session } = await bus.call("sessions", "get", { sessionKey: next.sessionKey });
     assert.equal(session?.modelOverride, "openai/other-model");
-    finish(next);
+    await finish(next);
     const bad = await web("g-dir", "/think:banana");
     const notice = await noticeFor(bad.id);
     assert.equal(notice.kind, "error");
@@ -76,7 +76,7 @@ describe("router: queue modes, commands, policies (router process, scripted runn
     const req = await runOf(first.runId);
     assert.deepEqual(req.inputs.map((i) => i.text), ["one", "two", "three"]);
     assert.equal(req.origin?.messageIds.length, 3);
-    finish(req);
+    await finish(req);
   });
 
   it("steer: a message for a busy session is handed to the active run when the runner takes it", async () => {
@@ -96,7 +96,7 @@ describe("router: queue modes, commands, policies (router process, scripted runn
         sessionKey: r1.sessionKey,
         records: [{ id: recordIds.mailboxInput(r1.runId, ctl.id), ts: Date.now(), runId: r1.runId, kind: "message", message: { role: "user", content: [{ type: "text", text: ctl.input!.text }] } }],
       });
-      finish(r1);
+      await finish(r1);
       await noRun(second.runId, 300);
     } finally {
       rig.acceptControls = false;
@@ -110,10 +110,10 @@ describe("router: queue modes, commands, policies (router process, scripted runn
     const second = await web("g-follow", "and then this");
     await waitFor(() => controls.find((c) => c.runId === r1.runId && c.action === "followup"), 10_000, "followup control");
     await noRun(second.runId);
-    finish(r1);
+    await finish(r1);
     const r2 = await runOf(second.runId);
     assert.equal(r2.inputs[0]!.text, "and then this");
-    finish(r2);
+    await finish(r2);
   });
 
   it("queue defaults per channel: slack collects by default, a session's /queue still wins", async () => {
@@ -124,11 +124,11 @@ describe("router: queue modes, commands, policies (router process, scripted runn
     const a = await send("slack", { kind: "group", id: "s-col" }, "a", { sender: "u2" });
     const b = await send("slack", { kind: "group", id: "s-col" }, "b", { sender: "u3" });
     await sleep(600); // past the inbound debounce
-    finish(r1);
+    await finish(r1);
     const ids = [a, b].map((m) => m.runId);
     const batch = await waitFor(async () => (await runRequests()).find((r) => ids.includes(r.runId)), 10_000, "collected run");
     assert.deepEqual(batch.inputs.map((i) => i.text).sort(), ["a", "b"], "collected into one run, as the channel's default says");
-    finish(batch);
+    await finish(batch);
     const own = await send("slack", { kind: "group", id: "s-col" }, "/queue queue", { sender: "owner" });
     assert.match((await noticeFor(own.id)).text, /queue: queue \(debounce 0 ms, cap 7, drop old\)$/m);
   });
@@ -141,13 +141,13 @@ describe("router: queue modes, commands, policies (router process, scripted runn
     const b = await web("g-col", "b", "u3");
     const c = await web("g-col", "c", "u4");
     await sleep(600); // past the inbound debounce
-    finish(r1);
+    await finish(r1);
     const ids = [a, b, c].map((m) => m.runId);
     const batch = await waitFor(async () => (await runRequests()).find((r) => ids.includes(r.runId)), 10_000, "collected run");
     assert.deepEqual(batch.inputs.map((i) => i.text).sort(), ["a", "b", "c"]);
     await sleep(300);
     assert.equal((await runRequests()).filter((r) => ids.includes(r.runId)).length, 1);
-    finish(batch);
+    await finish(batch);
   });
 
   it("interrupt: the active run is aborted, waiting messages are dropped, the new one runs next", async () => {
@@ -157,11 +157,11 @@ describe("router: queue modes, commands, policies (router process, scripted runn
     await sleep(400);
     const urgent = await web("g-int", "/queue:interrupt stop, do this", "u3");
     await waitFor(() => controls.find((c) => c.runId === r1.runId && c.action === "abort"), 10_000, "abort control");
-    finish(r1, "error");
+    await finish(r1, "error");
     const r3 = await runOf(urgent.runId);
     assert.equal(r3.inputs[0]!.text, "stop, do this");
     await noRun(waiting.runId, 300);
-    finish(r3);
+    await finish(r3);
   });
 
   it("/stop aborts the active run and drops the queue; /status and /new answer with notices", async () => {
@@ -176,7 +176,7 @@ describe("router: queue modes, commands, policies (router process, scripted runn
     const stop = await web("g-stop", "/stop");
     assert.equal((await noticeFor(stop.id)).text, `Stopped the active run (${r1.runId}). Dropped 1 queued message.`);
     await waitFor(() => controls.find((c) => c.runId === r1.runId && c.action === "abort"), 10_000, "abort control");
-    finish(r1, "error");
+    await finish(r1, "error");
     await noRun(queued.runId);
     const before = (await bus.call("sessions", "get", { sessionKey: r1.sessionKey })).session;
     const fresh = await web("g-stop", "/new");
@@ -195,7 +195,7 @@ describe("router: queue modes, commands, policies (router process, scripted runn
     await sleep(400);
     const stop = await web("g-drop", "/stop");
     assert.equal((await noticeFor(stop.id)).text, `Stopped the active run (${r1.runId}). Dropped 2 queued messages.`);
-    finish(r1, "error");
+    await finish(r1, "error");
     assert.match((await noticeFor(pending.id)).text, /^I dropped this message without answering it/);
     await noRun(plain.runId, 300);
     assert.equal(outbound.filter((o) => o.replyTo.includes(plain.id)).length, 0, "an ordinary dropped message stays silent");
@@ -217,7 +217,7 @@ describe("router: queue modes, commands, policies (router process, scripted runn
     assert.match(approved.stdout, new RegExp(`${code}: approved telegram:newbie`));
     await waitFor(() => outbound.find((o) => o.conversation === "c-newbie" && /approved/.test(o.text)), 10_000, "approval notice");
     const again = await send("telegram", { kind: "dm", id: "newbie" }, "hi again", { sender: "newbie" });
-    finish(await runOf(again.runId));
+    await finish(await runOf(again.runId));
     const unknown = await runCli(["pairing", "deny", "NOPE2345"], env);
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /no pending pairing code NOPE2345/);
@@ -232,11 +232,11 @@ describe("router: queue modes, commands, policies (router process, scripted runn
     assert.equal(req.inputs[0]!.text, [
       "[Chat messages since your last reply, for context]", "ann: anyone up for lunch?", "ben: pizza at noon", "", "[Current message, to you]", "@bot book a table",
     ].join("\n"));
-    finish(req);
+    await finish(req);
     const next = await send("discord", { kind: "group", id: "d-ctx" }, "@bot thanks", { sender: "ben", mentioned: true });
     const nextReq = await runOf(next.runId);
     assert.equal(nextReq.inputs[0]!.text, "@bot thanks", "the context was handed over once");
-    finish(nextReq);
+    await finish(nextReq);
   });
 
   it("pairing: the owners are told in their last DM and answer with /pair there", async () => {
@@ -258,7 +258,7 @@ describe("router: queue modes, commands, policies (router process, scripted runn
     assert.equal((await noticeFor(approve.id)).text, `${code}: approved telegram:stranger.`);
     await waitFor(() => outbound.find((o) => o.conversation === "c-stranger" && /You are approved/.test(o.text)), 10_000, "the sender told");
     const again = await send("telegram", { kind: "dm", id: "stranger" }, "hello again", { sender: "stranger" });
-    finish(await runOf(again.runId, "the approved sender's run"));
+    await finish(await runOf(again.runId, "the approved sender's run"));
     const unknown = await send("telegram", { kind: "dm", id: "boss" }, "/pair deny NOPE2345", { sender: "boss" });
     assert.match((await noticeFor(unknown.id)).text, /^Could not deny NOPE2345: no pending pairing code NOPE2345/);
   });
@@ -267,7 +267,7 @@ describe("router: queue modes, commands, policies (router process, scripted runn
     const quiet = await send("discord", { kind: "group", id: "d1" }, "chatter", { sender: "u9" });
     await noRun(quiet.runId);
     const mentioned = await send("discord", { kind: "group", id: "d1" }, "@bot help", { sender: "u9", mentioned: true });
-    finish(await runOf(mentioned.runId));
+    await finish(await runOf(mentioned.runId));
   });
 
   it("/approve from chat decides an approval for an owner only; /subagents answers without a subagents actor", async () => {
@@ -294,11 +294,11 @@ describe("router: queue modes, commands, policies (router process, scripted runn
     const mainRun = await runOf(broadcastRunId("web", m.id, "main"));
     assert.equal(mainRun.sessionKey, "agent:main:web:group:bcast");
     await noRun(broadcastRunId("web", m.id, "helper"));
-    finish(mainRun);
+    await finish(mainRun);
     const helperRun = await runOf(broadcastRunId("web", m.id, "helper"));
     assert.equal(helperRun.sessionKey, "agent:helper:web:group:bcast");
     assert.equal(helperRun.agentId, "helper");
-    finish(helperRun);
+    await finish(helperRun);
   });
 });
 

@@ -67,7 +67,7 @@ describe("router: a run request that gave up frees its lane", () => {
     const marker = ended.records.find((r) => r.kind === "run_marker" && r.runStatus === "error")!;
     assert.match(marker.text ?? "", /gave up.*model provider is unreachable/);
 
-    rig.finish(run);
+    await rig.finish(run);
     await waitFor(async () => (await rig.bus.call("router", "lanes", { sessionKey })).lanes.length === 0 || undefined, 10_000, "lane freed");
   });
 
@@ -82,6 +82,6 @@ describe("router: a run request that gave up frees its lane", () => {
     const lanes = (await rig.bus.call("router", "lanes", { sessionKey })).lanes;
     assert.deepEqual(lanes.map((l) => l.activeRunId), [held.runId], "the lane is still the running run's");
     assert.equal(routerEvents.some((e) => e.event === "run_gave_up" && e.data.runId === "stray-run-1"), false);
-    rig.finish(run);
+    await rig.finish(run);
   });
 });

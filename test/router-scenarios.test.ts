@@ -79,7 +79,7 @@ describe("router scenarios (router, sessions, approvals, webhook channel as proc
     assert.equal(req.agentId, "helper", "the account binding beats the channel binding to main");
     assert.match(req.sessionKey, /^agent:helper:webhook:/);
     assert.equal(req.origin?.accountId, "work-bot");
-    finish(req);
+    await finish(req);
   });
 
   it("peer binding: a group bound to a non-default agent runs in that agent's session", async () => {
@@ -87,11 +87,11 @@ describe("router scenarios (router, sessions, approvals, webhook channel as proc
     const req = await runOf(m.runId);
     assert.equal(req.agentId, "helper");
     assert.equal(req.sessionKey, "agent:helper:web:group:helper-room");
-    finish(req);
+    await finish(req);
     const other = await web("plain-room", "and here?");
     const req2 = await runOf(other.runId);
     assert.equal(req2.agentId, "main");
-    finish(req2);
+    await finish(req2);
   });
 
   it("DM allowlist: a stranger is refused without a run or an answer; a listed sender runs", async () => {
@@ -100,7 +100,7 @@ describe("router scenarios (router, sessions, approvals, webhook channel as proc
     await noRun(stranger.runId);
     assert.equal(outbound.some((o) => o.replyTo.includes(stranger.id)), false, "no pairing code or notice under allowlist");
     const friend = await send("slack", { kind: "dm", id: "friend" }, "hi", { sender: "friend" });
-    finish(await runOf(friend.runId));
+    await finish(await runOf(friend.runId));
   });
 
   it("DM disabled: no direct message of that channel runs", async () => {
@@ -116,14 +116,14 @@ describe("router scenarios (router, sessions, approvals, webhook channel as proc
     const r1 = await busy("g-qdeb");
     const a = await web("g-qdeb", "a", "u2");
     await sleep(300);
-    finish(r1);
+    await finish(r1);
     await sleep(400); // the lane is granted to a's run, which waits for quiet
     const b = await web("g-qdeb", "b", "u3");
     await noRun(a.runId, 1_200); // b arrived 1.2 s ago: a's run still waits
     const batch = await runOf(a.runId, "debounced run");
     assert.deepEqual(batch.inputs.map((i) => i.text), ["a", "b"]);
     await noRun(b.runId, 200);
-    finish(batch);
+    await finish(batch);
   });
 
   it("steer-backlog: the message is steered into the active run and also runs on its own afterwards", async () => {
@@ -135,10 +135,10 @@ describe("router scenarios (router, sessions, approvals, webhook channel as proc
       const ctl = await waitFor(() => controls.find((c) => c.runId === r1.runId && c.action === "steer"), 10_000, "steer control");
       assert.equal(ctl.input?.text, "also this");
       await noRun(second.runId, 400);
-      finish(r1);
+      await finish(r1);
       const r2 = await runOf(second.runId, "backlog run");
       assert.equal(r2.inputs[0]!.text, "also this");
-      finish(r2);
+      await finish(r2);
     } finally {
       rig.acceptControls = false;
     }
@@ -152,15 +152,15 @@ describe("router scenarios (router, sessions, approvals, webhook channel as proc
       await sleep(300);
       const b = await web(group, "newer message", "u3");
       await sleep(300);
-      finish(r1);
+      await finish(r1);
       return { a, b };
     };
     const dropNew = await scenario("g-cap-new", "new");
-    finish(await runOf(dropNew.a.runId));
+    await finish(await runOf(dropNew.a.runId));
     await noRun(dropNew.b.runId);
 
     const dropOld = await scenario("g-cap-old", "old");
-    finish(await runOf(dropOld.b.runId));
+    await finish(await runOf(dropOld.b.runId));
     await noRun(dropOld.a.runId);
 
     const sum = await scenario("g-cap-sum", "summarize");
@@ -168,7 +168,7 @@ describe("router scenarios (router, sessions, approvals, webhook channel as proc
     assert.equal(kept.inputs[0]!.kind, "system_event");
     assert.match(kept.inputs[0]!.text, /1 earlier message was dropped while you were busy: "older message"/);
     assert.equal(kept.inputs[1]!.text, "newer message");
-    finish(kept);
+    await finish(kept);
     await noRun(sum.a.runId, 300);
   });
 
@@ -180,8 +180,8 @@ describe("router scenarios (router, sessions, approvals, webhook channel as proc
     ]);
     assert.equal(mainRun.sessionKey, "agent:main:web:group:bcast-par");
     assert.equal(helperRun.sessionKey, "agent:helper:web:group:bcast-par");
-    finish(mainRun);
-    finish(helperRun);
+    await finish(mainRun);
+    await finish(helperRun);
   });
 
   it("/help lists every command", async () => {

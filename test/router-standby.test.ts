@@ -103,9 +103,10 @@ describe("router: one active instance, a standby that relays and takes over", ()
     const lanes = await waitFor(async () => (await rig.bus.call("router", "lanes", { sessionKey: firstRun.sessionKey }).catch(() => undefined))?.lanes, 10_000, "the lanes of host B");
     assert.equal(lanes[0]?.activeRunId, first.runId, "the run in flight holds its lane at the new active router");
     await noRun(second.runId, 3_000); // the crashed router's unacked message came again (ack wait 2 s) and waits
-    finish(firstRun);
-    finish(await runOf(second.runId, "the second run, once the first ended"));
+    await finish(firstRun);
+    const secondRun = await runOf(second.runId, "the second run, once the first ended");
     assert.equal((await rig.runRequests()).filter((r) => r.runId === second.runId).length, 1);
+    await finish(secondRun);
     await rig.restart("router"); // host A again, as the standby
   });
 
@@ -122,7 +123,7 @@ describe("router: one active instance, a standby that relays and takes over", ()
     hostB = undefined;
     await waitFor(() => roles.filter((r) => r === "active").length > activations, 5_000, "host A active at once");
     const again = await send("telegram", { kind: "dm", id: "newbie" }, "hi again", { sender: "newbie" });
-    finish(await runOf(again.runId, "the approved sender's run at host A"));
+    await finish(await runOf(again.runId, "the approved sender's run at host A"));
     const back = await send("telegram", { kind: "dm", id: "leaver" }, "let me in", { sender: "leaver" });
     assert.match((await noticeFor(back.id)).text, /pairing code: [A-Z2-9]{8}/, "the revoked sender is asked for a code");
     await noRun(back.runId, 500);
@@ -142,12 +143,12 @@ describe("router: one active instance, a standby that relays and takes over", ()
     await waitFor(() => count("active") > activations, 10_000, "host B active");
     const mention = await chat("crew", "@bot book a table", "ann", true);
     const run = await runOf(mention.runId, "the mention's run at host B");
-    finish(run);
+    await finish(run);
     assert.deepEqual(textOf(run), [context(["ann: anyone up for lunch?", "ben: pizza at noon"], "@bot book a table")]);
     await waitFor(async () => (await keptLines("crew")) === 0, 5_000, "the shown lines gone from the replica");
     const next = await chat("crew", "@bot and a cake", "ben", true);
     const nextRun = await runOf(next.runId, "the next mention's run");
-    finish(nextRun);
+    await finish(nextRun);
     assert.deepEqual(textOf(nextRun), ["@bot and a cake"], "shown once");
   });
 
@@ -161,7 +162,7 @@ describe("router: one active instance, a standby that relays and takes over", ()
     await waitFor(() => count("active") > activations, 5_000, "host A active at once");
     const mention = await chat("crew", "@bot yes?", "ann", true);
     const run = await runOf(mention.runId, "the mention's run at host A");
-    finish(run);
+    await finish(run);
     assert.deepEqual(textOf(run), [context(["cat: the usual place?"], "@bot yes?")]);
   });
 
@@ -171,7 +172,7 @@ describe("router: one active instance, a standby that relays and takes over", ()
     const first = await web("prefs", "hello", "web-user");
     const firstRun = await runOf(first.runId, "a run at host A (it caches the session's settings)");
     assert.equal(firstRun.options.thinking, undefined);
-    finish(firstRun);
+    await finish(firstRun);
     // the lease taken from host A without a restart: a live lease of nobody, until it lapses;
     // host A, standing by, is paused meanwhile so that host B takes it then
     const standbys = count("standby");
@@ -192,7 +193,7 @@ describe("router: one active instance, a standby that relays and takes over", ()
     await waitFor(() => count("active") > activations + 1, 5_000, "host A active again");
     const again = await web("prefs", "hello again", "web-user");
     const run = await runOf(again.runId, "the run at host A");
-    finish(run);
+    await finish(run);
     assert.equal(run.options.thinking, "high", "the setting host B stored while host A stood by");
   });
 
@@ -215,7 +216,7 @@ describe("router: one active instance, a standby that relays and takes over", ()
       const second = await chat("merge", "@bot second", "ann", true);
       const third = await chat("merge", "@bot third", "ann", true);
       await sleep(400); // both wait for the lane and are collected into one run (well within the 2 s ack wait)
-      finish(firstRun);
+      await finish(firstRun);
       const merged = await runOf(second.runId, "the collected run");
       assert.deepEqual(textOf(merged), ["@bot second", "@bot third"]);
       await waitFor(() => replicated(handledKey(`discord:${third.id}`)), 5_000, "the merged message in the replica");

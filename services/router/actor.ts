@@ -25,13 +25,13 @@ import { AUTHENTICATED_API_CHANNELS } from "../../shared/runtime/access-policy.j
 import { checkRoutingConfig } from "./bindings.js";
 import { PairingStore } from "./pairing.js";
 import { decidePairing } from "./pairing-owners.js";
-import { RouterReplica, type RouterState } from "./replica.js";
+import { RouterReplica } from "./replica.js";
 import { subscribeRunsGivenUp } from "./run-gave-up.js";
-import { subscribeRunRequests } from "./run-requests.js";
+import { subscribeRunRequests, type RunRequestWatch } from "./run-requests.js";
 import { subscribeRunStarts } from "./run-starts.js";
 import { SettingsCache } from "./settings.js";
-import { readStoredRuns } from "./stored-runs.js";
-import { startTerm, type RouterTerm } from "./term.js";
+import { RunsReader } from "./stored-runs.js";
+import { startTerm, type RouterTerm, type TermState } from "./term.js";
 
 export const definition: ActorDefinition = {
   name: "router",
@@ -50,33 +50,50 @@ export const definition: ActorDefinition = {
     let processed = 0;
     /** the active term (undefined while standing by) */
     let term: RouterTerm | undefined;
-    let loaded: RouterState = { runs: [], groups: [], handled: [], handOffs: [] };
+    let loaded: TermState = { runs: [], groups: [], handled: [], handOffs: [] };
     let stopping: Promise<void> = Promise.resolve();
-    /** the term's view of run requests as they are stored (run-requests.ts) */
+    const runsReader = new RunsReader(rt.nc, rt.subjects, rt.limits, rt.log);
+    /**
+     * Run requests as they are stored (run-requests.ts), followed from a takeover until the term
+     * ends (a standby is not sent every request): those seen before the term starts (after RUNS
+     * was read) wait in `early` for it.
+     */
     let stored: { stop(): void } | undefined;
+    let watch: RunRequestWatch | undefined;
+    let early: Array<[runId: string, sessionKey: string]> = [];
 
     const instance: ActiveInstance<"router"> = await ActiveInstance.open(rt, "router", {
       ttlMs: rt.config.routing.leaseTtlMs,
       renewMs: rt.config.routing.leaseRenewMs,
       takeOver: async () => {
         await stopping; // the last term's messages are handed back first
+        // followed before RUNS is read, so no request stored meanwhile is missed
+        early = [];
+        stored?.stop();
+        stored = subscribeRunRequests(rt.nc, rt.subjects, rt.limits, rt.log, {
+          known: (runId) => watch?.known(runId) ?? false,
+          stored: (runId, sessionKey) => (watch ? watch.stored(runId, sessionKey) : void early.push([runId, sessionKey])),
+        });
         const result = await replica.load();
         // and the runs RUNS still holds: also those stored or started while no router was active
-        const storedRuns = (await readStoredRuns(rt.nc, rt.subjects, rt.limits, rt.log)).runs.filter((run) => !result.runs.some((r) => r.runId === run.runId));
-        loaded = { runs: [...result.runs, ...storedRuns], groups: result.groups, handled: result.handled, handOffs: result.handOffs };
+        const readAt = Date.now();
+        const inRuns = await runsReader.read(true);
+        const storedRuns = inRuns.runs.filter((run) => !result.runs.some((r) => r.runId === run.runId));
+        loaded = { runs: [...result.runs, ...storedRuns], groups: result.groups, handled: result.handled, handOffs: result.handOffs, ...(inRuns.complete ? { inRuns: { ids: inRuns.runIds, at: readAt } } : {}) };
         settings = new SettingsCache(rt);
         rt.log.info({ runs: result.runs.length, storedRuns: storedRuns.length, pairing: result.pairing, groups: result.groups.length, handled: result.handled.length, handOffs: result.handOffs.length }, "router state loaded from the replica bucket and RUNS");
       },
       activated: () => {
-        const begun = startTerm({ rt, pairing, settings, replica, isActive: () => instance.isActive(), processed: () => processed++ }, loaded);
+        const begun = startTerm({ rt, pairing, settings, replica, runs: runsReader, isActive: () => instance.isActive(), processed: () => processed++ }, loaded);
         term = begun;
-        stored?.stop();
-        // runs other actors store in RUNS hold their lane from their storing: followed during a term only (a standby is not sent every request)
-        stored = subscribeRunRequests(rt.nc, rt.subjects, rt.limits, rt.log, { known: (runId) => begun.lanes.isHeld(runId), stored: (runId, sessionKey) => begun.runStored(runId, sessionKey) });
+        // runs other actors store in RUNS hold their lane from their storing
+        watch = { known: (runId) => begun.lanes.isHeld(runId), stored: (runId, sessionKey) => begun.runStored(runId, sessionKey) };
+        for (const [runId, sessionKey] of early.splice(0)) if (!begun.lanes.isHeld(runId)) begun.runStored(runId, sessionKey);
       },
       standBy: () => {
         const ending = term;
         term = undefined;
+        watch = undefined;
         stored?.stop();
         stored = undefined;
         stopping = ending ? ending.stop() : Promise.resolve();

@@ -55,10 +55,18 @@ export class RecentEntries<V> {
     else if (!this.entries.has(key)) this.entries.set(key, { at, value });
   }
 
-  /** Forgets the entries older than KEEP_MS. */
-  prune(): void {
-    const since = this.now() - KEEP_MS;
-    for (const [key, { at }] of this.entries) if (at < since) this.forget(key);
+  /**
+   * Forgets the entries older than KEEP_MS; those `open` says are still in use are remembered
+   * anew (replicated again) once older than half of it instead, so a copy in the replica never
+   * ages out while its entry matters.
+   */
+  prune(open?: (key: string) => boolean): void {
+    const now = this.now();
+    for (const [key, { at, value }] of [...this.entries]) {
+      if (open?.(key)) {
+        if (at < now - KEEP_MS / 2) void this.remember(key, value);
+      } else if (at < now - KEEP_MS) this.forget(key);
+    }
   }
 
   private forget(key: string): void {

@@ -23,7 +23,8 @@ export interface LaneSnapshot {
 }
 
 interface Lane {
-  active?: { runId: string; since: number; lastActivity: number; dispatched: boolean };
+  /** `storedAt`: since when its request is in RUNS at the latest (dispatched, or held as stored or started elsewhere) */
+  active?: { runId: string; since: number; lastActivity: number; dispatched: boolean; storedAt?: number };
   /** `external`: a run that is already going (held, not granted): the lane is its next */
   waiting: Waiter[];
   /** works handed to the active run: the head of `waiting` once it ends */
@@ -170,14 +171,20 @@ export class Lanes {
   markDispatched(runId: string): void {
     const key = this.byRun.get(runId);
     const active = key ? this.lanes.get(key)?.active : undefined;
-    if (active?.runId === runId) active.dispatched = true;
+    if (active?.runId === runId) {
+      active.dispatched = true;
+      active.storedAt = this.now();
+    }
   }
 
   /** Active runs with no activity for `idleMs`: candidates for a status check. */
-  idleRuns(idleMs: number): Array<{ runId: string; sessionKey: string; since: number }> {
+  idleRuns(idleMs: number): Array<{ runId: string; sessionKey: string; since: number; storedAt?: number }> {
     const cutoff = this.now() - idleMs;
-    const out: Array<{ runId: string; sessionKey: string; since: number }> = [];
-    for (const [sessionKey, lane] of this.lanes) if (lane.active && lane.active.lastActivity < cutoff) out.push({ runId: lane.active.runId, sessionKey, since: lane.active.since });
+    const out: Array<{ runId: string; sessionKey: string; since: number; storedAt?: number }> = [];
+    for (const [sessionKey, lane] of this.lanes) {
+      const active = lane.active;
+      if (active && active.lastActivity < cutoff) out.push({ runId: active.runId, sessionKey, since: active.since, ...(active.storedAt !== undefined ? { storedAt: active.storedAt } : {}) });
+    }
     return out;
   }
 
@@ -233,7 +240,7 @@ export class Lanes {
 
   private activate(key: string, lane: Lane, runId: string, dispatched = false, since?: number): void {
     const now = this.now();
-    lane.active = { runId, since: since ?? now, lastActivity: now, dispatched };
+    lane.active = { runId, since: since ?? now, lastActivity: now, dispatched, ...(dispatched ? { storedAt: since ?? now } : {}) };
     this.byRun.set(runId, key);
   }
 }

@@ -176,7 +176,8 @@ export class SessionQueues {
           (active && (taken || work.delivery.redelivered) ? this.afterHandOff(work, active) : this.enqueue(work))));
       }
       case "steer-backlog":
-        return (work.done = this.hand(work, "steer", active).then(() => this.enqueue(work)));
+        // not noted: the message has a run of its own anyway
+        return (work.done = this.hand(work, "steer", active, false).then(() => this.enqueue(work)));
       case "interrupt":
         this.dropWaiting(key);
         if (active) this.deps.abort(active, "interrupted by a new message");
@@ -193,12 +194,12 @@ export class SessionQueues {
     return { ...(active ? { activeRunId: active } : {}), dropped };
   }
 
-  private async hand(work: Work, action: "steer" | "followup", runId: string | undefined): Promise<boolean> {
+  private async hand(work: Work, action: "steer" | "followup", runId: string | undefined, note = true): Promise<boolean> {
     if (!runId) return false;
     const key = work.sessionKey;
     this.handing.set(key, (this.handing.get(key) ?? 0) + 1);
     try {
-      const noted = this.deps.handOffs?.noted(work.runId, runId);
+      const noted = note ? this.deps.handOffs?.noted(work.runId, runId) : undefined;
       if (noted) await noted;
       return await this.deps.control(runId, action, work.handedInput(), controlIdFor(work));
     } catch (err) {
@@ -278,6 +279,11 @@ export class SessionQueues {
       work.request.inputs.unshift({ kind: "system_event", text: digestText(digest), attachments: [] });
     }
     return this.deps.dispatch(work.request, work.delivery);
+  }
+
+  /** A work waits here (for its lane, beside the run it was handed to, or to be dispatched). */
+  isOpen(runId: string): boolean {
+    return this.works.has(runId);
   }
 
   /** The waiting works and those handed to the active run and not checked yet. */

@@ -38,7 +38,7 @@ import { PendingEvents } from "./pending-events.js";
 import { SessionQueues, Work, type DeliveryLike } from "./queue.js";
 import type { RouterReplica, RouterState } from "./replica.js";
 import type { SettingsCache } from "./settings.js";
-import { readStoredRuns } from "./stored-runs.js";
+import type { RunsReader } from "./stored-runs.js";
 import { injectEvent } from "./system-events.js";
 
 const inboundOrInject = z.discriminatedUnion("type", [inboundMessageSchema, systemInjectSchema]);
@@ -64,11 +64,16 @@ const handsOff = (msg: SystemInject) =>
   msg.trigger !== "heartbeat" && msg.trigger !== "cron" && Object.keys(msg.options ?? {}).length === 0 && (msg.deliverTo === "last" || msg.deliverTo === "none");
 const isFinished = (status: string) => status === "done" || status === "error" || status === "aborted";
 
+/** What a term starts from: the replica's state, and the run ids RUNS held (read whole) at the takeover. */
+export type TermState = RouterState & { inRuns?: { ids: ReadonlySet<string>; at: number } };
+
 export interface TermDeps {
   rt: ActorRuntime;
   pairing: PairingStore;
   settings: SettingsCache;
   replica: RouterReplica;
+  /** the run requests RUNS holds (stored-runs.ts) */
+  runs: RunsReader;
   /** false once this instance lost the lease: nothing more is dispatched */
   isActive(): boolean;
   /** counts the messages handled (router.status) */
@@ -88,7 +93,7 @@ export interface RouterTerm {
   stop(): Promise<void>;
 }
 
-export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
+export function startTerm(deps: TermDeps, state: TermState): RouterTerm {
   const { rt, replica } = deps;
   const held = state.runs;
   const lanes = new Lanes();
@@ -218,20 +223,31 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
     },
   });
 
-  /** whether RUNS holds the run's request (stored-runs.ts); true when it cannot tell */
-  const requestInRuns = async (runId: string) => {
-    const { runs, complete } = await readStoredRuns(rt.nc, rt.subjects, rt.limits, rt.log);
-    return !complete || runs.some((r) => r.runId === runId);
+  /**
+   * The run ids RUNS holds (undefined: it could not be read whole), for a run whose request was in
+   * RUNS by `storedAt`: a read begun after that sees the request if RUNS still holds it. One read
+   * serves the checks of a reconcile round, unless one needs a newer read (the term's first is the
+   * takeover's).
+   */
+  let lastRead: { at: number; ids: Promise<ReadonlySet<string> | undefined> } | undefined = state.inRuns ? { at: state.inRuns.at, ids: Promise.resolve(state.inRuns.ids) } : undefined;
+  const inRuns = (storedAt: number) => {
+    if (!lastRead || lastRead.at <= storedAt || Date.now() - lastRead.at >= RECONCILE_EVERY_MS) {
+      const at = Date.now();
+      lastRead = { at, ids: deps.runs.read(false).then((read) => (read.complete ? read.runIds : undefined)) };
+    }
+    return lastRead.ids;
   };
 
   /**
    * A held run that no runner will end: its transcript gets the run's end if it still says
    * `started` (an error marker with the id the runner's own would have, so it is stored once), so a
-   * later status check and the run's followers agree; then its lane is freed.
+   * later status check and the run's followers agree; then its lane is freed. `recorded` runs
+   * once the end was found still missing (read after the run's request left RUNS).
    */
-  const endForRunner = async (runId: string, sessionKey: string, text: string, meta: Record<string, unknown>) => {
+  const endForRunner = async (runId: string, sessionKey: string, text: string, meta: Record<string, unknown>, recorded?: () => void) => {
     try {
       if ((await runStatus(sessionKey, runId)) === "started") {
+        recorded?.();
         await rt.client.call("sessions", "append", {
           sessionKey,
           records: [{ id: recordIds.marker(runId, "error"), ts: Date.now(), runId, kind: "run_marker", runStatus: "error", text, meta: { replyKind: "error", silent: false, turns: 0, errorCode: "INTERNAL", ...meta } }],
@@ -246,32 +262,48 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
   /**
    * Runs whose terminal event was missed (bus hiccup, restart, the previous instance's runs): ask
    * the transcript, then RUNS, a work queue that keeps a request until a runner recorded its run's
-   * end and acked it (read after the status, so a request stored meanwhile is seen):
-   * - a run the sessions actor never heard of whose request RUNS does not hold, seen longer than
-   *   the idle time ago, was never stored (a failed publish, a duplicate message id): freed;
-   * - a run its transcript says started whose request RUNS no longer holds ended without its end
+   * end and acked it. For a run whose request is in RUNS since `storedAt` unless it left (dispatched
+   * here, or held as stored or started by another actor; not the router's own work that waits to
+   * be dispatched, which has none):
+   * - the sessions actor never heard of it, RUNS holds no request, and it was held longer than the
+   *   idle time: it was never stored (a failed publish, a duplicate message id): freed;
+   * - its transcript says started and RUNS no longer holds its request: it ended without its end
    *   recorded (given up while no router was active, or its end marker could not be stored): the
    *   end is recorded (`run_end_lost`) and the lane freed.
    * When RUNS cannot be read, a run nobody began is freed once older than RUNS keeps a request.
+   * One check per run at a time.
    */
-  const check = (runId: string, sessionKey: string, since: number) => runStatus(sessionKey, runId).then(async (status) => {
-    if (isFinished(status)) return releaseRun(runId);
-    const age = Date.now() - since;
-    if (status === "unknown" && age > NEVER_STARTS_AFTER_MS) return releaseRun(runId);
-    if ((status === "started" || (status === "unknown" && age >= IDLE_BEFORE_CHECK_MS)) && !(await requestInRuns(runId))) {
-      if (status === "unknown") return releaseRun(runId);
-      rt.emit("run_end_lost", { runId, sessionKey }, "warn");
-      return endForRunner(runId, sessionKey, "The run ended without its end being recorded: its request left the run queue (given up while no router was active, or its end could not be stored).", { endLost: true });
+  const checking = new Set<string>();
+  const check = async (runId: string, sessionKey: string, since: number, storedAt?: number) => {
+    if (checking.has(runId)) return;
+    checking.add(runId);
+    try {
+      const status = await runStatus(sessionKey, runId);
+      if (isFinished(status)) return releaseRun(runId);
+      const age = Date.now() - since;
+      if (status === "unknown" && age > NEVER_STARTS_AFTER_MS) return releaseRun(runId);
+      if (storedAt !== undefined && (status === "started" || (status === "unknown" && age >= IDLE_BEFORE_CHECK_MS))) {
+        const queued = await inRuns(storedAt);
+        if (queued && !queued.has(runId)) {
+          if (status === "unknown") return releaseRun(runId);
+          const text = "The run ended without its end being recorded: its request left the run queue (given up while no router was active, or its end could not be stored).";
+          return await endForRunner(runId, sessionKey, text, { endLost: true }, () => rt.emit("run_end_lost", { runId, sessionKey }, "warn"));
+        }
+      }
+      lanes.touch(runId);
+    } catch {
+      // the status could not be read: asked again at the next round
+    } finally {
+      checking.delete(runId);
     }
-    lanes.touch(runId);
-  }, () => undefined);
-  for (const run of held) void check(run.runId, run.sessionKey, run.since);
+  };
+  for (const run of held) void check(run.runId, run.sessionKey, run.since, run.since);
   const reconcile = setInterval(() => {
-    for (const { runId, sessionKey, since } of lanes.idleRuns(IDLE_BEFORE_CHECK_MS)) void check(runId, sessionKey, since);
+    for (const { runId, sessionKey, since, storedAt } of lanes.idleRuns(IDLE_BEFORE_CHECK_MS)) void check(runId, sessionKey, since, storedAt);
   }, RECONCILE_EVERY_MS);
   const prune = setInterval(() => {
     intake.prune();
-    handOffs.prune();
+    handOffs.prune((runId) => queues.isOpen(runId)); // a hand-off still waiting for its run keeps its entry
   }, PRUNE_EVERY_MS);
 
   /**
@@ -297,7 +329,8 @@ export function startTerm(deps: TermDeps, state: RouterState): RouterTerm {
   const runStored = (runId: string, sessionKey: string) => {
     if (lanes.isHeld(runId)) return;
     runStarted(runId, () => sessionKey); // held now (or queued at the lane's head)
-    void check(runId, sessionKey, Date.now());
+    const now = Date.now();
+    void check(runId, sessionKey, now, now);
   };
 
   /**
