@@ -405,6 +405,21 @@ describe("queue policy over real lanes", () => {
   });
 });
 
+describe("lanes: when a run's request is in RUNS (storedAt, for the status check)", () => {
+  it("a granted work has none until it is dispatched; a run held as stored elsewhere has it from its hold", async () => {
+    let now = 1_000;
+    const lanes = new Lanes(() => now);
+    assert.equal(await lanes.acquire("s1", "run-own"), true);
+    lanes.hold("s2", "run-ext", 500);
+    now = 30_000;
+    const idle = () => lanes.idleRuns(15_000).map((r) => [r.runId, r.storedAt]);
+    assert.deepEqual(idle(), [["run-own", undefined], ["run-ext", 500]], "waiting to be dispatched (a debounce, a retry): no request yet");
+    lanes.markDispatched("run-own");
+    now = 50_000;
+    assert.deepEqual(idle(), [["run-own", 30_000], ["run-ext", 500]]);
+  });
+});
+
 describe("group context (group-context.ts)", () => {
   const line = (id: string, text: string, name?: string) => ({ id, sender: { id: `u-${id}`, ...(name ? { name } : {}) }, text, attachments: [] });
 
