@@ -90,6 +90,12 @@ export const definition: ActorDefinition = {
         watch = { known: (runId) => begun.lanes.isHeld(runId), stored: (runId, sessionKey) => begun.runStored(runId, sessionKey) };
         for (const [runId, sessionKey] of early.splice(0)) if (!begun.lanes.isHeld(runId)) begun.runStored(runId, sessionKey);
       },
+      // the lease was lost again during the takeover: a standby follows no run requests
+      abandoned: () => {
+        stored?.stop();
+        stored = undefined;
+        early = [];
+      },
       standBy: () => {
         const ending = term;
         term = undefined;

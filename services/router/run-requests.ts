@@ -5,8 +5,8 @@
  * a runner picks it up waits too (term.ts `runStored`). The router's own requests are recognised
  * by their `Nats-Msg-Id` (the run id) without a parse; memory consolidations (`command:
  * "consolidate"`: no events, no lane) are ignored; a malformed request is logged and ignored.
- * Subscribed only during a term (actor.ts): a standby is not sent every request. A request seen
- * here that RUNS did not store (a failed publish, a duplicate of a run that never began) has no
+ * Subscribed from a takeover (before RUNS is read) until the term ends (actor.ts): a standby is
+ * not sent every request. A request seen here that RUNS did not store (a failed publish, a duplicate of a run that never began) has no
  * run to end it: the status check frees it once RUNS does not hold it past the idle time
  * (term.ts `check`, stored-runs.ts).
  */

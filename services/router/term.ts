@@ -297,7 +297,8 @@ export function startTerm(deps: TermDeps, state: TermState): RouterTerm {
       checking.delete(runId);
     }
   };
-  for (const run of held) void check(run.runId, run.sessionKey, run.since, run.since);
+  // each was stored before the takeover's read of RUNS began (run.since may be the server's clock)
+  for (const run of held) void check(run.runId, run.sessionKey, run.since, state.inRuns ? Math.min(run.since, state.inRuns.at - 1) : run.since);
   const reconcile = setInterval(() => {
     for (const { runId, sessionKey, since, storedAt } of lanes.idleRuns(IDLE_BEFORE_CHECK_MS)) void check(runId, sessionKey, since, storedAt);
   }, RECONCILE_EVERY_MS);

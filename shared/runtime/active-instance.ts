@@ -28,6 +28,8 @@ export interface ActiveInstanceOptions {
   takeOver(): Promise<void>;
   /** runs once it is active (a first tick, recovering work left under way) */
   activated?(): void;
+  /** runs instead of `activated` when the lease was lost again while `takeOver` ran (undo what it started) */
+  abandoned?(): void;
   /** runs when this instance lost the lease (a next takeover waits for its promise) */
   standBy(): void | Promise<void>;
   /** opt-in: a live lease whose holder this declares gone is taken at once (lease.ts, dead-holder.ts) */
@@ -94,7 +96,7 @@ export class ActiveInstance<A extends EndpointActor> {
       } catch (err) {
         this.rt.log.warn({ err }, "taking over failed in part; going on with this host's copy");
       }
-      if (!this.keeper.isActive) return;
+      if (!this.keeper.isActive) return opts.abandoned?.();
       this.ready = true;
       this.relay.activate();
       this.rt.emit("active", { holder }); // acting now: state loaded, relayed requests answered
