@@ -5,10 +5,13 @@
  * actor (its transcript says `started`) and fails on every delivery, so the helper dead-letters
  * the request. The router sees the dead letter, records the run's end as an error (a later status
  * check agrees) and gives the lane to the next message for the session, which gets its run.
+ * The router reads those dead letters through a durable consumer of LURK_DEADLETTER, so a run
+ * stored and given up entirely while no router was active gets its end from the next router.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { CONSUMERS, LurkError, recordIds, runRequestSchema, STREAMS, subjects, type RunRequest } from "../shared/contract/index.js";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { buildSessionKey, CONSUMERS, envelope, LurkError, recordIds, runRequestSchema, STREAMS, subjects, type RunRequest } from "../shared/contract/index.js";
 import { BusClient } from "../shared/runtime/client.js";
 import { startConsumer, type RunningConsumer } from "../shared/runtime/consumer.js";
 import { createLogger } from "../shared/runtime/logger.js";
@@ -83,5 +86,40 @@ describe("router: a run request that gave up frees its lane", () => {
     assert.deepEqual(lanes.map((l) => l.activeRunId), [held.runId], "the lane is still the running run's");
     assert.equal(routerEvents.some((e) => e.event === "run_gave_up" && e.data.runId === "stray-run-1"), false);
     await rig.finish(run);
+  });
+
+  it("a run stored and given up while no router was active gets its end recorded by the next router", { timeout: 60_000 }, async () => {
+    const run = { runId: "sub-between-terms", sessionKey: buildSessionKey({ type: "subagent", agentId: "main", childId: "c0ffee41" }) };
+    const jsm = await jetstreamManager(rig.admin);
+    const deadLetters = async () => (await jsm.streams.info(STREAMS.deadLetter)).state.messages;
+    const before = await deadLetters();
+    await rig.actor("router").stop();
+    // a child run stored in RUNS, begun by the runner, failed on every delivery: dead-lettered while no router is active
+    failing.add(run.runId);
+    const request = envelope("lurk.run.request.v1", {
+      ...run, agentId: "main", sessionType: "subagent" as const, trigger: "subagent" as const,
+      inputs: [{ kind: "user" as const, text: "the child's task", attachments: [] }], deliver: false, options: {},
+    });
+    await jetstream(rig.admin).publish(subjects().runRequest("main"), JSON.stringify(request), { msgID: run.runId });
+    await waitFor(async () => (await deadLetters()) > before || undefined, 20_000, "the request dead-lettered");
+    assert.deepEqual(deliveries.get(run.runId), [1, 2]);
+    assert.equal((await rig.bus.call("sessions", "run", { ...run, statusOnly: true })).status, "started", "no router recorded its end yet");
+
+    await rig.restart("router");
+    const ended = await waitFor(async () => {
+      const read = await rig.bus.call("sessions", "run", run);
+      return read.status === "error" ? read : undefined;
+    }, 20_000, "the run's end recorded by the new router");
+    const marker = ended.records.find((r) => r.kind === "run_marker" && r.runStatus === "error")!;
+    assert.match(marker.text ?? "", /gave up.*model provider is unreachable/);
+    assert.equal(marker.meta?.gaveUp, true);
+    const event = await waitFor(() => routerEvents.find((e) => e.event === "run_gave_up" && e.data.runId === run.runId), 10_000, "run_gave_up");
+    assert.equal(event.data.held, false, "no router held the run");
+    assert.deepEqual((await rig.bus.call("router", "lanes", { sessionKey: run.sessionKey })).lanes, [], "it holds no lane");
+    // and the dead letter was acked: read once
+    await waitFor(async () => {
+      const info = await jsm.consumers.info(STREAMS.deadLetter, CONSUMERS.routerGaveUp);
+      return (info.num_pending === 0 && info.num_ack_pending === 0) || undefined;
+    }, 10_000, "the router's consumer of dead letters caught up and acked");
   });
 });

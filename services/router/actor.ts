@@ -26,7 +26,6 @@ import { checkRoutingConfig } from "./bindings.js";
 import { PairingStore } from "./pairing.js";
 import { decidePairing } from "./pairing-owners.js";
 import { RouterReplica } from "./replica.js";
-import { subscribeRunsGivenUp } from "./run-gave-up.js";
 import { subscribeRunRequests, type RunRequestWatch } from "./run-requests.js";
 import { subscribeRunStarts } from "./run-starts.js";
 import { SettingsCache } from "./settings.js";
@@ -114,8 +113,6 @@ export const definition: ActorDefinition = {
     const ends = subscribeRunEnds(rt.nc, rt.subjects, rt.limits, rt.log, (runId) => term?.releaseRun(runId));
     // runs other actors store in RUNS (child runs, cron agentTurns) hold their session's lane from their start
     const starts = subscribeRunStarts(rt.nc, rt.subjects, rt.limits, rt.log, (runId, sessionKey) => term?.runStarted(runId, sessionKey));
-    // run requests the agent-runners gave up on (dead-lettered): their lanes are freed
-    const givenUp = subscribeRunsGivenUp(rt.nc, rt.subjects, rt.limits, rt.log, (runId, sessionKey, error) => void term?.runGaveUp(runId, sessionKey, error));
     const relay = instance.relay;
 
     relay.serve("status", async () => {
@@ -155,7 +152,6 @@ export const definition: ActorDefinition = {
         await ending?.stop(); // waiting messages handed back
         ends.stop();
         starts.stop();
-        givenUp.stop();
         await replica.drain();
         await instance.stop(); // released: a standby takes over at once
         await pairing.close().catch(() => undefined);

@@ -19,7 +19,8 @@
  * A wake-now inject into a running session is handed to its run as a follow-up (queued when no
  * runner takes it); like a handed message, it is acked once that run ended with it in its
  * transcript, else it gets a run of its own (queue.ts, `stored`); a run request the agent-runners
- * dead-lettered frees its lane (`runGaveUp`).
+ * dead-lettered gets its end recorded and frees its lane (`runGaveUp`, from the term's consumer of
+ * those dead letters: also those of runs given up while no router was active).
  * `stop()` ends the consumer: messages still waiting are handed back for the next term.
  */
 import {
@@ -31,6 +32,7 @@ import { streamConfigs } from "../../shared/runtime/streams.js";
 import { z } from "zod";
 import { ensureSession } from "./ended-sessions.js";
 import { RecentEntries } from "./handled-messages.js";
+import { consumeRunsGivenUp } from "./run-gave-up.js";
 import { Intake } from "./intake.js";
 import { Lanes } from "./lanes.js";
 import type { PairingStore } from "./pairing.js";
@@ -88,8 +90,6 @@ export interface RouterTerm {
   runStarted(runId: string, sessionKey: () => string | undefined): void;
   /** a run request another actor stored in RUNS: it holds its session's lane from now (checked at once: it may have ended already) */
   runStored(runId: string, sessionKey: string): void;
-  /** a run request the agent-runners dead-lettered: its end is recorded if missing, its lane freed */
-  runGaveUp(runId: string, sessionKey: string, error: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -244,19 +244,25 @@ export function startTerm(deps: TermDeps, state: TermState): RouterTerm {
    * later status check and the run's followers agree; then its lane is freed. `recorded` runs
    * once the end was found still missing (read after the run's request left RUNS).
    */
-  const endForRunner = async (runId: string, sessionKey: string, text: string, meta: Record<string, unknown>, recorded?: () => void) => {
+  const endForRunner = async (runId: string, sessionKey: string, text: string, meta: Record<string, unknown>, recorded?: () => void): Promise<boolean> => {
     try {
-      if ((await runStatus(sessionKey, runId)) === "started") {
-        recorded?.();
-        await rt.client.call("sessions", "append", {
-          sessionKey,
-          records: [{ id: recordIds.marker(runId, "error"), ts: Date.now(), runId, kind: "run_marker", runStatus: "error", text, meta: { replyKind: "error", silent: false, turns: 0, errorCode: "INTERNAL", ...meta } }],
-        });
-      }
+      await recordEnd(runId, sessionKey, text, meta, recorded);
+      return true;
     } catch (err) {
       rt.log.warn({ err, runId }, "could not record the end of a run no runner will end; its lane is freed all the same");
+      return false;
+    } finally {
+      releaseRun(runId);
     }
-    releaseRun(runId);
+  };
+  /** The run's error end, when its transcript still says `started` (`recorded` is called then); throws when it could not be read or stored. */
+  const recordEnd = async (runId: string, sessionKey: string, text: string, meta: Record<string, unknown>, recorded?: () => void) => {
+    if ((await runStatus(sessionKey, runId)) !== "started") return;
+    recorded?.();
+    await rt.client.call("sessions", "append", {
+      sessionKey,
+      records: [{ id: recordIds.marker(runId, "error"), ts: Date.now(), runId, kind: "run_marker", runStatus: "error", text, meta: { replyKind: "error", silent: false, turns: 0, errorCode: "INTERNAL", ...meta } }],
+    });
   };
 
   /**
@@ -287,7 +293,7 @@ export function startTerm(deps: TermDeps, state: TermState): RouterTerm {
         if (queued && !queued.has(runId)) {
           if (status === "unknown") return releaseRun(runId);
           const text = "The run ended without its end being recorded: its request left the run queue (given up while no router was active, or its end could not be stored).";
-          return await endForRunner(runId, sessionKey, text, { endLost: true }, () => rt.emit("run_end_lost", { runId, sessionKey }, "warn"));
+          return void (await endForRunner(runId, sessionKey, text, { endLost: true }, () => rt.emit("run_end_lost", { runId, sessionKey }, "warn")));
         }
       }
       lanes.touch(runId);
@@ -336,25 +342,29 @@ export function startTerm(deps: TermDeps, state: TermState): RouterTerm {
 
   /**
    * A run request the agent-runners gave up on (dead-lettered: run-gave-up.ts): no runner takes it
-   * again, so its end is recorded and its lane freed (`endForRunner`). A run the router does not
-   * hold is left alone.
+   * again, so its end is recorded if its transcript still says `started` (`run_gave_up` then, or
+   * whenever the router holds it) and its lane freed. Also for a run no router holds (given up
+   * while none was active: its dead letter waited for this term). Throws when the end could not
+   * be recorded, so the dead letter is read again (a held run's lane is freed all the same).
    */
   const runGaveUp = async (runId: string, sessionKey: string, error: string) => {
-    if (!lanes.isHeld(runId)) return;
-    rt.emit("run_gave_up", { runId, sessionKey }, "warn");
-    await endForRunner(runId, sessionKey, `The run gave up: its last delivery failed (${error.slice(0, 300) || "no reason given"}).`, { gaveUp: true });
+    const text = `The run gave up: its last delivery failed (${error.slice(0, 300) || "no reason given"}).`;
+    const emitted = () => rt.emit("run_gave_up", { runId, sessionKey, held: lanes.isHeld(runId) }, "warn");
+    if (!lanes.isHeld(runId)) return recordEnd(runId, sessionKey, text, { gaveUp: true }, emitted);
+    emitted();
+    if (!(await endForRunner(runId, sessionKey, text, { gaveUp: true }))) throw new LurkError("UNAVAILABLE", `the end of run ${runId}, which gave up, could not be recorded`);
   };
+  const givenUp = consumeRunsGivenUp(rt, runGaveUp);
 
   return {
     lanes,
     releaseRun,
     runStarted,
     runStored,
-    runGaveUp,
     async stop() {
       clearInterval(reconcile);
       clearInterval(prune);
-      await consumer.stop();
+      await Promise.all([consumer.stop(), givenUp.stop()]);
       pending.close(); // events still waiting were handed back with their messages
     },
   };

@@ -62,6 +62,8 @@ export const WEB_TOOLS = ["canvas"] as const;
 /** JetStream consumer names of the contract. */
 export const CONSUMERS = {
   router: "router",
+  /** the router's consumer of the agent-runners' dead letters in LURK_DEADLETTER (run requests they gave up on) */
+  routerGaveUp: "router-gave-up",
   agentRunner: "agent-runner",
   /** the hooks actor's consumer of LURK_HOOK_EVENTS (one per bus: each event to one hooks instance) */
   hooks: "hooks",
@@ -101,11 +103,12 @@ export function actorGrants(prefix?: string): ActorGrant[] {
         ...kvWatchSubjects(ROUTER_BUCKET), s.op("agent-runner", "auth_state"), `$JS.API.STREAM.MSG.GET.${STREAMS.runs}`,
       ],
       // run starts and ends: lanes of the runs it dispatched, and of those other actors store in RUNS (a child run, a cron agentTurn);
-      // run requests the agent-runners dead-lettered (gave up): their lanes are freed (run-gave-up.ts);
       // run requests as they are stored: another actor's run holds its lane from then (run-requests.ts)
-      subscribe: [...s.runTerminalAll, s.runStartAll, s.runRequestAll, s.deadLetter(STREAMS.runs, CONSUMERS.agentRunner)],
+      subscribe: [...s.runTerminalAll, s.runStartAll, s.runRequestAll],
       responder: true,
-      consumers: [{ stream: STREAMS.inbound, consumer: CONSUMERS.router }],
+      // INBOUND; and the run requests the agent-runners dead-lettered (gave up), kept in DEADLETTER
+      // while no router is active: their ends are recorded, their lanes freed (run-gave-up.ts)
+      consumers: [{ stream: STREAMS.inbound, consumer: CONSUMERS.router }, { stream: STREAMS.deadLetter, consumer: CONSUMERS.routerGaveUp }],
       kvBuckets: [LEASE_BUCKET, ROUTER_BUCKET],
     }),
     grant({
