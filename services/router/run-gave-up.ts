@@ -17,8 +17,6 @@ import type { RunningConsumer } from "../../shared/runtime/consumer.js";
 /** Resolves once the run's end is recorded (or was already); throws to have it retried. */
 export type RunGaveUpHandler = (runId: string, sessionKey: string, error: string) => Promise<void>;
 
-const errorHeader = (headers: Record<string, string>) => Object.entries(headers).find(([name]) => name.toLowerCase() === "lurk-dlq-error")?.[1] ?? "";
-
 export function consumeRunsGivenUp(rt: ActorRuntime, handler: RunGaveUpHandler): RunningConsumer {
   return rt.consume({
     stream: STREAMS.deadLetter,
@@ -26,6 +24,6 @@ export function consumeRunsGivenUp(rt: ActorRuntime, handler: RunGaveUpHandler):
     filterSubject: rt.subjects.deadLetter(STREAMS.runs, CONSUMERS.agentRunner),
     schema: runRequestSchema,
     concurrency: 16,
-    handler: (request, delivery) => handler(request.runId, request.sessionKey, errorHeader(delivery.headers)),
+    handler: (request, delivery) => handler(request.runId, request.sessionKey, delivery.headers["Lurk-Dlq-Error"] ?? ""),
   });
 }

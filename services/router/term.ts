@@ -244,16 +244,13 @@ export function startTerm(deps: TermDeps, state: TermState): RouterTerm {
    * later status check and the run's followers agree; then its lane is freed. `recorded` runs
    * once the end was found still missing (read after the run's request left RUNS).
    */
-  const endForRunner = async (runId: string, sessionKey: string, text: string, meta: Record<string, unknown>, recorded?: () => void): Promise<boolean> => {
+  const endForRunner = async (runId: string, sessionKey: string, text: string, meta: Record<string, unknown>, recorded?: () => void) => {
     try {
       await recordEnd(runId, sessionKey, text, meta, recorded);
-      return true;
     } catch (err) {
       rt.log.warn({ err, runId }, "could not record the end of a run no runner will end; its lane is freed all the same");
-      return false;
-    } finally {
-      releaseRun(runId);
     }
+    releaseRun(runId);
   };
   /** The run's error end, when its transcript still says `started` (`recorded` is called then); throws when it could not be read or stored. */
   const recordEnd = async (runId: string, sessionKey: string, text: string, meta: Record<string, unknown>, recorded?: () => void) => {
@@ -293,7 +290,7 @@ export function startTerm(deps: TermDeps, state: TermState): RouterTerm {
         if (queued && !queued.has(runId)) {
           if (status === "unknown") return releaseRun(runId);
           const text = "The run ended without its end being recorded: its request left the run queue (given up while no router was active, or its end could not be stored).";
-          return void (await endForRunner(runId, sessionKey, text, { endLost: true }, () => rt.emit("run_end_lost", { runId, sessionKey }, "warn")));
+          return await endForRunner(runId, sessionKey, text, { endLost: true }, () => rt.emit("run_end_lost", { runId, sessionKey }, "warn"));
         }
       }
       lanes.touch(runId);
@@ -349,10 +346,14 @@ export function startTerm(deps: TermDeps, state: TermState): RouterTerm {
    */
   const runGaveUp = async (runId: string, sessionKey: string, error: string) => {
     const text = `The run gave up: its last delivery failed (${error.slice(0, 300) || "no reason given"}).`;
-    const emitted = () => rt.emit("run_gave_up", { runId, sessionKey, held: lanes.isHeld(runId) }, "warn");
-    if (!lanes.isHeld(runId)) return recordEnd(runId, sessionKey, text, { gaveUp: true }, emitted);
-    emitted();
-    if (!(await endForRunner(runId, sessionKey, text, { gaveUp: true }))) throw new LurkError("UNAVAILABLE", `the end of run ${runId}, which gave up, could not be recorded`);
+    const held = lanes.isHeld(runId);
+    const gaveUp = () => rt.emit("run_gave_up", { runId, sessionKey, held }, "warn");
+    if (held) gaveUp();
+    try {
+      await recordEnd(runId, sessionKey, text, { gaveUp: true }, held ? undefined : gaveUp);
+    } finally {
+      releaseRun(runId);
+    }
   };
   const givenUp = consumeRunsGivenUp(rt, runGaveUp);
 
